@@ -1,0 +1,127 @@
+"""Plumbing shared by the readers: the result type, line reading, quarantine frames."""
+
+from __future__ import annotations
+
+import gzip
+import io
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+from reliability import schema
+from reliability.errors import IngestError, ReliabilityError
+
+__all__ = ["NULL_SENTINELS", "ReadResult", "quarantine_frame", "read_bytes", "read_lines"]
+
+#: Strings that Slurm and friends print for "no value".
+NULL_SENTINELS = ("", "Unknown", "None", "None assigned", "(null)", "N/A", "n/a")
+
+
+@dataclass
+class ReadResult:
+    """What one reader produced from one input file.
+
+    Attributes
+    ----------
+    source : path of the input as given
+    tables : canonical tables produced (``{"jobs": ..., "job_steps": ...}``), validated
+    quarantine : rows that were not kept, with ``source_file``, ``line_no``, ``raw``, ``reason``
+    rows_read : records read from the input (logical records: a job whose name holds a newline
+        is one record over two physical lines; blank lines, comments and headers are not records)
+    rows_kept : records accepted (a kept record may produce no output row, e.g. a healthy node
+        in a snapshot, or a DCGM sample that is not an error)
+    notes : what the reader decided that a user should know (assumptions, skipped lines)
+    """
+
+    source: str
+    tables: dict[str, pl.DataFrame]
+    quarantine: pl.DataFrame
+    rows_read: int
+    rows_kept: int
+    notes: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        for name, frame in self.tables.items():
+            self.tables[name] = schema.validate(frame, name)
+        self.quarantine = schema.validate(self.quarantine, "quarantine")
+        if self.rows_read != self.rows_kept + self.rows_quarantined:
+            raise ReliabilityError(
+                f"{self.source}: internal accounting error: rows read {self.rows_read} != "
+                f"kept {self.rows_kept} + quarantined {self.rows_quarantined}"
+            )
+
+    @property
+    def rows_quarantined(self) -> int:
+        """Number of records quarantined."""
+        return self.quarantine.height
+
+    def summary_line(self) -> str:
+        """One line: file, read / kept / quarantined, rows per table."""
+        out = ", ".join(f"{t}={f.height}" for t, f in self.tables.items())
+        return (
+            f"{self.source}: read {self.rows_read}, kept {self.rows_kept}, "
+            f"quarantined {self.rows_quarantined} -> {out}"
+        )
+
+    def __repr__(self) -> str:
+        return f"ReadResult({self.summary_line()})"
+
+
+def read_bytes(path: str | Path) -> bytes:
+    """Read a file (transparently gunzipping ``.gz``), raising :class:`IngestError` if unreadable."""
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise IngestError(str(path), f"cannot read file: {exc.strerror or exc}") from None
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as exc:
+            raise IngestError(str(path), f"corrupt gzip file: {exc}") from None
+    return data
+
+
+def read_lines(path: str | Path, data: bytes | None = None) -> tuple[pl.DataFrame, list[str]]:
+    """Split an input into physical lines, fast and without losing any.
+
+    Returns a frame ``line_no`` (1-based, i64), ``line`` (str; blank lines are ``""``;
+    invalid UTF-8 replaced by U+FFFD) and notes about the decoding.
+    """
+    if data is None:
+        data = read_bytes(path)
+    notes: list[str] = []
+    if b"\x1f" in data or b"\x00" in data:
+        # control bytes that polars' splitter would treat specially: decode in Python instead
+        text = data.decode("utf-8", errors="replace").replace("\x00", "\ufffd")
+        lines = pl.Series("line", text.split("\n"), dtype=pl.String)
+        if lines.len() and lines[-1] == "":
+            lines = lines.head(-1)
+        frame = pl.DataFrame(lines).with_columns(pl.col("line").str.strip_suffix("\r"))
+        notes.append("input holds NUL or control bytes (binary data?): decoded line by line")
+    elif not data:
+        frame = pl.DataFrame({"line": pl.Series([], dtype=pl.String)})
+    else:
+        frame = pl.read_csv(
+            io.BytesIO(data),
+            has_header=False,
+            separator="\x1f",
+            quote_char=None,
+            infer_schema=False,
+            new_columns=["line"],
+            encoding="utf8-lossy",
+            truncate_ragged_lines=False,
+        ).with_columns(pl.col("line").fill_null(""))
+    if frame.height and frame.get_column("line").str.contains("\ufffd", literal=True).any():
+        notes.append("input is not valid UTF-8: undecodable bytes were replaced by U+FFFD")
+    frame = frame.with_row_index("line_no", offset=1).with_columns(pl.col("line_no").cast(pl.Int64))
+    return frame, notes
+
+
+def quarantine_frame(source: str, line_no: list[int], raw: list[str], reason: list[str]) -> pl.DataFrame:
+    """Build a quarantine table from parallel lists."""
+    return pl.DataFrame(
+        {"source_file": [source] * len(line_no), "line_no": line_no, "raw": raw, "reason": reason},
+        schema=schema.TABLES["quarantine"].schema,
+    )

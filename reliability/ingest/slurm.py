@@ -1,0 +1,424 @@
+"""Reader for Slurm accounting exports: ``sacct --parsable2`` / ``--parsable``.
+
+Any subset and order of fields, with or without ``--duplicates``; a header line is expected
+(``--noheader`` output needs ``fields=``). Allocation records become ``jobs`` rows (one per
+attempt); step records (``.batch``, ``.extern``, ``.0``, ``45+1.0``) become ``job_steps`` rows.
+Everything is parsed with polars expressions; only records that need repair (``|`` or newlines
+in job names) go through Python.
+
+Times: sacct prints local time without a zone, so a time zone must be given (``tz=``);
+``SLURM_TIME_FORMAT=%s`` (epoch) output needs none. Ambiguous local times (DST fall-back)
+are read as the earlier instant; non-existent ones (spring-forward) are quarantined.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import polars as pl
+
+from reliability import schema
+from reliability.errors import IngestError
+from reliability.ingest import hostlist
+from reliability.ingest._common import NULL_SENTINELS, ReadResult, quarantine_frame, read_lines
+from reliability.ingest._delimited import split_delimited
+
+__all__ = ["FIELD_PATTERNS", "RECOMMENDED_FORMAT", "REQUIRED_FIELDS", "TEXT_FIELDS", "read_sacct"]
+
+#: Fields without which a jobs table cannot be built (sacct's default and ``--long`` formats
+#: print no times at all, so they cannot say when anything failed).
+REQUIRED_FIELDS = ("JobID", "State", "Submit")
+#: The export we recommend (all fields the data contract uses, plus the free-text ones last).
+RECOMMENDED_FORMAT = (
+    "JobID,JobIDRaw,Cluster,Partition,Account,User,QOS,Priority,State,ExitCode,Submit,Start,End,"
+    "Timelimit,NNodes,AllocTRES,ReqTRES,NodeList,JobName"
+)
+#: Free-text fields (user-controlled; may contain ``|`` or newlines), most likely first.
+TEXT_FIELDS = (
+    "JobName", "SubmitLine", "Comment", "AdminComment", "SystemComment", "Constraints",
+    "WorkDir", "Extra", "Container", "MCSLabel", "StdOut", "StdErr", "StdIn", "FailedNode",
+)  # fmt: skip
+
+_TIME = r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d|\d+|Unknown|None|)"
+_DUR = r"((\d+-)?(\d+:)?\d+:\d+(\.\d+)?|UNLIMITED|Partition_Limit|INVALID|)"
+_COUNT = r"(\d*|UNLIMITED|Partition_Limit|INVALID)"
+_IDENT = r"[\w\-.$@]*"
+_TRES = r"[\w/:=,.\-]*"
+_MEM = r"([\d.]+[KMGTPkmgtp]?[cn]?|)"
+#: Shape of each structured field; used to choose among repairs of delimiter collisions.
+FIELD_PATTERNS: dict[str, re.Pattern[str]] = {
+    name: re.compile(p)
+    for name, p in {
+        "JobID": r"\d+(_(\d+|\[[^\]|]*\]))?(\+\d+)?(\.[\w-]+)?",
+        "JobIDRaw": r"\d+(\+\d+)?(\.[\w-]+)?",
+        "User": _IDENT, "Group": _IDENT, "UID": r"\d*", "GID": r"\d*",
+        "Account": _IDENT, "Partition": r"[\w\-.,]*", "QOS": r"[\w\-.,]*", "QOSRAW": r"\d*",
+        "State": r"([A-Z_]+( by -?\d+)?\+?)?",
+        "ExitCode": r"(-?\d+:-?\d+)?", "DerivedExitCode": r"(-?\d+:-?\d+)?",
+        "Submit": _TIME, "Eligible": _TIME, "Start": _TIME, "End": _TIME,
+        "Elapsed": _DUR, "Suspended": _DUR, "Timelimit": _DUR, "TotalCPU": _DUR,
+        "UserCPU": _DUR, "SystemCPU": _DUR, "CPUTime": _DUR, "AveCPU": _DUR, "MinCPU": _DUR,
+        "ElapsedRaw": _COUNT, "TimelimitRaw": _COUNT, "CPUTimeRAW": _COUNT, "NNodes": _COUNT,
+        "NCPUS": _COUNT, "AllocCPUS": _COUNT, "ReqCPUS": _COUNT, "NTasks": _COUNT,
+        "AllocNodes": _COUNT, "ReqNodes": _COUNT, "Priority": _COUNT, "DBIndex": _COUNT,
+        "ReservationId": _COUNT,
+        "NodeList": r"([\w\-.\[\],]*|None assigned)",
+        "AllocTRES": _TRES, "ReqTRES": _TRES, "TRESUsageInTot": _TRES, "TRESUsageInMax": _TRES,
+        "TRESUsageOutTot": _TRES, "ReqMem": _MEM, "MaxRSS": _MEM, "AveRSS": _MEM,
+        "MaxVMSize": _MEM, "Cluster": _IDENT, "Flags": r"[\w,]*", "Layout": r"[\w\-]*",
+        "MaxRSSNode": r"[\w\-.]*", "Reservation": r"[\w\-.]*", "WCKey": r"\*?[\w\-.]*",
+        "WorkDir": r"(/.*)?",
+    }.items()
+}  # fmt: skip
+
+_HEADER_FIRST = re.compile(r"(?i)^jobid(raw)?$")
+_STATE_SUFFIX = r"( by -?\d+)?\+?$"
+_JOBID = r"^([^.]+)(?:\.(.+))?$"
+_DURATION = r"^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+)(?:\.\d+)?$"
+_NO_LIMIT = ("UNLIMITED", "Partition_Limit", "INVALID")
+_ISO_FMT = "%Y-%m-%dT%H:%M:%S"
+
+
+def _col(frame_cols: Sequence[str], name: str) -> pl.Expr:
+    return pl.col(name) if name in frame_cols else pl.lit(None, pl.String)
+
+
+def _nulled(expr: pl.Expr) -> pl.Expr:
+    e = expr.str.strip_chars(" ")
+    return pl.when(e.is_in(NULL_SENTINELS)).then(None).otherwise(expr)
+
+
+def _time(expr: pl.Expr, tz: str | None) -> tuple[pl.Expr, pl.Expr]:
+    """(UTC datetime, is-naive-ISO flag) from a sacct time string."""
+    v = _nulled(expr)
+    iso = v.str.to_datetime(_ISO_FMT, strict=False, time_unit="us")
+    epoch = pl.when(v.str.contains(r"^\d+$")).then(
+        pl.from_epoch(v.cast(pl.Int64, strict=False), time_unit="s")
+    )
+    epoch_utc = epoch.dt.replace_time_zone("UTC")
+    if tz is None:
+        iso_utc = pl.lit(None, schema.UTC_TIME)
+    else:
+        iso_utc = iso.dt.replace_time_zone(
+            tz, ambiguous="earliest", non_existent="null"
+        ).dt.convert_time_zone("UTC")
+    return pl.coalesce(epoch_utc.cast(schema.UTC_TIME), iso_utc.cast(schema.UTC_TIME)), iso.is_not_null()
+
+
+def _duration_s(expr: pl.Expr) -> pl.Expr:
+    """Seconds from ``[D-][HH:]MM:SS[.mmm]``; null for sentinels and UNLIMITED."""
+    g = expr.str.extract_groups(_DURATION)
+    parts = [g.struct.field(str(i)).cast(pl.Int64).fill_null(0) for i in (1, 2, 3, 4)]
+    secs = parts[0] * 86400 + parts[1] * 3600 + parts[2] * 60 + parts[3]
+    return pl.when(g.struct.field("4").is_not_null()).then(secs)
+
+
+def _gpus(tres: pl.Expr, gres: pl.Expr) -> pl.Expr:
+    """GPU count from a TRES string (``gres/gpu=8`` or typed ``gres/gpu:a100=8``) or GRES."""
+    plain = tres.str.extract(r"(?:^|,)gres/gpu=(\d+)", 1).cast(pl.UInt32)
+    typed = (
+        tres.str.extract_all(r"gres/gpu:[^=,]+=\d+")
+        .list.eval(pl.element().str.extract(r"=(\d+)$", 1).cast(pl.UInt32))
+        .list.sum()
+        .cast(pl.UInt32)
+    )
+    typed = pl.when(tres.str.contains("gres/gpu:", literal=True)).then(typed)
+    from_gres = (
+        gres.str.extract_all(r"gpu(?::[^:,(]+)?:\d+")
+        .list.eval(pl.element().str.extract(r":(\d+)$", 1).cast(pl.UInt32))
+        .list.sum()
+        .cast(pl.UInt32)
+    )
+    from_gres = pl.when(gres.str.contains("gpu", literal=True)).then(from_gres)
+    return pl.coalesce(plain, typed, from_gres)
+
+
+def _find_segments(lines: pl.DataFrame, fields: Sequence[str] | None, path: str) -> list[tuple[list[str], bool, pl.DataFrame]]:
+    """Split the file at header lines (mixed exports); return (fields, trailing, data lines)."""
+    first = pl.col("line").str.split_exact("|", 1).struct.field("field_0").str.strip_chars()
+    marked = lines.with_columns(
+        is_header=first.str.contains(_HEADER_FIRST.pattern, strict=True)
+        & pl.col("line").str.contains("|", literal=True),
+        is_skip=(pl.col("line").str.strip_chars() == "") | pl.col("line").str.starts_with("#"),
+    ).with_columns(segment=pl.col("is_header").cum_sum())
+    headers = marked.filter("is_header").select("line_no", "line", "segment").rows()
+    segments: list[tuple[list[str], bool, pl.DataFrame]] = []
+    data = marked.filter(~pl.col("is_header") & ~pl.col("is_skip"))
+    seg0 = data.filter(pl.col("segment") == 0)
+    if seg0.height:
+        if fields is None:
+            ln = seg0.get_column("line_no")[0]
+            raise IngestError(
+                path,
+                "no sacct header line (the first field should be JobID); for --noheader "
+                "output pass fields=[...] in the --format order",
+                line=ln,
+            )
+        sample = seg0.get_column("line")[0]
+        trailing = sample.endswith("|") and sample.count("|") == len(fields)
+        segments.append((list(fields), trailing, seg0.select("line_no", "line")))
+    for line_no, text, seg in headers:
+        names = [f.strip() for f in text.split("|")]
+        trailing = names[-1] == ""
+        if trailing:
+            names = names[:-1]
+        seen: dict[str, int] = {}
+        for k, nm in enumerate(names):
+            if not nm:
+                raise IngestError(path, "empty field name in header", line=line_no)
+            if nm in seen:
+                seen[nm] += 1
+                names[k] = f"{nm}_{seen[nm]}"
+            else:
+                seen[nm] = 1
+        part = data.filter(pl.col("segment") == seg).select("line_no", "line")
+        if part.height:
+            segments.append((names, trailing, part))
+    if not segments and not headers and lines.height and fields is None:
+        raise IngestError(path, "no sacct header line and no data")
+    return segments
+
+
+def _parse_segment(
+    recs: pl.DataFrame, cols: Sequence[str], *, tz: str | None, cluster: str | None
+) -> pl.DataFrame:
+    """Typed columns + a quarantine reason per record (null when the record is good)."""
+    c = lambda n: _col(cols, n)  # noqa: E731
+    submit, submit_iso = _time(c("Submit"), tz)
+    start, start_iso = _time(c("Start"), tz)
+    end, end_iso = _time(c("End"), tz)
+    ids = c("JobID").str.strip_chars().str.extract_groups(_JOBID)
+    state_raw = c("State").str.strip_chars().str.replace(_STATE_SUFFIX, "")
+    state = state_raw.cast(schema.JobState, strict=False)
+    exit_g = c("ExitCode").str.extract_groups(r"^(-?\d+):(-?\d+)$")
+    limit = _nulled(c("Timelimit"))
+    limit_raw = _nulled(c("TimelimitRaw"))
+    limit_s = pl.coalesce(
+        _duration_s(limit), limit_raw.cast(pl.Int64, strict=False) * 60
+    )
+    limit_bad = (
+        limit.is_not_null() & ~limit.is_in(_NO_LIMIT) & _duration_s(limit).is_null()
+    )
+    nodelist = _nulled(c("NodeList").str.strip_chars())
+    tres = pl.coalesce(_nulled(c("AllocTRES")), _nulled(c("ReqTRES")))
+    gres = pl.coalesce(_nulled(c("AllocGRES")), _nulled(c("ReqGRES")), _nulled(c("Gres")))
+    nnodes_s = pl.coalesce(_nulled(c("NNodes")), _nulled(c("AllocNodes")))
+    clus = pl.coalesce(_nulled(c("Cluster").str.strip_chars()), pl.lit(cluster, pl.String))
+
+    def text(n: str) -> pl.Expr:
+        return _nulled(c(n))
+
+    out = recs.select(
+        "line_no",
+        "line",
+        cluster=clus,
+        job_id=ids.struct.field("1"),
+        step=ids.struct.field("2"),
+        name=c("JobName"),
+        user=text("User"),
+        account=text("Account"),
+        partition=text("Partition"),
+        qos=text("QOS"),
+        submit_time=submit,
+        start_time=start,
+        end_time=end,
+        state=state,
+        state_raw=state_raw,
+        exit_code=exit_g.struct.field("1").cast(pl.Int32, strict=False),
+        exit_signal=exit_g.struct.field("2").cast(pl.Int32, strict=False),
+        n_nodes_raw=nnodes_s,
+        n_accelerators=_gpus(tres.fill_null(""), gres.fill_null("")),
+        nodelist=nodelist,
+        time_limit_s=limit_s,
+        priority_raw=text("Priority"),
+        _limit_bad=limit_bad,
+        _submit_iso=submit_iso,
+        _start_iso=start_iso,
+        _end_iso=end_iso,
+        _submit_s=text("Submit"),
+        _start_s=text("Start"),
+        _end_s=text("End"),
+        _exit_s=text("ExitCode"),
+        _jobid_s=c("JobID"),
+    )
+    is_step = pl.col("step").is_not_null()
+    checks: list[tuple[pl.Expr, pl.Expr]] = [
+        (pl.col("job_id").is_null() | (pl.col("job_id").str.strip_chars() == ""),
+         pl.format("field JobID: malformed job id '{}'", pl.col("_jobid_s").fill_null(""))),
+        (pl.col("state").is_null(),
+         pl.format("field State: unknown job state '{}'", pl.col("state_raw").fill_null(""))),
+        (pl.col("_exit_s").is_not_null() & pl.col("exit_code").is_null(),
+         pl.format("field ExitCode: expected code:signal, got '{}'", pl.col("_exit_s"))),
+        (~is_step & pl.col("_submit_s").is_null(),
+         pl.lit("field Submit: missing submit time")),
+        (pl.col("_submit_s").is_not_null() & pl.col("submit_time").is_null(),
+         pl.format("field Submit: cannot read time '{}'", pl.col("_submit_s"))),
+        (pl.col("_start_s").is_not_null() & pl.col("start_time").is_null(),
+         pl.format("field Start: cannot read time '{}'", pl.col("_start_s"))),
+        (pl.col("_end_s").is_not_null() & pl.col("end_time").is_null(),
+         pl.format("field End: cannot read time '{}'", pl.col("_end_s"))),
+        (pl.col("_limit_bad"), pl.lit("field Timelimit: cannot read duration")),
+        (pl.col("n_nodes_raw").is_not_null()
+         & pl.col("n_nodes_raw").cast(pl.UInt32, strict=False).is_null(),
+         pl.format("field NNodes: not a count '{}'", pl.col("n_nodes_raw"))),
+        (pl.col("priority_raw").is_not_null()
+         & pl.col("priority_raw").cast(pl.Int64, strict=False).is_null(),
+         pl.format("field Priority: not an integer '{}'", pl.col("priority_raw"))),
+        (~is_step & (pl.col("submit_time") > pl.col("start_time")),
+         pl.format("Submit {} is after Start {} (impossible order; not fixed)",
+                   pl.col("_submit_s"), pl.col("_start_s"))),
+        (pl.col("start_time") > pl.col("end_time"),
+         pl.format("End {} is before Start {} (impossible order; not fixed)",
+                   pl.col("_end_s"), pl.col("_start_s"))),
+        (pl.col("nodelist").is_not_null()
+         & pl.col("nodelist").str.contains(r"[^\w\-.\[\],]"),
+         pl.format("field NodeList: not a hostlist '{}'", pl.col("nodelist"))),
+    ]  # fmt: skip
+    reason = pl.coalesce([pl.when(cond).then(msg) for cond, msg in checks])
+    return out.with_columns(reason=reason)
+
+
+def _expand_nodes(frame: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, str]]:
+    """Add ``nodes`` (list[str]); hostlists with brackets are expanded once per distinct value."""
+    bracketed = (
+        frame.filter(pl.col("nodelist").str.contains("[", literal=True))
+        .get_column("nodelist")
+        .unique()
+        .to_list()
+    )
+    mapping: dict[str, list[str]] = {}
+    errors: dict[str, str] = {}
+    for expr in bracketed:
+        try:
+            mapping[expr] = hostlist.expand(expr)
+        except hostlist.HostlistError as exc:
+            errors[expr] = str(exc)
+    plain = pl.col("nodelist").str.split(",")
+    if mapping:
+        table = pl.DataFrame(
+            {"nodelist": list(mapping), "_expanded": list(mapping.values())},
+            schema={"nodelist": pl.String, "_expanded": pl.List(pl.String)},
+        )
+        frame = frame.join(table, on="nodelist", how="left", maintain_order="left")
+        nodes = pl.when(pl.col("_expanded").is_not_null()).then(pl.col("_expanded")).otherwise(plain)
+        frame = frame.with_columns(nodes=nodes).drop("_expanded")
+    else:
+        frame = frame.with_columns(nodes=plain)
+    frame = frame.with_columns(
+        nodes=pl.when(pl.col("nodelist").is_null())
+        .then(pl.lit([], pl.List(pl.String)))
+        .otherwise(pl.col("nodes"))
+    )
+    return frame, errors
+
+
+def read_sacct(
+    path: str | Path,
+    *,
+    cluster: str | None = None,
+    tz: str | None = None,
+    fields: Sequence[str] | None = None,
+) -> ReadResult:
+    """Read a ``sacct --parsable2`` (or ``--parsable``) export into ``jobs`` and ``job_steps``.
+
+    Parameters
+    ----------
+    path : the export (plain or gzip)
+    cluster : cluster name, used where the export has no ``Cluster`` field or it is empty
+    tz : IANA time zone the times were printed in (sacct prints local time without a zone);
+        not needed for ``SLURM_TIME_FORMAT=%s`` output
+    fields : field names in ``--format`` order, for ``--noheader`` output
+
+    Returns
+    -------
+    ReadResult with ``jobs`` (one row per allocation record = attempt) and ``job_steps``.
+    Attempts of a job (``--duplicates``) are numbered 0, 1, ... by start time.
+    """
+    src = str(path)
+    lines, notes = read_lines(path)
+    if lines.height == 0:
+        raise IngestError(src, "empty file (sacct prints a header line even when no job matches)")
+    segments = _find_segments(lines, fields, src)
+    parsed: list[pl.DataFrame] = []
+    q_no: list[int] = []
+    q_raw: list[str] = []
+    q_reason: list[str] = []
+    for names, trailing, seg_lines in segments:
+        missing = [f for f in REQUIRED_FIELDS if f not in names]
+        if missing:
+            raise IngestError(
+                src,
+                "required sacct field missing from the header; export with "
+                f"sacct --parsable2 --duplicates --format={RECOMMENDED_FORMAT}",
+                field=missing[0],
+                line=max(int(seg_lines.get_column("line_no")[0]) - 1, 1),
+            )
+        split = split_delimited(
+            seg_lines, names, trailing=trailing, text_fields=TEXT_FIELDS, patterns=FIELD_PATTERNS
+        )
+        q_no += split.bad_line_no
+        q_raw += split.bad_raw
+        q_reason += split.bad_reason
+        if "Cluster" not in names and cluster is None:
+            raise IngestError(src, "the export has no Cluster field: pass cluster=", field="Cluster")
+        parsed.append(_parse_segment(split.records, names, tz=tz, cluster=cluster))
+    if len(segments) > 1:
+        notes.append(f"{len(segments)} header lines: read as {len(segments)} concatenated exports")
+    frame = pl.concat(parsed, how="vertical") if parsed else None
+    rows_read = len(q_no) + (frame.height if frame is not None else 0)
+    if frame is None or frame.height == 0:
+        q = quarantine_frame(src, q_no, q_raw, q_reason).sort("line_no")
+        return ReadResult(src, {"jobs": schema.empty("jobs"), "job_steps": schema.empty("job_steps")},
+                          q, rows_read, rows_read - q.height, notes)
+    naive = frame.select(pl.any_horizontal("_submit_iso", "_start_iso", "_end_iso").any()).item()
+    if naive and tz is None:
+        raise IngestError(
+            src, "sacct prints local times without a zone: pass tz= (e.g. 'UTC' or the "
+            "cluster's zone), or export with SLURM_TIME_FORMAT=%s", field="Submit")
+    if frame.select(pl.col("cluster").is_null().any()).item():
+        ln = frame.filter(pl.col("cluster").is_null()).get_column("line_no")[0]
+        raise IngestError(src, "empty Cluster value: pass cluster=", line=ln, field="Cluster")
+    frame, hl_errors = _expand_nodes(frame)
+    if hl_errors:
+        frame = frame.with_columns(
+            reason=pl.coalesce(
+                "reason",
+                pl.when(pl.col("nodelist").is_in(list(hl_errors))).then(
+                    pl.lit("field NodeList: ")
+                    + pl.col("nodelist").replace_strict(hl_errors, default="", return_dtype=pl.String)
+                ),
+            )
+        )
+    bad = frame.filter(pl.col("reason").is_not_null())
+    q_no += bad.get_column("line_no").to_list()
+    q_raw += bad.get_column("line").to_list()
+    q_reason += bad.get_column("reason").to_list()
+    good = frame.filter(pl.col("reason").is_null()).drop("line")
+    good = good.with_columns(
+        n_nodes=pl.coalesce(pl.col("n_nodes_raw").cast(pl.UInt32, strict=False),
+                            pl.col("nodes").list.len().cast(pl.UInt32)),
+        priority=pl.col("priority_raw").cast(pl.Int64, strict=False),
+    )
+    if not any("TRES" in n or "GRES" in n for names, _, _ in segments for n in names):
+        notes.append("no AllocTRES/ReqTRES/GRES field: n_accelerators set to 0 (GPU count unknown)")
+    good = good.with_columns(pl.col("n_accelerators").fill_null(0))
+    allocs = good.filter(pl.col("step").is_null())
+    jobs = (
+        allocs.sort("cluster", "job_id", "start_time", "submit_time", "line_no", nulls_last=True)
+        .with_columns(
+            attempt=pl.int_range(pl.len(), dtype=pl.UInt16).over("cluster", "job_id"),
+            topology=pl.lit(None, pl.String),
+        )
+        .sort("line_no")
+        .select(list(schema.TABLES["jobs"].schema))
+    )
+    steps = good.filter(pl.col("step").is_not_null()).select(
+        "cluster", "job_id", "step", "name", "start_time", "end_time", "state",
+        "exit_code", "exit_signal", "n_nodes", "nodes",
+    )  # fmt: skip
+    q = quarantine_frame(src, q_no, q_raw, q_reason).sort("line_no")
+    return ReadResult(
+        src, {"jobs": jobs, "job_steps": steps}, q, rows_read, rows_read - q.height, notes
+    )

@@ -1,0 +1,138 @@
+"""Versioned failure taxonomy: NVIDIA Xid / SXid codes and DCGM fields -> component,
+failure domain and severity.
+
+Sources: NVIDIA "XID Errors" documentation (docs.nvidia.com/deploy/xid-errors), the NVSwitch
+SXid list in the Fabric Manager user guide, and Kokolis et al. HPCA'25 §III (which Xids mark
+hardware failures of a job). ``severity = critical`` means "the node should be taken out of
+service / the job on it is lost"; ``warning`` means "worth counting, usually not fatal";
+``info`` means "context only". ``domain`` is the failure domain used by attribution
+(``hardware``, ``user``, ``software``, ``infrastructure``).
+
+An unknown code is never dropped: it maps to ``component = unknown``, ``severity = warning``.
+Bump :data:`TAXONOMY_VERSION` whenever a mapping changes; the Dataset manifest records it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from reliability import schema
+
+__all__ = ["DCGM_FIELDS", "SXID", "TAXONOMY_VERSION", "XID", "Classification", "classify_sxid", "classify_xid", "xid_table"]
+
+TAXONOMY_VERSION = "2026.11.1"
+
+
+@dataclass(frozen=True)
+class Classification:
+    """What a code means: component, failure domain, severity, and a short description."""
+
+    component: str
+    domain: str
+    severity: str
+    description: str
+
+
+_C = Classification
+#: Xid code -> classification.
+XID: dict[int, Classification] = {
+    8: _C("gpu", "software", "warning", "GPU stopped processing (driver/application timeout)"),
+    13: _C("software", "user", "warning", "graphics engine exception (usually an application bug)"),
+    31: _C("software", "user", "warning", "GPU memory page fault (usually an application bug)"),
+    32: _C("pcie", "hardware", "warning", "invalid or corrupted push buffer stream (PCIe/DMA)"),
+    38: _C("gpu", "software", "warning", "driver firmware error"),
+    43: _C("software", "user", "warning", "GPU stopped processing (application fault)"),
+    45: _C("software", "software", "info", "preemptive cleanup after previous errors"),
+    48: _C("gpu_memory", "hardware", "critical", "double-bit ECC error (DBE)"),
+    56: _C("gpu", "hardware", "warning", "display engine error"),
+    57: _C("gpu_memory", "hardware", "warning", "error programming video memory interface"),
+    61: _C("gpu", "hardware", "critical", "internal micro-controller breakpoint/warning"),
+    62: _C("gpu", "hardware", "critical", "internal micro-controller halt"),
+    63: _C("gpu_memory", "hardware", "warning", "ECC page retirement or row remapping recorded"),
+    64: _C("gpu_memory", "hardware", "critical", "ECC page retirement or row remapping failure"),
+    68: _C("gpu", "hardware", "warning", "NVDEC/video processor exception"),
+    69: _C("gpu", "hardware", "warning", "graphics engine class error"),
+    74: _C("nvlink", "hardware", "critical", "NVLink error"),
+    79: _C("gpu", "hardware", "critical", "GPU has fallen off the bus"),
+    92: _C("gpu_memory", "hardware", "warning", "high single-bit ECC error rate"),
+    94: _C("gpu_memory", "hardware", "warning", "contained ECC error (application must restart)"),
+    95: _C("gpu_memory", "hardware", "critical", "uncontained ECC error (GPU reset required)"),
+    109: _C("gpu", "software", "warning", "context switch timeout"),
+    119: _C("gpu", "hardware", "critical", "GSP RPC timeout"),
+    120: _C("gpu", "hardware", "critical", "GSP error"),
+    121: _C("nvlink", "hardware", "critical", "C2C link error"),
+    122: _C("gpu", "hardware", "warning", "SPI PMU RPC read failure"),
+    123: _C("gpu", "hardware", "warning", "SPI PMU RPC write failure"),
+    136: _C("gpu", "hardware", "warning", "power-management event"),
+    137: _C("nvlink", "hardware", "critical", "NVLink FLA privilege error"),
+    140: _C("gpu_memory", "hardware", "critical", "unrecovered ECC error"),
+    143: _C("gpu", "hardware", "critical", "GPU initialization failure"),
+    144: _C("nvlink", "hardware", "critical", "NVLink SAW error"),
+    145: _C("nvlink", "hardware", "critical", "NVLink RLW error"),
+    149: _C("nvlink", "hardware", "critical", "NVLink NETIR error"),
+    154: _C("gpu", "hardware", "critical", "GPU recovery action changed (reset or reboot required)"),
+}
+
+#: NVSwitch SXid code -> classification (fatal ones take the fabric down for the node).
+SXID: dict[int, Classification] = {
+    11004: _C("nvlink", "hardware", "critical", "NVSwitch ingress invalid ACL"),
+    12028: _C("nvlink", "hardware", "warning", "NVSwitch egress non-posted PRIV error"),
+    19084: _C("nvlink", "hardware", "critical", "NVSwitch AN1 fatal heartbeat timeout"),
+    20034: _C("nvlink", "hardware", "critical", "NVSwitch LTSSM fault (link down)"),
+    22013: _C("nvlink", "hardware", "critical", "NVSwitch minion link DLREQ interrupt"),
+    24007: _C("nvlink", "hardware", "critical", "NVSwitch NVLink TL error"),
+}
+
+_UNKNOWN = _C("unknown", "unknown", "warning", "code not in the taxonomy")
+
+#: DCGM exporter counters -> (classification, kind). ``kind`` is ``counter`` (an event when
+#: it increases) or ``last_xid`` (a gauge holding the last Xid seen).
+DCGM_FIELDS: dict[str, tuple[Classification, str]] = {
+    "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL": (_C("gpu_memory", "hardware", "critical", "volatile double-bit ECC errors"), "counter"),
+    "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL": (_C("gpu_memory", "hardware", "critical", "aggregate double-bit ECC errors"), "counter"),
+    "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL": (_C("gpu_memory", "hardware", "info", "volatile single-bit ECC errors"), "counter"),
+    "DCGM_FI_DEV_ROW_REMAP_FAILURE": (_C("gpu_memory", "hardware", "critical", "row remapping failure"), "counter"),
+    "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": (_C("gpu_memory", "hardware", "warning", "rows remapped after uncorrectable errors"), "counter"),
+    "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL": (_C("nvlink", "hardware", "warning", "NVLink flit CRC errors"), "counter"),
+    "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL": (_C("nvlink", "hardware", "warning", "NVLink data CRC errors"), "counter"),
+    "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL": (_C("nvlink", "hardware", "warning", "NVLink recovery errors"), "counter"),
+    "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL": (_C("nvlink", "hardware", "info", "NVLink replay errors"), "counter"),
+    "DCGM_FI_DEV_PCIE_REPLAY_COUNTER": (_C("pcie", "hardware", "warning", "PCIe replays"), "counter"),
+    "DCGM_FI_DEV_XID_ERRORS": (_UNKNOWN, "last_xid"),
+    "DCGM_EXP_XID_ERRORS_COUNT": (_UNKNOWN, "xid_window_count"),
+    "DCGM_FI_DEV_XID_ERRORS_ACTIVE": (_UNKNOWN, "xid_window_count"),
+}  # fmt: skip
+
+
+def classify_xid(code: int | str) -> Classification:
+    """Classification of an Xid code; unknown codes give component ``unknown``, never an error."""
+    try:
+        return XID.get(int(code), _UNKNOWN)
+    except (TypeError, ValueError):
+        return _UNKNOWN
+
+
+def classify_sxid(code: int | str, fatal: bool | None = None) -> Classification:
+    """Classification of an NVSwitch SXid; an unlisted one is an NVLink fault whose severity
+    follows the line's own ``Fatal`` / ``Non-fatal`` marker."""
+    try:
+        c = SXID.get(int(code))
+    except (TypeError, ValueError):
+        c = None
+    if c is not None:
+        return c
+    return _C("nvlink", "hardware", "critical" if fatal else "warning", "NVSwitch error (unlisted SXid)")
+
+
+def xid_table() -> pl.DataFrame:
+    """The Xid taxonomy as a frame (``code``, ``component``, ``domain``, ``severity``,
+    ``description``), for joins in attribution and for reports."""
+    rows = [(str(k), v.component, v.domain, v.severity, v.description) for k, v in sorted(XID.items())]
+    return pl.DataFrame(
+        rows,
+        schema={"code": pl.String, "component": schema.Component, "domain": pl.String,
+                "severity": schema.Severity, "description": pl.String},
+        orient="row",
+    )

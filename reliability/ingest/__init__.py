@@ -1,0 +1,63 @@
+"""Readers: one module per source, each returning a :class:`ReadResult`.
+
+=================  ========================================  ======================
+kind (CLI)         reader                                    tables
+=================  ========================================  ======================
+``slurm``          :func:`read_sacct`                        jobs, job_steps
+``events``         :func:`read_sacctmgr_events`              node_states
+``nodes``          :func:`read_node_snapshot` (scontrol /    node_states
+                   sinfo -R, detected from the content)
+``kernel``         :func:`read_kernel_log`                   health_events
+``dcgm``           :func:`read_dcgm`                         health_events
+``health``         :func:`read_health` (CSV / JSONL)         health_events,
+                                                             component_failures, inventory
+=================  ========================================  ======================
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from reliability.errors import IngestError
+from reliability.ingest import hostlist
+from reliability.ingest._common import ReadResult, read_bytes
+from reliability.ingest.dcgm import read_dcgm
+from reliability.ingest.health import read_health
+from reliability.ingest.kernel_log import read_kernel_log
+from reliability.ingest.slurm import read_sacct
+from reliability.ingest.slurm_nodes import read_sacctmgr_events, read_scontrol_nodes, read_sinfo_reasons
+
+__all__ = [
+    "READERS",
+    "ReadResult",
+    "hostlist",
+    "read_dcgm",
+    "read_health",
+    "read_kernel_log",
+    "read_node_snapshot",
+    "read_sacct",
+    "read_sacctmgr_events",
+    "read_scontrol_nodes",
+    "read_sinfo_reasons",
+]
+
+
+def read_node_snapshot(path: str | Path, *, cluster: str, tz: str | None = None) -> ReadResult:
+    """Read ``scontrol show node`` or ``sinfo -R`` output, whichever the file holds."""
+    head = read_bytes(path)[:65536].decode("utf-8", errors="replace")
+    if "NodeName=" in head:
+        return read_scontrol_nodes(path, cluster=cluster, tz=tz)
+    if "REASON" in head and "NODELIST" in head:
+        return read_sinfo_reasons(path, cluster=cluster, tz=tz)
+    raise IngestError(str(path), "unknown format: neither scontrol show node (NodeName=) nor sinfo -R")
+
+
+#: CLI kind -> reader.
+READERS = {
+    "slurm": read_sacct,
+    "events": read_sacctmgr_events,
+    "nodes": read_node_snapshot,
+    "kernel": read_kernel_log,
+    "dcgm": read_dcgm,
+    "health": read_health,
+}

@@ -1,0 +1,174 @@
+"""Synthetic inputs with known content, for tests, benchmarks and demos.
+
+:func:`synthetic_sacct` writes a realistic ``sacct --parsable2 --duplicates`` export of a GPU
+cluster (allocations, ``.batch`` / ``.extern`` / ``.0`` steps, job arrays, compressed
+hostlists, GPU TRES, the job-state mix of Kokolis et al. HPCA'25 Table II) fully vectorised,
+so millions of rows take seconds. It is a format generator, not the cluster simulator: jobs
+do not compete for nodes.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+__all__ = ["SACCT_FIELDS", "synthetic_sacct"]
+
+#: Fields written by :func:`synthetic_sacct` (what an operator would export).
+SACCT_FIELDS = (
+    "JobID", "JobIDRaw", "JobName", "User", "Account", "Partition", "QOS", "State", "ExitCode",
+    "Submit", "Start", "End", "Elapsed", "Timelimit", "NNodes", "AllocTRES", "NodeList",
+    "Priority", "Cluster",
+)  # fmt: skip
+
+# Kokolis et al. HPCA'25, RSC-1 final job states (DESIGN.md §5); the rest are CANCELLED.
+_STATES = ("COMPLETED", "FAILED", "PREEMPTED", "REQUEUED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "CANCELLED")
+_STATE_P = (0.60, 0.24, 0.10, 0.02, 0.006, 0.001, 0.001)
+
+
+def _hms(seconds: pl.Expr) -> pl.Expr:
+    d = seconds // 86400
+    rem = seconds % 86400
+    hh = (rem // 3600).cast(pl.String).str.zfill(2)
+    mm = ((rem % 3600) // 60).cast(pl.String).str.zfill(2)
+    ss = (rem % 60).cast(pl.String).str.zfill(2)
+    base = pl.concat_str([hh, mm, ss], separator=":")
+    return pl.when(d > 0).then(pl.concat_str([d.cast(pl.String), pl.lit("-"), base])).otherwise(base)
+
+
+def synthetic_sacct(
+    path: str | Path,
+    n_jobs: int,
+    *,
+    seed: int,
+    n_nodes: int = 2000,
+    gpus_per_node: int = 8,
+    cluster: str = "synth",
+    start: datetime = datetime(2025, 1, 1, tzinfo=UTC),
+    days: float = 330.0,
+) -> pl.DataFrame:
+    """Write a synthetic sacct export of ``n_jobs`` allocation records to ``path``.
+
+    Parameters
+    ----------
+    n_jobs : allocation records (steps come on top: ``.batch`` and ``.extern`` for each
+        started job, ``.0`` for about a third)
+    seed : random seed (same seed, same file)
+    n_nodes, gpus_per_node : cluster shape
+    start, days : the accounting window (times are printed in UTC without a zone, as sacct does)
+
+    Returns
+    -------
+    The allocation records as a frame (``job_id``, ``state``, ``n_nodes``, ``gpus``,
+    ``start_s``, ``end_s``...) so that tests can compare a reader's output with the truth.
+    """
+    rng = np.random.default_rng(seed)
+    n = int(n_jobs)
+    # job sizes: >40% 1 GPU, >90% under 8 GPUs; a tail of multi-node jobs (HPCA'25 Fig. 2)
+    size_choices = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024])
+    size_p = np.array([0.45, 0.25, 0.21, 0.04, 0.02, 0.012, 0.008, 0.005, 0.0025, 0.0015, 0.001])
+    gpus = rng.choice(size_choices, size=n, p=size_p / size_p.sum())
+    nnodes = np.maximum(1, gpus // gpus_per_node)
+    first_node = rng.integers(0, np.maximum(1, n_nodes - nnodes), size=n)
+    split = (nnodes >= 4) & (rng.random(n) < 0.3)  # some allocations in two ranges
+    submit = np.sort(rng.uniform(0, days * 86400, size=n)).astype(np.int64)
+    wait = rng.exponential(600, size=n).astype(np.int64)
+    run = np.minimum(rng.lognormal(7.5, 1.6, size=n), 7 * 86400).astype(np.int64) + 1
+    state_idx = rng.choice(len(_STATES), size=n, p=[*_STATE_P, 1 - sum(_STATE_P)])
+    never_started = (state_idx == len(_STATES) - 1) & (rng.random(n) < 0.3)
+    array_task = np.where(rng.random(n) < 0.1, rng.integers(0, 50, size=n), -1)
+    step0 = rng.random(n) < 0.35
+    t0 = int(start.timestamp())
+    width = len(str(n_nodes))
+    jobs = pl.DataFrame(
+        {
+            "raw_id": np.arange(1000, 1000 + n, dtype=np.int64),
+            "array_task": array_task,
+            "gpus": gpus,
+            "n_nodes": nnodes,
+            "first_node": first_node,
+            "split": split,
+            "submit_s": submit + t0,
+            "start_s": np.where(never_started, -1, submit + wait + t0),
+            "run_s": run,
+            "state": np.array(_STATES)[state_idx],
+            "user_i": rng.integers(0, 300, size=n),
+            "prio": rng.integers(1000, 20000, size=n),
+            "step0": step0,
+        }
+    ).with_columns(
+        end_s=pl.when(pl.col("start_s") >= 0).then(pl.col("start_s") + pl.col("run_s")),
+        start_s=pl.when(pl.col("start_s") >= 0).then(pl.col("start_s")),
+        job_id=pl.when(pl.col("array_task") >= 0)
+        .then(pl.format("{}_{}", pl.col("raw_id") - pl.col("array_task"), pl.col("array_task")))
+        .otherwise(pl.col("raw_id").cast(pl.String)),
+    )
+    pad = lambda e: e.cast(pl.String).str.zfill(width)  # noqa: E731
+    lo = pl.col("first_node")
+    hi = lo + pl.col("n_nodes") - 1
+    half = pl.col("n_nodes") // 2
+    nodelist = (
+        pl.when(pl.col("start_s").is_null()).then(pl.lit("None assigned"))
+        .when(pl.col("n_nodes") == 1).then(pl.concat_str([pl.lit("node"), pad(lo)]))
+        .when(pl.col("split")).then(pl.format("node[{}-{},{}-{}]", pad(lo), pad(lo + half - 1),
+                                              pad(lo + half + 1), pad(hi + 1)))
+        .otherwise(pl.format("node[{}-{}]", pad(lo), pad(hi)))
+    )  # fmt: skip
+    ts = lambda c: pl.from_epoch(c, time_unit="s").dt.strftime("%Y-%m-%dT%H:%M:%S").fill_null("Unknown")  # noqa: E731
+    exit_code = (
+        pl.when(pl.col("state") == "COMPLETED").then(pl.lit("0:0"))
+        .when(pl.col("state") == "FAILED").then(pl.lit("1:0"))
+        .when(pl.col("state") == "OUT_OF_MEMORY").then(pl.lit("0:125"))
+        .when(pl.col("state") == "TIMEOUT").then(pl.lit("0:1"))
+        .otherwise(pl.lit("0:0"))
+    )  # fmt: skip
+    state_txt = pl.when(pl.col("state") == "CANCELLED").then(
+        pl.format("CANCELLED by {}", 1000 + pl.col("user_i"))
+    ).otherwise(pl.col("state"))
+    elapsed = _hms(pl.col("run_s").fill_null(0)).fill_null("00:00:00")
+    alloc = jobs.select(
+        "raw_id",
+        JobID=pl.col("job_id"),
+        JobIDRaw=pl.col("raw_id").cast(pl.String),
+        JobName=pl.format("train_{}", pl.col("raw_id") % 997),
+        User=pl.format("user{}", pl.col("user_i")),
+        Account=pl.format("team{}", pl.col("user_i") % 40),
+        Partition=pl.lit("learn"),
+        QOS=pl.when(pl.col("prio") > 15000).then(pl.lit("high")).otherwise(pl.lit("normal")),
+        State=state_txt,
+        ExitCode=exit_code,
+        Submit=ts(pl.col("submit_s")),
+        Start=pl.when(pl.col("start_s").is_null()).then(pl.lit("None")).otherwise(ts(pl.col("start_s"))),
+        End=ts(pl.col("end_s")),
+        Elapsed=pl.when(pl.col("start_s").is_null()).then(pl.lit("00:00:00")).otherwise(elapsed),
+        Timelimit=pl.lit("7-00:00:00"),
+        NNodes=pl.col("n_nodes").cast(pl.String),
+        AllocTRES=pl.format("billing={},cpu={},gres/gpu={},mem={}G,node={}", pl.col("gpus") * 12,
+                            pl.col("gpus") * 12, pl.col("gpus"), pl.col("gpus") * 64, pl.col("n_nodes")),
+        NodeList=nodelist,
+        Priority=pl.col("prio").cast(pl.String),
+        Cluster=pl.lit(cluster),
+        order=pl.lit(0),
+    )
+    started = alloc.filter(pl.col("Start") != "None")
+    steps = []
+    for order, suffix in ((1, "batch"), (2, "extern")):
+        steps.append(started.with_columns(
+            JobID=pl.col("JobID") + f".{suffix}", JobIDRaw=pl.col("JobIDRaw") + f".{suffix}",
+            JobName=pl.lit(suffix), User=pl.lit(""), QOS=pl.lit(""), Partition=pl.lit(""),
+            State=pl.col("State").str.replace(r" by \d+$", ""), Timelimit=pl.lit(""), Priority=pl.lit(""),
+            order=pl.lit(order),
+        ))  # fmt: skip
+    with_step0 = started.join(jobs.filter("step0").select("raw_id"), on="raw_id", how="semi")
+    steps.append(with_step0.with_columns(
+        JobID=pl.col("JobID") + ".0", JobIDRaw=pl.col("JobIDRaw") + ".0", JobName=pl.lit("python"),
+        User=pl.lit(""), QOS=pl.lit(""), Partition=pl.lit(""), Timelimit=pl.lit(""), Priority=pl.lit(""),
+        State=pl.col("State").str.replace(r" by \d+$", ""), order=pl.lit(3),
+    ))  # fmt: skip
+    out = pl.concat([alloc, *steps]).sort("raw_id", "order").select(list(SACCT_FIELDS))
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    out.write_csv(path, separator="|", quote_style="never", include_header=True)
+    return jobs.select("job_id", "state", "n_nodes", "gpus", "submit_s", "start_s", "end_s", "array_task")

@@ -41,7 +41,14 @@ __all__ = ["Dataset", "DatasetSummary", "IngestOutcome"]
 
 MANIFEST = "manifest.json"
 FORMAT = "reliability-dataset"
-DATA_TABLES = ("jobs", "job_steps", "health_events", "node_states", "component_failures", "inventory")
+DATA_TABLES = (
+    "jobs",
+    "job_steps",
+    "health_events",
+    "node_states",
+    "component_failures",
+    "inventory",
+)
 
 
 def _sha256(path: Path) -> tuple[str, int]:
@@ -72,8 +79,10 @@ class IngestOutcome:
         if self.status == "unchanged":
             return f"{self.path}: already ingested (sha256 {self.sha256[:12]}), nothing to do"
         out = ", ".join(f"{k}={v}" for k, v in self.rows_out.items())
-        return (f"{self.path}: read {self.rows_read}, kept {self.rows_kept}, "
-                f"quarantined {self.rows_quarantined} ({out})")
+        return (
+            f"{self.path}: read {self.rows_read}, kept {self.rows_kept}, "
+            f"quarantined {self.rows_quarantined} ({out})"
+        )
 
 
 @dataclass
@@ -101,7 +110,11 @@ class DatasetSummary:
     accelerator_hours: float
 
     def __str__(self) -> str:
-        span = f"{self.first:%Y-%m-%d %H:%M} .. {self.last:%Y-%m-%d %H:%M} UTC" if self.first else "empty"
+        span = (
+            f"{self.first:%Y-%m-%d %H:%M} .. {self.last:%Y-%m-%d %H:%M} UTC"
+            if self.first
+            else "empty"
+        )
         head = [
             f"clusters: {', '.join(self.clusters) or '-'}",
             f"time span: {span}",
@@ -118,7 +131,7 @@ class DatasetSummary:
         return "\n".join(head)
 
     def _repr_html_(self) -> str:
-        return (f"<pre>{_html_escape(str(self))}</pre>")
+        return f"<pre>{_html_escape(str(self))}</pre>"
 
 
 def _html_escape(s: str) -> str:
@@ -218,11 +231,15 @@ class Dataset:
         """
         reader = READERS.get(kind)
         if reader is None:
-            raise ReliabilityError(f"unknown input kind {kind!r}; expected one of {sorted(READERS)}")
+            raise ReliabilityError(
+                f"unknown input kind {kind!r}; expected one of {sorted(READERS)}"
+            )
         if isinstance(paths, (str, Path)):
             paths = [paths]
         params = inspect.signature(reader).parameters
-        kwargs: dict[str, Any] = {k: v for k, v in {"cluster": cluster, "tz": tz}.items() if v is not None}
+        kwargs: dict[str, Any] = {
+            k: v for k, v in {"cluster": cluster, "tz": tz}.items() if v is not None
+        }
         kwargs.update(options)
         unknown = [k for k in kwargs if k not in params]
         if unknown:
@@ -243,19 +260,38 @@ class Dataset:
                 sha, size = _sha256(path)
                 known = {i["sha256"]: i for i in self.manifest["inputs"]}
                 if sha in known:
-                    outcomes.append(IngestOutcome(str(path), "unchanged", sha, known[sha]["rows_read"],
-                                                  known[sha]["rows_kept"], known[sha]["rows_quarantined"]))
+                    outcomes.append(
+                        IngestOutcome(
+                            str(path),
+                            "unchanged",
+                            sha,
+                            known[sha]["rows_read"],
+                            known[sha]["rows_kept"],
+                            known[sha]["rows_quarantined"],
+                        )
+                    )
                     continue
                 result: ReadResult = reader(path, **kwargs)
                 if strict and result.rows_quarantined:
                     first = result.quarantine.row(0, named=True)
-                    raise IngestError(str(path), f"{result.rows_quarantined} row(s) would be quarantined "
-                                      f"(--strict); first: {first['reason']}", line=first["line_no"])
+                    raise IngestError(
+                        str(path),
+                        f"{result.rows_quarantined} row(s) would be quarantined "
+                        f"(--strict); first: {first['reason']}",
+                        line=first["line_no"],
+                    )
                 outcomes.append(self._commit(kind, path, sha, size, result, kwargs))
         return outcomes
 
-    def _commit(self, kind: str, path: Path, sha: str, size: int, result: ReadResult,
-                options: dict[str, Any]) -> IngestOutcome:
+    def _commit(
+        self,
+        kind: str,
+        path: Path,
+        sha: str,
+        size: int,
+        result: ReadResult,
+        options: dict[str, Any],
+    ) -> IngestOutcome:
         part_id = sha[:16]
         parts: dict[str, str] = {}
         for table, frame in result.tables.items():
@@ -290,8 +326,16 @@ class Dataset:
         m["package_version"] = __version__
         m["updated"] = entry["ingested_at"]
         write_json_atomic(m, self.path / MANIFEST)
-        return IngestOutcome(str(path), "ingested", sha, result.rows_read, result.rows_kept,
-                             result.rows_quarantined, rows_out, list(result.notes))
+        return IngestOutcome(
+            str(path),
+            "ingested",
+            sha,
+            result.rows_read,
+            result.rows_kept,
+            result.rows_quarantined,
+            rows_out,
+            list(result.notes),
+        )
 
     def _clean_orphans(self) -> None:
         """Remove part files and temp files that no manifest entry refers to (crash leftovers)."""
@@ -312,8 +356,12 @@ class Dataset:
         """A lazy frame over one table, deduplicated by its natural key (latest input wins)."""
         spec = schema.TABLES.get(table)
         if spec is None:
-            raise ReliabilityError(f"unknown table {table!r}; expected one of {sorted(schema.TABLES)}")
-        files = [self.path / i["parts"][table] for i in self.manifest["inputs"] if table in i["parts"]]
+            raise ReliabilityError(
+                f"unknown table {table!r}; expected one of {sorted(schema.TABLES)}"
+            )
+        files = [
+            self.path / i["parts"][table] for i in self.manifest["inputs"] if table in i["parts"]
+        ]
         if not files:
             return spec.empty().lazy()
         lf = pl.concat([pl.scan_parquet(f) for f in files], how="vertical")
@@ -325,7 +373,9 @@ class Dataset:
             lf = (
                 lf.with_row_index("__order")
                 .sort("cluster", "job_id", "start_time", "submit_time", "__order", nulls_last=True)
-                .with_columns(attempt=pl.int_range(pl.len(), dtype=pl.UInt16).over("cluster", "job_id"))
+                .with_columns(
+                    attempt=pl.int_range(pl.len(), dtype=pl.UInt16).over("cluster", "job_id")
+                )
                 .sort("__order")
                 .drop("__order")
             )
@@ -373,34 +423,75 @@ class Dataset:
     def summary(self) -> DatasetSummary:
         """Row counts, time span, clusters, nodes, accelerators and quarantine per input."""
         counts = pl.DataFrame(
-            {"table": [*DATA_TABLES, "quarantine"],
-             "rows": [self.scan(t).select(pl.len()).collect().item() for t in (*DATA_TABLES, "quarantine")]},
+            {
+                "table": [*DATA_TABLES, "quarantine"],
+                "rows": [
+                    self.scan(t).select(pl.len()).collect().item()
+                    for t in (*DATA_TABLES, "quarantine")
+                ],
+            },
             schema={"table": pl.String, "rows": pl.Int64},
         )
         jobs = self.scan("jobs")
         he = self.scan("health_events")
         ns = self.scan("node_states")
-        clusters = pl.concat([jobs.select("cluster"), he.select("cluster"), ns.select("cluster")]).unique().collect()
-        nodes = pl.concat([
-            jobs.select(pl.col("nodes").explode().alias("node")),
-            he.select("node"), ns.select("node"),
-        ]).drop_nulls().unique().select(pl.len()).collect().item()
-        times = pl.concat([
-            jobs.select(pl.col("submit_time").alias("t")), jobs.select(pl.col("end_time").alias("t")),
-            he.select(pl.col("time").alias("t")), ns.select(pl.col("start").alias("t")),
-        ]).select(pl.col("t").min().alias("first"), pl.col("t").max().alias("last")).collect()
+        clusters = (
+            pl.concat([jobs.select("cluster"), he.select("cluster"), ns.select("cluster")])
+            .unique()
+            .collect()
+        )
+        nodes = (
+            pl.concat(
+                [
+                    jobs.select(pl.col("nodes").explode().alias("node")),
+                    he.select("node"),
+                    ns.select("node"),
+                ]
+            )
+            .drop_nulls()
+            .unique()
+            .select(pl.len())
+            .collect()
+            .item()
+        )
+        times = (
+            pl.concat(
+                [
+                    jobs.select(pl.col("submit_time").alias("t")),
+                    jobs.select(pl.col("end_time").alias("t")),
+                    he.select(pl.col("time").alias("t")),
+                    ns.select(pl.col("start").alias("t")),
+                ]
+            )
+            .select(pl.col("t").min().alias("first"), pl.col("t").max().alias("last"))
+            .collect()
+        )
         acc = jobs.select(
-            per_node=(pl.col("n_accelerators") / pl.col("n_nodes").clip(lower_bound=1)).ceil().max(),
-            hours=(pl.col("n_accelerators") * (pl.col("end_time") - pl.col("start_time")).dt.total_seconds()
-                   ).sum() / 3600.0,
+            per_node=(pl.col("n_accelerators") / pl.col("n_nodes").clip(lower_bound=1))
+            .ceil()
+            .max(),
+            hours=(
+                pl.col("n_accelerators")
+                * (pl.col("end_time") - pl.col("start_time")).dt.total_seconds()
+            ).sum()
+            / 3600.0,
         ).collect()
         inputs = self.inputs
         inp = pl.DataFrame(
-            {"name": [i["name"] for i in inputs], "kind": [i["kind"] for i in inputs],
-             "rows_read": [i["rows_read"] for i in inputs], "rows_kept": [i["rows_kept"] for i in inputs],
-             "rows_quarantined": [i["rows_quarantined"] for i in inputs]},
-            schema={"name": pl.String, "kind": pl.String, "rows_read": pl.Int64,
-                    "rows_kept": pl.Int64, "rows_quarantined": pl.Int64},
+            {
+                "name": [i["name"] for i in inputs],
+                "kind": [i["kind"] for i in inputs],
+                "rows_read": [i["rows_read"] for i in inputs],
+                "rows_kept": [i["rows_kept"] for i in inputs],
+                "rows_quarantined": [i["rows_quarantined"] for i in inputs],
+            },
+            schema={
+                "name": pl.String,
+                "kind": pl.String,
+                "rows_read": pl.Int64,
+                "rows_kept": pl.Int64,
+                "rows_quarantined": pl.Int64,
+            },
         )
         return DatasetSummary(
             summary=counts,

@@ -20,7 +20,16 @@ import polars as pl
 
 from reliability import schema
 
-__all__ = ["DCGM_FIELDS", "SXID", "TAXONOMY_VERSION", "XID", "Classification", "classify_sxid", "classify_xid", "xid_table"]
+__all__ = [
+    "DCGM_FIELDS",
+    "SXID",
+    "TAXONOMY_VERSION",
+    "XID",
+    "Classification",
+    "classify_sxid",
+    "classify_xid",
+    "xid_table",
+]
 
 TAXONOMY_VERSION = "2026.11.1"
 
@@ -72,7 +81,9 @@ XID: dict[int, Classification] = {
     144: _C("nvlink", "hardware", "critical", "NVLink SAW error"),
     145: _C("nvlink", "hardware", "critical", "NVLink RLW error"),
     149: _C("nvlink", "hardware", "critical", "NVLink NETIR error"),
-    154: _C("gpu", "hardware", "critical", "GPU recovery action changed (reset or reboot required)"),
+    154: _C(
+        "gpu", "hardware", "critical", "GPU recovery action changed (reset or reboot required)"
+    ),
 }
 
 #: NVSwitch SXid code -> classification (fatal ones take the fabric down for the node).
@@ -123,16 +134,25 @@ def classify_sxid(code: int | str, fatal: bool | None = None) -> Classification:
         c = None
     if c is not None:
         return c
-    return _C("nvlink", "hardware", "critical" if fatal else "warning", "NVSwitch error (unlisted SXid)")
+    return _C(
+        "nvlink", "hardware", "critical" if fatal else "warning", "NVSwitch error (unlisted SXid)"
+    )
 
 
 def xid_table() -> pl.DataFrame:
     """The Xid taxonomy as a frame (``code``, ``component``, ``domain``, ``severity``,
     ``description``), for joins in attribution and for reports."""
-    rows = [(str(k), v.component, v.domain, v.severity, v.description) for k, v in sorted(XID.items())]
+    rows = [
+        (str(k), v.component, v.domain, v.severity, v.description) for k, v in sorted(XID.items())
+    ]
     return pl.DataFrame(
         rows,
-        schema={"code": pl.String, "component": schema.Component, "domain": pl.String,
-                "severity": schema.Severity, "description": pl.String},
+        schema={
+            "code": pl.String,
+            "component": schema.Component,
+            "domain": pl.String,
+            "severity": schema.Severity,
+            "description": pl.String,
+        },
         orient="row",
     )

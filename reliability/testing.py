@@ -25,7 +25,16 @@ SACCT_FIELDS = (
 )  # fmt: skip
 
 # Kokolis et al. HPCA'25, RSC-1 final job states (DESIGN.md §5); the rest are CANCELLED.
-_STATES = ("COMPLETED", "FAILED", "PREEMPTED", "REQUEUED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "CANCELLED")
+_STATES = (
+    "COMPLETED",
+    "FAILED",
+    "PREEMPTED",
+    "REQUEUED",
+    "TIMEOUT",
+    "NODE_FAIL",
+    "OUT_OF_MEMORY",
+    "CANCELLED",
+)
 _STATE_P = (0.60, 0.24, 0.10, 0.02, 0.006, 0.001, 0.001)
 
 
@@ -36,7 +45,9 @@ def _hms(seconds: pl.Expr) -> pl.Expr:
     mm = ((rem % 3600) // 60).cast(pl.String).str.zfill(2)
     ss = (rem % 60).cast(pl.String).str.zfill(2)
     base = pl.concat_str([hh, mm, ss], separator=":")
-    return pl.when(d > 0).then(pl.concat_str([d.cast(pl.String), pl.lit("-"), base])).otherwise(base)
+    return (
+        pl.when(d > 0).then(pl.concat_str([d.cast(pl.String), pl.lit("-"), base])).otherwise(base)
+    )
 
 
 def synthetic_sacct(
@@ -117,7 +128,10 @@ def synthetic_sacct(
                                               pad(lo + half + 1), pad(hi + 1)))
         .otherwise(pl.format("node[{}-{}]", pad(lo), pad(hi)))
     )  # fmt: skip
-    ts = lambda c: pl.from_epoch(c, time_unit="s").dt.strftime("%Y-%m-%dT%H:%M:%S").fill_null("Unknown")  # noqa: E731
+
+    def ts(c: pl.Expr) -> pl.Expr:
+        return pl.from_epoch(c, time_unit="s").dt.strftime("%Y-%m-%dT%H:%M:%S").fill_null("Unknown")
+
     exit_code = (
         pl.when(pl.col("state") == "COMPLETED").then(pl.lit("0:0"))
         .when(pl.col("state") == "FAILED").then(pl.lit("1:0"))
@@ -125,9 +139,11 @@ def synthetic_sacct(
         .when(pl.col("state") == "TIMEOUT").then(pl.lit("0:1"))
         .otherwise(pl.lit("0:0"))
     )  # fmt: skip
-    state_txt = pl.when(pl.col("state") == "CANCELLED").then(
-        pl.format("CANCELLED by {}", 1000 + pl.col("user_i"))
-    ).otherwise(pl.col("state"))
+    state_txt = (
+        pl.when(pl.col("state") == "CANCELLED")
+        .then(pl.format("CANCELLED by {}", 1000 + pl.col("user_i")))
+        .otherwise(pl.col("state"))
+    )
     elapsed = _hms(pl.col("run_s").fill_null(0)).fill_null("00:00:00")
     alloc = jobs.select(
         "raw_id",
@@ -141,13 +157,21 @@ def synthetic_sacct(
         State=state_txt,
         ExitCode=exit_code,
         Submit=ts(pl.col("submit_s")),
-        Start=pl.when(pl.col("start_s").is_null()).then(pl.lit("None")).otherwise(ts(pl.col("start_s"))),
+        Start=pl.when(pl.col("start_s").is_null())
+        .then(pl.lit("None"))
+        .otherwise(ts(pl.col("start_s"))),
         End=ts(pl.col("end_s")),
         Elapsed=pl.when(pl.col("start_s").is_null()).then(pl.lit("00:00:00")).otherwise(elapsed),
         Timelimit=pl.lit("7-00:00:00"),
         NNodes=pl.col("n_nodes").cast(pl.String),
-        AllocTRES=pl.format("billing={},cpu={},gres/gpu={},mem={}G,node={}", pl.col("gpus") * 12,
-                            pl.col("gpus") * 12, pl.col("gpus"), pl.col("gpus") * 64, pl.col("n_nodes")),
+        AllocTRES=pl.format(
+            "billing={},cpu={},gres/gpu={},mem={}G,node={}",
+            pl.col("gpus") * 12,
+            pl.col("gpus") * 12,
+            pl.col("gpus"),
+            pl.col("gpus") * 64,
+            pl.col("n_nodes"),
+        ),
         NodeList=nodelist,
         Priority=pl.col("prio").cast(pl.String),
         Cluster=pl.lit(cluster),
@@ -171,4 +195,6 @@ def synthetic_sacct(
     out = pl.concat([alloc, *steps]).sort("raw_id", "order").select(list(SACCT_FIELDS))
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     out.write_csv(path, separator="|", quote_style="never", include_header=True)
-    return jobs.select("job_id", "state", "n_nodes", "gpus", "submit_s", "start_s", "end_s", "array_task")
+    return jobs.select(
+        "job_id", "state", "n_nodes", "gpus", "submit_s", "start_s", "end_s", "array_task"
+    )

@@ -25,7 +25,11 @@ from reliability.ingest.dcgm import read_dcgm
 from reliability.ingest.health import read_health
 from reliability.ingest.kernel_log import read_kernel_log
 from reliability.ingest.slurm import read_sacct
-from reliability.ingest.slurm_nodes import read_sacctmgr_events, read_scontrol_nodes, read_sinfo_reasons
+from reliability.ingest.slurm_nodes import (
+    read_sacctmgr_events,
+    read_scontrol_nodes,
+    read_sinfo_reasons,
+)
 
 __all__ = [
     "READERS",
@@ -49,7 +53,9 @@ def read_node_snapshot(path: str | Path, *, cluster: str, tz: str | None = None)
         return read_scontrol_nodes(path, cluster=cluster, tz=tz)
     if "REASON" in head and "NODELIST" in head:
         return read_sinfo_reasons(path, cluster=cluster, tz=tz)
-    raise IngestError(str(path), "unknown format: neither scontrol show node (NodeName=) nor sinfo -R")
+    raise IngestError(
+        str(path), "unknown format: neither scontrol show node (NodeName=) nor sinfo -R"
+    )
 
 
 #: CLI kind -> reader.

@@ -119,7 +119,9 @@ def read_lines(path: str | Path, data: bytes | None = None) -> tuple[pl.DataFram
     return frame, notes
 
 
-def quarantine_frame(source: str, line_no: list[int], raw: list[str], reason: list[str]) -> pl.DataFrame:
+def quarantine_frame(
+    source: str, line_no: list[int], raw: list[str], reason: list[str]
+) -> pl.DataFrame:
     """Build a quarantine table from parallel lists."""
     return pl.DataFrame(
         {"source_file": [source] * len(line_no), "line_no": line_no, "raw": raw, "reason": reason},

@@ -42,7 +42,9 @@ def _assign(parts: list[str], fields: Sequence[str], combo: tuple[int, ...]) -> 
     return out
 
 
-def _valid(values: list[str], fields: Sequence[str], patterns: Mapping[str, re.Pattern[str]]) -> bool:
+def _valid(
+    values: list[str], fields: Sequence[str], patterns: Mapping[str, re.Pattern[str]]
+) -> bool:
     for name, value in zip(fields, values, strict=True):
         pat = patterns.get(name)
         if pat is not None and pat.fullmatch(value) is None:
@@ -60,7 +62,10 @@ def _merge_extra(
     extra = len(parts) - len(fields)
     text_idx = [i for i, f in enumerate(fields) if f in text_fields]
     if not text_idx:
-        return None, f"{len(parts)} fields, expected {len(fields)}, and no free-text field to hold '|'"
+        return (
+            None,
+            f"{len(parts)} fields, expected {len(fields)}, and no free-text field to hold '|'",
+        )
     if extra > _MAX_EXTRA:
         return None, f"{len(parts)} fields, expected {len(fields)}: too many '|' to resolve"
     valid: list[list[str]] = []
@@ -130,7 +135,10 @@ def split_delimited(
         good.select(
             "line_no",
             "line",
-            pl.col("line").str.split_exact("|", len(names) - 1).struct.rename_fields(names).alias("s"),
+            pl.col("line")
+            .str.split_exact("|", len(names) - 1)
+            .struct.rename_fields(names)
+            .alias("s"),
         )
         .unnest("s")
         .select("line_no", "line", *fields)
@@ -166,8 +174,10 @@ def split_delimited(
             continue
         if len(parts) == n:
             values: list[str] | None = parts
-            reason = "" if _valid(parts, fields, patterns) else (
-                "rejoined lines do not form a well-formed record"
+            reason = (
+                ""
+                if _valid(parts, fields, patterns)
+                else ("rejoined lines do not form a well-formed record")
             )
             if reason:
                 values = None

@@ -47,7 +47,11 @@ def is_blank(value: float) -> bool:
     """True for DCGM's "blank" sentinels (not supported / not found / not permissioned)."""
     if value != value:  # NaN
         return True
-    return (_INT32_BLANK[0] <= value <= _INT32_BLANK[1]) or value >= _FP64_BLANK or value >= _INT64_BLANK
+    return (
+        (_INT32_BLANK[0] <= value <= _INT32_BLANK[1])
+        or value >= _FP64_BLANK
+        or value >= _INT64_BLANK
+    )
 
 
 def _node(labels: dict[str, str], default: str) -> tuple[str, bool]:
@@ -110,7 +114,9 @@ def read_dcgm(
                 try:
                     t = datetime.fromisoformat(m.group("ts").replace("Z", "+00:00"))
                 except ValueError:
-                    raise IngestError(src, f"bad scraped_at time {m.group('ts')!r}", line=line_no) from None
+                    raise IngestError(
+                        src, f"bad scraped_at time {m.group('ts')!r}", line=line_no
+                    ) from None
                 if t.tzinfo is None:
                     raise IngestError(src, "scraped_at time needs a UTC offset", line=line_no)
                 current = t.astimezone(UTC)
@@ -172,9 +178,19 @@ def read_dcgm(
             cls = taxonomy.classify_xid(xid)
             code = xid
             msg = f"{value:g} Xid {xid} in DCGM window: {cls.description}"
-        rows.append({"cluster": cluster, "node": host, "time": when, "source": "dcgm",
-                     "component": cls.component, "code": code, "severity": cls.severity,
-                     "device": device, "message": msg})
+        rows.append(
+            {
+                "cluster": cluster,
+                "node": host,
+                "time": when,
+                "source": "dcgm",
+                "component": cls.component,
+                "code": code,
+                "severity": cls.severity,
+                "device": device,
+                "message": msg,
+            }
+        )
     frame = pl.DataFrame(rows, schema=schema.TABLES["health_events"].schema, orient="row")
     if blanks:
         notes.append(f"{blanks} DCGM blank sentinel value(s) (no reading) ignored")

@@ -65,17 +65,30 @@ def _csv_rows(data: bytes, src: str) -> tuple[list[str], list[tuple[int, str, li
 
 
 def _time(expr: pl.Expr, tz: str | None) -> pl.Expr:
-    v = expr.str.strip_chars().str.replace(r"^(\d{4}-\d\d-\d\d) ", "${1}T").str.replace(r"Z$", "+00:00")
-    aware = v.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f%:z", strict=False, time_unit="us", time_zone="UTC")
+    v = (
+        expr.str.strip_chars()
+        .str.replace(r"^(\d{4}-\d\d-\d\d) ", "${1}T")
+        .str.replace(r"Z$", "+00:00")
+    )
+    aware = v.str.to_datetime(
+        "%Y-%m-%dT%H:%M:%S%.f%:z", strict=False, time_unit="us", time_zone="UTC"
+    )
     epoch = pl.when(v.str.contains(r"^\d+(\.\d+)?$")).then(
-        (v.cast(pl.Float64, strict=False) * 1e6).cast(pl.Int64).cast(pl.Datetime("us")).dt.replace_time_zone("UTC")
+        (v.cast(pl.Float64, strict=False) * 1e6)
+        .cast(pl.Int64)
+        .cast(pl.Datetime("us"))
+        .dt.replace_time_zone("UTC")
     )
     naive = v.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f", strict=False, time_unit="us")
     if tz is not None:
-        naive_utc = naive.dt.replace_time_zone(tz, ambiguous="earliest", non_existent="null").dt.convert_time_zone("UTC")
+        naive_utc = naive.dt.replace_time_zone(
+            tz, ambiguous="earliest", non_existent="null"
+        ).dt.convert_time_zone("UTC")
     else:
         naive_utc = pl.lit(None, schema.UTC_TIME)
-    return pl.coalesce(aware.cast(schema.UTC_TIME), epoch.cast(schema.UTC_TIME), naive_utc.cast(schema.UTC_TIME))
+    return pl.coalesce(
+        aware.cast(schema.UTC_TIME), epoch.cast(schema.UTC_TIME), naive_utc.cast(schema.UTC_TIME)
+    )
 
 
 def read_health(
@@ -180,24 +193,39 @@ def read_health(
             what = "an ISO-8601 time with offset, or epoch seconds"
         else:
             what = str(dtype)
-        checks.append((c.is_not_null() & pl.col(f"__{col}").is_null(),
-                       pl.format(f"column {col}: cannot read '{{}}' as {what}", c)))
+        checks.append(
+            (
+                c.is_not_null() & pl.col(f"__{col}").is_null(),
+                pl.format(f"column {col}: cannot read '{{}}' as {what}", c),
+            )
+        )
         if col not in spec.nullable:
-            checks.append((c.is_null(), pl.lit(f"column {col}: missing value in a required column")))
+            checks.append(
+                (c.is_null(), pl.lit(f"column {col}: missing value in a required column"))
+            )
     out = raw_frame.with_columns(**{f"__{k}": v for k, v in typed.items()})
     if tz is None:
         naive = pl.any_horizontal(
-            [pl.col(c).str.contains(r"^\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d(\.\d+)?)?$")
-             for c, d in spec.schema.items() if d == schema.UTC_TIME]
+            [
+                pl.col(c).str.contains(r"^\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d(\.\d+)?)?$")
+                for c, d in spec.schema.items()
+                if d == schema.UTC_TIME
+            ]
         )
         if out.select(naive.any()).item():
-            raise IngestError(src, "times without a UTC offset: pass tz= or write them with Z/offset")
+            raise IngestError(
+                src, "times without a UTC offset: pass tz= or write them with Z/offset"
+            )
     out = out.with_columns(reason=pl.coalesce([pl.when(cond).then(msg) for cond, msg in checks]))
     for a, b_ in (("failed_at", "repaired_at"), ("in_service", "out_of_service")):
         if a in spec.schema and b_ in spec.schema:
             out = out.with_columns(
-                reason=pl.coalesce("reason", pl.when(pl.col(f"__{b_}") < pl.col(f"__{a}"))
-                                   .then(pl.lit(f"{b_} is before {a} (impossible order; not fixed)")))
+                reason=pl.coalesce(
+                    "reason",
+                    pl.when(pl.col(f"__{b_}") < pl.col(f"__{a}")).then(
+                        pl.lit(f"{b_} is before {a} (impossible order; not fixed)")
+                    ),
+                )
             )
     bad = out.filter(pl.col("reason").is_not_null())
     frame = out.filter(pl.col("reason").is_null()).select(

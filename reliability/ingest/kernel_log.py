@@ -34,7 +34,9 @@ from reliability.ingest._common import ReadResult, quarantine_frame, read_lines
 __all__ = ["read_kernel_log"]
 
 _REL = re.compile(r"^\[\s*(?P<secs>\d+\.\d+)\]\s?(?P<rest>.*)$")
-_CTIME = re.compile(r"^\[(?P<ts>[A-Z][a-z]{2} [A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d \d{4})\]\s?(?P<rest>.*)$")
+_CTIME = re.compile(
+    r"^\[(?P<ts>[A-Z][a-z]{2} [A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d \d{4})\]\s?(?P<rest>.*)$"
+)
 _ISO = re.compile(
     r"^(?:\w+\s*:\s*\w+\s*:\s*)?(?P<ts>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)"
     r"\s+(?P<rest>.*)$"
@@ -50,8 +52,12 @@ _SXID = re.compile(
 )
 _GPU_START = re.compile(r"NVRM: The NVIDIA GPU (?P<dev>[0-9A-Fa-f:.]+)")
 _FALLEN = re.compile(r"NVRM: GPU (?P<dev>[0-9A-Fa-f:.]+): GPU has fallen off the bus")
-_MONTHS = {m: i for i, m in enumerate(
-    ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"], 1)}
+_MONTHS = {
+    m: i
+    for i, m in enumerate(
+        ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"], 1
+    )
+}
 _DEDUP_WINDOW = timedelta(seconds=60)
 
 
@@ -68,7 +74,9 @@ def _bus_id(dev: str) -> str:
 class _Clock:
     """Turns the various prefixes into UTC datetimes."""
 
-    def __init__(self, src: str, tz: str | None, year: int | None, boot_time: datetime | None) -> None:
+    def __init__(
+        self, src: str, tz: str | None, year: int | None, boot_time: datetime | None
+    ) -> None:
         self.src = src
         try:
             self.zone = ZoneInfo(tz) if tz else None
@@ -90,13 +98,20 @@ class _Clock:
         m = _SYSLOG.match(line)
         if m and m.group("ts")[:3] in _MONTHS:
             if self.year is None:
-                raise IngestError(self.src, "syslog timestamps have no year: pass year=", line=line_no)
+                raise IngestError(
+                    self.src, "syslog timestamps have no year: pass year=", line=line_no
+                )
             month = _MONTHS[m.group("ts")[:3]]
             if self.last_month is not None and month < self.last_month:
                 self.year += 1  # the log crossed New Year
             self.last_month = month
             naive = datetime.strptime(f"{self.year} {m.group('ts')}", "%Y %b %d %H:%M:%S")
-            return self.local(naive, line_no), m.group("host"), _KERNEL_TAG.sub("", m.group("rest")), None
+            return (
+                self.local(naive, line_no),
+                m.group("host"),
+                _KERNEL_TAG.sub("", m.group("rest")),
+                None,
+            )
         m = _ISO.match(line)
         if m:
             ts = m.group("ts").replace(",", ".").replace(" ", "T")
@@ -115,10 +130,18 @@ class _Clock:
         if m:
             self.last_rel = timedelta(seconds=float(m.group("secs")))
             if self.boot is None:
-                return None, None, m.group("rest"), (
-                    "dmesg timestamp is seconds since boot: pass boot_time= to place it in time"
+                return (
+                    None,
+                    None,
+                    m.group("rest"),
+                    ("dmesg timestamp is seconds since boot: pass boot_time= to place it in time"),
                 )
-            return self.boot + timedelta(seconds=float(m.group("secs"))), None, m.group("rest"), None
+            return (
+                self.boot + timedelta(seconds=float(m.group("secs"))),
+                None,
+                m.group("rest"),
+                None,
+            )
         return None, None, line.strip(), "no timestamp on the line"
 
 
@@ -186,12 +209,25 @@ def read_kernel_log(
         if host is None:
             used_default = used_default or node is None
             host = node or default_node
-        base = {"line_no": line_no, "raw": line, "time": t, "node": host, "why": why,
-                "tkey": t if t is not None else clock.last_rel}
+        base = {
+            "line_no": line_no,
+            "raw": line,
+            "time": t,
+            "node": host,
+            "why": why,
+            "tkey": t if t is not None else clock.last_rel,
+        }
         if m := _XID.search(rest):
             c = taxonomy.classify_xid(m.group("code"))
-            events.append({**base, "code": m.group("code"), "device": _bus_id(m.group("dev")),
-                           "message": m.group("msg").strip(), "cls": c})
+            events.append(
+                {
+                    **base,
+                    "code": m.group("code"),
+                    "device": _bus_id(m.group("dev")),
+                    "message": m.group("msg").strip(),
+                    "cls": c,
+                }
+            )
         elif m := _SXID.search(rest):
             msg = m.group("msg").strip()
             fatal = msg.lower().startswith("fatal")
@@ -199,13 +235,29 @@ def read_kernel_log(
                 context += 1  # detail line of an SXid already recorded
                 continue
             c = taxonomy.classify_sxid(m.group("code"), fatal)
-            events.append({**base, "code": f"SXid{m.group('code')}",
-                           "device": f"{m.group('sw')}@{_bus_id(m.group('dev'))}",
-                           "message": msg, "cls": c})
+            events.append(
+                {
+                    **base,
+                    "code": f"SXid{m.group('code')}",
+                    "device": f"{m.group('sw')}@{_bus_id(m.group('dev'))}",
+                    "message": msg,
+                    "cls": c,
+                }
+            )
         elif m := _GPU_START.search(rest):
-            group = {**base, "device": _bus_id(m.group("dev")), "message": rest.split("NVRM:", 1)[1].strip()}
+            group = {
+                **base,
+                "device": _bus_id(m.group("dev")),
+                "message": rest.split("NVRM:", 1)[1].strip(),
+            }
         elif m := _FALLEN.search(rest):
-            fallen.append({**base, "device": _bus_id(m.group("dev")), "message": rest.split("NVRM:", 1)[1].strip()})
+            fallen.append(
+                {
+                    **base,
+                    "device": _bus_id(m.group("dev")),
+                    "message": rest.split("NVRM:", 1)[1].strip(),
+                }
+            )
         else:
             context += 1
     close_group()
@@ -213,7 +265,10 @@ def read_kernel_log(
     duplicates = 0
     for f in fallen:
         dup = any(
-            n == f["node"] and d == f["device"] and t is not None and f["tkey"] is not None
+            n == f["node"]
+            and d == f["device"]
+            and t is not None
+            and f["tkey"] is not None
             and type(t) is type(f["tkey"])
             and abs(t - f["tkey"]) <= _DEDUP_WINDOW  # type: ignore[operator]
             for n, d, t in xid79
@@ -231,15 +286,27 @@ def read_kernel_log(
             q[2].append(str(e["why"]))
             continue
         c: taxonomy.Classification = e["cls"]  # type: ignore[assignment, no-redef]
-        rows.append({"cluster": cluster, "node": e["node"], "time": e["time"], "source": "kernel_log",
-                     "component": c.component, "code": e["code"], "severity": c.severity,
-                     "device": e["device"], "message": e["message"]})
+        rows.append(
+            {
+                "cluster": cluster,
+                "node": e["node"],
+                "time": e["time"],
+                "source": "kernel_log",
+                "component": c.component,
+                "code": e["code"],
+                "severity": c.severity,
+                "device": e["device"],
+                "message": e["message"],
+            }
+        )
     frame = pl.DataFrame(rows, schema=schema.TABLES["health_events"].schema, orient="row")
     if used_default:
         notes.append(f"no host name in the log: node set to {default_node!r} (pass node=)")
     if skipped or context:
-        notes.append(f"{skipped + context} line(s) are not Xid/SXid records (kernel messages, "
-                     "driver context, SXid detail lines) and were skipped")
+        notes.append(
+            f"{skipped + context} line(s) are not Xid/SXid records (kernel messages, "
+            "driver context, SXid detail lines) and were skipped"
+        )
     if duplicates:
         notes.append(f"{duplicates} 'fallen off the bus' line(s) repeat an Xid 79 already recorded")
     qf = quarantine_frame(src, *q)

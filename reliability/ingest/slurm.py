@@ -104,7 +104,9 @@ def _time(expr: pl.Expr, tz: str | None) -> tuple[pl.Expr, pl.Expr]:
         iso_utc = iso.dt.replace_time_zone(
             tz, ambiguous="earliest", non_existent="null"
         ).dt.convert_time_zone("UTC")
-    return pl.coalesce(epoch_utc.cast(schema.UTC_TIME), iso_utc.cast(schema.UTC_TIME)), iso.is_not_null()
+    return pl.coalesce(
+        epoch_utc.cast(schema.UTC_TIME), iso_utc.cast(schema.UTC_TIME)
+    ), iso.is_not_null()
 
 
 def _duration_s(expr: pl.Expr) -> pl.Expr:
@@ -135,7 +137,9 @@ def _gpus(tres: pl.Expr, gres: pl.Expr) -> pl.Expr:
     return pl.coalesce(plain, typed, from_gres)
 
 
-def _find_segments(lines: pl.DataFrame, fields: Sequence[str] | None, path: str) -> list[tuple[list[str], bool, pl.DataFrame]]:
+def _find_segments(
+    lines: pl.DataFrame, fields: Sequence[str] | None, path: str
+) -> list[tuple[list[str], bool, pl.DataFrame]]:
     """Split the file at header lines (mixed exports); return (fields, trailing, data lines)."""
     first = pl.col("line").str.split_exact("|", 1).struct.field("field_0").str.strip_chars()
     marked = lines.with_columns(
@@ -150,6 +154,12 @@ def _find_segments(lines: pl.DataFrame, fields: Sequence[str] | None, path: str)
     if seg0.height:
         if fields is None:
             ln = seg0.get_column("line_no")[0]
+            first_line = seg0.get_column("line")[0]
+            for sep in (",", "\t", ";", " "):
+                if re.match(rf"(?i)^\s*jobid(raw)?\s*{re.escape(sep)}", first_line):
+                    raise IngestError(
+                        path, f"wrong delimiter {sep!r}: expected '|' (sacct --parsable2)", line=ln
+                    )
             raise IngestError(
                 path,
                 "no sacct header line (the first field should be JobID); for --noheader "
@@ -195,12 +205,8 @@ def _parse_segment(
     exit_g = c("ExitCode").str.extract_groups(r"^(-?\d+):(-?\d+)$")
     limit = _nulled(c("Timelimit"))
     limit_raw = _nulled(c("TimelimitRaw"))
-    limit_s = pl.coalesce(
-        _duration_s(limit), limit_raw.cast(pl.Int64, strict=False) * 60
-    )
-    limit_bad = (
-        limit.is_not_null() & ~limit.is_in(_NO_LIMIT) & _duration_s(limit).is_null()
-    )
+    limit_s = pl.coalesce(_duration_s(limit), limit_raw.cast(pl.Int64, strict=False) * 60)
+    limit_bad = limit.is_not_null() & ~limit.is_in(_NO_LIMIT) & _duration_s(limit).is_null()
     nodelist = _nulled(c("NodeList").str.strip_chars())
     tres = pl.coalesce(_nulled(c("AllocTRES")), _nulled(c("ReqTRES")))
     gres = pl.coalesce(_nulled(c("AllocGRES")), _nulled(c("ReqGRES")), _nulled(c("Gres")))
@@ -247,6 +253,8 @@ def _parse_segment(
     checks: list[tuple[pl.Expr, pl.Expr]] = [
         (pl.col("job_id").is_null() | (pl.col("job_id").str.strip_chars() == ""),
          pl.format("field JobID: malformed job id '{}'", pl.col("_jobid_s").fill_null(""))),
+        (pl.col("cluster").is_null(),
+         pl.lit("field Cluster: empty, and no cluster= was given")),
         (pl.col("state").is_null(),
          pl.format("field State: unknown job state '{}'", pl.col("state_raw").fill_null(""))),
         (pl.col("_exit_s").is_not_null() & pl.col("exit_code").is_null(),
@@ -302,7 +310,9 @@ def _expand_nodes(frame: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, str]]:
             schema={"nodelist": pl.String, "_expanded": pl.List(pl.String)},
         )
         frame = frame.join(table, on="nodelist", how="left", maintain_order="left")
-        nodes = pl.when(pl.col("_expanded").is_not_null()).then(pl.col("_expanded")).otherwise(plain)
+        nodes = (
+            pl.when(pl.col("_expanded").is_not_null()).then(pl.col("_expanded")).otherwise(plain)
+        )
         frame = frame.with_columns(nodes=nodes).drop("_expanded")
     else:
         frame = frame.with_columns(nodes=plain)
@@ -362,7 +372,9 @@ def read_sacct(
         q_raw += split.bad_raw
         q_reason += split.bad_reason
         if "Cluster" not in names and cluster is None:
-            raise IngestError(src, "the export has no Cluster field: pass cluster=", field="Cluster")
+            raise IngestError(
+                src, "the export has no Cluster field: pass cluster=", field="Cluster"
+            )
         parsed.append(_parse_segment(split.records, names, tz=tz, cluster=cluster))
     if len(segments) > 1:
         notes.append(f"{len(segments)} header lines: read as {len(segments)} concatenated exports")
@@ -370,16 +382,22 @@ def read_sacct(
     rows_read = len(q_no) + (frame.height if frame is not None else 0)
     if frame is None or frame.height == 0:
         q = quarantine_frame(src, q_no, q_raw, q_reason).sort("line_no")
-        return ReadResult(src, {"jobs": schema.empty("jobs"), "job_steps": schema.empty("job_steps")},
-                          q, rows_read, rows_read - q.height, notes)
+        return ReadResult(
+            src,
+            {"jobs": schema.empty("jobs"), "job_steps": schema.empty("job_steps")},
+            q,
+            rows_read,
+            rows_read - q.height,
+            notes,
+        )
     naive = frame.select(pl.any_horizontal("_submit_iso", "_start_iso", "_end_iso").any()).item()
     if naive and tz is None:
         raise IngestError(
-            src, "sacct prints local times without a zone: pass tz= (e.g. 'UTC' or the "
-            "cluster's zone), or export with SLURM_TIME_FORMAT=%s", field="Submit")
-    if frame.select(pl.col("cluster").is_null().any()).item():
-        ln = frame.filter(pl.col("cluster").is_null()).get_column("line_no")[0]
-        raise IngestError(src, "empty Cluster value: pass cluster=", line=ln, field="Cluster")
+            src,
+            "sacct prints local times without a zone: pass tz= (e.g. 'UTC' or the "
+            "cluster's zone), or export with SLURM_TIME_FORMAT=%s",
+            field="Submit",
+        )
     frame, hl_errors = _expand_nodes(frame)
     if hl_errors:
         frame = frame.with_columns(
@@ -387,7 +405,9 @@ def read_sacct(
                 "reason",
                 pl.when(pl.col("nodelist").is_in(list(hl_errors))).then(
                     pl.lit("field NodeList: ")
-                    + pl.col("nodelist").replace_strict(hl_errors, default="", return_dtype=pl.String)
+                    + pl.col("nodelist").replace_strict(
+                        hl_errors, default="", return_dtype=pl.String
+                    )
                 ),
             )
         )
@@ -397,8 +417,10 @@ def read_sacct(
     q_reason += bad.get_column("reason").to_list()
     good = frame.filter(pl.col("reason").is_null()).drop("line")
     good = good.with_columns(
-        n_nodes=pl.coalesce(pl.col("n_nodes_raw").cast(pl.UInt32, strict=False),
-                            pl.col("nodes").list.len().cast(pl.UInt32)),
+        n_nodes=pl.coalesce(
+            pl.col("n_nodes_raw").cast(pl.UInt32, strict=False),
+            pl.col("nodes").list.len().cast(pl.UInt32),
+        ),
         priority=pl.col("priority_raw").cast(pl.Int64, strict=False),
     )
     if not any("TRES" in n or "GRES" in n for names, _, _ in segments for n in names):

@@ -89,7 +89,9 @@ def _user(u: str | None) -> str | None:
 
 def _to_utc(values: list[str | None], tz: str | None, src: str, field: str) -> list[object]:
     """Parse local ISO or epoch strings to UTC; None for sentinels. Raises if tz is needed."""
-    s = pl.Series("t", [None if v in (None, "", "Unknown", "None") else v for v in values], dtype=pl.String)
+    s = pl.Series(
+        "t", [None if v in (None, "", "Unknown", "None") else v for v in values], dtype=pl.String
+    )
     iso = s.str.to_datetime(_TIME_FMT, strict=False, time_unit="us")
     if iso.is_not_null().any() and tz is None:
         raise IngestError(src, "Slurm prints local times without a zone: pass tz=", field=field)
@@ -121,10 +123,14 @@ class _Builder:
     def result(self, notes: list[str]) -> ReadResult:
         frame = pl.DataFrame(self.rows, schema=schema.TABLES["node_states"].schema, orient="row")
         q = quarantine_frame(self.src, *self.q)
-        return ReadResult(self.src, {"node_states": frame}, q, self.read, self.read - q.height, notes)
+        return ReadResult(
+            self.src, {"node_states": frame}, q, self.read, self.read - q.height, notes
+        )
 
 
-def read_sacctmgr_events(path: str | Path, *, cluster: str | None = None, tz: str | None = None) -> ReadResult:
+def read_sacctmgr_events(
+    path: str | Path, *, cluster: str | None = None, tz: str | None = None
+) -> ReadResult:
     """Read ``sacctmgr --parsable2 show event`` output into ``node_states`` intervals.
 
     Parameters
@@ -150,10 +156,14 @@ def read_sacctmgr_events(path: str | Path, *, cluster: str | None = None, tz: st
         trailing = False
     for req in ("NodeName", "TimeStart", "State"):
         if req not in names:
-            raise IngestError(src, "not a sacctmgr show event header: missing field", line=header_no, field=req)
+            raise IngestError(
+                src, "not a sacctmgr show event header: missing field", line=header_no, field=req
+            )
     b = _Builder(src)
     body = data.slice(1)
-    split = split_delimited(body, names, trailing=trailing, text_fields=_EVENT_TEXT, patterns=_EVENT_PATTERNS)
+    split = split_delimited(
+        body, names, trailing=trailing, text_fields=_EVENT_TEXT, patterns=_EVENT_PATTERNS
+    )
     for no, raw, reason in zip(split.bad_line_no, split.bad_raw, split.bad_reason, strict=True):
         b.bad(no, raw, reason)
     b.read = len(split.bad_line_no) + split.records.height
@@ -195,19 +205,28 @@ def read_sacctmgr_events(path: str | Path, *, cluster: str | None = None, tz: st
             continue
         reason = get("Reason")[i]
         for node in nodes:
-            b.rows.append({"cluster": clus, "node": node, "state": state, "start": starts[i],
-                           "end": ends[i], "reason": reason or None, "user": _user(get("User")[i])})
+            b.rows.append(
+                {
+                    "cluster": clus,
+                    "node": node,
+                    "state": state,
+                    "start": starts[i],
+                    "end": ends[i],
+                    "reason": reason or None,
+                    "user": _user(get("User")[i]),
+                }
+            )
     if cluster_events:
         notes.append(f"{cluster_events} cluster-level event(s) (no node name): kept, no interval")
     return b.result(notes)
 
 
-_REASON = re.compile(r"Reason=(?P<reason>.*?)(?:\s*\[(?P<user>[^@\]\s]+)@(?P<time>[^\]\s]+)\])?\s*$")
+_REASON = re.compile(
+    r"Reason=(?P<reason>.*?)(?:\s*\[(?P<user>[^@\]\s]+)@(?P<time>[^\]\s]+)\])?\s*$"
+)
 
 
-def read_scontrol_nodes(
-    path: str | Path, *, cluster: str, tz: str | None = None
-) -> ReadResult:
+def read_scontrol_nodes(path: str | Path, *, cluster: str, tz: str | None = None) -> ReadResult:
     """Read ``scontrol show node`` (multi-line or ``--oneliner``) into open ``node_states``.
 
     A record per ``NodeName=``. Nodes whose ``State=`` flags hold DOWN / DRAIN / FAIL / MAINT
@@ -257,7 +276,11 @@ def read_scontrol_nodes(
         for line in rec_lines:
             m = _REASON.search(line)
             if m and "Reason=" in line:
-                reason, user, when = m.group("reason").strip() or None, m.group("user"), m.group("time")
+                reason, user, when = (
+                    m.group("reason").strip() or None,
+                    m.group("user"),
+                    m.group("time"),
+                )
         if when is None:
             b.bad(no, raw, f"node is {state} but Reason= has no [user@time]: start time unknown")
             continue
@@ -268,8 +291,17 @@ def read_scontrol_nodes(
         if start is None:
             b.bad(no, raw, f"field Reason: cannot read time {t!r}")
             continue
-        b.rows.append({"cluster": cluster, "node": node, "state": state, "start": start,
-                       "end": None, "reason": reason, "user": user})
+        b.rows.append(
+            {
+                "cluster": cluster,
+                "node": node,
+                "state": state,
+                "start": start,
+                "end": None,
+                "reason": reason,
+                "user": user,
+            }
+        )
     if healthy:
         notes.append(f"{healthy} node(s) in service: kept, no interval")
     return b.result(notes)
@@ -281,9 +313,7 @@ _SINFO_ROW = re.compile(
 )
 
 
-def read_sinfo_reasons(
-    path: str | Path, *, cluster: str, tz: str | None = None
-) -> ReadResult:
+def read_sinfo_reasons(path: str | Path, *, cluster: str, tz: str | None = None) -> ReadResult:
     """Read ``sinfo -R`` (REASON USER TIMESTAMP NODELIST [STATE]) into open ``node_states``.
 
     Plain ``sinfo -R`` has no state column; those nodes are recorded as DRAIN and the notes
@@ -311,10 +341,21 @@ def read_sinfo_reasons(
         if m is None:
             b.bad(no, line, "not a sinfo -R row (REASON USER TIMESTAMP NODELIST)")
             continue
-        pending.append((no, line, m.group("reason").strip(), m.group("user"), m.group("nodes"),
-                        m.group("state"), m.group("time")))
+        pending.append(
+            (
+                no,
+                line,
+                m.group("reason").strip(),
+                m.group("user"),
+                m.group("nodes"),
+                m.group("state"),
+                m.group("time"),
+            )
+        )
     starts = _to_utc([p[6] for p in pending], tz, src, "TIMESTAMP")
-    for (no, line, reason, user, nodes_expr, state_s, _), start in zip(pending, starts, strict=True):
+    for (no, line, reason, user, nodes_expr, state_s, _), start in zip(
+        pending, starts, strict=True
+    ):
         if start is None:
             b.bad(no, line, "field TIMESTAMP: unknown or unreadable time")
             continue
@@ -329,8 +370,17 @@ def read_sinfo_reasons(
             continue
         assumed += state_s is None
         for node in nodes:
-            b.rows.append({"cluster": cluster, "node": node, "state": state, "start": start,
-                           "end": None, "reason": reason or None, "user": _user(user)})
+            b.rows.append(
+                {
+                    "cluster": cluster,
+                    "node": node,
+                    "state": state,
+                    "start": start,
+                    "end": None,
+                    "reason": reason or None,
+                    "user": _user(user),
+                }
+            )
     if assumed:
         notes.append(f"{assumed} row(s) without a STATE column recorded as DRAIN")
     return b.result(notes)

@@ -1,0 +1,37 @@
+# Two commands: `make report` and `make test`. Both create .venv on first use.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+
+.PHONY: report test lint format bench clean
+
+$(BIN)/python:
+	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ needed, found " + sys.version'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	rm -f $(VENV)/.installed-*
+	touch $(STAMP)
+
+report: $(STAMP)  ## ingest the bundled sample data and print the Dataset summary
+	$(BIN)/reliability demo --into reports/sample-dataset
+
+test: $(STAMP)  ## run the test suite
+	$(BIN)/python -m pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(STAMP)
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+bench: $(STAMP)  ## ingestion benchmark (override ROWS=4000000 for the issue's target)
+	$(BIN)/python benchmarks/bench_ingest.py --rows $(or $(ROWS),500000)
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache reports/sample-dataset benchmarks/_work

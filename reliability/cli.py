@@ -1,0 +1,130 @@
+"""The ``reliability`` command: a thin layer over the library.
+
+reliability ingest KIND FILE... --into DIR [--cluster NAME] [--tz ZONE] [--strict]
+reliability info DIR
+reliability demo [--into DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+
+from reliability._version import __version__
+from reliability.errors import ReliabilityError
+from reliability.ingest import READERS
+from reliability.store import Dataset
+
+__all__ = ["main"]
+
+_LARGE = 50 * 1024 * 1024  # show a progress bar when the inputs add up to more than this
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="reliability", description="Reliability analytics for ML clusters."
+    )
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+    ing = sub.add_parser("ingest", help="read raw logs into a Dataset folder")
+    ing.add_argument("kind", choices=sorted(READERS), help="what the files are")
+    ing.add_argument("files", nargs="+", type=Path)
+    ing.add_argument("--into", required=True, type=Path, help="Dataset folder (created if missing)")
+    ing.add_argument("--cluster", help="cluster name (needed where the input does not say)")
+    ing.add_argument(
+        "--tz", help="IANA time zone of local times in the input (e.g. UTC, America/New_York)"
+    )
+    ing.add_argument("--strict", action="store_true", help="fail if any row would be quarantined")
+    ing.add_argument("--fields", help="comma-separated sacct fields, for --noheader exports")
+    ing.add_argument("--node", help="host name for kernel logs / DCGM scrapes that carry none")
+    ing.add_argument("--year", type=int, help="year of the first syslog line (syslog prints none)")
+    ing.add_argument(
+        "--boot-time", help="boot time (ISO 8601 with offset) for dmesg [seconds] stamps"
+    )
+    ing.add_argument(
+        "--table", help="canonical table for 'health' files (default: from the columns)"
+    )
+    info = sub.add_parser("info", help="summarise a Dataset folder")
+    info.add_argument("dataset", type=Path)
+    demo = sub.add_parser("demo", help="ingest the bundled sample data and print the summary")
+    demo.add_argument("--into", type=Path, default=Path("reports/sample-dataset"))
+    return p
+
+
+def _options(args: argparse.Namespace) -> dict[str, object]:
+    opts: dict[str, object] = {}
+    if args.fields:
+        opts["fields"] = [f.strip() for f in args.fields.split(",") if f.strip()]
+    if args.node:
+        opts["node"] = args.node
+    if args.year is not None:
+        opts["year"] = args.year
+    if args.boot_time:
+        t = datetime.fromisoformat(args.boot_time.replace("Z", "+00:00"))
+        if t.tzinfo is None:
+            raise ReliabilityError("--boot-time needs a UTC offset (e.g. 2025-01-01T00:00:00Z)")
+        opts["boot_time"] = t
+    if args.table:
+        opts["table"] = args.table
+    return opts
+
+
+def _ingest(args: argparse.Namespace) -> int:
+    ds = Dataset(args.into)
+    total = sum(f.stat().st_size for f in args.files if f.is_file())
+    bar = None
+    if total > _LARGE or len(args.files) > 20:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(args.files), unit="file", file=sys.stderr, disable=None)
+    try:
+        outcomes = ds.ingest(
+            args.kind, args.files, cluster=args.cluster, tz=args.tz, strict=args.strict,
+            progress=(lambda p: bar.set_postfix_str(p.name)) if bar else None, **_options(args),
+        )  # fmt: skip
+    finally:
+        if bar is not None:
+            bar.update(len(args.files))
+            bar.close()
+    quarantined = 0
+    for o in outcomes:
+        print(o.line())
+        for note in o.notes:
+            print(f"  note: {note}")
+        quarantined += o.rows_quarantined if o.status == "ingested" else 0
+    if quarantined:
+        print(
+            f"{quarantined} row(s) quarantined: see `reliability info {args.into}` and the quarantine table"
+        )
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``reliability`` command; returns the exit code."""
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "ingest":
+            return _ingest(args)
+        if args.command == "info":
+            if not (args.dataset / "manifest.json").exists():
+                raise ReliabilityError(f"{args.dataset}: no manifest.json (not a Dataset folder)")
+            print(Dataset(args.dataset).summary())
+            return 0
+        if args.command == "demo":
+            from reliability.datasets import load_sample_dataset
+
+            ds = load_sample_dataset(args.into)
+            print(f"sample Dataset in {ds.path}\n")
+            print(ds.summary())
+            return 0
+    except (ReliabilityError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 1  # pragma: no cover - argparse rejects unknown commands
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,75 @@
+"""Bundled sample data: file paths and a ready-made sample Dataset.
+
+Works from an installed wheel (files under ``reliability/_bundled``) and from a source
+checkout (the top-level ``datasets/`` folder). See ``datasets/README.md`` for sources and
+licenses.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+from reliability.store import Dataset
+
+__all__ = ["data_dir", "load_sample_dataset", "sample_files"]
+
+#: Boot time assumed for the bundled ``[seconds since boot]`` dmesg sample (it has none).
+SAMPLE_BOOT_TIME = datetime(2025, 3, 1, tzinfo=UTC)
+
+
+def data_dir() -> Path:
+    """Folder holding the bundled data files."""
+    here = Path(__file__).resolve().parent
+    for cand in (here / "_bundled", here.parent / "datasets"):
+        if (cand / "README.md").is_file():
+            return cand
+    raise FileNotFoundError("bundled data not found (neither reliability/_bundled nor datasets/)")
+
+
+def sample_files() -> dict[str, Path]:
+    """Name -> path of every bundled data file."""
+    root = data_dir()
+    return {
+        p.relative_to(root).as_posix(): p
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.name != "README.md"
+    }
+
+
+def load_sample_dataset(path: str | Path) -> Dataset:
+    """Ingest every bundled sample into a Dataset at ``path`` (a no-op for inputs already there).
+
+    The GC3Pie sample is headerless ``--parsable`` output of the fields GC3Pie asks for; the
+    dmesg samples are read as node ``gpu-node-01`` / ``gpu-node-02``.
+    """
+    root = data_dir()
+    ds = Dataset(path)
+    ds.ingest("slurm", root / "synthetic" / "sacct_synth_2000.psv", tz="UTC")
+    ds.ingest(
+        "slurm", root / "gc3pie" / "sacct_samples_gc3pie.txt", cluster="gc3pie", tz="Europe/Zurich",
+        fields=["JobID", "ExitCode", "State", "NCPUS", "Elapsed", "TotalCPU", "Submit", "Start",
+                "End", "MaxRSS", "MaxVMSize"],
+    )  # fmt: skip
+    ds.ingest(
+        "kernel",
+        root / "gpud" / "dmesg-with-xid-119.log",
+        cluster="synth",
+        node="gpu-node-01",
+        tz="UTC",
+    )
+    ds.ingest(
+        "kernel",
+        root / "gpud" / "sxid-readme-xid79-sxid20034.log",
+        cluster="synth",
+        node="gpu-node-02",
+        boot_time=SAMPLE_BOOT_TIME,
+    )
+    ds.ingest(
+        "dcgm",
+        root / "dcgm" / "readme_sentinel_values.prom",
+        cluster="synth",
+        node="gpu-node-03",
+        scraped_at=SAMPLE_BOOT_TIME,
+    )
+    return ds

@@ -8,7 +8,10 @@ from reliability.ingest.hostlist import HostlistError, compress, expand
 @pytest.mark.parametrize(
     ("expr", "hosts"),
     [
-        ("node[001-004,007],gpu-a[1-2]", ["node001", "node002", "node003", "node004", "node007", "gpu-a1", "gpu-a2"]),
+        (
+            "node[001-004,007],gpu-a[1-2]",
+            ["node001", "node002", "node003", "node004", "node007", "gpu-a1", "gpu-a2"],
+        ),
         ("node[08-10]", ["node08", "node09", "node10"]),
         ("fat01,node[01-02]", ["fat01", "node01", "node02"]),
         ("r[1-2]n[1-2]", ["r1n1", "r1n2", "r2n1", "r2n2"]),
@@ -23,7 +26,9 @@ def test_expand_known(expr, hosts):
     assert expand(expr) == hosts
 
 
-@pytest.mark.parametrize("bad", ["node[1-", "node]1[", "node[a-b]", "node[5-3]", "node[[1]]", "node[1,,2]"])
+@pytest.mark.parametrize(
+    "bad", ["node[1-", "node]1[", "node[a-b]", "node[5-3]", "node[[1]]", "node[1,,2]"]
+)
 def test_expand_rejects_malformed(bad):
     with pytest.raises(HostlistError):
         expand(bad)

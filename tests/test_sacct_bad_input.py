@@ -55,7 +55,11 @@ def test_binary_garbage_without_header_is_an_error(tmp_path):
 
 
 def test_binary_garbage_after_header_is_quarantined(tmp_path):
-    data = (HEADER + "\n" + ROWS[0] + "\n").encode() + b"\x00\xff\xfe|||\x01\n" + (ROWS[2] + "\n").encode()
+    data = (
+        (HEADER + "\n" + ROWS[0] + "\n").encode()
+        + b"\x00\xff\xfe|||\x01\n"
+        + (ROWS[2] + "\n").encode()
+    )
     r = _ok(_write(tmp_path, data))
     assert r.rows_kept == 2 and r.rows_quarantined == 1
     assert r.quarantine.item(0, "line_no") == 3
@@ -102,7 +106,10 @@ def test_non_utf8_job_name_is_kept(tmp_path):
 
 
 def test_pipe_and_html_in_job_name(tmp_path):
-    rows = [ROWS[0].replace("|train|", "|a|b<td>|c|"), ROWS[2].replace("|eval|", "|<script>x</script>|")]
+    rows = [
+        ROWS[0].replace("|train|", "|a|b<td>|c|"),
+        ROWS[2].replace("|eval|", "|<script>x</script>|"),
+    ]
     r = _ok(_write(tmp_path, "\n".join([HEADER, *rows])))
     assert r.tables["jobs"].get_column("name").to_list() == ["a|b<td>|c", "<script>x</script>"]
 
@@ -141,10 +148,14 @@ def test_dst_gap_is_quarantined_not_shifted(tmp_path):
     assert r.rows_quarantined == 1 and "field Start" in r.quarantine.item(0, "reason")
 
 
-_line = st.text(alphabet=st.sampled_from(list("0123456789|:-_.T[],abcNODE_FAILCOMPLETED \t")), max_size=120)
+_line = st.text(
+    alphabet=st.sampled_from(list("0123456789|:-_.T[],abcNODE_FAILCOMPLETED \t")), max_size=120
+)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(st.lists(_line, max_size=12))
 def test_fuzz_lines_after_header(tmp_path, lines):
     """Arbitrary lines under a valid header: every one is kept or quarantined, none lost."""
@@ -156,7 +167,9 @@ def test_fuzz_lines_after_header(tmp_path, lines):
     assert kept == r.rows_kept
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(st.binary(max_size=400))
 def test_fuzz_bytes(tmp_path, data):
     """Any bytes: a ReadResult with consistent counts, or IngestError; nothing else."""
@@ -169,7 +182,9 @@ def test_fuzz_bytes(tmp_path, data):
     assert r.rows_read == r.rows_kept + r.rows_quarantined
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(st.data())
 def test_fuzz_mutated_real_rows(tmp_path, data):
     """Valid rows with random edits: each record is kept (and then valid) or quarantined."""
@@ -177,7 +192,7 @@ def test_fuzz_mutated_real_rows(tmp_path, data):
     for row in ROWS:
         i = data.draw(st.integers(0, len(row)))
         junk = data.draw(st.text(alphabet="|\n x9-:[]", max_size=3))
-        rows.append(row[:i] + junk + row[i + data.draw(st.integers(0, 3)):])
+        rows.append(row[:i] + junk + row[i + data.draw(st.integers(0, 3)) :])
     r = _ok(_write(tmp_path, "\n".join([HEADER, *rows])))
     jobs = r.tables["jobs"]
     assert jobs.filter(pl.col("start_time") > pl.col("end_time")).height == 0

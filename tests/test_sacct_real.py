@@ -109,7 +109,9 @@ def test_time_zones_and_epoch_agree(run1):
     assert utc.equals(ny.tables["jobs"])
     assert utc.drop("time_limit_s").equals(epoch.tables["jobs"].drop("time_limit_s"))
     # the wrong zone shifts every time by the offset (5 h in November)
-    wrong = read_sacct(run1 / "sacct_broad_duplicates_TZ_America_New_York.psv", tz="UTC").tables["jobs"]
+    wrong = read_sacct(run1 / "sacct_broad_duplicates_TZ_America_New_York.psv", tz="UTC").tables[
+        "jobs"
+    ]
     shift = (utc.get_column("submit_time") - wrong.get_column("submit_time")).unique().to_list()
     assert [s.total_seconds() for s in shift] == [5 * 3600]
 
@@ -139,7 +141,14 @@ def test_gc3pie_noheader_parsable(shared):
     assert sum("cannot read time '4 Sep 11:18'" in x for x in reasons) == 2
     assert sum("is after Start" in x for x in reasons) == 1
     jobs = r.tables["jobs"]
-    assert set(jobs.get_column("state").cast(pl.String)) >= {"COMPLETED", "CANCELLED", "NODE_FAIL", "FAILED", "TIMEOUT", "RUNNING"}
+    assert set(jobs.get_column("state").cast(pl.String)) >= {
+        "COMPLETED",
+        "CANCELLED",
+        "NODE_FAIL",
+        "FAILED",
+        "TIMEOUT",
+        "RUNNING",
+    }
     # RUNNING job: End "Unknown" -> null
     assert jobs.filter(pl.col("state") == "RUNNING").item(0, "end_time") is None
     # negative exit code on a step: -2:0

@@ -22,7 +22,13 @@ import polars as pl
 from reliability import schema
 from reliability.errors import IngestError
 from reliability.ingest import hostlist
-from reliability.ingest._common import NULL_SENTINELS, ReadResult, quarantine_frame, read_lines
+from reliability.ingest._common import (
+    NULL_SENTINELS,
+    ReadResult,
+    quarantine_frame,
+    read_bytes,
+    read_lines,
+)
 from reliability.ingest._delimited import split_delimited
 
 __all__ = ["FIELD_PATTERNS", "RECOMMENDED_FORMAT", "REQUIRED_FIELDS", "TEXT_FIELDS", "read_sacct"]
@@ -192,9 +198,13 @@ def _find_segments(
 
 
 def _parse_segment(
-    recs: pl.DataFrame, cols: Sequence[str], *, tz: str | None, cluster: str | None
-) -> pl.DataFrame:
-    """Typed columns + a quarantine reason per record (null when the record is good)."""
+    recs: pl.DataFrame, cols: Sequence[str], *, trailing: bool, tz: str | None, cluster: str | None
+) -> tuple[pl.DataFrame, pl.DataFrame, bool]:
+    """Parse one segment's string columns.
+
+    Returns (good rows with typed columns, bad rows as ``line_no``/``raw``/``reason``,
+    whether any time was a naive ISO string).
+    """
     c = lambda n: _col(cols, n)  # noqa: E731
     submit, submit_iso = _time(c("Submit"), tz)
     start, start_iso = _time(c("Start"), tz)
@@ -216,9 +226,8 @@ def _parse_segment(
     def text(n: str) -> pl.Expr:
         return _nulled(c(n))
 
-    out = recs.select(
+    out = recs.lazy().select(
         "line_no",
-        "line",
         cluster=clus,
         job_id=ids.struct.field("1"),
         step=ids.struct.field("2"),
@@ -284,8 +293,60 @@ def _parse_segment(
          & pl.col("nodelist").str.contains(r"[^\w\-.\[\],]"),
          pl.format("field NodeList: not a hostlist '{}'", pl.col("nodelist"))),
     ]  # fmt: skip
-    reason = pl.coalesce([pl.when(cond).then(msg) for cond, msg in checks])
-    return out.with_columns(reason=reason)
+    flag_names = [f"__check{i}" for i in range(len(checks))]
+    out = (
+        out.with_columns(
+            [c.fill_null(False).alias(n) for (c, _), n in zip(checks, flag_names, strict=True)]
+        )
+        .with_columns(
+            __bad=pl.any_horizontal(flag_names),
+            __naive=pl.any_horizontal("_submit_iso", "_start_iso", "_end_iso"),
+        )
+        .collect()
+    )
+    naive = bool(out.get_column("__naive").any())
+    out, hl_errors = _expand_nodes(out)
+    if hl_errors:
+        flag_names.append("__hostlist")
+        checks.append(
+            (
+                pl.lit(True),
+                pl.lit("field NodeList: ")
+                + pl.col("nodelist").replace_strict(hl_errors, default="", return_dtype=pl.String),
+            )
+        )
+        out = out.with_columns(
+            __hostlist=pl.col("nodelist").is_in(list(hl_errors)).fill_null(False)
+        )
+        out = out.with_columns(__bad=pl.col("__bad") | pl.col("__hostlist"))
+    bad = out.filter("__bad")
+    if bad.height:
+        reason = pl.coalesce(
+            [pl.when(n).then(msg) for n, (_, msg) in zip(flag_names, checks, strict=True)]
+        )
+        bad = bad.select("line_no", reason=reason)
+        if "line" in recs.columns:
+            raw = recs.select("line_no", raw=pl.col("line"))
+        else:  # fast path: no '|' inside fields, so joining the fields gives the line back
+            raw = recs.select(
+                "line_no",
+                raw=pl.concat_str([pl.col(c).fill_null("") for c in cols], separator="|")
+                + ("|" if trailing else ""),
+            )
+        bad = bad.join(raw, on="line_no", how="left").select("line_no", "raw", "reason")
+    else:
+        bad = pl.DataFrame(schema={"line_no": pl.Int64, "raw": pl.String, "reason": pl.String})
+    good = out.filter(~pl.col("__bad")).select(
+        "line_no", "cluster", "job_id", "step", "name", "user", "account", "partition", "qos",
+        "submit_time", "start_time", "end_time", "state", "exit_code", "exit_signal",
+        n_nodes=pl.coalesce(pl.col("n_nodes_raw").cast(pl.UInt32, strict=False),
+                            pl.col("nodes").list.len().cast(pl.UInt32)),
+        n_accelerators=pl.col("n_accelerators").fill_null(0),
+        nodes="nodes",
+        time_limit_s="time_limit_s",
+        priority=pl.col("priority_raw").cast(pl.Int64, strict=False),
+    )  # fmt: skip
+    return good, bad, naive
 
 
 def _expand_nodes(frame: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, str]]:
@@ -347,15 +408,21 @@ def read_sacct(
     Attempts of a job (``--duplicates``) are numbered 0, 1, ... by start time.
     """
     src = str(path)
-    lines, notes = read_lines(path)
-    if lines.height == 0:
+    data = read_bytes(path)
+    if not data.strip():
         raise IngestError(src, "empty file (sacct prints a header line even when no job matches)")
-    segments = _find_segments(lines, fields, src)
-    parsed: list[pl.DataFrame] = []
-    q_no: list[int] = []
-    q_raw: list[str] = []
-    q_reason: list[str] = []
-    for names, trailing, seg_lines in segments:
+    fast = _fast_records(data) if fields is None else None
+    notes: list[str] = []
+    if fast is not None:
+        segments = [fast]
+    else:
+        lines, notes = read_lines(path, data)
+        segments = _find_segments(lines, fields, src)
+    del data
+    goods: list[pl.DataFrame] = []
+    bads: list[pl.DataFrame] = []
+    naive = False
+    for names, trailing, seg in segments:
         missing = [f for f in REQUIRED_FIELDS if f not in names]
         if missing:
             raise IngestError(
@@ -363,34 +430,25 @@ def read_sacct(
                 "required sacct field missing from the header; export with "
                 f"sacct --parsable2 --duplicates --format={RECOMMENDED_FORMAT}",
                 field=missing[0],
-                line=max(int(seg_lines.get_column("line_no")[0]) - 1, 1),
+                line=max(int(seg.get_column("line_no")[0]) - 1, 1) if seg.height else 1,
             )
-        split = split_delimited(
-            seg_lines, names, trailing=trailing, text_fields=TEXT_FIELDS, patterns=FIELD_PATTERNS
-        )
-        q_no += split.bad_line_no
-        q_raw += split.bad_raw
-        q_reason += split.bad_reason
         if "Cluster" not in names and cluster is None:
             raise IngestError(
                 src, "the export has no Cluster field: pass cluster=", field="Cluster"
             )
-        parsed.append(_parse_segment(split.records, names, tz=tz, cluster=cluster))
+        if fast is None:
+            split = split_delimited(
+                seg, names, trailing=trailing, text_fields=TEXT_FIELDS, patterns=FIELD_PATTERNS
+            )
+            bads.append(quarantine_frame(src, split.bad_line_no, split.bad_raw, split.bad_reason)
+                        .select("line_no", "raw", "reason"))  # fmt: skip
+            seg = split.records
+        good, bad, seg_naive = _parse_segment(seg, names, trailing=trailing, tz=tz, cluster=cluster)
+        goods.append(good)
+        bads.append(bad)
+        naive |= seg_naive
     if len(segments) > 1:
         notes.append(f"{len(segments)} header lines: read as {len(segments)} concatenated exports")
-    frame = pl.concat(parsed, how="vertical") if parsed else None
-    rows_read = len(q_no) + (frame.height if frame is not None else 0)
-    if frame is None or frame.height == 0:
-        q = quarantine_frame(src, q_no, q_raw, q_reason).sort("line_no")
-        return ReadResult(
-            src,
-            {"jobs": schema.empty("jobs"), "job_steps": schema.empty("job_steps")},
-            q,
-            rows_read,
-            rows_read - q.height,
-            notes,
-        )
-    naive = frame.select(pl.any_horizontal("_submit_iso", "_start_iso", "_end_iso").any()).item()
     if naive and tz is None:
         raise IngestError(
             src,
@@ -398,49 +456,77 @@ def read_sacct(
             "cluster's zone), or export with SLURM_TIME_FORMAT=%s",
             field="Submit",
         )
-    frame, hl_errors = _expand_nodes(frame)
-    if hl_errors:
-        frame = frame.with_columns(
-            reason=pl.coalesce(
-                "reason",
-                pl.when(pl.col("nodelist").is_in(list(hl_errors))).then(
-                    pl.lit("field NodeList: ")
-                    + pl.col("nodelist").replace_strict(
-                        hl_errors, default="", return_dtype=pl.String
-                    )
-                ),
-            )
-        )
-    bad = frame.filter(pl.col("reason").is_not_null())
-    q_no += bad.get_column("line_no").to_list()
-    q_raw += bad.get_column("line").to_list()
-    q_reason += bad.get_column("reason").to_list()
-    good = frame.filter(pl.col("reason").is_null()).drop("line")
-    good = good.with_columns(
-        n_nodes=pl.coalesce(
-            pl.col("n_nodes_raw").cast(pl.UInt32, strict=False),
-            pl.col("nodes").list.len().cast(pl.UInt32),
-        ),
-        priority=pl.col("priority_raw").cast(pl.Int64, strict=False),
+    bad = (
+        pl.concat(bads)
+        if bads
+        else pl.DataFrame(schema={"line_no": pl.Int64, "raw": pl.String, "reason": pl.String})
     )
+    q = quarantine_frame(
+        src, bad["line_no"].to_list(), bad["raw"].to_list(), bad["reason"].to_list()
+    ).sort("line_no")
+    good = pl.concat(goods) if len(goods) > 1 else goods[0] if goods else None
+    if good is None or good.height == 0:
+        tables = {"jobs": schema.empty("jobs"), "job_steps": schema.empty("job_steps")}
+        return ReadResult(src, tables, q, q.height, 0, notes)
+    if fast is not None and good.get_column("name").str.contains("\ufffd", literal=True).any():
+        notes.append("input is not valid UTF-8: undecodable bytes were replaced by U+FFFD")
     if not any("TRES" in n or "GRES" in n for names, _, _ in segments for n in names):
         notes.append("no AllocTRES/ReqTRES/GRES field: n_accelerators set to 0 (GPU count unknown)")
-    good = good.with_columns(pl.col("n_accelerators").fill_null(0))
-    allocs = good.filter(pl.col("step").is_null())
-    jobs = (
-        allocs.sort("cluster", "job_id", "start_time", "submit_time", "line_no", nulls_last=True)
-        .with_columns(
-            attempt=pl.int_range(pl.len(), dtype=pl.UInt16).over("cluster", "job_id"),
-            topology=pl.lit(None, pl.String),
-        )
-        .sort("line_no")
-        .select(list(schema.TABLES["jobs"].schema))
-    )
-    steps = good.filter(pl.col("step").is_not_null()).select(
-        "cluster", "job_id", "step", "name", "start_time", "end_time", "state",
-        "exit_code", "exit_signal", "n_nodes", "nodes",
-    )  # fmt: skip
-    q = quarantine_frame(src, q_no, q_raw, q_reason).sort("line_no")
-    return ReadResult(
-        src, {"jobs": jobs, "job_steps": steps}, q, rows_read, rows_read - q.height, notes
+    is_step = pl.col("step").is_not_null()
+    allocs = good.filter(~is_step)
+    # attempts: 0 for a job id seen once (the common case); numbered by start time otherwise
+    dup = pl.struct("cluster", "job_id").is_duplicated()
+    allocs = allocs.with_columns(attempt=pl.lit(0, pl.UInt16), topology=pl.lit(None, pl.String))
+    repeated = allocs.filter(dup)
+    if repeated.height:
+        numbered = repeated.sort(
+            "cluster", "job_id", "start_time", "submit_time", "line_no", nulls_last=True
+        ).with_columns(attempt=pl.int_range(pl.len(), dtype=pl.UInt16).over("cluster", "job_id"))
+        allocs = pl.concat([allocs.filter(~dup), numbered]).sort("line_no")
+    jobs = allocs.select(list(schema.TABLES["jobs"].schema))
+    steps = good.filter(is_step).select(list(schema.TABLES["job_steps"].schema))
+    rows_read = good.height + q.height
+    return ReadResult(src, {"jobs": jobs, "job_steps": steps}, q, rows_read, good.height, notes)
+
+
+def _fast_records(data: bytes) -> tuple[list[str], bool, pl.DataFrame] | None:
+    """Parse a clean export straight into columns with polars' CSV reader, or return None.
+
+    Clean means: one header line first, no blank, comment or CR lines, no control bytes, and
+    every line with exactly the header's number of separators (proved by counting: no line
+    has more, since polars refuses ragged lines, and the total equals lines x separators).
+    Anything else goes through the line-by-line path, which repairs and quarantines.
+    """
+    nl = data.find(b"\n")
+    header = data[: nl if nl >= 0 else len(data)].decode("utf-8", errors="replace").rstrip("\r")
+    if not _HEADER_FIRST.match(header.split("|", 1)[0].strip()) or "|" not in header:
+        return None
+    if any(b in data for b in (b"\r", b"\n\n", b"\n#", b"\x00", b"\x1f")):
+        return None
+    names = header.split("|")
+    trailing = names[-1] == ""
+    if trailing:
+        names = names[:-1]
+    if len(set(names)) != len(names) or not all(n.strip() == n and n for n in names):
+        return None
+    if data.count(header.encode()) != 1:
+        return None
+    try:
+        frame = pl.read_csv(
+            data, separator="|", quote_char=None, infer_schema=False, has_header=True,
+            encoding="utf8-lossy", truncate_ragged_lines=False,
+        )  # fmt: skip
+    except (pl.exceptions.ComputeError, pl.exceptions.ShapeError, pl.exceptions.NoDataError):
+        return None
+    expected = len(names) - 1 + int(trailing)
+    n_lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+    if n_lines != frame.height + 1 or data.count(b"|") != (frame.height + 1) * expected:
+        return None
+    if trailing:
+        frame = frame.select(frame.columns[: len(names)])
+    frame.columns = names
+    return (
+        names,
+        trailing,
+        frame.with_row_index("line_no", offset=2).with_columns(pl.col("line_no").cast(pl.Int64)),
     )

@@ -154,7 +154,7 @@ def read_sacctmgr_events(
         names, trailing = names[:-1], True
     else:
         trailing = False
-    for req in ("NodeName", "TimeStart", "State"):
+    for req in ("TimeStart",):
         if req not in names:
             raise IngestError(
                 src, "not a sacctmgr show event header: missing field", line=header_no, field=req

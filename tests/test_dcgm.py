@@ -1,0 +1,75 @@
+from datetime import UTC, datetime
+
+import polars as pl
+import pytest
+
+from reliability.ingest import read_dcgm
+from reliability.ingest.dcgm import is_blank
+
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def test_real_excerpts(shared):
+    d = shared / "dcgm-exporter-excerpts"
+    r = read_dcgm(d / "readme_sentinel_values.prom", cluster="c", scraped_at=T0)
+    assert (r.rows_read, r.rows_kept) == (3, 3) and any("sentinel" in n for n in r.notes)
+    r = read_dcgm(d / "issue250_v100_r6i3n0_partial.prom", cluster="c", scraped_at=T0)
+    assert r.rows_read == 7 and r.tables["health_events"].height == 0  # one scrape: baselines only
+    r = read_dcgm(d / "pr239_xid_errors_count_injected.prom", cluster="c", scraped_at=T0)
+    he = r.tables["health_events"]
+    assert he.select("node", "code", "device").row(0) == ("workstation", "42", "gpu0")
+    r = read_dcgm(d / "dcgm_issue235_err_code_labels.txt", cluster="c", scraped_at=T0)
+    assert r.rows_quarantined == 1 and "not a Prometheus sample" in r.quarantine.item(0, "reason")
+
+
+def test_counters_between_scrapes(tmp_path):
+    p = tmp_path / "n1.prom"
+    lab = 'gpu="0",UUID="GPU-1",Hostname="n1"'
+    p.write_text(
+        "# scraped_at 2025-01-01T00:00:00Z\n"
+        f"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{{{lab}}} 0\n"
+        f"DCGM_FI_DEV_PCIE_REPLAY_COUNTER{{{lab}}} 5\n"
+        f"DCGM_FI_DEV_XID_ERRORS{{{lab}}} 0\n"
+        f"DCGM_FI_DEV_GPU_TEMP{{{lab}}} 9223372036854775794\n"
+        "# scraped_at 2025-01-01T00:00:30Z\n"
+        f"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{{{lab}}} 2\n"
+        f"DCGM_FI_DEV_PCIE_REPLAY_COUNTER{{{lab}}} 5\n"
+        f"DCGM_FI_DEV_XID_ERRORS{{{lab}}} 79\n"
+        "# scraped_at 2025-01-01T00:01:00Z\n"
+        f"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{{{lab}}} 1\n"  # reset: the new value is the increase
+        f"DCGM_FI_DEV_PCIE_REPLAY_COUNTER{{{lab}}} 9\n"
+        f"DCGM_FI_DEV_XID_ERRORS{{{lab}}} 79\n"  # same last Xid: no new event
+        f"DCGM_FI_DEV_XID_ERRORS{{{lab}}} 2147483647\n"  # int32 blank
+        "this is not prometheus\n"
+    )
+    r = read_dcgm(p, cluster="c")
+    assert (r.rows_read, r.rows_quarantined) == (12, 1)
+    he = r.tables["health_events"].select(
+        "time", "code", pl.col("component").cast(pl.String), "message"
+    )
+    assert he.rows() == [
+        (datetime(2025, 1, 1, 0, 0, 30, tzinfo=UTC), "ECC_DBE_VOL_TOTAL", "gpu_memory",
+         "volatile double-bit ECC errors: +2 (counter now 2)"),
+        (datetime(2025, 1, 1, 0, 0, 30, tzinfo=UTC), "79", "gpu",
+         "DCGM last Xid 79: GPU has fallen off the bus"),
+        (datetime(2025, 1, 1, 0, 1, tzinfo=UTC), "ECC_DBE_VOL_TOTAL", "gpu_memory",
+         "volatile double-bit ECC errors: +1 (counter now 1)"),
+        (datetime(2025, 1, 1, 0, 1, tzinfo=UTC), "PCIE_REPLAY_COUNTER", "pcie", "PCIe replays: +4 (counter now 9)"),
+    ]  # fmt: skip
+
+
+def test_err_code_label_and_mig(tmp_path):
+    p = tmp_path / "n.prom"
+    p.write_text(
+        'DCGM_FI_DEV_XID_ERRORS{gpu="1",GPU_I_PROFILE="1g.6gb",GPU_I_ID="3",Hostname="a30",'
+        'err_code="45",err_msg="Preemptive cleanup"} 1 1735689600000\n'
+    )
+    he = read_dcgm(p, cluster="c").tables["health_events"]
+    assert he.select("node", "device", "code").row(0) == ("a30", "gpu1/gi3", "45")
+    assert he.item(0, "time") == T0 and "first observation" in he.item(0, "message")
+
+
+@pytest.mark.parametrize(("v", "blank"), [(9223372036854775794, True), (2147483632, True), (140737488355328.0, True),
+                                          (0, False), (65.0, False), (2147483631, False)])  # fmt: skip
+def test_is_blank(v, blank):
+    assert is_blank(v) is blank

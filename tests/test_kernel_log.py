@@ -1,0 +1,128 @@
+from datetime import UTC, datetime
+
+import polars as pl
+import pytest
+
+from reliability import taxonomy
+from reliability.errors import IngestError
+from reliability.ingest import read_kernel_log
+
+BOOT = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def test_dmesg_T_xid_119(shared):
+    r = read_kernel_log(
+        shared / "nvidia-xid-dmesg-gpud/dmesg-with-xid-119.log", cluster="c", node="n1", tz="UTC"
+    )
+    he = r.tables["health_events"]
+    # five Xid 119 lines amid 38 lines of RPC tables and a call trace
+    assert he.height == 5 and r.rows_quarantined == 0
+    assert set(he.get_column("code")) == {"119"}
+    assert set(he.get_column("device")) == {"0000:9b:00"}
+    assert set(he.get_column("severity").cast(pl.String)) == {"critical"}
+    assert he.item(0, "time") == datetime(2025, 2, 23, 16, 24, 18, tzinfo=UTC)
+    assert he.item(3, "message").startswith("pid=1263500, name=cache_mgr_main")
+
+
+def test_dmesg_T_local_zone(shared):
+    r = read_kernel_log(shared / "nvidia-xid-dmesg-gpud/dmesg-with-xid-119.log", cluster="c", node="n1",
+                        tz="America/Los_Angeles")  # fmt: skip
+    assert r.tables["health_events"].item(0, "time") == datetime(2025, 2, 24, 0, 24, 18, tzinfo=UTC)
+
+
+def test_seconds_since_boot_and_sxid(shared):
+    path = shared / "nvidia-xid-dmesg-gpud/sxid-readme-xid79-sxid20034.log"
+    r = read_kernel_log(path, cluster="c", node="n2", boot_time=BOOT)
+    he = r.tables["health_events"]
+    # Xid 79 once (the no-Xid "fallen off the bus" line repeats it) + 4 fatal SXid lines
+    assert he.get_column("code").to_list() == [
+        "79",
+        "SXid20034",
+        "SXid20034",
+        "SXid20034",
+        "SXid20034",
+    ]
+    assert he.item(0, "component") == "gpu" and he.item(1, "component") == "nvlink"
+    assert he.item(0, "time").timestamp() == pytest.approx(BOOT.timestamp() + 6781741.548779)
+    assert any("repeat an Xid 79" in n for n in r.notes)
+    # without a boot time the same events are quarantined, with the reason
+    r2 = read_kernel_log(path, cluster="c", node="n2")
+    assert r2.rows_read == 5 and r2.rows_quarantined == 5
+    assert set(r2.quarantine.get_column("reason")) == {
+        "dmesg timestamp is seconds since boot: pass boot_time= to place it in time"
+    }
+
+
+def test_fallen_off_bus_without_xid(shared):
+    r = read_kernel_log(shared / "nvidia-xid-dmesg-gpud/nvsentinel-issue155-fallen-off-bus-no-xid.log",
+                        cluster="c", node="n3", boot_time=BOOT)  # fmt: skip
+    he = r.tables["health_events"]
+    assert he.height == 1 and he.item(0, "code") == "79" and he.item(0, "device") == "0000:b3:00"
+    assert "fallen off the bus" in he.item(0, "message")  # continuation lines joined
+
+
+def test_line_without_timestamp_is_quarantined(shared):
+    r = read_kernel_log(
+        shared / "nvidia-xid-dmesg-gpud/ml-engineering-xid63-nvidia-smi-q.txt",
+        cluster="c",
+        node="n",
+    )
+    assert (r.rows_read, r.rows_quarantined) == (1, 1)
+    assert r.quarantine.item(0, "reason") == "no timestamp on the line"
+
+
+def test_syslog_iso_and_year_rollover(tmp_path):
+    p = tmp_path / "kern.log"
+    p.write_text(
+        "Dec 31 23:59:59 gpu017 kernel: [12.5] NVRM: Xid (PCI:0000:3b:00): 48, pid=1, name=python, DBE\n"
+        "Jan  1 00:00:05 gpu017 kernel: NVRM: Xid (PCI:0000:3b:00): 999, pid=1, name=x, new code\n"
+        "Jan  1 00:00:06 gpu017 sshd[1]: Accepted publickey\n"
+        "2025-01-01T00:00:07.5+01:00 gpu018 kernel: NVRM: Xid (PCI:0000:3b:00): 31, pid=2, name=y, fault\n"
+        "kern  :warn  : 2025-01-21T04:41:44,283302+00:00 NVRM: Xid (PCI:0000:38:00): 13, pid='<unknown>', name=<unknown>, Graphics\n"
+    )
+    r = read_kernel_log(p, cluster="c", tz="UTC", year=2024, node="fallback")
+    he = r.tables["health_events"]
+    assert he.get_column("node").to_list() == ["gpu017", "gpu017", "gpu018", "fallback"]
+    assert [t.year for t in he.get_column("time")] == [2024, 2025, 2024, 2025]
+    assert he.item(2, "time") == datetime(2024, 12, 31, 23, 0, 7, 500000, tzinfo=UTC)
+    # unknown Xid kept as component "unknown", never dropped
+    assert he.row(1, named=True)["component"] == "unknown" and he.item(1, "code") == "999"
+    assert he.item(0, "component") == "gpu_memory"
+    with pytest.raises(IngestError, match="year="):
+        read_kernel_log(p, cluster="c", tz="UTC")
+
+
+def test_taxonomy_covers_required_codes():
+    required = [
+        13,
+        31,
+        43,
+        45,
+        48,
+        61,
+        62,
+        63,
+        64,
+        68,
+        69,
+        74,
+        79,
+        92,
+        94,
+        95,
+        109,
+        119,
+        120,
+        122,
+        123,
+        140,
+        143,
+        154,
+    ]
+    for code in required:
+        assert code in taxonomy.XID, code
+    assert taxonomy.classify_xid(79).severity == "critical"
+    assert taxonomy.classify_xid(13).domain == "user"
+    assert taxonomy.classify_xid("12345").component == "unknown"
+    assert taxonomy.classify_sxid(99999, fatal=False).severity == "warning"
+    assert taxonomy.xid_table().height == len(taxonomy.XID)

@@ -65,3 +65,20 @@ def test_round_trip(hosts):
 def test_compress_is_fixed_point(hosts):
     expr = compress(hosts)
     assert compress(expand(expr)) == expr
+
+
+@given(st.lists(_hosts(), min_size=1, max_size=5))
+def test_vectorised_expansion_matches_reference(groups):
+    """The polars expansion used by read_sacct agrees with hostlist.expand on every expression."""
+    import polars as pl
+
+    from reliability.ingest.slurm import hostlist_table
+
+    exprs = sorted({compress(h) for h in groups} | {"r[1-2]n[1-2]", "node[08-10],x[1-3,5]", "bad[3-1]"})
+    table, errors = hostlist_table(pl.Series(exprs))
+    got = dict(table.iter_rows())
+    for e in exprs:
+        if e == "bad[3-1]":
+            assert e in errors and e not in got
+        else:
+            assert got[e] == expand(e), e

@@ -14,7 +14,7 @@ are read as the earlier instant; non-existent ones (spring-forward) are quaranti
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import polars as pl
@@ -41,6 +41,14 @@ RECOMMENDED_FORMAT = (
     "JobID,JobIDRaw,Cluster,Partition,Account,User,QOS,Priority,State,ExitCode,Submit,Start,End,"
     "Timelimit,NNodes,AllocTRES,ReqTRES,NodeList,JobName"
 )
+#: Fields the reader uses (others are read past; they do not reach the canonical tables).
+USED_FIELDS = frozenset(
+    {
+        "JobID", "JobName", "User", "Account", "Partition", "QOS", "State", "ExitCode", "Submit",
+        "Start", "End", "Timelimit", "TimelimitRaw", "NNodes", "AllocNodes", "AllocTRES",
+        "ReqTRES", "AllocGRES", "ReqGRES", "Gres", "NodeList", "Priority", "Cluster",
+    }
+)  # fmt: skip
 #: Free-text fields (user-controlled; may contain ``|`` or newlines), most likely first.
 TEXT_FIELDS = (
     "JobName", "SubmitLine", "Comment", "AdminComment", "SystemComment", "Constraints",
@@ -85,6 +93,20 @@ _JOBID = r"^([^.]+)(?:\.(.+))?$"
 _DURATION = r"^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+)(?:\.\d+)?$"
 _NO_LIMIT = ("UNLIMITED", "Partition_Limit", "INVALID")
 _ISO_FMT = "%Y-%m-%dT%H:%M:%S"
+_TIMES = ("submit", "start", "end")
+_LATER_HEADER = re.compile(rb"\n\s*(?i:jobid)(?:raw)?\s*\|")
+#: Records parsed per slice (bounds the temporary memory of a large export).
+CHUNK_ROWS = 100_000
+
+
+def _per_value(
+    recs: pl.DataFrame, expr: pl.Expr, fn: Callable[[pl.Expr], pl.Expr], dtype: pl.DataType
+) -> pl.Expr:
+    """``fn(expr)`` computed once per distinct value of ``expr`` in ``recs`` and mapped back
+    (fast for fields like Timelimit or AllocTRES that take few distinct values)."""
+    keys = recs.select(expr.alias("k")).get_column("k").unique().drop_nulls()
+    vals = pl.DataFrame({"k": keys}).select(fn(pl.col("k")).cast(dtype).alias("v")).get_column("v")
+    return expr.replace_strict(keys, vals, default=None, return_dtype=dtype)
 
 
 def _col(frame_cols: Sequence[str], name: str) -> pl.Expr:
@@ -206,61 +228,96 @@ def _parse_segment(
     whether any time was a naive ISO string).
     """
     c = lambda n: _col(cols, n)  # noqa: E731
-    submit, submit_iso = _time(c("Submit"), tz)
-    start, start_iso = _time(c("Start"), tz)
-    end, end_iso = _time(c("End"), tz)
-    ids = c("JobID").str.strip_chars().str.extract_groups(_JOBID)
-    state_raw = c("State").str.strip_chars().str.replace(_STATE_SUFFIX, "")
-    state = state_raw.cast(schema.JobState, strict=False)
-    exit_g = c("ExitCode").str.extract_groups(r"^(-?\d+):(-?\d+)$")
-    limit = _nulled(c("Timelimit"))
-    limit_raw = _nulled(c("TimelimitRaw"))
-    limit_s = pl.coalesce(_duration_s(limit), limit_raw.cast(pl.Int64, strict=False) * 60)
-    limit_bad = limit.is_not_null() & ~limit.is_in(_NO_LIMIT) & _duration_s(limit).is_null()
-    nodelist = _nulled(c("NodeList").str.strip_chars())
-    tres = pl.coalesce(_nulled(c("AllocTRES")), _nulled(c("ReqTRES")))
-    gres = pl.coalesce(_nulled(c("AllocGRES")), _nulled(c("ReqGRES")), _nulled(c("Gres")))
-    nnodes_s = pl.coalesce(_nulled(c("NNodes")), _nulled(c("AllocNodes")))
-    clus = pl.coalesce(_nulled(c("Cluster").str.strip_chars()), pl.lit(cluster, pl.String))
 
     def text(n: str) -> pl.Expr:
         return _nulled(c(n))
 
-    out = recs.lazy().select(
+    # Low-cardinality fields are parsed once per distinct value and mapped back.
+    limit = text("Timelimit")
+    limit_s = pl.coalesce(
+        _per_value(recs, limit, _duration_s, pl.Int64),
+        text("TimelimitRaw").cast(pl.Int64, strict=False) * 60,
+    )
+    limit_bad = (
+        limit.is_not_null()
+        & ~limit.is_in(_NO_LIMIT)
+        & _per_value(recs, limit, _duration_s, pl.Int64).is_null()
+    )
+    alloc, req = text("AllocTRES"), text("ReqTRES")
+    gres = pl.coalesce(text("AllocGRES"), text("ReqGRES"), text("Gres")).fill_null("")
+
+    def tres_gpus(e: pl.Expr) -> pl.Expr:
+        return _per_value(recs, e, lambda x: _gpus(x, pl.lit("")), pl.UInt32)
+
+    gpus = pl.coalesce(
+        pl.when(alloc.is_not_null()).then(tres_gpus(alloc)).otherwise(tres_gpus(req)),
+        _per_value(recs, gres, lambda x: _gpus(pl.lit(""), x), pl.UInt32),
+    )
+    exit_s = text("ExitCode")
+    exit_code = _per_value(
+        recs, exit_s, lambda x: x.str.extract(r"^(-?\d+):-?\d+$", 1).cast(pl.Int32), pl.Int32
+    )
+    exit_signal = _per_value(
+        recs, exit_s, lambda x: x.str.extract(r"^-?\d+:(-?\d+)$", 1).cast(pl.Int32), pl.Int32
+    )
+    ids = c("JobID").str.strip_chars().str.splitn(".", 2)
+    state_raw = c("State").str.strip_chars().str.replace(_STATE_SUFFIX, "")
+    stage1 = recs.lazy().select(
         "line_no",
-        cluster=clus,
-        job_id=ids.struct.field("1"),
-        step=ids.struct.field("2"),
+        cluster=pl.coalesce(_nulled(c("Cluster").str.strip_chars()), pl.lit(cluster, pl.String)),
+        job_id=ids.struct.field("field_0"),
+        step=ids.struct.field("field_1"),
         name=c("JobName"),
         user=text("User"),
         account=text("Account"),
         partition=text("Partition"),
         qos=text("QOS"),
-        submit_time=submit,
-        start_time=start,
-        end_time=end,
-        state=state,
+        state=state_raw.cast(schema.JobState, strict=False),
         state_raw=state_raw,
-        exit_code=exit_g.struct.field("1").cast(pl.Int32, strict=False),
-        exit_signal=exit_g.struct.field("2").cast(pl.Int32, strict=False),
-        n_nodes_raw=nnodes_s,
-        n_accelerators=_gpus(tres.fill_null(""), gres.fill_null("")),
-        nodelist=nodelist,
+        exit_code=exit_code,
+        exit_signal=exit_signal,
+        n_nodes_raw=pl.coalesce(text("NNodes"), text("AllocNodes")),
+        n_accelerators=gpus,
+        nodelist=_nulled(c("NodeList").str.strip_chars()),
         time_limit_s=limit_s,
         priority_raw=text("Priority"),
         _limit_bad=limit_bad,
-        _submit_iso=submit_iso,
-        _start_iso=start_iso,
-        _end_iso=end_iso,
         _submit_s=text("Submit"),
         _start_s=text("Start"),
         _end_s=text("End"),
-        _exit_s=text("ExitCode"),
+        _exit_s=exit_s,
         _jobid_s=c("JobID"),
+    )
+    naive = {
+        t: pl.col(f"_{t}_s").str.to_datetime(_ISO_FMT, strict=False, time_unit="us") for t in _TIMES
+    }
+    epoch = {
+        t: pl.when(pl.col(f"_{t}_s").str.contains(r"^\d+$")).then(
+            pl.from_epoch(pl.col(f"_{t}_s").cast(pl.Int64, strict=False), time_unit="s")
+        )
+        for t in _TIMES
+    }
+    stage2 = stage1.with_columns(
+        **{f"_{t}_naive": naive[t] for t in _TIMES}, **{f"_{t}_epoch": epoch[t] for t in _TIMES}
+    )
+
+    def utc(t: str) -> pl.Expr:
+        e = pl.col(f"_{t}_epoch").dt.replace_time_zone("UTC").cast(schema.UTC_TIME)
+        if tz is None:
+            return e
+        local = pl.col(f"_{t}_naive").dt.replace_time_zone(
+            tz, ambiguous="earliest", non_existent="null"
+        )
+        return pl.coalesce(e, local.dt.convert_time_zone("UTC").cast(schema.UTC_TIME))
+
+    out = stage2.with_columns(
+        **{f"{t}_time": utc(t) for t in _TIMES},
+        **{f"_{t}_iso": pl.col(f"_{t}_naive").is_not_null() for t in _TIMES},
     )
     is_step = pl.col("step").is_not_null()
     checks: list[tuple[pl.Expr, pl.Expr]] = [
-        (pl.col("job_id").is_null() | (pl.col("job_id").str.strip_chars() == ""),
+        (pl.col("job_id").is_null() | (pl.col("job_id").str.strip_chars() == "")
+         | (pl.col("step") == "") | ~pl.col("_jobid_s").str.contains(r"^\s*[^.]+(\.[^.]+)?\s*$"),
          pl.format("field JobID: malformed job id '{}'", pl.col("_jobid_s").fill_null(""))),
         (pl.col("cluster").is_null(),
          pl.lit("field Cluster: empty, and no cluster= was given")),
@@ -327,13 +384,9 @@ def _parse_segment(
         bad = bad.select("line_no", reason=reason)
         if "line" in recs.columns:
             raw = recs.select("line_no", raw=pl.col("line"))
-        else:  # fast path: no '|' inside fields, so joining the fields gives the line back
-            raw = recs.select(
-                "line_no",
-                raw=pl.concat_str([pl.col(c).fill_null("") for c in cols], separator="|")
-                + ("|" if trailing else ""),
-            )
-        bad = bad.join(raw, on="line_no", how="left").select("line_no", "raw", "reason")
+            bad = bad.join(raw, on="line_no", how="left").select("line_no", "raw", "reason")
+        else:  # fast path: the raw lines are fetched afterwards (see read_sacct)
+            bad = bad.select("line_no", raw=pl.lit(None, pl.String), reason="reason")
     else:
         bad = pl.DataFrame(schema={"line_no": pl.Int64, "raw": pl.String, "reason": pl.String})
     good = out.filter(~pl.col("__bad")).select(
@@ -350,30 +403,19 @@ def _parse_segment(
 
 
 def _expand_nodes(frame: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, str]]:
-    """Add ``nodes`` (list[str]); hostlists with brackets are expanded once per distinct value."""
-    bracketed = (
-        frame.filter(pl.col("nodelist").str.contains("[", literal=True))
-        .get_column("nodelist")
-        .unique()
-        .to_list()
-    )
-    mapping: dict[str, list[str]] = {}
-    errors: dict[str, str] = {}
-    for expr in bracketed:
-        try:
-            mapping[expr] = hostlist.expand(expr)
-        except hostlist.HostlistError as exc:
-            errors[expr] = str(exc)
+    """Add ``nodes`` (list[str]) from ``nodelist``.
+
+    Plain lists (``a,b``) are split in place; bracketed ones are expanded once per distinct
+    value, in polars for the common forms and with :func:`hostlist.expand` for the rest.
+    Returns the frame and {hostlist: error} for expressions that are not valid.
+    """
+    col = frame.get_column("nodelist")
+    bracketed = col.filter(col.str.contains("[", literal=True)).unique()
+    mapping, errors = hostlist_table(bracketed)
     plain = pl.col("nodelist").str.split(",")
-    if mapping:
-        table = pl.DataFrame(
-            {"nodelist": list(mapping), "_expanded": list(mapping.values())},
-            schema={"nodelist": pl.String, "_expanded": pl.List(pl.String)},
-        )
-        frame = frame.join(table, on="nodelist", how="left", maintain_order="left")
-        nodes = (
-            pl.when(pl.col("_expanded").is_not_null()).then(pl.col("_expanded")).otherwise(plain)
-        )
+    if mapping.height:
+        frame = frame.join(mapping, on="nodelist", how="left", maintain_order="left")
+        nodes = pl.when(pl.col("_expanded").is_not_null()).then("_expanded").otherwise(plain)
         frame = frame.with_columns(nodes=nodes).drop("_expanded")
     else:
         frame = frame.with_columns(nodes=plain)
@@ -383,6 +425,99 @@ def _expand_nodes(frame: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, str]]:
         .otherwise(pl.col("nodes"))
     )
     return frame, errors
+
+
+_SIMPLE_HOSTLIST = (
+    r"^[\w\-.]+(\[\d+(-\d+)?(,\d+(-\d+)?)*\])?(,[\w\-.]+(\[\d+(-\d+)?(,\d+(-\d+)?)*\])?)*$"
+)
+
+
+def hostlist_table(exprs: pl.Series) -> tuple[pl.DataFrame, dict[str, str]]:
+    """Expand distinct hostlist expressions: (frame ``nodelist`` -> ``_expanded``, errors).
+
+    Expressions made of ``prefix[ranges]`` parts (one bracket group per part, the common
+    case) are expanded with polars; others go through :func:`hostlist.expand`. Both follow
+    the same zero-padding rule, checked by the tests.
+    """
+    exprs = exprs.drop_nulls()
+    simple = exprs.filter(exprs.str.contains(_SIMPLE_HOSTLIST))
+    other = exprs.filter(~exprs.str.contains(_SIMPLE_HOSTLIST))
+    out: list[pl.DataFrame] = []
+    if simple.len():
+        parts = (
+            pl.DataFrame({"nodelist": simple})
+            .with_row_index("eid")
+            .with_columns(part=pl.col("nodelist").str.extract_all(r"[\w\-.]+(?:\[[^\]]*\])?"))
+            .explode("part")
+            .with_row_index("pid")
+            .with_columns(
+                prefix=pl.col("part").str.extract(r"^([^\[]+)", 1),
+                body=pl.col("part").str.extract(r"\[([^\]]*)\]", 1),
+            )
+        )
+        plain_parts = parts.filter(pl.col("body").is_null()).select("eid", "pid", host="part")
+        ranges = (
+            parts.filter(pl.col("body").is_not_null())
+            .with_columns(item=pl.col("body").str.split(","))
+            .explode("item")
+            .with_row_index("rid")
+            .with_columns(
+                lo=pl.col("item").str.extract(r"^(\d+)", 1),
+                hi=pl.coalesce(pl.col("item").str.extract(r"-(\d+)$", 1), pl.col("item").str.extract(r"^(\d+)", 1)),
+            )
+            .with_columns(
+                width=pl.when(pl.col("lo").str.starts_with("0") | (pl.col("lo").str.len_chars() == pl.col("hi").str.len_chars()))
+                .then(pl.col("lo").str.len_chars())
+                .otherwise(0),
+                a=pl.col("lo").cast(pl.Int64),
+                b=pl.col("hi").cast(pl.Int64),
+            )
+        )  # fmt: skip
+        bad_eids = ranges.filter(
+            (pl.col("b") < pl.col("a")) | (pl.col("b") - pl.col("a") > 1_000_000)
+        )
+        bad_eids = set(bad_eids.get_column("eid").to_list())
+        hosts = (
+            ranges.filter(~pl.col("eid").is_in(list(bad_eids)))
+            .with_columns(n=pl.int_ranges("a", pl.col("b") + 1))
+            .explode("n")
+            .select(
+                "eid",
+                "pid",
+                "rid",
+                host=pl.col("prefix") + pl.col("n").cast(pl.String).str.zfill(pl.col("width")),
+            )
+        )
+        allh = pl.concat(
+            [plain_parts.select("eid", "pid", rid=pl.lit(0, pl.UInt32), host="host"), hosts],
+            how="vertical_relaxed",
+        )
+        table = (
+            allh.filter(~pl.col("eid").is_in(list(bad_eids)))
+            .sort("eid", "pid", "rid", maintain_order=True)
+            .group_by("eid", maintain_order=True)
+            .agg(_expanded=pl.col("host"))
+            .join(parts.select("eid", "nodelist").unique("eid"), on="eid")
+            .select("nodelist", "_expanded")
+        )
+        out.append(table)
+        if bad_eids:
+            other = pl.concat([other, simple.gather(sorted(bad_eids))])
+    errors: dict[str, str] = {}
+    py_keys: list[str] = []
+    py_vals: list[list[str]] = []
+    for expr in other.to_list():
+        try:
+            py_vals.append(hostlist.expand(expr))
+            py_keys.append(expr)
+        except hostlist.HostlistError as exc:
+            errors[expr] = str(exc)
+    if py_keys:
+        out.append(pl.DataFrame({"nodelist": py_keys, "_expanded": py_vals},
+                                schema={"nodelist": pl.String, "_expanded": pl.List(pl.String)}))  # fmt: skip
+    if not out:
+        return pl.DataFrame(schema={"nodelist": pl.String, "_expanded": pl.List(pl.String)}), errors
+    return pl.concat(out), errors
 
 
 def read_sacct(
@@ -407,18 +542,61 @@ def read_sacct(
     ReadResult with ``jobs`` (one row per allocation record = attempt) and ``job_steps``.
     Attempts of a job (``--duplicates``) are numbered 0, 1, ... by start time.
     """
+    try:
+        return _read_sacct(path, cluster=cluster, tz=tz, fields=fields, allow_stream=True)
+    except _StreamFailed:
+        # a line the byte counts could not rule out (e.g. one too long, one too short)
+        return _read_sacct(path, cluster=cluster, tz=tz, fields=fields, allow_stream=False)
+
+
+class _StreamFailed(Exception):
+    """The streaming fast path met a malformed line; read again line by line."""
+
+
+def _guarded(batches: Iterator[pl.DataFrame]) -> Iterator[pl.DataFrame]:
+    """Re-raise polars' refusal of a ragged line as :class:`_StreamFailed`."""
+    while True:
+        try:
+            batch = next(batches)
+        except StopIteration:
+            return
+        except pl.exceptions.PolarsError as exc:
+            raise _StreamFailed(str(exc)) from exc
+        yield batch
+
+
+def _read_sacct(
+    path: str | Path,
+    *,
+    cluster: str | None,
+    tz: str | None,
+    fields: Sequence[str] | None,
+    allow_stream: bool,
+) -> ReadResult:
     src = str(path)
-    data = read_bytes(path)
-    if not data.strip():
-        raise IngestError(src, "empty file (sacct prints a header line even when no job matches)")
-    fast = _fast_records(data) if fields is None else None
     notes: list[str] = []
-    if fast is not None:
-        segments = [fast]
+    stream = None
+    if allow_stream and fields is None and Path(path).is_file():
+        try:
+            stream = _stream_records(Path(path))
+        except OSError as exc:
+            raise IngestError(src, f"cannot read file: {exc.strerror or exc}") from None
+    fast: tuple[list[str], bool, pl.DataFrame] | None = None
+    if stream is not None:
+        segments = [(stream[0], stream[1], None)]
     else:
-        lines, notes = read_lines(path, data)
-        segments = _find_segments(lines, fields, src)
-    del data
+        data = read_bytes(path)
+        if not data or data.isspace():
+            raise IngestError(
+                src, "empty file (sacct prints a header line even when no job matches)"
+            )
+        fast = _fast_records(data) if fields is None else None
+        if fast is not None:
+            segments = [fast]
+        else:
+            lines, notes = read_lines(path, data)
+            segments = _find_segments(lines, fields, src)
+        del data
     goods: list[pl.DataFrame] = []
     bads: list[pl.DataFrame] = []
     naive = False
@@ -430,23 +608,30 @@ def read_sacct(
                 "required sacct field missing from the header; export with "
                 f"sacct --parsable2 --duplicates --format={RECOMMENDED_FORMAT}",
                 field=missing[0],
-                line=max(int(seg.get_column("line_no")[0]) - 1, 1) if seg.height else 1,
+                line=max(int(seg.get_column("line_no")[0]) - 1, 1)
+                if seg is not None and seg.height
+                else 1,
             )
         if "Cluster" not in names and cluster is None:
             raise IngestError(
                 src, "the export has no Cluster field: pass cluster=", field="Cluster"
             )
-        if fast is None:
+        if fast is None and stream is None:
             split = split_delimited(
                 seg, names, trailing=trailing, text_fields=TEXT_FIELDS, patterns=FIELD_PATTERNS
             )
             bads.append(quarantine_frame(src, split.bad_line_no, split.bad_raw, split.bad_reason)
                         .select("line_no", "raw", "reason"))  # fmt: skip
             seg = split.records
-        good, bad, seg_naive = _parse_segment(seg, names, trailing=trailing, tz=tz, cluster=cluster)
-        goods.append(good)
-        bads.append(bad)
-        naive |= seg_naive
+        # parse in slices so that the temporary columns of only one slice are alive at a time
+        chunks = _guarded(stream[3]) if stream is not None else seg.iter_slices(n_rows=CHUNK_ROWS)
+        for chunk in chunks:
+            good, bad, seg_naive = _parse_segment(
+                chunk, names, trailing=trailing, tz=tz, cluster=cluster
+            )
+            goods.append(good)
+            bads.append(bad)
+            naive |= seg_naive
     if len(segments) > 1:
         notes.append(f"{len(segments)} header lines: read as {len(segments)} concatenated exports")
     if naive and tz is None:
@@ -461,14 +646,28 @@ def read_sacct(
         if bads
         else pl.DataFrame(schema={"line_no": pl.Int64, "raw": pl.String, "reason": pl.String})
     )
+    if (fast is not None or stream is not None) and bad.height:
+        # the fast paths kept no raw text: fetch those lines
+        if stream is not None:
+            raw = _fetch_lines(Path(path), bad.get_column("line_no").to_list())
+        else:
+            lines, _ = read_lines(path)
+            raw = lines.filter(pl.col("line_no").is_in(bad.get_column("line_no").implode()))
+        bad = bad.drop("raw").join(raw.rename({"line": "raw"}), on="line_no", how="left")
+        bad = bad.select("line_no", pl.col("raw").fill_null(""), "reason")
     q = quarantine_frame(
         src, bad["line_no"].to_list(), bad["raw"].to_list(), bad["reason"].to_list()
     ).sort("line_no")
-    good = pl.concat(goods) if len(goods) > 1 else goods[0] if goods else None
+    good = pl.concat(goods, rechunk=False) if len(goods) > 1 else goods[0] if goods else None
+    del goods
     if good is None or good.height == 0:
         tables = {"jobs": schema.empty("jobs"), "job_steps": schema.empty("job_steps")}
         return ReadResult(src, tables, q, q.height, 0, notes)
-    if fast is not None and good.get_column("name").str.contains("\ufffd", literal=True).any():
+    if stream is not None and good.height + q.height != stream[2]:
+        raise _StreamFailed(f"read {good.height + q.height} records, expected {stream[2]}")
+    if (fast is not None or stream is not None) and good.get_column("name").str.contains(
+        "\ufffd", literal=True
+    ).any():
         notes.append("input is not valid UTF-8: undecodable bytes were replaced by U+FFFD")
     if not any("TRES" in n or "GRES" in n for names, _, _ in segments for n in names):
         notes.append("no AllocTRES/ReqTRES/GRES field: n_accelerators set to 0 (GPU count unknown)")
@@ -492,16 +691,17 @@ def read_sacct(
 def _fast_records(data: bytes) -> tuple[list[str], bool, pl.DataFrame] | None:
     """Parse a clean export straight into columns with polars' CSV reader, or return None.
 
-    Clean means: one header line first, no blank, comment or CR lines, no control bytes, and
-    every line with exactly the header's number of separators (proved by counting: no line
-    has more, since polars refuses ragged lines, and the total equals lines x separators).
+    Clean means: one header line first, no NUL bytes, and every line with exactly the
+    header's number of separators (proved by counting: no line has more, since polars refuses
+    ragged lines, and the total equals lines x separators; a blank or comment line breaks it).
     Anything else goes through the line-by-line path, which repairs and quarantines.
     """
     nl = data.find(b"\n")
     header = data[: nl if nl >= 0 else len(data)].decode("utf-8", errors="replace").rstrip("\r")
     if not _HEADER_FIRST.match(header.split("|", 1)[0].strip()) or "|" not in header:
         return None
-    if any(b in data for b in (b"\r", b"\n\n", b"\n#", b"\x00", b"\x1f")):
+    # Blank, comment or split lines fail the counts below; NUL bytes are left to the slow path.
+    if b"\x00" in data:
         return None
     names = header.split("|")
     trailing = names[-1] == ""
@@ -529,4 +729,67 @@ def _fast_records(data: bytes) -> tuple[list[str], bool, pl.DataFrame] | None:
         names,
         trailing,
         frame.with_row_index("line_no", offset=2).with_columns(pl.col("line_no").cast(pl.Int64)),
+    )
+
+
+def _stream_records(path: Path) -> tuple[list[str], bool, int, Iterator[pl.DataFrame]] | None:
+    """Stream a clean, uncompressed export in batches (bounded memory), or return None.
+
+    A first pass reads the file in 16 MB blocks to check that the first line is a header,
+    that there are no NUL / 0x1f bytes, and that separators = lines x header separators;
+    polars then streams the used columns in batches of :data:`CHUNK_ROWS` records.
+    Returns (names, trailing, number of records, batches).
+    """
+    with path.open("rb") as fh:
+        head = fh.read(1 << 16)
+        if head[:2] == b"\x1f\x8b":
+            return None
+        nl = head.find(b"\n")
+        if nl < 0:
+            return None
+        header = head[:nl].decode("utf-8", errors="replace").rstrip("\r")
+        if not _HEADER_FIRST.match(header.split("|", 1)[0].strip()) or "|" not in header:
+            return None
+        names = header.split("|")
+        trailing = names[-1] == ""
+        if trailing:
+            names = names[:-1]
+        if len(set(names)) != len(names) or not all(n.strip() == n and n for n in names):
+            return None
+        fh.seek(0)
+        pipes = newlines = 0
+        last = b""
+        tail = b""
+        for block in iter(lambda: fh.read(1 << 24), b""):
+            if b"\x00" in block or b"\x1f" in block:
+                return None
+            if _LATER_HEADER.search(tail + block, 1 if not tail else 0):
+                return None  # concatenated exports: the line-by-line path reads them segment-wise
+            tail = block[-16:]
+            pipes += block.count(b"|")
+            newlines += block.count(b"\n")
+            last = block
+    n_lines = newlines + (0 if last.endswith(b"\n") else 1)
+    expected = len(names) - 1 + int(trailing)
+    if pipes != n_lines * expected or n_lines < 2:
+        return None
+    used = [n for n in names if n in USED_FIELDS]
+    lf = pl.scan_csv(
+        path, separator="|", quote_char=None, infer_schema=False, has_header=True,
+        encoding="utf8-lossy", truncate_ragged_lines=False, row_index_name="line_no",
+        row_index_offset=2, new_columns=[*names, ""] if trailing else None,
+    ).select(pl.col("line_no").cast(pl.Int64), *used)  # fmt: skip
+    return names, trailing, n_lines - 1, iter(lf.collect_batches(chunk_size=CHUNK_ROWS))
+
+
+def _fetch_lines(path: Path, line_nos: list[int]) -> pl.DataFrame:
+    """``line_no``, ``line`` of the given physical lines, streamed (for quarantine text)."""
+    lf = pl.scan_csv(
+        path, has_header=False, separator="\x1f", quote_char=None, infer_schema=False,
+        new_columns=["line"], encoding="utf8-lossy", row_index_name="line_no", row_index_offset=1,
+    )  # fmt: skip
+    return (
+        lf.filter(pl.col("line_no").is_in(line_nos))
+        .select(pl.col("line_no").cast(pl.Int64), "line")
+        .collect()
     )

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -100,9 +99,13 @@ def run(method: str, path: Path, repeat: int) -> dict[str, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rows", type=int, default=500_000, help="allocation records (steps come on top)")
+    ap.add_argument(
+        "--rows", type=int, default=500_000, help="allocation records (steps come on top)"
+    )
     ap.add_argument("--seed", type=int, default=2024)
-    ap.add_argument("--repeat", type=int, default=1, help="runs per method; the fastest is reported")
+    ap.add_argument(
+        "--repeat", type=int, default=1, help="runs per method; the fastest is reported"
+    )
     ap.add_argument("--skip-pandas", action="store_true")
     args = ap.parse_args()
     from reliability.testing import synthetic_sacct
@@ -129,7 +132,9 @@ def main() -> None:
     ours, floor = res["ours"], res["floor"]
     print(f"\nread_sacct / floor time: {ours['secs'] / floor['secs']:.2f}x   (target <= 2x)")
     if "pandas" in res:
-        print(f"pandas / read_sacct time: {res['pandas']['secs'] / ours['secs']:.1f}x   (target >= 10x)")
+        print(
+            f"pandas / read_sacct time: {res['pandas']['secs'] / ours['secs']:.1f}x   (target >= 10x)"
+        )
     print(f"read_sacct peak RSS above base / file size: "
           f"{(ours['peak_kb'] - ours['base_kb']) / 1024 / (size_mb / 1.048576):.2f}x   (target < 3x)")  # fmt: skip
 

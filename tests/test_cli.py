@@ -29,9 +29,9 @@ def test_fatal_error_names_file_and_line(tmp_path, run1, capsys):
     rc = main(["ingest", "slurm", str(run1 / "sacct_default_parsable.psv"), "--into", str(tmp_path / "d"),
                "--tz", "UTC", "--cluster", "x"])  # fmt: skip
     err = capsys.readouterr().err
-    assert (
-        rc == 2 and "sacct_default_parsable.psv:1: field 'Submit'" in err and "Traceback" not in err
-    )
+    assert rc == 2
+    assert "sacct_default_parsable.psv:1: field 'Submit'" in err
+    assert "Traceback" not in err
 
 
 def test_strict_fails_on_quarantine(tmp_path, run1, capsys):
@@ -47,7 +47,8 @@ def test_strict_fails_on_quarantine(tmp_path, run1, capsys):
             "--strict",
         ]
     )
-    assert rc == 2 and "would be quarantined" in capsys.readouterr().err
+    assert rc == 2
+    assert "would be quarantined" in capsys.readouterr().err
     assert not (tmp_path / "d" / "manifest.json").exists()
 
 
@@ -59,7 +60,8 @@ def test_info_on_non_dataset(tmp_path, capsys):
 def test_kernel_options(tmp_path, shared, capsys):
     rc = main(["ingest", "kernel", str(shared / "nvidia-xid-dmesg-gpud/sxid-readme-xid79-sxid20034.log"),
                "--into", str(tmp_path / "d"), "--cluster", "c", "--node", "n1", "--boot-time", "2025-01-01T00:00:00Z"])  # fmt: skip
-    assert rc == 0 and "kept 5, quarantined 0" in capsys.readouterr().out
+    assert rc == 0
+    assert "kept 5, quarantined 0" in capsys.readouterr().out
     assert main(["ingest", "kernel", "x.log", "--into", str(tmp_path / "d"), "--cluster", "c",
                  "--boot-time", "2025-01-01T00:00:00"]) == 2  # fmt: skip
     assert "needs a UTC offset" in capsys.readouterr().err

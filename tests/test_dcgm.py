@@ -12,14 +12,17 @@ T0 = datetime(2025, 1, 1, tzinfo=UTC)
 def test_real_excerpts(shared):
     d = shared / "dcgm-exporter-excerpts"
     r = read_dcgm(d / "readme_sentinel_values.prom", cluster="c", scraped_at=T0)
-    assert (r.rows_read, r.rows_kept) == (3, 3) and any("sentinel" in n for n in r.notes)
+    assert (r.rows_read, r.rows_kept) == (3, 3)
+    assert any("sentinel" in n for n in r.notes)
     r = read_dcgm(d / "issue250_v100_r6i3n0_partial.prom", cluster="c", scraped_at=T0)
-    assert r.rows_read == 7 and r.tables["health_events"].height == 0  # one scrape: baselines only
+    assert r.rows_read == 7
+    assert r.tables["health_events"].height == 0
     r = read_dcgm(d / "pr239_xid_errors_count_injected.prom", cluster="c", scraped_at=T0)
     he = r.tables["health_events"]
     assert he.select("node", "code", "device").row(0) == ("workstation", "42", "gpu0")
     r = read_dcgm(d / "dcgm_issue235_err_code_labels.txt", cluster="c", scraped_at=T0)
-    assert r.rows_quarantined == 1 and "not a Prometheus sample" in r.quarantine.item(0, "reason")
+    assert r.rows_quarantined == 1
+    assert "not a Prometheus sample" in r.quarantine.item(0, "reason")
 
 
 def test_counters_between_scrapes(tmp_path):
@@ -66,7 +69,8 @@ def test_err_code_label_and_mig(tmp_path):
     )
     he = read_dcgm(p, cluster="c").tables["health_events"]
     assert he.select("node", "device", "code").row(0) == ("a30", "gpu1/gi3", "45")
-    assert he.item(0, "time") == T0 and "first observation" in he.item(0, "message")
+    assert he.item(0, "time") == T0
+    assert "first observation" in he.item(0, "message")
 
 
 @pytest.mark.parametrize(("v", "blank"), [(9223372036854775794, True), (2147483632, True), (140737488355328.0, True),

@@ -28,11 +28,9 @@ def test_csv_events(tmp_path):
     assert he.item(1, "message") == "fell off\nthe bus"
     assert he.item(2, "cluster") == "fallback"
     reasons = dict(zip(r.quarantine["line_no"], r.quarantine["reason"], strict=True))
-    assert (
-        "column time" in reasons[5]
-        and "allowed: gpu" in reasons[6]
-        and "6 fields, expected 9" in reasons[8]
-    )
+    assert "column time" in reasons[5]
+    assert "allowed: gpu" in reasons[6]
+    assert "6 fields, expected 9" in reasons[8]
 
 
 def test_jsonl_failures_and_inventory(tmp_path):

@@ -16,7 +16,8 @@ def test_dmesg_T_xid_119(shared):
     )
     he = r.tables["health_events"]
     # five Xid 119 lines amid 38 lines of RPC tables and a call trace
-    assert he.height == 5 and r.rows_quarantined == 0
+    assert he.height == 5
+    assert r.rows_quarantined == 0
     assert set(he.get_column("code")) == {"119"}
     assert set(he.get_column("device")) == {"0000:9b:00"}
     assert set(he.get_column("severity").cast(pl.String)) == {"critical"}
@@ -42,12 +43,14 @@ def test_seconds_since_boot_and_sxid(shared):
         "SXid20034",
         "SXid20034",
     ]
-    assert he.item(0, "component") == "gpu" and he.item(1, "component") == "nvlink"
+    assert he.item(0, "component") == "gpu"
+    assert he.item(1, "component") == "nvlink"
     assert he.item(0, "time").timestamp() == pytest.approx(BOOT.timestamp() + 6781741.548779)
     assert any("repeat an Xid 79" in n for n in r.notes)
     # without a boot time the same events are quarantined, with the reason
     r2 = read_kernel_log(path, cluster="c", node="n2")
-    assert r2.rows_read == 5 and r2.rows_quarantined == 5
+    assert r2.rows_read == 5
+    assert r2.rows_quarantined == 5
     assert set(r2.quarantine.get_column("reason")) == {
         "dmesg timestamp is seconds since boot: pass boot_time= to place it in time"
     }
@@ -57,7 +60,9 @@ def test_fallen_off_bus_without_xid(shared):
     r = read_kernel_log(shared / "nvidia-xid-dmesg-gpud/nvsentinel-issue155-fallen-off-bus-no-xid.log",
                         cluster="c", node="n3", boot_time=BOOT)  # fmt: skip
     he = r.tables["health_events"]
-    assert he.height == 1 and he.item(0, "code") == "79" and he.item(0, "device") == "0000:b3:00"
+    assert he.height == 1
+    assert he.item(0, "code") == "79"
+    assert he.item(0, "device") == "0000:b3:00"
     assert "fallen off the bus" in he.item(0, "message")  # continuation lines joined
 
 
@@ -86,7 +91,8 @@ def test_syslog_iso_and_year_rollover(tmp_path):
     assert [t.year for t in he.get_column("time")] == [2024, 2025, 2024, 2025]
     assert he.item(2, "time") == datetime(2024, 12, 31, 23, 0, 7, 500000, tzinfo=UTC)
     # unknown Xid kept as component "unknown", never dropped
-    assert he.row(1, named=True)["component"] == "unknown" and he.item(1, "code") == "999"
+    assert he.row(1, named=True)["component"] == "unknown"
+    assert he.item(1, "code") == "999"
     assert he.item(0, "component") == "gpu_memory"
     with pytest.raises(IngestError, match="year="):
         read_kernel_log(p, cluster="c", tz="UTC")

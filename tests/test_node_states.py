@@ -27,7 +27,8 @@ def test_sacctmgr_events_real(run1, name):
     assert (r.rows_read, r.rows_kept, r.rows_quarantined) == (9, 9, 0)
     ns = r.tables["node_states"]
     # 8 node events; the cluster-level "Cluster Registered TRES" event gives none
-    assert ns.height == 8 and any("cluster-level" in n for n in r.notes)
+    assert ns.height == 8
+    assert any("cluster-level" in n for n in r.notes)
     rows = {(n, s): (reason, user, end) for n, s, reason, user, end in
             ns.select("node", pl.col("state").cast(pl.String), "reason", "user", "end").iter_rows()}  # fmt: skip
     # a '|' inside the reason is kept (delimiter collision repaired)
@@ -44,7 +45,8 @@ def test_sacctmgr_events_real(run1, name):
 
 def test_sacctmgr_cluster_only_and_empty(run1):
     r = read_sacctmgr_events(run1 / "sacctmgr_event_cluster.psv", tz="UTC")
-    assert r.rows_read == 1 and r.tables["node_states"].height == 0
+    assert r.rows_read == 1
+    assert r.tables["node_states"].height == 0
     with pytest.raises(IngestError, match="empty file"):
         read_sacctmgr_events(run1 / "sacctmgr_event_all_AS_REQUESTED.psv", tz="UTC")
     with pytest.raises(IngestError, match="field 'TimeStart'"):

@@ -89,16 +89,20 @@ def test_states_exit_codes_attempts(run1):
         "job_id", "attempt", "state", "exit_code", "exit_signal", "nodes", "n_accelerators"
     ).iter_rows()}  # fmt: skip
     # job 2: NODE_FAIL, then the requeued attempt completes (same job id, attempt 1)
-    assert by[("2", 0)][0] == "NODE_FAIL" and by[("2", 1)][0] == "COMPLETED"
-    assert by[("1", 0)][0] == "NODE_FAIL" and ("1", 1) not in by
+    assert by[("2", 0)][0] == "NODE_FAIL"
+    assert by[("2", 1)][0] == "COMPLETED"
+    assert by[("1", 0)][0] == "NODE_FAIL"
+    assert ("1", 1) not in by
     # "CANCELLED by <uid>" is CANCELLED
     assert "CANCELLED" in {v[0] for v in by.values()}
     # multi-node GPU job on node[06-07] with gres/gpu=4
-    assert by[("29", 0)][3] == ["node06", "node07"] and by[("29", 0)][4] == 4
+    assert by[("29", 0)][3] == ["node06", "node07"]
+    assert by[("29", 0)][4] == 4
     # exit code 0:9 (killed by signal 9)
     assert by[("36", 0)][1:3] == [0, 9]
     # het job components keep the printed id
-    assert ("45+0", 0) in by and ("45+1", 0) in by
+    assert ("45+0", 0) in by
+    assert ("45+1", 0) in by
 
 
 def test_time_zones_and_epoch_agree(run1):
@@ -125,7 +129,9 @@ def test_naive_times_need_a_zone(run1):
 def test_exports_without_times_are_refused_clearly(run1, name):
     with pytest.raises(IngestError) as err:
         read_sacct(run1 / name, tz="UTC", cluster="testclu")
-    assert err.value.field == "Submit" and err.value.line == 1 and name in str(err.value)
+    assert err.value.field == "Submit"
+    assert err.value.line == 1
+    assert name in str(err.value)
     assert "--format=" in str(err.value)
 
 
@@ -155,4 +161,5 @@ def test_gc3pie_noheader_parsable(shared):
     assert -2 in r.tables["job_steps"].get_column("exit_code").to_list()
     # all the same job id 123: attempts are numbered by start time
     assert sorted(jobs.get_column("attempt").to_list()) == list(range(jobs.height))
-    assert r.notes and "n_accelerators set to 0" in r.notes[-1]
+    assert r.notes
+    assert "n_accelerators set to 0" in r.notes[-1]

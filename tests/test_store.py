@@ -26,12 +26,11 @@ def test_invariant_recorded_in_manifest(tmp_path, run1):
         entry["rows_read"] == entry["rows_kept"] + entry["rows_quarantined"] == o.rows_read == 388
     )
     assert entry["rows_out"] == {"jobs": 125, "job_steps": 262}
-    assert (
-        len(entry["sha256"]) == 64
-        and entry["size"] == (run1 / "sacct_broad_duplicates.psv").stat().st_size
-    )
+    assert len(entry["sha256"]) == 64
+    assert entry["size"] == (run1 / "sacct_broad_duplicates.psv").stat().st_size
     assert ds.quarantine.height == entry["rows_quarantined"] == 1
-    assert ds.jobs.height == 125 and ds.job_steps.height == 262
+    assert ds.jobs.height == 125
+    assert ds.job_steps.height == 262
 
 
 def test_reingest_is_a_noop(tmp_path, run1):
@@ -154,5 +153,6 @@ def test_summary_counts(tmp_path):
     assert s.accelerator_hours == pytest.approx(expect_h)
     assert s.accelerators_per_node == 8
     text = str(s)
-    assert "read = kept + quarantined" in text and "s.psv" in text
+    assert "read = kept + quarantined" in text
+    assert "s.psv" in text
     assert "<pre>" in s._repr_html_()

@@ -206,3 +206,40 @@ def test_fuzz_mutated_real_rows(tmp_path, data):
     jobs = r.tables["jobs"]
     assert jobs.filter(pl.col("start_time") > pl.col("end_time")).height == 0
     assert jobs.filter(pl.col("submit_time") > pl.col("start_time")).height == 0
+
+
+def test_json_bad_input(tmp_path):
+    good = {"cluster": "c", "job_id": 5, "name": "x", "state": {"current": ["COMPLETED"]},
+            "time": {"submission": 100, "start": 200, "end": 300, "limit": {"set": True, "infinite": True, "number": 0}},
+            "nodes": "n[1-2]", "allocation_nodes": 2, "exit_code": {"status": ["SUCCESS"], "return_code": {"set": True, "number": 0}},
+            "tres": {"allocated": [{"type": "gres", "name": "gpu:h100", "count": 8}, {"type": "gres", "name": "gpu:h100", "count": 8}]},
+            "steps": [{"step": {"id": "5.batch", "name": "batch"}, "state": "COMPLETED", "time": {"start": 200, "end": 300},
+                       "nodes": {"count": 1, "list": ["n1"]}, "exit_code": {"status": "SUCCESS", "return_code": 0}}]}  # fmt: skip
+    bad_state = {**good, "job_id": 6, "state": {"current": "EXPLODED"}}
+    bad_order = {**good, "job_id": 7, "time": {"submission": 400, "start": 200, "end": 300}}
+    import json
+
+    p = tmp_path / "s.json"
+    p.write_text(
+        json.dumps(
+            {"meta": {"plugin": {"type": "openapi/slurmdbd"}}, "jobs": [good, bad_state, bad_order]}
+        )
+    )
+    r = read_sacct(p)
+    assert (r.rows_read, r.rows_kept, r.rows_quarantined) == (4, 2, 2)
+    job = r.tables["jobs"].row(0, named=True)
+    # newer JSON shapes: wrapped numbers, list states, infinite limit, typed GPU TRES summed
+    assert (job["job_id"], job["nodes"], job["n_accelerators"], job["time_limit_s"]) == (
+        "5",
+        ["n1", "n2"],
+        16,
+        None,
+    )
+    assert r.tables["job_steps"].item(0, "step") == "batch"
+    assert r.quarantine.get_column("line_no").to_list() == [2, 3]
+    (tmp_path / "t.json").write_text("{not json")
+    with pytest.raises(IngestError, match="not valid JSON"):
+        read_sacct(tmp_path / "t.json")
+    (tmp_path / "u.json").write_text('{"a": 1}')
+    with pytest.raises(IngestError, match="no 'jobs' list"):
+        read_sacct(tmp_path / "u.json")

@@ -163,3 +163,35 @@ def test_gc3pie_noheader_parsable(shared):
     assert sorted(jobs.get_column("attempt").to_list()) == list(range(jobs.height))
     assert r.notes
     assert "n_accelerators set to 0" in r.notes[-1]
+
+
+def test_json_export_agrees_with_parsable2(run1):
+    """sacct --json of the same database gives the same jobs and steps."""
+    j = read_sacct(run1 / "sacct.json.gz")  # detected by content; epoch times, no tz needed
+    p = read_sacct(run1 / "sacct_broad_duplicates.psv", tz="UTC")
+    assert (j.rows_read, j.rows_kept, j.rows_quarantined) == (
+        p.rows_read,
+        p.rows_kept,
+        p.rows_quarantined,
+    )
+    key = ["job_id", "attempt"]
+    a, b = j.tables["jobs"].sort(key), p.tables["jobs"].sort(key)
+    same = ["cluster", "job_id", "attempt", "name", "user", "account", "partition", "qos", "submit_time",
+            "start_time", "end_time", "state", "n_nodes", "n_accelerators", "nodes", "time_limit_s", "priority"]  # fmt: skip
+    assert a.select(same).equals(b.select(same))
+    # exit codes: equal where the JSON is trusted; null (unknown) where Slurm 22.05 printed 0
+    both = a.select(*key, "exit_code", "exit_signal").join(
+        b.select(*key, "exit_code", "exit_signal"), on=key
+    )
+    known = both.filter(pl.col("exit_code").is_not_null())
+    assert known.filter(pl.col("exit_code") != pl.col("exit_code_right")).height == 0
+    assert known.filter(pl.col("exit_signal") != pl.col("exit_signal_right")).height == 0
+    assert both.filter(pl.col("exit_code").is_null() & (pl.col("exit_code_right") != 0)).height > 10
+    assert "dbv0.0.38" in j.notes[0]
+    steps = ["job_id", "step", "start_time", "end_time", "state", "nodes"]
+    assert (
+        j.tables["job_steps"]
+        .select(steps)
+        .sort(steps[:3])
+        .equals(p.tables["job_steps"].select(steps).sort(steps[:3]))
+    )

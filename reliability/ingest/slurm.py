@@ -13,6 +13,7 @@ are read as the earlier instant; non-existent ones (spring-forward) are quaranti
 
 from __future__ import annotations
 
+import gzip
 import re
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -94,9 +95,13 @@ _DURATION = r"^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+)(?:\.\d+)?$"
 _NO_LIMIT = ("UNLIMITED", "Partition_Limit", "INVALID")
 _ISO_FMT = "%Y-%m-%dT%H:%M:%S"
 _TIMES = ("submit", "start", "end")
-_LATER_HEADER = re.compile(rb"\n\s*(?i:jobid)(?:raw)?\s*\|")
 #: Records parsed per slice (bounds the temporary memory of a large export).
 CHUNK_ROWS = 100_000
+_STEP_COLS = list(schema.TABLES["job_steps"].schema)
+_ALLOC_COLS = [
+    "line_no",
+    *(c for c in schema.TABLES["jobs"].schema if c not in ("attempt", "topology")),
+]
 
 
 def _per_value(
@@ -234,32 +239,41 @@ def _parse_segment(
 
     # Low-cardinality fields are parsed once per distinct value and mapped back.
     limit = text("Timelimit")
-    limit_s = pl.coalesce(
-        _per_value(recs, limit, _duration_s, pl.Int64),
-        text("TimelimitRaw").cast(pl.Int64, strict=False) * 60,
+    limit_parsed = (
+        _per_value(recs, limit, _duration_s, pl.Int64)
+        if "Timelimit" in cols
+        else pl.lit(None, pl.Int64)
     )
-    limit_bad = (
-        limit.is_not_null()
-        & ~limit.is_in(_NO_LIMIT)
-        & _per_value(recs, limit, _duration_s, pl.Int64).is_null()
-    )
+    limit_s = pl.coalesce(limit_parsed, text("TimelimitRaw").cast(pl.Int64, strict=False) * 60)
+    limit_bad = limit.is_not_null() & ~limit.is_in(_NO_LIMIT) & limit_parsed.is_null()
     alloc, req = text("AllocTRES"), text("ReqTRES")
     gres = pl.coalesce(text("AllocGRES"), text("ReqGRES"), text("Gres")).fill_null("")
 
     def tres_gpus(e: pl.Expr) -> pl.Expr:
         return _per_value(recs, e, lambda x: _gpus(x, pl.lit("")), pl.UInt32)
 
-    gpus = pl.coalesce(
-        pl.when(alloc.is_not_null()).then(tres_gpus(alloc)).otherwise(tres_gpus(req)),
-        _per_value(recs, gres, lambda x: _gpus(pl.lit(""), x), pl.UInt32),
+    from_tres = (
+        pl.when(alloc.is_not_null())
+        .then(tres_gpus(alloc) if "AllocTRES" in cols else pl.lit(None, pl.UInt32))
+        .otherwise(tres_gpus(req) if "ReqTRES" in cols else pl.lit(None, pl.UInt32))
+    )
+    has_gres = any(g in cols for g in ("AllocGRES", "ReqGRES", "Gres"))
+    gpus = (
+        pl.coalesce(
+            from_tres,
+            _per_value(recs, gres, lambda x: _gpus(pl.lit(""), x), pl.UInt32) if has_gres else None,
+        )
+        if has_gres
+        else from_tres
     )
     exit_s = text("ExitCode")
-    exit_code = _per_value(
-        recs, exit_s, lambda x: x.str.extract(r"^(-?\d+):-?\d+$", 1).cast(pl.Int32), pl.Int32
-    )
-    exit_signal = _per_value(
-        recs, exit_s, lambda x: x.str.extract(r"^-?\d+:(-?\d+)$", 1).cast(pl.Int32), pl.Int32
-    )
+    exit_pair = _per_value(
+        recs, exit_s,
+        lambda x: pl.struct(code=x.str.extract(r"^(-?\d+):-?\d+$", 1).cast(pl.Int32),
+                            signal=x.str.extract(r"^-?\d+:(-?\d+)$", 1).cast(pl.Int32)),
+        pl.Struct({"code": pl.Int32, "signal": pl.Int32}),
+    )  # fmt: skip
+    exit_code, exit_signal = exit_pair.struct.field("code"), exit_pair.struct.field("signal")
     ids = c("JobID").str.strip_chars().str.splitn(".", 2)
     state_raw = c("State").str.strip_chars().str.replace(_STATE_SUFFIX, "")
     stage1 = recs.lazy().select(
@@ -389,7 +403,7 @@ def _parse_segment(
             bad = bad.select("line_no", raw=pl.lit(None, pl.String), reason="reason")
     else:
         bad = pl.DataFrame(schema={"line_no": pl.Int64, "raw": pl.String, "reason": pl.String})
-    good = out.filter(~pl.col("__bad")).select(
+    good = (out.filter(~pl.col("__bad")) if bad.height else out).select(
         "line_no", "cluster", "job_id", "step", "name", "user", "account", "partition", "qos",
         "submit_time", "start_time", "end_time", "state", "exit_code", "exit_signal",
         n_nodes=pl.coalesce(pl.col("n_nodes_raw").cast(pl.UInt32, strict=False),
@@ -405,26 +419,26 @@ def _parse_segment(
 def _expand_nodes(frame: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, str]]:
     """Add ``nodes`` (list[str]) from ``nodelist``.
 
-    Plain lists (``a,b``) are split in place; bracketed ones are expanded once per distinct
-    value, in polars for the common forms and with :func:`hostlist.expand` for the rest.
-    Returns the frame and {hostlist: error} for expressions that are not valid.
+    Each distinct hostlist is expanded once (in polars for the common forms, with
+    :func:`hostlist.expand` for the rest) and gathered back by index. Returns the frame and
+    {hostlist: error} for expressions that are not valid.
     """
     col = frame.get_column("nodelist")
-    bracketed = col.filter(col.str.contains("[", literal=True)).unique()
+    distinct = col.unique().drop_nulls()
+    bracketed = distinct.filter(distinct.str.contains("[", literal=True))
+    plain = distinct.filter(~distinct.str.contains("[", literal=True))
     mapping, errors = hostlist_table(bracketed)
-    plain = pl.col("nodelist").str.split(",")
-    if mapping.height:
-        frame = frame.join(mapping, on="nodelist", how="left", maintain_order="left")
-        nodes = pl.when(pl.col("_expanded").is_not_null()).then("_expanded").otherwise(plain)
-        frame = frame.with_columns(nodes=nodes).drop("_expanded")
-    else:
-        frame = frame.with_columns(nodes=plain)
-    frame = frame.with_columns(
-        nodes=pl.when(pl.col("nodelist").is_null())
-        .then(pl.lit([], pl.List(pl.String)))
-        .otherwise(pl.col("nodes"))
+    table = pl.concat(
+        [pl.DataFrame({"nodelist": plain, "_expanded": plain.str.split(",")}), mapping]
     )
-    return frame, errors
+    keys = table.get_column("nodelist")
+    idx = col.replace_strict(
+        keys, pl.int_range(len(keys), eager=True), default=None, return_dtype=pl.Int64
+    )
+    empty = pl.Series([[]], dtype=pl.List(pl.String))
+    values = pl.concat([table.get_column("_expanded"), empty])
+    nodes = values.gather(idx.fill_null(len(keys)))  # unknown / null hostlist -> []
+    return frame.with_columns(nodes=nodes), errors
 
 
 _SIMPLE_HOSTLIST = (
@@ -529,6 +543,9 @@ def read_sacct(
 ) -> ReadResult:
     """Read a ``sacct --parsable2`` (or ``--parsable``) export into ``jobs`` and ``job_steps``.
 
+    ``sacct --json`` output is recognised by its first character and read by
+    :func:`reliability.ingest.slurm_json.read_sacct_json`.
+
     Parameters
     ----------
     path : the export (plain or gzip)
@@ -542,11 +559,28 @@ def read_sacct(
     ReadResult with ``jobs`` (one row per allocation record = attempt) and ``job_steps``.
     Attempts of a job (``--duplicates``) are numbered 0, 1, ... by start time.
     """
+    if fields is None and _head(path).lstrip()[:1] == b"{":
+        from reliability.ingest.slurm_json import read_sacct_json
+
+        return read_sacct_json(path, cluster=cluster)
     try:
         return _read_sacct(path, cluster=cluster, tz=tz, fields=fields, allow_stream=True)
     except _StreamFailed:
         # a line the byte counts could not rule out (e.g. one too long, one too short)
         return _read_sacct(path, cluster=cluster, tz=tz, fields=fields, allow_stream=False)
+
+
+def _head(path: str | Path, n: int = 4096) -> bytes:
+    """The first ``n`` bytes of a file (decompressed if gzip); b"" if unreadable."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(n)
+        if head[:2] == b"\x1f\x8b":
+            with gzip.open(path, "rb") as gz:
+                head = gz.read(n)
+    except (OSError, EOFError):
+        return b""
+    return head
 
 
 class _StreamFailed(Exception):
@@ -597,7 +631,10 @@ def _read_sacct(
             lines, notes = read_lines(path, data)
             segments = _find_segments(lines, fields, src)
         del data
-    goods: list[pl.DataFrame] = []
+    alloc_parts: list[pl.DataFrame] = []
+    step_parts: list[pl.DataFrame] = []
+    n_good = 0
+    replaced = False
     bads: list[pl.DataFrame] = []
     naive = False
     for names, trailing, seg in segments:
@@ -629,9 +666,14 @@ def _read_sacct(
             good, bad, seg_naive = _parse_segment(
                 chunk, names, trailing=trailing, tz=tz, cluster=cluster
             )
-            goods.append(good)
+            is_step = good.get_column("step").is_not_null()
+            alloc_parts.append(good.filter(~is_step).select(_ALLOC_COLS))
+            step_parts.append(good.filter(is_step).select(_STEP_COLS))
+            n_good += good.height
+            replaced |= bool(good.get_column("name").str.contains("\ufffd", literal=True).any())
             bads.append(bad)
             naive |= seg_naive
+            del good
     if len(segments) > 1:
         notes.append(f"{len(segments)} header lines: read as {len(segments)} concatenated exports")
     if naive and tz is None:
@@ -658,34 +700,33 @@ def _read_sacct(
     q = quarantine_frame(
         src, bad["line_no"].to_list(), bad["raw"].to_list(), bad["reason"].to_list()
     ).sort("line_no")
-    good = pl.concat(goods, rechunk=False) if len(goods) > 1 else goods[0] if goods else None
-    del goods
-    if good is None or good.height == 0:
+    if n_good == 0:
         tables = {"jobs": schema.empty("jobs"), "job_steps": schema.empty("job_steps")}
         return ReadResult(src, tables, q, q.height, 0, notes)
-    if stream is not None and good.height + q.height != stream[2]:
-        raise _StreamFailed(f"read {good.height + q.height} records, expected {stream[2]}")
-    if (fast is not None or stream is not None) and good.get_column("name").str.contains(
-        "\ufffd", literal=True
-    ).any():
+    if stream is not None and n_good + q.height != stream[2]:
+        raise _StreamFailed(f"read {n_good + q.height} records, expected {stream[2]}")
+    if replaced and (fast is not None or stream is not None):
         notes.append("input is not valid UTF-8: undecodable bytes were replaced by U+FFFD")
     if not any("TRES" in n or "GRES" in n for names, _, _ in segments for n in names):
         notes.append("no AllocTRES/ReqTRES/GRES field: n_accelerators set to 0 (GPU count unknown)")
-    is_step = pl.col("step").is_not_null()
-    allocs = good.filter(~is_step)
+    allocs = pl.concat(alloc_parts) if len(alloc_parts) > 1 else alloc_parts[0]
+    steps = pl.concat(step_parts) if len(step_parts) > 1 else step_parts[0]
+    del alloc_parts, step_parts
     # attempts: 0 for a job id seen once (the common case); numbered by start time otherwise
-    dup = pl.struct("cluster", "job_id").is_duplicated()
-    allocs = allocs.with_columns(attempt=pl.lit(0, pl.UInt16), topology=pl.lit(None, pl.String))
-    repeated = allocs.filter(dup)
-    if repeated.height:
-        numbered = repeated.sort(
-            "cluster", "job_id", "start_time", "submit_time", "line_no", nulls_last=True
-        ).with_columns(attempt=pl.int_range(pl.len(), dtype=pl.UInt16).over("cluster", "job_id"))
-        allocs = pl.concat([allocs.filter(~dup), numbered]).sort("line_no")
-    jobs = allocs.select(list(schema.TABLES["jobs"].schema))
-    steps = good.filter(is_step).select(list(schema.TABLES["job_steps"].schema))
-    rows_read = good.height + q.height
-    return ReadResult(src, {"jobs": jobs, "job_steps": steps}, q, rows_read, good.height, notes)
+    attempt = pl.repeat(0, allocs.height, dtype=pl.UInt16, eager=True).alias("attempt")
+    dup = allocs.select(pl.struct("cluster", "job_id").is_duplicated()).to_series()
+    if dup.any():
+        numbered = (
+            allocs.with_row_index("__i")
+            .filter(dup)
+            .sort("cluster", "job_id", "start_time", "submit_time", "line_no", nulls_last=True)
+            .select("__i", n=pl.int_range(pl.len(), dtype=pl.UInt16).over("cluster", "job_id"))
+        )
+        attempt = attempt.scatter(numbered.get_column("__i"), numbered.get_column("n"))
+    jobs = allocs.with_columns(attempt, topology=pl.lit(None, pl.String)).select(
+        list(schema.TABLES["jobs"].schema)
+    )
+    return ReadResult(src, {"jobs": jobs, "job_steps": steps}, q, n_good + q.height, n_good, notes)
 
 
 def _fast_records(data: bytes) -> tuple[list[str], bool, pl.DataFrame] | None:
@@ -763,7 +804,7 @@ def _stream_records(path: Path) -> tuple[list[str], bool, int, Iterator[pl.DataF
         for block in iter(lambda: fh.read(1 << 24), b""):
             if b"\x00" in block or b"\x1f" in block:
                 return None
-            if _LATER_HEADER.search(tail + block, 1 if not tail else 0):
+            if b"\nJobID" in tail + block:
                 return None  # concatenated exports: the line-by-line path reads them segment-wise
             tail = block[-16:]
             pipes += block.count(b"|")

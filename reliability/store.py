@@ -11,8 +11,8 @@ manifest (temp file + rename), so a crash leaves the previous state readable and
 not in the manifest is ignored (and removed by the next ingest). Ingesting a file whose
 sha256 is already recorded is a no-op. One writer at a time (a ``.lock`` file enforces it).
 
-Reading concatenates the parts in ingest order and drops repeated rows by each table's
-natural key, keeping the latest (an export taken while a job ran, then one taken after it
+Reading concatenates the parts in ingest order and drops rows repeated across inputs by each
+table's natural key (``reliability.schema.TABLES[t].key``), keeping the latest (an export taken while a job ran, then one taken after it
 ended, give one row with the final state); job attempts are renumbered 0, 1, ... by start
 time across all inputs.
 """

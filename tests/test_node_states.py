@@ -108,3 +108,15 @@ def test_node_snapshot_unknown_format(tmp_path):
     p.write_text("hello\n")
     with pytest.raises(IngestError, match="unknown format"):
         read_node_snapshot(p, cluster="c")
+
+
+def test_sacctmgr_inflight_has_open_down(shared):
+    r = read_sacctmgr_events(
+        shared / "slurm-real-run1/inflight_snapshot/sacctmgr_event.psv", tz="UTC"
+    )
+    ns = r.tables["node_states"]
+    assert r.rows_read == r.rows_kept == 8
+    # node03 was DOWN (open) when this snapshot was taken; it is closed in the final one
+    assert (
+        ns.filter((pl.col("node") == "node03") & (pl.col("state") == "DOWN")).item(0, "end") is None
+    )

@@ -243,3 +243,29 @@ def test_json_bad_input(tmp_path):
     (tmp_path / "u.json").write_text('{"a": 1}')
     with pytest.raises(IngestError, match="no 'jobs' list"):
         read_sacct(tmp_path / "u.json")
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("1-12:00:00", 129600), ("00:05:00", 300), ("05:00", 300), ("00:00.005", 0), ("7-00:00:00", 604800),
+     ("UNLIMITED", None), ("Partition_Limit", None), ("", None)],
+)  # fmt: skip
+def test_duration_forms(tmp_path, text, seconds):
+    row = ROWS[2].replace("|c", f"|c|{text}")
+    r = _ok(_write(tmp_path, "\n".join([HEADER + "|Timelimit", row])))
+    assert r.rows_quarantined == 0
+    assert r.tables["jobs"].item(0, "time_limit_s") == seconds
+
+
+def test_collapsed_pending_array_ids(tmp_path):
+    rows = [
+        "53_[11-20%2]|arr|PENDING|0:0|2025-01-01T00:00:00|Unknown|Unknown|1||None assigned|c",
+        "129_[1-5]|held|CANCELLED by 0|0:0|2025-01-01T00:00:00|None|2025-01-01T00:05:00|1||None assigned|c",
+        "45+1.0|het|COMPLETED|0:0|2025-01-01T00:00:00|2025-01-01T00:00:01|2025-01-01T00:00:02|1||n1|c",
+    ]
+    r = _ok(_write(tmp_path, "\n".join([HEADER, *rows])))
+    jobs = r.tables["jobs"]
+    assert jobs.get_column("job_id").to_list() == ["53_[11-20%2]", "129_[1-5]"]
+    assert jobs.get_column("nodes").to_list() == [[], []]
+    assert jobs.get_column("start_time").to_list() == [None, None]
+    assert r.tables["job_steps"].select("job_id", "step").row(0) == ("45+1", "0")

@@ -195,3 +195,18 @@ def test_json_export_agrees_with_parsable2(run1):
         .sort(steps[:3])
         .equals(p.tables["job_steps"].select(steps).sort(steps[:3]))
     )
+
+
+def test_time_limits(run1):
+    jobs = read_sacct(run1 / "sacct_broad_duplicates.psv", tz="UTC").tables["jobs"]
+    limits = dict(jobs.filter(pl.col("attempt") == 0).select("job_id", "time_limit_s").iter_rows())
+    assert limits["34"] == 36 * 3600  # Timelimit "1-12:00:00"
+    assert limits["1"] == 300  # "00:05:00"
+    # "UNLIMITED" (bigmem partition) is no limit: null, and not a quarantine reason
+    unlimited = [j for j, v in limits.items() if v is None]
+    assert unlimited
+
+
+def test_fixed_width_default_format_is_refused(run1):
+    with pytest.raises(IngestError, match="wrong delimiter ' '"):
+        read_sacct(run1 / "sacct_default.txt", tz="UTC")

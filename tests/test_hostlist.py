@@ -72,12 +72,12 @@ def test_vectorised_expansion_matches_reference(groups):
     """The polars expansion used by read_sacct agrees with hostlist.expand on every expression."""
     import polars as pl
 
-    from reliability.ingest.slurm import hostlist_table
+    from reliability.ingest.hostlist import expand_table
 
     exprs = sorted(
         {compress(h) for h in groups} | {"r[1-2]n[1-2]", "node[08-10],x[1-3,5]", "bad[3-1]"}
     )
-    table, errors = hostlist_table(pl.Series(exprs))
+    table, errors = expand_table(pl.Series(exprs))
     got = dict(table.iter_rows())
     for e in exprs:
         if e == "bad[3-1]":

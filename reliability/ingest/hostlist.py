@@ -12,7 +12,9 @@ from collections.abc import Iterable
 from functools import lru_cache
 from itertools import product
 
-__all__ = ["HostlistError", "compress", "expand"]
+import polars as pl
+
+__all__ = ["HostlistError", "compress", "expand", "expand_column", "expand_table"]
 
 _EMPTY = frozenset({"", "None assigned", "(null)", "None"})
 _TRAILING_NUM = re.compile(r"^(.*?)(\d+)$")
@@ -167,3 +169,121 @@ def compress(hosts: Iterable[str]) -> str:
         else:
             out.append(f"{prefix}[{','.join(ranges)}]")
     return ",".join(out)
+
+
+def expand_column(frame: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, str]]:
+    """Add ``nodes`` (list[str]) from ``nodelist``.
+
+    Each distinct hostlist is expanded once (in polars for the common forms, with
+    :func:`expand` for the rest) and gathered back by index. Returns the frame and
+    {hostlist: error} for expressions that are not valid.
+    """
+    col = frame.get_column("nodelist")
+    distinct = col.unique().drop_nulls()
+    bracketed = distinct.filter(distinct.str.contains("[", literal=True))
+    plain = distinct.filter(~distinct.str.contains("[", literal=True))
+    mapping, errors = expand_table(bracketed)
+    table = pl.concat(
+        [pl.DataFrame({"nodelist": plain, "_expanded": plain.str.split(",")}), mapping]
+    )
+    keys = table.get_column("nodelist")
+    idx = col.replace_strict(
+        keys, pl.int_range(len(keys), eager=True), default=None, return_dtype=pl.Int64
+    )
+    empty = pl.Series([[]], dtype=pl.List(pl.String))
+    values = pl.concat([table.get_column("_expanded"), empty])
+    nodes = values.gather(idx.fill_null(len(keys)))  # unknown / null hostlist -> []
+    return frame.with_columns(nodes=nodes), errors
+
+
+_SIMPLE_HOSTLIST = (
+    r"^[\w\-.]+(\[\d+(-\d+)?(,\d+(-\d+)?)*\])?(,[\w\-.]+(\[\d+(-\d+)?(,\d+(-\d+)?)*\])?)*$"
+)
+
+
+def expand_table(exprs: pl.Series) -> tuple[pl.DataFrame, dict[str, str]]:
+    """Expand distinct hostlist expressions: (frame ``nodelist`` -> ``_expanded``, errors).
+
+    Expressions made of ``prefix[ranges]`` parts (one bracket group per part, the common
+    case) are expanded with polars; others go through :func:`expand`. Both follow
+    the same zero-padding rule, checked by the tests.
+    """
+    exprs = exprs.drop_nulls()
+    simple = exprs.filter(exprs.str.contains(_SIMPLE_HOSTLIST))
+    other = exprs.filter(~exprs.str.contains(_SIMPLE_HOSTLIST))
+    out: list[pl.DataFrame] = []
+    if simple.len():
+        parts = (
+            pl.DataFrame({"nodelist": simple})
+            .with_row_index("eid")
+            .with_columns(part=pl.col("nodelist").str.extract_all(r"[\w\-.]+(?:\[[^\]]*\])?"))
+            .explode("part")
+            .with_row_index("pid")
+            .with_columns(
+                prefix=pl.col("part").str.extract(r"^([^\[]+)", 1),
+                body=pl.col("part").str.extract(r"\[([^\]]*)\]", 1),
+            )
+        )
+        plain_parts = parts.filter(pl.col("body").is_null()).select("eid", "pid", host="part")
+        ranges = (
+            parts.filter(pl.col("body").is_not_null())
+            .with_columns(item=pl.col("body").str.split(","))
+            .explode("item")
+            .with_row_index("rid")
+            .with_columns(
+                lo=pl.col("item").str.extract(r"^(\d+)", 1),
+                hi=pl.coalesce(pl.col("item").str.extract(r"-(\d+)$", 1), pl.col("item").str.extract(r"^(\d+)", 1)),
+            )
+            .with_columns(
+                width=pl.when(pl.col("lo").str.starts_with("0") | (pl.col("lo").str.len_chars() == pl.col("hi").str.len_chars()))
+                .then(pl.col("lo").str.len_chars())
+                .otherwise(0),
+                a=pl.col("lo").cast(pl.Int64),
+                b=pl.col("hi").cast(pl.Int64),
+            )
+        )  # fmt: skip
+        bad_eids = ranges.filter(
+            (pl.col("b") < pl.col("a")) | (pl.col("b") - pl.col("a") > 1_000_000)
+        )
+        bad_eids = set(bad_eids.get_column("eid").to_list())
+        hosts = (
+            ranges.filter(~pl.col("eid").is_in(list(bad_eids)))
+            .with_columns(n=pl.int_ranges("a", pl.col("b") + 1))
+            .explode("n")
+            .select(
+                "eid",
+                "pid",
+                "rid",
+                host=pl.col("prefix") + pl.col("n").cast(pl.String).str.zfill(pl.col("width")),
+            )
+        )
+        allh = pl.concat(
+            [plain_parts.select("eid", "pid", rid=pl.lit(0, pl.UInt32), host="host"), hosts],
+            how="vertical_relaxed",
+        )
+        table = (
+            allh.filter(~pl.col("eid").is_in(list(bad_eids)))
+            .sort("eid", "pid", "rid", maintain_order=True)
+            .group_by("eid", maintain_order=True)
+            .agg(_expanded=pl.col("host"))
+            .join(parts.select("eid", "nodelist").unique("eid"), on="eid")
+            .select("nodelist", "_expanded")
+        )
+        out.append(table)
+        if bad_eids:
+            other = pl.concat([other, simple.gather(sorted(bad_eids))])
+    errors: dict[str, str] = {}
+    py_keys: list[str] = []
+    py_vals: list[list[str]] = []
+    for expr in other.to_list():
+        try:
+            py_vals.append(expand(expr))
+            py_keys.append(expr)
+        except HostlistError as exc:
+            errors[expr] = str(exc)
+    if py_keys:
+        out.append(pl.DataFrame({"nodelist": py_keys, "_expanded": py_vals},
+                                schema={"nodelist": pl.String, "_expanded": pl.List(pl.String)}))  # fmt: skip
+    if not out:
+        return pl.DataFrame(schema={"nodelist": pl.String, "_expanded": pl.List(pl.String)}), errors
+    return pl.concat(out), errors

@@ -1,0 +1,129 @@
+"""The event kernel: exact event sequences on tiny scenarios (as SimPy's tests do)."""
+
+import math
+
+import polars as pl
+import pytest
+
+from reliability.sim import EventLog, Kernel, SchedulingError
+
+
+def test_order_time_then_priority_then_fifo():
+    k = Kernel()
+    seen = []
+    k.at(5, seen.append, "t5-first")
+    k.at(1, seen.append, "t1")
+    k.at(5, seen.append, "t5-second")
+    k.at(5, seen.append, "t5-urgent", priority=-1)
+    k.after(0, seen.append, "t0")
+    assert k.run() == 5
+    assert seen == ["t0", "t1", "t5-urgent", "t5-first", "t5-second"]
+    assert k.now == 5
+
+
+def test_cancel_and_run_until():
+    k = Kernel(start=10)
+    seen = []
+    h = k.after(1, seen.append, "cancelled")
+    k.after(2, seen.append, "kept")
+    k.after(5, seen.append, "later")
+    k.cancel(h)
+    assert k.run(until=15) == 1  # events strictly before `until`
+    assert seen == ["kept"]
+    assert k.now == 15
+    assert k.peek() == 15
+    assert k.run() == 1
+    assert seen == ["kept", "later"]
+    assert k.peek() == math.inf
+    assert k.step() is False
+
+
+def test_scheduling_errors():
+    k = Kernel(start=3)
+    with pytest.raises(SchedulingError, match="in the past"):
+        k.at(2, print)
+    with pytest.raises(SchedulingError, match="negative delay"):
+        k.after(-1, print)
+    with pytest.raises(SchedulingError, match="not finite"):
+        k.at(math.nan, print)
+    with pytest.raises(SchedulingError, match="until"):
+        k.run(until=1)
+
+
+def _toy_cluster(k: Kernel, log: EventLog, fail_at: float | None, preempt_at: float | None):
+    """Two jobs on one node; the node may fail (job requeued), a high-priority job may preempt."""
+    state = {"running": None, "attempt": {"A": 0, "B": 0}, "ends": {}}
+
+    def start(job, runtime):
+        state["running"] = job
+        log.add("start", k.now, job=job, attempt=state["attempt"][job])
+        state["ends"][job] = k.after(runtime, end, job, "COMPLETED")
+
+    def end(job, how):
+        log.add("end", k.now, job=job, attempt=state["attempt"][job], state=how)
+        state["running"] = None
+        if how in ("NODE_FAIL", "PREEMPTED"):
+            state["attempt"][job] += 1
+            k.after(10, start, job, 100)  # requeue: same job id, next attempt
+        elif job == "A":
+            k.after(0, start, "B", 50)
+
+    def fail():
+        job = state["running"]
+        if job is not None:
+            k.cancel(state["ends"][job])
+            end(job, "NODE_FAIL")
+
+    def preempt():
+        job = state["running"]
+        if job == "B":
+            k.cancel(state["ends"][job])
+            end(job, "PREEMPTED")
+
+    k.at(0, start, "A", 100)
+    if fail_at is not None:
+        k.at(fail_at, fail, priority=-1)
+    if preempt_at is not None:
+        k.at(preempt_at, preempt)
+
+
+def test_exact_event_log_failure_and_requeue():
+    k, log = Kernel(), EventLog()
+    _toy_cluster(k, log, fail_at=30, preempt_at=None)
+    k.run()
+    ends = log.frame("end").rows()
+    starts = log.frame("start").rows()
+    assert starts == [(0.0, "A", 0), (40.0, "A", 1), (140.0, "B", 0)]
+    assert ends == [
+        (30.0, "A", 0, "NODE_FAIL"),
+        (140.0, "A", 1, "COMPLETED"),
+        (190.0, "B", 0, "COMPLETED"),
+    ]
+
+
+def test_exact_event_log_preemption():
+    k, log = Kernel(), EventLog()
+    _toy_cluster(k, log, fail_at=None, preempt_at=120)
+    k.run()
+    assert log.frame("end").rows() == [
+        (100.0, "A", 0, "COMPLETED"), (120.0, "B", 0, "PREEMPTED"), (230.0, "B", 1, "COMPLETED"),
+    ]  # fmt: skip
+    assert len(log) == 6
+    assert log.kinds == ["start", "end"]
+
+
+def test_same_scenario_same_log():
+    a, b = (EventLog(), EventLog())
+    for log in (a, b):
+        k = Kernel()
+        _toy_cluster(k, log, fail_at=30, preempt_at=150)
+        k.run()
+    assert a.frame("end").equals(b.frame("end"))
+
+
+def test_event_log_checks_fields():
+    log = EventLog()
+    log.add("x", 1.0, a=1)
+    with pytest.raises(ValueError, match="differ"):
+        log.add("x", 2.0, b=1)
+    assert log.frame("missing", schema={"time": pl.Float64, "a": pl.Int64}).height == 0

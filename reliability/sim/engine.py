@@ -15,7 +15,6 @@ import heapq
 import itertools
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
@@ -27,16 +26,22 @@ class SchedulingError(ValueError):
     """An event scheduled in the past or at a non-finite time."""
 
 
-@dataclass(order=True, slots=True)
 class Handle:
     """A scheduled event; pass it to :meth:`Kernel.cancel` to withdraw it."""
 
-    time: float
-    priority: int
-    seq: int
-    action: Callable[..., Any] = field(compare=False)
-    args: tuple[Any, ...] = field(compare=False, default=())
-    cancelled: bool = field(compare=False, default=False)
+    __slots__ = ("action", "args", "cancelled", "priority", "time")
+
+    def __init__(
+        self, time: float, priority: int, action: Callable[..., Any], args: tuple[Any, ...]
+    ) -> None:
+        self.time = time
+        self.priority = priority
+        self.action = action
+        self.args = args
+        self.cancelled = False
+
+    def __repr__(self) -> str:
+        return f"Handle(time={self.time}, priority={self.priority}, action={self.action!r})"
 
 
 class Kernel:
@@ -52,7 +57,8 @@ class Kernel:
 
     def __init__(self, start: float = 0.0) -> None:
         self.now = float(start)
-        self._heap: list[Handle] = []
+        # entries are (time, priority, seq, handle): tuples compare in C, seq breaks ties FIFO
+        self._heap: list[tuple[float, int, int, Handle]] = []
         self._seq = itertools.count()
         self.processed = 0
 
@@ -62,8 +68,8 @@ class Kernel:
             raise SchedulingError(f"event time {time!r} is not finite")
         if time < self.now:
             raise SchedulingError(f"event at {time} is in the past (now {self.now})")
-        h = Handle(float(time), priority, next(self._seq), action, args)
-        heapq.heappush(self._heap, h)
+        h = Handle(float(time), priority, action, args)
+        heapq.heappush(self._heap, (h.time, priority, next(self._seq), h))
         return h
 
     def after(
@@ -86,14 +92,14 @@ class Kernel:
 
     def peek(self) -> float:
         """Time of the next live event, or ``inf`` if none."""
-        while self._heap and self._heap[0].cancelled:
+        while self._heap and self._heap[0][3].cancelled:
             heapq.heappop(self._heap)
-        return self._heap[0].time if self._heap else math.inf
+        return self._heap[0][0] if self._heap else math.inf
 
     def step(self) -> bool:
         """Run the next live event; False if there was none."""
         while self._heap:
-            h = heapq.heappop(self._heap)
+            h = heapq.heappop(self._heap)[3]
             if h.cancelled:
                 continue
             self.now = h.time

@@ -1,0 +1,491 @@
+"""A Slurm-like GPU research cluster (Kokolis et al. HPCA'25), run on :mod:`engine`.
+
+Scheduling: a priority queue (QOS priority, then submit order; a requeued job keeps its
+place) scanned by coalesced scheduling passes; gang allocation (whole nodes for jobs of one
+node or more, best-fit GPU packing for smaller ones); EASY-style backfill behind a blocked head
+job (a later job may start if it ends, by its time limit, before the head's shadow time, or
+leaves the head's nodes alone); preemption of lower-priority jobs that have run at least
+``preempt_after_h`` when a whole-node head job of higher priority is blocked; automatic
+requeue (same job id, next attempt, eligible 120 s later) of jobs killed by a node failure, a
+health check, or preemption, and of checkpointing training runs that crash on hardware.
+
+Failures (:mod:`failures`): a cause that takes the node down ends its jobs NODE_FAIL after
+``slurmd_timeout_s``; other causes crash the jobs on the node (FAILED, the driver logs the Xid)
+and a health check at the node's next 5-minute tick drains it (if it catches the fault),
+killing jobs that started in between; escaped faults leave the node in service. Repaired nodes
+return to service. Everything that happens is appended to an :class:`EventLog`; nothing is
+summarised inside the loop.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass
+
+import polars as pl
+
+from reliability.sim.config import CAUSES, ClusterConfig
+from reliability.sim.engine import EventLog, Handle, Kernel
+
+__all__ = ["ClusterSim"]
+
+QUEUED, RUNNING, DONE = 0, 1, 2
+REQUEUE_DELAY_S = 120.0  # Slurm sets BeginTime about two minutes after a requeue
+BACKFILL_DEPTH = 200  # jobs a backfill pass considers (Slurm bf_max_job_test, scaled down)
+QUICK_DEPTH = 10  # jobs an event-triggered pass considers (Slurm default_queue_depth, scaled)
+BACKFILL_INTERVAL_S = 30.0  # Slurm bf_interval
+#: seconds a blocked head job's reservation (and a failed preemption) is reused, as Slurm's
+#: backfill scheduler re-plans every ``bf_interval`` (default 30 s)
+REPLAN_S = 60.0
+EXIT = {"COMPLETED": (0, 0), "FAILED": (1, 0), "CANCELLED": (0, 15), "OUT_OF_MEMORY": (0, 125),
+        "TIMEOUT": (0, 1), "NODE_FAIL": (0, 0), "PREEMPTED": (0, 0), "REQUEUED": (0, 0)}  # fmt: skip
+
+
+@dataclass
+class _Reservation:
+    shadow_s: float
+    need_whole: int
+
+
+class ClusterSim:
+    """One simulation run. Build with the drawn workload and failures, then :meth:`run`."""
+
+    def __init__(self, cfg: ClusterConfig, jobs: pl.DataFrame, failures: pl.DataFrame) -> None:
+        self.cfg = cfg
+        self.k = Kernel()
+        self.log = EventLog()
+        self.G = cfg.gpus_per_node
+        n = jobs.height
+        col = jobs.get_column
+        self.gpus: list[int] = col("gpus").to_list()
+        self.nn: list[int] = col("n_nodes").to_list()
+        self.work: list[float] = col("work_s").to_list()
+        self.prio: list[int] = col("priority").to_list()
+        self.limit: list[float] = col("time_limit_s").to_list()
+        self.outcome: list[str] = col("outcome").to_list()
+        self.outcome_at: list[float] = col("outcome_at").to_list()
+        self.training: list[bool] = col("training").to_list()
+        self.submit: list[float] = col("submit_s").to_list()
+        self.state = [QUEUED] * n
+        self.attempt = [0] * n
+        self.eligible = list(self.submit)  # submit time of the current attempt
+        self.progress = [0.0] * n  # committed (checkpointed) productive work
+        self.start_s: dict[int, float] = {}
+        self.alloc: dict[int, list[tuple[int, int]]] = {}  # job -> [(node, gpus)]
+        self.end_h: dict[int, Handle] = {}
+        w = cfg.workload
+        self.ckpt_s = w.checkpoint_interval_min * 60.0
+        self.u0_s = w.restart_overhead_min * 60.0
+        self.preempt_after_s = w.preempt_after_h * 3600.0
+        N = cfg.n_nodes
+        self.free = [self.G] * N
+        self.up = [True] * N
+        self.on_node: list[set[int]] = [set() for _ in range(N)]
+        self.whole: list[int] = list(range(N))
+        self.n_whole = N
+        self.free_total = N * self.G
+        self.part: list[list[int]] = [[] for _ in range(self.G)]
+        self.pending: list[tuple[int, float, int]] = []
+        self._sched = False
+        self._res_cache: tuple[int, float, _Reservation] | None = None
+        self._last_bf = -math.inf
+        self._bf_timer = False
+        self._force_deep = False
+        self._preempt_failed: tuple[int, float] | None = None
+        self.down_since: dict[int, float] = {}
+        self.failures = failures
+        f = cfg.failures
+        self.check_s = f.health_check_interval_s
+        self.slurmd_timeout_s = f.slurmd_timeout_s
+
+    # -- node capacity ---------------------------------------------------------------------
+    def _mark(self, node: int) -> None:
+        """Re-index a node after its free count or state changed (lazy heaps)."""
+        if not self.up[node]:
+            return
+        f = self.free[node]
+        if f == self.G:
+            heapq.heappush(self.whole, node)
+        elif f > 0:
+            heapq.heappush(self.part[f], node)
+
+    def _take_whole(self, k: int) -> list[int]:
+        out: list[int] = []
+        while len(out) < k:
+            node = heapq.heappop(self.whole)
+            if self.up[node] and self.free[node] == self.G and node not in out:
+                out.append(node)
+        for node in out:
+            self.free[node] = 0
+        self.n_whole -= k
+        self.free_total -= k * self.G
+        return out
+
+    def _take_part(self, g: int) -> int | None:
+        for f in range(g, self.G):
+            heap = self.part[f]
+            while heap:
+                node = heap[0]
+                if not self.up[node] or self.free[node] != f:
+                    heapq.heappop(heap)
+                    continue
+                heapq.heappop(heap)
+                self.free[node] -= g
+                self.free_total -= g
+                self._mark(node)
+                return node
+        return None
+
+    def _fits(self, job: int) -> bool:
+        g = self.gpus[job]
+        if g >= self.G:
+            return self.n_whole >= self.nn[job]
+        if self.n_whole > 0:
+            return True
+        for f in range(g, self.G):
+            heap = self.part[f]
+            while heap and (not self.up[heap[0]] or self.free[heap[0]] != f):
+                heapq.heappop(heap)
+            if heap:
+                return True
+        return False
+
+    def _allocate(self, job: int) -> list[tuple[int, int]]:
+        g = self.gpus[job]
+        if g >= self.G:
+            return [(node, self.G) for node in self._take_whole(self.nn[job])]
+        node = self._take_part(g)
+        if node is None:
+            (node,) = self._take_whole(1)
+            self.free[node] = self.G - g
+            self.free_total += self.G - g
+            self._mark(node)
+        return [(node, g)]
+
+    def _release(self, job: int) -> None:
+        for node, g in self.alloc.pop(job):
+            self.on_node[node].discard(job)
+            self.free[node] += g
+            if self.up[node]:
+                self.free_total += g
+                if self.free[node] == self.G:
+                    self.n_whole += 1
+                self._mark(node)
+
+    # -- jobs ------------------------------------------------------------------------------
+    def submit_job(self, job: int) -> None:
+        heapq.heappush(self.pending, (-self.prio[job], self.submit[job], job))
+        self.request_schedule()
+
+    def request_schedule(self) -> None:
+        if not self._sched:
+            self._sched = True
+            self.k.after(0.0, self._schedule, priority=10)
+
+    def _planned_end(self, job: int) -> tuple[float, str]:
+        """Duration of the attempt starting now and how it ends if nothing interrupts it."""
+        overhead = self.u0_s if self.attempt[job] > 0 and self.training[job] else 0.0
+        outcome = self.outcome[job]
+        target = (
+            self.work[job]
+            if outcome in ("COMPLETED", "TIMEOUT")
+            else self.work[job] * self.outcome_at[job]
+        )
+        done = self.progress[job] if self.training[job] else 0.0
+        need = overhead + max(target - done, 0.0)
+        if outcome == "TIMEOUT" or need > self.limit[job]:
+            return self.limit[job], "TIMEOUT"
+        return need, outcome
+
+    def _start(self, job: int) -> None:
+        self.alloc[job] = alloc = self._allocate(job)
+        for node, _ in alloc:
+            self.on_node[node].add(job)
+        self.state[job] = RUNNING
+        self.start_s[job] = self.k.now
+        dur, how = self._planned_end(job)
+        self.end_h[job] = self.k.after(
+            dur, self._end, job, how, "user" if how != "COMPLETED" else "none", -1
+        )
+
+    def _end(self, job: int, how: str, cause: str, culprit: int) -> None:
+        """Finish the current attempt of ``job`` now with state ``how``."""
+        if self.state[job] != RUNNING:
+            return
+        handle = self.end_h.pop(job, None)
+        if handle is not None:
+            Kernel.cancel(handle)
+        now = self.k.now
+        start = self.start_s.pop(job)
+        elapsed = now - start
+        overhead = min(self.u0_s if self.attempt[job] > 0 and self.training[job] else 0.0, elapsed)
+        run = elapsed - overhead
+        interrupted = how in ("NODE_FAIL", "PREEMPTED") or (
+            how == "FAILED" and cause not in ("user", "none")
+        )
+        if self.training[job]:
+            committed = run if not interrupted else math.floor(run / self.ckpt_s) * self.ckpt_s
+            lost = run - committed
+            self.progress[job] += committed
+            productive = committed
+        else:
+            productive = 0.0 if interrupted else run
+            lost = run if interrupted else 0.0
+        nodes = [node for node, _ in self.alloc[job]]
+        code, signal = EXIT[how]
+        self.log.add(
+            "attempt", start, job=job, attempt=self.attempt[job], submit_s=self.eligible[job],
+            end_s=now, state=how, exit_code=code, exit_signal=signal, nodes=nodes, cause=cause,
+            culprit=culprit, productive_s=productive, lost_s=lost, overhead_s=overhead,
+        )  # fmt: skip
+        self._release(job)
+        requeue = how in ("NODE_FAIL", "PREEMPTED", "REQUEUED") or (
+            interrupted and self.training[job]
+        )
+        if requeue:
+            self.state[job] = QUEUED
+            self.attempt[job] += 1
+            self.eligible[job] = now
+            self.k.after(REQUEUE_DELAY_S, self._requeue, job)
+        else:
+            self.state[job] = DONE
+        self.request_schedule()
+
+    def _requeue(self, job: int) -> None:
+        heapq.heappush(self.pending, (-self.prio[job], self.submit[job], job))
+        self.request_schedule()
+
+    # -- scheduling ------------------------------------------------------------------------
+    def _backfill_timer(self) -> None:
+        self._bf_timer = False
+        self._force_deep = True
+        self.request_schedule()
+
+    def _schedule(self) -> None:
+        self._sched = False
+        now = self.k.now
+        deep = self._force_deep or now - self._last_bf >= BACKFILL_INTERVAL_S
+        if deep:
+            self._last_bf = now
+            self._force_deep = False
+        elif not self._bf_timer:  # make sure the next backfill pass happens even if all is quiet
+            self._bf_timer = True
+            self.k.at(self._last_bf + BACKFILL_INTERVAL_S, self._backfill_timer, priority=11)
+        depth = BACKFILL_DEPTH if deep else QUICK_DEPTH
+        held: list[tuple[int, float, int]] = []
+        res: _Reservation | None = None
+        scanned = 0
+        while self.pending and scanned < depth and self.free_total > 0:
+            entry = heapq.heappop(self.pending)
+            job = entry[2]
+            if self.state[job] != QUEUED:
+                continue
+            scanned += 1
+            if res is None:
+                if self._fits(job) or self._preempt_for(job):
+                    self._start(job)
+                    continue
+                cached = self._res_cache
+                if cached is not None and cached[0] == job and self.k.now - cached[1] < REPLAN_S:
+                    res = cached[2]
+                else:
+                    res = self._shadow(job)
+                    self._res_cache = (job, self.k.now, res)
+            elif self._fits(job) and self._backfill_ok(job, res):
+                self._start(job)
+                continue
+            held.append(entry)
+        for entry in held:
+            heapq.heappush(self.pending, entry)
+
+    def _backfill_ok(self, job: int, res: _Reservation) -> bool:
+        if self.k.now + self.limit[job] <= res.shadow_s:
+            return True
+        use = (
+            self.nn[job]
+            if self.gpus[job] >= self.G
+            else (0 if self._has_part(self.gpus[job]) else 1)
+        )
+        return self.n_whole - use >= res.need_whole
+
+    def _has_part(self, g: int) -> bool:
+        return any(self.part[f] for f in range(g, self.G))
+
+    def _shadow(self, job: int) -> _Reservation:
+        need = self.nn[job] if self.gpus[job] >= self.G else 1
+        if self.n_whole >= need:
+            return _Reservation(self.k.now, need)
+        ends = sorted((self.start_s[j] + self.limit[j], j) for j in self.start_s)
+        free: dict[int, int] = {}
+        whole = self.n_whole
+        for t, j in ends:
+            for node, g in self.alloc[j]:
+                if not self.up[node]:
+                    continue
+                before = free.get(node, self.free[node])
+                free[node] = before + g
+                if free[node] == self.G and before < self.G:
+                    whole += 1
+            if whole >= need:
+                return _Reservation(t, need)
+        return _Reservation(math.inf, need)
+
+    def _preempt_for(self, job: int) -> bool:
+        """Preempt lower-priority jobs (run >= preempt_after) to start whole-node ``job``."""
+        if self.gpus[job] < self.G:
+            return False
+        now = self.k.now
+        failed = self._preempt_failed
+        if failed is not None and failed[0] == job and now - failed[1] < REPLAN_S:
+            return False
+        need = self.nn[job] - self.n_whole
+        victims = sorted(
+            (j for j in self.start_s
+             if self.prio[j] < self.prio[job] and now - self.start_s[j] >= self.preempt_after_s),
+            key=lambda j: (self.prio[j], -self.start_s[j], j),
+        )  # fmt: skip
+        if not victims:
+            self._preempt_failed = (job, now)
+            return False
+        free = {}
+        chosen: list[int] = []
+        gained = 0
+        for v in victims:
+            chosen.append(v)
+            for node, g in self.alloc[v]:
+                if not self.up[node]:
+                    continue
+                before = free.get(node, self.free[node])
+                free[node] = before + g
+                if free[node] == self.G and before < self.G:
+                    gained += 1
+            if gained >= need:
+                break
+        if gained < need:
+            self._preempt_failed = (job, now)
+            return False
+        for v in chosen:
+            self._end(v, "PREEMPTED", "preemption", -1)
+        self._sched = False  # _end requested a pass; this pass continues
+        return self._fits(job)
+
+    # -- failures --------------------------------------------------------------------------
+    def _next_check(self, node_phase: float, t: float) -> float:
+        k = math.floor((t - node_phase) / self.check_s) + 1
+        return node_phase + k * self.check_s
+
+    def _failure(
+        self, node: int, cause: str, detected: bool, repair_s: float, lemon: bool, phase: float
+    ) -> None:
+        now = self.k.now
+        c = CAUSES[cause]
+        if not self.up[node]:
+            self.log.add(
+                "failure",
+                now,
+                node=node,
+                cause=cause,
+                lemon=lemon,
+                detected=False,
+                effect="skipped",
+            )
+            return
+        if c.xid is not None:
+            self.log.add("xid", now, node=node, xid=c.xid, gpu=int(now * 7919) % self.G)
+        if c.node_down:
+            self.log.add(
+                "failure",
+                now,
+                node=node,
+                cause=cause,
+                lemon=lemon,
+                detected=True,
+                effect="node_down",
+            )
+            self.k.after(self.slurmd_timeout_s, self._take_down, node, "DOWN", "Not responding", "slurm",
+                         repair_s, cause)  # fmt: skip
+            return
+        for job in sorted(self.on_node[node]):
+            self._end(job, "FAILED", cause, node)
+        self.log.add(
+            "failure", now, node=node, cause=cause, lemon=lemon, detected=detected, effect="crash"
+        )
+        if detected:
+            tick = self._next_check(phase, now)
+            self.k.at(tick, self._health_check, node, cause, repair_s)
+
+    def _health_check(self, node: int, cause: str | None, repair_s: float) -> None:
+        if not self.up[node]:
+            return
+        reason = CAUSES[cause].reason if cause else "health check failed (transient)"
+        component = CAUSES[cause].component if cause else "unknown"
+        self.log.add("health", self.k.now, node=node, component=component, code=cause or "false_alarm",
+                     message=reason)  # fmt: skip
+        self._take_down(node, "DRAIN", reason, "root", repair_s, cause or "false_alarm")
+
+    def _false_alarm(self, node: int, repair_s: float, phase: float) -> None:
+        self.k.at(self._next_check(phase, self.k.now), self._health_check, node, None, repair_s)
+
+    def _take_down(
+        self, node: int, state: str, reason: str, user: str, repair_s: float, cause: str
+    ) -> None:
+        if not self.up[node]:
+            return
+        # a silent node: Slurm ends its jobs NODE_FAIL; a health check drain requeues them
+        how = "NODE_FAIL" if state == "DOWN" else "REQUEUED"
+        for job in sorted(self.on_node[node]):
+            self._end(job, how, cause, node)
+        if self.free[node] == self.G:
+            self.n_whole -= 1
+        self.free_total -= self.free[node]
+        self.up[node] = False
+        now = self.k.now
+        self.down_since[node] = now
+        self.k.after(repair_s, self._return, node, state, reason, user)
+
+    def _return(self, node: int, state: str, reason: str, user: str) -> None:
+        start = self.down_since.pop(node)
+        self.log.add(
+            "node_state", start, node=node, state=state, end_s=self.k.now, reason=reason, user=user
+        )
+        self.up[node] = True
+        self.free_total += self.free[node]
+        if self.free[node] == self.G:
+            self.n_whole += 1
+        self._mark(node)
+        self.request_schedule()
+
+    # -- run -------------------------------------------------------------------------------
+    def run(self) -> EventLog:
+        """Run to the horizon; record what is still running, pending or down then."""
+        k = self.k
+        for job, t in enumerate(self.submit):
+            k.at(t, self.submit_job, job)
+        fcols = self.failures.select("node", "time_s", "kind", "cause", "detected", "repair_s", "lemon",
+                                     "check_phase_s").rows()  # fmt: skip
+        for node, t, kind, cause, detected, repair_s, lemon, phase in fcols:
+            if kind == "failure":
+                k.at(t, self._failure, node, cause, detected, repair_s, lemon, phase, priority=-1)
+            else:
+                k.at(t, self._false_alarm, node, repair_s, phase, priority=-1)
+        horizon = self.cfg.horizon_s
+        k.run(until=horizon)
+        for job in sorted(self.start_s):
+            self.log.add(
+                "attempt", self.start_s[job], job=job, attempt=self.attempt[job], submit_s=self.eligible[job],
+                end_s=None, state="RUNNING", exit_code=None, exit_signal=None,
+                nodes=[n for n, _ in self.alloc[job]], cause="none", culprit=-1, productive_s=None,
+                lost_s=None, overhead_s=None,
+            )  # fmt: skip
+        for job in range(len(self.state)):
+            if self.state[job] == QUEUED and self.eligible[job] < horizon:
+                self.log.add(
+                    "attempt", None, job=job, attempt=self.attempt[job], submit_s=self.eligible[job],
+                    end_s=None, state="PENDING", exit_code=None, exit_signal=None, nodes=[],
+                    cause="none", culprit=-1, productive_s=None, lost_s=None, overhead_s=None,
+                )  # fmt: skip
+        for node in sorted(self.down_since):
+            self.log.add("node_state", self.down_since[node], node=node, state="DOWN", end_s=None,
+                         reason="still out of service at the end of the run", user="slurm")  # fmt: skip
+        return self.log

@@ -1,0 +1,74 @@
+"""``simulate_cluster``: draw the workload and failures, run the cluster, collect the result."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from reliability.sim.cluster import ClusterSim
+from reliability.sim.config import ClusterConfig, load_preset
+from reliability.sim.engine import EventLog
+from reliability.sim.failures import draw_failures, rate_schedule
+from reliability.sim.workload import generate_workload
+
+__all__ = ["ClusterResult", "simulate_cluster"]
+
+
+@dataclass
+class ClusterResult:
+    """What a cluster simulation produced.
+
+    Attributes
+    ----------
+    config : the configuration used
+    seed : the seed
+    jobs : the drawn workload (one row per job)
+    failures : the drawn failure and false-alarm events
+    lemon : lemon-node mask (truth)
+    log : the event log of the run
+    events_processed : kernel events processed
+    """
+
+    config: ClusterConfig
+    seed: int
+    jobs: pl.DataFrame
+    failures: pl.DataFrame
+    lemon: np.ndarray
+    log: EventLog
+    events_processed: int
+
+    def write(self, out: str | Path) -> Path:
+        """Write raw logs (``sacct.psv``, ``sacctmgr_events.psv``, ``kernel/*.log``,
+        ``health_checks.csv``) and ``truth/`` under ``out``; returns ``out``."""
+        from reliability.sim.emit import write_cluster
+
+        return write_cluster(self, Path(out))
+
+    def rate_schedule(self) -> pl.DataFrame:
+        """The configured failure rate over the run (truth)."""
+        return rate_schedule(self.config)
+
+
+def simulate_cluster(
+    config: ClusterConfig | str | Path, *, days: float | None = None, seed: int = 0
+) -> ClusterResult:
+    """Simulate a GPU research cluster.
+
+    Parameters
+    ----------
+    config : a :class:`ClusterConfig`, a preset name (``small``, ``rsc1``, ``rsc2``) or a TOML path
+    days : override the run length [days]
+    seed : random seed; the same seed gives the same result (and byte-identical files)
+    """
+    cfg = config if isinstance(config, ClusterConfig) else load_preset(config)
+    if days is not None:
+        cfg = cfg.with_days(days)
+    rng = np.random.default_rng(seed)
+    jobs = generate_workload(cfg, rng)
+    failures, lemon = draw_failures(cfg, rng)
+    sim = ClusterSim(cfg, jobs, failures)
+    log = sim.run()
+    return ClusterResult(cfg, seed, jobs, failures, lemon, log, sim.k.processed)

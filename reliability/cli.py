@@ -49,6 +49,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     info = sub.add_parser("info", help="summarise a Dataset folder")
     info.add_argument("dataset", type=Path)
+    sim = sub.add_parser("simulate", help="run a bundled simulator and write its raw logs")
+    simsub = sim.add_subparsers(dest="simulator", required=True)
+    cl = simsub.add_parser("cluster", help="Slurm-like GPU research cluster (HPCA'25)")
+    cl.add_argument("--preset", default="small", help="small, rsc1, rsc2, or a TOML file")
+    cl.add_argument("--days", type=float, help="override the run length")
+    cl.add_argument("--seed", type=int, default=0)
+    cl.add_argument("--out", type=Path, required=True, help="output folder (raw logs + truth/)")
+    cl.add_argument("--ingest", type=Path, help="also ingest the output into this Dataset folder")
     demo = sub.add_parser("demo", help="ingest the bundled sample data and print the summary")
     demo.add_argument("--into", type=Path, default=Path("reports/sample-dataset"))
     return p
@@ -102,6 +110,35 @@ def _ingest(args: argparse.Namespace) -> int:
     return 0
 
 
+def _simulate(args: argparse.Namespace) -> int:
+    import time
+
+    from tqdm import tqdm
+
+    from reliability.sim.config import load_preset
+    from reliability.sim.run import ingest_simulation, simulate_cluster
+
+    cfg = load_preset(args.preset)
+    if args.days is not None:
+        cfg = cfg.with_days(args.days)
+    t0 = time.perf_counter()
+    with tqdm(
+        total=round(cfg.days), unit="day", file=sys.stderr, disable=None, desc=cfg.name
+    ) as bar:
+        result = simulate_cluster(
+            cfg, seed=args.seed, progress=lambda t: bar.update(round(t / 86400) - bar.n)
+        )
+    result.write(args.out)
+    secs = time.perf_counter() - t0
+    attempts = result.log.frame("attempt").height
+    print(f"{cfg.name}: {cfg.n_nodes} nodes, {cfg.days:g} days, seed {args.seed}: {result.jobs.height:,} jobs, "
+          f"{attempts:,} attempts, {result.events_processed:,} events in {secs:.1f} s -> {args.out}")  # fmt: skip
+    if args.ingest:
+        for o in ingest_simulation(args.out, args.ingest):
+            print(o.line())  # type: ignore[attr-defined]
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``reliability`` command; returns the exit code."""
     args = _parser().parse_args(argv)
@@ -113,6 +150,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise ReliabilityError(f"{args.dataset}: no manifest.json (not a Dataset folder)")
             print(Dataset(args.dataset).summary())
             return 0
+        if args.command == "simulate":
+            return _simulate(args)
         if args.command == "demo":
             from reliability.datasets import load_sample_dataset
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import polars as pl
@@ -276,13 +277,17 @@ class ClusterSim:
         held: list[tuple[int, float, int]] = []
         res: _Reservation | None = None
         scanned = 0
-        while self.pending and scanned < depth and self.free_total > 0:
+        # the head job is always considered (it may preempt); backfill needs free GPUs
+        while self.pending and scanned < depth and (self.free_total > 0 or res is None):
             entry = heapq.heappop(self.pending)
             job = entry[2]
             if self.state[job] != QUEUED:
                 continue
             scanned += 1
             if res is None:
+                if self.free_total == 0 and self.gpus[job] < self.G:
+                    held.append(entry)
+                    break
                 if self._fits(job) or self._preempt_for(job):
                     self._start(job)
                     continue
@@ -340,11 +345,18 @@ class ClusterSim:
         if failed is not None and failed[0] == job and now - failed[1] < REPLAN_S:
             return False
         need = self.nn[job] - self.n_whole
+        lower = [j for j in self.start_s if self.prio[j] < self.prio[job]]
         victims = sorted(
-            (j for j in self.start_s
-             if self.prio[j] < self.prio[job] and now - self.start_s[j] >= self.preempt_after_s),
+            (j for j in lower if now - self.start_s[j] >= self.preempt_after_s),
             key=lambda j: (self.prio[j], -self.start_s[j], j),
-        )  # fmt: skip
+        )
+        young = [
+            self.start_s[j] + self.preempt_after_s
+            for j in lower
+            if now - self.start_s[j] < self.preempt_after_s
+        ]
+        if young:  # look again when the next lower-priority job becomes preemptible
+            self.k.at(min(young), self.request_schedule, priority=9)
         if not victims:
             self._preempt_failed = (job, now)
             return False
@@ -457,8 +469,11 @@ class ClusterSim:
         self.request_schedule()
 
     # -- run -------------------------------------------------------------------------------
-    def run(self) -> EventLog:
-        """Run to the horizon; record what is still running, pending or down then."""
+    def run(self, progress: Callable[[float], None] | None = None) -> EventLog:
+        """Run to the horizon; record what is still running, pending or down then.
+
+        ``progress`` is called with the simulated time [s] after each simulated day.
+        """
         k = self.k
         for job, t in enumerate(self.submit):
             k.at(t, self.submit_job, job)
@@ -470,7 +485,13 @@ class ClusterSim:
             else:
                 k.at(t, self._false_alarm, node, repair_s, phase, priority=-1)
         horizon = self.cfg.horizon_s
-        k.run(until=horizon)
+        day = 86400.0
+        t = 0.0
+        while t < horizon:
+            t = min(t + day, horizon)
+            k.run(until=t)
+            if progress is not None:
+                progress(t)
         for job in sorted(self.start_s):
             self.log.add(
                 "attempt", self.start_s[job], job=job, attempt=self.attempt[job], submit_s=self.eligible[job],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from reliability.sim.engine import EventLog
 from reliability.sim.failures import draw_failures, rate_schedule
 from reliability.sim.workload import generate_workload
 
-__all__ = ["ClusterResult", "simulate_cluster"]
+__all__ = ["ClusterResult", "ingest_simulation", "simulate_cluster"]
 
 
 @dataclass
@@ -53,7 +54,11 @@ class ClusterResult:
 
 
 def simulate_cluster(
-    config: ClusterConfig | str | Path, *, days: float | None = None, seed: int = 0
+    config: ClusterConfig | str | Path,
+    *,
+    days: float | None = None,
+    seed: int = 0,
+    progress: Callable[[float], None] | None = None,
 ) -> ClusterResult:
     """Simulate a GPU research cluster.
 
@@ -62,6 +67,7 @@ def simulate_cluster(
     config : a :class:`ClusterConfig`, a preset name (``small``, ``rsc1``, ``rsc2``) or a TOML path
     days : override the run length [days]
     seed : random seed; the same seed gives the same result (and byte-identical files)
+    progress : called with the simulated time [s] after each simulated day
     """
     cfg = config if isinstance(config, ClusterConfig) else load_preset(config)
     if days is not None:
@@ -70,5 +76,25 @@ def simulate_cluster(
     jobs = generate_workload(cfg, rng)
     failures, lemon = draw_failures(cfg, rng)
     sim = ClusterSim(cfg, jobs, failures)
-    log = sim.run()
+    log = sim.run(progress)
     return ClusterResult(cfg, seed, jobs, failures, lemon, log, sim.k.processed)
+
+
+def ingest_simulation(out: str | Path, dataset: str | Path) -> list[object]:
+    """Ingest what :meth:`ClusterResult.write` wrote in ``out`` into a Dataset, through the
+    ordinary readers (the simulator's ``truth/`` is not ingested). Returns the outcomes."""
+    import json
+
+    from reliability.store import Dataset
+
+    out = Path(out)
+    m = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    ds = Dataset(dataset)
+    outcomes: list[object] = []
+    files = m["ingest"]
+    outcomes += ds.ingest("slurm", [out / f for f in files["slurm"]], tz=m["tz"])
+    outcomes += ds.ingest("events", [out / f for f in files["events"]], tz=m["tz"])
+    if files["kernel"]:
+        outcomes += ds.ingest("kernel", [out / f for f in files["kernel"]], cluster=m["cluster"])
+    outcomes += ds.ingest("health", [out / f for f in files["health"]], cluster=m["cluster"])
+    return outcomes

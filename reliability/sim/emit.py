@@ -1,0 +1,239 @@
+"""Write a cluster simulation in the raw formats the readers ingest, plus ``truth/``.
+
+``OUT/sacct.psv``             ``sacct --parsable2 --duplicates`` (local time of ``config.tz``)
+``OUT/sacctmgr_events.psv``   ``sacctmgr --parsable2 show event`` (local time)
+``OUT/kernel/<node>.log``     NVRM Xid lines, rsyslog RFC 3339 format with the host name
+``OUT/health_checks.csv``     canonical health events written by the health checks
+``OUT/manifest.json``         what was written, the time zone, how to ingest it
+``OUT/truth/*.parquet``       true end cause and productive time of every attempt, failures,
+                              lemon nodes, the configured rate schedule; ``truth/config.json``
+
+Models never read ``truth/``. Same result -> byte-identical files.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from reliability.ingest.hostlist import compress
+from reliability.sim.config import CAUSES
+from reliability.taxonomy import classify_xid
+
+if TYPE_CHECKING:
+    from reliability.sim.run import ClusterResult
+
+__all__ = ["SACCT_FIELDS", "write_cluster"]
+
+SACCT_FIELDS = (
+    "JobID", "JobIDRaw", "JobName", "User", "Account", "Partition", "QOS", "State", "ExitCode",
+    "Submit", "Start", "End", "Elapsed", "Timelimit", "NNodes", "AllocTRES", "ReqTRES", "NodeList",
+    "Priority", "Cluster",
+)  # fmt: skip
+#: PCI bus ids of the 8 GPUs of a node (DGX A100 layout)
+GPU_BUS = (
+    "0000:07:00",
+    "0000:0f:00",
+    "0000:47:00",
+    "0000:4e:00",
+    "0000:87:00",
+    "0000:90:00",
+    "0000:b7:00",
+    "0000:bd:00",
+)
+
+
+def _clock(seconds: pl.Expr, start_us: int, tz: str) -> pl.Expr:
+    """Whole seconds since the start -> local wall-clock text as sacct prints it."""
+    us = pl.lit(start_us, pl.Int64) + seconds.floor().cast(pl.Int64) * 1_000_000
+    t = us.cast(pl.Datetime("us", "UTC")).dt.convert_time_zone(tz)
+    return t.dt.strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def _dhms(seconds: pl.Expr) -> pl.Expr:
+    s = seconds.cast(pl.Int64)
+    d, rem = s // 86400, s % 86400
+    hms = pl.format(
+        "{}:{}:{}",
+        *(x.cast(pl.String).str.zfill(2) for x in (rem // 3600, (rem % 3600) // 60, rem % 60)),
+    )
+    return pl.when(d > 0).then(pl.format("{}-{}", d, hms)).otherwise(hms)
+
+
+def _utc(seconds: pl.Expr, start_us: int) -> pl.Expr:
+    return (pl.lit(start_us, pl.Int64) + (seconds * 1_000_000).cast(pl.Int64)).cast(
+        pl.Datetime("us", "UTC")
+    )
+
+
+def write_cluster(result: ClusterResult, out: Path) -> Path:
+    """Write ``result`` under ``out`` (replacing what a previous run wrote there)."""
+    cfg = result.config
+    out.mkdir(parents=True, exist_ok=True)
+    for sub in ("kernel", "truth"):
+        if (out / sub).exists():
+            shutil.rmtree(out / sub)
+    names = cfg.node_names()
+    node_name = pl.Series("n", names)
+    start_us = int(cfg.start.timestamp() * 1_000_000)
+    tz = cfg.tz
+    gpn = cfg.gpus_per_node
+    attempts = result.log.frame("attempt")
+    jobs = result.jobs
+    a = attempts.join(jobs, on="job", how="left").with_columns(
+        node_names=pl.col("nodes").list.eval(
+            pl.element().replace_strict(list(range(len(names))), names)
+        ),
+    )
+    node_list = a.get_column("node_names").to_list()
+    a = a.with_columns(
+        NodeList=pl.Series(
+            [compress(x) if x else "None assigned" for x in node_list], dtype=pl.String
+        )
+    )
+    state_txt = (
+        pl.when(pl.col("state") == "CANCELLED")
+        .then(pl.format("CANCELLED by {}", 1000 + pl.col("user")))
+        .otherwise(pl.col("state"))
+    )
+    started = pl.col("time").is_not_null()
+    ended = pl.col("end_s").is_not_null()
+    tres = pl.format("billing={},cpu={},gres/gpu={},mem={}G,node={}", pl.col("gpus") * 12, pl.col("gpus") * 12,
+                     pl.col("gpus"), pl.col("gpus") * 120, pl.col("n_nodes"))  # fmt: skip
+    alloc = a.select(
+        "raw_id", "attempt",
+        order=pl.lit(0),
+        JobID=pl.col("job_id"),
+        JobIDRaw=pl.col("raw_id").cast(pl.String),
+        JobName=pl.when(pl.col("training")).then(pl.format("train_{}", pl.col("raw_id") % 991)).otherwise(pl.format("job_{}", pl.col("raw_id") % 997)),
+        User=pl.format("user{}", pl.col("user")),
+        Account=pl.format("team{}", pl.col("user") % 40),
+        Partition=pl.lit("learn"),
+        QOS=pl.col("qos"),
+        State=state_txt,
+        ExitCode=pl.when(pl.col("exit_code").is_null()).then(pl.lit("0:0")).otherwise(pl.format("{}:{}", "exit_code", "exit_signal")),
+        Submit=_clock(pl.col("submit_s"), start_us, tz),
+        Start=pl.when(started).then(_clock(pl.col("time"), start_us, tz)).otherwise(pl.lit("Unknown")),
+        End=pl.when(ended).then(_clock(pl.col("end_s"), start_us, tz)).otherwise(pl.lit("Unknown")),
+        Elapsed=pl.when(started & ended).then(_dhms(pl.col("end_s").floor() - pl.col("time").floor())).otherwise(pl.lit("00:00:00")),
+        Timelimit=_dhms(pl.col("time_limit_s")),
+        NNodes=pl.col("n_nodes").cast(pl.String),
+        AllocTRES=pl.when(started).then(tres).otherwise(pl.lit("")),
+        ReqTRES=tres,
+        NodeList=pl.col("NodeList"),
+        Priority=pl.col("priority").cast(pl.String),
+        Cluster=pl.lit(cfg.name),
+    )  # fmt: skip
+    step_state = pl.col("State").str.replace(r" by \d+$", "")
+    steps = []
+    ran = alloc.filter(pl.col("Start") != "Unknown")
+    for order, step in ((1, "batch"), (2, "extern")):
+        steps.append(ran.with_columns(
+            order=pl.lit(order), JobID=pl.col("JobID") + f".{step}", JobIDRaw=pl.col("JobIDRaw") + f".{step}",
+            JobName=pl.lit(step), User=pl.lit(""), QOS=pl.lit(""), Partition=pl.lit(""), Timelimit=pl.lit(""),
+            Priority=pl.lit(""), ReqTRES=pl.lit(""), State=step_state,
+        ))  # fmt: skip
+    sacct = pl.concat([alloc, *steps]).sort("raw_id", "attempt", "order").select(list(SACCT_FIELDS))
+    sacct.write_csv(out / "sacct.psv", separator="|", quote_style="never")
+    # node events
+    ns = result.log.frame("node_state")
+    events = ns.select(
+        Cluster=pl.lit(cfg.name),
+        NodeName=node_name.gather(ns.get_column("node")) if ns.height else pl.lit(None, pl.String),
+        TimeStart=_clock(pl.col("time"), start_us, tz),
+        TimeEnd=pl.when(pl.col("end_s").is_null()).then(pl.lit("Unknown")).otherwise(_clock(pl.col("end_s"), start_us, tz)),
+        State=pl.col("state"),
+        Reason=pl.col("reason"),
+        User=pl.when(pl.col("user") == "root").then(pl.lit("root(0)")).otherwise(pl.lit("slurm(64030)")),
+    ).sort("TimeStart", "NodeName")  # fmt: skip
+    events.write_csv(out / "sacctmgr_events.psv", separator="|", quote_style="never")
+    # kernel logs
+    (out / "kernel").mkdir()
+    xid = result.log.frame("xid")
+    if xid.height:
+        xid = xid.with_columns(
+            host=node_name.gather(xid.get_column("node")),
+            ts=_utc(pl.col("time"), start_us).dt.strftime("%Y-%m-%dT%H:%M:%S%.6f+00:00"),
+            bus=pl.Series(GPU_BUS).gather(xid.get_column("gpu") % len(GPU_BUS)),
+            desc=pl.col("xid").map_elements(
+                lambda c: classify_xid(c).description, return_dtype=pl.String
+            ),
+        ).with_columns(
+            line=pl.format(
+                "{} {} kernel: NVRM: Xid (PCI:{}): {}, pid={}, name=python, {}",
+                "ts",
+                "host",
+                "bus",
+                "xid",
+                (pl.col("time") * 13).cast(pl.Int64) % 90000 + 1000,
+                "desc",
+            ),
+        )
+        for (host,), part in xid.sort("time").group_by("host", maintain_order=True):
+            (out / "kernel" / f"{host}.log").write_text(
+                "\n".join(part.get_column("line")) + "\n", encoding="utf-8"
+            )
+    # health checks (canonical CSV)
+    hc = result.log.frame("health")
+    health = hc.select(
+        cluster=pl.lit(cfg.name),
+        node=node_name.gather(hc.get_column("node")) if hc.height else pl.lit(None, pl.String),
+        time=_utc(pl.col("time"), start_us).dt.strftime("%Y-%m-%dT%H:%M:%S%.6fZ"),
+        source=pl.lit("health_check"), component=pl.col("component"), code=pl.col("code"),
+        severity=pl.when(pl.col("code") == "false_alarm").then(pl.lit("warning")).otherwise(pl.lit("critical")),
+        device=pl.lit(None, pl.String), message=pl.col("message"),
+    )  # fmt: skip
+    health.write_csv(out / "health_checks.csv")
+    _write_truth(result, out / "truth", names, start_us)
+    manifest = {
+        "generator": "reliability.sim.simulate_cluster",
+        "cluster": cfg.name,
+        "seed": result.seed,
+        "tz": tz,
+        "start": cfg.start.isoformat(),
+        "days": cfg.days,
+        "ingest": {
+            "slurm": ["sacct.psv"], "events": ["sacctmgr_events.psv"],
+            "kernel": sorted(f"kernel/{p.name}" for p in (out / "kernel").iterdir()),
+            "health": ["health_checks.csv"],
+        },
+    }  # fmt: skip
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    del gpn
+    return out
+
+
+def _write_truth(result: ClusterResult, truth: Path, names: list[str], start_us: int) -> None:
+    truth.mkdir()
+    node_name = pl.Series("n", [*names, None])
+    a = result.log.frame("attempt").join(
+        result.jobs.select("job", "job_id", "gpus", "training", "work_s"), on="job"
+    )
+    a.select(
+        "job_id", "attempt", "state", "cause",
+        culprit=node_name.gather(a.get_column("culprit").replace(-1, len(names))),
+        hardware=pl.col("cause").is_in(list(CAUSES)),
+        start_time=_utc(pl.col("time"), start_us), end_time=_utc(pl.col("end_s"), start_us),
+        gpus="gpus", training="training", productive_s="productive_s", lost_s="lost_s", overhead_s="overhead_s",
+    ).write_parquet(truth / "attempts.parquet")  # fmt: skip
+    f = result.log.frame("failure")
+    f.select(
+        node=node_name.gather(f.get_column("node")) if f.height else pl.lit(None, pl.String),
+        time=_utc(pl.col("time"), start_us), cause="cause",
+        component=pl.col("cause").replace_strict({k: v.component for k, v in CAUSES.items()}, return_dtype=pl.String),
+        lemon="lemon", detected="detected", effect="effect",
+    ).write_parquet(truth / "failures.parquet")  # fmt: skip
+    pl.DataFrame({"node": names, "lemon": result.lemon.tolist()}).write_parquet(
+        truth / "nodes.parquet"
+    )
+    result.rate_schedule().with_columns(time=_utc(pl.col("t_s"), start_us)).write_parquet(
+        truth / "rate_schedule.parquet"
+    )
+    cfg = {**result.config.as_dict(), "seed": result.seed}
+    (truth / "config.json").write_text(
+        json.dumps(cfg, indent=2, default=str) + "\n", encoding="utf-8"
+    )

@@ -1,0 +1,177 @@
+"""The cluster simulator: exact event sequences on tiny scenarios, determinism, round trip
+through the readers, and calibration against the configured truth."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import polars as pl
+import pytest
+from scipy import stats
+
+from reliability import Dataset
+from reliability.sim.cluster import ClusterSim
+from reliability.sim.config import ClusterConfig, FailureConfig, load_preset
+from reliability.sim.run import ingest_simulation, simulate_cluster
+
+JOB_COLS = {"job": pl.Int64, "submit_s": pl.Float64, "gpus": pl.Int64, "n_nodes": pl.Int64, "work_s": pl.Float64,
+            "priority": pl.Int64, "time_limit_s": pl.Float64, "outcome": pl.String, "outcome_at": pl.Float64,
+            "training": pl.Boolean}  # fmt: skip
+FAIL_COLS = {"node": pl.Int64, "time_s": pl.Float64, "kind": pl.String, "cause": pl.String, "detected": pl.Boolean,
+             "repair_s": pl.Float64, "lemon": pl.Boolean, "check_phase_s": pl.Float64}  # fmt: skip
+
+
+def _run(n_nodes, jobs, failures=(), days=1.0):
+    cfg = ClusterConfig(n_nodes=n_nodes, days=days, failures=FailureConfig(slurmd_timeout_s=300.0))
+    jf = pl.DataFrame([dict(zip(JOB_COLS, j, strict=True)) for j in jobs], schema=JOB_COLS)
+    ff = pl.DataFrame([dict(zip(FAIL_COLS, f, strict=True)) for f in failures], schema=FAIL_COLS)
+    log = ClusterSim(cfg, jf, ff).run()
+    a = log.frame("attempt").select("job", "attempt", "time", "end_s", "state", "cause", "culprit")
+    return a.sort("time", "job").rows(), log
+
+
+def test_node_failure_requeue():
+    """A 2-node job; node 0's PSU fails: NODE_FAIL after slurmd's timeout, requeue, wait for repair."""
+    attempts, log = _run(2, [(0, 0.0, 16, 2, 1000.0, 20000, 5000.0, "COMPLETED", 0.5, False)],
+                         [(0, 300.0, "failure", "psu", True, 1000.0, False, 0.0)])  # fmt: skip
+    assert attempts == [
+        (0, 0, 0.0, 600.0, "NODE_FAIL", "psu", 0),
+        (0, 1, 1600.0, 2600.0, "COMPLETED", "none", -1),
+    ]
+    assert log.frame("node_state").rows() == [(600.0, 0, "DOWN", 1600.0, "Not responding", "slurm")]
+
+
+def test_preemption_after_two_hours():
+    """A high-priority job waits until the low-priority one has run 2 h, then preempts it;
+    the victim is requeued (eligible 120 s later) and restarts from scratch."""
+    attempts, _ = _run(1, [(0, 0.0, 8, 1, 20000.0, 10000, 50000.0, "COMPLETED", 0.5, False),
+                           (1, 3600.0, 8, 1, 100.0, 30000, 600.0, "COMPLETED", 0.5, False)])  # fmt: skip
+    assert attempts == [
+        (0, 0, 0.0, 7200.0, "PREEMPTED", "preemption", -1),
+        (1, 0, 7200.0, 7300.0, "COMPLETED", "none", -1),
+        (0, 1, 7320.0, 27320.0, "COMPLETED", "none", -1),
+    ]
+
+
+def test_crash_health_check_and_escape():
+    """A GPU falls off the bus: the job on it fails at once; the health check at the node's next
+    5-minute tick drains the node and requeues the job that started in between."""
+    attempts, log = _run(1, [(0, 0.0, 8, 1, 1000.0, 20000, 5000.0, "COMPLETED", 0.5, False),
+                             (1, 200.0, 8, 1, 500.0, 20000, 5000.0, "COMPLETED", 0.5, False)],
+                         [(0, 100.0, "failure", "gpu_fell_off_bus", True, 3600.0, False, 50.0)])  # fmt: skip
+    assert attempts == [
+        (0, 0, 0.0, 100.0, "FAILED", "gpu_fell_off_bus", 0),
+        (1, 0, 200.0, 350.0, "REQUEUED", "gpu_fell_off_bus", 0),
+        (1, 1, 3950.0, 4450.0, "COMPLETED", "none", -1),
+    ]
+    assert log.frame("xid").rows() == [(100.0, 0, "79", 100 * 7919 % 8)]
+    assert log.frame("health").select("time", "code").rows() == [(350.0, "gpu_fell_off_bus")]
+    # the same fault escaping the health check: the node stays in service
+    attempts, log = _run(1, [(0, 0.0, 8, 1, 1000.0, 20000, 5000.0, "COMPLETED", 0.5, False),
+                             (1, 200.0, 8, 1, 500.0, 20000, 5000.0, "COMPLETED", 0.5, False)],
+                         [(0, 100.0, "failure", "gpu_fell_off_bus", False, 3600.0, False, 50.0)])  # fmt: skip
+    assert attempts[1] == (1, 0, 200.0, 700.0, "COMPLETED", "none", -1)
+    assert log.frame("node_state").height == 0
+
+
+def test_training_run_keeps_checkpointed_work():
+    """A training run loses only the work since its last checkpoint and pays u0 on restart."""
+    cfg_ckpt = 3600.0
+    attempts, log = _run(1, [(0, 0.0, 8, 1, 10000.0, 20000, 90000.0, "COMPLETED", 0.5, True)],
+                         [(0, 5000.0, "failure", "nvlink", True, 100.0, False, 0.0)])  # fmt: skip
+    a = log.frame("attempt").sort("attempt")
+    # crashed at 5000 s: one checkpoint (3600 s) kept, 1400 s lost; restart 5300+100 -> needs u0 + 6400
+    assert a.get_column("productive_s").to_list() == [cfg_ckpt, 10000.0 - cfg_ckpt]
+    assert a.get_column("lost_s").to_list() == [1400.0, 0.0]
+    # requeued at 5000 (+120 s -> eligible 5120); the 5100 s health-check tick drains the node
+    # for its 100 s repair, so the run restarts at 5200 and needs u0 (300 s) + the 6400 s left
+    assert attempts[1][2] == 5200.0
+    assert attempts[1][3] == 5200.0 + 300.0 + 6400.0
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("sim")
+    r = simulate_cluster("small", seed=3)
+    r.write(out / "raw")
+    outcomes = ingest_simulation(out / "raw", out / "ds")
+    return r, out, outcomes
+
+
+def test_same_seed_same_bytes(tmp_path):
+    a = simulate_cluster("small", days=5, seed=11).write(tmp_path / "a")
+    b = simulate_cluster("small", days=5, seed=11).write(tmp_path / "b")
+    c = simulate_cluster("small", days=5, seed=12).write(tmp_path / "c")
+    files = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())
+    assert all((a / f).read_bytes() == (b / f).read_bytes() for f in files)
+    assert (a / "sacct.psv").read_bytes() != (c / "sacct.psv").read_bytes()
+
+
+def test_output_ingests_without_quarantine(small_run):
+    r, out, outcomes = small_run
+    assert all(o.rows_quarantined == 0 for o in outcomes)
+    ds = Dataset(out / "ds")
+    attempts = r.log.frame("attempt")
+    assert ds.jobs.height == attempts.height
+    truth = pl.read_parquet(out / "raw" / "truth" / "attempts.parquet")
+    # states as read back equal the true states of every attempt
+    got = ds.jobs.select("job_id", "attempt", pl.col("state").cast(pl.String)).sort(
+        "job_id", "attempt"
+    )
+    want = truth.select("job_id", pl.col("attempt").cast(pl.UInt16), "state").sort(
+        "job_id", "attempt"
+    )
+    assert got.equals(want)
+    # every Xid the simulator logged is a health event; every drain is a node state
+    assert (
+        ds.health_events.filter(pl.col("source") == "kernel_log").height
+        == r.log.frame("xid").height
+    )
+    assert ds.node_states.height == r.log.frame("node_state").height
+
+
+def test_failure_rate_matches_configuration():
+    """Ordinary nodes fail at the configured rate: the count lies in the exact Poisson 99%
+    interval of its expectation (failures while a node is out of service are skipped, so the
+    expectation uses the time in service)."""
+    cfg = replace(load_preset("small"), n_nodes=400, days=60)
+    r = simulate_cluster(cfg, seed=5)
+    f = r.log.frame("failure").filter(~pl.col("lemon") & (pl.col("effect") != "skipped"))
+    sched = r.rate_schedule()
+    mean_rate = sched.get_column("rate_per_node_day").mean()  # per node-day, linear ramp
+    down = r.log.frame("node_state")
+    down_days = (
+        down.get_column("end_s").fill_null(cfg.horizon_s) - down.get_column("time")
+    ).sum() / 86400
+    node_days = (~r.lemon).sum() * cfg.days - down_days * (~r.lemon).mean()
+    expected = mean_rate * node_days
+    lo, hi = stats.poisson.ppf([0.005, 0.995], expected)
+    assert lo <= f.height <= hi, (f.height, expected)
+
+
+def test_workload_shape_and_lemons(small_run):
+    r, out, _ = small_run
+    jobs = Dataset(out / "ds").jobs.filter(pl.col("attempt") == 0)
+    sizes = jobs.get_column("n_accelerators")
+    assert (sizes == 1).mean() > 0.40  # HPCA'25: >40% of jobs use 1 GPU
+    assert (sizes < 8).mean() > 0.88  # >90% under 8 GPUs (tolerance 2 points at this scale)
+    f = r.log.frame("failure")
+    lemon_share = f.filter(pl.col("lemon")).height / f.height
+    assert lemon_share > 5 * r.lemon.mean()  # lemons: a disproportionate share of failures
+    a = r.log.frame("attempt")
+    assert a.filter(pl.col("attempt") > 0).height > 0  # requeue chains
+    assert a.filter(pl.col("state") == "PREEMPTED").height > 0
+
+
+def test_state_mix_near_paper(small_run):
+    """HPCA'25 RSC-1: completed 60%, failed 24%, preempted 10% (tolerances: failed +-5 points,
+    completed +-15, preempted 1-15%; the small preset has 48 nodes)."""
+    r, _, _ = small_run
+    a = r.log.frame("attempt")
+    share = dict(a.group_by("state").len().with_columns(pl.col("len") / a.height).iter_rows())
+    assert abs(share["FAILED"] - 0.24) < 0.05
+    assert abs(share["COMPLETED"] - 0.60) < 0.15
+    assert 0.01 < share.get("PREEMPTED", 0) < 0.15
+    assert np.isclose(sum(share.values()), 1.0)

@@ -16,8 +16,8 @@ $(STAMP): $(BIN)/python pyproject.toml
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 
-report: $(STAMP)  ## ingest the bundled sample data and print the Dataset summary
-	$(BIN)/reliability demo --into reports/sample-dataset
+report: $(STAMP)  ## simulate the small cluster, ingest it with the bundled samples, print the summary
+	$(BIN)/reliability demo --into reports/demo
 
 test: $(STAMP)  ## run the test suite
 	$(BIN)/python -m pytest
@@ -34,4 +34,4 @@ bench: $(STAMP)  ## ingestion benchmark (override ROWS=4000000 for the issue's t
 	$(BIN)/python benchmarks/bench_ingest.py --rows $(or $(ROWS),500000)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache reports/sample-dataset benchmarks/_work
+	rm -rf $(VENV) .pytest_cache .ruff_cache reports/demo benchmarks/_work

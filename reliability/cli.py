@@ -57,8 +57,12 @@ def _parser() -> argparse.ArgumentParser:
     cl.add_argument("--seed", type=int, default=0)
     cl.add_argument("--out", type=Path, required=True, help="output folder (raw logs + truth/)")
     cl.add_argument("--ingest", type=Path, help="also ingest the output into this Dataset folder")
-    demo = sub.add_parser("demo", help="ingest the bundled sample data and print the summary")
-    demo.add_argument("--into", type=Path, default=Path("reports/sample-dataset"))
+    demo = sub.add_parser(
+        "demo",
+        help="simulate the small cluster, ingest it with the bundled samples, print the summary",
+    )
+    demo.add_argument("--into", type=Path, default=Path("reports/demo"))
+    demo.add_argument("--seed", type=int, default=0)
     return p
 
 
@@ -153,13 +157,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "simulate":
             return _simulate(args)
         if args.command == "demo":
-            from reliability.datasets import load_sample_dataset
+            from reliability.datasets import simulated_demo
 
-            ds = load_sample_dataset(args.into)
-            print(f"sample Dataset in {ds.path}\n")
+            ds = simulated_demo(args.into, seed=args.seed)
+            print(f"simulated raw logs in {args.into / 'sim'}, Dataset in {ds.path}\n")
             print(ds.summary())
             return 0
-    except (ReliabilityError, OSError) as exc:
+    except (ReliabilityError, OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 1  # pragma: no cover - argparse rejects unknown commands

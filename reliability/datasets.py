@@ -12,7 +12,7 @@ from pathlib import Path
 
 from reliability.store import Dataset
 
-__all__ = ["data_dir", "load_sample_dataset", "sample_files"]
+__all__ = ["data_dir", "load_sample_dataset", "sample_files", "simulated_demo"]
 
 #: Boot time assumed for the bundled ``[seconds since boot]`` dmesg sample (it has none).
 SAMPLE_BOOT_TIME = datetime(2025, 3, 1, tzinfo=UTC)
@@ -73,3 +73,17 @@ def load_sample_dataset(path: str | Path) -> Dataset:
         scraped_at=SAMPLE_BOOT_TIME,
     )
     return ds
+
+
+def simulated_demo(folder: str | Path, *, preset: str = "small", seed: int = 0) -> Dataset:
+    """Run the bundled cluster simulator (``preset``, ``seed``), write its raw logs to
+    ``folder/sim`` and ingest them, with the bundled real samples, into ``folder/dataset``.
+
+    Rerunning with the same arguments rewrites identical files, so the ingest is a no-op.
+    """
+    from reliability.sim.run import ingest_simulation, simulate_cluster
+
+    folder = Path(folder)
+    simulate_cluster(preset, seed=seed).write(folder / "sim")
+    ingest_simulation(folder / "sim", folder / "dataset")
+    return load_sample_dataset(folder / "dataset")

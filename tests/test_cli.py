@@ -85,3 +85,16 @@ def test_help_and_version(argv, capsys):
     with pytest.raises(SystemExit) as exc:
         main(argv)
     assert exc.value.code == 0
+
+
+def test_simulate_cluster_cli(tmp_path, capsys):
+    rc = main(["simulate", "cluster", "--preset", "small", "--days", "3", "--seed", "4",
+               "--out", str(tmp_path / "sim"), "--ingest", str(tmp_path / "ds")])  # fmt: skip
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "small: 48 nodes, 3 days, seed 4" in out
+    assert "quarantined 0" in out
+    assert (tmp_path / "sim" / "truth" / "attempts.parquet").is_file()
+    assert Dataset(tmp_path / "ds").jobs.height > 100
+    assert main(["simulate", "cluster", "--preset", "nope", "--out", str(tmp_path / "x")]) == 2
+    assert "unknown preset" in capsys.readouterr().err

@@ -175,3 +175,15 @@ def test_state_mix_near_paper(small_run):
     assert abs(share["COMPLETED"] - 0.60) < 0.15
     assert 0.01 < share.get("PREEMPTED", 0) < 0.15
     assert np.isclose(sum(share.values()), 1.0)
+
+
+def test_requeued_large_jobs_preempt_small_ones():
+    """HPCA'25's second-order effect: a requeued large job's restart preempts running jobs.
+    Preemptions that happen at the very moment a requeued (attempt > 0) whole-node job starts."""
+    cfg = replace(load_preset("small"), n_nodes=96, days=30)
+    r = simulate_cluster(cfg, seed=2)
+    a = r.log.frame("attempt").join(r.jobs.select("job", "gpus"), on="job")
+    restarts = a.filter((pl.col("attempt") > 0) & (pl.col("gpus") >= 8)).select(t=pl.col("time"))
+    preempted = a.filter(pl.col("state") == "PREEMPTED").select(t=pl.col("end_s"))
+    secondary = preempted.join(restarts.unique(), on="t", how="semi")
+    assert secondary.height > 0

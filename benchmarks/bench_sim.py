@@ -1,0 +1,61 @@
+"""Cluster-simulator speed: the full rsc1 preset (2,000 nodes, 330 days) on one core.
+
+    python benchmarks/bench_sim.py [--preset rsc1] [--days N] [--seed S]
+
+Runs in a child process pinned to one CPU (``sched_setaffinity``, ``POLARS_MAX_THREADS=1``)
+and prints: jobs, attempts, kernel events, simulate time, write time (raw logs + truth),
+events per second, and peak memory (VmHWM). Targets (issue): under 2 minutes wall and under
+4 GiB peak, including writing the raw logs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+CHILD = r"""
+import json, os, sys, time
+os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+from reliability.sim.run import simulate_cluster
+preset, days, seed, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+t0 = time.perf_counter()
+r = simulate_cluster(preset, days=None if days == "-" else float(days), seed=seed)
+t1 = time.perf_counter()
+r.write(out)
+t2 = time.perf_counter()
+hwm = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM"))
+size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(out) for f in fs)
+print(json.dumps({"jobs": r.jobs.height, "attempts": r.log.frame("attempt").height,
+                  "events": r.events_processed, "sim_s": t1 - t0, "write_s": t2 - t1,
+                  "hwm_mb": hwm / 1024, "out_mb": size / 1e6, "nodes": r.config.n_nodes,
+                  "days": r.config.days}))
+"""
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--preset", default="rsc1")
+    ap.add_argument("--days", default="-", help="override the run length (default: the preset's)")
+    ap.add_argument("--seed", type=int, default=7)
+    args = ap.parse_args()
+    env = {**os.environ, "POLARS_MAX_THREADS": "1"}
+    with tempfile.TemporaryDirectory() as out:
+        res = subprocess.run([sys.executable, "-c", CHILD, args.preset, args.days, str(args.seed), out],
+                             check=True, capture_output=True, text=True, env=env)  # fmt: skip
+    r = json.loads(res.stdout.strip().splitlines()[-1])
+    total = r["sim_s"] + r["write_s"]
+    print(
+        f"preset {args.preset}: {r['nodes']:,} nodes, {r['days']:g} days, seed {args.seed}, one core"
+    )
+    print(f"jobs {r['jobs']:,}   attempts {r['attempts']:,}   kernel events {r['events']:,}")
+    print(f"simulate {r['sim_s']:.1f} s ({r['events'] / r['sim_s']:,.0f} events/s)   write {r['write_s']:.1f} s "
+          f"({r['out_mb']:,.0f} MB)   total {total:.1f} s   (target < 120 s)")  # fmt: skip
+    print(f"peak memory {r['hwm_mb']:,.0f} MB   (target < 4096 MB)")
+
+
+if __name__ == "__main__":
+    main()

@@ -33,12 +33,12 @@ __all__ = ["ClusterSim"]
 
 QUEUED, RUNNING, DONE = 0, 1, 2
 REQUEUE_DELAY_S = 120.0  # Slurm sets BeginTime about two minutes after a requeue
-BACKFILL_DEPTH = 200  # jobs a backfill pass considers (Slurm bf_max_job_test, scaled down)
+BACKFILL_DEPTH = 100  # jobs a backfill pass considers (Slurm bf_max_job_test, scaled down)
 QUICK_DEPTH = 10  # jobs an event-triggered pass considers (Slurm default_queue_depth, scaled)
-BACKFILL_INTERVAL_S = 30.0  # Slurm bf_interval
-#: seconds a blocked head job's reservation (and a failed preemption) is reused, as Slurm's
-#: backfill scheduler re-plans every ``bf_interval`` (default 30 s)
-REPLAN_S = 60.0
+BACKFILL_INTERVAL_S = 60.0  # Slurm bf_interval (default 30 s; coarser here for speed)
+#: seconds a blocked head job's reservation (and a failed preemption) is reused before the
+#: plan is redone (Slurm's backfill re-plans every bf_interval; coarser here for speed)
+REPLAN_S = 300.0
 EXIT = {"COMPLETED": (0, 0), "FAILED": (1, 0), "CANCELLED": (0, 15), "OUT_OF_MEMORY": (0, 125),
         "TIMEOUT": (0, 1), "NODE_FAIL": (0, 0), "PREEMPTED": (0, 0), "REQUEUED": (0, 0)}  # fmt: skip
 
@@ -175,8 +175,27 @@ class ClusterSim:
                 self._mark(node)
 
     # -- jobs ------------------------------------------------------------------------------
+    def _arrive(self) -> None:
+        job = self._next_submit
+        self._next_submit += 1
+        if self._next_submit < len(self.submit):
+            self.k.at(self.submit[self._next_submit], self._arrive, priority=-2)
+        self.submit_job(job)
+
     def submit_job(self, job: int) -> None:
-        heapq.heappush(self.pending, (-self.prio[job], self.submit[job], job))
+        entry = (-self.prio[job], self.submit[job], job)
+        head = self._res_cache
+        # Behind a blocked head job, a new job of lower precedence can only backfill: try just
+        # that instead of a whole scheduling pass (most submissions on a busy cluster).
+        if head is not None and self.state[head[0]] == QUEUED and not self._sched:
+            h = head[0]
+            if entry > (-self.prio[h], self.submit[h], h):
+                if self._fits(job) and self._backfill_ok(job, head[2]):
+                    self._start(job)
+                else:
+                    heapq.heappush(self.pending, entry)
+                return
+        heapq.heappush(self.pending, entry)
         self.request_schedule()
 
     def request_schedule(self) -> None:
@@ -284,6 +303,9 @@ class ClusterSim:
             if self.state[job] != QUEUED:
                 continue
             scanned += 1
+            if res is not None and self.gpus[job] > self.free_total:
+                held.append(entry)  # cannot fit anywhere now: skip the detailed checks
+                continue
             if res is None:
                 if self.free_total == 0 and self.gpus[job] < self.G:
                     held.append(entry)
@@ -475,8 +497,11 @@ class ClusterSim:
         ``progress`` is called with the simulated time [s] after each simulated day.
         """
         k = self.k
-        for job, t in enumerate(self.submit):
-            k.at(t, self.submit_job, job)
+        # submissions are fed one at a time (the next is scheduled when one arrives): the
+        # event heap stays small instead of holding millions of future arrivals
+        self._next_submit = 0
+        if self.submit:
+            k.at(self.submit[0], self._arrive, priority=-2)
         fcols = self.failures.select("node", "time_s", "kind", "cause", "detected", "repair_s", "lemon",
                                      "check_phase_s").rows()  # fmt: skip
         for node, t, kind, cause, detected, repair_s, lemon, phase in fcols:

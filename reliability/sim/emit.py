@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Iterator
+from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -64,6 +66,18 @@ def _dhms(seconds: pl.Expr) -> pl.Expr:
     return pl.when(d > 0).then(pl.format("{}-{}", d, hms)).otherwise(hms)
 
 
+def _slices(
+    alloc: pl.DataFrame, steps: list[pl.DataFrame], rows: int = 400_000
+) -> Iterator[pl.DataFrame]:
+    """sacct records, ordered by job and attempt, in slices of about ``rows`` allocations."""
+    ids = alloc.get_column("raw_id").unique().sort()
+    bounds = [*ids.gather_every(max(rows, 1)).to_list(), (ids.max() or 0) + 1]
+    for lo, hi in pairwise(bounds):
+        window = (pl.col("raw_id") >= lo) & (pl.col("raw_id") < hi)
+        part = pl.concat([alloc.filter(window), *(s.filter(window) for s in steps)])
+        yield part.sort("raw_id", "attempt", "order").select(list(SACCT_FIELDS))
+
+
 def _utc(seconds: pl.Expr, start_us: int) -> pl.Expr:
     return (pl.lit(start_us, pl.Int64) + (seconds * 1_000_000).cast(pl.Int64)).cast(
         pl.Datetime("us", "UTC")
@@ -84,16 +98,27 @@ def write_cluster(result: ClusterResult, out: Path) -> Path:
     gpn = cfg.gpus_per_node
     attempts = result.log.frame("attempt")
     jobs = result.jobs
-    a = attempts.join(jobs, on="job", how="left").with_columns(
-        node_names=pl.col("nodes").list.eval(
-            pl.element().replace_strict(list(range(len(names))), names)
-        ),
-    )
-    node_list = a.get_column("node_names").to_list()
-    a = a.with_columns(
-        NodeList=pl.Series(
-            [compress(x) if x else "None assigned" for x in node_list], dtype=pl.String
+    a = (
+        attempts.with_row_index("__row")
+        .join(jobs, on="job", how="left")
+        .with_columns(
+            node_names=pl.col("nodes").list.eval(
+                pl.element().replace_strict(list(range(len(names))), names)
+            ),
         )
+    )
+    # hostlists: single-node attempts (most of them) directly, the others compressed in Python
+    multi = a.filter(pl.col("node_names").list.len() > 1)
+    compressed = pl.Series(
+        [compress(x) for x in multi.get_column("node_names").to_list()], dtype=pl.String
+    )
+    lookup = pl.DataFrame({"__row": multi.get_column("__row"), "__hl": compressed})
+    a = a.join(lookup, on="__row", how="left").with_columns(
+        NodeList=pl.when(pl.col("node_names").list.len() == 0)
+        .then(pl.lit("None assigned"))
+        .when(pl.col("node_names").list.len() == 1)
+        .then(pl.col("node_names").list.first())
+        .otherwise(pl.col("__hl"))
     )
     state_txt = (
         pl.when(pl.col("state") == "CANCELLED")
@@ -112,7 +137,7 @@ def write_cluster(result: ClusterResult, out: Path) -> Path:
         JobName=pl.when(pl.col("training")).then(pl.format("train_{}", pl.col("raw_id") % 991)).otherwise(pl.format("job_{}", pl.col("raw_id") % 997)),
         User=pl.format("user{}", pl.col("user")),
         Account=pl.format("team{}", pl.col("user") % 40),
-        Partition=pl.lit("learn"),
+        Partition=pl.when(pl.col("qos") == "low").then(pl.lit("scavenger")).otherwise(pl.lit("learn")),
         QOS=pl.col("qos"),
         State=state_txt,
         ExitCode=pl.when(pl.col("exit_code").is_null()).then(pl.lit("0:0")).otherwise(pl.format("{}:{}", "exit_code", "exit_signal")),
@@ -137,8 +162,11 @@ def write_cluster(result: ClusterResult, out: Path) -> Path:
             JobName=pl.lit(step), User=pl.lit(""), QOS=pl.lit(""), Partition=pl.lit(""), Timelimit=pl.lit(""),
             Priority=pl.lit(""), ReqTRES=pl.lit(""), State=step_state,
         ))  # fmt: skip
-    sacct = pl.concat([alloc, *steps]).sort("raw_id", "attempt", "order").select(list(SACCT_FIELDS))
-    sacct.write_csv(out / "sacct.psv", separator="|", quote_style="never")
+    # written in slices of jobs, so the text of only one slice is in memory at a time
+    with open(out / "sacct.psv", "wb") as fh:
+        fh.write(("|".join(SACCT_FIELDS) + "\n").encode())
+        for part in _slices(alloc, steps):
+            part.write_csv(fh, separator="|", quote_style="never", include_header=False)
     # node events
     ns = result.log.frame("node_state")
     events = ns.select(

@@ -66,16 +66,12 @@ def _dhms(seconds: pl.Expr) -> pl.Expr:
     return pl.when(d > 0).then(pl.format("{}-{}", d, hms)).otherwise(hms)
 
 
-def _slices(
-    alloc: pl.DataFrame, steps: list[pl.DataFrame], rows: int = 400_000
-) -> Iterator[pl.DataFrame]:
-    """sacct records, ordered by job and attempt, in slices of about ``rows`` allocations."""
-    ids = alloc.get_column("raw_id").unique().sort()
+def _slices(a: pl.DataFrame, rows: int = 250_000) -> Iterator[pl.DataFrame]:
+    """Attempts in slices of about ``rows`` jobs (by raw job id), each slice complete."""
+    ids = a.get_column("raw_id").unique().sort()
     bounds = [*ids.gather_every(max(rows, 1)).to_list(), (ids.max() or 0) + 1]
     for lo, hi in pairwise(bounds):
-        window = (pl.col("raw_id") >= lo) & (pl.col("raw_id") < hi)
-        part = pl.concat([alloc.filter(window), *(s.filter(window) for s in steps)])
-        yield part.sort("raw_id", "attempt", "order").select(list(SACCT_FIELDS))
+        yield a.filter((pl.col("raw_id") >= lo) & (pl.col("raw_id") < hi))
 
 
 def _utc(seconds: pl.Expr, start_us: int) -> pl.Expr:
@@ -129,44 +125,51 @@ def write_cluster(result: ClusterResult, out: Path) -> Path:
     ended = pl.col("end_s").is_not_null()
     tres = pl.format("billing={},cpu={},gres/gpu={},mem={}G,node={}", pl.col("gpus") * 12, pl.col("gpus") * 12,
                      pl.col("gpus"), pl.col("gpus") * 120, pl.col("n_nodes"))  # fmt: skip
-    alloc = a.select(
-        "raw_id", "attempt",
-        order=pl.lit(0),
-        JobID=pl.col("job_id"),
-        JobIDRaw=pl.col("raw_id").cast(pl.String),
-        JobName=pl.when(pl.col("training")).then(pl.format("train_{}", pl.col("raw_id") % 991)).otherwise(pl.format("job_{}", pl.col("raw_id") % 997)),
-        User=pl.format("user{}", pl.col("user")),
-        Account=pl.format("team{}", pl.col("user") % 40),
-        Partition=pl.when(pl.col("qos") == "low").then(pl.lit("scavenger")).otherwise(pl.lit("learn")),
-        QOS=pl.col("qos"),
-        State=state_txt,
-        ExitCode=pl.when(pl.col("exit_code").is_null()).then(pl.lit("0:0")).otherwise(pl.format("{}:{}", "exit_code", "exit_signal")),
-        Submit=_clock(pl.col("submit_s"), start_us, tz),
-        Start=pl.when(started).then(_clock(pl.col("time"), start_us, tz)).otherwise(pl.lit("Unknown")),
-        End=pl.when(ended).then(_clock(pl.col("end_s"), start_us, tz)).otherwise(pl.lit("Unknown")),
-        Elapsed=pl.when(started & ended).then(_dhms(pl.col("end_s").floor() - pl.col("time").floor())).otherwise(pl.lit("00:00:00")),
-        Timelimit=_dhms(pl.col("time_limit_s")),
-        NNodes=pl.col("n_nodes").cast(pl.String),
-        AllocTRES=pl.when(started).then(tres).otherwise(pl.lit("")),
-        ReqTRES=tres,
-        NodeList=pl.col("NodeList"),
-        Priority=pl.col("priority").cast(pl.String),
-        Cluster=pl.lit(cfg.name),
-    )  # fmt: skip
-    step_state = pl.col("State").str.replace(r" by \d+$", "")
-    steps = []
-    ran = alloc.filter(pl.col("Start") != "Unknown")
-    for order, step in ((1, "batch"), (2, "extern")):
-        steps.append(ran.with_columns(
-            order=pl.lit(order), JobID=pl.col("JobID") + f".{step}", JobIDRaw=pl.col("JobIDRaw") + f".{step}",
-            JobName=pl.lit(step), User=pl.lit(""), QOS=pl.lit(""), Partition=pl.lit(""), Timelimit=pl.lit(""),
-            Priority=pl.lit(""), ReqTRES=pl.lit(""), State=step_state,
-        ))  # fmt: skip
+
+    def records(part: pl.DataFrame) -> pl.DataFrame:
+        """sacct records (allocation + .batch + .extern) of a slice of attempts."""
+        alloc = part.select(
+            "raw_id", "attempt",
+            order=pl.lit(0),
+            JobID=pl.col("job_id"),
+            JobIDRaw=pl.col("raw_id").cast(pl.String),
+            JobName=pl.when(pl.col("training")).then(pl.format("train_{}", pl.col("raw_id") % 991)).otherwise(pl.format("job_{}", pl.col("raw_id") % 997)),
+            User=pl.format("user{}", pl.col("user")),
+            Account=pl.format("team{}", pl.col("user") % 40),
+            Partition=pl.when(pl.col("qos") == "low").then(pl.lit("scavenger")).otherwise(pl.lit("learn")),
+            QOS=pl.col("qos"),
+            State=state_txt,
+            ExitCode=pl.when(pl.col("exit_code").is_null()).then(pl.lit("0:0")).otherwise(pl.format("{}:{}", "exit_code", "exit_signal")),
+            Submit=_clock(pl.col("submit_s"), start_us, tz),
+            Start=pl.when(started).then(_clock(pl.col("time"), start_us, tz)).otherwise(pl.lit("Unknown")),
+            End=pl.when(ended).then(_clock(pl.col("end_s"), start_us, tz)).otherwise(pl.lit("Unknown")),
+            Elapsed=pl.when(started & ended).then(_dhms(pl.col("end_s").floor() - pl.col("time").floor())).otherwise(pl.lit("00:00:00")),
+            Timelimit=_dhms(pl.col("time_limit_s")),
+            NNodes=pl.col("n_nodes").cast(pl.String),
+            AllocTRES=pl.when(started).then(tres).otherwise(pl.lit("")),
+            ReqTRES=tres,
+            NodeList=pl.col("NodeList"),
+            Priority=pl.col("priority").cast(pl.String),
+            Cluster=pl.lit(cfg.name),
+        )  # fmt: skip
+        step_state = pl.col("State").str.replace(r" by \d+$", "")
+        steps = []
+        ran = alloc.filter(pl.col("Start") != "Unknown")
+        for order, step in ((1, "batch"), (2, "extern")):
+            steps.append(ran.with_columns(
+                order=pl.lit(order), JobID=pl.col("JobID") + f".{step}", JobIDRaw=pl.col("JobIDRaw") + f".{step}",
+                JobName=pl.lit(step), User=pl.lit(""), QOS=pl.lit(""), Partition=pl.lit(""), Timelimit=pl.lit(""),
+                Priority=pl.lit(""), ReqTRES=pl.lit(""), State=step_state,
+            ))  # fmt: skip
+        return (
+            pl.concat([alloc, *steps]).sort("raw_id", "attempt", "order").select(list(SACCT_FIELDS))
+        )
+
     # written in slices of jobs, so the text of only one slice is in memory at a time
     with open(out / "sacct.psv", "wb") as fh:
         fh.write(("|".join(SACCT_FIELDS) + "\n").encode())
-        for part in _slices(alloc, steps):
-            part.write_csv(fh, separator="|", quote_style="never", include_header=False)
+        for part in _slices(a):
+            records(part).write_csv(fh, separator="|", quote_style="never", include_header=False)
     # node events
     ns = result.log.frame("node_state")
     events = ns.select(

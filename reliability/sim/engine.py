@@ -17,6 +17,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 __all__ = ["EventLog", "Handle", "Kernel", "SchedulingError"]
@@ -131,24 +132,41 @@ class EventLog:
 
     ``log.add("job_end", t, job_id="7", state="COMPLETED")``; ``log.frame("job_end")`` gives
     a polars frame with a ``time`` column and one column per field (fields must be the same
-    for every record of a kind).
+    for every record of a kind). A field whose value is a ``list`` becomes a list column; it
+    is stored flattened, so millions of short lists stay cheap.
     """
 
     def __init__(self) -> None:
         self._cols: dict[str, dict[str, list[Any]]] = {}
+        self._lists: dict[str, dict[str, tuple[list[Any], list[int]]]] = {}
+        self._frames: dict[str, pl.DataFrame] = {}
 
-    def add(self, kind: str, time: float, **fields: Any) -> None:
+    def add(self, kind: str, time: float | None, **fields: Any) -> None:
         """Record one event of ``kind`` at ``time``."""
         cols = self._cols.get(kind)
         if cols is None:
-            cols = self._cols[kind] = {"time": [], **{k: [] for k in fields}}
-        elif cols.keys() - {"time"} != fields.keys():
-            raise ValueError(
-                f"event {kind!r}: fields {sorted(fields)} differ from {sorted(cols.keys() - {'time'})}"
-            )
+            cols = self._cols[kind] = {"time": []}
+            lists = self._lists[kind] = {}
+            for k, v in fields.items():
+                if isinstance(v, list):
+                    lists[k] = ([], [])
+                else:
+                    cols[k] = []
+        lists = self._lists[kind]
+        if len(fields) != len(cols) - 1 + len(lists) or any(
+            k not in cols and k not in lists for k in fields
+        ):
+            known = sorted([*(c for c in cols if c != "time"), *lists])
+            raise ValueError(f"event {kind!r}: fields {sorted(fields)} differ from {known}")
+        self._frames.pop(kind, None)
         cols["time"].append(time)
         for k, v in fields.items():
-            cols[k].append(v)
+            if k in lists:
+                flat, lengths = lists[k]
+                flat.extend(v)
+                lengths.append(len(v))
+            else:
+                cols[k].append(v)
 
     @property
     def kinds(self) -> list[str]:
@@ -163,4 +181,23 @@ class EventLog:
         cols = self._cols.get(kind)
         if cols is None:
             return pl.DataFrame(schema=schema or {"time": pl.Float64})
-        return pl.DataFrame(cols, schema_overrides=schema, strict=False)
+        cached = self._frames.get(kind)
+        if cached is not None and schema is None:
+            return cached
+        frame = pl.DataFrame(cols, schema_overrides=schema, strict=False)
+        n = frame.height
+        for name, (flat, lengths) in self._lists[kind].items():
+            rows = np.repeat(np.arange(n, dtype=np.int64), lengths)
+            values = pl.DataFrame({"__r": rows, name: pl.Series(flat, strict=False)})
+            grouped = values.group_by("__r").agg(pl.col(name))
+            col = (
+                pl.DataFrame({"__r": np.arange(n, dtype=np.int64)})
+                .join(grouped, on="__r", how="left", maintain_order="left")
+                .get_column(name)
+            )
+            if values.height:
+                col = col.fill_null(pl.lit([], dtype=col.dtype))
+            frame = frame.with_columns(col.alias(name))
+        if schema is None:
+            self._frames[kind] = frame
+        return frame

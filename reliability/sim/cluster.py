@@ -19,6 +19,7 @@ summarised inside the loop.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 from collections.abc import Callable
@@ -75,6 +76,9 @@ class ClusterSim:
         self.start_s: dict[int, float] = {}
         self.alloc: dict[int, list[tuple[int, int]]] = {}  # job -> [(node, gpus)]
         self.end_h: dict[int, Handle] = {}
+        self._ends: list[
+            tuple[float, int]
+        ] = []  # (start + time limit, job) of running jobs, sorted
         w = cfg.workload
         self.ckpt_s = w.checkpoint_interval_min * 60.0
         self.u0_s = w.restart_overhead_min * 60.0
@@ -224,6 +228,7 @@ class ClusterSim:
             self.on_node[node].add(job)
         self.state[job] = RUNNING
         self.start_s[job] = self.k.now
+        bisect.insort(self._ends, (self.k.now + self.limit[job], job))
         dur, how = self._planned_end(job)
         self.end_h[job] = self.k.after(
             dur, self._end, job, how, "user" if how != "COMPLETED" else "none", -1
@@ -238,6 +243,9 @@ class ClusterSim:
             Kernel.cancel(handle)
         now = self.k.now
         start = self.start_s.pop(job)
+        key = (start + self.limit[job], job)
+        i = bisect.bisect_left(self._ends, key)
+        del self._ends[i]
         elapsed = now - start
         overhead = min(self.u0_s if self.attempt[job] > 0 and self.training[job] else 0.0, elapsed)
         run = elapsed - overhead
@@ -329,12 +337,12 @@ class ClusterSim:
     def _backfill_ok(self, job: int, res: _Reservation) -> bool:
         if self.k.now + self.limit[job] <= res.shadow_s:
             return True
-        use = (
-            self.nn[job]
-            if self.gpus[job] >= self.G
-            else (0 if self._has_part(self.gpus[job]) else 1)
-        )
-        return self.n_whole - use >= res.need_whole
+        if self.gpus[job] >= self.G:
+            return self.n_whole - self.nn[job] >= res.need_whole
+        # a small job leaves the head's whole nodes alone if it fits on a partial node
+        if self.n_whole - 1 >= res.need_whole:
+            return True
+        return self.n_whole >= res.need_whole and self._has_part(self.gpus[job])
 
     def _has_part(self, g: int) -> bool:
         return any(self.part[f] for f in range(g, self.G))
@@ -343,10 +351,9 @@ class ClusterSim:
         need = self.nn[job] if self.gpus[job] >= self.G else 1
         if self.n_whole >= need:
             return _Reservation(self.k.now, need)
-        ends = sorted((self.start_s[j] + self.limit[j], j) for j in self.start_s)
         free: dict[int, int] = {}
         whole = self.n_whole
-        for t, j in ends:
+        for t, j in self._ends:
             for node, g in self.alloc[j]:
                 if not self.up[node]:
                     continue

@@ -7,8 +7,9 @@ Layout::
     DIR/quarantine/part-<sha16>.parquet the rows of that input that were not kept
 
 The manifest is the commit point: parts are written first (temp file + rename), then the
-manifest (temp file + rename), so a crash leaves the previous state readable and any part
-not in the manifest is ignored (and removed by the next ingest). Ingesting a file whose
+manifest (temp file + rename, every 200 inputs and at the end of an ingest call), so a crash
+leaves the previous state readable and any part not in the manifest is ignored (and removed
+by the next ingest). Ingesting a file whose
 sha256 is already recorded is a no-op. One writer at a time (a ``.lock`` file enforces it).
 
 Reading concatenates the parts in ingest order and drops rows repeated across inputs by each
@@ -40,6 +41,8 @@ from reliability.ingest import READERS, ReadResult
 __all__ = ["Dataset", "DatasetSummary", "IngestOutcome"]
 
 MANIFEST = "manifest.json"
+#: inputs per manifest write when many files are ingested in one call
+MANIFEST_BATCH = 200
 FORMAT = "reliability-dataset"
 DATA_TABLES = (
     "jobs",
@@ -251,37 +254,49 @@ class Dataset:
         outcomes: list[IngestOutcome] = []
         with self._lock():
             self._clean_orphans()
-            for p in paths:
-                path = Path(p)
-                if progress is not None:
-                    progress(path)
-                if not path.is_file():
-                    raise IngestError(str(path), "no such file")
-                sha, size = _sha256(path)
-                known = {i["sha256"]: i for i in self.manifest["inputs"]}
-                if sha in known:
-                    outcomes.append(
-                        IngestOutcome(
+            manifest = self.manifest
+            known = {i["sha256"]: i for i in manifest["inputs"]}
+            pending = 0  # entries appended to `manifest` but not yet written
+            try:
+                for p in paths:
+                    path = Path(p)
+                    if progress is not None:
+                        progress(path)
+                    if not path.is_file():
+                        raise IngestError(str(path), "no such file")
+                    sha, size = _sha256(path)
+                    if sha in known:
+                        k = known[sha]
+                        outcomes.append(IngestOutcome(str(path), "unchanged", sha, k["rows_read"],
+                                                      k["rows_kept"], k["rows_quarantined"]))  # fmt: skip
+                        continue
+                    result: ReadResult = reader(path, **kwargs)
+                    if strict and result.rows_quarantined:
+                        first = result.quarantine.row(0, named=True)
+                        raise IngestError(
                             str(path),
-                            "unchanged",
-                            sha,
-                            known[sha]["rows_read"],
-                            known[sha]["rows_kept"],
-                            known[sha]["rows_quarantined"],
+                            f"{result.rows_quarantined} row(s) would be quarantined "
+                            f"(--strict); first: {first['reason']}",
+                            line=first["line_no"],
                         )
-                    )
-                    continue
-                result: ReadResult = reader(path, **kwargs)
-                if strict and result.rows_quarantined:
-                    first = result.quarantine.row(0, named=True)
-                    raise IngestError(
-                        str(path),
-                        f"{result.rows_quarantined} row(s) would be quarantined "
-                        f"(--strict); first: {first['reason']}",
-                        line=first["line_no"],
-                    )
-                outcomes.append(self._commit(kind, path, sha, size, result, kwargs))
+                    entry, outcome = self._commit(kind, path, sha, size, result, kwargs)
+                    manifest["inputs"].append(entry)
+                    known[sha] = entry
+                    outcomes.append(outcome)
+                    pending += 1
+                    if pending >= MANIFEST_BATCH:
+                        self._write_manifest(manifest)
+                        pending = 0
+            finally:
+                # inputs read before an error stay committed, as if ingested one by one
+                if pending:
+                    self._write_manifest(manifest)
         return outcomes
+
+    def _write_manifest(self, manifest: dict[str, Any]) -> None:
+        manifest["package_version"] = __version__
+        manifest["updated"] = datetime.now(UTC).isoformat(timespec="seconds")
+        write_json_atomic(manifest, self.path / MANIFEST)
 
     def _commit(
         self,
@@ -291,7 +306,8 @@ class Dataset:
         size: int,
         result: ReadResult,
         options: dict[str, Any],
-    ) -> IngestOutcome:
+    ) -> tuple[dict[str, Any], IngestOutcome]:
+        """Write one input's parts; return its manifest entry (the caller records it)."""
         part_id = sha[:16]
         parts: dict[str, str] = {}
         for table, frame in result.tables.items():
@@ -321,12 +337,7 @@ class Dataset:
             "package_version": __version__,
             "taxonomy_version": taxonomy.TAXONOMY_VERSION,
         }
-        m = self.manifest
-        m["inputs"].append(entry)
-        m["package_version"] = __version__
-        m["updated"] = entry["ingested_at"]
-        write_json_atomic(m, self.path / MANIFEST)
-        return IngestOutcome(
+        return entry, IngestOutcome(
             str(path),
             "ingested",
             sha,

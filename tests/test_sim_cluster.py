@@ -55,18 +55,25 @@ def test_preemption_after_two_hours():
 
 
 def test_crash_health_check_and_escape():
-    """A GPU falls off the bus: the job on it fails at once; the health check at the node's next
-    5-minute tick drains the node and requeues the job that started in between."""
+    """A GPU falls off the bus: the job on it fails at once and the epilog's health check
+    drains the node 30 s later, so the next job waits for the repair."""
     attempts, log = _run(1, [(0, 0.0, 8, 1, 1000.0, 20000, 5000.0, "COMPLETED", 0.5, False),
                              (1, 200.0, 8, 1, 500.0, 20000, 5000.0, "COMPLETED", 0.5, False)],
                          [(0, 100.0, "failure", "gpu_fell_off_bus", True, 3600.0, False, 50.0)])  # fmt: skip
     assert attempts == [
         (0, 0, 0.0, 100.0, "FAILED", "gpu_fell_off_bus", 0),
-        (1, 0, 200.0, 350.0, "REQUEUED", "gpu_fell_off_bus", 0),
-        (1, 1, 3950.0, 4450.0, "COMPLETED", "none", -1),
+        (1, 0, 3730.0, 4230.0, "COMPLETED", "none", -1),
     ]
     assert log.frame("xid").rows() == [(100.0, 0, "79", 100 * 7919 % 8)]
-    assert log.frame("health").select("time", "code").rows() == [(350.0, "gpu_fell_off_bus")]
+    assert log.frame("health").select("time", "code").rows() == [(130.0, "gpu_fell_off_bus")]
+    # a fault on an idle node is caught at the node's next 5-minute tick (phase 50 s -> 350 s),
+    # and a job that started on it in between is requeued
+    attempts, log = _run(1, [(1, 200.0, 8, 1, 500.0, 20000, 5000.0, "COMPLETED", 0.5, False)],
+                         [(0, 100.0, "failure", "gpu_fell_off_bus", True, 3600.0, False, 50.0)])  # fmt: skip
+    assert attempts == [
+        (0, 0, 200.0, 350.0, "REQUEUED", "gpu_fell_off_bus", 0),
+        (0, 1, 3950.0, 4450.0, "COMPLETED", "none", -1),
+    ]
     # the same fault escaping the health check: the node stays in service
     attempts, log = _run(1, [(0, 0.0, 8, 1, 1000.0, 20000, 5000.0, "COMPLETED", 0.5, False),
                              (1, 200.0, 8, 1, 500.0, 20000, 5000.0, "COMPLETED", 0.5, False)],
@@ -84,10 +91,11 @@ def test_training_run_keeps_checkpointed_work():
     # crashed at 5000 s: one checkpoint (3600 s) kept, 1400 s lost; restart 5300+100 -> needs u0 + 6400
     assert a.get_column("productive_s").to_list() == [cfg_ckpt, 10000.0 - cfg_ckpt]
     assert a.get_column("lost_s").to_list() == [1400.0, 0.0]
-    # requeued at 5000 (+120 s -> eligible 5120); the 5100 s health-check tick drains the node
-    # for its 100 s repair, so the run restarts at 5200 and needs u0 (300 s) + the 6400 s left
-    assert attempts[1][2] == 5200.0
-    assert attempts[1][3] == 5200.0 + 300.0 + 6400.0
+    # requeued at 5000 (+120 s -> eligible 5120); the epilog check drains the node at 5030 for
+    # its 100 s repair (back at 5130): the run restarts at max(5120, 5130) and needs u0 (300 s)
+    # + the 6400 s left
+    assert attempts[1][2] == 5130.0
+    assert attempts[1][3] == 5130.0 + 300.0 + 6400.0
 
 
 @pytest.fixture(scope="module")

@@ -33,7 +33,8 @@ from reliability.sim.engine import EventLog, Handle, Kernel
 __all__ = ["ClusterSim"]
 
 QUEUED, RUNNING, DONE = 0, 1, 2
-REQUEUE_DELAY_S = 120.0  # Slurm sets BeginTime about two minutes after a requeue
+REQUEUE_DELAY_S = 120.0
+EPILOG_S = 30.0  # the job epilog's health check runs this long after a crash  # Slurm sets BeginTime about two minutes after a requeue
 BACKFILL_DEPTH = 100  # jobs a backfill pass considers (Slurm bf_max_job_test, scaled down)
 QUICK_DEPTH = 10  # jobs an event-triggered pass considers (Slurm default_queue_depth, scaled)
 BACKFILL_INTERVAL_S = 60.0  # Slurm bf_interval (default 30 s; coarser here for speed)
@@ -447,14 +448,17 @@ class ClusterSim:
             self.k.after(self.slurmd_timeout_s, self._take_down, node, "DOWN", "Not responding", "slurm",
                          repair_s, cause)  # fmt: skip
             return
-        for job in sorted(self.on_node[node]):
+        crashed = sorted(self.on_node[node])
+        for job in crashed:
             self._end(job, "FAILED", cause, node)
         self.log.add(
             "failure", now, node=node, cause=cause, lemon=lemon, detected=detected, effect="crash"
         )
         if detected:
-            tick = self._next_check(phase, now)
-            self.k.at(tick, self._health_check, node, cause, repair_s)
+            # jobs crashed: the epilog health check runs at once and drains the node before it
+            # is reused; an idle node is caught at its next periodic (5-minute) check
+            when = now + EPILOG_S if crashed else self._next_check(phase, now)
+            self.k.at(when, self._health_check, node, cause, repair_s)
 
     def _health_check(self, node: int, cause: str | None, repair_s: float) -> None:
         if not self.up[node]:

@@ -1,0 +1,163 @@
+"""Failure attribution: why did each job attempt end? (Kokolis et al. HPCA'25 §III).
+
+Each attempt is joined with the critical health events and the node-state changes on its own
+nodes around its end, as polars joins (no per-job Python loop), and classified:
+
+- ``failure_domain``: ``none`` (completed, or still running/pending), ``user``,
+  ``system_software``, ``hardware``, ``infrastructure`` (shared filesystem), ``preemption``,
+  ``unknown``;
+- ``failure_cause``: the taxonomy component of the evidence (``gpu``, ``gpu_memory``,
+  ``ib_link``, ``filesystem``...), ``unknown`` when a node failed without a signal;
+- ``culprit_node``: the node the evidence is on.
+
+Default rule (the paper's): an attempt ended by hardware is NODE_FAIL, or FAILED (here also
+REQUEUED: Slurm's state for a health-check requeue) with a critical health event on one of its
+nodes from ``before_min`` minutes before its end to ``after_min`` after.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+if TYPE_CHECKING:
+    from reliability.store import Dataset
+
+__all__ = ["DOMAINS", "attribute_failures", "attribution_quality"]
+
+DOMAINS = ("none", "user", "system_software", "hardware", "infrastructure", "preemption", "unknown")
+#: component -> failure domain of a critical event
+COMPONENT_DOMAIN = {
+    "filesystem": "infrastructure",
+    "software": "system_software",
+    "unknown": "unknown",
+}
+_EVIDENCE_STATES = ("FAILED", "NODE_FAIL", "REQUEUED", "BOOT_FAIL", "LAUNCH_FAILED")
+_OUT_OF_SERVICE = ("DOWN", "FAIL", "DRAIN")
+
+
+def _frames(
+    source: Dataset | pl.DataFrame, health: pl.DataFrame | None, states: pl.DataFrame | None
+):
+    if isinstance(source, pl.DataFrame):
+        return (
+            source,
+            health if health is not None else pl.DataFrame(),
+            states if states is not None else pl.DataFrame(),
+        )
+    return source.jobs, source.health_events, source.node_states
+
+
+def attribute_failures(
+    source: Dataset | pl.DataFrame,
+    *,
+    before_min: float = 10.0,
+    after_min: float = 5.0,
+    health_events: pl.DataFrame | None = None,
+    node_states: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """Classify how every job attempt ended.
+
+    Parameters
+    ----------
+    source : a Dataset, or a jobs frame (then pass ``health_events`` / ``node_states``)
+    before_min, after_min : evidence window around the attempt's end [minutes]
+
+    Returns
+    -------
+    The jobs frame with ``failure_domain``, ``failure_cause``, ``culprit_node`` added.
+    """
+    jobs, he, ns = _frames(source, health_events, node_states)
+    jobs = jobs.with_row_index("__rid")
+    before, after = timedelta(minutes=before_min), timedelta(minutes=after_min)
+    ended = (
+        jobs.filter(
+            pl.col("state").cast(pl.String).is_in(_EVIDENCE_STATES)
+            & pl.col("end_time").is_not_null()
+        )
+        .select("__rid", "cluster", "end_time", node=pl.col("nodes"))
+        .explode("node")
+        .drop_nulls("node")
+    )
+    evidence = [pl.DataFrame(schema={"__rid": pl.UInt32, "__cause": pl.String, "__node": pl.String,
+                                     "__dist": pl.Int64, "__kind": pl.Int8})]  # fmt: skip
+    if he.height:
+        crit = he.filter(pl.col("severity") == "critical").select(
+            "cluster", "node", "time", __cause=pl.col("component").cast(pl.String)
+        )
+        hits = ended.join(crit, on=["cluster", "node"], how="inner").filter(
+            (pl.col("time") >= pl.col("end_time") - before)
+            & (pl.col("time") <= pl.col("end_time") + after)
+        )
+        evidence.append(hits.select(
+            "__rid", "__cause", __node=pl.col("node"),
+            __dist=(pl.col("time") - pl.col("end_time")).dt.total_microseconds().abs(), __kind=pl.lit(0, pl.Int8),
+        ))  # fmt: skip
+    if ns.height:
+        down = ns.filter(pl.col("state").cast(pl.String).is_in(_OUT_OF_SERVICE)).select(
+            "cluster", "node", "start"
+        )
+        hits = ended.join(down, on=["cluster", "node"], how="inner").filter(
+            (pl.col("start") >= pl.col("end_time") - before)
+            & (pl.col("start") <= pl.col("end_time") + after)
+        )
+        evidence.append(hits.select(
+            "__rid", __cause=pl.lit("unknown"), __node=pl.col("node"),
+            __dist=(pl.col("start") - pl.col("end_time")).dt.total_microseconds().abs(), __kind=pl.lit(1, pl.Int8),
+        ))  # fmt: skip
+    # the best evidence per attempt: a health event before a bare node-state change, then nearest
+    best = (
+        pl.concat(evidence, how="vertical_relaxed")
+        .sort("__rid", "__kind", "__dist", "__node")
+        .group_by("__rid", maintain_order=True)
+        .first()
+    )
+    out = jobs.join(best, on="__rid", how="left")
+    state = pl.col("state").cast(pl.String)
+    has_health = pl.col("__kind") == 0
+    evidence_domain = pl.col("__cause").replace_strict(
+        COMPONENT_DOMAIN, default="hardware", return_dtype=pl.String
+    )
+    domain = (
+        pl.when(state.is_in(["COMPLETED", "RUNNING", "PENDING", "SUSPENDED", "RESIZING"])).then(pl.lit("none"))
+        .when(state == "PREEMPTED").then(pl.lit("preemption"))
+        .when(state.is_in(["NODE_FAIL", "BOOT_FAIL"])).then(
+            pl.when(has_health).then(evidence_domain).otherwise(pl.lit("hardware")))
+        .when(state.is_in(["FAILED", "REQUEUED", "LAUNCH_FAILED"]) & has_health).then(evidence_domain)
+        .when(state == "REQUEUED").then(pl.lit("unknown"))
+        .otherwise(pl.lit("user"))
+    )  # fmt: skip
+    failed_by_evidence = pl.col("failure_domain").is_in(
+        ["hardware", "infrastructure", "system_software", "unknown"]
+    )
+    return (
+        out.with_columns(failure_domain=domain)
+        .with_columns(
+            failure_cause=pl.when(failed_by_evidence).then(pl.col("__cause").fill_null("unknown")),
+            culprit_node=pl.when(failed_by_evidence).then(pl.col("__node")),
+        )
+        .drop("__rid", "__cause", "__node", "__dist", "__kind")
+    )
+
+
+def attribution_quality(attributed: pl.DataFrame, truth: pl.DataFrame) -> dict[str, float]:
+    """Precision and recall of the ``hardware``/``infrastructure`` label against a simulator's
+    ``truth/attempts.parquet`` (column ``hardware``), matched on job id and attempt."""
+    got = attributed.select(
+        "job_id", pl.col("attempt").cast(pl.Int64),
+        flagged=pl.col("failure_domain").is_in(["hardware", "infrastructure"]),
+    )  # fmt: skip
+    both = got.join(
+        truth.select("job_id", pl.col("attempt").cast(pl.Int64), "hardware"),
+        on=["job_id", "attempt"],
+    )
+    tp = both.filter(pl.col("flagged") & pl.col("hardware")).height
+    fp = both.filter(pl.col("flagged") & ~pl.col("hardware")).height
+    fn = both.filter(~pl.col("flagged") & pl.col("hardware")).height
+    return {
+        "precision": tp / (tp + fp) if tp + fp else float("nan"),
+        "recall": tp / (tp + fn) if tp + fn else float("nan"),
+        "true_positives": float(tp), "false_positives": float(fp), "false_negatives": float(fn),
+    }  # fmt: skip

@@ -6,6 +6,7 @@ logs, DCGM scrapes, canonical CSV/JSONL) into a :class:`Dataset` of canonical ta
 """
 
 from reliability._version import __version__
+from reliability.attribution import attribute_failures
 from reliability.errors import IngestError, ReliabilityError, SchemaError
 from reliability.ingest import (
     ReadResult,
@@ -32,6 +33,7 @@ __all__ = [
     "ReliabilityError",
     "SchemaError",
     "__version__",
+    "attribute_failures",
     "hostlist",
     "read_dcgm",
     "read_health",

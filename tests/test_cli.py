@@ -98,3 +98,18 @@ def test_simulate_cluster_cli(tmp_path, capsys):
     assert Dataset(tmp_path / "ds").jobs.height > 100
     assert main(["simulate", "cluster", "--preset", "nope", "--out", str(tmp_path / "x")]) == 2
     assert "unknown preset" in capsys.readouterr().err
+
+
+def test_analyze_cli(tmp_path, capsys):
+    assert main(["simulate", "cluster", "--preset", "small", "--days", "20", "--seed", "1",
+                 "--out", str(tmp_path / "sim"), "--ingest", str(tmp_path / "ds")]) == 0  # fmt: skip
+    capsys.readouterr()
+    assert main(["analyze", str(tmp_path / "ds"), "--min-gpus", "32"]) == 0
+    out = capsys.readouterr().out
+    assert "r_f =" in out
+    assert "secondary preemptions" in out
+    import polars as pl
+
+    by = pl.read_parquet(tmp_path / "ds" / "analysis" / "mttf_by_size.parquet")
+    assert by.height > 3
+    assert main(["analyze", str(tmp_path)]) == 2

@@ -1,5 +1,25 @@
-"""Models: failure rates and MTTF (more land with their issues)."""
+"""Models: attribution-based failure rates, MTTF by job size, rates over time, workload breakdowns."""
 
 from reliability.models.mttf import SIZE_BUCKETS, MTTFResult, fit_mttf, mttf_h, poisson_ci
+from reliability.models.rates import RateSeries, component_failure_rates, failure_rate_series
+from reliability.models.workload import (
+    hardware_share,
+    job_size_distribution,
+    job_state_breakdown,
+    secondary_preemptions,
+)
 
-__all__ = ["SIZE_BUCKETS", "MTTFResult", "fit_mttf", "mttf_h", "poisson_ci"]
+__all__ = [
+    "SIZE_BUCKETS",
+    "MTTFResult",
+    "RateSeries",
+    "component_failure_rates",
+    "failure_rate_series",
+    "fit_mttf",
+    "hardware_share",
+    "job_size_distribution",
+    "job_state_breakdown",
+    "mttf_h",
+    "poisson_ci",
+    "secondary_preemptions",
+]

@@ -1,0 +1,122 @@
+"""Workload and failure-impact breakdowns (Kokolis et al. HPCA'25 Figs. 3, 6 and 8).
+
+All functions take the attributed jobs frame (:func:`reliability.attribute_failures`); GPU
+time is ``n_accelerators x (end - start)`` of each attempt.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import numpy as np
+import polars as pl
+
+from reliability.models.mttf import HARDWARE, SIZE_BUCKETS
+
+__all__ = [
+    "hardware_share",
+    "job_size_distribution",
+    "job_state_breakdown",
+    "secondary_preemptions",
+]
+
+
+def _gpu_hours(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame.with_columns(
+        gpu_hours=(pl.col("n_accelerators").cast(pl.Float64)
+                   * (pl.col("end_time") - pl.col("start_time")).dt.total_seconds().fill_null(0.0) / 3600.0)
+    )  # fmt: skip
+
+
+def job_state_breakdown(jobs: pl.DataFrame) -> pl.DataFrame:
+    """Attempts by final state: count and share, GPU-hours and share (HPCA'25 Fig. 3)."""
+    g = (
+        _gpu_hours(jobs)
+        .group_by(pl.col("state").cast(pl.String))
+        .agg(attempts=pl.len(), gpu_hours=pl.col("gpu_hours").sum())
+    )
+    return g.with_columns(
+        share=pl.col("attempts") / pl.col("attempts").sum(),
+        gpu_share=pl.col("gpu_hours") / pl.col("gpu_hours").sum(),
+    ).sort("attempts", descending=True)
+
+
+def job_size_distribution(jobs: pl.DataFrame) -> pl.DataFrame:
+    """Jobs (first attempts) and GPU time by size bucket (HPCA'25 Fig. 6)."""
+    edges = np.array(SIZE_BUCKETS)
+    g = _gpu_hours(jobs).with_columns(
+        bucket=pl.col("n_accelerators").map_batches(
+            lambda s: pl.Series(
+                edges[np.searchsorted(edges, np.maximum(s.to_numpy(), 1), side="right") - 1]
+            ),
+            return_dtype=pl.Int64,
+        )
+    )
+    out = (
+        g.group_by("bucket")
+        .agg(jobs=(pl.col("attempt") == 0).sum(), gpu_hours=pl.col("gpu_hours").sum())
+        .sort("bucket")
+    )
+    return out.with_columns(
+        job_share=pl.col("jobs") / pl.col("jobs").sum(),
+        gpu_share=pl.col("gpu_hours") / pl.col("gpu_hours").sum(),
+    )
+
+
+def hardware_share(attributed: pl.DataFrame) -> dict[str, float]:
+    """Share of attempts ended by hardware and their share of GPU runtime (paper: 0.2% / 18.7%)."""
+    g = _gpu_hours(attributed.filter(pl.col("end_time").is_not_null()))
+    hw = g.get_column("failure_domain").is_in(HARDWARE)
+    total = g.get_column("gpu_hours").sum()
+    return {
+        "attempt_share": float(hw.mean() or 0.0),
+        "gpu_time_share": float(g.filter(hw).get_column("gpu_hours").sum() / total)
+        if total
+        else float("nan"),
+    }
+
+
+def secondary_preemptions(
+    attributed: pl.DataFrame, *, tolerance_s: float = 60.0
+) -> dict[str, float]:
+    """Preemptions caused by the requeue of hardware-failed jobs (HPCA'25 Fig. 8; paper: 16%
+    of the failure overhead).
+
+    A preemption counts as secondary when it ends within ``tolerance_s`` before the start of
+    an attempt that follows a hardware-ended attempt of the same job, on a shared node.
+    Failure overhead = GPU-hours of hardware-ended attempts + GPU-hours of secondary
+    preemptions.
+    """
+    g = _gpu_hours(attributed)
+    hw_prev = g.sort("cluster", "job_id", "attempt").with_columns(
+        prev_hw=pl.col("failure_domain").is_in(HARDWARE).shift(1).over("cluster", "job_id")
+    )
+    restarts = (
+        hw_prev.filter(pl.col("prev_hw").fill_null(False) & pl.col("start_time").is_not_null())
+        .select("cluster", restart_start="start_time", node=pl.col("nodes"))
+        .explode("node")
+    )
+    pre = (
+        g.filter(pl.col("state").cast(pl.String) == "PREEMPTED")
+        .with_row_index("__p")
+        .select("__p", "cluster", "end_time", "gpu_hours", node=pl.col("nodes"))
+        .explode("node")
+    )
+    tol = timedelta(seconds=tolerance_s)
+    hit = (
+        pre.join(restarts, on=["cluster", "node"], how="inner")
+        .filter(
+            (pl.col("end_time") <= pl.col("restart_start"))
+            & (pl.col("end_time") >= pl.col("restart_start") - tol)
+        )
+        .unique("__p")
+    )
+    secondary_h = float(hit.get_column("gpu_hours").sum())
+    hw_h = float(g.filter(pl.col("failure_domain").is_in(HARDWARE)).get_column("gpu_hours").sum())
+    total = secondary_h + hw_h
+    return {
+        "count": float(hit.height),
+        "gpu_hours": secondary_h,
+        "hardware_gpu_hours": hw_h,
+        "share_of_failure_overhead": secondary_h / total if total else float("nan"),
+    }

@@ -103,14 +103,16 @@ def secondary_preemptions(
         .explode("node")
     )
     tol = timedelta(seconds=tolerance_s)
+    # for each preempted (node, end), the next restart on that node within the tolerance
     hit = (
-        pre.join(restarts, on=["cluster", "node"], how="inner")
-        .filter(
-            (pl.col("end_time") <= pl.col("restart_start"))
-            & (pl.col("end_time") >= pl.col("restart_start") - tol)
+        pre.drop_nulls("end_time").sort("end_time")
+        .join_asof(
+            restarts.sort("restart_start"), left_on="end_time", right_on="restart_start",
+            by=["cluster", "node"], strategy="forward", tolerance=tol, check_sortedness=False,
         )
+        .filter(pl.col("restart_start").is_not_null())
         .unique("__p")
-    )
+    )  # fmt: skip
     secondary_h = float(hit.get_column("gpu_hours").sum())
     hw_h = float(g.filter(pl.col("failure_domain").is_in(HARDWARE)).get_column("gpu_hours").sum())
     total = secondary_h + hw_h

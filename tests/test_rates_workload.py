@@ -117,3 +117,26 @@ def test_breakdowns_and_secondary_preemption():
     sizes = job_size_distribution(jobs)
     assert sizes.get_column("job_share").sum() == pytest.approx(1.0)
     assert dict(sizes.select("bucket", "jobs").iter_rows()) == {1: 1, 8: 2, 64: 1}
+
+
+def test_taxonomy_and_cooccurrence():
+    from reliability.models import failure_taxonomy, signal_cooccurrence
+
+    jobs = _jobs([
+        ("1", 0, "NODE_FAIL", "hardware", 64, 0.0, 2.0, ["a"]),
+        ("2", 0, "FAILED", "hardware", 8, 0.0, 2.0, ["b"]),
+        ("3", 0, "FAILED", "user", 8, 0.0, 2.0, ["c"]),
+        ("4", 0, "COMPLETED", "none", 8, 0.0, 2.0, ["c"]),
+    ]).with_columns(failure_cause=pl.Series(["gpu", "gpu", None, None]))  # fmt: skip
+    t = failure_taxonomy(jobs)
+    gpu = t.filter((pl.col("failure_domain") == "hardware") & (pl.col("failure_cause") == "gpu"))
+    assert gpu.item(0, "attempts") == 2
+    assert gpu.item(0, "share") == pytest.approx(0.5)
+    assert gpu.item(0, "share_of_failures") == pytest.approx(1.0)
+    he = pl.DataFrame({
+        "cluster": "c", "node": ["a", "a", "a", "b"], "source": ["kernel_log", "dcgm", "kernel_log", "dcgm"],
+        "code": ["79", "PCIE_REPLAY_COUNTER", "79", "PCIE_REPLAY_COUNTER"],
+        "time": [T0, T0 + timedelta(minutes=3), T0 + timedelta(hours=5), T0],
+    })  # fmt: skip
+    co = signal_cooccurrence(he)
+    assert co.rows() == [("dcgm:PCIE_REPLAY_COUNTER", "kernel_log:79", 1, 1)]

@@ -3,10 +3,12 @@
 from reliability.models.mttf import SIZE_BUCKETS, MTTFResult, fit_mttf, mttf_h, poisson_ci
 from reliability.models.rates import RateSeries, component_failure_rates, failure_rate_series
 from reliability.models.workload import (
+    failure_taxonomy,
     hardware_share,
     job_size_distribution,
     job_state_breakdown,
     secondary_preemptions,
+    signal_cooccurrence,
 )
 
 __all__ = [
@@ -15,6 +17,7 @@ __all__ = [
     "RateSeries",
     "component_failure_rates",
     "failure_rate_series",
+    "failure_taxonomy",
     "fit_mttf",
     "hardware_share",
     "job_size_distribution",
@@ -22,4 +25,5 @@ __all__ = [
     "mttf_h",
     "poisson_ci",
     "secondary_preemptions",
+    "signal_cooccurrence",
 ]

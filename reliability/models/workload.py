@@ -122,3 +122,38 @@ def secondary_preemptions(
         "hardware_gpu_hours": hw_h,
         "share_of_failure_overhead": secondary_h / total if total else float("nan"),
     }
+
+
+def failure_taxonomy(attributed: pl.DataFrame) -> pl.DataFrame:
+    """Attempts by failure domain and cause: counts and shares (of all attempts, and of the
+    attempts that failed for a non-user reason)."""
+    out = (
+        attributed.group_by("failure_domain", pl.col("failure_cause").fill_null("-"))
+        .agg(attempts=pl.len())
+        .with_columns(share=pl.col("attempts") / pl.col("attempts").sum())
+    )
+    failing = out.filter(
+        pl.col("failure_domain").is_in(["hardware", "infrastructure", "system_software", "unknown"])
+    )
+    total = failing.get_column("attempts").sum()
+    return out.join(
+        failing.select("failure_domain", "failure_cause", share_of_failures=pl.col("attempts") / total),
+        on=["failure_domain", "failure_cause"], how="left",
+    ).sort("attempts", descending=True)  # fmt: skip
+
+
+def signal_cooccurrence(health_events: pl.DataFrame, *, window_min: float = 10.0) -> pl.DataFrame:
+    """How often two signal codes appear on the same node within ``window_min`` minutes
+    (e.g. PCIe errors with Xid 79): ``code_a``, ``code_b`` (a < b), ``pairs``, ``nodes``."""
+    e = health_events.select(
+        "cluster", "node", "time", code=pl.format("{}:{}", pl.col("source").cast(pl.String), "code")
+    )
+    w = timedelta(minutes=window_min)
+    pairs = e.join(e, on=["cluster", "node"], how="inner", suffix="_b").filter(
+        (pl.col("code") < pl.col("code_b")) & ((pl.col("time") - pl.col("time_b")).abs() <= w)
+    )
+    return (
+        pairs.group_by(code_a="code", code_b="code_b")
+        .agg(pairs=pl.len(), nodes=pl.col("node").n_unique())
+        .sort("pairs", descending=True)
+    )

@@ -348,6 +348,19 @@ class ClusterSim:
     def _has_part(self, g: int) -> bool:
         return any(self.part[f] for f in range(g, self.G))
 
+    def _would_free(self, job: int, free: dict[int, int]) -> int:
+        """Add ``job``'s GPUs to the hypothetical free counts ``free``; return how many of its
+        (in-service) nodes that makes wholly free."""
+        became_whole = 0
+        for node, g in self.alloc[job]:
+            if not self.up[node]:
+                continue
+            before = free.get(node, self.free[node])
+            free[node] = before + g
+            if free[node] == self.G and before < self.G:
+                became_whole += 1
+        return became_whole
+
     def _shadow(self, job: int) -> _Reservation:
         need = self.nn[job] if self.gpus[job] >= self.G else 1
         if self.n_whole >= need:
@@ -355,13 +368,7 @@ class ClusterSim:
         free: dict[int, int] = {}
         whole = self.n_whole
         for t, j in self._ends:
-            for node, g in self.alloc[j]:
-                if not self.up[node]:
-                    continue
-                before = free.get(node, self.free[node])
-                free[node] = before + g
-                if free[node] == self.G and before < self.G:
-                    whole += 1
+            whole += self._would_free(j, free)
             if whole >= need:
                 return _Reservation(t, need)
         return _Reservation(math.inf, need)
@@ -390,18 +397,12 @@ class ClusterSim:
         if not victims:
             self._preempt_failed = (job, now)
             return False
-        free = {}
+        free: dict[int, int] = {}
         chosen: list[int] = []
         gained = 0
         for v in victims:
             chosen.append(v)
-            for node, g in self.alloc[v]:
-                if not self.up[node]:
-                    continue
-                before = free.get(node, self.free[node])
-                free[node] = before + g
-                if free[node] == self.G and before < self.G:
-                    gained += 1
+            gained += self._would_free(v, free)
             if gained >= need:
                 break
         if gained < need:

@@ -140,3 +140,24 @@ def test_taxonomy_and_cooccurrence():
     })  # fmt: skip
     co = signal_cooccurrence(he)
     assert co.rows() == [("dcgm:PCIE_REPLAY_COUNTER", "kernel_log:79", 1, 1)]
+
+
+def test_lanl_node_mttf(shared):
+    """Real data (LANL 1996-2005, Schroeder & Gibson DSN'06): every record reads, and the
+    per-system node MTTF with censoring at the observation end is finite and sane."""
+    from reliability.ingest import read_lanl
+    from reliability.models import node_mttf
+
+    r = read_lanl(shared / "lanl-failure-1996-2005" / "LA-UR-05-7318-failure-data-1996-2005.csv")
+    assert r.rows_read == 23739
+    assert r.rows_quarantined == 0
+    cf, inv = r.tables["component_failures"], r.tables["inventory"]
+    m = node_mttf(cf, inv)
+    assert m.get_column("failures").sum() == 23739
+    assert m.height >= 22
+    many = m.filter(pl.col("components") >= 20)  # systems with many nodes
+    mttf = many.get_column("mttf_days")
+    assert (mttf > 30).all()
+    assert (mttf < 20 * 365).all()  # node MTTF of months to years
+    assert (many.get_column("mttf_days_low") <= mttf).all()
+    assert (mttf <= many.get_column("mttf_days_high")).all()

@@ -24,6 +24,7 @@ from reliability.ingest._common import ReadResult, read_bytes
 from reliability.ingest.dcgm import read_dcgm
 from reliability.ingest.health import read_health
 from reliability.ingest.kernel_log import read_kernel_log
+from reliability.ingest.lanl import read_lanl
 from reliability.ingest.slurm import read_sacct
 from reliability.ingest.slurm_nodes import (
     read_sacctmgr_events,
@@ -38,6 +39,7 @@ __all__ = [
     "read_dcgm",
     "read_health",
     "read_kernel_log",
+    "read_lanl",
     "read_node_snapshot",
     "read_sacct",
     "read_sacctmgr_events",
@@ -66,4 +68,5 @@ READERS = {
     "kernel": read_kernel_log,
     "dcgm": read_dcgm,
     "health": read_health,
+    "lanl": read_lanl,
 }

@@ -19,7 +19,7 @@ import polars as pl
 
 from reliability.models.mttf import HARDWARE, poisson_ci
 
-__all__ = ["RateSeries", "component_failure_rates", "failure_rate_series"]
+__all__ = ["RateSeries", "component_failure_rates", "failure_rate_series", "node_mttf"]
 
 
 @dataclass
@@ -161,3 +161,34 @@ def component_failure_rates(
     return out.with_columns(
         rate_per_day=pl.Series(k / cd), ci_low=pl.Series(lo / cd), ci_high=pl.Series(hi / cd)
     )
+
+
+def node_mttf(
+    component_failures: pl.DataFrame,
+    inventory: pl.DataFrame,
+    *,
+    end: object = None,
+    alpha: float = 0.05,
+) -> pl.DataFrame:
+    """Per cluster: failures, component-days in service (censored at ``end``, default the last
+    failure), and the mean time to failure of one component [days] with an exact interval."""
+    stop = end if end is not None else component_failures.get_column("failed_at").max()
+    days = inventory.with_columns(
+        d=(pl.min_horizontal(pl.col("out_of_service").fill_null(stop), pl.lit(stop)) - pl.col("in_service"))
+        .dt.total_seconds().clip(lower_bound=0) / 86400.0
+    ).group_by("cluster").agg(component_days=pl.col("d").sum(), components=pl.len())  # fmt: skip
+    k = component_failures.group_by("cluster").agg(failures=pl.len().cast(pl.Int64))
+    out = (
+        days.join(k, on="cluster", how="left")
+        .with_columns(pl.col("failures").fill_null(0))
+        .sort("cluster")
+    )
+    f = out.get_column("failures").to_numpy()
+    cd = out.get_column("component_days").to_numpy()
+    lo, hi = poisson_ci(f, alpha)
+    with np.errstate(divide="ignore"):
+        return out.with_columns(
+            mttf_days=pl.Series(np.where(f > 0, cd / np.maximum(f, 1), np.inf)),
+            mttf_days_low=pl.Series(cd / hi),
+            mttf_days_high=pl.Series(np.where(lo > 0, cd / np.where(lo > 0, lo, 1), np.inf)),
+        )

@@ -157,7 +157,8 @@ def test_lanl_node_mttf(shared):
     assert m.height >= 22
     many = m.filter(pl.col("components") >= 20)  # systems with many nodes
     mttf = many.get_column("mttf_days")
-    assert (mttf > 30).all()
-    assert (mttf < 20 * 365).all()  # node MTTF of months to years
+    # node MTTF from weeks (system 2: 49 nodes of 128 processors, 7,104 failures) to years
+    assert (mttf > 5).all()
+    assert (mttf < 20 * 365).all()
     assert (many.get_column("mttf_days_low") <= mttf).all()
     assert (mttf <= many.get_column("mttf_days_high")).all()

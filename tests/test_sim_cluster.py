@@ -195,3 +195,14 @@ def test_requeued_large_jobs_preempt_small_ones():
     preempted = a.filter(pl.col("state") == "PREEMPTED").select(t=pl.col("end_s"))
     secondary = preempted.join(restarts.unique(), on="t", how="semi")
     assert secondary.height > 0
+
+
+def test_public_api():
+    import reliability.sim as sim
+
+    assert {"small", "rsc1", "rsc2"} <= set(sim.preset_names())
+    r = sim.simulate_cluster(sim.load_preset("small"), days=1, seed=0)
+    assert isinstance(r, sim.ClusterResult)
+    assert r.log.frame("attempt").height > 0
+    with pytest.raises(ValueError, match="unknown preset"):
+        sim.load_preset("nope")

@@ -91,7 +91,6 @@ def write_cluster(result: ClusterResult, out: Path) -> Path:
     node_name = pl.Series("n", names)
     start_us = int(cfg.start.timestamp() * 1_000_000)
     tz = cfg.tz
-    gpn = cfg.gpus_per_node
     attempts = result.log.frame("attempt")
     jobs = result.jobs
     a = (
@@ -234,7 +233,6 @@ def write_cluster(result: ClusterResult, out: Path) -> Path:
         },
     }  # fmt: skip
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-    del gpn
     return out
 
 

@@ -66,6 +66,13 @@ def _parser() -> argparse.ArgumentParser:
     cl.add_argument("--seed", type=int, default=0)
     cl.add_argument("--out", type=Path, required=True, help="output folder (raw logs + truth/)")
     cl.add_argument("--ingest", type=Path, help="also ingest the output into this Dataset folder")
+    pod = simsub.add_parser(
+        "pod", help="TPUv4-like pod, component side: failures, repairs, maintenance (NSDI'24)"
+    )
+    pod.add_argument("--preset", default="tpuv4", help="tpuv4, tpuv3-static, or a TOML file")
+    pod.add_argument("--days", type=float)
+    pod.add_argument("--seed", type=int, default=0)
+    pod.add_argument("--out", type=Path, required=True)
     demo = sub.add_parser(
         "demo",
         help="simulate the small cluster, ingest it with the bundled samples, print the summary",
@@ -166,6 +173,17 @@ def _analyze(args: argparse.Namespace) -> int:
 def _simulate(args: argparse.Namespace) -> int:
     import time
 
+    if args.simulator == "pod":
+        from reliability.sim.pod import simulate_pod
+
+        r = simulate_pod(args.preset, days=args.days, seed=args.seed)
+        r.write(args.out)
+        print(f"{r.config.name}: {r.config.n_cubes} cubes, {r.config.days:g} days, seed {args.seed}: "
+              f"{r.events.height:,} events -> {args.out / 'pod_events.jsonl'}")  # fmt: skip
+        for row in r.truth.iter_rows(named=True):
+            print(f"  {row['component_type']:<9} {row['components']:>6,} components  {row['failures']:>6,} failures  "
+                  f"availability {100 * row['availability']:.2f}%")  # fmt: skip
+        return 0
     from tqdm import tqdm
 
     from reliability.sim.config import load_preset

@@ -113,3 +113,38 @@ def test_analyze_cli(tmp_path, capsys):
     by = pl.read_parquet(tmp_path / "ds" / "analysis" / "mttf_by_size.parquet")
     assert by.height > 3
     assert main(["analyze", str(tmp_path)]) == 2
+
+
+def test_simulate_pod_and_ingest(tmp_path, capsys):
+    assert (
+        main(
+            [
+                "simulate",
+                "pod",
+                "--preset",
+                "tpuv4",
+                "--days",
+                "30",
+                "--seed",
+                "2",
+                "--out",
+                str(tmp_path / "p"),
+            ]
+        )
+        == 0
+    )
+    assert "machine" in capsys.readouterr().out
+    assert (
+        main(
+            [
+                "ingest",
+                "pod",
+                str(tmp_path / "p" / "pod_events.jsonl"),
+                "--into",
+                str(tmp_path / "ds"),
+            ]
+        )
+        == 0
+    )
+    assert "quarantined 0" in capsys.readouterr().out
+    assert Dataset(tmp_path / "ds").inventory.height == 1024 + 6144 + 48

@@ -25,6 +25,7 @@ from reliability.ingest.dcgm import read_dcgm
 from reliability.ingest.health import read_health
 from reliability.ingest.kernel_log import read_kernel_log
 from reliability.ingest.lanl import read_lanl
+from reliability.ingest.pod_log import read_pod_log
 from reliability.ingest.slurm import read_sacct
 from reliability.ingest.slurm_nodes import (
     read_sacctmgr_events,
@@ -41,6 +42,7 @@ __all__ = [
     "read_kernel_log",
     "read_lanl",
     "read_node_snapshot",
+    "read_pod_log",
     "read_sacct",
     "read_sacctmgr_events",
     "read_scontrol_nodes",
@@ -69,4 +71,5 @@ READERS = {
     "dcgm": read_dcgm,
     "health": read_health,
     "lanl": read_lanl,
+    "pod": read_pod_log,
 }

@@ -128,7 +128,8 @@ def component_failure_rates(
     """
     if inventory.height == 0:
         raise ValueError("component rates need an inventory (the denominator)")
-    start = inventory.get_column("in_service").min()
+    # the period grid is aligned with ``dt.truncate`` (weeks start on Monday), like the failures
+    start = inventory.select(pl.col("in_service").min().dt.truncate(every)).item()
     end = pl.concat([inventory.get_column("out_of_service").drop_nulls(),
                      component_failures.get_column("failed_at")]).max()  # fmt: skip
     periods = pl.datetime_range(start, end, every, eager=True, time_zone="UTC").alias("period")  # type: ignore[arg-type]

@@ -1,0 +1,242 @@
+"""TPUv4-like pod: component failures, repairs, maintenance and healthd symptoms (Zu et al.
+NSDI'24). Phase 1 of the pod simulator: the component side (machines, optical ICI cables,
+OCSes) that Figure 12 and the availability analyses need; job scheduling and the two recovery
+paths build on it.
+
+Per component type, failures follow a non-homogeneous Poisson process with the configured
+daily rate, a weekly swing and occasional bursts (NSDI'24 Fig. 12 shows machines swinging
+between about 0.04% and 0.15% per day); a component out of service does not fail again.
+Machines also go through planned maintenance. Repair times are log-normal; OCS repairs are
+prioritised (short). With the defaults a host is available about 99% of the time.
+
+Output: a JSON-lines event log (``pod_events.jsonl``) read by
+:func:`reliability.ingest.read_pod_log`, and ``truth/``.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from dataclasses import asdict, dataclass, field, replace
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from reliability.sim.topology import DIMS, FACE_LINKS, HOSTS_PER_CUBE
+
+__all__ = ["PodConfig", "PodFailureConfig", "PodResult", "load_pod_preset", "simulate_pod"]
+
+
+@dataclass(frozen=True)
+class PodFailureConfig:
+    """Component failure, maintenance and repair processes (rates are per component per day)."""
+
+    machine_rate_per_day: float = 0.0008
+    ici_rate_per_day: float = 0.00005
+    ocs_rate_per_day: float = 0.0004
+    weekly_amplitude: float = 0.35
+    burst_probability_per_day: float = 0.02
+    burst_multiplier: float = 3.0
+    machine_repair_median_h: float = 96.0
+    ici_repair_median_h: float = 48.0
+    ocs_repair_median_h: float = 6.0  # prioritised
+    repair_sigma: float = 0.8
+    maintenance_interval_days: float = 90.0
+    maintenance_duration_h: float = 12.0
+
+
+@dataclass(frozen=True)
+class PodConfig:
+    """A pod: its cubes, time window, mode and failure processes."""
+
+    name: str = "tpuv4"
+    n_cubes: int = 64
+    days: float = 730.0
+    start: datetime = datetime(2022, 1, 1, tzinfo=UTC)
+    mode: str = "reconfigurable"
+    failures: PodFailureConfig = field(default_factory=PodFailureConfig)
+
+    @property
+    def horizon_s(self) -> float:
+        return self.days * 86400.0
+
+    def components(self) -> dict[str, list[str]]:
+        """Component ids per type: ``machine`` (cube-host), ``ici_link`` (cube-dim-index-polarity),
+        ``ocs`` (dim-index; none in a static pod)."""
+        machines = [
+            f"c{c:02d}-h{h:02d}" for c in range(self.n_cubes) for h in range(HOSTS_PER_CUBE)
+        ]
+        links = [f"c{c:02d}-{d}{i:02d}{p}" for c in range(self.n_cubes) for d in DIMS for i in range(FACE_LINKS)
+                 for p in "-+"]  # fmt: skip
+        ocs = (
+            [f"ocs-{d}{i:02d}" for d in DIMS for i in range(FACE_LINKS)]
+            if self.mode == "reconfigurable"
+            else []
+        )
+        return {"machine": machines, "ici_link": links, "ocs": ocs}
+
+
+def load_pod_preset(name_or_path: str | Path) -> PodConfig:
+    """A bundled pod preset (``tpuv4``, ``tpuv3-static``) or a TOML file."""
+    p = Path(name_or_path)
+    if p.suffix == ".toml" and p.is_file():
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    else:
+        res = resources.files("reliability.sim") / "presets" / f"{name_or_path}.toml"
+        if not res.is_file():
+            raise ValueError(f"unknown pod preset {name_or_path!r}")
+        data = tomllib.loads(res.read_text(encoding="utf-8"))
+    pod = dict(data.get("pod", {}))
+    if "start" in pod:
+        pod["start"] = datetime.fromisoformat(str(pod["start"]).replace("Z", "+00:00")).astimezone(
+            UTC
+        )
+    return PodConfig(**pod, failures=PodFailureConfig(**data.get("failures", {})))
+
+
+def _rate_grid(
+    cfg: PodConfig, base: float, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """Hourly grid of the rate [per component-second] with weekly swing and burst days."""
+    f = cfg.failures
+    t = np.arange(0.0, cfg.horizon_s + 3600.0, 3600.0)
+    weekly = 1.0 + f.weekly_amplitude * np.sin(2 * np.pi * t / (7 * 86400.0))
+    n_days = int(np.ceil(cfg.days)) + 1
+    burst_days = rng.random(n_days) < f.burst_probability_per_day
+    burst = np.where(burst_days[(t // 86400).astype(int)], f.burst_multiplier, 1.0)
+    return t, np.maximum(base * weekly * burst, 0.0) / 86400.0
+
+
+def _draw(
+    cfg: PodConfig, n: int, base: float, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """(component index, time [s]) of the failures of ``n`` components (not yet thinned for
+    components out of service)."""
+    if n == 0 or base <= 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    t, r = _rate_grid(cfg, base, rng)
+    cum = np.concatenate([[0.0], np.cumsum((r[1:] + r[:-1]) / 2 * np.diff(t))])
+    counts = rng.poisson(np.full(n, cum[-1]))
+    comp = np.repeat(np.arange(n), counts)
+    times = np.interp(rng.uniform(0.0, cum[-1], size=comp.size), cum, t)
+    order = np.lexsort((times, comp))
+    return comp[order], times[order]
+
+
+@dataclass
+class PodResult:
+    """Events of a pod run (``events``: time_s, event, component_type, component_id, detail)
+    plus the config, seed and the in-service time per component type (truth)."""
+
+    config: PodConfig
+    seed: int
+    events: pl.DataFrame
+    truth: pl.DataFrame
+
+    def write(self, out: str | Path) -> Path:
+        """Write ``pod_events.jsonl`` and ``truth/`` under ``out``."""
+        out = Path(out)
+        (out / "truth").mkdir(parents=True, exist_ok=True)
+        start_us = int(self.config.start.timestamp() * 1_000_000)
+        ev = self.events.sort("time_s", "component_type", "component_id", "event").with_columns(
+            time=(pl.lit(start_us) + (pl.col("time_s") * 1_000_000).cast(pl.Int64))
+            .cast(pl.Datetime("us", "UTC")).dt.strftime("%Y-%m-%dT%H:%M:%S%.6fZ"),
+            cluster=pl.lit(self.config.name),
+        )  # fmt: skip
+        with open(out / "pod_events.jsonl", "w", encoding="utf-8") as fh:
+            for row in ev.select(
+                "time", "cluster", "event", "component_type", "component_id", "detail"
+            ).iter_rows(named=True):
+                row = {k: v for k, v in row.items() if v is not None}
+                fh.write(json.dumps(row, sort_keys=True) + "\n")
+        self.truth.write_parquet(out / "truth" / "components.parquet")
+        cfg = asdict(self.config)
+        cfg["start"] = self.config.start.isoformat()
+        (out / "truth" / "config.json").write_text(
+            json.dumps({**cfg, "seed": self.seed}, indent=2) + "\n"
+        )
+        return out
+
+
+def simulate_pod(
+    config: PodConfig | str | Path = "tpuv4", *, days: float | None = None, seed: int = 0
+) -> PodResult:
+    """Simulate the component side of a pod (failures, repairs, maintenance, healthd)."""
+    cfg = config if isinstance(config, PodConfig) else load_pod_preset(config)
+    if days is not None:
+        cfg = replace(cfg, days=float(days))
+    rng = np.random.default_rng(seed)
+    f = cfg.failures
+    comps = cfg.components()
+    rates = {
+        "machine": f.machine_rate_per_day,
+        "ici_link": f.ici_rate_per_day,
+        "ocs": f.ocs_rate_per_day,
+    }
+    repair_h = {
+        "machine": f.machine_repair_median_h,
+        "ici_link": f.ici_repair_median_h,
+        "ocs": f.ocs_repair_median_h,
+    }
+    rows: list[tuple[float, str, str, str, str | None]] = []
+    truth_rows = []
+    for ctype, ids in comps.items():
+        for cid in ids:
+            rows.append((0.0, "inventory", ctype, cid, None))
+        comp, times = _draw(cfg, len(ids), rates[ctype], rng)
+        repair = rng.lognormal(np.log(repair_h[ctype] * 3600.0), f.repair_sigma, size=comp.size)
+        # planned maintenance of machines: one window per interval, at a random phase
+        maint: dict[int, list[tuple[float, float]]] = {}
+        if ctype == "machine" and f.maintenance_interval_days > 0:
+            period = f.maintenance_interval_days * 86400.0
+            phase = rng.uniform(0.0, period, size=len(ids))
+            for i in range(len(ids)):
+                s = phase[i]
+                while s < cfg.horizon_s:
+                    maint.setdefault(i, []).append((s, s + f.maintenance_duration_h * 3600.0))
+                    s += period
+        busy_until = np.zeros(len(ids))
+        down_s = np.zeros(len(ids))
+        n_fail = 0
+        # walk each component's events in time order: failures while out of service are skipped
+        events_by_comp: dict[int, list[tuple[float, str, float]]] = {}
+        for c, t, rep in zip(comp.tolist(), times.tolist(), repair.tolist(), strict=True):
+            events_by_comp.setdefault(c, []).append((t, "fail", rep))
+        for c, windows in maint.items():
+            for s, e in windows:
+                events_by_comp.setdefault(c, []).append((s, "maint", e - s))
+        for c in sorted(events_by_comp):
+            for t, kind, dur in sorted(events_by_comp[c]):
+                if t < busy_until[c] or t >= cfg.horizon_s:
+                    continue
+                end = min(t + dur, cfg.horizon_s)
+                busy_until[c] = t + dur
+                down_s[c] += end - t
+                cid = ids[c]
+                if kind == "fail":
+                    n_fail += 1
+                    rows.append((t, "component_fail", ctype, cid, None))
+                    if ctype != "ocs":
+                        # an ICI cable is watched by one host of its cube (deterministic choice)
+                        host = (
+                            cid if ctype == "machine" else cid[:3] + f"-h{c % HOSTS_PER_CUBE:02d}"
+                        )
+                        symptom = "machine_unhealthy" if ctype == "machine" else "ici_link_down"
+                        rows.append((t, "healthd", "machine", host, symptom))
+                    if t + dur < cfg.horizon_s:
+                        rows.append((t + dur, "component_repair", ctype, cid, None))
+                else:
+                    rows.append((t, "maintenance_start", ctype, cid, None))
+                    if t + dur < cfg.horizon_s:
+                        rows.append((t + dur, "maintenance_end", ctype, cid, None))
+        days_total = len(ids) * cfg.days
+        truth_rows.append({"component_type": ctype, "components": len(ids), "failures": n_fail,
+                           "configured_rate_per_day": rates[ctype],
+                           "in_service_days": days_total - float(down_s.sum()) / 86400.0,
+                           "availability": 1.0 - float(down_s.sum()) / 86400.0 / days_total if days_total else 1.0})  # fmt: skip
+    events = pl.DataFrame(rows, schema={"time_s": pl.Float64, "event": pl.String, "component_type": pl.String,
+                                        "component_id": pl.String, "detail": pl.String}, orient="row")  # fmt: skip
+    return PodResult(cfg, seed, events, pl.DataFrame(truth_rows))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import timedelta
 
 import numpy as np
 import polars as pl
@@ -116,3 +117,14 @@ def test_attribution_rule_and_windows():
     np.testing.assert_array_equal(
         a.get_column("job_id").to_numpy(), jobs.get_column("job_id").to_numpy()
     )
+
+
+def test_period_and_cluster_filters(controlled, tmp_path):
+    jobs, whole, _ = _fit(controlled, 7, tmp_path)
+    mid = controlled.start + timedelta(days=controlled.days / 2)
+    first = fit_mttf(jobs, min_gpus=64, end=mid)
+    second = fit_mttf(jobs, min_gpus=64, start=mid)
+    assert first.failures_ + second.failures_ == whole.failures_
+    assert first.node_days_ + second.node_days_ == pytest.approx(whole.node_days_)
+    with pytest.raises(ValueError, match="no exposure"):
+        fit_mttf(jobs, min_gpus=64, cluster="elsewhere")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -160,6 +161,8 @@ def fit_mttf(
     gpus_per_node: int = 8,
     alpha: float = 0.05,
     cluster: str | None = None,
+    start: datetime | None = None,
+    end: datetime | None = None,
 ) -> MTTFResult:
     """Fit r_f and MTTF by size from a Dataset (attributed here) or an attributed jobs frame.
 
@@ -169,12 +172,17 @@ def fit_mttf(
     gpus_per_node : to turn GPUs into nodes for the model
     alpha : 1 - confidence level
     cluster : restrict to one cluster
+    start, end : restrict to attempts that ended in [start, end) (UTC-aware)
     """
     jobs = source if isinstance(source, pl.DataFrame) else attribute_failures(source)
     if "failure_domain" not in jobs.columns:
         jobs = attribute_failures(jobs, health_events=None, node_states=None)
     if cluster is not None:
         jobs = jobs.filter(pl.col("cluster") == cluster)
+    if start is not None:
+        jobs = jobs.filter(pl.col("end_time") >= start)
+    if end is not None:
+        jobs = jobs.filter(pl.col("end_time") < end)
     exp = _exposure(jobs)
     big = exp.filter(pl.col("n_accelerators") >= min_gpus)
     node_days = float(

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import inspect
+import json
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -167,8 +168,6 @@ class Dataset:
         p = self.path / MANIFEST
         if not p.exists():
             return {"format": FORMAT, "schema_version": schema.SCHEMA_VERSION, "inputs": []}
-        import json
-
         try:
             m = json.loads(p.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:

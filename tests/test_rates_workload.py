@@ -162,3 +162,15 @@ def test_lanl_node_mttf(shared):
     assert (mttf < 20 * 365).all()
     assert (many.get_column("mttf_days_low") <= mttf).all()
     assert (mttf <= many.get_column("mttf_days_high")).all()
+
+
+def test_weekly_series_keeps_exposure_of_long_attempts():
+    """An attempt running 10 weeks contributes all its node-days, and its failure counts in
+    the week it ended."""
+    jobs = _jobs([("1", 0, "NODE_FAIL", "hardware", 256, 0.0, 70 * 24.0, ["a"])]).with_columns(
+        n_nodes=pl.lit(32)
+    )
+    s = failure_rate_series(jobs, min_gpus=129).series
+    assert s.height == 10
+    assert s.get_column("node_days").sum() == pytest.approx(70 * 32)
+    assert s.get_column("failures").to_list() == [0] * 9 + [1]

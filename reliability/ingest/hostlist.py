@@ -151,9 +151,6 @@ def compress(hosts: Iterable[str]) -> str:
             continue
         prefix, width = item
         nums = sorted(set(groups[item]))
-        if width:
-            # padded numbers must all keep their exact width to survive the round trip
-            pass
         ranges: list[str] = []
         start = prev = nums[0]
         for n in [*nums[1:], None]:

@@ -133,9 +133,19 @@ class MTTFResult:
         return "<pre>" + str(self).replace("&", "&amp;").replace("<", "&lt;") + "</pre>"
 
 
+def size_bucket(gpus: pl.Expr) -> pl.Expr:
+    """Lower edge of the :data:`SIZE_BUCKETS` bucket holding ``gpus`` (at least 1)."""
+    edges = np.array(SIZE_BUCKETS)
+    return gpus.map_batches(
+        lambda s: pl.Series(
+            edges[np.searchsorted(edges, np.maximum(s.to_numpy(), 1), side="right") - 1]
+        ),
+        return_dtype=pl.Int64,
+    )
+
+
 def _exposure(jobs: pl.DataFrame) -> pl.DataFrame:
     """Started-and-ended attempts with duration [h], nodes, hardware flag and size bucket."""
-    edges = np.array(SIZE_BUCKETS)
     return (
         jobs.filter(pl.col("start_time").is_not_null() & pl.col("end_time").is_not_null())
         .with_columns(
@@ -143,14 +153,7 @@ def _exposure(jobs: pl.DataFrame) -> pl.DataFrame:
             failed=pl.col("failure_domain").is_in(HARDWARE),
         )
         .filter(pl.col("hours") >= 0)
-        .with_columns(
-            bucket=pl.col("n_accelerators").map_batches(
-                lambda s: pl.Series(
-                    edges[np.searchsorted(edges, np.maximum(s.to_numpy(), 1), side="right") - 1]
-                ),
-                return_dtype=pl.Int64,
-            )
-        )
+        .with_columns(bucket=size_bucket(pl.col("n_accelerators")))
     )
 
 

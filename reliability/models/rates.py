@@ -62,23 +62,18 @@ def failure_rate_series(
         & pl.col("start_time").is_not_null()
         & pl.col("end_time").is_not_null()
     ).select("start_time", "end_time", "n_nodes", failed=pl.col("failure_domain").is_in(HARDWARE))
-    week = timedelta(weeks=1)
     pieces = []
-    # an attempt spans a few weeks at most: split its exposure week by week
+    # split each attempt's exposure over the periods it spans (until none is left)
     cur = a.with_columns(w=pl.col("start_time").dt.truncate(every))
-    for _ in range(8):
-        if cur.height == 0:
-            break
-        w_end = pl.col("w") + week
+    while cur.height:
+        w_end = pl.col("w").dt.offset_by(every)
         pieces.append(cur.select(
             week="w",
             node_days=(pl.min_horizontal("end_time", w_end) - pl.max_horizontal("start_time", "w")).dt.total_seconds()
             / 86400.0 * pl.col("n_nodes").cast(pl.Float64),
-            failures=(pl.col("failed") & (pl.col("end_time") < w_end)).cast(pl.Int64),
+            failures=(pl.col("failed") & (pl.col("end_time") <= w_end)).cast(pl.Int64),
         ))  # fmt: skip
-        cur = cur.filter(pl.col("end_time") >= pl.col("w") + week).with_columns(
-            w=pl.col("w") + week
-        )
+        cur = cur.filter(pl.col("end_time") > w_end).with_columns(w=w_end)
     if not pieces:
         empty = pl.DataFrame(
             schema={"week": pl.Datetime("us", "UTC"), "failures": pl.Int64, "node_days": pl.Float64}

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-import numpy as np
 import polars as pl
 
-from reliability.models.mttf import HARDWARE, SIZE_BUCKETS
+from reliability.models.mttf import HARDWARE, size_bucket
 
 __all__ = [
     "hardware_share",
@@ -43,15 +42,7 @@ def job_state_breakdown(jobs: pl.DataFrame) -> pl.DataFrame:
 
 def job_size_distribution(jobs: pl.DataFrame) -> pl.DataFrame:
     """Jobs (first attempts) and GPU time by size bucket (HPCA'25 Fig. 6)."""
-    edges = np.array(SIZE_BUCKETS)
-    g = _gpu_hours(jobs).with_columns(
-        bucket=pl.col("n_accelerators").map_batches(
-            lambda s: pl.Series(
-                edges[np.searchsorted(edges, np.maximum(s.to_numpy(), 1), side="right") - 1]
-            ),
-            return_dtype=pl.Int64,
-        )
-    )
+    g = _gpu_hours(jobs).with_columns(bucket=size_bucket(pl.col("n_accelerators")))
     out = (
         g.group_by("bucket")
         .agg(jobs=(pl.col("attempt") == 0).sum(), gpu_hours=pl.col("gpu_hours").sum())

@@ -2,6 +2,7 @@
 
 reliability ingest KIND FILE... --into DIR [--cluster NAME] [--tz ZONE] [--strict]
 reliability info DIR
+reliability plan --gpus N --rate R_F --target-ettr E [--restart-min U0] [--write-min W]
 reliability demo [--into DIR]
 """
 
@@ -73,6 +74,23 @@ def _parser() -> argparse.ArgumentParser:
     pod.add_argument("--days", type=float)
     pod.add_argument("--seed", type=int, default=0)
     pod.add_argument("--out", type=Path, required=True)
+    pl_ = sub.add_parser(
+        "plan", help="checkpoint interval and restart overhead needed for a target ETTR (HPCA'25)"
+    )
+    pl_.add_argument("--gpus", type=int, required=True, help="job size [GPUs]")
+    pl_.add_argument(
+        "--rate", type=float, required=True, help="r_f, failures per node-day (e.g. 2.34e-3)"
+    )
+    pl_.add_argument("--target-ettr", type=float, required=True)
+    pl_.add_argument("--restart-min", type=float, help="restart overhead u0 [min]")
+    pl_.add_argument("--write-min", type=float, default=0.0, help="blocking checkpoint write [min]")
+    pl_.add_argument(
+        "--queue-min", type=float, default=0.0, help="queue wait per interruption [min]"
+    )
+    pl_.add_argument("--gpus-per-node", type=int, default=8)
+    pl_.add_argument(
+        "--variant", default="renewal", help="ETTR form: renewal (exact), simplified, queue, hpca"
+    )
     demo = sub.add_parser(
         "demo",
         help="simulate the small cluster, ingest it with the bundled samples, print the summary",
@@ -225,6 +243,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _analyze(args)
         if args.command == "simulate":
             return _simulate(args)
+        if args.command == "plan":
+            from reliability.models.planner import plan
+
+            print(
+                plan(
+                    args.gpus,
+                    args.rate,
+                    args.target_ettr,
+                    restart_h=None if args.restart_min is None else args.restart_min / 60.0,
+                    ckpt_write_h=args.write_min / 60.0,
+                    queue_h=args.queue_min / 60.0,
+                    gpus_per_node=args.gpus_per_node,
+                    variant=args.variant,
+                )
+            )
+            return 0
         if args.command == "demo":
             from reliability.datasets import simulated_demo
 

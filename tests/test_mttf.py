@@ -56,17 +56,23 @@ def _fit(cfg, seed, tmp):
 def test_interval_covers_the_configured_rate(controlled, tmp_path):
     """The 95% interval of r_f covers the configured 20 per 1000 node-days in most seeds
     (12 seeds; with 95% coverage, 9 or fewer covering has probability < 2%)."""
-    covered = 0
+    covered, slopes = 0, []
     for seed in range(12):
         _, m, _ = _fit(controlled, seed, tmp_path)
         covered += m.ci_[0] <= 20e-3 <= m.ci_[1]
+        slopes.append(m.glm_slope_)
     assert covered >= 10
+    # failures proportional to nodes: the GLM slope of log failures on log nodes averages 1.
+    # One seed's slope varies by about 0.18 (more than its Poisson standard error: a crash
+    # fails every job sharing the node), so the mean of 12 is held to 3 standard errors.
+    assert np.mean(slopes) == pytest.approx(1.0, abs=0.15)
 
 
 def test_mttf_follows_one_over_n_and_agrees_with_lifelines(controlled, tmp_path):
     jobs, m, truth = _fit(controlled, 99, tmp_path)
-    # failures proportional to nodes: the GLM slope's interval holds 1
-    assert m.glm_slope_ci_[0] <= 1.0 <= m.glm_slope_ci_[1]
+    # failures grow with nodes (slope near 1; its spread across seeds is tested above)
+    assert m.glm_slope_ci_[0] < m.glm_slope_ < m.glm_slope_ci_[1]
+    assert m.glm_slope_ == pytest.approx(1.0, abs=0.5)
     # our r_f equals lifelines' exponential MLE on the same exposure (node-days, censored)
     e = jobs.filter(
         (pl.col("n_accelerators") >= 64)

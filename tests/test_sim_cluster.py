@@ -55,14 +55,15 @@ def test_preemption_after_two_hours():
 
 
 def test_crash_health_check_and_escape():
-    """A GPU falls off the bus: the job on it fails at once and the epilog's health check
-    drains the node 30 s later, so the next job waits for the repair."""
+    """A GPU falls off the bus: the job on it fails at once; its epilog's health check keeps
+    the node from new work and drains it (reported 30 s later), so the next job waits for the
+    repair."""
     attempts, log = _run(1, [(0, 0.0, 8, 1, 1000.0, 20000, 5000.0, "COMPLETED", 0.5, False),
                              (1, 200.0, 8, 1, 500.0, 20000, 5000.0, "COMPLETED", 0.5, False)],
                          [(0, 100.0, "failure", "gpu_fell_off_bus", True, 3600.0, False, 50.0)])  # fmt: skip
     assert attempts == [
         (0, 0, 0.0, 100.0, "FAILED", "gpu_fell_off_bus", 0),
-        (1, 0, 3730.0, 4230.0, "COMPLETED", "none", -1),
+        (1, 0, 3700.0, 4200.0, "COMPLETED", "none", -1),
     ]
     assert log.frame("xid").rows() == [(100.0, 0, "79", 100 * 7919 % 8)]
     assert log.frame("health").select("time", "code").rows() == [(130.0, "gpu_fell_off_bus")]
@@ -91,11 +92,11 @@ def test_training_run_keeps_checkpointed_work():
     # crashed at 5000 s: one checkpoint (3600 s) kept, 1400 s lost; restart 5300+100 -> needs u0 + 6400
     assert a.get_column("productive_s").to_list() == [cfg_ckpt, 10000.0 - cfg_ckpt]
     assert a.get_column("lost_s").to_list() == [1400.0, 0.0]
-    # requeued at 5000 (+120 s -> eligible 5120); the epilog check drains the node at 5030 for
-    # its 100 s repair (back at 5130): the run restarts at max(5120, 5130) and needs u0 (300 s)
-    # + the 6400 s left
-    assert attempts[1][2] == 5130.0
-    assert attempts[1][3] == 5130.0 + 300.0 + 6400.0
+    # requeued at 5000 (+120 s -> eligible 5120); the epilog check drains the node from 5000
+    # for its 100 s repair (back at 5100): the run restarts at max(5120, 5100) and needs u0
+    # (300 s) + the 6400 s left
+    assert attempts[1][2] == 5120.0
+    assert attempts[1][3] == 5120.0 + 300.0 + 6400.0
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,19 @@
-"""Models: attribution-based failure rates, MTTF by job size, rates over time, workload breakdowns."""
+"""Models: attribution-based failure rates, MTTF by job size, rates over time, workload breakdowns,
+ETTR (from logs, closed form, Monte Carlo), checkpoint intervals, the checkpoint planner, and the
+cost of a TPU pod's recovery paths."""
 
+from reliability.models.checkpoint import daly_interval_h, optimal_interval_h, young_interval_h
+from reliability.models.ettr import (
+    VARIANTS,
+    ETTRApproximationWarning,
+    expected_ettr,
+    interruption_rate_per_h,
+)
+from reliability.models.ettr_logs import RunETTR, job_run_ettr
+from reliability.models.ettr_mc import ETTRSimulation, simulate_ettr
 from reliability.models.mttf import SIZE_BUCKETS, MTTFResult, fit_mttf, mttf_h, poisson_ci
+from reliability.models.planner import PlanResult, plan
+from reliability.models.pod_recovery import RecoveryComparison, recovery_paths
 from reliability.models.rates import (
     RateSeries,
     component_failure_rates,
@@ -18,18 +31,33 @@ from reliability.models.workload import (
 
 __all__ = [
     "SIZE_BUCKETS",
+    "VARIANTS",
+    "ETTRApproximationWarning",
+    "ETTRSimulation",
     "MTTFResult",
+    "PlanResult",
     "RateSeries",
+    "RecoveryComparison",
+    "RunETTR",
     "component_failure_rates",
+    "daly_interval_h",
+    "expected_ettr",
     "failure_rate_series",
     "failure_taxonomy",
     "fit_mttf",
     "hardware_share",
+    "interruption_rate_per_h",
+    "job_run_ettr",
     "job_size_distribution",
     "job_state_breakdown",
     "mttf_h",
     "node_mttf",
+    "optimal_interval_h",
+    "plan",
     "poisson_ci",
+    "recovery_paths",
     "secondary_preemptions",
     "signal_cooccurrence",
+    "simulate_ettr",
+    "young_interval_h",
 ]

@@ -229,20 +229,26 @@ def fit_mttf(
 def _glm_slope(
     by: pl.DataFrame, gpus_per_node: int, notes: list[str]
 ) -> tuple[float, tuple[float, float], float]:
-    """Poisson GLM: failures ~ log(nodes), offset log(job-hours); slope and test of slope = 1."""
+    """Poisson GLM: failures ~ log(nodes), offset log(job-hours); slope and test of slope = 1.
+
+    ``nodes`` is each bucket's exposure-weighted mean node count (node-hours / job-hours), not
+    its lower edge. Failures are overdispersed (one crash fails every job sharing the node),
+    so the standard errors are scaled by the Pearson dispersion when it exceeds 1
+    (quasi-Poisson)."""
     import statsmodels.api as sm
 
     d = by.filter(pl.col("job_hours") > 0)
     if d.height < 2 or d.get_column("failures").sum() == 0:
         notes.append("too few size buckets with exposure for the GLM")
         return math.nan, (math.nan, math.nan), math.nan
-    nodes = np.maximum(d.get_column("bucket").to_numpy() / gpus_per_node, 1.0)
+    nodes = np.maximum((d.get_column("node_hours") / d.get_column("job_hours")).to_numpy(), 1.0)
     X = sm.add_constant(np.log(nodes))
     model = sm.GLM(d.get_column("failures").to_numpy(), X, family=sm.families.Poisson(),
                    offset=np.log(d.get_column("job_hours").to_numpy()))  # fmt: skip
     fit = model.fit()
     slope = float(fit.params[1])
-    se = float(fit.bse[1])
+    dispersion = float(fit.pearson_chi2 / fit.df_resid) if fit.df_resid > 0 else 1.0
+    se = float(fit.bse[1]) * math.sqrt(max(dispersion, 1.0))
     z = (slope - 1.0) / se if se > 0 else math.inf
     p = float(2 * stats.norm.sf(abs(z)))
     return slope, (slope - 1.96 * se, slope + 1.96 * se), p

@@ -250,7 +250,7 @@ class ClusterSim:
         elapsed = now - start
         overhead = min(self.u0_s if self.attempt[job] > 0 and self.training[job] else 0.0, elapsed)
         run = elapsed - overhead
-        interrupted = how in ("NODE_FAIL", "PREEMPTED") or (
+        interrupted = how in ("NODE_FAIL", "PREEMPTED", "REQUEUED") or (
             how == "FAILED" and cause not in ("user", "none")
         )
         if self.training[job]:
@@ -455,11 +455,20 @@ class ClusterSim:
         self.log.add(
             "failure", now, node=node, cause=cause, lemon=lemon, detected=detected, effect="crash"
         )
-        if detected:
-            # jobs crashed: the epilog health check runs at once and drains the node before it
-            # is reused; an idle node is caught at its next periodic (5-minute) check
-            when = now + EPILOG_S if crashed else self._next_check(phase, now)
-            self.k.at(when, self._health_check, node, cause, repair_s)
+        if detected and crashed:
+            # the crashed jobs' epilog runs the health check before the node can take new work
+            # (Slurm keeps it COMPLETING): it is out of service from now, the check reports at
+            # the end of the epilog
+            self._take_down(node, "DRAIN", c.reason, "root", repair_s, cause)
+            self.k.after(EPILOG_S, self._log_health, node, cause)
+        elif detected:
+            # an idle node is caught at its next periodic (5-minute) check
+            self.k.at(self._next_check(phase, now), self._health_check, node, cause, repair_s)
+
+    def _log_health(self, node: int, cause: str) -> None:
+        c = CAUSES[cause]
+        self.log.add("health", self.k.now, node=node, component=c.component, code=cause,
+                     message=c.reason)  # fmt: skip
 
     def _health_check(self, node: int, cause: str | None, repair_s: float) -> None:
         if not self.up[node]:

@@ -1,0 +1,96 @@
+"""TPU pods: the goodput cost of the two recovery paths, reconfigure and reroute (NSDI'24 §4-5).
+
+A job on k cubes of a TPUv4-like pod uses 16k machines, 96k optical ICI cables and all 48 OCSes
+(every slice closes its torus through the OCSes). When one of them fails:
+
+- **reconfigure** (path 1, machines and ICI cables; OCS too when the job has no fault-tolerant
+  routing): the job is evicted, rescheduled onto spare cubes, cross-connected, preflighted and
+  reloaded from its last checkpoint. Cost per failure, in hours of the whole job:
+  ``downtime_h + Δt/2`` (the expected work since the last checkpoint).
+- **reroute** (path 2, OCS faults of jobs that opted into fault-tolerant routing): the job keeps
+  its cubes and runs at a step-time tax τ (Table 3: 0.5-8.6%) until the OCS is repaired. Cost
+  per failure: ``τ · repair_h``.
+
+Break-even repair time: rerouting is cheaper while ``repair_h < (downtime_h + Δt/2) / τ``.
+Rates are per component per day; goodput loss is the expected fraction of the job's time lost.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import polars as pl
+
+__all__ = ["RecoveryComparison", "recovery_paths"]
+
+HOSTS_PER_CUBE = 16
+LINKS_PER_CUBE = 96
+N_OCS = 48
+
+
+@dataclass
+class RecoveryComparison:
+    """Per failure type and path: rate, cost per failure and goodput loss (``summary``)."""
+
+    summary: pl.DataFrame
+    break_even_repair_h: float
+    n_cubes: int
+
+    def __str__(self) -> str:
+        lines = [f"Recovery paths for a {self.n_cubes}-cube job ({64 * self.n_cubes:,} chips):"]
+        for r in self.summary.iter_rows(named=True):
+            lines.append(
+                f"  {r['component']:<9} {r['path']:<11} {r['failures_per_day']:.4f}/day  "
+                f"{60 * r['cost_per_failure_h']:7.1f} min per failure  goodput loss {100 * r['goodput_loss']:.3f}%"
+            )
+        lines.append(
+            f"rerouting around an OCS beats reconfiguring while its repair takes less than "
+            f"{self.break_even_repair_h:.1f} h"
+        )
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        return "<pre>" + str(self).replace("&", "&amp;").replace("<", "&lt;") + "</pre>"
+
+
+def recovery_paths(
+    n_cubes: int,
+    *,
+    machine_rate_per_day: float = 0.0008,
+    ici_rate_per_day: float = 0.00005,
+    ocs_rate_per_day: float = 0.0004,
+    ckpt_interval_h: float = 1.0,
+    reconfigure_downtime_h: float = 10.0 / 60.0,
+    ocs_repair_h: float = 6.0 * math.exp(0.8**2 / 2),
+    reroute_tax: float = (0.005 + 0.086) / 2,
+) -> RecoveryComparison:
+    """Expected goodput loss of reconfigure vs reroute for a job of ``n_cubes`` cubes.
+
+    Defaults: the NSDI'24 daily rates, the pod simulator's mean OCS repair (lognormal, median
+    6 h, σ 0.8) and the middle of Table 3's step-time tax range.
+    """
+    if not 1 <= n_cubes <= 64:
+        raise ValueError(f"n_cubes must be in 1..64, got {n_cubes}")
+    if not 0 < reroute_tax < 1:
+        raise ValueError(f"reroute_tax must be a fraction in (0, 1), got {reroute_tax}")
+    reconf = reconfigure_downtime_h + ckpt_interval_h / 2.0
+    rows = []
+    for comp, count, rate in (
+        ("machine", HOSTS_PER_CUBE * n_cubes, machine_rate_per_day),
+        ("ici_link", LINKS_PER_CUBE * n_cubes, ici_rate_per_day),
+        ("ocs", N_OCS, ocs_rate_per_day),
+    ):
+        per_day = count * rate
+        paths = [("reconfigure", reconf)]
+        if comp == "ocs":
+            paths.append(("reroute", reroute_tax * ocs_repair_h))
+        for path, cost in paths:
+            rows.append({
+                "component": comp, "path": path, "components_used": count,
+                "failures_per_day": per_day, "cost_per_failure_h": cost,
+                "goodput_loss": per_day * cost / 24.0,
+            })  # fmt: skip
+    return RecoveryComparison(
+        summary=pl.DataFrame(rows), break_even_repair_h=reconf / reroute_tax, n_cubes=n_cubes
+    )

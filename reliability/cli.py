@@ -2,6 +2,7 @@
 
 reliability ingest KIND FILE... --into DIR [--cluster NAME] [--tz ZONE] [--strict]
 reliability info DIR
+reliability availability --mode static|reconfigurable --host-availability A [--target T]
 reliability plan --gpus N --rate R_F --target-ettr E [--restart-min U0] [--write-min W]
 reliability demo [--into DIR]
 """
@@ -90,6 +91,20 @@ def _parser() -> argparse.ArgumentParser:
     pl_.add_argument("--gpus-per-node", type=int, default=8)
     pl_.add_argument(
         "--variant", default="renewal", help="ETTR form: renewal (exact), simplified, queue, hpca"
+    )
+    av = sub.add_parser(
+        "availability", help="job availability vs size of a TPU pod (NSDI'24 Figure 1)"
+    )
+    av.add_argument("--mode", choices=["reconfigurable", "static"], default="reconfigurable")
+    av.add_argument("--host-availability", type=float, required=True)
+    av.add_argument(
+        "--pod", default=None, help="tpuv4 (default for reconfigurable), tpuv3, tpuv4-static"
+    )
+    av.add_argument("--no-ft-routing", action="store_true", help="OCS faults interrupt jobs")
+    av.add_argument("--ocs-availability", type=float)
+    av.add_argument("--link-availability", type=float)
+    av.add_argument(
+        "--target", type=float, help="also print the host availability this job availability needs"
     )
     demo = sub.add_parser(
         "demo",
@@ -228,6 +243,37 @@ def _simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _availability(args: argparse.Namespace) -> int:
+    from reliability.models.availability import (
+        PODS,
+        job_availability,
+        required_host_availability,
+    )
+
+    pod = args.pod or ("tpuv4" if args.mode == "reconfigurable" else "tpuv3")
+    if pod not in PODS:
+        raise ReliabilityError(f"--pod: unknown pod {pod!r}; known: {', '.join(sorted(PODS))}")
+    spec = PODS[pod]
+    ft = not args.no_ft_routing
+    print(f"{spec.name} ({spec.n_chips:,} chips, {args.mode}{', FT routing' if ft and args.mode == 'reconfigurable' else ''}) "
+          f"at host availability {100 * args.host_availability:.2f}%:")  # fmt: skip
+    print("   chips   job availability" + ("   host availability needed" if args.target else ""))
+    sizes = [
+        s for s in (64, 128, 256, 512, 1024, 2048, 3072, 3200, 3584, 4096) if s <= spec.n_chips
+    ]
+    for n in sizes:
+        v = float(job_availability(n, args.host_availability, args.mode, ft, pod, args.ocs_availability,
+                                   args.link_availability))  # fmt: skip
+        line = f"  {n:>6}   {100 * v:14.2f}%"
+        if args.target:
+            need = required_host_availability(n, args.target, args.mode, pod, ft_routing=ft,
+                                              ocs_availability=args.ocs_availability,
+                                              link_availability=args.link_availability)  # fmt: skip
+            line += "   " + ("unreachable" if need != need else f"{100 * need:.3f}%")
+        print(line)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``reliability`` command; returns the exit code."""
     args = _parser().parse_args(argv)
@@ -259,6 +305,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
             )
             return 0
+        if args.command == "availability":
+            return _availability(args)
         if args.command == "demo":
             from reliability.datasets import simulated_demo
 

@@ -1,7 +1,16 @@
 """Models: attribution-based failure rates, MTTF by job size, rates over time, workload breakdowns,
-ETTR (from logs, closed form, Monte Carlo), checkpoint intervals, the checkpoint planner, and the
-cost of a TPU pod's recovery paths."""
+ETTR (from logs, closed form, Monte Carlo), checkpoint intervals, the checkpoint planner, the
+cost of a TPU pod's recovery paths, pod job availability (analytic and measured) and slice
+all-to-all routing throughput."""
 
+from reliability.models.availability import (
+    PODS,
+    PodSpec,
+    availability_curve,
+    job_availability,
+    required_host_availability,
+    steady_state_availability,
+)
 from reliability.models.checkpoint import daly_interval_h, optimal_interval_h, young_interval_h
 from reliability.models.ettr import (
     VARIANTS,
@@ -13,6 +22,7 @@ from reliability.models.ettr_logs import RunETTR, job_run_ettr
 from reliability.models.ettr_mc import ETTRSimulation, simulate_ettr
 from reliability.models.mttf import SIZE_BUCKETS, MTTFResult, fit_mttf, mttf_h, poisson_ci
 from reliability.models.planner import PlanResult, plan
+from reliability.models.pod_measure import MeasuredAvailability, measured_job_availability
 from reliability.models.pod_recovery import RecoveryComparison, recovery_paths
 from reliability.models.rates import (
     RateSeries,
@@ -20,6 +30,7 @@ from reliability.models.rates import (
     failure_rate_series,
     node_mttf,
 )
+from reliability.models.routing import ThroughputResult, all_to_all_throughput, dimension_order_load
 from reliability.models.workload import (
     failure_taxonomy,
     hardware_share,
@@ -30,34 +41,45 @@ from reliability.models.workload import (
 )
 
 __all__ = [
+    "PODS",
     "SIZE_BUCKETS",
     "VARIANTS",
     "ETTRApproximationWarning",
     "ETTRSimulation",
     "MTTFResult",
+    "MeasuredAvailability",
     "PlanResult",
+    "PodSpec",
     "RateSeries",
     "RecoveryComparison",
     "RunETTR",
+    "ThroughputResult",
+    "all_to_all_throughput",
+    "availability_curve",
     "component_failure_rates",
     "daly_interval_h",
+    "dimension_order_load",
     "expected_ettr",
     "failure_rate_series",
     "failure_taxonomy",
     "fit_mttf",
     "hardware_share",
     "interruption_rate_per_h",
+    "job_availability",
     "job_run_ettr",
     "job_size_distribution",
     "job_state_breakdown",
+    "measured_job_availability",
     "mttf_h",
     "node_mttf",
     "optimal_interval_h",
     "plan",
     "poisson_ci",
     "recovery_paths",
+    "required_host_availability",
     "secondary_preemptions",
     "signal_cooccurrence",
     "simulate_ettr",
+    "steady_state_availability",
     "young_interval_h",
 ]

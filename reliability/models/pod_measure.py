@@ -1,0 +1,202 @@
+"""Measured job availability of a pod from its component history (NSDI'24 Fig. 1, empirically).
+
+The pod's state is sampled every ``step_h`` hours: a host is down while it is in a node state
+(repair, maintenance) or has an open machine failure; an optical link while its failure is
+open; an OCS likewise. At each sample a job of k cubes *can be placed* when (reconfigurable)
+at least k cubes are usable, and (without fault-tolerant routing) every OCS is up, or (static)
+one of the aligned blocks of k cubes is entirely usable, exactly the placement rules of
+:mod:`reliability.models.availability`. The measured availability is the fraction of samples;
+its standard error comes from batch means over contiguous periods (the state is autocorrelated
+over repair times, so samples are not independent).
+
+Host ids follow the pod simulator: ``cCC-hHH`` (cube CC, host HH), links ``cCC-...``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+import numpy as np
+import polars as pl
+
+from reliability.models.availability import CHIPS_PER_HOST, HOSTS_PER_CUBE
+
+if TYPE_CHECKING:
+    from reliability.store import Dataset
+
+__all__ = ["MeasuredAvailability", "measured_job_availability"]
+
+
+@dataclass
+class MeasuredAvailability:
+    """Measured availability by job size (``curve``) and the component availabilities."""
+
+    curve: pl.DataFrame
+    host_availability: float
+    link_availability: float
+    ocs_availability: float
+    n_cubes: int
+    samples: int
+
+    def __str__(self) -> str:
+        lines = [
+            f"{self.samples:,} samples of a {self.n_cubes}-cube pod: host availability {100 * self.host_availability:.3f}%, "
+            f"link {100 * self.link_availability:.4f}%, OCS {100 * self.ocs_availability:.4f}%"
+        ]
+        for r in self.curve.iter_rows(named=True):
+            ft = "" if r["ft_routing"] is None else (" FT" if r["ft_routing"] else " no-FT")
+            lines.append(
+                f"  {r['n_chips']:>5} chips {r['mode']}{ft}: {100 * r['measured']:.2f}% ± {100 * r['stderr']:.2f}"
+            )
+        return "\n".join(lines)
+
+
+def _down_matrix(
+    ids: list[str],
+    intervals: pl.DataFrame,
+    t: np.ndarray,
+    id_col: str,
+    s_col: str,
+    e_col: str,
+    unit: dict[str, int] | None = None,
+) -> np.ndarray:
+    """Boolean (units, len(t)): some component of the unit is inside one of its intervals at t.
+    Units are the components themselves unless ``unit`` maps component id -> unit index."""
+    index = unit if unit is not None else {c: i for i, c in enumerate(ids)}
+    n_units = (max(index.values()) + 1) if index else 0
+    diff = np.zeros((n_units, len(t) + 1), dtype=np.int32)
+    if intervals.height:
+        comp = np.array([index.get(c, -1) for c in intervals.get_column(id_col).to_list()])
+        s = intervals.get_column(s_col).dt.epoch("us").to_numpy().astype(float) / 1e6
+        e = (
+            intervals.get_column(e_col)
+            .dt.epoch("us")
+            .fill_null(np.iinfo(np.int64).max)
+            .to_numpy()
+            .astype(float)
+            / 1e6
+        )
+        keep = comp >= 0
+        i0 = np.searchsorted(t, s[keep], side="left")
+        i1 = np.searchsorted(t, e[keep], side="left")
+        np.add.at(diff, (comp[keep], i0), 1)
+        np.add.at(diff, (comp[keep], i1), -1)
+    return np.cumsum(diff[:, :-1], axis=1) > 0
+
+
+def measured_job_availability(
+    source: Dataset | dict[str, pl.DataFrame],
+    sizes_chips: list[int],
+    *,
+    mode: str = "reconfigurable",
+    step_h: float = 1.0,
+    start: datetime | None = None,
+    end: datetime | None = None,
+    batches: int = 20,
+) -> MeasuredAvailability:
+    """Fraction of time a job of each size could be placed (see module doc).
+
+    ``source``: a Dataset of an ingested pod log, or its ``inventory``, ``component_failures``
+    and ``node_states`` frames. ``mode="reconfigurable"`` reports both with and without
+    fault-tolerant routing.
+    """
+    if mode not in ("reconfigurable", "static"):
+        raise ValueError(f"mode must be 'reconfigurable' or 'static', got {mode!r}")
+    get = (lambda n: source[n]) if isinstance(source, dict) else (lambda n: getattr(source, n))
+    inv, fails, states = get("inventory"), get("component_failures"), get("node_states")
+    hosts = sorted(
+        inv.filter(pl.col("component_type") == "machine").get_column("component_id").to_list()
+    )
+    links = sorted(
+        inv.filter(pl.col("component_type") == "ici_link").get_column("component_id").to_list()
+    )
+    ocs = sorted(inv.filter(pl.col("component_type") == "ocs").get_column("component_id").to_list())
+    if not hosts:
+        raise ValueError("no machines in the inventory: is this a pod log?")
+    cubes = sorted({h.split("-")[0] for h in hosts})
+    n_cubes = len(cubes)
+    t0 = (start or inv.get_column("in_service").min()).timestamp()
+    if end is None:
+        last = [fails.get_column("failed_at").max(), fails.get_column("repaired_at").max(),
+                states.get_column("start").max(), states.get_column("end").max()]  # fmt: skip
+        end = max(x for x in last if x is not None)
+    t1 = end.timestamp()
+    step = step_h * 3600.0
+    t = t0 + step * (np.arange(int((t1 - t0) // step)) + 0.5)
+    if t.size < batches:
+        raise ValueError(
+            f"the period holds {t.size} samples of {step_h} h; need at least {batches}"
+        )
+    machine_fail = fails.filter(pl.col("component_type") == "machine")
+    host_iv = pl.concat([
+        states.select(id=pl.col("node"), s=pl.col("start"), e=pl.col("end")),
+        machine_fail.select(id=pl.col("component_id"), s=pl.col("failed_at"), e=pl.col("repaired_at")),
+    ])  # fmt: skip
+    host_down = _down_matrix(hosts, host_iv, t, "id", "s", "e")
+    link_fails = fails.filter(pl.col("component_type") == "ici_link")
+    cube_index = {c: i for i, c in enumerate(cubes)}
+    link_cube_down = _down_matrix(links, link_fails, t, "component_id", "failed_at", "repaired_at",
+                                  unit={x: cube_index[x.split("-")[0]] for x in links})  # fmt: skip
+    link_down_s = (
+        float(
+            (
+                link_fails.get_column("repaired_at").fill_null(end).dt.epoch("us").cast(pl.Float64)
+                / 1e6
+            )
+            .clip(t0, t1)
+            .sum()
+            - (link_fails.get_column("failed_at").dt.epoch("us").cast(pl.Float64) / 1e6)
+            .clip(t0, t1)
+            .sum()
+        )
+        if link_fails.height
+        else 0.0
+    )
+    ocs_down = _down_matrix(ocs, fails.filter(pl.col("component_type") == "ocs"), t,
+                            "component_id", "failed_at", "repaired_at")  # fmt: skip
+    cube_of_host = np.array([cubes.index(h.split("-")[0]) for h in hosts])
+    cube_bad = np.zeros((n_cubes, t.size), dtype=bool)
+    np.logical_or.at(cube_bad, cube_of_host, host_down)
+    if links:
+        cube_bad |= link_cube_down
+    usable = (~cube_bad).sum(axis=0)
+    ocs_all_up = ~ocs_down.any(axis=0) if ocs else np.ones(t.size, dtype=bool)
+    # hosts in (cube, host-in-cube) order for sub-cube groups
+    order = np.lexsort((np.array([h.split("-")[1] for h in hosts]), cube_of_host))
+    host_up = ~host_down[order]
+
+    def stat(ok: np.ndarray) -> tuple[float, float]:
+        means = np.array([b.mean() for b in np.array_split(ok.astype(float), batches)])
+        return float(ok.mean()), float(means.std(ddof=1) / math.sqrt(batches))
+
+    rows = []
+    for n in sizes_chips:
+        n_hosts = 1 << max(0, math.ceil(math.log2(math.ceil(n / CHIPS_PER_HOST))))
+        if n_hosts < HOSTS_PER_CUBE:
+            g = host_up.reshape(-1, n_hosts, t.size).all(axis=1).any(axis=0)
+            variants = [(None, g)]
+        elif mode == "static":
+            k = n_hosts // HOSTS_PER_CUBE
+            ok = (
+                (~cube_bad).reshape(-1, k, t.size).all(axis=1).any(axis=0)
+                if k <= n_cubes
+                else np.zeros(t.size, bool)
+            )
+            variants = [(None, ok)]
+        else:
+            k = math.ceil(n / (HOSTS_PER_CUBE * CHIPS_PER_HOST))
+            variants = [(True, usable >= k), (False, (usable >= k) & ocs_all_up)]
+        for ft, ok in variants:
+            m, se = stat(ok)
+            rows.append({"n_chips": n, "mode": mode, "ft_routing": ft, "measured": m, "stderr": se})
+    curve = pl.DataFrame(rows, schema={"n_chips": pl.Int64, "mode": pl.String, "ft_routing": pl.Boolean,
+                                       "measured": pl.Float64, "stderr": pl.Float64})  # fmt: skip
+    return MeasuredAvailability(
+        curve=curve, host_availability=float(1.0 - host_down.mean()),
+        link_availability=1.0 - link_down_s / (len(links) * (t1 - t0)) if links else 1.0,
+        ocs_availability=float(1.0 - ocs_down.mean()) if ocs else 1.0,
+        n_cubes=n_cubes, samples=int(t.size),
+    )  # fmt: skip

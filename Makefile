@@ -16,8 +16,8 @@ $(STAMP): $(BIN)/python pyproject.toml
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 
-report: $(STAMP)  ## simulate the small cluster, ingest it with the bundled samples, print the summary
-	$(BIN)/reliability demo --into reports/demo
+report: $(STAMP)  ## run pipelines/demo.toml: simulated cluster + pods -> reports/demo/report.{html,pdf}
+	$(BIN)/reliability run pipelines/demo.toml
 
 test: $(STAMP)  ## run the test suite
 	$(BIN)/python -m pytest

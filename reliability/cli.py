@@ -2,6 +2,7 @@
 
 reliability ingest KIND FILE... --into DIR [--cluster NAME] [--tz ZONE] [--strict]
 reliability info DIR
+reliability run PIPELINE.toml [--out DIR]
 reliability availability --mode static|reconfigurable --host-availability A [--target T]
 reliability plan --gpus N --rate R_F --target-ettr E [--restart-min U0] [--write-min W]
 reliability demo [--into DIR]
@@ -91,6 +92,11 @@ def _parser() -> argparse.ArgumentParser:
     pl_.add_argument("--gpus-per-node", type=int, default=8)
     pl_.add_argument(
         "--variant", default="renewal", help="ETTR form: renewal (exact), simplified, queue, hpca"
+    )
+    run = sub.add_parser("run", help="run a pipeline file and write its report (HTML, PDF)")
+    run.add_argument("pipeline", type=Path, help="pipeline TOML (see pipelines/)")
+    run.add_argument(
+        "--out", type=Path, help="output folder (default: the pipeline's [pipeline].out)"
     )
     av = sub.add_parser(
         "availability", help="job availability vs size of a TPU pod (NSDI'24 Figure 1)"
@@ -304,6 +310,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                     variant=args.variant,
                 )
             )
+            return 0
+        if args.command == "run":
+            from reliability.pipeline import run_pipeline
+
+            res = run_pipeline(
+                args.pipeline, out=args.out, progress=lambda line: print(line, file=sys.stderr)
+            )
+            for kind, path in res.files.items():
+                print(f"{kind}: {path}")
             return 0
         if args.command == "availability":
             return _availability(args)

@@ -51,7 +51,8 @@ def mttf_h(
     A job smaller than a node is counted as one node.
     """
     nodes = np.maximum(np.asarray(n_gpus, dtype=float) / gpus_per_node, 1.0)
-    return 24.0 / (nodes * rate_per_node_day)
+    with np.errstate(divide="ignore"):  # r_f = 0 (no failures seen): MTTF is unbounded
+        return 24.0 / (nodes * rate_per_node_day)
 
 
 @dataclass

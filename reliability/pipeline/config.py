@@ -1,0 +1,296 @@
+"""Pipeline files: TOML that says what to read or simulate, what to analyse, and what to write.
+
+```toml
+[pipeline]
+name = "demo"
+out = "../reports/demo"            # relative to this file; `reliability run --out` overrides
+
+[[inputs]]                         # a bundled simulator run ...
+kind = "simulate-cluster"          # or "simulate-pod"
+preset = "small"                   # small, rsc1, rsc2 / tpuv4, tpuv3-static, or a TOML path
+seed = 0
+days = 30                          # optional: override the preset
+
+[[inputs]]                         # ... or files to ingest
+kind = "files"
+reader = "slurm"                   # slurm, events, nodes, kernel, dcgm, health, lanl, pod
+paths = ["exports/sacct-*.psv"]    # globs, relative to this file
+cluster = "rsc"
+tz = "America/Los_Angeles"
+options = { }                      # other reader options (fields, node, year, ...)
+
+[analysis]                         # every key optional; defaults below
+before_min = 10.0                  # attribution window before a job's end
+after_min = 5.0                    # ... and after
+min_gpus = 129                     # jobs that enter r_f (paper: > 128 GPUs)
+gpus_per_node = 8
+ckpt_interval_min = 60.0           # assumed checkpoint interval for ETTR from logs
+restart_min = 5.0                  # assumed restart overhead u0
+ckpt_min_gpus = 0                  # runs below this size are assumed not to checkpoint
+target_ettr = 0.9                  # the planner's target
+host_availability = "measured"     # pod analytic curves: "measured" or a number
+routing_shapes = ["4x4x4", "4x4x8t", "4x8x8t"]   # Table 2 slices ("t" = twisted)
+lemon_window_days = 28
+
+[report]
+title = "Cluster reliability report"
+formats = ["html", "pdf"]
+```
+
+:func:`load_pipeline` validates every key and raises :class:`PipelineError` naming the file,
+the key and what was expected.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from reliability.errors import ReliabilityError
+
+__all__ = ["ANALYSIS_DEFAULTS", "InputSpec", "PipelineConfig", "PipelineError", "load_pipeline"]
+
+
+class PipelineError(ReliabilityError):
+    """A pipeline file is missing, malformed or has a bad value."""
+
+
+ANALYSIS_DEFAULTS: dict[str, Any] = {
+    "before_min": 10.0,
+    "after_min": 5.0,
+    "min_gpus": 129,
+    "gpus_per_node": 8,
+    "ckpt_interval_min": 60.0,
+    "restart_min": 5.0,
+    "ckpt_min_gpus": 0,
+    "target_ettr": 0.9,
+    "host_availability": "measured",
+    "routing_shapes": ["4x4x4", "4x4x8t", "4x8x8t"],
+    "lemon_window_days": 28,
+}
+_INPUT_KINDS = ("simulate-cluster", "simulate-pod", "files")
+_READERS = ("slurm", "events", "nodes", "kernel", "dcgm", "health", "lanl", "pod")
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """One input: a simulator run or files for one reader."""
+
+    kind: str
+    preset: str | None = None
+    seed: int = 0
+    days: float | None = None
+    reader: str | None = None
+    paths: tuple[Path, ...] = ()
+    cluster: str | None = None
+    tz: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_pod(self) -> bool:
+        return self.kind == "simulate-pod" or self.reader == "pod"
+
+    def describe(self) -> str:
+        if self.kind == "files":
+            return f"{self.reader}: {len(self.paths)} file(s)"
+        return f"{self.kind} {self.preset} seed {self.seed}" + (
+            f", {self.days:g} days" if self.days else ""
+        )
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    """A validated pipeline file."""
+
+    path: Path
+    name: str
+    out: Path
+    inputs: tuple[InputSpec, ...]
+    analysis: dict[str, Any]
+    title: str
+    formats: tuple[str, ...]
+    raw: dict[str, Any]
+
+
+def _type_name(value: object) -> str:
+    return type(value).__name__
+
+
+def _expect(where: str, key: str, value: object, kind: type | tuple[type, ...], what: str) -> None:
+    if isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,)):
+        raise PipelineError(f"{where}: {key}: expected {what}, got {value!r}")
+    if not isinstance(value, kind):
+        raise PipelineError(f"{where}: {key}: expected {what}, got {_type_name(value)} {value!r}")
+
+
+def _input(where: str, i: int, item: object, base: Path) -> InputSpec:
+    loc = f"{where}: inputs[{i}]"
+    if not isinstance(item, dict):
+        raise PipelineError(f"{loc}: expected a table ([[inputs]]), got {_type_name(item)}")
+    kind = item.get("kind")
+    if kind not in _INPUT_KINDS:
+        raise PipelineError(f"{loc}.kind: expected one of {', '.join(_INPUT_KINDS)}, got {kind!r}")
+    allowed = (
+        {"kind", "preset", "seed", "days"}
+        if kind != "files"
+        else {"kind", "reader", "paths", "cluster", "tz", "options"}
+    )
+    extra = sorted(set(item) - allowed)
+    if extra:
+        raise PipelineError(
+            f"{loc}: unknown key(s) {extra} for kind {kind!r}; allowed: {sorted(allowed)}"
+        )
+    if kind != "files":
+        preset = item.get("preset", "small" if kind == "simulate-cluster" else "tpuv4")
+        _expect(loc, "preset", preset, str, "a preset name or a TOML path")
+        seed = item.get("seed", 0)
+        _expect(loc, "seed", seed, int, "an integer")
+        days = item.get("days")
+        if days is not None:
+            _expect(loc, "days", days, (int, float), "a number of days")
+            if days <= 0:
+                raise PipelineError(f"{loc}.days: expected a positive number of days, got {days}")
+        if preset.endswith(".toml"):
+            preset = str((base / preset).resolve())
+        return InputSpec(
+            kind=kind, preset=preset, seed=seed, days=None if days is None else float(days)
+        )
+    reader = item.get("reader")
+    if reader not in _READERS:
+        raise PipelineError(f"{loc}.reader: expected one of {', '.join(_READERS)}, got {reader!r}")
+    paths = item.get("paths")
+    if isinstance(paths, str):
+        paths = [paths]
+    if not isinstance(paths, list) or not paths or not all(isinstance(p, str) for p in paths):
+        raise PipelineError(f"{loc}.paths: expected a list of file paths or globs, got {paths!r}")
+    found: list[Path] = []
+    for pattern in paths:
+        p = Path(pattern)
+        hits = (
+            sorted((p.parent if p.is_absolute() else base / p.parent).glob(p.name))
+            if any(c in pattern for c in "*?[")
+            else [p if p.is_absolute() else base / p]
+        )
+        hits = [h for h in hits if h.is_file()]
+        if not hits:
+            raise PipelineError(f"{loc}.paths: no file matches {pattern!r} (relative to {base})")
+        found += hits
+    for key in ("cluster", "tz"):
+        if key in item:
+            _expect(loc, key, item[key], str, "a string")
+    options = item.get("options", {})
+    _expect(loc, "options", options, dict, "a table of reader options")
+    return InputSpec(kind="files", reader=reader, paths=tuple(found), cluster=item.get("cluster"),
+                     tz=item.get("tz"), options=dict(options))  # fmt: skip
+
+
+def _analysis(where: str, table: object) -> dict[str, Any]:
+    if not isinstance(table, dict):
+        raise PipelineError(f"{where}: [analysis]: expected a table, got {_type_name(table)}")
+    extra = sorted(set(table) - set(ANALYSIS_DEFAULTS))
+    if extra:
+        raise PipelineError(
+            f"{where}: [analysis]: unknown key(s) {extra}; known: {sorted(ANALYSIS_DEFAULTS)}"
+        )
+    out = dict(ANALYSIS_DEFAULTS)
+    for key, value in table.items():
+        default = ANALYSIS_DEFAULTS[key]
+        loc = f"[analysis].{key}"
+        if key == "host_availability":
+            if value != "measured" and (
+                isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1
+            ):
+                raise PipelineError(
+                    f'{where}: {loc}: expected "measured" or a number in (0, 1], got {value!r}'
+                )
+        elif key == "routing_shapes":
+            if not isinstance(value, list) or not all(isinstance(s, str) for s in value):
+                raise PipelineError(
+                    f'{where}: {loc}: expected a list like ["4x4x4", "4x4x8t"], got {value!r}'
+                )
+            for s in value:
+                try:
+                    parse_shape(s)
+                except ValueError as exc:
+                    raise PipelineError(f"{where}: {loc}: {exc}") from None
+        elif isinstance(default, int) and not isinstance(default, bool):
+            _expect(where, loc, value, int, "an integer")
+        else:
+            _expect(where, loc, value, (int, float), "a number")
+        if (
+            key
+            in (
+                "ckpt_interval_min",
+                "restart_min",
+                "before_min",
+                "after_min",
+                "min_gpus",
+                "gpus_per_node",
+                "lemon_window_days",
+            )
+            and value < 0
+        ):
+            raise PipelineError(f"{where}: {loc}: expected a non-negative value, got {value}")
+        if key == "target_ettr" and not 0 < value < 1:
+            raise PipelineError(f"{where}: {loc}: expected a number in (0, 1), got {value}")
+        out[key] = float(value) if isinstance(default, float) else value
+    if out["ckpt_interval_min"] <= 0:
+        raise PipelineError(f"{where}: [analysis].ckpt_interval_min: expected a positive number")
+    return out
+
+
+def parse_shape(text: str) -> tuple[tuple[int, int, int], bool]:
+    """``"4x4x8t"`` -> ((4, 4, 8), True)."""
+    twisted = text.endswith("t")
+    parts = text.rstrip("t").split("x")
+    if len(parts) != 3 or not all(p.isdigit() and int(p) > 0 and int(p) % 4 == 0 for p in parts):
+        raise ValueError(
+            f"slice shape {text!r}: expected AxBxC in chips, multiples of 4, optional 't' for twisted"
+        )
+    return (int(parts[0]), int(parts[1]), int(parts[2])), twisted
+
+
+def load_pipeline(path: str | Path) -> PipelineConfig:
+    """Read and validate a pipeline file (see the module doc for the keys)."""
+    path = Path(path)
+    where = str(path)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise PipelineError(f"{where}: no such pipeline file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise PipelineError(f"{where}: not valid TOML: {exc}") from None
+    extra = sorted(set(raw) - {"pipeline", "inputs", "analysis", "report"})
+    if extra:
+        raise PipelineError(
+            f"{where}: unknown section(s) {extra}; expected [pipeline], [[inputs]], [analysis], [report]"
+        )
+    base = path.resolve().parent
+    head = raw.get("pipeline", {})
+    if not isinstance(head, dict):
+        raise PipelineError(f"{where}: [pipeline]: expected a table")
+    name = head.get("name", path.stem)
+    _expect(where, "[pipeline].name", name, str, "a string")
+    out = head.get("out", f"reports/{name}")
+    _expect(where, "[pipeline].out", out, str, "a folder path")
+    inputs = raw.get("inputs")
+    if not isinstance(inputs, list) or not inputs:
+        raise PipelineError(f"{where}: [[inputs]]: expected at least one input table")
+    specs = tuple(_input(where, i, item, base) for i, item in enumerate(inputs))
+    analysis = _analysis(where, raw.get("analysis", {}))
+    rep = raw.get("report", {})
+    if not isinstance(rep, dict):
+        raise PipelineError(f"{where}: [report]: expected a table")
+    title = rep.get("title", "Cluster reliability report")
+    _expect(where, "[report].title", title, str, "a string")
+    formats = rep.get("formats", ["html", "pdf"])
+    if not isinstance(formats, list) or not formats or not set(formats) <= {"html", "pdf"}:
+        raise PipelineError(
+            f'{where}: [report].formats: expected a list drawn from ["html", "pdf"], got {formats!r}'
+        )
+    return PipelineConfig(
+        path=path, name=name, out=(base / out).resolve(), inputs=specs, analysis=analysis,
+        title=title, formats=tuple(formats), raw=raw,
+    )  # fmt: skip

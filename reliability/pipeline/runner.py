@@ -1,0 +1,179 @@
+"""Run a pipeline: stages in order, each cached by a hash of its parameters and its inputs.
+
+A stage's cache key is the SHA-256 of its name, its parameters (JSON), its upstream stages'
+keys and the package version; its outputs live in ``OUT/.cache/<stage>-<key16>/`` (parquet
+frames, ``meta.json`` with scalars, timing and row counts, written last as the commit point).
+A rerun with nothing changed loads every stage from the cache; changing one parameter reruns
+only the stages whose key it enters. The report is written atomically beside a run manifest
+(``run_manifest.json``: config, package and dependency versions, per-stage timings and rows).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from reliability._atomic import write_json_atomic, write_parquet_atomic
+from reliability._version import __version__
+from reliability.pipeline.config import PipelineConfig, load_pipeline
+from reliability.pipeline.stages import STAGES, StageOutput
+
+__all__ = ["RunResult", "run_pipeline"]
+
+_DEPENDENCIES = (
+    "polars",
+    "numpy",
+    "scipy",
+    "statsmodels",
+    "scikit-learn",
+    "matplotlib",
+    "lifelines",
+)
+
+
+@dataclass
+class RunResult:
+    """Outputs of every stage that ran, per-stage records, and the files written."""
+
+    config: PipelineConfig
+    outputs: dict[str, StageOutput]
+    stages: list[dict[str, Any]]
+    files: dict[str, Path] = field(default_factory=dict)
+    pdf_pages: int | None = None
+
+    def cached(self, name: str) -> bool:
+        return next(s["cached"] for s in self.stages if s["stage"] == name)
+
+
+def _key(name: str, params: dict[str, Any], upstream: list[str]) -> str:
+    blob = json.dumps({"stage": name, "params": params, "upstream": upstream, "version": __version__},
+                      sort_keys=True, default=str)  # fmt: skip
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _load(folder: Path) -> StageOutput | None:
+    meta = folder / "meta.json"
+    if not meta.is_file():
+        return None
+    m = json.loads(meta.read_text(encoding="utf-8"))
+    frames = {n: pl.read_parquet(folder / f"{n}.parquet") for n in m["frames"]}
+    return StageOutput(frames=frames, scalars=m["scalars"], folder=folder)
+
+
+def _save(folder: Path, out: StageOutput, seconds: float) -> None:
+    for name, frame in out.frames.items():
+        write_parquet_atomic(frame, folder / f"{name}.parquet")
+    write_json_atomic({"frames": sorted(out.frames), "scalars": out.scalars, "seconds": seconds,
+                       "rows": out.rows}, folder / "meta.json")  # fmt: skip
+
+
+def _versions() -> dict[str, str]:
+    out = {"reliability": __version__, "python": sys.version.split()[0]}
+    for dist in _DEPENDENCIES:
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:  # pragma: no cover
+            out[dist] = "not installed"
+    return out
+
+
+def run_pipeline(
+    pipeline: str | Path | PipelineConfig,
+    *,
+    out: str | Path | None = None,
+    progress: Callable[[str], None] | None = None,
+    report: bool = True,
+) -> RunResult:
+    """Run ``pipeline`` (a file or a loaded config); write the report into ``out`` (default
+    the pipeline's ``[pipeline].out``). ``progress`` receives one line per stage."""
+    cfg = pipeline if isinstance(pipeline, PipelineConfig) else load_pipeline(pipeline)
+    folder = Path(out).resolve() if out is not None else cfg.out
+    cache = folder / ".cache"
+    cache.mkdir(parents=True, exist_ok=True)
+    say = progress or (lambda line: None)
+    keys: dict[str, str] = {}
+    outputs: dict[str, StageOutput] = {}
+    records: list[dict[str, Any]] = []
+    active = [s for s in STAGES if s.optional(cfg)]
+    live: set[str] = set()
+    for i, stage in enumerate(active, 1):
+        key = _key(stage.name, stage.params(cfg), [keys[n] for n in stage.needs])
+        keys[stage.name] = key
+        work = cache / f"{stage.name}-{key[:16]}"
+        live.add(work.name)
+        t0 = time.perf_counter()
+        got = _load(work)
+        cached = got is not None
+        if got is None:
+            if work.exists():  # a crashed earlier attempt: start clean
+                shutil.rmtree(work)
+            work.mkdir(parents=True)
+            got = stage.run(cfg, outputs, work)
+            got.folder = work
+            _save(work, got, time.perf_counter() - t0)
+        secs = time.perf_counter() - t0
+        outputs[stage.name] = got
+        records.append({"stage": stage.name, "key": key[:16], "cached": cached, "seconds": round(secs, 3),
+                        "rows": got.rows})  # fmt: skip
+        say(
+            f"[{i}/{len(active) + int(report)}] {stage.name:<13} {'cached' if cached else 'ran'} in {secs:6.2f} s, {got.rows:,} rows"
+        )
+    # stale cache entries of this output folder (older parameters) are removed
+    for old in cache.iterdir():
+        if old.is_dir() and old.name not in live:
+            shutil.rmtree(old, ignore_errors=True)
+    result = RunResult(config=cfg, outputs=outputs, stages=records)
+    report_key = None
+    if report:
+        from reliability.report import write_report
+
+        t0 = time.perf_counter()
+        report_key = _key(
+            "report", {"title": cfg.title, "formats": list(cfg.formats)}, list(keys.values())
+        )
+        files = {f: folder / f"report.{f}" for f in cfg.formats}
+        cached = _previous(folder, "report_key") == report_key and all(
+            p.is_file() for p in files.values()
+        )
+        if cached:
+            result.files = files
+            result.pdf_pages = _previous(folder, "pdf_pages")
+        else:
+            result.files = write_report(result, folder)
+        secs = time.perf_counter() - t0
+        records.append(
+            {
+                "stage": "report",
+                "key": report_key[:16],
+                "cached": cached,
+                "seconds": round(secs, 3),
+                "rows": 0,
+            }
+        )
+        verb = "unchanged" if cached else "wrote"
+        say(
+            f"[{len(active) + 1}/{len(active) + 1}] {'report':<13} {verb} {', '.join(p.name for p in result.files.values())} in {secs:.2f} s"
+        )
+    write_json_atomic({"pipeline": str(cfg.path), "name": cfg.name, "config": cfg.raw, "analysis": cfg.analysis,
+                       "versions": _versions(), "stages": records, "report_key": report_key,
+                       "pdf_pages": result.pdf_pages,
+                       "files": {k: str(v) for k, v in result.files.items()}}, folder / "run_manifest.json")  # fmt: skip
+    return result
+
+
+def _previous(folder: Path, key: str) -> Any:
+    """A value from the folder's previous run manifest (None if there is none)."""
+    try:
+        return json.loads((folder / "run_manifest.json").read_text(encoding="utf-8")).get(key)
+    except (OSError, ValueError):
+        return None

@@ -1,0 +1,39 @@
+"""Figures: one function per figure, taking result objects (or their frames) and ``ax=None``.
+
+Computing and plotting are separate: :mod:`reliability.models` returns results, these turn
+them into matplotlib axes, and :mod:`reliability.report` assembles them. Colours are the
+Okabe-Ito colour-blind-safe palette.
+"""
+
+from reliability.plots.cluster import (
+    plot_failure_rate,
+    plot_failure_taxonomy,
+    plot_job_sizes,
+    plot_job_states,
+    plot_mttf,
+    plot_secondary_preemptions,
+)
+from reliability.plots.ettr import plot_ettr_by_size, plot_ettr_grid
+from reliability.plots.pod import (
+    plot_availability,
+    plot_component_rates,
+    plot_recovery,
+    plot_routing,
+)
+from reliability.plots.style import PALETTE
+
+__all__ = [
+    "PALETTE",
+    "plot_availability",
+    "plot_component_rates",
+    "plot_ettr_by_size",
+    "plot_ettr_grid",
+    "plot_failure_rate",
+    "plot_failure_taxonomy",
+    "plot_job_sizes",
+    "plot_job_states",
+    "plot_mttf",
+    "plot_recovery",
+    "plot_routing",
+    "plot_secondary_preemptions",
+]

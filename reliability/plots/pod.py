@@ -1,0 +1,120 @@
+"""Figures of a TPU pod (Zu et al. NSDI'24 Figs. 1 and 12, Table 2)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import polars as pl
+from matplotlib.axes import Axes
+
+from reliability.plots.style import colour, frame_of, new_axes, percent_axis
+
+__all__ = ["plot_availability", "plot_component_rates", "plot_recovery", "plot_routing"]
+
+
+def plot_component_rates(rates: pl.DataFrame, ax: Axes | None = None) -> Axes:
+    """Failure rate per component type and period, %/day (NSDI'24 Fig. 12); from
+    :func:`reliability.models.component_failure_rates`."""
+    ax = new_axes(ax)
+    for i, (ctype,) in enumerate(
+        rates.select("component_type").unique().sort("component_type").iter_rows()
+    ):
+        r = rates.filter(pl.col("component_type") == ctype).sort("period")
+        ax.plot(
+            r["period"],
+            r["rate_per_day"],
+            marker="o",
+            markersize=2,
+            linewidth=1,
+            color=colour(i),
+            label=ctype,
+        )
+    ax.set_yscale("log")
+    ax.set_ylabel("failures per component-day")
+    percent_axis(ax, "y", 3)
+    ax.set_title("Component failure rates by week")
+    ax.legend()
+    ax.figure.autofmt_xdate()
+    return ax
+
+
+def plot_availability(
+    curves: pl.DataFrame, measured: pl.DataFrame | None = None, ax: Axes | None = None
+) -> Axes:
+    """Job availability vs job size (NSDI'24 Fig. 1). ``curves``: ``pod, mode, ft_routing,
+    n_chips, availability`` (analytic); ``measured``: ``pod, mode, ft_routing, n_chips,
+    measured, stderr`` (points)."""
+    ax = new_axes(ax)
+    keys = curves.select("pod", "mode", "ft_routing").unique(maintain_order=True)
+    for i, (pod, mode, ft) in enumerate(keys.iter_rows()):
+        c = curves.filter(
+            (pl.col("pod") == pod) & (pl.col("mode") == mode) & pl.col("ft_routing").eq_missing(ft)
+        ).sort("n_chips")
+        label = f"{pod} {mode}" + (
+            "" if ft is None else (" + FT routing" if ft else ", no FT routing")
+        )
+        ax.plot(
+            c["n_chips"],
+            c["availability"],
+            color=colour(i),
+            linestyle="-" if ft is not False else ":",
+            label=label,
+        )
+        if measured is not None and measured.height:
+            m = measured.filter(
+                (pl.col("pod") == pod)
+                & (pl.col("mode") == mode)
+                & pl.col("ft_routing").eq_missing(ft)
+            )
+            if m.height:
+                ax.errorbar(m["n_chips"], m["measured"], yerr=1.96 * m["stderr"].to_numpy(), fmt="o", markersize=3,
+                            color=colour(i), capsize=2)  # fmt: skip
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("job size [chips]")
+    ax.set_ylabel("job availability")
+    percent_axis(ax)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_title("Job availability vs size (lines: model; points: simulated pod)")
+    ax.legend(loc="lower left")
+    return ax
+
+
+def plot_recovery(result: Any, ax: Axes | None = None) -> Axes:
+    """Goodput lost per failure type and recovery path (reconfigure vs reroute); a
+    :class:`~reliability.models.RecoveryComparison` or its ``summary`` frame."""
+    ax = new_axes(ax, figsize=(6.4, 3.0))
+    s = frame_of(result, "summary")
+    labels = [f"{c} / {p}" for c, p in s.select("component", "path").iter_rows()]
+    colours = [colour(0) if p == "reconfigure" else colour(2) for p in s["path"].to_list()]
+    ax.barh(np.arange(s.height), s["goodput_loss"], color=colours)
+    ax.set_yticks(np.arange(s.height), labels)
+    ax.set_xlabel("goodput lost (share of job time)")
+    percent_axis(ax, "x", 3)
+    ax.set_title("Recovery paths: reconfigure (blue) vs reroute (green)")
+    return ax
+
+
+def plot_routing(table: pl.DataFrame, ax: Axes | None = None) -> Axes:
+    """All-to-all throughput kept with one OCS down, ours (LP optimum) beside NSDI'24 Table 2;
+    ``table`` stacks :attr:`ThroughputResult.summary` rows."""
+    ax = new_axes(ax, figsize=(6.4, 3.0))
+    x = np.arange(table.height)
+    ax.bar(
+        x - 0.2,
+        table["ratio"],
+        width=0.4,
+        color=colour(0),
+        label="max concurrent flow (this model)",
+    )
+    paper = table["paper_ratio"].fill_null(np.nan)
+    ax.bar(x + 0.2, paper, width=0.4, color=colour(1), label="NSDI'24 Table 2 (measured)")
+    names = [s + (" twisted" if t else "") for s, t in table.select("shape", "twisted").iter_rows()]
+    ax.set_xticks(x, names)
+    ax.set_ylim(0.85, 1.05)
+    ax.axhline(1.0, color="grey", linewidth=0.8)
+    ax.set_ylabel("throughput failed / healthy")
+    percent_axis(ax)
+    ax.set_title("All-to-all throughput with one OCS down")
+    ax.legend(loc="lower right")
+    return ax

@@ -3,6 +3,8 @@
 reliability ingest KIND FILE... --into DIR [--cluster NAME] [--tz ZONE] [--strict]
 reliability info DIR
 reliability run PIPELINE.toml [--out DIR]
+reliability lemon train DIR (--labels FILE | --sim-truth SIMDIR) --out MODEL
+reliability lemon score DIR [--model MODEL]
 reliability availability --mode static|reconfigurable --host-availability A [--target T]
 reliability plan --gpus N --rate R_F --target-ettr E [--restart-min U0] [--write-min W]
 reliability demo [--into DIR]
@@ -93,6 +95,25 @@ def _parser() -> argparse.ArgumentParser:
     pl_.add_argument(
         "--variant", default="renewal", help="ETTR form: renewal (exact), simplified, queue, hpca"
     )
+    lem = sub.add_parser("lemon", help="train or apply the lemon-node detector (HPCA'25)")
+    lemsub = lem.add_subparsers(dest="lemon_command", required=True)
+    lt = lemsub.add_parser("train", help="fit a detector on a Dataset with known lemon nodes")
+    lt.add_argument("dataset", type=Path)
+    labels = lt.add_mutually_exclusive_group(required=True)
+    labels.add_argument(
+        "--labels", type=Path, help="text/CSV file: one known lemon node name per line"
+    )
+    labels.add_argument(
+        "--sim-truth", type=Path, help="a simulator output folder (uses its truth/nodes.parquet)"
+    )
+    lt.add_argument("--out", type=Path, required=True, help="model file to write (JSON)")
+    lt.add_argument("--window-days", type=int, default=56)
+    lt.add_argument("--target-precision", type=float, default=0.85)
+    ls = lemsub.add_parser("score", help="rank a Dataset's nodes by lemon probability")
+    ls.add_argument("dataset", type=Path)
+    ls.add_argument("--model", type=Path, help="model file (default: the bundled detector)")
+    ls.add_argument("--window-days", type=int, default=56)
+    ls.add_argument("--top", type=int, default=20)
     run = sub.add_parser("run", help="run a pipeline file and write its report (HTML, PDF)")
     run.add_argument("pipeline", type=Path, help="pipeline TOML (see pipelines/)")
     run.add_argument(
@@ -249,6 +270,53 @@ def _simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _lemon(args: argparse.Namespace) -> int:
+    import polars as pl
+
+    from reliability.models import LemonDetector, node_features, score_nodes
+    from reliability.models.lemon import default_detector
+    from reliability.models.lemon_features import FEATURES
+
+    if not (args.dataset / "manifest.json").exists():
+        raise ReliabilityError(f"{args.dataset}: no manifest.json (not a Dataset folder)")
+    feats = node_features(Dataset(args.dataset), args.window_days, 7)
+    if args.lemon_command == "train":
+        if args.labels:
+            lines = args.labels.read_text(encoding="utf-8").splitlines()
+            lemons = {
+                ln.split(",")[0].strip()
+                for ln in lines
+                if ln.strip() and not ln.startswith(("#", "node"))
+            }
+        else:
+            truth = args.sim_truth / "truth" / "nodes.parquet"
+            if not truth.is_file():
+                raise ReliabilityError(
+                    f"{args.sim_truth}: no truth/nodes.parquet (not a simulator output folder)"
+                )
+            lemons = set(pl.read_parquet(truth).filter(pl.col("lemon"))["node"].to_list())
+        unknown = lemons - set(feats["node"].to_list())
+        if unknown:
+            raise ReliabilityError(f"labels name nodes not in the Dataset: {sorted(unknown)[:5]}")
+        y = feats["node"].is_in(list(lemons)).to_numpy()
+        det = LemonDetector(target_precision=args.target_precision).fit(feats.select(FEATURES), y)
+        det.save(args.out)
+        print(f"trained on {feats.height:,} node-windows ({len(lemons)} lemon nodes): threshold {det.threshold_:.3f}, "
+              f"out-of-fold precision {det.oof_precision_:.3f}, recall {det.oof_recall_:.3f} -> {args.out}")  # fmt: skip
+        return 0
+    det = LemonDetector.load(args.model) if args.model else default_detector()
+    scores = score_nodes(det, feats)
+    n_flag = int(scores["flagged"].sum())
+    print(f"{n_flag} of {scores.height} nodes flagged at threshold {det.threshold_:.3f} "
+          f"(window ending {scores['window_end'][0]:%Y-%m-%d}):")  # fmt: skip
+    print(f"  {'node':<24} {'probability':>11}  flagged  drivers")
+    for node, p, flagged, drivers in (
+        scores.select("node", "probability", "flagged", "drivers").head(args.top).iter_rows()
+    ):
+        print(f"  {node:<24} {p:11.3f}  {'yes' if flagged else 'no ':<7}  {drivers}")
+    return 0
+
+
 def _availability(args: argparse.Namespace) -> int:
     from reliability.models.availability import (
         PODS,
@@ -311,6 +379,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
             )
             return 0
+        if args.command == "lemon":
+            return _lemon(args)
         if args.command == "run":
             from reliability.pipeline import run_pipeline
 

@@ -60,6 +60,7 @@ days = 60
 min_gpus = 64
 restart_min = {restart_min}
 routing_shapes = ["4x4x4"]
+lemon_window_days = 7
 {extra}
 """, encoding="utf-8")  # fmt: skip
     return p
@@ -118,6 +119,9 @@ def test_report_files_and_html(tiny):
     assert HOSTILE not in doc
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in doc
     assert HOSTILE in text
+    # lemon suspects are ranked (the bundled detector), the backtest needs a longer run
+    assert "Nodes ranked by the detector" in text
+    assert "No quarantine backtest" in text
     # the summary states the three numbers that matter
     for label in ("Failure rate r_f", "MTTF at", "Checkpoint"):
         assert label in text

@@ -20,6 +20,16 @@ from reliability.models.ettr import (
 )
 from reliability.models.ettr_logs import RunETTR, job_run_ettr
 from reliability.models.ettr_mc import ETTRSimulation, simulate_ettr
+from reliability.models.lemon import LemonDetector, ModelFileError, count_baseline, rule_baseline
+from reliability.models.lemon_backtest import (
+    LemonBacktest,
+    dominant_component,
+    lemon_backtest,
+    score_nodes,
+    train_on_simulation,
+)
+from reliability.models.lemon_features import FEATURES as LEMON_FEATURES
+from reliability.models.lemon_features import node_features
 from reliability.models.mttf import SIZE_BUCKETS, MTTFResult, fit_mttf, mttf_h, poisson_ci
 from reliability.models.planner import PlanResult, plan
 from reliability.models.pod_measure import MeasuredAvailability, measured_job_availability
@@ -41,13 +51,17 @@ from reliability.models.workload import (
 )
 
 __all__ = [
+    "LEMON_FEATURES",
     "PODS",
     "SIZE_BUCKETS",
     "VARIANTS",
     "ETTRApproximationWarning",
     "ETTRSimulation",
+    "LemonBacktest",
+    "LemonDetector",
     "MTTFResult",
     "MeasuredAvailability",
+    "ModelFileError",
     "PlanResult",
     "PodSpec",
     "RateSeries",
@@ -57,8 +71,10 @@ __all__ = [
     "all_to_all_throughput",
     "availability_curve",
     "component_failure_rates",
+    "count_baseline",
     "daly_interval_h",
     "dimension_order_load",
+    "dominant_component",
     "expected_ettr",
     "failure_rate_series",
     "failure_taxonomy",
@@ -69,17 +85,22 @@ __all__ = [
     "job_run_ettr",
     "job_size_distribution",
     "job_state_breakdown",
+    "lemon_backtest",
     "measured_job_availability",
     "mttf_h",
+    "node_features",
     "node_mttf",
     "optimal_interval_h",
     "plan",
     "poisson_ci",
     "recovery_paths",
     "required_host_availability",
+    "rule_baseline",
+    "score_nodes",
     "secondary_preemptions",
     "signal_cooccurrence",
     "simulate_ettr",
     "steady_state_availability",
+    "train_on_simulation",
     "young_interval_h",
 ]

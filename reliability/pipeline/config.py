@@ -30,7 +30,9 @@ ckpt_min_gpus = 0                  # runs below this size are assumed not to che
 target_ettr = 0.9                  # the planner's target
 host_availability = "measured"     # pod analytic curves: "measured" or a number
 routing_shapes = ["4x4x4", "4x4x8t", "4x8x8t"]   # Table 2 slices ("t" = twisted)
-lemon_window_days = 28
+lemon_window_days = 56              # rolling window of the lemon features
+lemon_model = ""                    # a saved detector (reliability lemon train); "" = train on a
+                                    # separate run of the simulated cluster input
 
 [report]
 title = "Cluster reliability report"
@@ -68,7 +70,8 @@ ANALYSIS_DEFAULTS: dict[str, Any] = {
     "target_ettr": 0.9,
     "host_availability": "measured",
     "routing_shapes": ["4x4x4", "4x4x8t", "4x8x8t"],
-    "lemon_window_days": 28,
+    "lemon_window_days": 56,
+    "lemon_model": "",
 }
 _INPUT_KINDS = ("simulate-cluster", "simulate-pod", "files")
 _READERS = ("slurm", "events", "nodes", "kernel", "dcgm", "health", "lanl", "pod")
@@ -215,6 +218,12 @@ def _analysis(where: str, table: object) -> dict[str, Any]:
                     parse_shape(s)
                 except ValueError as exc:
                     raise PipelineError(f"{where}: {loc}: {exc}") from None
+        elif key == "lemon_model":
+            _expect(where, loc, value, str, "a path to a saved detector (JSON)")
+            if value and not (Path(where).resolve().parent / value).is_file():
+                raise PipelineError(f"{where}: {loc}: no such file {value!r}")
+            out[key] = str((Path(where).resolve().parent / value).resolve()) if value else ""
+            continue
         elif isinstance(default, int) and not isinstance(default, bool):
             _expect(where, loc, value, int, "an integer")
         else:

@@ -1,7 +1,7 @@
 """Run a pipeline: stages in order, each cached by a hash of its parameters and its inputs.
 
 A stage's cache key is the SHA-256 of its name, its parameters (JSON), its upstream stages'
-keys and the package version; its outputs live in ``OUT/.cache/<stage>-<key16>/`` (parquet
+keys, the package version and a hash of the package's code; its outputs live in ``OUT/.cache/<stage>-<key16>/`` (parquet
 frames, ``meta.json`` with scalars, timing and row counts, written last as the commit point).
 A rerun with nothing changed loads every stage from the cache; changing one parameter reruns
 only the stages whose key it enters. The report is written atomically beside a run manifest
@@ -55,9 +55,31 @@ class RunResult:
         return next(s["cached"] for s in self.stages if s["stage"] == name)
 
 
+_CODE: str | None = None
+
+
+def _code_hash() -> str:
+    """Hash of the package's own files: a code change invalidates every cached stage, even
+    without a version bump (a stale result would be worse than a rerun)."""
+    global _CODE
+    if _CODE is None:
+        root = Path(__file__).resolve().parents[1]
+        h = hashlib.sha256()
+        for f in sorted(root.rglob("*")):
+            if (
+                f.is_file()
+                and f.suffix in (".py", ".json", ".toml")
+                and "__pycache__" not in f.parts
+            ):
+                h.update(f.relative_to(root).as_posix().encode())
+                h.update(f.read_bytes())
+        _CODE = h.hexdigest()
+    return _CODE
+
+
 def _key(name: str, params: dict[str, Any], upstream: list[str]) -> str:
-    blob = json.dumps({"stage": name, "params": params, "upstream": upstream, "version": __version__},
-                      sort_keys=True, default=str)  # fmt: skip
+    blob = json.dumps({"stage": name, "params": params, "upstream": upstream, "version": __version__,
+                       "code": _code_hash()}, sort_keys=True, default=str)  # fmt: skip
     return hashlib.sha256(blob.encode()).hexdigest()
 
 

@@ -54,7 +54,13 @@ class _Reservation:
 class ClusterSim:
     """One simulation run. Build with the drawn workload and failures, then :meth:`run`."""
 
-    def __init__(self, cfg: ClusterConfig, jobs: pl.DataFrame, failures: pl.DataFrame) -> None:
+    def __init__(
+        self,
+        cfg: ClusterConfig,
+        jobs: pl.DataFrame,
+        failures: pl.DataFrame,
+        quarantine: dict[int, float] | None = None,
+    ) -> None:
         self.cfg = cfg
         self.k = Kernel()
         self.log = EventLog()
@@ -100,6 +106,11 @@ class ClusterSim:
         self._force_deep = False
         self._preempt_failed: tuple[int, float] | None = None
         self.down_since: dict[int, float] = {}
+        self.down_info: dict[int, tuple[str, str, str]] = {}  # node -> state, reason, user
+        #: node -> time [s] an admin drains it for good (a quarantined lemon suspect)
+        self.quarantine = dict(quarantine or {})
+        self.quarantined: set[int] = set()
+        self.draining: set[int] = set()  # quarantined, still finishing its jobs
         self.failures = failures
         f = cfg.failures
         self.check_s = f.health_check_interval_s
@@ -108,7 +119,7 @@ class ClusterSim:
     # -- node capacity ---------------------------------------------------------------------
     def _mark(self, node: int) -> None:
         """Re-index a node after its free count or state changed (lazy heaps)."""
-        if not self.up[node]:
+        if not self.up[node] or node in self.draining:
             return
         f = self.free[node]
         if f == self.G:
@@ -120,7 +131,12 @@ class ClusterSim:
         out: list[int] = []
         while len(out) < k:
             node = heapq.heappop(self.whole)
-            if self.up[node] and self.free[node] == self.G and node not in out:
+            if (
+                self.up[node]
+                and self.free[node] == self.G
+                and node not in out
+                and node not in self.draining
+            ):
                 out.append(node)
         for node in out:
             self.free[node] = 0
@@ -133,7 +149,7 @@ class ClusterSim:
             heap = self.part[f]
             while heap:
                 node = heap[0]
-                if not self.up[node] or self.free[node] != f:
+                if not self.up[node] or self.free[node] != f or node in self.draining:
                     heapq.heappop(heap)
                     continue
                 heapq.heappop(heap)
@@ -151,7 +167,9 @@ class ClusterSim:
             return True
         for f in range(g, self.G):
             heap = self.part[f]
-            while heap and (not self.up[heap[0]] or self.free[heap[0]] != f):
+            while heap and (
+                not self.up[heap[0]] or self.free[heap[0]] != f or heap[0] in self.draining
+            ):
                 heapq.heappop(heap)
             if heap:
                 return True
@@ -173,6 +191,10 @@ class ClusterSim:
         for node, g in self.alloc.pop(job):
             self.on_node[node].discard(job)
             self.free[node] += g
+            if node in self.draining:  # capacity stays out; the node leaves once idle
+                if not self.on_node[node]:
+                    self.k.after(0.0, self._finish_drain, node, priority=-5)
+                continue
             if self.up[node]:
                 self.free_total += g
                 if self.free[node] == self.G:
@@ -491,19 +513,52 @@ class ClusterSim:
         how = "NODE_FAIL" if state == "DOWN" else "REQUEUED"
         for job in sorted(self.on_node[node]):
             self._end(job, how, cause, node)
-        if self.free[node] == self.G:
-            self.n_whole -= 1
-        self.free_total -= self.free[node]
+        if node in self.draining:  # its capacity is already out of the pools
+            self.draining.discard(node)
+        else:
+            if self.free[node] == self.G:
+                self.n_whole -= 1
+            self.free_total -= self.free[node]
         self.up[node] = False
         now = self.k.now
         self.down_since[node] = now
-        self.k.after(repair_s, self._return, node, state, reason, user)
+        self.down_info[node] = (state, reason, user)
+        if math.isfinite(repair_s):
+            self.k.after(repair_s, self._return, node, state, reason, user)
+
+    # -- quarantine (an admin drains a suspected lemon for good) ---------------------------
+    QUARANTINE_REASON = "quarantined: suspected lemon node"
+
+    def _quarantine(self, node: int) -> None:
+        self.quarantined.add(node)
+        if not self.up[node]:
+            return  # out of service now; it will not come back (see _return)
+        if not self.on_node[node]:
+            self._take_down(node, "DRAIN", self.QUARANTINE_REASON, "admin", math.inf, "quarantine")
+            return
+        # Slurm DRAIN: running jobs finish, no new work is placed
+        if self.free[node] == self.G:  # pragma: no cover - a node with jobs is never whole
+            self.n_whole -= 1
+        self.free_total -= self.free[node]
+        self.draining.add(node)
+
+    def _finish_drain(self, node: int) -> None:
+        if node not in self.draining or self.on_node[node] or not self.up[node]:
+            return
+        self.draining.discard(node)
+        self.up[node] = False
+        self.down_since[node] = self.k.now
+        self.down_info[node] = ("DRAIN", self.QUARANTINE_REASON, "admin")
 
     def _return(self, node: int, state: str, reason: str, user: str) -> None:
         start = self.down_since.pop(node)
         self.log.add(
             "node_state", start, node=node, state=state, end_s=self.k.now, reason=reason, user=user
         )
+        if node in self.quarantined:  # repaired, but an admin keeps it out of service
+            self.down_since[node] = self.k.now
+            self.down_info[node] = ("DRAIN", self.QUARANTINE_REASON, "admin")
+            return
         self.up[node] = True
         self.free_total += self.free[node]
         if self.free[node] == self.G:
@@ -525,6 +580,8 @@ class ClusterSim:
             k.at(self.submit[0], self._arrive, priority=-2)
         fcols = self.failures.select("node", "time_s", "kind", "cause", "detected", "repair_s", "lemon",
                                      "check_phase_s").rows()  # fmt: skip
+        for node, t in sorted(self.quarantine.items()):
+            k.at(t, self._quarantine, node, priority=-3)
         for node, t, kind, cause, detected, repair_s, lemon, phase in fcols:
             if kind == "failure":
                 k.at(t, self._failure, node, cause, detected, repair_s, lemon, phase, priority=-1)
@@ -553,6 +610,7 @@ class ClusterSim:
                     cause="none", culprit=-1, productive_s=None, lost_s=None, overhead_s=None,
                 )  # fmt: skip
         for node in sorted(self.down_since):
-            self.log.add("node_state", self.down_since[node], node=node, state="DOWN", end_s=None,
-                         reason="still out of service at the end of the run", user="slurm")  # fmt: skip
+            state, reason, user = self.down_info.get(node, ("DOWN", "", "slurm"))
+            self.log.add("node_state", self.down_since[node], node=node, state=state, end_s=None,
+                         reason=reason or "still out of service at the end of the run", user=user)  # fmt: skip
         return self.log

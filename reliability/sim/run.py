@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -59,6 +60,7 @@ def simulate_cluster(
     days: float | None = None,
     seed: int = 0,
     progress: Callable[[float], None] | None = None,
+    quarantine: dict[str, datetime] | None = None,
 ) -> ClusterResult:
     """Simulate a GPU research cluster.
 
@@ -68,6 +70,9 @@ def simulate_cluster(
     days : override the run length [days]
     seed : random seed; the same seed gives the same result (and byte-identical files)
     progress : called with the simulated time [s] after each simulated day
+    quarantine : node name -> UTC time at which an admin drains it for good (running jobs
+        finish first); same seed, same workload and failures, so a run with and without
+        quarantine differ only by it (the lemon backtest)
     """
     cfg = config if isinstance(config, ClusterConfig) else load_preset(config)
     if days is not None:
@@ -75,7 +80,17 @@ def simulate_cluster(
     rng = np.random.default_rng(seed)
     jobs = generate_workload(cfg, rng)
     failures, lemon = draw_failures(cfg, rng)
-    sim = ClusterSim(cfg, jobs, failures)
+    q: dict[int, float] = {}
+    if quarantine:
+        names = cfg.node_names()
+        index = {n: i for i, n in enumerate(names)}
+        for name, when in quarantine.items():
+            if name not in index:
+                raise ValueError(
+                    f"quarantine: unknown node {name!r} (nodes are {names[0]}..{names[-1]})"
+                )
+            q[index[name]] = max((when - cfg.start).total_seconds(), 0.0)
+    sim = ClusterSim(cfg, jobs, failures, quarantine=q)
     log = sim.run(progress)
     return ClusterResult(cfg, seed, jobs, failures, lemon, log, sim.k.processed)
 

@@ -1,0 +1,212 @@
+"""Per-node features over rolling windows, for lemon-node detection (Kokolis et al. HPCA'25 §VI).
+
+Lemon nodes repeatedly fail jobs yet pass the health checks. For every node and every window
+``[window_end − window_days, window_end)`` stepping by ``step_days`` this computes, from the
+canonical tables only (polars expressions, no per-node Python loop):
+
+==========================  ================================================================
+``attempts``                job attempts that ended on the node in the window
+``failed``                  of those, ended FAILED / NODE_FAIL / REQUEUED / OUT_OF_MEMORY
+``node_fail``               ended NODE_FAIL
+``single_node_failed``      failed attempts that ran on this node only
+``multi_node_failed``       failed attempts that spanned several nodes
+``single_node_fail_rate``   single_node_failed / single-node attempts (0 when none)
+``hw_culprit``              attempts attributed to hardware with this node as the culprit
+``hw_share``                hw_culprit / failed
+``distinct_causes``         distinct attributed causes among hw_culprit
+``cofailures``              minutes in which two or more attempts on the node failed together
+                            (a crash that escaped the health check takes every job with it)
+``xid``                     kernel-log (Xid/SXid) events; ``xid_<component>`` per component
+``critical_events``         critical health events (any source) of the node's own hardware
+                            (filesystem and software events are not the node's fault)
+``out_of_service``          node-state intervals (drain, down, repair...) that began in the window
+``drains`` / ``downs``      of those, DRAIN / DOWN
+``hours_out``               hours out of service within the window
+``<count>_vs_fleet``        the count over the fleet's mean in the same window (+0.1), for
+                            failed, hw_culprit, xid, critical_events, out_of_service, downs,
+                            hours_out: a lemon stands out from its peers at any fleet rate
+==========================  ================================================================
+
+The paper's "jobs excluded from the node" and "repair tickets" are not in the data contract;
+repair tickets appear here as REPAIR node states when a site ingests them.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from reliability.attribution import attribute_failures
+
+if TYPE_CHECKING:
+    from reliability.store import Dataset
+
+__all__ = ["FEATURES", "XID_COMPONENTS", "node_features"]
+
+XID_COMPONENTS = ("gpu", "gpu_memory", "nvlink", "pcie", "nic", "ib_link", "dimm", "psu", "unknown")
+FEATURES = (
+    "attempts", "failed", "node_fail", "single_node_failed", "multi_node_failed",
+    "single_node_fail_rate", "hw_culprit", "hw_share", "distinct_causes", "cofailures", "xid",
+    *(f"xid_{c}" for c in XID_COMPONENTS), "critical_events", "out_of_service", "drains", "downs",
+    "hours_out",
+    *(f"{c}_vs_fleet" for c in ("failed", "hw_culprit", "cofailures", "xid", "critical_events",
+                                 "out_of_service", "downs", "hours_out")),
+)  # fmt: skip
+_RELATIVE = (
+    "failed",
+    "hw_culprit",
+    "cofailures",
+    "xid",
+    "critical_events",
+    "out_of_service",
+    "downs",
+    "hours_out",
+)
+#: components that are not the node's own hardware (a missing mount is the filesystem's fault)
+_NOT_NODE = ("filesystem", "software")
+_FAILED = ("FAILED", "NODE_FAIL", "REQUEUED", "OUT_OF_MEMORY")
+_HW = ("hardware",)  # the node's own hardware, not infrastructure (filesystem)
+
+
+def _windows(times: pl.Expr, origin: datetime, step: timedelta, n_back: int) -> pl.Expr:
+    """For each event time, the list of window ends whose window holds it."""
+    step_us = int(step.total_seconds() * 1e6)
+    k = ((times - pl.lit(origin)).dt.total_microseconds() // step_us) + 1  # first window end index
+    return pl.int_ranges(k, k + n_back).alias("_k")
+
+
+def node_features(
+    source: Dataset | dict[str, pl.DataFrame],
+    window_days: int = 28,
+    step_days: int = 7,
+    *,
+    start: datetime | None = None,
+    end: datetime | None = None,
+) -> pl.DataFrame:
+    """Rolling per-node features: one row per (cluster, node, window_end) for every node seen in
+    the data and every window end from ``start + window_days`` to ``end`` (default: the data's
+    span, windows aligned to ``start``). ``window_days`` must be a multiple of ``step_days``.
+
+    ``source``: a Dataset (attributed here) or a dict with ``jobs`` (attributed or not),
+    ``health_events`` and ``node_states``.
+    """
+    if window_days <= 0 or step_days <= 0 or window_days % step_days:
+        raise ValueError("window_days must be a positive multiple of step_days")
+    if isinstance(source, dict):
+        jobs, he, ns = source["jobs"], source["health_events"], source["node_states"]
+        if "failure_domain" not in jobs.columns:
+            jobs = attribute_failures(jobs, health_events=he, node_states=ns)
+    else:
+        jobs = attribute_failures(source)
+        he, ns = source.health_events, source.node_states
+    step = timedelta(days=step_days)
+    n_back = window_days // step_days
+    ended = jobs.filter(pl.col("end_time").is_not_null() & pl.col("start_time").is_not_null())
+    t0 = start or min(
+        x for x in (ended["start_time"].min(), he["time"].min(), ns["start"].min()) if x is not None
+    )
+    t1 = end or max(
+        x for x in (ended["end_time"].max(), he["time"].max(), ns["start"].max()) if x is not None
+    )
+    n_windows = int((t1 - t0) / step)
+    if n_windows < n_back:
+        raise ValueError(f"the data span {t1 - t0} holds no full {window_days}-day window")
+    ends = pl.DataFrame({"_k": list(range(n_back, n_windows + 1))}, schema={"_k": pl.Int64})
+
+    def per_window(frame: pl.DataFrame, time_col: str) -> pl.DataFrame:
+        return (
+            frame.with_columns(_windows(pl.col(time_col), t0, step, n_back))
+            .explode("_k")
+            .join(ends, on="_k", how="semi")
+        )
+
+    att = per_window(
+        ended.select(
+            "cluster", "end_time", "failure_domain", "failure_cause", "culprit_node",
+            failed=pl.col("state").cast(pl.String).is_in(_FAILED),
+            node_fail=pl.col("state").cast(pl.String) == "NODE_FAIL",
+            single=pl.col("nodes").list.len() == 1,
+            node=pl.col("nodes"),
+        ).explode("node").drop_nulls("node"),
+        "end_time",
+    )  # fmt: skip
+    a = att.group_by("cluster", "node", "_k").agg(
+        attempts=pl.len(),
+        failed=pl.col("failed").sum(),
+        node_fail=pl.col("node_fail").sum(),
+        single_node_failed=(pl.col("failed") & pl.col("single")).sum(),
+        multi_node_failed=(pl.col("failed") & ~pl.col("single")).sum(),
+        single_attempts=pl.col("single").sum(),
+        hw_culprit=(
+            pl.col("failure_domain").is_in(_HW) & (pl.col("culprit_node") == pl.col("node"))
+        ).sum(),
+        distinct_causes=pl.col("failure_cause")
+        .filter(pl.col("failure_domain").is_in(_HW) & (pl.col("culprit_node") == pl.col("node")))
+        .n_unique(),
+    )
+    ev = per_window(he.select("cluster", "node", "time", "source", "component", "severity"), "time")
+    # several attempts on the node failing in the same minute: a crash that took them all
+    co = (
+        att.filter(pl.col("failed"))
+        .group_by("cluster", "node", "_k", pl.col("end_time").dt.truncate("1m"))
+        .agg(n=pl.len())
+        .group_by("cluster", "node", "_k")
+        .agg(cofailures=(pl.col("n") >= 2).sum())
+    )
+    xid_by_component = [
+        ((pl.col("source") == "kernel_log") & (pl.col("component") == c)).sum().alias(f"xid_{c}")
+        for c in XID_COMPONENTS
+    ]
+    e = ev.group_by("cluster", "node", "_k").agg(
+        (pl.col("source") == "kernel_log").sum().alias("xid"),
+        ((pl.col("severity") == "critical") & ~pl.col("component").is_in(_NOT_NODE))
+        .sum()
+        .alias("critical_events"),
+        *xid_by_component,
+    )
+    st = per_window(ns.select("cluster", "node", "start", "end", "state"), "start")
+    window_end = pl.lit(t0) + pl.duration(
+        microseconds=pl.col("_k") * int(step.total_seconds() * 1e6)
+    )
+    s = (
+        st.with_columns(_end=window_end)
+        .with_columns(
+            hours=(pl.min_horizontal(pl.col("end").fill_null(pl.col("_end")), pl.col("_end")) - pl.col("start"))
+            .dt.total_seconds().clip(lower_bound=0) / 3600.0
+        )
+        .group_by("cluster", "node", "_k")
+        .agg(
+            out_of_service=pl.len(),
+            drains=(pl.col("state") == "DRAIN").sum(),
+            downs=(pl.col("state") == "DOWN").sum(),
+            hours_out=pl.col("hours").sum(),
+        )
+    )  # fmt: skip
+    nodes = pl.concat([
+        att.select("cluster", "node"), ev.select("cluster", "node"), st.select("cluster", "node"),
+        ended.select("cluster", node=pl.col("nodes")).explode("node").drop_nulls(),
+    ]).unique()  # fmt: skip
+    grid = nodes.join(ends, how="cross")
+    out = (
+        grid.join(a, on=["cluster", "node", "_k"], how="left")
+        .join(co, on=["cluster", "node", "_k"], how="left")
+        .join(e, on=["cluster", "node", "_k"], how="left")
+        .join(s, on=["cluster", "node", "_k"], how="left")
+        .with_columns(pl.exclude("cluster", "node", "_k").fill_null(0))
+        .with_columns(
+            single_node_fail_rate=pl.when(pl.col("single_attempts") > 0)
+            .then(pl.col("single_node_failed") / pl.col("single_attempts")).otherwise(0.0),
+            hw_share=pl.when(pl.col("failed") > 0).then(pl.col("hw_culprit") / pl.col("failed")).otherwise(0.0),
+            window_end=window_end,
+        )
+        .with_columns(
+            # relative to the fleet in the same window: a lemon is an outlier among its peers,
+            # whatever the cluster-wide failure rate is doing at the time
+            [(pl.col(c) / (pl.col(c).mean().over("cluster", "_k") + 0.1)).alias(f"{c}_vs_fleet") for c in _RELATIVE]
+        )
+        .select("cluster", "node", "window_end", *[pl.col(f).cast(pl.Float64) for f in FEATURES])
+        .sort("cluster", "node", "window_end")
+    )  # fmt: skip
+    return out

@@ -1,0 +1,275 @@
+"""Lemon-node detection (Kokolis et al. HPCA'25 §VI): features by hand, the estimator contract,
+persistence, and detection + quarantine on simulated clusters the detector never saw."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import polars as pl
+import pytest
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from reliability.cli import main
+from reliability.models import (
+    LEMON_FEATURES,
+    LemonDetector,
+    ModelFileError,
+    count_baseline,
+    lemon_backtest,
+    node_features,
+    rule_baseline,
+    train_on_simulation,
+)
+from reliability.models.lemon import default_detector
+from reliability.models.lemon_backtest import NODE_DOWN_CLASS
+from reliability.sim.config import load_preset
+
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def _h(hours: float) -> datetime:
+    return T0 + timedelta(hours=hours)
+
+
+def test_node_features_by_hand():
+    """Two nodes, one 14-day window: counts as written out by hand."""
+    jobs = pl.DataFrame([
+        # n1: two single-node jobs crash in the same minute (a co-failure), one ok
+        {"job_id": "1", "nodes": ["n1"], "state": "FAILED", "end_time": _h(10)},
+        {"job_id": "2", "nodes": ["n1"], "state": "FAILED", "end_time": _h(10.005)},
+        {"job_id": "3", "nodes": ["n1"], "state": "COMPLETED", "end_time": _h(20)},
+        # a two-node job on n1 and n2 ends NODE_FAIL (n1 culprit via the node state below)
+        {"job_id": "4", "nodes": ["n1", "n2"], "state": "NODE_FAIL", "end_time": _h(30)},
+        {"job_id": "5", "nodes": ["n2"], "state": "COMPLETED", "end_time": _h(40)},
+        # outside the window: ignored
+        {"job_id": "6", "nodes": ["n2"], "state": "FAILED", "end_time": _h(24 * 20)},
+    ]).with_columns(
+        cluster=pl.lit("c"), attempt=pl.lit(0), start_time=pl.col("end_time") - timedelta(hours=1),
+        n_nodes=pl.col("nodes").list.len(), n_accelerators=pl.col("nodes").list.len() * 8,
+    )  # fmt: skip
+    he = pl.DataFrame({
+        "cluster": ["c"] * 3, "node": ["n1", "n1", "n2"], "time": [_h(9.99), _h(29.9), _h(35)],
+        "source": ["kernel_log", "kernel_log", "health_check"], "component": ["gpu", "gpu_memory", "ib_link"],
+        "severity": ["critical", "critical", "warning"],
+    })  # fmt: skip
+    ns = pl.DataFrame({
+        "cluster": ["c", "c"], "node": ["n1", "n1"], "state": ["DOWN", "DRAIN"],
+        "start": [_h(30), _h(200)], "end": [_h(36), None],
+    })  # fmt: skip
+    f = node_features({"jobs": jobs, "health_events": he, "node_states": ns}, window_days=14, step_days=14,
+                      start=T0, end=T0 + timedelta(days=28))  # fmt: skip
+    w1 = f.filter(pl.col("window_end") == T0 + timedelta(days=14))
+    n1 = w1.filter(pl.col("node") == "n1").row(0, named=True)
+    n2 = w1.filter(pl.col("node") == "n2").row(0, named=True)
+    assert n1["attempts"] == 4
+    assert n1["failed"] == 3
+    assert n1["node_fail"] == 1
+    assert n1["single_node_failed"] == 2
+    assert n1["multi_node_failed"] == 1
+    assert n1["single_node_fail_rate"] == pytest.approx(2 / 3)
+    assert n1["cofailures"] == 1
+    assert n1["xid"] == 2
+    assert n1["xid_gpu"] == 1
+    assert n1["xid_gpu_memory"] == 1
+    assert n1["critical_events"] == 2
+    assert n1["out_of_service"] == 2
+    assert n1["downs"] == 1
+    assert n1["drains"] == 1
+    # DOWN 6 h + DRAIN from hour 200 to the window end (hour 336)
+    assert n1["hours_out"] == pytest.approx(6 + 136)
+    # attributed to hardware on n1: jobs 1 and 2 (critical Xid 36 s before they failed) and
+    # the NODE_FAIL job 4
+    assert n1["hw_culprit"] == 3
+    assert n2["attempts"] == 2
+    assert n2["failed"] == 1
+    assert n2["hw_culprit"] == 0
+    assert n2["xid"] == 0
+    assert n2["critical_events"] == 0
+    # fleet-relative: n1's out_of_service over the mean of (2, 0) plus 0.1
+    assert n1["out_of_service_vs_fleet"] == pytest.approx(2 / 1.1)
+    # the second window holds job 6 only
+    w2 = f.filter((pl.col("window_end") == T0 + timedelta(days=28)) & (pl.col("node") == "n2"))
+    assert w2["failed"][0] == 1
+    assert set(LEMON_FEATURES) <= set(f.columns)
+
+
+def _not_applicable(estimator):
+    # predict() flags at the precision-targeted threshold, not at P = 0.5, so predictions
+    # differ from argmax(predict_proba) by design (like sklearn's FixedThresholdClassifier)
+    return {"check_classifiers_train": "decision threshold is not 0.5 by design"}
+
+
+@parametrize_with_checks([LemonDetector(cv=3)], expected_failed_checks=_not_applicable)
+def test_sklearn_estimator_contract(estimator, check):
+    check(estimator)
+
+
+def _separable(n=600, seed=0):
+    rng = np.random.default_rng(seed)
+    y = (rng.random(n) < 0.1).astype(int)
+    X = rng.poisson(np.where(y[:, None] == 1, 6.0, 1.0), size=(n, 4)).astype(float)
+    return X, y
+
+
+def test_threshold_reaches_target_precision_and_persistence(tmp_path):
+    X, y = _separable()
+    det = LemonDetector(target_precision=0.9).fit(X, y)
+    assert det.oof_precision_ >= 0.9
+    assert 0 < det.oof_recall_ <= 1
+    Xt, yt = _separable(seed=1)
+    pred = det.predict(Xt)
+    assert (yt[pred == 1] == 1).mean() >= 0.8  # held-out precision near the target
+    proba = det.predict_proba(Xt)[:, 1]
+    assert np.all((proba >= 0) & (proba <= 1))
+    # save / load round trip (JSON, no pickle)
+    path = det.save(tmp_path / "m.json")
+    back = LemonDetector.load(path)
+    assert np.allclose(back.predict_proba(Xt), det.predict_proba(Xt))
+    assert back.threshold_ == det.threshold_
+    # a tampered file is refused
+    doc = json.loads(path.read_text())
+    doc["model"]["coef"][0] *= 2
+    (tmp_path / "t.json").write_text(json.dumps(doc))
+    with pytest.raises(ModelFileError, match="checksum"):
+        LemonDetector.load(tmp_path / "t.json")
+    (tmp_path / "f.json").write_text(json.dumps({"format": "sklearn-pickle", "blob": "..."}))
+    with pytest.raises(ModelFileError, match=r"not a reliability\.lemon-detector/1 file"):
+        LemonDetector.load(tmp_path / "f.json")
+    (tmp_path / "g.json").write_bytes(b"\x80\x04\x95 pickle bytes")
+    with pytest.raises(ModelFileError, match="not a readable JSON"):
+        LemonDetector.load(tmp_path / "g.json")
+    with pytest.raises(ValueError, match="two classes"):
+        LemonDetector().fit(X, np.zeros(len(X)))
+
+
+def _test_cluster():
+    """RSC-1's shape at 3/8 scale (768 nodes, 120 days, 1.5% lemons): not the training setup
+    (1,024 nodes, 150 days, seeds 101-103)."""
+    return replace(load_preset("rsc1"), name="lemon-test", n_nodes=768, days=120.0)
+
+
+@pytest.fixture(scope="module")
+def backtest(tmp_path_factory):
+    return lemon_backtest(_test_cluster(), default_detector(), seed=7, split_day=70, window_days=56,
+                          work=tmp_path_factory.mktemp("bt"))  # fmt: skip
+
+
+def test_detection_on_an_unseen_cluster(backtest):
+    """HPCA'25: precision > 85% on 1.2-1.7% of nodes. Here (one seed, ~12 lemons): precision
+    >= 0.85, recall stated (>= 0.5), footprint within 2x of the true lemon share."""
+    bt = backtest
+    assert bt.metric("precision") >= 0.85
+    assert bt.metric("recall") >= 0.5
+    share = bt.metric("true lemon share")
+    assert share / 2 <= bt.metric("footprint (share of nodes)") <= 2 * share
+
+
+def test_quarantine_on_the_default_calibration(backtest):
+    """Default calibration (1.5% lemons at 15x the rate): draining the flagged nodes lowers the
+    512+ GPU interruption rate and the GPU-hours lost, but only by a few percent: lemons cause
+    about a fifth of the faults here, and a 512-GPU attempt meets a fault with probability ~0.6
+    whatever happens (1 - exp(-N r_f T) with long attempts)."""
+    bt = backtest
+    assert bt.metric("512+ GPU interruptions per 1000 node-days, quarantined") < bt.metric(
+        "512+ GPU interruptions per 1000 node-days, before"
+    )
+    assert bt.metric("GPU-hours lost to hardware, quarantined") < bt.metric(
+        "GPU-hours lost to hardware, before"
+    )
+
+
+def _lemon_heavy():
+    """The paper's 14% -> 4% implies lemons cause most large-job failures: ordinary nodes at
+    1-5 failures per 1000 node-days, 1.5% lemons at 60x."""
+    base = _test_cluster()
+    return replace(
+        base,
+        failures=replace(base.failures, rate_start=1.0, rate_end=5.0, lemon_rate_multiplier=60.0),
+    )
+
+
+def test_quarantine_where_lemons_dominate(tmp_path):
+    """Trained on one seed of a lemon-heavy cluster, tested on another: precision >= 0.85,
+    recall >= 0.8, and quarantining the flagged ~1.5% of nodes cuts the 512+ GPU interruption
+    rate by at least 30% and the share of large attempts failed by hardware by at least 15%."""
+    cfg = _lemon_heavy()
+    det, _ = train_on_simulation(
+        cfg, 1, window_days=56, target_precision=0.95, work=tmp_path / "train"
+    )
+    bt = lemon_backtest(cfg, det, seed=7, split_day=70, window_days=56, work=tmp_path / "bt")
+    assert bt.metric("precision") >= 0.85
+    assert bt.metric("recall") >= 0.8
+    rate0 = bt.metric("512+ GPU interruptions per 1000 node-days, before")
+    assert bt.metric("512+ GPU interruptions per 1000 node-days, quarantined") <= 0.7 * rate0
+    share0 = bt.metric("512+ GPU attempts failed by hardware, before")
+    assert bt.metric("512+ GPU attempts failed by hardware, quarantined") <= 0.85 * share0
+
+
+def test_root_causes_match_truth(backtest):
+    """The component the logs point at for each flagged true lemon is its true root cause
+    (node-down causes leave no component: they must show as node down)."""
+    f = backtest.flagged.filter(pl.col("lemon"))
+    want = (
+        pl.when(pl.col("truth_node_down")).then(pl.lit(NODE_DOWN_CLASS)).otherwise(pl.col("truth"))
+    )
+    agree = f.select((pl.col("dominant") == want).mean()).item()
+    assert agree >= 0.8
+
+
+def test_detector_beats_the_baselines(tmp_path):
+    """On held-out node-windows of a fresh run, the detector's precision at its threshold is at
+    least the hand-tuned rule's and the count threshold's at the same number of flags."""
+    from reliability.models.lemon_backtest import _simulate_to_dataset
+
+    cfg = replace(_test_cluster(), n_nodes=512, days=100.0)
+    r, ds = _simulate_to_dataset(cfg, 11, tmp_path)
+    f = node_features(ds, 56, 7)
+    names = cfg.node_names()
+    y = f["node"].is_in([names[i] for i in np.flatnonzero(r.lemon)]).to_numpy()
+    det = default_detector()
+    flags = det.predict(f.select(LEMON_FEATURES)).astype(bool)
+    k = int(flags.sum())
+    assert k > 0
+    prec = y[flags].mean()
+    rule = rule_baseline(f)
+    # the count baseline at the same number of flags
+    t = np.sort(f["failed"].to_numpy())[-k]
+    count = count_baseline(f, t)
+    assert prec >= y[rule].mean() if rule.any() else True
+    assert prec >= y[count].mean()
+
+
+def test_lemon_cli(tmp_path, capsys):
+    from reliability.sim.run import ingest_simulation, simulate_cluster
+
+    cfg = replace(load_preset("small"), days=60.0)
+    simulate_cluster(cfg, seed=3).write(tmp_path / "raw")
+    ingest_simulation(tmp_path / "raw", tmp_path / "ds")
+    assert main(["lemon", "train", str(tmp_path / "ds"), "--sim-truth", str(tmp_path / "raw"),
+                 "--out", str(tmp_path / "m.json"), "--window-days", "28"]) == 0  # fmt: skip
+    assert "out-of-fold precision" in capsys.readouterr().out
+    assert (
+        main(
+            [
+                "lemon",
+                "score",
+                str(tmp_path / "ds"),
+                "--model",
+                str(tmp_path / "m.json"),
+                "--window-days",
+                "28",
+            ]
+        )
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "nodes flagged at threshold" in out
+    assert "gpu0" in out
+    (tmp_path / "bad.json").write_text("{}")
+    assert (
+        main(["lemon", "score", str(tmp_path / "ds"), "--model", str(tmp_path / "bad.json")]) == 2
+    )
+    assert "not a reliability.lemon-detector/1 file" in capsys.readouterr().err

@@ -38,32 +38,37 @@ _EVIDENCE_STATES = ("FAILED", "NODE_FAIL", "REQUEUED", "BOOT_FAIL", "LAUNCH_FAIL
 _OUT_OF_SERVICE = ("DOWN", "FAIL", "DRAIN")
 
 
-def _frames(
-    source: Dataset | pl.DataFrame, health: pl.DataFrame | None, states: pl.DataFrame | None
-):
-    if isinstance(source, pl.DataFrame):
-        return (
-            source,
-            health if health is not None else pl.DataFrame(),
-            states if states is not None else pl.DataFrame(),
-        )
-    return source.jobs, source.health_events, source.node_states
+def _frames(source: Dataset | pl.DataFrame | pl.LazyFrame, health, states):
+    """(jobs, health events, node states) as LazyFrames (None where there are none)."""
+    if isinstance(source, (pl.DataFrame, pl.LazyFrame)):
+        lazy = lambda f: None if f is None else (f.lazy() if isinstance(f, pl.DataFrame) else f)  # noqa: E731
+        he, ns = lazy(health), lazy(states)
+        if isinstance(health, pl.DataFrame) and health.height == 0:
+            he = None
+        if isinstance(states, pl.DataFrame) and states.height == 0:
+            ns = None
+        return source.lazy(), he, ns
+    return source.scan("jobs"), source.scan("health_events"), source.scan("node_states")
 
 
 def attribute_failures(
-    source: Dataset | pl.DataFrame,
+    source: Dataset | pl.DataFrame | pl.LazyFrame,
     *,
     before_min: float = 10.0,
     after_min: float = 5.0,
-    health_events: pl.DataFrame | None = None,
-    node_states: pl.DataFrame | None = None,
-) -> pl.DataFrame:
+    health_events: pl.DataFrame | pl.LazyFrame | None = None,
+    node_states: pl.DataFrame | pl.LazyFrame | None = None,
+    lazy: bool = False,
+) -> pl.DataFrame | pl.LazyFrame:
     """Classify how every job attempt ended.
 
     Parameters
     ----------
-    source : a Dataset, or a jobs frame (then pass ``health_events`` / ``node_states``)
+    source : a Dataset (read lazily), or a jobs frame (then pass ``health_events`` /
+        ``node_states``)
     before_min, after_min : evidence window around the attempt's end [minutes]
+    lazy : return the query as a LazyFrame instead of collecting it, so that an analysis on
+        top of it can run on polars' streaming engine over data larger than memory
 
     Returns
     -------
@@ -81,9 +86,9 @@ def attribute_failures(
         .explode("node")
         .drop_nulls("node")
     )
-    evidence = [pl.DataFrame(schema={"__rid": pl.UInt32, "__cause": pl.String, "__node": pl.String,
+    evidence = [pl.LazyFrame(schema={"__rid": pl.UInt32, "__cause": pl.String, "__node": pl.String,
                                      "__dist": pl.Int64, "__kind": pl.Int8})]  # fmt: skip
-    if he.height:
+    if he is not None:
         crit = he.filter(pl.col("severity") == "critical").select(
             "cluster", "node", "time", __cause=pl.col("component").cast(pl.String)
         )
@@ -95,7 +100,7 @@ def attribute_failures(
             "__rid", "__cause", __node=pl.col("node"),
             __dist=(pl.col("time") - pl.col("end_time")).dt.total_microseconds().abs(), __kind=pl.lit(0, pl.Int8),
         ))  # fmt: skip
-    if ns.height:
+    if ns is not None:
         down = ns.filter(pl.col("state").cast(pl.String).is_in(_OUT_OF_SERVICE)).select(
             "cluster", "node", "start"
         )
@@ -114,7 +119,7 @@ def attribute_failures(
         .group_by("__rid", maintain_order=True)
         .first()
     )
-    out = jobs.join(best, on="__rid", how="left")
+    out = jobs.join(best, on="__rid", how="left", maintain_order="left")
     state = pl.col("state").cast(pl.String)
     has_health = pl.col("__kind") == 0
     evidence_domain = pl.col("__cause").replace_strict(
@@ -132,7 +137,7 @@ def attribute_failures(
     failed_by_evidence = pl.col("failure_domain").is_in(
         ["hardware", "infrastructure", "system_software", "unknown"]
     )
-    return (
+    query = (
         out.with_columns(failure_domain=domain)
         .with_columns(
             failure_cause=pl.when(failed_by_evidence).then(pl.col("__cause").fill_null("unknown")),
@@ -140,6 +145,7 @@ def attribute_failures(
         )
         .drop("__rid", "__cause", "__node", "__dist", "__kind")
     )
+    return query if lazy else query.collect()
 
 
 def attribution_quality(attributed: pl.DataFrame, truth: pl.DataFrame) -> dict[str, float]:

@@ -43,6 +43,12 @@ def _parser() -> argparse.ArgumentParser:
         "--tz", help="IANA time zone of local times in the input (e.g. UTC, America/New_York)"
     )
     ing.add_argument("--strict", action="store_true", help="fail if any row would be quarantined")
+    ing.add_argument(
+        "--backend", choices=["serial", "processes", "dask"],
+        help="partitioned ingestion: one task per file on local processes or a Dask cluster",
+    )  # fmt: skip
+    ing.add_argument("--workers", type=int, help="worker processes (default: all cores)")
+    ing.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://host:8786")
     ing.add_argument("--fields", help="comma-separated sacct fields, for --noheader exports")
     ing.add_argument("--node", help="host name for kernel logs / DCGM scrapes that carry none")
     ing.add_argument("--year", type=int, help="year of the first syslog line (syslog prints none)")
@@ -72,7 +78,8 @@ def _parser() -> argparse.ArgumentParser:
     cl.add_argument("--out", type=Path, required=True, help="output folder (raw logs + truth/)")
     cl.add_argument("--ingest", type=Path, help="also ingest the output into this Dataset folder")
     pod = simsub.add_parser(
-        "pod", help="TPUv4-like pod, component side: failures, repairs, maintenance (NSDI'24)"
+        "pod",
+        help="TPUv4-like pod: failures, repairs, maintenance, jobs and recovery paths (NSDI'24)",
     )
     pod.add_argument("--preset", default="tpuv4", help="tpuv4, tpuv3-static, or a TOML file")
     pod.add_argument("--days", type=float)
@@ -114,6 +121,12 @@ def _parser() -> argparse.ArgumentParser:
     ls.add_argument("--model", type=Path, help="model file (default: the bundled detector)")
     ls.add_argument("--window-days", type=int, default=56)
     ls.add_argument("--top", type=int, default=20)
+    sw = sub.add_parser("sweep", help="run a parameter sweep (simulator or Monte Carlo) over seeds")
+    sw.add_argument("spec", type=Path, help="sweep TOML (see pipelines/sweep-*.toml)")
+    sw.add_argument("--backend", choices=["serial", "processes", "dask"])
+    sw.add_argument("--workers", type=int)
+    sw.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://host:8786")
+    sw.add_argument("--out", type=Path)
     run = sub.add_parser("run", help="run a pipeline file and write its report (HTML, PDF)")
     run.add_argument("pipeline", type=Path, help="pipeline TOML (see pipelines/)")
     run.add_argument(
@@ -168,15 +181,25 @@ def _ingest(args: argparse.Namespace) -> int:
         from tqdm import tqdm
 
         bar = tqdm(total=len(args.files), unit="file", file=sys.stderr, disable=None)
+    executor = None
+    if args.backend:
+        from reliability.parallel import Executor
+
+        executor = Executor(args.backend, workers=args.workers, scheduler=args.scheduler)
+    elif args.scheduler:
+        raise ReliabilityError("--scheduler needs --backend dask")
     try:
         outcomes = ds.ingest(
             args.kind, args.files, cluster=args.cluster, tz=args.tz, strict=args.strict,
-            progress=(lambda p: bar.set_postfix_str(p.name)) if bar else None, **_options(args),
+            progress=(lambda p: bar.set_postfix_str(p.name)) if bar else None, executor=executor,
+            **_options(args),
         )  # fmt: skip
     finally:
         if bar is not None:
             bar.update(len(args.files))
             bar.close()
+        if executor is not None:
+            executor.close()
     quarantined = 0
     for o in outcomes:
         print(o.line())
@@ -243,6 +266,12 @@ def _simulate(args: argparse.Namespace) -> int:
         for row in r.truth.iter_rows(named=True):
             print(f"  {row['component_type']:<9} {row['components']:>6,} components  {row['failures']:>6,} failures  "
                   f"availability {100 * row['availability']:.2f}%")  # fmt: skip
+        st = r.job_stats
+        if st:
+            hit = float((r.jobs["hardware_interruptions"] > 0).mean()) if r.jobs.height else 0.0
+            print(f"  jobs: {st['jobs']:,} ({100 * hit:.2f}% saw a hardware interruption), {st['reroutes']} reroutes "
+                  f"around OCS faults, {st['preemptions']:,} preemptions, {st['preflight_fails']} preflight catches, "
+                  f"{st['crossconnect_changes']:,} OCS circuit changes")  # fmt: skip
         return 0
     from tqdm import tqdm
 
@@ -381,6 +410,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.command == "lemon":
             return _lemon(args)
+        if args.command == "sweep":
+            from reliability.sweep import run_sweep
+
+            res = run_sweep(args.spec, backend=args.backend, workers=args.workers, scheduler=args.scheduler,
+                            out=args.out, progress=lambda name: print(f"done {name}", file=sys.stderr))  # fmt: skip
+            print(res)
+            return 1 if res.failures else 0
         if args.command == "run":
             from reliability.pipeline import run_pipeline
 

@@ -212,6 +212,7 @@ class Dataset:
         tz: str | None = None,
         strict: bool = False,
         progress: Callable[[Path], None] | None = None,
+        executor: Any = None,
         **options: Any,
     ) -> list[IngestOutcome]:
         """Read inputs with the reader for ``kind`` and append their rows.
@@ -223,7 +224,9 @@ class Dataset:
         cluster, tz : passed to the reader (see each reader for when they are needed)
         strict : raise :class:`IngestError` (and write nothing for that input) if any row
             would be quarantined
-        progress : called with each path before it is read
+        progress : called with each path before it is read (after it is read, with an executor)
+        executor : a :class:`reliability.parallel.Executor`: one task per input, each writing
+            its own parts; the manifest is written once at the end (same invariants)
         options : other reader options (``fields=``, ``node=``, ``year=``, ``boot_time=``...)
 
         Returns
@@ -250,6 +253,10 @@ class Dataset:
         missing = [n for n in needed if n not in kwargs]
         if missing:
             raise ReliabilityError(f"{kind!r} inputs need {missing[0]}=")
+        if executor is not None:
+            return self._ingest_partitioned(
+                kind, [Path(p) for p in paths], kwargs, strict, executor, progress
+            )
         outcomes: list[IngestOutcome] = []
         with self._lock():
             self._clean_orphans()
@@ -307,45 +314,60 @@ class Dataset:
         options: dict[str, Any],
     ) -> tuple[dict[str, Any], IngestOutcome]:
         """Write one input's parts; return its manifest entry (the caller records it)."""
-        part_id = sha[:16]
-        parts: dict[str, str] = {}
-        for table, frame in result.tables.items():
-            rel = f"{table}/part-{part_id}.parquet"
-            write_parquet_atomic(frame, self.path / rel)
-            parts[table] = rel
-        if result.rows_quarantined:
-            rel = f"quarantine/part-{part_id}.parquet"
-            write_parquet_atomic(result.quarantine, self.path / rel)
-            parts["quarantine"] = rel
-        rows_out = {t: f.height for t, f in result.tables.items()}
-        entry = {
-            "id": part_id,
-            "kind": kind,
-            "name": path.name,
-            "path": str(path.resolve()),
-            "size": size,
-            "sha256": sha,
-            "rows_read": result.rows_read,
-            "rows_kept": result.rows_kept,
-            "rows_quarantined": result.rows_quarantined,
-            "rows_out": rows_out,
-            "parts": parts,
-            "options": {k: str(v) for k, v in options.items()},
-            "notes": result.notes,
-            "ingested_at": datetime.now(UTC).isoformat(timespec="seconds"),
-            "package_version": __version__,
-            "taxonomy_version": taxonomy.TAXONOMY_VERSION,
-        }
-        return entry, IngestOutcome(
-            str(path),
-            "ingested",
-            sha,
-            result.rows_read,
-            result.rows_kept,
-            result.rows_quarantined,
-            rows_out,
-            list(result.notes),
-        )
+        return _write_parts(self.path, kind, path, sha, size, result, options)
+
+    def _ingest_partitioned(
+        self,
+        kind: str,
+        paths: list[Path],
+        kwargs: dict[str, Any],
+        strict: bool,
+        executor: Any,
+        progress: Callable[[Path], None] | None,
+    ) -> list[IngestOutcome]:
+        """One task per input on ``executor``: each reads its file and writes its own parts;
+        the manifest is written once, at the end, with every input that succeeded."""
+        outcomes: dict[int, IngestOutcome] = {}
+        with self._lock():
+            self._clean_orphans()
+            manifest = self.manifest
+            known = {i["sha256"]: i for i in manifest["inputs"]}
+            todo, seen = [], set()
+            for i, path in enumerate(paths):
+                if not path.is_file():
+                    raise IngestError(str(path), "no such file")
+                sha, size = _sha256(path)
+                if sha in known or sha in seen:
+                    k = known.get(sha)
+                    outcomes[i] = IngestOutcome(str(path), "unchanged", sha, k["rows_read"] if k else 0,
+                                                k["rows_kept"] if k else 0, k["rows_quarantined"] if k else 0)  # fmt: skip
+                    continue
+                seen.add(sha)
+                todo.append((i, path, sha, size))
+            names = [f"{i:06d}-{p.name}" for i, p, _, _ in todo]
+            args = [
+                (str(self.path), kind, str(p), sha, size, kwargs, strict)
+                for _, p, sha, size in todo
+            ]
+            done, failures = executor.map(
+                _ingest_task, args, names,
+                progress=(lambda n: progress(paths[int(n[:6])])) if progress else None,
+            )  # fmt: skip
+            for (i, _path, _sha, _), name in zip(todo, names, strict=True):
+                if name not in done:
+                    continue
+                entry, outcome = done[name]
+                manifest["inputs"].append(entry)
+                outcomes[i] = IngestOutcome(**outcome)
+            if done:
+                self._write_manifest(manifest)
+        if failures:
+            raise IngestError(
+                failures[0].name.split("-", 1)[1],
+                f"{len(failures)} of {len(todo)} input(s) failed (the others are committed): "
+                + "; ".join(str(f) for f in failures[:3]),
+            )
+        return [outcomes[i] for i in sorted(outcomes)]
 
     def _clean_orphans(self) -> None:
         """Remove part files and temp files that no manifest entry refers to (crash leftovers)."""
@@ -516,3 +538,71 @@ class Dataset:
 
     def __repr__(self) -> str:
         return f"Dataset({str(self.path)!r}, inputs={len(self.inputs)})"
+
+
+def _ingest_task(
+    root: str, kind: str, path: str, sha: str, size: int, kwargs: dict[str, Any], strict: bool
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Worker side of a partitioned ingest: read one input, write its parts, return its
+    manifest entry and outcome (plain dicts: no frames travel back)."""
+    from dataclasses import asdict
+
+    reader = READERS[kind]
+    result = reader(Path(path), **kwargs)
+    if strict and result.rows_quarantined:
+        first = result.quarantine.row(0, named=True)
+        raise IngestError(path, f"{result.rows_quarantined} row(s) would be quarantined (--strict); "
+                                f"first: {first['reason']}", line=first["line_no"])  # fmt: skip
+    entry, outcome = _write_parts(Path(root), kind, Path(path), sha, size, result, kwargs)
+    return entry, asdict(outcome)
+
+
+def _write_parts(
+    root: Path,
+    kind: str,
+    path: Path,
+    sha: str,
+    size: int,
+    result: ReadResult,
+    options: dict[str, Any],
+) -> tuple[dict[str, Any], IngestOutcome]:
+    """Write one input's parts under ``root``; return its manifest entry and outcome."""
+    part_id = sha[:16]
+    parts: dict[str, str] = {}
+    for table, frame in result.tables.items():
+        rel = f"{table}/part-{part_id}.parquet"
+        write_parquet_atomic(frame, root / rel)
+        parts[table] = rel
+    if result.rows_quarantined:
+        rel = f"quarantine/part-{part_id}.parquet"
+        write_parquet_atomic(result.quarantine, root / rel)
+        parts["quarantine"] = rel
+    rows_out = {t: f.height for t, f in result.tables.items()}
+    entry = {
+        "id": part_id,
+        "kind": kind,
+        "name": path.name,
+        "path": str(path.resolve()),
+        "size": size,
+        "sha256": sha,
+        "rows_read": result.rows_read,
+        "rows_kept": result.rows_kept,
+        "rows_quarantined": result.rows_quarantined,
+        "rows_out": rows_out,
+        "parts": parts,
+        "options": {k: str(v) for k, v in options.items()},
+        "notes": result.notes,
+        "ingested_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "package_version": __version__,
+        "taxonomy_version": taxonomy.TAXONOMY_VERSION,
+    }
+    return entry, IngestOutcome(
+        str(path),
+        "ingested",
+        sha,
+        result.rows_read,
+        result.rows_kept,
+        result.rows_quarantined,
+        rows_out,
+        list(result.notes),
+    )

@@ -206,7 +206,15 @@ def test_run_cli_errors_cleanly(tmp_path, capsys):
 
 def test_shipped_pipelines_load():
     root = Path(__file__).resolve().parents[1] / "pipelines"
-    names = sorted(p.name for p in root.glob("*.toml") if p.name != "demo-cluster.toml")
+    names = sorted(
+        p.name
+        for p in root.glob("*.toml")
+        if p.name != "demo-cluster.toml" and not p.name.startswith("sweep-")
+    )
+    from reliability.sweep import load_sweep
+
+    for sweep in root.glob("sweep-*.toml"):
+        assert load_sweep(sweep).seeds
     assert {"demo.toml", "rsc1.toml", "tpuv4.toml"} <= set(names)
     for name in names:
         if name == "slurm-export.toml":

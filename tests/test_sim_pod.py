@@ -96,3 +96,177 @@ def test_bad_lines_are_quarantined(tmp_path):
     assert "unknown event 'teleport'" in reasons
     assert "repair without an open failure" in reasons
     assert any("UTC offset" in x for x in reasons)
+
+
+# -- the job side: scheduling, preflight, recovery paths (NSDI'24 §3-5) -------------------
+def test_jobs_ingest_with_topology(pod):
+    _, rr = pod
+    jobs = rr.tables["jobs"]
+    assert jobs.height > 10_000
+    assert set(jobs["state"].cast(pl.String).unique()) <= {
+        "COMPLETED",
+        "PREEMPTED",
+        "NODE_FAIL",
+        "RUNNING",
+    }
+    # a k-cube job has 16k hosts and 64k chips, and names its slice topology
+    assert (jobs["n_accelerators"] == 4 * jobs["n_nodes"]).all()
+    assert (jobs["n_nodes"] % 16 == 0).all()
+    assert jobs["topology"].str.contains(r"^\d+x\d+x\d+( twisted)?$").all()
+    assert jobs.filter(pl.col("topology").str.ends_with("twisted")).height > 0
+    # a job's attempts are numbered without gaps
+    att = jobs.group_by("job_id").agg(n=pl.len(), top=pl.col("attempt").max())
+    assert (att["top"].cast(pl.Int64) == att["n"] - 1).all()
+
+
+def test_calibration_against_the_paper(pod):
+    """NSDI'24: ~1% of jobs see a hardware interruption; fewer than 2% of jobs run on
+    fault-tolerant routing at any time (more during OCS events); cross-connect changes grow with
+    submissions (Fig. 13)."""
+    r, rr = pod
+    jobs, steps = rr.tables["jobs"], rr.tables["job_steps"]
+    hit = jobs.group_by("job_id").agg(hw=(pl.col("state") == "NODE_FAIL").any())["hw"].mean()
+    assert 0.003 <= hit <= 0.03
+    ended = jobs.drop_nulls("end_time")
+    run_s = (ended["end_time"] - ended["start_time"]).dt.total_seconds().sum()
+    ft_s = (steps["end_time"] - steps["start_time"]).dt.total_seconds().sum()
+    assert 0 < ft_s / run_s < 0.02
+    s = r.job_stats["reroute_samples"]
+    assert (
+        s["rerouted"] / s["running"].clip(1)
+    ).max() > 0.5  # during an OCS event most jobs reroute
+
+
+def test_crossconnect_changes_grow_with_submissions():
+    """NSDI'24 Fig. 13: OCS reconfigurations grow with the job submissions. Doubling the
+    arrival rate multiplies at least 1.5x and at most 3.5x the cross-connect changes per
+    day (a busier pod also preempts and restarts more, each restart re-cabling its slice)."""
+    from dataclasses import replace
+
+    per_day = []
+    for rate in (15.0, 30.0):
+        cfg = load_pod_preset("tpuv4")
+        cfg = replace(cfg, days=60.0, jobs=replace(cfg.jobs, arrivals_per_day=rate))
+        r = simulate_pod(cfg, seed=9)
+        changed = r.events.filter(pl.col("event") == "crossconnect")["detail"].str.extract(
+            r"changed=(\d+)"
+        )
+        subs = r.events.filter(pl.col("event") == "job_submit").height
+        per_day.append((subs / 60.0, changed.cast(pl.Int64).sum() / 60.0))
+    (s1, c1), (s2, c2) = per_day
+    assert 1.6 < s2 / s1 < 2.4
+    assert 1.5 < c2 / c1 < 3.5
+
+
+def _components(rows):
+    return pl.DataFrame(rows, schema={"time_s": pl.Float64, "event": pl.String, "component_type": pl.String,
+                                      "component_id": pl.String, "detail": pl.String}, orient="row")  # fmt: skip
+
+
+def _run(jobs, rows, mode="reconfigurable", **jcfg):
+    import numpy as np
+
+    from reliability.sim.pod import PodConfig
+    from reliability.sim.pod_jobs import PodJobConfig, simulate_pod_jobs
+
+    cfg = PodConfig(n_cubes=4, days=5, mode=mode)
+    jc = PodJobConfig(preflight_catch_prob=0.0, tax_low=0.05, tax_high=0.05, **jcfg)
+    ev, truth, stats = simulate_pod_jobs(
+        cfg, _components(rows), jc, np.random.default_rng(0), jobs=jobs
+    )
+    return ev, truth, stats
+
+
+def _ends(ev):
+    return ev.filter(pl.col("event") == "job_end").select("time_s", "detail").rows()
+
+
+def test_reconfigure_path_on_a_machine_failure():
+    """A 2-cube job (10 h) loses a machine at 2.5 h: it is evicted, loses the half hour since its
+    last checkpoint (hourly), restarts after the 10-minute reconfiguration on the spare cubes and
+    needs 8 h more."""
+    jobs = [{"submit_s": 0.0, "cubes": 2, "work_h": 10.0}]
+    rows = [(2.5 * 3600, "component_fail", "machine", "c00-h03", None)]
+    ev, truth, stats = _run(jobs, rows)
+    ends = _ends(ev)
+    assert ends[0] == (2.5 * 3600, "attempt=0;state=NODE_FAIL")
+    starts = ev.filter(pl.col("event") == "job_start").select("time_s", "detail").rows()
+    assert starts[1][0] == pytest.approx(2.5 * 3600 + 600)
+    assert "cubes=1,2" in starts[1][1]  # cube 0 is broken: the lowest two usable free cubes
+    assert ends[1][0] == pytest.approx(2.5 * 3600 + 600 + 8 * 3600)
+    assert stats["interruptions"] == 1
+    assert truth["hardware_interruptions"][0] == 1
+
+
+def test_reroute_path_on_an_ocs_failure():
+    """An OCS fails at 1 h and is repaired at 3 h: the FT job keeps its cubes and runs 5% slower
+    for those 2 h (finishing 0.1 h of work later, i.e. at 10 h + 2 h * 0.05 / 0.95); the job
+    without FT routing is interrupted (reconfigure path)."""
+    jobs = [{"submit_s": 0.0, "cubes": 1, "work_h": 10.0, "ft": True},
+            {"submit_s": 0.0, "cubes": 1, "work_h": 10.0, "ft": False}]  # fmt: skip
+    rows = [
+        (3600.0, "component_fail", "ocs", "ocs-x03", None),
+        (3 * 3600.0, "component_repair", "ocs", "ocs-x03", None),
+    ]
+    ev, _, stats = _run(jobs, rows)
+    by_job = {cid: t for t, e, _, cid, d in ev.rows() if e == "job_end" and "COMPLETED" in d}
+    slow = 2 * 3600 * 0.05  # work not done during the 2 h at 95% speed
+    assert by_job["0"] == pytest.approx(10 * 3600 + slow)
+    assert ev.filter(pl.col("event") == "reroute_start")["component_id"].to_list() == ["0"]
+    assert ev.filter((pl.col("event") == "job_end") & (pl.col("component_id") == "1"))["detail"][
+        0
+    ].endswith("NODE_FAIL")
+    assert stats["reroutes"] == 1
+
+
+def test_static_mode_needs_an_aligned_healthy_block():
+    """Static: a 2-cube job needs cubes (0,1) or (2,3); with cube 1 broken it takes (2,3); a
+    second 2-cube job then waits for the repair."""
+    jobs = [
+        {"submit_s": 10.0, "cubes": 2, "work_h": 5.0},
+        {"submit_s": 20.0, "cubes": 2, "work_h": 1.0},
+    ]
+    rows = [
+        (0.0, "component_fail", "machine", "c01-h00", None),
+        (7200.0, "component_repair", "machine", "c01-h00", None),
+    ]
+    ev, _, _ = _run(jobs, rows, mode="static")
+    starts = (
+        ev.filter(pl.col("event") == "job_start").select("time_s", "component_id", "detail").rows()
+    )
+    assert starts[0] == (10.0, "0", "attempt=0;cubes=2,3;topology=4x4x8")
+    assert starts[1][0] == pytest.approx(7200.0)
+    assert "cubes=0,1" in starts[1][2]
+    assert ev.filter(pl.col("event") == "crossconnect").height == 0  # no OCS in a static pod
+
+
+def test_prod_job_preempts_batch_to_defragment():
+    jobs = [
+        {"submit_s": 0.0, "cubes": 4, "work_h": 10.0},
+        {"submit_s": 60.0, "cubes": 2, "work_h": 1.0, "prod": True},
+    ]
+    ev, _, stats = _run(jobs, [])
+    assert stats["preemptions"] == 1
+    first_end = _ends(ev)[0]
+    assert first_end == (60.0, "attempt=0;state=PREEMPTED")
+    assert (
+        ev.filter((pl.col("event") == "job_start") & (pl.col("component_id") == "1"))["time_s"][0]
+        == 60.0
+    )
+
+
+def test_preflight_catches_latent_faults():
+    jobs = [{"submit_s": 0.0, "cubes": 1, "work_h": 1.0}]
+    import numpy as np
+
+    from reliability.sim.pod import PodConfig
+    from reliability.sim.pod_jobs import PodJobConfig, simulate_pod_jobs
+
+    cfg = PodConfig(n_cubes=4, days=5)
+    ev, _, stats = simulate_pod_jobs(cfg, _components([]), PodJobConfig(preflight_catch_prob=0.6),
+                                     np.random.default_rng(1), jobs=jobs)  # fmt: skip
+    assert stats["preflight_fails"] >= 1
+    assert ev.filter(pl.col("event") == "preflight_fail").height == stats["preflight_fails"]
+    assert any(
+        "COMPLETED" in d for d in ev.filter(pl.col("event") == "job_end")["detail"]
+    )  # it ran elsewhere

@@ -39,7 +39,15 @@ POD_EVENTS = (
     "maintenance_start",
     "maintenance_end",
     "healthd",
+    "job_submit",
+    "job_start",
+    "job_end",
+    "reroute_start",
+    "reroute_end",
+    "preflight_fail",
+    "crossconnect",
 )
+_JOB_EVENTS = ("job_submit", "job_start", "job_end", "reroute_start", "reroute_end", "crossconnect")
 _HEALTHD = {"machine_unhealthy": ("machine", "critical"), "ici_link_down": ("ici_link", "critical")}
 
 
@@ -56,6 +64,12 @@ def read_pod_log(path: str | Path, *, cluster: str | None = None) -> ReadResult:
     health: list[dict[str, object]] = []
     open_fail: dict[tuple[str, str, str], dict[str, object]] = {}
     open_maint: dict[tuple[str, str], dict[str, object]] = {}
+    submits: dict[tuple[str, str], tuple[datetime, dict[str, str]]] = {}
+    open_jobs: dict[tuple[str, str], dict[str, object]] = {}
+    jobs: list[dict[str, object]] = []
+    steps: list[dict[str, object]] = []
+    open_reroute: dict[tuple[str, str], dict[str, object]] = {}
+    crossconnects = 0
     n = 0
     for no, line in lines.iter_rows():
         if not line.strip():
@@ -88,6 +102,23 @@ def read_pod_log(path: str | Path, *, cluster: str | None = None) -> ReadResult:
             )
             continue
         key = (clus, ctype, cid)
+        if event in _JOB_EVENTS:
+            detail = dict(
+                kv.split("=", 1) for kv in str(obj.get("detail") or "").split(";") if "=" in kv
+            )
+            problem = _job_event(
+                event, clus, cid, t, detail, submits, open_jobs, jobs, steps, open_reroute
+            )
+            if problem:
+                q[0].append(no), q[1].append(line), q[2].append(problem)
+            elif event == "crossconnect":
+                crossconnects += int(detail.get("changed", 0))
+            continue
+        if event == "preflight_fail":
+            health.append({"cluster": clus, "node": cid, "time": t, "source": "preflight", "component": "machine",
+                           "code": "preflight_fail", "severity": "critical", "device": None,
+                           "message": f"preflight check failed ({obj.get('detail') or ''})"})  # fmt: skip
+            continue
         if event == "inventory":
             inv.append({"cluster": clus, "component_type": ctype, "component_id": cid, "in_service": t,
                         "out_of_service": None})  # fmt: skip
@@ -143,5 +174,96 @@ def read_pod_log(path: str | Path, *, cluster: str | None = None) -> ReadResult:
             health, schema=schema.TABLES["health_events"].schema, orient="row"
         ),
     }
+    for rec in open_jobs.values():  # still running at the end of the log
+        jobs.append(rec)
+    for rec in open_reroute.values():
+        steps.append(rec)
+    tables["jobs"] = pl.DataFrame(jobs, schema=schema.TABLES["jobs"].schema, orient="row")
+    tables["job_steps"] = pl.DataFrame(
+        steps, schema=schema.TABLES["job_steps"].schema, orient="row"
+    )
+    if crossconnects:
+        notes.append(f"{crossconnects:,} OCS circuits switched by job starts (crossconnect events)")
     qf = quarantine_frame(src, *q)
     return ReadResult(src, tables, qf, n, n - qf.height, notes)
+
+
+def _hosts(cubes: str) -> list[str]:
+    return [f"c{int(c):02d}-h{h:02d}" for c in cubes.split(",") if c for h in range(16)]
+
+
+def _job_event(
+    event, clus, job_id, t, detail, submits, open_jobs, jobs, steps, open_reroute
+) -> str | None:
+    """Fold one job event into the jobs / job_steps rows; returns a quarantine reason or None.
+
+    ``job_start`` opens an attempt (cubes -> 16 hosts each, 64 chips per cube, the slice
+    topology); ``job_end`` closes it with its state (NODE_FAIL = a hardware interruption);
+    ``reroute_start`` / ``reroute_end`` become job steps ``ft_reroute-N`` spanning the time
+    the job ran on fault-tolerant routing.
+    """
+    key = (clus, job_id)
+    if event == "job_submit":
+        submits[key] = (t, detail)
+        return None
+    if event == "crossconnect":
+        return (
+            None
+            if "changed" in detail and detail["changed"].isdigit()
+            else "crossconnect without changed=N"
+        )
+    if event == "job_start":
+        if key not in submits:
+            return "job_start without a job_submit"
+        if key in open_jobs:
+            return "job_start while the job is already running"
+        sub_t, sub = submits[key]
+        try:
+            attempt = int(detail["attempt"])
+            cubes = detail["cubes"]
+        except (KeyError, ValueError):
+            return "job_start needs attempt= and cubes="
+        hosts = _hosts(cubes)
+        open_jobs[key] = {
+            "cluster": clus, "job_id": job_id, "attempt": attempt, "name": None, "user": None, "account": None,
+            "partition": None, "qos": sub.get("prio"), "submit_time": sub_t, "start_time": t, "end_time": None,
+            "state": "RUNNING", "exit_code": None, "exit_signal": None, "n_nodes": len(hosts),
+            "n_accelerators": 4 * len(hosts), "nodes": hosts, "time_limit_s": None,
+            "priority": 1 if sub.get("prio") == "prod" else 0, "topology": detail.get("topology"),
+        }  # fmt: skip
+        return None
+    if event == "job_end":
+        rec = open_jobs.pop(key, None)
+        if rec is None:
+            return "job_end without a job_start"
+        state = detail.get("state", "")
+        if state not in ("COMPLETED", "PREEMPTED", "NODE_FAIL", "FAILED", "CANCELLED"):
+            return f"job_end with unknown state {state!r}"
+        rec["end_time"], rec["state"] = t, state
+        rec["exit_code"] = 0 if state in ("COMPLETED", "PREEMPTED") else 1
+        jobs.append(rec)
+        for rkey in [k for k in open_reroute if k[:2] == key]:
+            step = open_reroute.pop(rkey)
+            step["end_time"] = t
+            steps.append(step)
+        return None
+    run = open_jobs.get(key)
+    if run is None:
+        return f"{event} for a job that is not running"
+    if event == "reroute_start":
+        n = sum(1 for k in open_reroute if k[:2] == key) + sum(
+            1 for s in steps if (s["cluster"], s["job_id"]) == key
+        )
+        open_reroute[(clus, job_id, detail.get("ocs", "?"))] = {
+            "cluster": clus, "job_id": job_id, "step": f"ft_reroute-{n}", "name": f"ft_reroute {detail.get('ocs', '?')} tax={detail.get('tax', '?')}",
+            "start_time": t, "end_time": None, "state": "RUNNING", "exit_code": None, "exit_signal": None,
+            "n_nodes": run["n_nodes"], "nodes": run["nodes"],
+        }  # fmt: skip
+        return None
+    # reroute_end: this OCS's reroute, or (job ended) all of them
+    ocs = detail.get("ocs")
+    for rkey in [k for k in open_reroute if k[:2] == key and (ocs is None or k[2] == ocs)]:
+        step = open_reroute.pop(rkey)
+        step["end_time"], step["state"] = t, "COMPLETED"
+        steps.append(step)
+    return None

@@ -37,6 +37,7 @@ lemon_model = ""                    # a saved detector (reliability lemon train)
 [report]
 title = "Cluster reliability report"
 formats = ["html", "pdf"]
+sweeps = ["sweep-checkpoint.toml"]  # include these sweeps' figures (run them with `reliability sweep`)
 ```
 
 :func:`load_pipeline` validates every key and raises :class:`PipelineError` naming the file,
@@ -115,6 +116,7 @@ class PipelineConfig:
     title: str
     formats: tuple[str, ...]
     raw: dict[str, Any]
+    sweeps: tuple[Path, ...] = ()
 
 
 def _type_name(value: object) -> str:
@@ -294,6 +296,17 @@ def load_pipeline(path: str | Path) -> PipelineConfig:
         raise PipelineError(f"{where}: [report]: expected a table")
     title = rep.get("title", "Cluster reliability report")
     _expect(where, "[report].title", title, str, "a string")
+    sweeps = rep.get("sweeps", [])
+    if not isinstance(sweeps, list) or not all(isinstance(x, str) for x in sweeps):
+        raise PipelineError(
+            f"{where}: [report].sweeps: expected a list of sweep files, got {sweeps!r}"
+        )
+    sweep_paths = []
+    for x in sweeps:
+        sp = (base / x).resolve()
+        if not sp.is_file():
+            raise PipelineError(f"{where}: [report].sweeps: no such sweep file {x!r}")
+        sweep_paths.append(sp)
     formats = rep.get("formats", ["html", "pdf"])
     if not isinstance(formats, list) or not formats or not set(formats) <= {"html", "pdf"}:
         raise PipelineError(
@@ -301,5 +314,5 @@ def load_pipeline(path: str | Path) -> PipelineConfig:
         )
     return PipelineConfig(
         path=path, name=name, out=(base / out).resolve(), inputs=specs, analysis=analysis,
-        title=title, formats=tuple(formats), raw=raw,
+        title=title, formats=tuple(formats), raw=raw, sweeps=tuple(sweep_paths),
     )  # fmt: skip

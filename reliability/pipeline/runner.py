@@ -160,9 +160,16 @@ def run_pipeline(
         from reliability.report import write_report
 
         t0 = time.perf_counter()
-        report_key = _key(
-            "report", {"title": cfg.title, "formats": list(cfg.formats)}, list(keys.values())
-        )
+        sweeps = []
+        for sf in cfg.sweeps:  # a sweep's figure changes when its results do
+            from reliability.sweep import load_sweep
+
+            agg = load_sweep(sf).out / "aggregates.parquet"
+            sweeps.append(
+                hashlib.sha256(agg.read_bytes()).hexdigest() if agg.is_file() else "missing"
+            )
+        report_key = _key("report", {"title": cfg.title, "formats": list(cfg.formats), "sweeps": sweeps},
+                          list(keys.values()))  # fmt: skip
         files = {f: folder / f"report.{f}" for f in cfg.formats}
         cached = _previous(folder, "report_key") == report_key and all(
             p.is_file() for p in files.values()

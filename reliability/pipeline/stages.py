@@ -297,11 +297,30 @@ def _pod(cfg: PipelineConfig, deps: dict[str, StageOutput], work: Path) -> Stage
     rec = recovery_paths(50, machine_rate_per_day=r.get("machine", 0.0008), ici_rate_per_day=r.get("ici_link", 0.00005),
                          ocs_rate_per_day=r.get("ocs", 0.0004), ckpt_interval_h=cfg.analysis["ckpt_interval_min"] / 60.0)  # fmt: skip
     frames["recovery_paths"] = rec.summary
+    jobs, steps = ds.jobs, ds.job_steps
+    pod_jobs = {}
+    if jobs.height:
+        ended = jobs.drop_nulls("end_time")
+        run_s = float((ended["end_time"] - ended["start_time"]).dt.total_seconds().sum())
+        ft_s = (
+            float((steps["end_time"] - steps["start_time"]).dt.total_seconds().sum())
+            if steps.height
+            else 0.0
+        )
+        hit = jobs.group_by("cluster", "job_id").agg(hw=(pl.col("state") == "NODE_FAIL").any())
+        per = hit.group_by("cluster").agg(jobs=pl.len(), interrupted=pl.col("hw").mean())
+        frames["pod_jobs"] = per.join(
+            jobs.group_by("cluster").agg(
+                attempts=pl.len(), preempted=(pl.col("state") == "PREEMPTED").sum()
+            ),
+            on="cluster",
+        ).sort("cluster")
+        pod_jobs = {"ft_share": ft_s / run_s if run_s else 0.0}
     return StageOutput(frames=frames, scalars={
         "fig1_tpuv4_3200": float(job_availability(3200, ref_host)),
         "fig1_tpuv3_1024": float(job_availability(1024, ref_host, "static", pod="tpuv3")),
         "reference_host_availability": ref_host, "break_even_repair_h": rec.break_even_repair_h,
-        "recovery_text": str(rec),
+        "recovery_text": str(rec), **pod_jobs,
     })  # fmt: skip
 
 

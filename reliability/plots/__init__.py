@@ -10,6 +10,7 @@ from reliability.plots.cluster import (
     plot_failure_taxonomy,
     plot_job_sizes,
     plot_job_states,
+    plot_lemon_suspects,
     plot_mttf,
     plot_secondary_preemptions,
 )
@@ -19,6 +20,7 @@ from reliability.plots.pod import (
     plot_component_rates,
     plot_recovery,
     plot_routing,
+    plot_sweep,
 )
 from reliability.plots.style import PALETTE
 
@@ -32,8 +34,10 @@ __all__ = [
     "plot_failure_taxonomy",
     "plot_job_sizes",
     "plot_job_states",
+    "plot_lemon_suspects",
     "plot_mttf",
     "plot_recovery",
     "plot_routing",
     "plot_secondary_preemptions",
+    "plot_sweep",
 ]

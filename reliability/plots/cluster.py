@@ -15,6 +15,7 @@ __all__ = [
     "plot_failure_taxonomy",
     "plot_job_sizes",
     "plot_job_states",
+    "plot_lemon_suspects",
     "plot_mttf",
     "plot_secondary_preemptions",
 ]
@@ -175,4 +176,23 @@ def plot_secondary_preemptions(stats: dict[str, float], ax: Axes | None = None) 
     share = stats["share_of_failure_overhead"]
     ax.set_title(f"Secondary preemptions: {100 * share:.1f}% of the failure overhead (paper: 16%)")
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.45), ncol=2)
+    return ax
+
+
+def plot_lemon_suspects(
+    scores: pl.DataFrame, ax: Axes | None = None, top: int = 15, threshold: float | None = None
+) -> Axes:
+    """Lemon probability of the top-ranked nodes (from
+    :func:`reliability.models.score_nodes`), flagged ones highlighted."""
+    ax = new_axes(ax, figsize=(6.4, 0.25 * min(top, scores.height) + 1.2))
+    s = scores.head(top).reverse()
+    colours = [colour(3) if f else colour(0) for f in s["flagged"].to_list()]
+    ax.barh(np.arange(s.height), s["probability"], color=colours)
+    ax.set_yticks(np.arange(s.height), s["node"].to_list(), fontsize=7)
+    if threshold is not None:
+        ax.axvline(threshold, color="grey", linestyle="--", linewidth=1)
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("P(lemon)")
+    percent_axis(ax, "x")
+    ax.set_title("Lemon suspects (red: flagged)")
     return ax

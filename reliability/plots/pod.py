@@ -10,7 +10,13 @@ from matplotlib.axes import Axes
 
 from reliability.plots.style import colour, frame_of, new_axes, percent_axis
 
-__all__ = ["plot_availability", "plot_component_rates", "plot_recovery", "plot_routing"]
+__all__ = [
+    "plot_availability",
+    "plot_component_rates",
+    "plot_recovery",
+    "plot_routing",
+    "plot_sweep",
+]
 
 
 def plot_component_rates(rates: pl.DataFrame, ax: Axes | None = None) -> Axes:
@@ -117,4 +123,39 @@ def plot_routing(table: pl.DataFrame, ax: Axes | None = None) -> Axes:
     percent_axis(ax)
     ax.set_title("All-to-all throughput with one OCS down")
     ax.legend(loc="lower right")
+    return ax
+
+
+def plot_sweep(
+    aggregates: pl.DataFrame, ax: Axes | None = None, keys: list[str] | None = None
+) -> Axes:
+    """A sweep's aggregates: mean and 95% interval per cell and metric
+    (:attr:`reliability.sweep.SweepResult.aggregates`)."""
+    a = aggregates if keys is None else aggregates.filter(pl.col("key").is_in(keys))
+    ax = new_axes(ax, figsize=(6.4, max(2.4, 0.22 * a.height + 1)))
+    labels = [f"{c}  {k}" for c, k in a.select("cell", "key").iter_rows()]
+    y = np.arange(a.height)
+    m = a["mean"].to_numpy()
+    err = np.vstack(
+        [
+            m - a["ci_low"].fill_null(np.nan).to_numpy(),
+            a["ci_high"].fill_null(np.nan).to_numpy() - m,
+        ]
+    )
+    keys_all = sorted(set(a["key"].to_list()))
+    for i, k in enumerate(keys_all):
+        sel = (a["key"] == k).to_numpy()
+        ax.errorbar(
+            m[sel],
+            y[sel],
+            xerr=err[:, sel],
+            fmt="o",
+            markersize=3,
+            capsize=2,
+            color=colour(i),
+            label=k,
+        )
+    ax.set_yticks(y, labels, fontsize=6)
+    ax.set_xlabel("value (mean over seeds, 95% interval)")
+    ax.set_title("Sweep results")
     return ax

@@ -230,6 +230,12 @@ def build_report(result: Any) -> Report:
                 )
             )
         else:
+            if "suspects" in lm.frames and lm.frames["suspects"].height:
+                fig, ax = _fig((6.4, 4.2))
+                plots.plot_lemon_suspects(lm.frames["suspects"], ax=ax)
+                sec.blocks.append(Figure("lemon_suspects", fig, "Nodes ranked by the lemon detector's calibrated probability "
+                                         "(Kokolis et al. HPCA'25 §VI: nodes that fail jobs repeatedly yet pass health checks).",
+                                         lm.frames["suspects"]))  # fmt: skip
             for name, caption in lm.scalars.get("tables", {}).items():
                 sec.blocks.append(Table(name, lm.frames[name], caption))
             for t in lm.scalars.get("texts", []):
@@ -275,6 +281,12 @@ def build_report(result: Any) -> Report:
                 "Measured component availabilities of each pod.",
             )
         )
+        if "pod_jobs" in p.frames:
+            sec.blocks.append(Table("pod_jobs", p.frames["pod_jobs"],
+                                    "Jobs on each pod: the share that saw a hardware interruption (NSDI'24: about 1%), "
+                                    "attempts and preemptions (defragmentation and maintenance)."))  # fmt: skip
+            sec.blocks.append(Text(f"Jobs ran on fault-tolerant routing for {100 * p.scalars.get('ft_share', 0.0):.2f}% of "
+                                   "their running time (NSDI'24: under 2% of jobs at any time)."))  # fmt: skip
         fig, ax = _fig((6.4, 3.0))
         plots.plot_recovery(p.frames["recovery_paths"], ax=ax)
         sec.blocks.append(
@@ -306,6 +318,22 @@ def build_report(result: Any) -> Report:
                 "Throughput per chip in link bandwidths, healthy and failed.",
             )
         )
+        sections.append(sec)
+
+    for sweep_file in getattr(cfg, "sweeps", ()):
+        from reliability.sweep import load_sweep
+
+        spec = load_sweep(sweep_file)
+        agg_path = spec.out / "aggregates.parquet"
+        sec = Section(f"Sweep: {spec.name}")
+        if agg_path.is_file():
+            agg = pl.read_parquet(agg_path)
+            fig, ax = _fig((6.4, max(2.4, 0.22 * agg.height + 1)))
+            plots.plot_sweep(agg, ax=ax)
+            sec.blocks.append(Figure(f"sweep_{spec.name}", fig, f"Sweep {spec.name} ({spec.model}, {len(spec.seeds)} seeds per cell): "
+                                     "mean over seeds with a 95% t-interval per parameter cell and metric.", agg))  # fmt: skip
+        else:
+            sec.blocks.append(Text(f"No results yet: run `reliability sweep {sweep_file.name}`."))
         sections.append(sec)
 
     if not headline:

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from reliability.sim.pod_jobs import PodJobConfig, simulate_pod_jobs
 from reliability.sim.topology import DIMS, FACE_LINKS, HOSTS_PER_CUBE
 
 __all__ = ["PodConfig", "PodFailureConfig", "PodResult", "load_pod_preset", "simulate_pod"]
@@ -58,6 +59,8 @@ class PodConfig:
     start: datetime = datetime(2022, 1, 1, tzinfo=UTC)
     mode: str = "reconfigurable"
     failures: PodFailureConfig = field(default_factory=PodFailureConfig)
+    #: the job side (None: components only)
+    jobs: PodJobConfig | None = field(default_factory=PodJobConfig)
 
     @property
     def horizon_s(self) -> float:
@@ -94,7 +97,14 @@ def load_pod_preset(name_or_path: str | Path) -> PodConfig:
         pod["start"] = datetime.fromisoformat(str(pod["start"]).replace("Z", "+00:00")).astimezone(
             UTC
         )
-    return PodConfig(**pod, failures=PodFailureConfig(**data.get("failures", {})))
+    jobs = data.get("jobs", {})
+    return PodConfig(
+        **pod,
+        failures=PodFailureConfig(**data.get("failures", {})),
+        jobs=None
+        if jobs.get("enabled", True) is False
+        else PodJobConfig(**{k: v for k, v in jobs.items() if k != "enabled"}),
+    )
 
 
 def _rate_grid(
@@ -135,13 +145,15 @@ class PodResult:
     seed: int
     events: pl.DataFrame
     truth: pl.DataFrame
+    jobs: pl.DataFrame = field(default_factory=pl.DataFrame)
+    job_stats: dict = field(default_factory=dict)
 
     def write(self, out: str | Path) -> Path:
         """Write ``pod_events.jsonl`` and ``truth/`` under ``out``."""
         out = Path(out)
         (out / "truth").mkdir(parents=True, exist_ok=True)
         start_us = int(self.config.start.timestamp() * 1_000_000)
-        ev = self.events.sort("time_s", "component_type", "component_id", "event").with_columns(
+        ev = self.events.sort("time_s", maintain_order=True).with_columns(
             time=(pl.lit(start_us) + (pl.col("time_s") * 1_000_000).cast(pl.Int64))
             .cast(pl.Datetime("us", "UTC")).dt.strftime("%Y-%m-%dT%H:%M:%S%.6fZ"),
             cluster=pl.lit(self.config.name),
@@ -153,7 +165,11 @@ class PodResult:
                 row = {k: v for k, v in row.items() if v is not None}
                 fh.write(json.dumps(row, sort_keys=True) + "\n")
         self.truth.write_parquet(out / "truth" / "components.parquet")
+        if self.jobs.height:
+            self.jobs.write_parquet(out / "truth" / "jobs.parquet")
         cfg = asdict(self.config)
+        if cfg.get("jobs"):
+            cfg["jobs"]["sizes"] = {str(k): v for k, v in cfg["jobs"]["sizes"].items()}
         cfg["start"] = self.config.start.isoformat()
         (out / "truth" / "config.json").write_text(
             json.dumps({**cfg, "seed": self.seed}, indent=2) + "\n"
@@ -239,4 +255,11 @@ def simulate_pod(
                            "availability": 1.0 - float(down_s.sum()) / 86400.0 / days_total if days_total else 1.0})  # fmt: skip
     events = pl.DataFrame(rows, schema={"time_s": pl.Float64, "event": pl.String, "component_type": pl.String,
                                         "component_id": pl.String, "detail": pl.String}, orient="row")  # fmt: skip
-    return PodResult(cfg, seed, events, pl.DataFrame(truth_rows))
+    jobs = pl.DataFrame()
+    stats: dict = {}
+    if cfg.jobs is not None:
+        job_cfg = replace(cfg.jobs, arrivals_per_day=cfg.jobs.arrivals_per_day * cfg.n_cubes / 64)
+        job_events, jobs, stats = simulate_pod_jobs(cfg, events.sort("time_s", "component_type", "component_id", "event"),
+                                                    job_cfg, np.random.default_rng([seed, 1]))  # fmt: skip
+        events = pl.concat([events, job_events])
+    return PodResult(cfg, seed, events, pl.DataFrame(truth_rows), jobs, stats)

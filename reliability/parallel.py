@@ -1,0 +1,171 @@
+"""Run independent tasks serially, on local processes, or on a Dask cluster.
+
+We do not schedule anything ourselves: ``processes`` is :class:`concurrent.futures.ProcessPoolExecutor`
+(spawned workers: polars must not be forked), ``dask`` is ``dask.distributed`` (a ``Client``
+given by address, ``tcp://host:8786``, or a ``LocalCluster`` started here). Tasks are pure,
+module-level functions of their arguments; large results are written to disk by the task and
+only small values (paths, row counts, manifest entries) travel back. A task that raises is
+retried up to ``retries`` more times on the worker, then reported by name in
+:class:`TaskFailure` while the other tasks' results are kept.
+"""
+
+from __future__ import annotations
+
+import os
+import traceback
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from multiprocessing import get_context
+from typing import Any
+
+__all__ = ["BACKENDS", "Executor", "TaskFailure"]
+
+BACKENDS = ("serial", "processes", "dask")
+
+
+@dataclass(frozen=True)
+class TaskFailure:
+    """A task that still failed after its retries."""
+
+    name: str
+    attempts: int
+    error: str
+
+    def __str__(self) -> str:
+        return f"{self.name}: failed {self.attempts} time(s): {self.error}"
+
+
+def _attempt(fn: Callable[..., Any], args: tuple, retries: int) -> tuple[bool, Any, int]:
+    """Run ``fn(*args)`` up to ``retries + 1`` times; (ok, result or error text, attempts)."""
+    last = ""
+    for i in range(retries + 1):
+        try:
+            return True, fn(*args), i + 1
+        except Exception as exc:
+            tb = traceback.format_exception_only(type(exc), exc)
+            last = "".join(tb).strip()
+    return False, last, retries + 1
+
+
+class Executor:
+    """Map a function over independent argument tuples on one backend.
+
+    Parameters
+    ----------
+    backend : ``serial``, ``processes`` (default: all local cores) or ``dask``
+    workers : worker processes (``processes``, or the ``LocalCluster`` for ``dask``)
+    scheduler : a Dask scheduler address (``tcp://host:8786``); None starts a ``LocalCluster``
+    retries : extra attempts per task before it is reported as failed
+    """
+
+    def __init__(
+        self,
+        backend: str = "processes",
+        workers: int | None = None,
+        scheduler: str | None = None,
+        retries: int = 2,
+    ) -> None:
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        if scheduler is not None and backend != "dask":
+            raise ValueError("a scheduler address needs backend='dask'")
+        self.backend = backend
+        self.workers = workers or os.cpu_count() or 1
+        self.scheduler = scheduler
+        self.retries = retries
+        self._client = None
+        self._cluster = None
+
+    def __enter__(self) -> Executor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        if self._cluster is not None:
+            self._cluster.close()
+            self._cluster = None
+
+    def _dask(self):
+        if self._client is None:
+            try:
+                from dask.distributed import Client, LocalCluster
+            except ImportError as exc:  # pragma: no cover - dask is a declared dependency
+                raise RuntimeError("backend 'dask' needs dask[distributed] installed") from exc
+            if self.scheduler:
+                self._client = Client(self.scheduler)
+            else:
+                self._cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=True,
+                                             dashboard_address=None)  # fmt: skip
+                self._client = Client(self._cluster)
+        return self._client
+
+    def map(
+        self,
+        fn: Callable[..., Any],
+        args: Sequence[tuple],
+        names: Sequence[str] | None = None,
+        progress: Callable[[str], None] | None = None,
+    ) -> tuple[dict[str, Any], list[TaskFailure]]:
+        """Run ``fn(*a)`` for every ``a`` in ``args``; returns ({name: result}, failures).
+        ``progress`` is called with each task's name as it finishes."""
+        names = list(names) if names is not None else [str(i) for i in range(len(args))]
+        if len(set(names)) != len(names):
+            raise ValueError("task names must be unique")
+        results: dict[str, Any] = {}
+        failures: list[TaskFailure] = []
+
+        def record(name: str, ok: bool, value: Any, attempts: int) -> None:
+            if ok:
+                results[name] = value
+            else:
+                failures.append(TaskFailure(name, attempts, str(value)))
+            if progress is not None:
+                progress(name)
+
+        if not args:
+            return results, failures
+        if self.backend == "serial":
+            for name, a in zip(names, args, strict=True):
+                record(name, *_attempt(fn, a, self.retries))
+        elif self.backend == "processes":
+            with ProcessPoolExecutor(
+                max_workers=min(self.workers, len(args)), mp_context=get_context("spawn")
+            ) as pool:
+                futs = {
+                    pool.submit(_attempt, fn, a, self.retries): name
+                    for name, a in zip(names, args, strict=True)
+                }
+                for fut in as_completed(futs):
+                    try:
+                        record(futs[fut], *fut.result())
+                    except Exception as exc:
+                        record(futs[fut], False, f"worker lost: {exc!r}", 1)
+        else:
+            from dask.distributed import as_completed as dask_completed
+
+            client = self._dask()
+            futs = {}
+            for name, a in zip(names, args, strict=True):
+                futs[
+                    client.submit(
+                        _attempt,
+                        fn,
+                        a,
+                        self.retries,
+                        pure=False,
+                        key=f"reliability-{name}-{os.urandom(4).hex()}",
+                    )
+                ] = name
+            for fut in dask_completed(list(futs)):
+                try:
+                    record(futs[fut], *fut.result())
+                except Exception as exc:
+                    record(futs[fut], False, f"worker lost: {exc!r}", 1)
+        failures.sort(key=lambda f: f.name)
+        return results, failures

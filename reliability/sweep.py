@@ -1,0 +1,307 @@
+"""Parameter sweeps: a model or simulator over a grid of parameters and many seeds, in parallel.
+
+A sweep file (TOML):
+
+```toml
+[sweep]
+name = "pod-availability"
+model = "pod-availability"        # or "ettr-monte-carlo"
+seeds = 200                        # seeds seed_start .. seed_start + seeds - 1
+seed_start = 0
+seeds_per_task = 10                # seeds batched into one task
+out = "../reports/sweeps/pod"      # relative to this file
+backend = "processes"              # serial, processes, dask
+# scheduler = "tcp://host:8786"    # with backend = "dask"; default: a LocalCluster
+
+[grid]                             # every combination is a cell
+preset = ["tpuv4", "tpuv3-static"]
+machine_repair_median_h = [48.0, 96.0, 192.0]
+
+[fixed]                            # the same for every cell
+days = 180
+sizes = [1024, 3072, 3200]
+```
+
+Each task computes its cell's rows for its seeds and writes them to
+``OUT/parts/<cell>-<first seed>.parquet`` (atomically); a rerun skips the parts already
+there, so an interrupted sweep resumes. The results are one tidy table (a row per
+parameters, seed and metric key) and aggregates per cell and key with a 95% t-interval.
+Same seeds, same results, whatever the backend.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+from scipy import stats
+
+from reliability._atomic import write_json_atomic, write_parquet_atomic
+from reliability.errors import ReliabilityError
+from reliability.parallel import BACKENDS, Executor, TaskFailure
+
+__all__ = ["MODELS", "SweepResult", "SweepSpec", "load_sweep", "run_sweep"]
+
+
+class SweepError(ReliabilityError):
+    """A sweep file is malformed, or tasks failed."""
+
+
+# -- models: module-level so that worker processes can import them -----------------------
+def _pod_availability(params: dict[str, Any], seed: int) -> list[dict[str, Any]]:
+    """One simulated pod run: measured host availability and, per job size, the measured
+    fraction of time it could be placed beside the analytic value at that availability."""
+    import tempfile
+    from dataclasses import replace
+
+    from reliability.models.availability import job_availability
+    from reliability.models.pod_measure import measured_job_availability
+    from reliability.sim.pod import load_pod_preset, simulate_pod
+    from reliability.store import Dataset
+
+    cfg = load_pod_preset(params.get("preset", "tpuv4"))
+    f = cfg.failures
+    overrides = {k: params[k] for k in ("machine_rate_per_day", "machine_repair_median_h", "ocs_rate_per_day",
+                                        "ici_rate_per_day", "weekly_amplitude") if k in params}  # fmt: skip
+    # the component side is all availability needs: no job stream
+    cfg = replace(
+        cfg, days=float(params.get("days", cfg.days)), failures=replace(f, **overrides), jobs=None
+    )
+    mode = cfg.mode
+    pod = (
+        "tpuv4" if mode == "reconfigurable" else ("tpuv3" if cfg.n_cubes == 16 else "tpuv4-static")
+    )
+    sizes = [int(s) for s in params.get("sizes", [1024, 3072, 3200])]
+    with tempfile.TemporaryDirectory() as tmp:
+        r = simulate_pod(cfg, seed=seed)
+        r.write(Path(tmp) / "raw")
+        ds = Dataset(Path(tmp) / "ds")
+        ds.ingest("pod", [Path(tmp) / "raw" / "pod_events.jsonl"])
+        m = measured_job_availability(ds, [s for s in sizes if s <= cfg.n_cubes * 64], mode=mode)
+    rows = [{"key": "host_availability", "value": m.host_availability}]
+    for row in m.curve.iter_rows(named=True):
+        ft = "" if row["ft_routing"] is None else ("-ft" if row["ft_routing"] else "-noft")
+        analytic = float(job_availability(row["n_chips"], m.host_availability, mode, row["ft_routing"] is not False, pod,
+                                          m.ocs_availability, m.link_availability))  # fmt: skip
+        rows.append({"key": f"measured_{row['n_chips']}{ft}", "value": row["measured"]})
+        rows.append({"key": f"analytic_{row['n_chips']}{ft}", "value": analytic})
+    return rows
+
+
+def _ettr_monte_carlo(params: dict[str, Any], seed: int) -> list[dict[str, Any]]:
+    """Monte Carlo ETTR of one job configuration beside the exact renewal form."""
+    from reliability.models.ettr import expected_ettr
+    from reliability.models.ettr_mc import simulate_ettr
+
+    p = {k: params[k] for k in ("n_gpus", "rate_per_node_day", "ckpt_interval_h", "restart_h")}
+    job_h = float(params.get("job_h", 200.0))
+    extra = {k: params[k] for k in ("queue_h", "ckpt_write_h") if k in params}
+    mc = simulate_ettr(**p, job_h=job_h, n_runs=int(params.get("n_runs", 500)), seed=seed, **extra)
+    exact = float(expected_ettr(**p, **extra, variant="renewal", job_h=job_h))
+    return [{"key": "mc_mean_ettr", "value": mc.mean}, {"key": "renewal_ettr", "value": exact}]
+
+
+def _failing(params: dict[str, Any], seed: int) -> list[dict[str, Any]]:
+    """A model that raises for ``fail_seeds`` (tests of retries and reporting)."""
+    if seed in params.get("fail_seeds", []):
+        raise RuntimeError(f"seed {seed} is configured to fail")
+    return [{"key": "value", "value": float(seed)}]
+
+
+MODELS: dict[str, Callable[[dict[str, Any], int], list[dict[str, Any]]]] = {
+    "pod-availability": _pod_availability,
+    "ettr-monte-carlo": _ettr_monte_carlo,
+    "failing": _failing,
+}
+
+
+def _run_task(model: str, cell: str, params: dict[str, Any], seeds: list[int], dest: str) -> int:
+    """Worker: rows for ``seeds`` of one cell, written to ``dest``; returns the row count."""
+    rows = []
+    for seed in seeds:
+        for r in MODELS[model](params, seed):
+            rows.append({"cell": cell, "seed": seed, **r})
+    frame = pl.DataFrame(
+        rows, schema={"cell": pl.String, "seed": pl.Int64, "key": pl.String, "value": pl.Float64}
+    )
+    write_parquet_atomic(frame, Path(dest))
+    return frame.height
+
+
+# -- spec -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SweepSpec:
+    """A validated sweep file."""
+
+    name: str
+    model: str
+    seeds: tuple[int, ...]
+    seeds_per_task: int
+    grid: dict[str, list[Any]]
+    fixed: dict[str, Any]
+    out: Path
+    backend: str = "processes"
+    scheduler: str | None = None
+    workers: int | None = None
+
+    def cells(self) -> list[tuple[str, dict[str, Any]]]:
+        """(cell id, parameters) for every grid combination, in a stable order."""
+        keys = sorted(self.grid)
+        out = []
+        for combo in itertools.product(*(self.grid[k] for k in keys)):
+            params = {**self.fixed, **dict(zip(keys, combo, strict=True))}
+            label = ",".join(f"{k}={v}" for k, v in zip(keys, combo, strict=True)) or "all"
+            out.append((label, params))
+        return out
+
+
+def load_sweep(path: str | Path) -> SweepSpec:
+    """Read and validate a sweep file; errors name the file and the key."""
+    path = Path(path)
+    where = str(path)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SweepError(f"{where}: no such sweep file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SweepError(f"{where}: not valid TOML: {exc}") from None
+    head = raw.get("sweep")
+    if not isinstance(head, dict):
+        raise SweepError(f"{where}: [sweep]: expected a table")
+    model = head.get("model")
+    if model not in MODELS:
+        raise SweepError(f"{where}: [sweep].model: expected one of {sorted(MODELS)}, got {model!r}")
+    n = head.get("seeds", 10)
+    start = head.get("seed_start", 0)
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1 or not isinstance(start, int):
+        raise SweepError(f"{where}: [sweep].seeds: expected a positive integer, got {n!r}")
+    per = head.get("seeds_per_task", 10)
+    if not isinstance(per, int) or per < 1:
+        raise SweepError(
+            f"{where}: [sweep].seeds_per_task: expected a positive integer, got {per!r}"
+        )
+    backend = head.get("backend", "processes")
+    if backend not in BACKENDS:
+        raise SweepError(f"{where}: [sweep].backend: expected one of {BACKENDS}, got {backend!r}")
+    grid = raw.get("grid", {})
+    if not isinstance(grid, dict) or not all(isinstance(v, list) and v for v in grid.values()):
+        raise SweepError(
+            f'{where}: [grid]: expected lists of values, e.g. mode = ["static", "reconfigurable"]'
+        )
+    fixed = raw.get("fixed", {})
+    if not isinstance(fixed, dict):
+        raise SweepError(f"{where}: [fixed]: expected a table")
+    out = path.resolve().parent / head.get("out", f"sweeps/{head.get('name', path.stem)}")
+    return SweepSpec(name=head.get("name", path.stem), model=model, seeds=tuple(range(start, start + n)),
+                     seeds_per_task=per, grid=grid, fixed=fixed, out=out, backend=backend,
+                     scheduler=head.get("scheduler"), workers=head.get("workers"))  # fmt: skip
+
+
+# -- running ----------------------------------------------------------------------------
+@dataclass
+class SweepResult:
+    """Tidy results (a row per cell, seed and key), aggregates per cell and key, failures."""
+
+    results: pl.DataFrame
+    aggregates: pl.DataFrame
+    failures: list[TaskFailure] = field(default_factory=list)
+    tasks_run: int = 0
+    tasks_skipped: int = 0
+
+    def __str__(self) -> str:
+        lines = [
+            f"{self.results.height:,} result rows ({self.tasks_run} tasks run, {self.tasks_skipped} resumed from disk)"
+        ]
+        for r in self.aggregates.iter_rows(named=True):
+            lines.append(
+                f"  {r['cell']:<48} {r['key']:<28} {r['mean']:.5f}  [{r['ci_low']:.5f}, {r['ci_high']:.5f}]  n={r['n']}"
+            )
+        lines += [f"FAILED {f}" for f in self.failures]
+        return "\n".join(lines)
+
+
+def _aggregate(results: pl.DataFrame) -> pl.DataFrame:
+    agg = (
+        results.group_by("cell", "key")
+        .agg(n=pl.len(), mean=pl.col("value").mean(), sd=pl.col("value").std())
+        .sort("cell", "key")
+    )
+    n = agg["n"].to_numpy()
+    tq = np.where(n > 1, stats.t.ppf(0.975, np.maximum(n - 1, 1)), np.nan)
+    half = tq * agg["sd"].fill_null(0.0).to_numpy() / np.sqrt(n)
+    return agg.with_columns(
+        ci_low=pl.col("mean") - pl.Series(half), ci_high=pl.col("mean") + pl.Series(half)
+    )
+
+
+def run_sweep(
+    spec: SweepSpec | str | Path,
+    *,
+    backend: str | None = None,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    out: str | Path | None = None,
+    retries: int = 2,
+    progress: Callable[[str], None] | None = None,
+) -> SweepResult:
+    """Run (or resume) a sweep; arguments override the file's backend, workers, scheduler, out."""
+    spec = spec if isinstance(spec, SweepSpec) else load_sweep(spec)
+    folder = Path(out) if out is not None else spec.out
+    parts = folder / "parts"
+    parts.mkdir(parents=True, exist_ok=True)
+    tasks, names, skipped = [], [], 0
+    cells = spec.cells()
+    for label, params in cells:
+        cell_id = hashlib.sha256(
+            json.dumps([spec.model, params], sort_keys=True, default=str).encode()
+        ).hexdigest()[:12]
+        for i in range(0, len(spec.seeds), spec.seeds_per_task):
+            seeds = list(spec.seeds[i : i + spec.seeds_per_task])
+            dest = parts / f"{cell_id}-{seeds[0]:06d}-{len(seeds)}.parquet"
+            if dest.is_file():
+                skipped += 1
+                continue
+            tasks.append((spec.model, label, params, seeds, str(dest)))
+            names.append(f"{label}|seeds {seeds[0]}-{seeds[-1]}")
+    be = backend or spec.backend
+    with Executor(
+        be, workers=workers or spec.workers, scheduler=scheduler or spec.scheduler, retries=retries
+    ) as ex:
+        _, failures = ex.map(_run_task, tasks, names, progress=progress)
+    files = sorted(parts.glob("*.parquet"))
+    wanted = {
+        f"{hashlib.sha256(json.dumps([spec.model, p], sort_keys=True, default=str).encode()).hexdigest()[:12]}"
+        for _, p in cells
+    }
+    frames = [pl.read_parquet(f) for f in files if f.name.split("-")[0] in wanted]
+    results = (
+        pl.concat(frames)
+        if frames
+        else pl.DataFrame(
+            schema={"cell": pl.String, "seed": pl.Int64, "key": pl.String, "value": pl.Float64}
+        )
+    )
+    results = results.sort("cell", "seed", "key")
+    aggregates = _aggregate(results) if results.height else pl.DataFrame()
+    write_parquet_atomic(results, folder / "results.parquet")
+    if aggregates.height:
+        write_parquet_atomic(aggregates, folder / "aggregates.parquet")
+    write_json_atomic({"name": spec.name, "model": spec.model, "seeds": len(spec.seeds), "cells": len(cells),
+                       "backend": be, "tasks_run": len(tasks), "tasks_resumed": skipped,
+                       "failures": [str(f) for f in failures]}, folder / "sweep_manifest.json")  # fmt: skip
+    res = SweepResult(
+        results=results,
+        aggregates=aggregates,
+        failures=failures,
+        tasks_run=len(tasks),
+        tasks_skipped=skipped,
+    )
+    return res

@@ -1,0 +1,185 @@
+"""Scale-out: the executor on serial / processes / Dask, sweeps (identical across backends,
+retries, resume), and partitioned ingestion equal to serial ingestion."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from reliability import Dataset
+from reliability.cli import main
+from reliability.errors import IngestError
+from reliability.parallel import Executor
+from reliability.sweep import load_sweep, run_sweep
+
+SWEEP = """
+[sweep]
+name = "t"
+model = "{model}"
+seeds = {seeds}
+seeds_per_task = {per}
+[grid]
+{grid}
+[fixed]
+{fixed}
+"""
+
+
+def _spec(tmp: Path, model="ettr-monte-carlo", seeds=6, per=2, grid="ckpt_interval_h = [0.25, 1.0]",
+          fixed="n_gpus = 16384\nrate_per_node_day = 0.0065\nrestart_h = 0.0833\njob_h = 100\nn_runs = 200") -> Path:  # fmt: skip
+    p = tmp / "sweep.toml"
+    p.write_text(
+        SWEEP.format(model=model, seeds=seeds, per=per, grid=grid, fixed=fixed), encoding="utf-8"
+    )
+    return p
+
+
+def test_same_results_on_every_backend(tmp_path):
+    spec = _spec(tmp_path)
+    runs = {
+        be: run_sweep(spec, backend=be, workers=2, out=tmp_path / be)
+        for be in ("serial", "processes", "dask")
+    }
+    base = runs["serial"].results
+    assert base.height == 2 * 6 * 2  # cells x seeds x keys
+    for be, r in runs.items():
+        assert not r.failures, be
+        assert r.results.equals(base), be
+    # the Monte Carlo mean agrees with the exact form within its interval
+    agg = runs["serial"].aggregates
+    for cell in agg["cell"].unique().to_list():
+        mc = agg.filter((pl.col("cell") == cell) & (pl.col("key") == "mc_mean_ettr")).row(
+            0, named=True
+        )
+        exact = agg.filter((pl.col("cell") == cell) & (pl.col("key") == "renewal_ettr"))["mean"][0]
+        assert mc["ci_low"] - 0.002 <= exact <= mc["ci_high"] + 0.002
+
+
+@pytest.mark.parametrize("backend", ["serial", "processes"])
+def test_failing_task_is_retried_and_reported(tmp_path, backend):
+    spec = _spec(
+        tmp_path, model="failing", seeds=5, per=1, grid="x = [1]", fixed="fail_seeds = [3]"
+    )
+    r = run_sweep(spec, backend=backend, workers=2, retries=2, out=tmp_path / "out")
+    assert len(r.failures) == 1
+    f = r.failures[0]
+    assert "seeds 3-3" in f.name
+    assert f.attempts == 3
+    assert "seed 3 is configured to fail" in f.error
+    assert sorted(r.results["seed"].to_list()) == [0, 1, 2, 4]  # the others are kept
+
+
+def test_interrupted_sweep_resumes(tmp_path):
+    spec = _spec(tmp_path)
+    first = run_sweep(spec, backend="serial", out=tmp_path / "o")
+    parts = sorted((tmp_path / "o" / "parts").glob("*.parquet"))
+    assert len(parts) == 6
+    for p in parts[:2]:  # as if the run had been killed before these two tasks
+        p.unlink()
+    again = run_sweep(spec, backend="serial", out=tmp_path / "o")
+    assert again.tasks_run == 2
+    assert again.tasks_skipped == 4
+    assert again.results.equals(first.results)
+
+
+def test_sweep_file_errors(tmp_path):
+    p = tmp_path / "bad.toml"
+    p.write_text("[sweep]\nmodel = 'nope'\n", encoding="utf-8")
+    with pytest.raises(Exception, match=r"\[sweep\].model: expected one of"):
+        load_sweep(p)
+    with pytest.raises(ValueError, match="backend must be one of"):
+        Executor("threads")
+
+
+def test_sweep_cli(tmp_path, capsys):
+    spec = _spec(tmp_path, seeds=2, per=1)
+    assert main(["sweep", str(spec), "--backend", "serial", "--out", str(tmp_path / "cli")]) == 0
+    assert "mc_mean_ettr" in capsys.readouterr().out
+    assert (tmp_path / "cli" / "aggregates.parquet").is_file()
+
+
+@pytest.fixture(scope="module")
+def sim_logs(tmp_path_factory):
+    from reliability.sim.config import load_preset
+    from reliability.sim.run import simulate_cluster
+
+    out = tmp_path_factory.mktemp("sim") / "raw"
+    cfg = load_preset(
+        Path(__file__).resolve().parents[1] / "pipelines" / "demo-cluster.toml"
+    ).with_days(40)
+    simulate_cluster(cfg, seed=5).write(out)
+    kernel = sorted((out / "kernel").glob("*.log"))
+    assert len(kernel) >= 20
+    return out, kernel
+
+
+def _sacct_files(out: Path) -> list[Path]:
+    import json
+
+    return [out / f for f in json.loads((out / "manifest.json").read_text())["ingest"]["slurm"]]
+
+
+def _tables(ds: Dataset) -> dict[str, pl.DataFrame]:
+    out = {}
+    for t in ("jobs", "health_events", "node_states", "quarantine"):
+        f = ds.table(t)
+        out[t] = f.sort(f.columns[:6]) if f.height else f
+    return out
+
+
+def test_partitioned_ingestion_equals_serial(tmp_path, sim_logs):
+    out, kernel = sim_logs
+    serial, parallel = Dataset(tmp_path / "serial"), Dataset(tmp_path / "parallel")
+    serial.ingest("kernel", kernel, cluster="demo")
+    sacct = _sacct_files(out)
+    serial.ingest("slurm", sacct, tz="UTC")
+    with Executor("processes", workers=2) as ex:
+        outs = parallel.ingest("kernel", kernel, cluster="demo", executor=ex)
+        parallel.ingest("slurm", sacct, tz="UTC", executor=ex)
+        assert [o.path for o in outs] == [str(p) for p in kernel]  # input order kept
+        again = parallel.ingest("kernel", kernel, cluster="demo", executor=ex)
+    assert all(o.status == "unchanged" for o in again)  # re-ingesting is a no-op
+    a, b = _tables(serial), _tables(parallel)
+    for t in a:
+        assert a[t].equals(b[t]), t
+    for i in parallel.inputs:
+        assert i["rows_read"] == i["rows_kept"] + i["rows_quarantined"]
+    key = lambda d: sorted((i["sha256"], i["rows_read"], i["rows_kept"]) for i in d.inputs)  # noqa: E731
+    assert key(serial) == key(parallel)
+
+
+def test_partitioned_ingestion_reports_a_bad_file_and_keeps_the_rest(tmp_path, sim_logs):
+    out, _ = sim_logs
+    sacct = _sacct_files(out)
+    bad = tmp_path / "broken.psv"
+    bad.write_text(
+        "JobID|State\n1|COMPLETED\n", encoding="utf-8"
+    )  # no Submit/Start/End: unreadable
+    ds = Dataset(tmp_path / "ds")
+    with Executor("serial", retries=0) as ex, pytest.raises(IngestError) as err:
+        ds.ingest("slurm", [*sacct, bad], tz="UTC", executor=ex)
+    assert "broken.psv" in str(err.value)
+    assert "1 of" in str(err.value)
+    # the good inputs are committed, the bad one is not
+    names = {i["name"] for i in ds.inputs}
+    assert names == {p.name for p in sacct}
+
+
+def test_report_includes_a_sweep_figure(tmp_path):
+    from reliability.pipeline import run_pipeline
+
+    spec = _spec(tmp_path, seeds=3, per=3)
+    (tmp_path / "p.toml").write_text(
+        '[pipeline]\nname = "s"\nout = "rep"\n[[inputs]]\nkind = "simulate-pod"\npreset = "tpuv4"\ndays = 30\n'
+        '[analysis]\nrouting_shapes = ["4x4x4"]\n[report]\nformats = ["html"]\nsweeps = ["sweep.toml"]\n',
+        encoding="utf-8",
+    )
+    first = run_pipeline(tmp_path / "p.toml")
+    assert "No results yet" in first.files["html"].read_text()
+    run_sweep(spec, backend="serial")
+    second = run_pipeline(tmp_path / "p.toml")  # the sweep's results changed: the report reruns
+    html = second.files["html"].read_text()
+    assert 'id="fig-sweep_t"' in html
+    assert (tmp_path / "rep" / "data" / "sweep_t.csv").is_file()

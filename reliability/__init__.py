@@ -2,7 +2,10 @@
 
 The public API. Ingestion turns raw logs (Slurm accounting, node-state history, kernel
 logs, DCGM scrapes, canonical CSV/JSONL) into a :class:`Dataset` of canonical tables
-(:mod:`reliability.schema`).
+(:mod:`reliability.schema`). Subpackages: :mod:`reliability.models` (the analyses),
+:mod:`reliability.sim` (simulators), :mod:`reliability.pipeline` (``reliability run``),
+:mod:`reliability.plots`, :mod:`reliability.report`, :mod:`reliability.parallel` and
+:mod:`reliability.sweep` (scale-out).
 """
 
 from reliability._version import __version__

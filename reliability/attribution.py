@@ -88,30 +88,30 @@ def attribute_failures(
     )
     evidence = [pl.LazyFrame(schema={"__rid": pl.UInt32, "__cause": pl.String, "__node": pl.String,
                                      "__dist": pl.Int64, "__kind": pl.Int8})]  # fmt: skip
-    if he is not None:
-        crit = he.filter(pl.col("severity") == "critical").select(
-            "cluster", "node", "time", __cause=pl.col("component").cast(pl.String)
+    ended = ended.sort("end_time")
+
+    def nearest(events: pl.LazyFrame, time_col: str, kind: int, cause: pl.Expr) -> pl.LazyFrame:
+        """Per (attempt, node): the event nearest the attempt's end within the window, as two
+        as-of joins (latest before, earliest after) instead of a many-to-many join, so memory
+        stays linear in the input even on nodes with thousands of events."""
+        ev = events.select("cluster", "node", pl.col(time_col).alias("__t"), __cause=cause).sort(
+            "__t"
         )
-        hits = ended.join(crit, on=["cluster", "node"], how="inner").filter(
-            (pl.col("time") >= pl.col("end_time") - before)
-            & (pl.col("time") <= pl.col("end_time") + after)
-        )
-        evidence.append(hits.select(
+        back = ended.join_asof(ev, left_on="end_time", right_on="__t", by=["cluster", "node"],
+                               strategy="backward", tolerance=before, check_sortedness=False)  # fmt: skip
+        fwd = ended.join_asof(ev, left_on="end_time", right_on="__t", by=["cluster", "node"],
+                              strategy="forward", tolerance=after, check_sortedness=False)  # fmt: skip
+        return pl.concat([back, fwd]).filter(pl.col("__t").is_not_null()).select(
             "__rid", "__cause", __node=pl.col("node"),
-            __dist=(pl.col("time") - pl.col("end_time")).dt.total_microseconds().abs(), __kind=pl.lit(0, pl.Int8),
-        ))  # fmt: skip
+            __dist=(pl.col("__t") - pl.col("end_time")).dt.total_microseconds().abs(), __kind=pl.lit(kind, pl.Int8),
+        )  # fmt: skip
+
+    if he is not None:
+        crit = he.filter(pl.col("severity") == "critical")
+        evidence.append(nearest(crit, "time", 0, pl.col("component").cast(pl.String)))
     if ns is not None:
-        down = ns.filter(pl.col("state").cast(pl.String).is_in(_OUT_OF_SERVICE)).select(
-            "cluster", "node", "start"
-        )
-        hits = ended.join(down, on=["cluster", "node"], how="inner").filter(
-            (pl.col("start") >= pl.col("end_time") - before)
-            & (pl.col("start") <= pl.col("end_time") + after)
-        )
-        evidence.append(hits.select(
-            "__rid", __cause=pl.lit("unknown"), __node=pl.col("node"),
-            __dist=(pl.col("start") - pl.col("end_time")).dt.total_microseconds().abs(), __kind=pl.lit(1, pl.Int8),
-        ))  # fmt: skip
+        down = ns.filter(pl.col("state").cast(pl.String).is_in(_OUT_OF_SERVICE))
+        evidence.append(nearest(down, "start", 1, pl.lit("unknown")))
     # the best evidence per attempt: a health event before a bare node-state change, then nearest
     best = (
         pl.concat(evidence, how="vertical_relaxed")

@@ -270,3 +270,30 @@ def test_preflight_catches_latent_faults():
     assert any(
         "COMPLETED" in d for d in ev.filter(pl.col("event") == "job_end")["detail"]
     )  # it ran elsewhere
+
+
+def test_recovery_costs_match_the_recovery_model():
+    """The per-failure costs of `reliability.models.recovery_paths` (issue 6) are what the
+    simulator charges: reconfigure = downtime + the work since the checkpoint (Δt/2 for a
+    failure mid-interval), reroute = tax x repair time."""
+    from reliability.models import recovery_paths
+
+    model = recovery_paths(
+        1, ckpt_interval_h=1.0, reconfigure_downtime_h=10 / 60, ocs_repair_h=2.0, reroute_tax=0.05
+    )
+    cost = {
+        (c, p): h
+        for c, p, h in model.summary.select("component", "path", "cost_per_failure_h").iter_rows()
+    }
+    # reconfigure: a machine fails at 2.5 h, half-way through a checkpoint interval
+    ev, _, _ = _run(
+        [{"submit_s": 0.0, "cubes": 1, "work_h": 10.0}],
+        [(2.5 * 3600, "component_fail", "machine", "c00-h01", None)],
+    )
+    done = max(t for t, e, _, _, d in ev.rows() if e == "job_end" and "COMPLETED" in d)
+    assert done / 3600 - 10.0 == pytest.approx(cost[("machine", "reconfigure")])
+    # reroute: an OCS down from 1 h to 3 h under an FT job
+    ev, _, _ = _run([{"submit_s": 0.0, "cubes": 1, "work_h": 10.0, "ft": True}],
+                    [(3600.0, "component_fail", "ocs", "ocs-y01", None), (3 * 3600.0, "component_repair", "ocs", "ocs-y01", None)])  # fmt: skip
+    done = max(t for t, e, _, _, d in ev.rows() if e == "job_end" and "COMPLETED" in d)
+    assert done / 3600 - 10.0 == pytest.approx(cost[("ocs", "reroute")])

@@ -1,5 +1,6 @@
-"""Simulators: the Slurm-like GPU research cluster (HPCA'25) and its building blocks (the
-event kernel, the TPUv4 pod topology). The TPU pod simulator lands with its issue."""
+"""Simulators: the Slurm-like GPU research cluster (HPCA'25), the TPUv4-like pod (NSDI'24:
+components, jobs, recovery paths) and their building blocks (the event kernel, the pod
+topology)."""
 
 from reliability.sim import topology
 from reliability.sim.config import (
@@ -10,6 +11,14 @@ from reliability.sim.config import (
     preset_names,
 )
 from reliability.sim.engine import EventLog, Handle, Kernel, SchedulingError
+from reliability.sim.pod import (
+    PodConfig,
+    PodFailureConfig,
+    PodResult,
+    load_pod_preset,
+    simulate_pod,
+)
+from reliability.sim.pod_jobs import PodJobConfig
 from reliability.sim.run import ClusterResult, ingest_simulation, simulate_cluster
 
 __all__ = [
@@ -19,11 +28,17 @@ __all__ = [
     "FailureConfig",
     "Handle",
     "Kernel",
+    "PodConfig",
+    "PodFailureConfig",
+    "PodJobConfig",
+    "PodResult",
     "SchedulingError",
     "WorkloadConfig",
     "ingest_simulation",
+    "load_pod_preset",
     "load_preset",
     "preset_names",
     "simulate_cluster",
+    "simulate_pod",
     "topology",
 ]

@@ -5,7 +5,8 @@
 - **Jobs** arrive as a Poisson stream; sizes are whole cubes (1-64, mostly small), durations
   log-normal, two priority classes (``prod`` and ``batch``); 95% opt into fault-tolerant (FT)
   routing.
-- **Scheduling** by priority then submission time, with backfill. ``reconfigurable``: any free
+- **Scheduling** by priority then submission time, with backfill; a job without FT routing
+  does not start while an OCS is down. ``reconfigurable``: any free
   usable cubes, joined by the OCSes (the cross-connect changes are counted with
   :func:`reliability.sim.topology.crossconnect_diff`, NSDI'24 Fig. 13); ``static``: an aligned
   contiguous block of the fixed arrangement. A ``prod`` job that does not fit preempts ``batch``
@@ -186,6 +187,9 @@ class _PodJobs:
             if elig > now:
                 waiting.append((prio, elig, i))
                 continue
+            if self.ocs_down and not self.static and not job["ft"]:
+                waiting.append((prio, elig, i))  # needs every OCS of its torus: wait for the repair
+                continue
             cubes = self._place(job["cubes"])
             if cubes is None and job["prio"] == 1:
                 cubes = self._defragment(job)
@@ -202,7 +206,9 @@ class _PodJobs:
             (r["start"], jid) for jid, r in self.running.items() if self.jobs[jid]["prio"] == 0
         )
         usable_free = len(self._usable_free())
-        freeable = sum(len(self.running[jid]["cubes"]) for _, jid in victims)
+        freeable = sum(
+            1 for _, jid in victims for c in self.running[jid]["cubes"] if self.bad[c] == 0
+        )
         if self.static or usable_free + freeable < job["cubes"]:
             return None
         for _, jid in reversed(victims):
@@ -386,6 +392,7 @@ class _PodJobs:
         )
 
     def _ocs_repair(self, ocs: str) -> None:
+        self.k.after(0.0, self._schedule, priority=5)  # jobs without FT routing may start again
         for i in sorted(self.running):
             run = self.running[i]
             if ocs in run["taxes"]:

@@ -22,8 +22,10 @@ def main() -> None:
         failure_rate_series,
         fit_mttf,
         hardware_share,
+        job_run_ettr,
         job_size_distribution,
         job_state_breakdown,
+        node_features,
         secondary_preemptions,
     )
 
@@ -48,9 +50,15 @@ def main() -> None:
     hardware_share(jobs)
     secondary_preemptions(jobs)
     t3 = time.perf_counter()
+    runs = job_run_ettr(jobs, ckpt_min_gpus=64)
+    t4 = time.perf_counter()
+    feats = node_features(ds, window_days=56, step_days=7)
+    t5 = time.perf_counter()
     print(f"dataset {path}: {jobs.height:,} attempts, one core")
     print(f"attribution {t1 - t0:.1f} s, fit_mttf (incl. GLM + lifelines) {t2 - t1:.1f} s, "
           f"rates and breakdowns {t3 - t2:.1f} s, total {t3 - t0:.1f} s (target < 30 s)")  # fmt: skip
+    print(f"run ETTR of {runs.runs.height:,} runs {t4 - t3:.1f} s; lemon node features "
+          f"({feats['node'].n_unique():,} nodes x {feats['window_end'].n_unique()} windows) {t5 - t4:.1f} s")  # fmt: skip
     print(m)
 
 

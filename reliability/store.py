@@ -276,15 +276,7 @@ class Dataset:
                         outcomes.append(IngestOutcome(str(path), "unchanged", sha, k["rows_read"],
                                                       k["rows_kept"], k["rows_quarantined"]))  # fmt: skip
                         continue
-                    result: ReadResult = reader(path, **kwargs)
-                    if strict and result.rows_quarantined:
-                        first = result.quarantine.row(0, named=True)
-                        raise IngestError(
-                            str(path),
-                            f"{result.rows_quarantined} row(s) would be quarantined "
-                            f"(--strict); first: {first['reason']}",
-                            line=first["line_no"],
-                        )
+                    result = _read(kind, path, kwargs, strict)
                     entry, outcome = self._commit(kind, path, sha, size, result, kwargs)
                     manifest["inputs"].append(entry)
                     known[sha] = entry
@@ -540,6 +532,20 @@ class Dataset:
         return f"Dataset({str(self.path)!r}, inputs={len(self.inputs)})"
 
 
+def _read(kind: str, path: Path, kwargs: dict[str, Any], strict: bool) -> ReadResult:
+    """Read one input with the reader for ``kind``; with ``strict``, refuse an input that
+    would quarantine anything (naming its first bad line)."""
+    result = READERS[kind](path, **kwargs)
+    if strict and result.rows_quarantined:
+        first = result.quarantine.row(0, named=True)
+        raise IngestError(
+            str(path),
+            f"{result.rows_quarantined} row(s) would be quarantined (--strict); first: {first['reason']}",
+            line=first["line_no"],
+        )
+    return result
+
+
 def _ingest_task(
     root: str, kind: str, path: str, sha: str, size: int, kwargs: dict[str, Any], strict: bool
 ) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -547,12 +553,7 @@ def _ingest_task(
     manifest entry and outcome (plain dicts: no frames travel back)."""
     from dataclasses import asdict
 
-    reader = READERS[kind]
-    result = reader(Path(path), **kwargs)
-    if strict and result.rows_quarantined:
-        first = result.quarantine.row(0, named=True)
-        raise IngestError(path, f"{result.rows_quarantined} row(s) would be quarantined (--strict); "
-                                f"first: {first['reason']}", line=first["line_no"])  # fmt: skip
+    result = _read(kind, Path(path), kwargs, strict)
     entry, outcome = _write_parts(Path(root), kind, Path(path), sha, size, result, kwargs)
     return entry, asdict(outcome)
 

@@ -34,7 +34,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +46,7 @@ from scipy import stats
 from reliability._atomic import write_json_atomic, write_parquet_atomic
 from reliability.errors import ReliabilityError
 from reliability.parallel import BACKENDS, Executor, TaskFailure
+from reliability.pipeline.config import read_toml
 
 __all__ = ["MODELS", "SweepResult", "SweepSpec", "load_sweep", "run_sweep"]
 
@@ -123,6 +123,13 @@ MODELS: dict[str, Callable[[dict[str, Any], int], list[dict[str, Any]]]] = {
 }
 
 
+def _cell_id(model: str, params: dict[str, Any]) -> str:
+    """Stable id of a grid cell: its parts are named after it (so a rerun finds them)."""
+    return hashlib.sha256(
+        json.dumps([model, params], sort_keys=True, default=str).encode()
+    ).hexdigest()[:12]
+
+
 def _run_task(model: str, cell: str, params: dict[str, Any], seeds: list[int], dest: str) -> int:
     """Worker: rows for ``seeds`` of one cell, written to ``dest``; returns the row count."""
     rows = []
@@ -167,12 +174,7 @@ def load_sweep(path: str | Path) -> SweepSpec:
     """Read and validate a sweep file; errors name the file and the key."""
     path = Path(path)
     where = str(path)
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SweepError(f"{where}: no such sweep file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise SweepError(f"{where}: not valid TOML: {exc}") from None
+    raw = read_toml(path, SweepError, "sweep")
     head = raw.get("sweep")
     if not isinstance(head, dict):
         raise SweepError(f"{where}: [sweep]: expected a table")
@@ -259,10 +261,8 @@ def run_sweep(
     parts.mkdir(parents=True, exist_ok=True)
     tasks, names, skipped = [], [], 0
     cells = spec.cells()
-    for label, params in cells:
-        cell_id = hashlib.sha256(
-            json.dumps([spec.model, params], sort_keys=True, default=str).encode()
-        ).hexdigest()[:12]
+    cell_ids = [_cell_id(spec.model, params) for _, params in cells]
+    for (label, params), cell_id in zip(cells, cell_ids, strict=True):
         for i in range(0, len(spec.seeds), spec.seeds_per_task):
             seeds = list(spec.seeds[i : i + spec.seeds_per_task])
             dest = parts / f"{cell_id}-{seeds[0]:06d}-{len(seeds)}.parquet"
@@ -277,10 +277,7 @@ def run_sweep(
     ) as ex:
         _, failures = ex.map(_run_task, tasks, names, progress=progress)
     files = sorted(parts.glob("*.parquet"))
-    wanted = {
-        f"{hashlib.sha256(json.dumps([spec.model, p], sort_keys=True, default=str).encode()).hexdigest()[:12]}"
-        for _, p in cells
-    }
+    wanted = set(cell_ids)
     frames = [pl.read_parquet(f) for f in files if f.name.split("-")[0] in wanted]
     results = (
         pl.concat(frames)
@@ -297,11 +294,10 @@ def run_sweep(
     write_json_atomic({"name": spec.name, "model": spec.model, "seeds": len(spec.seeds), "cells": len(cells),
                        "backend": be, "tasks_run": len(tasks), "tasks_resumed": skipped,
                        "failures": [str(f) for f in failures]}, folder / "sweep_manifest.json")  # fmt: skip
-    res = SweepResult(
+    return SweepResult(
         results=results,
         aggregates=aggregates,
         failures=failures,
         tasks_run=len(tasks),
         tasks_skipped=skipped,
     )
-    return res

@@ -32,6 +32,9 @@ import numpy as np
 import polars as pl
 from scipy import optimize, stats
 
+from reliability.sim.topology import CHIPS_PER_HOST as _HOST_SHAPE
+from reliability.sim.topology import DIMS, FACE_LINKS, HOSTS_PER_CUBE
+
 __all__ = [
     "PODS",
     "PodSpec",
@@ -41,10 +44,9 @@ __all__ = [
     "steady_state_availability",
 ]
 
-HOSTS_PER_CUBE = 16
-CHIPS_PER_HOST = 4
-LINKS_PER_CUBE = 96
-N_OCS = 48
+CHIPS_PER_HOST = math.prod(_HOST_SHAPE)  # 4
+LINKS_PER_CUBE = 6 * FACE_LINKS  # 96 optical links: 16 per face
+N_OCS = len(DIMS) * FACE_LINKS  # 48
 
 
 @dataclass(frozen=True)

@@ -177,14 +177,9 @@ def job_run_ettr(
         .then(work - kept)
         .otherwise(work)
     )
-    qos = "qos" if "qos" in a.columns else None
-    prio = (
-        pl.coalesce(pl.col("qos"), pl.col("priority").cast(pl.String))
-        if qos and "priority" in a.columns
-        else pl.col("priority").cast(pl.String)
-        if "priority" in a.columns
-        else pl.lit(None, pl.String)
-    )
+    # QoS where the logs have it, else the numeric priority
+    classes = [pl.col(c).cast(pl.String) for c in ("qos", "priority") if c in a.columns]
+    prio = pl.coalesce(classes) if classes else pl.lit(None, pl.String)
     runs = (
         a.group_by(key)
         .agg(

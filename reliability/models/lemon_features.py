@@ -122,31 +122,23 @@ def node_features(
             .join(ends, on="_k", how="semi")
         )
 
-    att = per_window(
+    # Attempts are many (millions, each on many nodes): count them once per node and step,
+    # then sum the steps of each window, instead of copying every attempt into its windows.
+    step_us = int(step.total_seconds() * 1e6)
+    att = (
         ended.select(
             "cluster", "end_time", "failure_domain", "failure_cause", "culprit_node",
             failed=pl.col("state").cast(pl.String).is_in(_FAILED),
             node_fail=pl.col("state").cast(pl.String) == "NODE_FAIL",
             single=pl.col("nodes").list.len() == 1,
             node=pl.col("nodes"),
-        ).explode("node").drop_nulls("node"),
-        "end_time",
+        )
+        .explode("node")
+        .drop_nulls("node")
+        .with_columns(_k=(pl.col("end_time") - pl.lit(t0)).dt.total_microseconds() // step_us + 1)
+        .filter(pl.col("_k").is_between(1, n_windows))
+        .with_columns(culprit=pl.col("failure_domain").is_in(_HW) & (pl.col("culprit_node") == pl.col("node")))
     )  # fmt: skip
-    a = att.group_by("cluster", "node", "_k").agg(
-        attempts=pl.len(),
-        failed=pl.col("failed").sum(),
-        node_fail=pl.col("node_fail").sum(),
-        single_node_failed=(pl.col("failed") & pl.col("single")).sum(),
-        multi_node_failed=(pl.col("failed") & ~pl.col("single")).sum(),
-        single_attempts=pl.col("single").sum(),
-        hw_culprit=(
-            pl.col("failure_domain").is_in(_HW) & (pl.col("culprit_node") == pl.col("node"))
-        ).sum(),
-        distinct_causes=pl.col("failure_cause")
-        .filter(pl.col("failure_domain").is_in(_HW) & (pl.col("culprit_node") == pl.col("node")))
-        .n_unique(),
-    )
-    ev = per_window(he.select("cluster", "node", "time", "source", "component", "severity"), "time")
     # several attempts on the node failing in the same minute: a crash that took them all
     co = (
         att.filter(pl.col("failed"))
@@ -155,6 +147,37 @@ def node_features(
         .group_by("cluster", "node", "_k")
         .agg(cofailures=(pl.col("n") >= 2).sum())
     )
+    steps = (
+        att.group_by("cluster", "node", "_k")
+        .agg(
+            attempts=pl.len(),
+            failed=pl.col("failed").sum(),
+            node_fail=pl.col("node_fail").sum(),
+            single_node_failed=(pl.col("failed") & pl.col("single")).sum(),
+            multi_node_failed=(pl.col("failed") & ~pl.col("single")).sum(),
+            single_attempts=pl.col("single").sum(),
+            hw_culprit=pl.col("culprit").sum(),
+        )
+        .join(co, on=["cluster", "node", "_k"], how="left")
+    )
+    counts = [c for c in steps.columns if c not in ("cluster", "node", "_k")]
+    a = (
+        steps.select("cluster", "node").unique()
+        .join(pl.DataFrame({"_k": list(range(1, n_windows + 1))}, schema={"_k": pl.Int64}), how="cross")
+        .join(steps, on=["cluster", "node", "_k"], how="left")
+        .with_columns(pl.col(counts).fill_null(0))
+        .sort("cluster", "node", "_k")
+        .with_columns(pl.col(counts).rolling_sum(n_back, min_samples=1).over("cluster", "node"))
+        .filter(pl.col("_k") >= n_back)
+    )  # fmt: skip
+    # distinct causes do not add up over steps: the few culprit attempts go into their windows
+    causes = (
+        per_window(att.filter(pl.col("culprit")).select("cluster", "node", "end_time", "failure_cause"), "end_time")
+        .group_by("cluster", "node", "_k")
+        .agg(distinct_causes=pl.col("failure_cause").n_unique())
+    )  # fmt: skip
+    a = a.join(causes, on=["cluster", "node", "_k"], how="left")
+    ev = per_window(he.select("cluster", "node", "time", "source", "component", "severity"), "time")
     xid_by_component = [
         ((pl.col("source") == "kernel_log") & (pl.col("component") == c)).sum().alias(f"xid_{c}")
         for c in XID_COMPONENTS
@@ -191,7 +214,6 @@ def node_features(
     grid = nodes.join(ends, how="cross")
     out = (
         grid.join(a, on=["cluster", "node", "_k"], how="left")
-        .join(co, on=["cluster", "node", "_k"], how="left")
         .join(e, on=["cluster", "node", "_k"], how="left")
         .join(s, on=["cluster", "node", "_k"], how="left")
         .with_columns(pl.exclude("cluster", "node", "_k").fill_null(0))

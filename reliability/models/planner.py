@@ -158,7 +158,9 @@ def plan(
             )
         )
 
-    def interval_range(u0_h: float) -> tuple[float | None, float | None]:
+    def interval_range(u0_h: float) -> tuple[float | None, float | None, float, float]:
+        """(shortest, longest) interval reaching the target (None: unreachable), and the
+        ETTR-optimal interval with its ETTR."""
         if ckpt_write_h > 0:
             best, top = optimal_interval_h(
                 n_gpus, rate_per_node_day, u0_h, ckpt_write_h=ckpt_write_h, queue_h=queue_h,
@@ -167,7 +169,7 @@ def plan(
         else:
             best, top = _MIN_H, ettr(_MIN_H, u0_h)
         if not np.isfinite(top) or top < target_ettr:
-            return None, None
+            return None, None, best, top
         f = lambda lg: ettr(math.exp(lg), u0_h) - target_ettr  # noqa: E731
         lo_lg, hi_lg = math.log(best), math.log(_MAX_H)
         hi = _MAX_H if f(hi_lg) >= 0 else math.exp(optimize.brentq(f, lo_lg, hi_lg, xtol=1e-9))
@@ -175,12 +177,12 @@ def plan(
         if ckpt_write_h > 0:
             m_lg = math.log(_MIN_H)
             lo = _MIN_H if f(m_lg) >= 0 else math.exp(optimize.brentq(f, m_lg, lo_lg, xtol=1e-9))
-        return lo, hi
+        return lo, hi, best, top
 
     grid_min = restart_grid_min or [0.5, 1, 2, 3, 5, 10, 15, 30]
     rows = []
     for u in grid_min:
-        lo, hi = interval_range(u / 60.0)
+        lo, hi, _, _ = interval_range(u / 60.0)
         rows.append({"restart_min": float(u), "min_interval_min": None if lo is None else 60 * lo,
                      "max_interval_min": None if hi is None else 60 * hi})  # fmt: skip
     frontier = pl.DataFrame(
@@ -203,15 +205,10 @@ def plan(
 
     rec = rec_ettr = None
     if restart_h is not None:
-        lo, hi = interval_range(restart_h)
+        _, hi, best, top = interval_range(restart_h)
         if hi is not None:
-            if ckpt_write_h > 0:
-                rec, rec_ettr = optimal_interval_h(
-                    n_gpus, rate_per_node_day, restart_h, ckpt_write_h=ckpt_write_h, queue_h=queue_h,
-                    gpus_per_node=gpus_per_node, variant=variant,
-                )  # fmt: skip
-            else:
-                rec, rec_ettr = hi, ettr(hi, restart_h)
+            # blocking writes: the ETTR-optimal interval; non-blocking: the longest that reaches the target
+            rec, rec_ettr = (best, top) if ckpt_write_h > 0 else (hi, ettr(hi, restart_h))
 
     gg = grid_gpus or [1024, 4096, 16384, 32768, 65536, 131072]
     gi = grid_interval_min or [5, 15, 30, 60, 120]

@@ -22,11 +22,10 @@ from dataclasses import dataclass
 
 import polars as pl
 
-__all__ = ["RecoveryComparison", "recovery_paths"]
+from reliability.models.availability import LINKS_PER_CUBE, N_OCS
+from reliability.sim.topology import HOSTS_PER_CUBE
 
-HOSTS_PER_CUBE = 16
-LINKS_PER_CUBE = 96
-N_OCS = 48
+__all__ = ["RecoveryComparison", "recovery_paths"]
 
 
 @dataclass

@@ -26,7 +26,7 @@ import numpy as np
 import polars as pl
 from scipy import optimize, sparse
 
-from reliability.sim.topology import DIMS, Slice
+from reliability.sim.topology import DIMS, Slice, links_broken_by_ocs
 
 __all__ = ["ThroughputResult", "all_to_all_throughput", "dimension_order_load"]
 
@@ -86,17 +86,15 @@ class ThroughputResult:
 
 
 def _graph(slc: Slice, failed: set[tuple[str, int]]):
-    """Nodes (chip tuples), directed edges (u, v) and the undirected links removed."""
+    """Nodes (chip tuples), their index, and the directed edges (u, v) of the links that stay up."""
     nodes = list(itertools.product(*(range(s) for s in slc.shape)))
     index = {n: i for i, n in enumerate(nodes)}
-    edges, lost = [], 0
+    edges = []
     for a, b, _, ocs in slc.chip_links():
-        if ocs is not None and ocs in failed:
-            lost += 1
-            continue
-        edges.append((index[a], index[b]))
-        edges.append((index[b], index[a]))
-    return nodes, index, edges, lost
+        if ocs is None or ocs not in failed:
+            edges.append((index[a], index[b]))
+            edges.append((index[b], index[a]))
+    return nodes, index, edges
 
 
 def _translate(
@@ -132,25 +130,24 @@ def all_to_all_throughput(
     slc = Slice(tuple(shape), tuple(range(n_cubes)), twisted=twisted)  # type: ignore[arg-type]
     t0 = time.perf_counter()
     healthy, nv = _solve(slc, set(), use_symmetry)
-    failed = lost = None
-    _, _, all_edges, _ = _graph(slc, set())
+    failed = None
+    lost = len(links_broken_by_ocs(slc, [failed_ocs])) if failed_ocs is not None else 0
     if failed_ocs is not None:
         failed, nv2 = _solve(slc, {failed_ocs}, use_symmetry)
         nv = max(nv, nv2)
-        lost = _graph(slc, {failed_ocs})[3]
     return ThroughputResult(
         shape=tuple(shape), twisted=twisted, failed_ocs=failed_ocs, healthy=healthy, failed=failed,  # type: ignore[arg-type]
-        links_lost=lost or 0, links_total=len(all_edges) // 2, seconds=time.perf_counter() - t0, variables=nv,
+        links_lost=lost, links_total=len(slc.chip_links()), seconds=time.perf_counter() - t0, variables=nv,
     )  # fmt: skip
 
 
 def _solve(
     slc: Slice, failed: set[tuple[str, int]], use_symmetry: bool = True
 ) -> tuple[float, int]:
-    nodes, index, edges, _ = _graph(slc, failed)
+    nodes, index, edges = _graph(slc, failed)
     n, m = len(nodes), len(edges)
     edge_id = {e: i for i, e in enumerate(edges)}
-    broken = {frozenset(e) for e in _removed_pairs(slc, failed, index)}
+    broken = {frozenset((index[a], index[b])) for a, b, _ in links_broken_by_ocs(slc, failed)}
     # automorphisms p -> sign ⊙ p + v that preserve the failed-link set (the group H)
     edge_set = set(edges)
     group = []
@@ -216,12 +213,6 @@ def _solve(
         raise RuntimeError(f"routing LP failed for {slc.shape}: {res.message}")
     theta = float(res.x[-1])
     return theta * (n - 1), nv
-
-
-def _removed_pairs(slc: Slice, failed: set[tuple[str, int]], index: dict) -> list[tuple[int, int]]:
-    return [
-        (index[a], index[b]) for a, b, _, o in slc.chip_links() if o is not None and o in failed
-    ]
 
 
 def dimension_order_load(shape: tuple[int, int, int], twisted: bool = False) -> dict[str, float]:

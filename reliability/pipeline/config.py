@@ -252,6 +252,16 @@ def _analysis(where: str, table: object) -> dict[str, Any]:
     return out
 
 
+def read_toml(path: Path, error: type[ReliabilityError], what: str) -> dict[str, Any]:
+    """The TOML table of ``path``; a missing or malformed file raises ``error`` naming it."""
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise error(f"{path}: no such {what} file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise error(f"{path}: not valid TOML: {exc}") from None
+
+
 def parse_shape(text: str) -> tuple[tuple[int, int, int], bool]:
     """``"4x4x8t"`` -> ((4, 4, 8), True)."""
     twisted = text.endswith("t")
@@ -267,12 +277,7 @@ def load_pipeline(path: str | Path) -> PipelineConfig:
     """Read and validate a pipeline file (see the module doc for the keys)."""
     path = Path(path)
     where = str(path)
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise PipelineError(f"{where}: no such pipeline file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise PipelineError(f"{where}: not valid TOML: {exc}") from None
+    raw = read_toml(path, PipelineError, "pipeline")
     extra = sorted(set(raw) - {"pipeline", "inputs", "analysis", "report"})
     if extra:
         raise PipelineError(

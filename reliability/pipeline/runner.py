@@ -171,12 +171,13 @@ def run_pipeline(
         report_key = _key("report", {"title": cfg.title, "formats": list(cfg.formats), "sweeps": sweeps},
                           list(keys.values()))  # fmt: skip
         files = {f: folder / f"report.{f}" for f in cfg.formats}
-        cached = _previous(folder, "report_key") == report_key and all(
+        previous = _previous(folder)
+        cached = previous.get("report_key") == report_key and all(
             p.is_file() for p in files.values()
         )
         if cached:
             result.files = files
-            result.pdf_pages = _previous(folder, "pdf_pages")
+            result.pdf_pages = previous.get("pdf_pages")
         else:
             result.files = write_report(result, folder)
         secs = time.perf_counter() - t0
@@ -200,9 +201,9 @@ def run_pipeline(
     return result
 
 
-def _previous(folder: Path, key: str) -> Any:
-    """A value from the folder's previous run manifest (None if there is none)."""
+def _previous(folder: Path) -> dict[str, Any]:
+    """The folder's previous run manifest ({} if there is none)."""
     try:
-        return json.loads((folder / "run_manifest.json").read_text(encoding="utf-8")).get(key)
+        return json.loads((folder / "run_manifest.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return None
+        return {}

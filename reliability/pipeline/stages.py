@@ -195,10 +195,17 @@ def _ettr(cfg: PipelineConfig, deps: dict[str, StageOutput], work: Path) -> Stag
     return StageOutput(frames=frames, scalars=scalars)
 
 
+def _cluster_config(spec: InputSpec):
+    """The simulator config of a ``simulate-cluster`` input (preset, with its days override)."""
+    from reliability.sim.config import load_preset
+
+    sim_cfg = load_preset(spec.preset)
+    return sim_cfg.with_days(spec.days) if spec.days else sim_cfg
+
+
 def _lemon(cfg: PipelineConfig, deps: dict[str, StageOutput], work: Path) -> StageOutput:
     from reliability.models import LemonDetector, lemon_backtest, node_features, score_nodes
     from reliability.models.lemon import default_detector
-    from reliability.sim.config import load_preset
 
     a = cfg.analysis
     window = a["lemon_window_days"]
@@ -225,17 +232,12 @@ def _lemon(cfg: PipelineConfig, deps: dict[str, StageOutput], work: Path) -> Sta
         *notes,
         f"{int(scores['flagged'].sum())} of {scores.height} nodes flagged ({100 * scores['flagged'].mean():.1f}%; paper: 1.2-1.7%).",
     ]
-    sim_days = (
-        (load_preset(sims[0].preset).days if not sims[0].days else sims[0].days) if sims else 0.0
-    )
-    if sims and sim_days / 2 < window:
+    sim_cfg = _cluster_config(sims[0]) if sims else None
+    if sim_cfg is not None and sim_cfg.days / 2 < window:
         texts.append(
-            f"No quarantine backtest: the simulated run ({sim_days:g} days) is shorter than two {window}-day windows."
+            f"No quarantine backtest: the simulated run ({sim_cfg.days:g} days) is shorter than two {window}-day windows."
         )
-    elif sims:
-        sim_cfg = load_preset(sims[0].preset)
-        if sims[0].days:
-            sim_cfg = sim_cfg.with_days(sims[0].days)
+    elif sim_cfg is not None:
         bt = lemon_backtest(
             sim_cfg,
             det,

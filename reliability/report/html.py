@@ -32,9 +32,8 @@ def _svg(fig) -> str:
     buf = io.StringIO()
     fig.savefig(buf, format="svg", metadata={"Date": None})
     svg = buf.getvalue()
-    svg = svg[svg.find("<svg") :]
-    # unique ids per figure so several inline SVGs do not clash
-    return svg
+    # drop the XML prolog; matplotlib salts its SVG ids per figure, so inline figures do not clash
+    return svg[svg.find("<svg") :]
 
 
 def _fmt(v: object) -> str:

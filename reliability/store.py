@@ -405,6 +405,26 @@ class Dataset:
             )
         return lf
 
+    def observation_window(self) -> tuple[datetime | None, datetime | None]:
+        """The window the Dataset's inputs observed [UTC]: earliest start, latest end.
+
+        Each input records its own window (see :class:`reliability.ingest.ReadResult`); models
+        censor attempts and intervals still open at the end of it (``observation_end``).
+        """
+        lo, hi = [], []
+        for i in self.inputs:
+            obs = i.get("observation") or {}
+            if obs.get("from"):
+                lo.append(datetime.fromisoformat(obs["from"]))
+            if obs.get("until"):
+                hi.append(datetime.fromisoformat(obs["until"]))
+        return (min(lo) if lo else None, max(hi) if hi else None)
+
+    @property
+    def observation_end(self) -> datetime | None:
+        """When the Dataset's observation ends [UTC] (latest input's end; None if empty)."""
+        return self.observation_window()[1]
+
     def table(self, table: str) -> pl.DataFrame:
         """One table, collected (see :meth:`scan`)."""
         return self.scan(table).collect()
@@ -532,6 +552,10 @@ class Dataset:
         return f"Dataset({str(self.path)!r}, inputs={len(self.inputs)})"
 
 
+def _iso(t: datetime | None) -> str | None:
+    return None if t is None else t.isoformat()
+
+
 def _read(kind: str, path: Path, kwargs: dict[str, Any], strict: bool) -> ReadResult:
     """Read one input with the reader for ``kind``; with ``strict``, refuse an input that
     would quarantine anything (naming its first bad line)."""
@@ -593,6 +617,11 @@ def _write_parts(
         "parts": parts,
         "options": {k: str(v) for k, v in options.items()},
         "notes": result.notes,
+        "observation": {
+            "from": _iso(result.observed_from),
+            "until": _iso(result.observed_until),
+            "basis": result.observation_basis,
+        },
         "ingested_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "package_version": __version__,
         "taxonomy_version": taxonomy.TAXONOMY_VERSION,

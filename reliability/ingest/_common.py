@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import io
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 import polars as pl
@@ -32,6 +33,12 @@ class ReadResult:
     rows_kept : records accepted (a kept record may produce no output row, e.g. a healthy node
         in a snapshot, or a DCGM sample that is not an error)
     notes : what the reader decided that a user should know (assumptions, skipped lines)
+    observed_from, observed_until : the window the input observed [UTC]. A reader that knows
+        it (sacct's ``--starttime``/``--endtime``, given by the user or by ``collect``) sets
+        it; otherwise it is the earliest / latest timestamp in the tables produced.
+        Models censor still-open attempts and intervals at ``observed_until``.
+    observation_basis : how the window was found (``"latest timestamp in the input"`` when
+        it was inferred, else what gave it, e.g. ``"sacct --endtime"``)
     """
 
     source: str
@@ -40,11 +47,22 @@ class ReadResult:
     rows_read: int
     rows_kept: int
     notes: list[str] = field(default_factory=list)
+    observed_from: datetime | None = None
+    observed_until: datetime | None = None
+    observation_basis: str = ""
 
     def __post_init__(self) -> None:
         for name, frame in self.tables.items():
             self.tables[name] = schema.validate(frame, name)
         self.quarantine = schema.validate(self.quarantine, "quarantine")
+        if self.observed_until is None or self.observed_from is None:
+            first, last = _time_span(self.tables)
+            if self.observed_from is None:
+                self.observed_from = first
+            if self.observed_until is None:
+                self.observed_until = last
+                if last is not None and not self.observation_basis:
+                    self.observation_basis = "latest timestamp in the input"
         if self.rows_read != self.rows_kept + self.rows_quarantined:
             raise ReliabilityError(
                 f"{self.source}: internal accounting error: rows read {self.rows_read} != "
@@ -66,6 +84,24 @@ class ReadResult:
 
     def __repr__(self) -> str:
         return f"ReadResult({self.summary_line()})"
+
+
+def _time_span(tables: dict[str, pl.DataFrame]) -> tuple[datetime | None, datetime | None]:
+    """Earliest and latest value of every datetime column of ``tables`` (None if there are none)."""
+    lo: list[datetime] = []
+    hi: list[datetime] = []
+    for frame in tables.values():
+        cols = [c for c, t in frame.schema.items() if isinstance(t, pl.Datetime)]
+        if not cols or frame.height == 0:
+            continue
+        row = frame.select(
+            pl.min_horizontal(pl.col(cols).min()).alias("lo"),
+            pl.max_horizontal(pl.col(cols).max()).alias("hi"),
+        ).row(0)
+        if row[0] is not None:
+            lo.append(row[0])
+            hi.append(row[1])
+    return (min(lo) if lo else None, max(hi) if hi else None)
 
 
 def read_bytes(path: str | Path) -> bytes:

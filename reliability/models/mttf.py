@@ -270,10 +270,12 @@ def _survival(exp: pl.DataFrame) -> pl.DataFrame:
         events = int(part.get_column("failed").sum()) if part.height else 0
         if part.height < 10 or events < 3:
             continue
-        pdf = part.select("hours", "failed").to_pandas()  # lifelines' edge
-        wf = WeibullFitter().fit(pdf["hours"], pdf["failed"])
-        ef = ExponentialFitter().fit(pdf["hours"], pdf["failed"])
-        km = KaplanMeierFitter().fit(pdf["hours"], pdf["failed"])
+        # lifelines' edge: numpy arrays (polars' to_pandas would need pyarrow)
+        hours = part.get_column("hours").to_numpy()
+        failed = part.get_column("failed").cast(pl.Int8).to_numpy()
+        wf = WeibullFitter().fit(hours, failed)
+        ef = ExponentialFitter().fit(hours, failed)
+        km = KaplanMeierFitter().fit(hours, failed)
         rows.append({"size_class": name, "attempts": part.height, "failures": events,
                      "weibull_shape": float(wf.rho_), "weibull_scale_h": float(wf.lambda_),
                      "exp_rate_per_h": 1.0 / float(ef.lambda_), "km_median_h": float(km.median_survival_time_)})  # fmt: skip

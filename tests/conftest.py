@@ -30,7 +30,9 @@ def require(condition: bool, reason: str) -> None:
 @pytest.fixture(scope="session")
 def shared() -> Path:
     """Folder of real sample outputs (../shared/data)."""
-    require(SHARED.is_dir(), f"real sample data not found at {SHARED} (set RELIABILITY_SHARED_DATA)")
+    require(
+        SHARED.is_dir(), f"real sample data not found at {SHARED} (set RELIABILITY_SHARED_DATA)"
+    )
     return SHARED
 
 

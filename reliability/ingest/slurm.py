@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
@@ -109,6 +110,8 @@ def read_sacct(
     cluster: str | None = None,
     tz: str | None = None,
     fields: Sequence[str] | None = None,
+    window_start: datetime | str | None = None,
+    window_end: datetime | str | None = None,
 ) -> ReadResult:
     """Read a ``sacct --parsable2`` (or ``--parsable``) export into ``jobs`` and ``job_steps``.
 
@@ -122,21 +125,50 @@ def read_sacct(
     tz : IANA time zone the times were printed in (sacct prints local time without a zone);
         not needed for ``SLURM_TIME_FORMAT=%s`` output
     fields : field names in ``--format`` order, for ``--noheader`` output
+    window_start, window_end : the export's ``--starttime`` / ``--endtime`` [UTC; ISO 8601
+        with a zone, or an aware datetime], when known: they become the input's observation
+        window (attempts still running are censored at ``window_end``). Without them the
+        window is inferred from the earliest / latest timestamp in the export.
 
     Returns
     -------
     ReadResult with ``jobs`` (one row per allocation record = attempt) and ``job_steps``.
     Attempts of a job (``--duplicates``) are numbered 0, 1, ... by start time.
     """
+    start = _window_time(path, "window_start", window_start)
+    end = _window_time(path, "window_end", window_end)
+    if start is not None and end is not None and end <= start:
+        raise IngestError(str(path), f"window_end {end} is not after window_start {start}")
     if fields is None and head(path).lstrip()[:1] == b"{":
         from reliability.ingest.slurm_json import read_sacct_json
 
-        return read_sacct_json(path, cluster=cluster)
-    try:
-        return _read_sacct(path, cluster=cluster, tz=tz, fields=fields, allow_stream=True)
-    except StreamFailed:
-        # a line the byte counts could not rule out (e.g. one too long, one too short)
-        return _read_sacct(path, cluster=cluster, tz=tz, fields=fields, allow_stream=False)
+        result = read_sacct_json(path, cluster=cluster)
+    else:
+        try:
+            result = _read_sacct(path, cluster=cluster, tz=tz, fields=fields, allow_stream=True)
+        except StreamFailed:
+            # a line the byte counts could not rule out (e.g. one too long, one too short)
+            result = _read_sacct(path, cluster=cluster, tz=tz, fields=fields, allow_stream=False)
+    if start is not None:
+        result.observed_from = start
+    if end is not None:
+        result.observed_until = end
+        result.observation_basis = "sacct --endtime"
+    return result
+
+
+def _window_time(path: str | Path, name: str, value: datetime | str | None) -> datetime | None:
+    """An export window bound as an aware UTC datetime (ISO strings must carry a zone)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            raise IngestError(str(path), f"{name} {value!r} is not an ISO 8601 time") from None
+    if value.tzinfo is None:
+        raise IngestError(str(path), f"{name} {value} has no time zone (give e.g. ...Z)")
+    return value.astimezone(UTC)
 
 
 def _read_sacct(

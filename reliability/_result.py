@@ -1,0 +1,215 @@
+"""The one result base: every model result has a ``summary`` table, a text form, an HTML form,
+``print_summary()``, its sample sizes and notes on what could not be estimated and why.
+
+A subclass implements
+
+- :attr:`summary` (a polars frame; not-estimable values are null, never nan or inf),
+- :meth:`_lines` (the text form's lines, without the notes),
+
+and may override :attr:`sample_sizes` (``{"failures": 3, "node-days": 0.0009}``),
+:meth:`tables` (extra frames the HTML form shows) and :attr:`title`. Results that are
+dataclasses keep a ``notes: list[str]`` field; the base reads ``self.notes``.
+
+The layout follows lifelines' ``print_summary`` (a header of sample sizes, the table, the
+notes) and statsmodels' ``summary2`` (one object rendered as text and HTML).
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import sys
+from collections.abc import Iterable, Mapping
+from typing import IO, Any, ClassVar
+
+import polars as pl
+
+__all__ = ["Result", "fmt_duration_h", "fmt_num", "format_table", "frame_is_finite"]
+
+#: how a missing (not estimable) value prints in tables
+MISSING = "–"
+
+
+def fmt_num(x: Any, digits: int = 4) -> str:
+    """A number for people: ``digits`` significant digits, thousands separators for large
+    values, ``MISSING`` for None; never ``nan`` or ``inf`` (those print as ``MISSING``)."""
+    if x is None:
+        return MISSING
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if isinstance(x, int):
+        return f"{x:,}"
+    if isinstance(x, float):
+        if not math.isfinite(x):
+            return MISSING
+        if x == 0:
+            return "0"
+        a = abs(x)
+        if a >= 10 ** (digits - 1):
+            return f"{x:,.0f}"
+        return f"{x:.{digits}g}"
+    return str(x)
+
+
+def fmt_duration_h(h: float | None) -> str:
+    """A duration given in hours, in the unit a person would use (s, min, h, days, years)."""
+    if h is None or not math.isfinite(h):
+        return MISSING
+    if h < 1.0 / 60.0:
+        return f"{3600 * h:.0f} s"
+    if h < 2.0:
+        return f"{60 * h:.1f} min"
+    if h < 72.0:
+        return f"{h:.1f} h"
+    if h < 2 * 8766.0:
+        return f"{h / 24:,.1f} days"
+    return f"{h / 8766.0:,.1f} years"
+
+
+def _cell(x: Any) -> str:
+    if isinstance(x, float | int | bool) or x is None:
+        return fmt_num(x)
+    if isinstance(x, list | tuple):
+        return ", ".join(_cell(v) for v in x)
+    return str(x)
+
+
+def format_table(frame: pl.DataFrame, max_rows: int = 40) -> str:
+    """A frame as a fixed-width text table (numbers formatted by :func:`fmt_num`)."""
+    if frame.width == 0:
+        return "(empty table)"
+    head = frame.head(max_rows)
+    cols = head.columns
+    cells = [[_cell(v) for v in row] for row in head.iter_rows()]
+    widths = [
+        max(len(c), *(len(r[i]) for r in cells)) if cells else len(c) for i, c in enumerate(cols)
+    ]
+    numeric = [head.schema[c].is_numeric() for c in cols]
+
+    def line(values: list[str]) -> str:
+        return "  ".join(
+            v.rjust(w) if n else v.ljust(w) for v, w, n in zip(values, widths, numeric, strict=True)
+        ).rstrip()
+
+    out = [line(cols), line(["-" * w for w in widths]), *(line(r) for r in cells)]
+    if frame.height > max_rows:
+        out.append(f"... {frame.height - max_rows:,} more rows")
+    if frame.height == 0:
+        out.append("(no rows)")
+    return "\n".join(out)
+
+
+def _html_table(frame: pl.DataFrame, max_rows: int = 200) -> str:
+    head = frame.head(max_rows)
+    th = "".join(f"<th>{html.escape(c)}</th>" for c in head.columns)
+    numeric = [head.schema[c].is_numeric() for c in head.columns]
+    rows = []
+    for row in head.iter_rows():
+        tds = "".join(
+            f'<td style="text-align:right">{html.escape(_cell(v))}</td>'
+            if n
+            else f"<td>{html.escape(_cell(v))}</td>"
+            for v, n in zip(row, numeric, strict=True)
+        )
+        rows.append(f"<tr>{tds}</tr>")
+    more = (
+        f'<tr><td colspan="{head.width}">… {frame.height - max_rows:,} more rows</td></tr>'
+        if frame.height > max_rows
+        else ""
+    )
+    return f'<table class="reliability-table"><thead><tr>{th}</tr></thead><tbody>{"".join(rows)}{more}</tbody></table>'
+
+
+def frame_is_finite(frame: pl.DataFrame) -> bool:
+    """True when no float column of ``frame`` holds nan or ±inf (nulls are fine)."""
+    for name, dtype in frame.schema.items():
+        if dtype.is_float():
+            col = frame.get_column(name).drop_nulls()
+            if col.len() and not col.is_finite().all():
+                return False
+    return True
+
+
+class Result:
+    """Base of every model result (see the module doc)."""
+
+    #: heading of the text and HTML forms
+    title: ClassVar[str] = "Result"
+    notes: list[str]
+
+    @property
+    def summary(self) -> pl.DataFrame:
+        """The headline numbers as a table (not-estimable values are null)."""
+        raise NotImplementedError
+
+    @property
+    def sample_sizes(self) -> dict[str, int | float]:
+        """What the result was estimated from: counts and exposure, by name with unit."""
+        return {}
+
+    def tables(self) -> dict[str, pl.DataFrame]:
+        """Named frames the HTML form shows (default: the summary)."""
+        return {"summary": self.summary}
+
+    def _lines(self) -> list[str]:
+        """Lines of the text form, without the notes."""
+        raise NotImplementedError
+
+    def _notes(self) -> list[str]:
+        return list(getattr(self, "notes", None) or [])
+
+    def _sample_line(self) -> str | None:
+        s = self.sample_sizes
+        if not s:
+            return None
+        return "Sample: " + ", ".join(f"{fmt_num(v)} {k}" for k, v in s.items())
+
+    def __str__(self) -> str:
+        lines = list(self._lines())
+        notes = self._notes()
+        if notes:
+            lines += ["Notes:", *(f"  - {n}" for n in notes)]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        parts = [
+            f'<div class="reliability-result"><p><strong>{html.escape(self.title)}</strong></p>'
+        ]
+        sample = self._sample_line()
+        if sample:
+            parts.append(f"<p>{html.escape(sample)}</p>")
+        parts.append("<pre>" + html.escape("\n".join(self._lines())) + "</pre>")
+        for name, frame in self.tables().items():
+            parts.append(f"<p><em>{html.escape(name)}</em></p>{_html_table(frame)}")
+        notes = self._notes()
+        if notes:
+            parts.append("<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>")
+        parts.append("</div>")
+        return "".join(parts)
+
+    def print_summary(self, file: IO[str] | None = None) -> None:
+        """Print the text form, the sample sizes and the summary table (lifelines' style)."""
+        out = file or sys.stdout
+        bar = "=" * 78
+        print(bar, file=out)
+        print(self.title, file=out)
+        sample = self._sample_line()
+        if sample:
+            print(sample, file=out)
+        print(bar, file=out)
+        print(str(self), file=out)
+        print("", file=out)
+        print(format_table(self.summary), file=out)
+
+    @staticmethod
+    def _join(items: Iterable[str]) -> str:
+        return ", ".join(items)
+
+    @staticmethod
+    def _mapping_frame(values: Mapping[str, Any]) -> pl.DataFrame:
+        """One-row frame from a mapping, with nan/inf turned into nulls."""
+        clean = {
+            k: [None if isinstance(v, float) and not math.isfinite(v) else v]
+            for k, v in values.items()
+        }
+        return pl.DataFrame(clean, strict=False)

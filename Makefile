@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: report test lint format bench clean
+.PHONY: report test lint format bench check-wheel clean
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ needed, found " + sys.version'
@@ -29,6 +29,9 @@ lint: $(STAMP)
 format: $(STAMP)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
+
+check-wheel: $(STAMP)  ## build wheel + sdist, install the wheel without extras in a fresh venv, run it
+	.ci/check-wheel
 
 bench: $(STAMP)  ## ingestion benchmark (override ROWS=4000000 for the issue's target)
 	$(BIN)/python benchmarks/bench_ingest.py --rows $(or $(ROWS),500000)

@@ -1,16 +1,62 @@
-"""Atomic file writes: write to a temporary file in the same folder, fsync, rename."""
+"""Atomic file writes: write to a temporary file in the same folder, fsync, rename.
+
+Temporary files are named ``.<dest>.<host>-<pid>.<random>.tmp`` (``host`` is a short tag of
+this machine's name), so a cleanup can tell a live writer's file from a crash leftover
+(:func:`temp_owner`).
+"""
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import json
 import os
+import re
+import socket
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-__all__ = ["write_json_atomic", "write_parquet_atomic"]
+__all__ = [
+    "HOST_TAG",
+    "file_sha256",
+    "temp_owner",
+    "write_bytes_atomic",
+    "write_json_atomic",
+    "write_parquet_atomic",
+]
+
+#: short, file-name-safe tag of this host (temp files carry it beside the writer's pid)
+HOST_TAG = hashlib.sha1(socket.gethostname().encode(), usedforsecurity=False).hexdigest()[:8]
+
+
+def _prefix(dest: Path) -> str:
+    return f".{dest.name}.{HOST_TAG}-{os.getpid()}."
+
+
+def temp_owner(name: str) -> tuple[str, int] | None:
+    """(host tag, pid) of the writer of a temporary file made here, or None if ``name`` is not one."""
+    if not (name.startswith(".") and name.endswith(".tmp")):
+        return None
+    parts = name[1:-4].split(".")
+    for p in reversed(parts):
+        host, sep, pid = p.partition("-")
+        if sep and len(host) == 8 and pid.isdigit():
+            return host, int(pid)
+    return None
+
+
+def file_sha256(path: str | Path) -> tuple[str, int]:
+    """(sha256 hex digest, size [bytes]) of a file, read in 1 MiB blocks."""
+    h = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+            size += len(chunk)
+    return h.hexdigest(), size
 
 
 def _replace(tmp: str, dest: Path) -> None:
@@ -25,16 +71,67 @@ def _replace(tmp: str, dest: Path) -> None:
         os.close(fd)
 
 
-def write_parquet_atomic(frame: pl.DataFrame, dest: Path) -> None:
-    """Write ``frame`` to ``dest`` so that readers see the old file or the new one, never half."""
+def _explain(exc: OSError, dest: Path) -> OSError:
+    """The same OSError with a message that names ``dest`` and what was kept."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        what = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "disk quota exceeded",
+                errno.EFBIG: "file too large for this file system or limit"}[exc.errno]  # fmt: skip
+        return OSError(exc.errno, f"{what} while writing {dest} (nothing was replaced)", str(dest))
+    return exc
+
+
+def write_parquet_atomic(
+    frame: pl.DataFrame, dest: Path, metadata: dict[str, str] | None = None
+) -> tuple[int, str]:
+    """Write ``frame`` to ``dest`` so that readers see the old file or the new one, never half.
+
+    Parameters
+    ----------
+    frame : the rows
+    dest : final path
+    metadata : parquet key-value metadata stored in the footer
+
+    Returns
+    -------
+    (size [bytes], sha256 hex digest) of the file written.
+    """
     dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+    fd, tmp = tempfile.mkstemp(prefix=_prefix(dest), suffix=".tmp", dir=dest.parent)
     os.close(fd)
     try:
-        frame.write_parquet(tmp, compression="zstd", statistics=True)
+        try:
+            frame.write_parquet(tmp, compression="zstd", statistics=True, metadata=metadata)
+        except pl.exceptions.PolarsError as exc:  # polars reports I/O errors as its own
+            m = re.search(r"os error (\d+)", str(exc))
+            if m is None:
+                raise
+            raise OSError(int(m.group(1)), os.strerror(int(m.group(1))), tmp) from exc
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
+        sha, size = file_sha256(tmp)
         _replace(tmp, dest)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise _explain(exc, dest) from exc
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return size, sha
+
+
+def write_bytes_atomic(data: bytes, dest: Path) -> None:
+    """Write ``data`` to ``dest`` atomically."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=_prefix(dest), suffix=".tmp", dir=dest.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        _replace(tmp, dest)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise _explain(exc, dest) from exc
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -42,15 +139,5 @@ def write_parquet_atomic(frame: pl.DataFrame, dest: Path) -> None:
 
 def write_json_atomic(obj: Any, dest: Path) -> None:
     """Write ``obj`` as indented JSON to ``dest`` atomically."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(obj, fh, indent=2, ensure_ascii=False, default=str)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        _replace(tmp, dest)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    text = json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n"
+    write_bytes_atomic(text.encode("utf-8"), dest)

@@ -1,7 +1,9 @@
 """The ``reliability`` command: a thin layer over the library.
 
-reliability ingest KIND FILE... --into DIR [--cluster NAME] [--tz ZONE] [--strict]
+reliability ingest KIND FILE...|- --into DIR [--cluster NAME] [--tz ZONE] [--strict] [--replace]
 reliability info DIR
+reliability verify DIR
+reliability repair DIR
 reliability run PIPELINE.toml [--out DIR]
 reliability lemon train DIR (--labels FILE | --sim-truth SIMDIR) --out MODEL
 reliability lemon score DIR [--model MODEL]
@@ -19,7 +21,7 @@ from datetime import datetime
 from pathlib import Path
 
 from reliability._version import __version__
-from reliability.errors import ReliabilityError
+from reliability.errors import ReliabilityError, spell_options
 from reliability.ingest import READERS
 from reliability.store import Dataset
 
@@ -36,13 +38,17 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     ing = sub.add_parser("ingest", help="read raw logs into a Dataset folder")
     ing.add_argument("kind", choices=sorted(READERS), help="what the files are")
-    ing.add_argument("files", nargs="+", type=Path)
+    ing.add_argument("files", nargs="+", help="input files; - reads standard input")
     ing.add_argument("--into", required=True, type=Path, help="Dataset folder (created if missing)")
     ing.add_argument("--cluster", help="cluster name (needed where the input does not say)")
     ing.add_argument(
         "--tz", help="IANA time zone of local times in the input (e.g. UTC, America/New_York)"
     )
     ing.add_argument("--strict", action="store_true", help="fail if any row would be quarantined")
+    ing.add_argument(
+        "--replace", action="store_true",
+        help="re-read files already ingested (e.g. with a corrected --tz) and replace their rows",
+    )  # fmt: skip
     ing.add_argument(
         "--backend", choices=["serial", "processes", "dask"],
         help="partitioned ingestion: one task per file on local processes or a Dask cluster",
@@ -58,8 +64,16 @@ def _parser() -> argparse.ArgumentParser:
     ing.add_argument(
         "--table", help="canonical table for 'health' files (default: from the columns)"
     )
-    info = sub.add_parser("info", help="summarise a Dataset folder")
+    info = sub.add_parser("info", help="summarise a Dataset folder (tables, inputs, quarantine)")
     info.add_argument("dataset", type=Path)
+    ver = sub.add_parser(
+        "verify", help="check every part of a Dataset against its manifest (sizes, sha256, rows)"
+    )
+    ver.add_argument("dataset", type=Path)
+    rep = sub.add_parser(
+        "repair", help="rebuild a lost manifest from the parts, or drop damaged inputs"
+    )
+    rep.add_argument("dataset", type=Path)
     an = sub.add_parser(
         "analyze", help="attribute failures, fit r_f and MTTF(N), print the headline table"
     )
@@ -164,7 +178,13 @@ def _options(args: argparse.Namespace) -> dict[str, object]:
     if args.year is not None:
         opts["year"] = args.year
     if args.boot_time:
-        t = datetime.fromisoformat(args.boot_time.replace("Z", "+00:00"))
+        try:
+            t = datetime.fromisoformat(args.boot_time.replace("Z", "+00:00"))
+        except ValueError:
+            raise ReliabilityError(
+                f"--boot-time {args.boot_time!r}: expected ISO 8601 with a UTC offset "
+                "(e.g. 2025-01-01T00:00:00Z)"
+            ) from None
         if t.tzinfo is None:
             raise ReliabilityError("--boot-time needs a UTC offset (e.g. 2025-01-01T00:00:00Z)")
         opts["boot_time"] = t
@@ -175,7 +195,8 @@ def _options(args: argparse.Namespace) -> dict[str, object]:
 
 def _ingest(args: argparse.Namespace) -> int:
     ds = Dataset(args.into)
-    total = sum(f.stat().st_size for f in args.files if f.is_file())
+    files = [Path(f) for f in args.files]
+    total = sum(f.stat().st_size for f in files if str(f) != "-" and f.is_file())
     bar = None
     if total > _LARGE or len(args.files) > 20:
         from tqdm import tqdm
@@ -190,7 +211,8 @@ def _ingest(args: argparse.Namespace) -> int:
         raise ReliabilityError("--scheduler needs --backend dask")
     try:
         outcomes = ds.ingest(
-            args.kind, args.files, cluster=args.cluster, tz=args.tz, strict=args.strict,
+            args.kind, [f if f == "-" else Path(f) for f in args.files], cluster=args.cluster,
+            tz=args.tz, strict=args.strict, replace=args.replace,
             progress=(lambda p: bar.set_postfix_str(p.name)) if bar else None, executor=executor,
             **_options(args),
         )  # fmt: skip
@@ -204,8 +226,8 @@ def _ingest(args: argparse.Namespace) -> int:
     for o in outcomes:
         print(o.line())
         for note in o.notes:
-            print(f"  note: {note}")
-        quarantined += o.rows_quarantined if o.status == "ingested" else 0
+            print(f"  note: {_cli_terms(note, args)}")
+        quarantined += o.rows_quarantined if o.status != "unchanged" else 0
     if quarantined:
         print(
             f"{quarantined} row(s) quarantined: see `reliability info {args.into}` and the quarantine table"
@@ -225,9 +247,7 @@ def _analyze(args: argparse.Namespace) -> int:
         secondary_preemptions,
     )
 
-    if not (args.dataset / "manifest.json").exists():
-        raise ReliabilityError(f"{args.dataset}: no manifest.json (not a Dataset folder)")
-    ds = Dataset(args.dataset)
+    ds = _dataset(args.dataset)
     jobs = attribute_failures(ds, before_min=args.before_min, after_min=args.after_min)
     m = fit_mttf(jobs, min_gpus=args.min_gpus)
     series = failure_rate_series(jobs, min_gpus=args.min_gpus)
@@ -306,9 +326,7 @@ def _lemon(args: argparse.Namespace) -> int:
     from reliability.models.lemon import default_detector
     from reliability.models.lemon_features import FEATURES
 
-    if not (args.dataset / "manifest.json").exists():
-        raise ReliabilityError(f"{args.dataset}: no manifest.json (not a Dataset folder)")
-    feats = node_features(Dataset(args.dataset), args.window_days, 7)
+    feats = node_features(_dataset(args.dataset), args.window_days, 7)
     if args.lemon_command == "train":
         if args.labels:
             lines = args.labels.read_text(encoding="utf-8").splitlines()
@@ -377,6 +395,45 @@ def _availability(args: argparse.Namespace) -> int:
     return 0
 
 
+def _flags(args: argparse.Namespace) -> dict[str, str]:
+    """Python option name -> this subcommand's flag (``tz`` -> ``--tz``)."""
+    parser = _parser()
+    for name in ("command", "simulator", "lemon_command"):
+        choice = getattr(args, name, None)
+        sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+        if choice is None or sub is None or choice not in sub.choices:
+            break
+        parser = sub.choices[choice]
+    return {a.dest: max(a.option_strings, key=len) for a in parser._actions if a.option_strings}
+
+
+def _cli_terms(message: str, args: argparse.Namespace) -> str:
+    """A library message in the CLI's terms: ``pass tz=`` -> ``pass --tz``,
+    ``tz='UTC'`` -> ``--tz UTC``."""
+    import shlex
+
+    flags = _flags(args)
+
+    def spell(name: str, value: str | None) -> str:
+        flag = flags[name]
+        if value is None or (value in ("True", "False") and name in ("replace", "strict")):
+            return flag
+        return f"{flag} {shlex.quote(value)}"
+
+    return spell_options(message, spell, names=[n for n in flags if n not in ("help",)])
+
+
+def _dataset(path: Path) -> Dataset:
+    """An existing Dataset folder (a clear error if there is none)."""
+    if not path.is_dir():
+        raise ReliabilityError(f"{path}: no such Dataset folder")
+    ds = Dataset(path)
+    if not (path / "manifest.json").exists():
+        ds.manifest  # noqa: B018 - refuses a folder with parts and no manifest (damaged)
+        raise ReliabilityError(f"{path}: no manifest.json (not a Dataset folder)")
+    return ds
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``reliability`` command; returns the exit code."""
     args = _parser().parse_args(argv)
@@ -384,9 +441,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "ingest":
             return _ingest(args)
         if args.command == "info":
-            if not (args.dataset / "manifest.json").exists():
-                raise ReliabilityError(f"{args.dataset}: no manifest.json (not a Dataset folder)")
-            print(Dataset(args.dataset).summary())
+            print(_dataset(args.dataset).summary())
+            return 0
+        if args.command == "verify":
+            if not args.dataset.is_dir():
+                raise ReliabilityError(f"{args.dataset}: no such Dataset folder")
+            report = Dataset(args.dataset).verify()
+            print(report)
+            return 0 if report.ok else 1
+        if args.command == "repair":
+            print(Dataset(args.dataset).repair())
             return 0
         if args.command == "analyze":
             return _analyze(args)
@@ -436,7 +500,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(ds.summary())
             return 0
     except (ReliabilityError, OSError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {_cli_terms(str(exc), args)}", file=sys.stderr)
         return 2
     return 1  # pragma: no cover - argparse rejects unknown commands
 

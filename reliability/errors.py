@@ -1,8 +1,41 @@
-"""Exceptions raised by the package, each naming what failed and where."""
+"""Exceptions raised by the package, each naming what failed and where.
+
+Messages name the options a user passed in Python's spelling, ``tz=`` or ``tz='UTC'``. Front
+ends respell them in their own terms with :func:`spell_options`: the CLI says ``--tz UTC``, a
+pipeline says ``tz = "UTC"`` in its ``[[inputs]]`` table.
+"""
 
 from __future__ import annotations
 
-__all__ = ["IngestError", "ReliabilityError", "SchemaError"]
+import re
+from collections.abc import Callable, Iterable
+
+__all__ = [
+    "OPTION_NAMES",
+    "DatasetDamagedError",
+    "DatasetError",
+    "DatasetLockedError",
+    "IngestError",
+    "ReliabilityError",
+    "SchemaError",
+    "spell_options",
+]
+
+#: Option names that messages may mention as ``name=`` (reader options and ingest switches).
+OPTION_NAMES = (
+    "tz",
+    "cluster",
+    "fields",
+    "year",
+    "node",
+    "boot_time",
+    "scraped_at",
+    "table",
+    "window_start",
+    "window_end",
+    "replace",
+    "strict",
+)
 
 
 class ReliabilityError(Exception):
@@ -51,3 +84,63 @@ class IngestError(ReliabilityError, ValueError):
         if field is not None:
             where += f": field {field!r}"
         super().__init__(f"{where}: {problem}")
+
+    def renamed(self, path: str) -> IngestError:
+        """The same error naming the input ``path`` (e.g. ``<stdin>`` for a spooled copy)."""
+        return IngestError(
+            path, self.problem.replace(self.path, path), line=self.line, field=self.field
+        )
+
+
+class DatasetError(ReliabilityError):
+    """A Dataset folder cannot be read or written as asked (damaged, busy, inconsistent)."""
+
+
+class DatasetLockedError(DatasetError):
+    """Another process is writing the Dataset (it holds the lock)."""
+
+
+class DatasetDamagedError(DatasetError):
+    """The Dataset's files disagree with its manifest, or the manifest is missing.
+
+    The message names the file and says what to run (``reliability verify`` / ``repair``).
+    """
+
+
+#: a value after ``name=``: quoted, ``[...]``, or a bare word (not ending in punctuation)
+_VALUE = r"""(?:'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|\[\.\.\.\]|[^\s,;()]*[^\s,;():.])"""
+
+
+def spell_options(
+    message: str,
+    spell: Callable[[str, str | None], str],
+    names: Iterable[str] = OPTION_NAMES,
+) -> str:
+    """Rewrite every ``name=`` / ``name=value`` of an option in ``message`` with ``spell``.
+
+    Parameters
+    ----------
+    message : an error message or note in Python's spelling (``pass tz=``, ``tz='UTC'``)
+    spell : ``spell(name, value)`` -> the front end's spelling; ``value`` is the text after
+        ``=`` with quotes removed (None when there is none; ``"..."`` for ``[...]``)
+    names : the option names to rewrite
+
+    Returns
+    -------
+    the message with each mention respelled; other text is unchanged.
+    """
+    alts = "|".join(re.escape(n) for n in sorted(set(names), key=len, reverse=True))
+    if not alts:
+        return message
+    pattern = re.compile(rf"(?<![\w.\-=])({alts})=({_VALUE})?")
+
+    def sub(m: re.Match[str]) -> str:
+        value = m.group(2)
+        if value is not None:
+            if value[:1] in "'\"" and value[-1:] == value[:1] and len(value) >= 2:
+                value = value[1:-1]
+            elif value == "[...]":
+                value = "..."
+        return spell(m.group(1), value)
+
+    return pattern.sub(sub, message)

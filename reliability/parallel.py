@@ -7,11 +7,19 @@ module-level functions of their arguments; large results are written to disk by 
 only small values (paths, row counts, manifest entries) travel back. A task that raises is
 retried up to ``retries`` more times on the worker, then reported by name in
 :class:`TaskFailure` while the other tasks' results are kept.
+
+Workers die with their parent: a ``processes`` worker asks the kernel to kill it when the
+process that started it dies (Linux ``PR_SET_PDEATHSIG``), and also watches its parent's pid
+(other platforms), so ``kill -9`` of the parent leaves no worker running. Dask's
+``LocalCluster`` nannies already stop their workers when the parent is gone.
 """
 
 from __future__ import annotations
 
 import os
+import sys
+import threading
+import time
 import traceback
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -34,6 +42,29 @@ class TaskFailure:
 
     def __str__(self) -> str:
         return f"{self.name}: failed {self.attempts} time(s): {self.error}"
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Worker initializer: end this process when ``parent_pid`` (its parent) dies."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            import signal
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):  # pragma: no cover - no prctl: the watcher below
+            pass
+    if os.getppid() != parent_pid:  # the parent died before the line above took effect
+        os._exit(1)
+
+    def watch() -> None:
+        while True:
+            time.sleep(0.5)
+            if os.getppid() != parent_pid:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="reliability-parent-watch", daemon=True).start()
 
 
 def _attempt(fn: Callable[..., Any], args: tuple, retries: int) -> tuple[bool, Any, int]:
@@ -135,7 +166,10 @@ class Executor:
                 record(name, *_attempt(fn, a, self.retries))
         elif self.backend == "processes":
             with ProcessPoolExecutor(
-                max_workers=min(self.workers, len(args)), mp_context=get_context("spawn")
+                max_workers=min(self.workers, len(args)),
+                mp_context=get_context("spawn"),
+                initializer=_die_with_parent,
+                initargs=(os.getpid(),),
             ) as pool:
                 futs = {
                     pool.submit(_attempt, fn, a, self.retries): name

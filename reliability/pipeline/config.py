@@ -14,7 +14,7 @@ days = 30                          # optional: override the preset
 [[inputs]]                         # ... or files to ingest
 kind = "files"
 reader = "slurm"                   # slurm, events, nodes, kernel, dcgm, health, lanl, pod
-paths = ["exports/sacct-*.psv"]    # globs, relative to this file
+paths = ["exports/sacct-*.psv"]    # globs, relative to this file (also exports/*/sacct.psv, **)
 cluster = "rsc"
 tz = "America/Los_Angeles"
 options = { }                      # other reader options (fields, node, year, ...)
@@ -46,12 +46,17 @@ the key and what was expected.
 
 from __future__ import annotations
 
+import glob
+import json
+import os
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reliability.errors import ReliabilityError
+from reliability.errors import OPTION_NAMES, ReliabilityError, spell_options
+from reliability.store.inputs import reader_options
 
 __all__ = ["ANALYSIS_DEFAULTS", "InputSpec", "PipelineConfig", "PipelineError", "load_pipeline"]
 
@@ -91,6 +96,9 @@ class InputSpec:
     cluster: str | None = None
     tz: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    #: position in the file's [[inputs]] (0-based) and the pipeline file, for messages
+    index: int = 0
+    where: str = ""
 
     @property
     def is_pod(self) -> bool:
@@ -102,6 +110,47 @@ class InputSpec:
         return f"{self.kind} {self.preset} seed {self.seed}" + (
             f", {self.days:g} days" if self.days else ""
         )
+
+    def error(self, exc: Exception) -> PipelineError:
+        """``exc`` (raised while reading this input) as a :class:`PipelineError` that names
+        this input and its keys (``pass tz=`` -> ``set inputs[0].tz``)."""
+        return PipelineError(
+            f"{self.where}: inputs[{self.index}] ({self.reader} files): "
+            + pipeline_terms(str(exc), self.index)
+        )
+
+
+def pipeline_terms(message: str, index: int) -> str:
+    """A library message in a pipeline's terms: option ``tz=`` of input ``index`` becomes the
+    key ``inputs[index].tz``, a reader option ``year=`` becomes ``inputs[index].options.year``."""
+
+    def spell(name: str, value: str | None) -> str:
+        key = (
+            f"inputs[{index}].{name}"
+            if name in ("tz", "cluster")
+            else f"inputs[{index}].options.{name}"
+        )
+        if value is None:
+            return key
+        return f"{key} = {value if value.lstrip('-').isdigit() else json.dumps(value)}"
+
+    names = [n for n in OPTION_NAMES if n not in ("replace", "strict")]
+    alts = "|".join(names)
+    message = re.sub(rf"\bpass (?=({alts})=)", "set ", message)
+    return spell_options(message, spell, names)
+
+
+def _glob(pattern: str, base: Path) -> list[Path]:
+    """Files matching ``pattern`` (relative to ``base`` unless absolute); wildcards work in
+    every path component, ``**`` matches any depth."""
+    if not any(c in pattern for c in "*?["):
+        p = Path(pattern)
+        return [p if p.is_absolute() else Path(os.path.normpath(base / p))]
+    if Path(pattern).is_absolute():
+        hits = glob.glob(pattern, recursive=True)
+    else:
+        hits = [str(base / h) for h in glob.glob(pattern, root_dir=base, recursive=True)]
+    return sorted(Path(os.path.normpath(h)) for h in hits)
 
 
 @dataclass(frozen=True)
@@ -172,23 +221,22 @@ def _input(where: str, i: int, item: object, base: Path) -> InputSpec:
         raise PipelineError(f"{loc}.paths: expected a list of file paths or globs, got {paths!r}")
     found: list[Path] = []
     for pattern in paths:
-        p = Path(pattern)
-        hits = (
-            sorted((p.parent if p.is_absolute() else base / p.parent).glob(p.name))
-            if any(c in pattern for c in "*?[")
-            else [p if p.is_absolute() else base / p]
-        )
-        hits = [h for h in hits if h.is_file()]
+        hits = [h for h in _glob(pattern, base) if h.is_file()]
         if not hits:
             raise PipelineError(f"{loc}.paths: no file matches {pattern!r} (relative to {base})")
-        found += hits
+        found += [h for h in hits if h not in found]
     for key in ("cluster", "tz"):
         if key in item:
             _expect(loc, key, item[key], str, "a string")
     options = item.get("options", {})
     _expect(loc, "options", options, dict, "a table of reader options")
-    return InputSpec(kind="files", reader=reader, paths=tuple(found), cluster=item.get("cluster"),
-                     tz=item.get("tz"), options=dict(options))  # fmt: skip
+    spec = InputSpec(kind="files", reader=reader, paths=tuple(found), cluster=item.get("cluster"),
+                     tz=item.get("tz"), options=dict(options), index=i, where=where)  # fmt: skip
+    try:
+        reader_options(reader, spec.cluster, spec.tz, spec.options)
+    except ReliabilityError as exc:
+        raise spec.error(exc) from None
+    return spec
 
 
 def _analysis(where: str, table: object) -> dict[str, Any]:

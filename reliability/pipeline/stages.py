@@ -24,6 +24,7 @@ from typing import Any
 
 import polars as pl
 
+from reliability.errors import ReliabilityError
 from reliability.pipeline.config import InputSpec, PipelineConfig, parse_shape
 from reliability.store import Dataset
 
@@ -77,9 +78,12 @@ def _ingest_inputs(specs: list[InputSpec], work: Path) -> StageOutput:
             simulate_pod(spec.preset, days=spec.days, seed=spec.seed).write(work / f"raw{i}")
             ds.ingest("pod", [work / f"raw{i}" / "pod_events.jsonl"])
         else:
-            ds.ingest(
-                spec.reader, list(spec.paths), cluster=spec.cluster, tz=spec.tz, **spec.options
-            )
+            try:
+                ds.ingest(
+                    spec.reader, list(spec.paths), cluster=spec.cluster, tz=spec.tz, **spec.options
+                )
+            except ReliabilityError as exc:  # name the pipeline keys, not Python keywords
+                raise spec.error(exc) from None
     s = ds.summary()
     return StageOutput(frames={"inputs": s.inputs, "tables": s.summary},
                        scalars={"clusters": s.clusters, "n_nodes": s.n_nodes, "first": str(s.first),

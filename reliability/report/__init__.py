@@ -8,6 +8,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import polars as pl
+
 from reliability.report.build import build_report
 from reliability.report.html import render_html, table_html
 from reliability.report.model import Figure, Report, Section, Table, Text
@@ -20,6 +22,7 @@ __all__ = [
     "Table",
     "Text",
     "build_report",
+    "csv_safe",
     "render_html",
     "render_pdf",
     "table_html",
@@ -37,6 +40,24 @@ def _atomic_text(text: str, dest: Path) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def csv_safe(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` with every text cell that a spreadsheet would evaluate as a formula (it
+    starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return) prefixed with a single
+    quote (OWASP, "CSV Injection"). Text cells come from input data (job names, reasons)."""
+    text = [
+        c
+        for c, t in frame.schema.items()
+        if t == pl.String or isinstance(t, (pl.Enum, pl.Categorical))
+    ]
+    return frame.with_columns(
+        pl.when(pl.col(c).cast(pl.String).str.contains(r"^[=+\-@\t\r]"))
+        .then(pl.lit("'") + pl.col(c).cast(pl.String))
+        .otherwise(pl.col(c).cast(pl.String))
+        .alias(c)
+        for c in text
+    )
 
 
 def write_report(result: Any, folder: str | Path) -> dict[str, Path]:
@@ -58,7 +79,7 @@ def write_report(result: Any, folder: str | Path) -> dict[str, Path]:
                         if not str(frame.schema[c]).startswith(("List", "Struct"))
                     ]
                 )
-                _atomic_text(flat.write_csv(), dest)
+                _atomic_text(csv_safe(flat).write_csv(), dest)
                 links[b.name] = f"data/{b.name}.csv"
     files: dict[str, Path] = {}
     formats = result.config.formats

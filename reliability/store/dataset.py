@@ -1,0 +1,580 @@
+"""The Dataset: a folder of parquet tables, a manifest, and the quarantine (DESIGN.md §3).
+
+Layout::
+
+    DIR/manifest.json                          every ingested input, its counts and parts
+    DIR/<table>/part-<sha16>-<token>.parquet   the rows one input contributed to a table
+    DIR/quarantine/part-<sha16>-<token>.parquet  the rows of that input that were not kept
+    DIR/.lock                                  present while a writer runs (see store.lock)
+
+The manifest is the commit point: an input's parts are written first (temp file + rename),
+then the manifest (temp file + rename, every 200 inputs and at the end of an ingest call).
+A crash leaves the previous state readable; parts that no manifest entry names are not part
+of the Dataset. Every part carries its input's description in its footer, so a lost manifest
+is rebuilt by ``reliability repair`` (a Dataset with parts and no manifest is refused, never
+emptied). Reads check each part's size and footer row count against the manifest.
+
+An input is identified by (sha256, reader kind, options): the same again is a no-op; other
+options are refused, or replace the input's rows with ``replace=True``.
+
+Reading merges overlapping inputs by data (:mod:`reliability.store.merge`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from reliability import schema
+from reliability._atomic import HOST_TAG, temp_owner
+from reliability.errors import DatasetDamagedError, DatasetError, IngestError, ReliabilityError
+from reliability.store import merge
+from reliability.store.inputs import (
+    STDIN,
+    Source,
+    hash_source,
+    read_input,
+    reader_options,
+    sources,
+)
+from reliability.store.lock import DatasetLock, pid_alive
+from reliability.store.manifest import (
+    empty_manifest,
+    load_manifest,
+    manifest_stamp,
+    normalise_options,
+    option_changes,
+    write_manifest,
+)
+from reliability.store.parts import (
+    PART_DIRS,
+    check_part,
+    new_entry,
+    part_files,
+    read_part_meta,
+    remove_parts,
+    write_parts,
+)
+from reliability.store.summary import DatasetSummary, summarise
+
+__all__ = ["STDIN", "Dataset", "IngestOutcome"]
+
+#: inputs per manifest write when many files are ingested in one call
+MANIFEST_BATCH = 200
+#: temp files older than this are crash leftovers whoever wrote them [s]
+_TEMP_MAX_AGE_S = 86400.0
+
+
+@dataclass
+class IngestOutcome:
+    """What happened to one input: ``ingested``, ``replaced`` (re-read with ``replace``,
+    its old rows dropped) or ``unchanged`` (already ingested the same way)."""
+
+    path: str
+    status: str
+    sha256: str
+    rows_read: int
+    rows_kept: int
+    rows_quarantined: int
+    rows_out: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def line(self) -> str:
+        """One-line summary for the CLI."""
+        if self.status == "unchanged":
+            return f"{self.path}: already ingested (sha256 {self.sha256[:12]}), nothing to do"
+        out = ", ".join(f"{k}={v}" for k, v in self.rows_out.items())
+        verb = "replaced: " if self.status == "replaced" else ""
+        return (
+            f"{self.path}: {verb}read {self.rows_read}, kept {self.rows_kept}, "
+            f"quarantined {self.rows_quarantined} ({out})"
+        )
+
+
+def _outcome(entry: dict[str, Any], shown: str, status: str) -> IngestOutcome:
+    return IngestOutcome(shown, status, entry["sha256"], entry["rows_read"], entry["rows_kept"],
+                         entry["rows_quarantined"], dict(entry.get("rows_out") or {}),
+                         list(entry.get("notes") or []) if status != "unchanged" else [])  # fmt: skip
+
+
+def _writer_alive(writer: dict[str, Any] | None, call: str) -> bool:
+    """Could the writer of a part still be working on it (and commit it)?"""
+    if not writer:
+        return True
+    if writer.get("host") != socket.gethostname():
+        return True  # cannot tell from here
+    pid = writer.get("pid")
+    if not isinstance(pid, int):
+        return True
+    if pid == os.getpid():
+        return writer.get("call") == call
+    return pid_alive(pid)
+
+
+class Dataset:
+    """A folder of canonical tables built by ingesting raw logs.
+
+    Parameters
+    ----------
+    path : the folder; created on first ingest if missing
+
+    Examples
+    --------
+    >>> ds = Dataset("data/rsc")                                   # doctest: +SKIP
+    >>> ds.ingest("slurm", ["sacct-2025-01.psv"], tz="UTC")        # doctest: +SKIP
+    >>> ds.jobs.filter(pl.col("state") == "NODE_FAIL")             # doctest: +SKIP
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        if self.path.exists() and not self.path.is_dir():
+            raise ReliabilityError(f"{self.path}: not a directory")
+        self._cache: tuple[Any, dict[str, Any] | None] | None = None
+        self._checked: set[tuple[str, int, int]] = set()
+
+    # -- manifest ------------------------------------------------------------------------
+    def _load(self) -> dict[str, Any] | None:
+        stamp = manifest_stamp(self.path)
+        if stamp is not None and self._cache is not None and self._cache[0] == stamp:
+            return self._cache[1]
+        m = load_manifest(self.path)
+        self._cache = (stamp, m) if stamp is not None else None
+        return m
+
+    def _refuse_if_damaged(self, writer: bool) -> None:
+        """Parts without a manifest: a damaged Dataset (unless the first ingest is running)."""
+        parts = part_files(self.path) if self.path.is_dir() else []
+        if not parts:
+            return
+        if not writer and DatasetLock(self.path).is_held_by_other():
+            return  # a first ingest that has not committed yet
+        raise DatasetDamagedError(
+            f"{self.path}: {len(parts)} part file(s) but no manifest.json: the manifest was "
+            f"lost (nothing was changed); run `reliability repair {self.path}` to rebuild it "
+            "from the parts"
+        )
+
+    @property
+    def manifest(self) -> dict[str, Any]:
+        """The manifest as a dict (a fresh empty one if nothing was ingested yet)."""
+        m = self._load()
+        if m is None:
+            self._refuse_if_damaged(writer=False)
+            return empty_manifest()
+        return m
+
+    @property
+    def inputs(self) -> list[dict[str, Any]]:
+        """The ingested inputs, in ingest order."""
+        return list(self.manifest["inputs"])
+
+    # -- writing -------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _writer(self) -> Iterator[tuple[DatasetLock, dict[str, Any], str]]:
+        """Hold the lock; yield (lock, manifest as on disk, call id). Refuses a damaged
+        Dataset; removes crash leftovers first."""
+        lock = DatasetLock(self.path)
+        with lock.held():
+            m = self._load()
+            if m is None:
+                self._refuse_if_damaged(writer=True)
+                m = empty_manifest()
+            call = os.urandom(6).hex()
+            self._collect_garbage(m, call)
+            yield lock, m, call
+
+    def _collect_garbage(self, manifest: dict[str, Any], call: str) -> None:
+        """Remove what crashed writers left: their temp files, and part files of an input
+        that is committed under another part id (a retried ingest). Other unreferenced parts
+        are kept (``reliability verify`` lists them): they may be all that is left of data
+        whose manifest entry was lost."""
+        if not self.path.is_dir():
+            return
+        now = datetime.now(UTC).timestamp()
+        for d in (self.path, *(self.path / s for s in PART_DIRS)):
+            if not d.is_dir():
+                continue
+            for f in d.iterdir():
+                owner = temp_owner(f.name)
+                if owner is None:
+                    continue
+                with contextlib.suppress(FileNotFoundError):
+                    old = now - f.stat().st_mtime > _TEMP_MAX_AGE_S
+                    mine = owner[0] == HOST_TAG
+                    if old or (mine and owner[1] != os.getpid() and not pid_alive(owner[1])):
+                        f.unlink()
+        referenced = {p["file"] for e in manifest["inputs"] for p in e["parts"].values()}
+        committed = {e["sha256"] for e in manifest["inputs"]}
+        for f in part_files(self.path):
+            rel = f"{f.parent.name}/{f.name}"
+            if rel in referenced:
+                continue
+            try:
+                meta = read_part_meta(f)
+            except (OSError, ValueError):
+                continue
+            inp = meta.get("input") or {}
+            if inp.get("sha256") in committed and not _writer_alive(meta.get("writer"), call):
+                f.unlink(missing_ok=True)
+
+    def _decide(
+        self, known: dict[str, dict[str, Any]], src: Source, sha: str, kind: str,
+        opts: dict[str, str], replace: bool,
+    ) -> tuple[str, dict[str, Any] | None]:  # fmt: skip
+        """``new``, ``unchanged`` or ``replace`` (with the entry replaced) for one input."""
+        old = known.get(sha)
+        if old is None:
+            return "new", None
+        changes = option_changes(old, kind, opts)
+        if replace:
+            return "replace", old
+        if not changes:
+            return "unchanged", old
+        raise IngestError(
+            src.shown,
+            f"already ingested (as {old.get('name')!r}, {old.get('ingested_at', '?')[:19]}) "
+            f"differently: {'; '.join(changes)}. Pass replace=True to re-read it this way "
+            "(its rows from the earlier read are replaced), or read it as before",
+        )
+
+    def ingest(
+        self,
+        kind: str,
+        paths: str | Path | Iterable[str | Path],
+        *,
+        cluster: str | None = None,
+        tz: str | None = None,
+        strict: bool = False,
+        progress: Callable[[Path], None] | None = None,
+        executor: Any = None,
+        replace: bool = False,
+        **options: Any,
+    ) -> list[IngestOutcome]:
+        """Read inputs with the reader for ``kind`` and add their rows.
+
+        Parameters
+        ----------
+        kind : ``slurm``, ``events``, ``nodes``, ``kernel``, ``dcgm``, ``health``, ``lanl``, ``pod``
+        paths : one path or several; ``-`` reads standard input (spooled to a temp file
+            inside the Dataset, recorded as ``<stdin>``)
+        cluster, tz : passed to the reader (see each reader for when they are needed)
+        strict : raise :class:`IngestError` (and write nothing for that input) if any row
+            would be quarantined
+        progress : called with each path before it is read (after it is read, with an executor)
+        executor : a :class:`reliability.parallel.Executor`: one task per input, each writing
+            its own parts; the manifest is written once at the end (same invariants)
+        replace : re-read inputs already ingested (e.g. with a corrected ``tz``) and replace
+            their rows; without it, an input ingested with other options is refused
+        options : other reader options (``fields=``, ``node=``, ``year=``, ``boot_time=``,
+            ``window_start=``, ``window_end=``...)
+
+        Returns
+        -------
+        one :class:`IngestOutcome` per input; an input already recorded with the same sha256,
+        kind and options is ``unchanged``. Inputs read before an error stay committed.
+        """
+        kwargs = reader_options(kind, cluster, tz, options)
+        opts = normalise_options(kwargs)
+        plist = [paths] if isinstance(paths, (str, Path)) else list(paths)
+        if executor is not None:
+            return self._ingest_partitioned(kind, plist, kwargs, opts, strict, replace,
+                                            executor, progress)  # fmt: skip
+        outcomes: list[IngestOutcome] = []
+        started = datetime.now(UTC).isoformat(timespec="microseconds")
+        with self._writer() as (lock, manifest, call), sources(self.path, plist) as srcs:
+            writer = {"pid": os.getpid(), "host": socket.gethostname(), "call": call}
+            known = {e["sha256"]: e for e in manifest["inputs"]}
+            pending: list[tuple[dict[str, Any], IngestOutcome, str | None]] = []
+            try:
+                for i, src in enumerate(srcs):
+                    if progress is not None:
+                        progress(src.path if src.name != STDIN else Path(STDIN))
+                    sha, size = hash_source(src)
+                    action, old = self._decide(known, src, sha, kind, opts, replace)
+                    if action == "unchanged":
+                        assert old is not None
+                        outcomes.append(_outcome(old, src.shown, "unchanged"))
+                        continue
+                    result = read_input(kind, src.path, src.shown, kwargs, strict)
+                    entry = new_entry(kind, src.name, src.recorded_path, sha, size, result, opts)
+                    entry["order"] = [started, i]
+                    _write_parts(self.path, entry, result, writer, src.shown)
+                    outcome = _outcome(entry, src.shown, "replaced" if old else "ingested")
+                    pending.append((entry, outcome, old["id"] if old else None))
+                    known[sha] = entry
+                    outcomes.append(outcome)
+                    if len(pending) >= MANIFEST_BATCH:
+                        batch, pending = pending, []
+                        self._commit(lock, batch)
+            finally:
+                # inputs read before an error stay committed, as if ingested one by one
+                if pending:
+                    self._commit(lock, pending)
+            if lock.notes and outcomes:
+                outcomes[0].notes[:0] = lock.notes
+        return outcomes
+
+    def _commit(
+        self, lock: DatasetLock, batch: list[tuple[dict[str, Any], IngestOutcome, str | None]]
+    ) -> None:
+        """Add ``batch`` to the manifest on disk (re-read under the lock: another writer may
+        have committed since, e.g. after the lock file was deleted), then drop the parts of
+        entries replaced. An entry for an input another writer committed meanwhile is
+        dropped (its parts removed) and its outcome becomes ``unchanged``."""
+        try:
+            lock.ensure_held()
+            current = self._load() or empty_manifest()
+            index = {e["sha256"]: i for i, e in enumerate(current["inputs"])}
+            superseded: list[dict[str, Any]] = []
+            dropped: list[tuple[dict[str, Any], IngestOutcome]] = []
+            for entry, outcome, replaces in batch:
+                i = index.get(entry["sha256"])
+                if i is None:
+                    index[entry["sha256"]] = len(current["inputs"])
+                    current["inputs"].append(entry)
+                elif replaces is not None and current["inputs"][i]["id"] == replaces:
+                    superseded.append(current["inputs"][i])
+                    current["inputs"][i] = entry
+                else:
+                    dropped.append((entry, outcome))
+            if len(dropped) < len(batch):
+                write_manifest(self.path, current)
+        except BaseException as exc:
+            remove_parts([self.path / p["file"] for e, _, _ in batch for p in e["parts"].values()])
+            if isinstance(exc, OSError):
+                raise DatasetError(
+                    f"{self.path}: could not write the manifest ({exc}): the {len(batch)} input(s) "
+                    "read since the last commit were not committed (their parts were removed); "
+                    "the Dataset is as it was before them"
+                ) from exc
+            raise
+        self._cache = None
+        for entry, outcome in dropped:
+            remove_parts([self.path / p["file"] for p in entry["parts"].values()])
+            outcome.status = "unchanged"
+            outcome.notes.append("another process committed the same input meanwhile: kept that")
+        for old in superseded:
+            remove_parts([self.path / p["file"] for p in old["parts"].values()])
+
+    def _ingest_partitioned(
+        self, kind: str, paths: list[str | Path], kwargs: dict[str, Any], opts: dict[str, str],
+        strict: bool, replace: bool, executor: Any, progress: Callable[[Path], None] | None,
+    ) -> list[IngestOutcome]:  # fmt: skip
+        """One task per input on ``executor``: each reads its file and writes its own parts;
+        the manifest is written once, at the end, with every input that succeeded."""
+        outcomes: dict[int, IngestOutcome] = {}
+        started = datetime.now(UTC).isoformat(timespec="microseconds")
+        with self._writer() as (lock, manifest, call), sources(self.path, paths) as srcs:
+            writer = {"pid": os.getpid(), "host": socket.gethostname(), "call": call}
+            known = {e["sha256"]: e for e in manifest["inputs"]}
+            todo: list[tuple[int, Source, str, int, str | None]] = []
+            seen: dict[str, int] = {}
+            for i, src in enumerate(srcs):
+                sha, size = hash_source(src)
+                if sha in seen:  # the same content twice in one call
+                    outcomes[i] = IngestOutcome(src.shown, "unchanged", sha, 0, 0, 0, notes=[
+                        f"same content as input {seen[sha] + 1} of this call"])  # fmt: skip
+                    continue
+                action, old = self._decide(known, src, sha, kind, opts, replace)
+                if action == "unchanged":
+                    assert old is not None
+                    outcomes[i] = _outcome(old, src.shown, "unchanged")
+                    continue
+                seen[sha] = i
+                todo.append((i, src, sha, size, old["id"] if old else None))
+            names = [f"{i:06d}-{src.name}" for i, src, *_ in todo]
+            args = [
+                (str(self.path), kind, str(src.path), src.name, src.recorded_path, src.shown,
+                 sha, size, kwargs, opts, strict, writer, [started, i])
+                for i, src, sha, size, _ in todo
+            ]  # fmt: skip
+            by_name = {n: t for n, t in zip(names, todo, strict=True)}
+            done, failures = executor.map(
+                _ingest_task, args, names,
+                progress=(lambda n: progress(by_name[n][1].path)) if progress else None,
+            )  # fmt: skip
+            batch = []
+            for name in names:
+                if name not in done:
+                    continue
+                i, src, _sha, _size, replaces = by_name[name]
+                entry = done[name]
+                outcome = _outcome(entry, src.shown, "replaced" if replaces else "ingested")
+                outcomes[i] = outcome
+                batch.append((entry, outcome, replaces))
+            if batch:
+                self._commit(lock, batch)
+            if lock.notes and outcomes:
+                outcomes[min(outcomes)].notes[:0] = lock.notes
+        if failures:
+            first = by_name[failures[0].name][1].shown
+            raise IngestError(
+                first,
+                f"{len(failures)} of {len(todo)} input(s) failed (the others are committed): "
+                + "; ".join(str(f) for f in failures[:3]),
+            )
+        return [outcomes[i] for i in sorted(outcomes)]
+
+    # -- reading -------------------------------------------------------------------------
+    def _check(self, table: str, part: dict[str, Any]) -> None:
+        """Size and footer row count of a part, once per file version per instance."""
+        path = self.path / part["file"]
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            st = None
+        if st is not None and (part["file"], st.st_size, st.st_mtime_ns) in self._checked:
+            return
+        check_part(self.path, table, part)
+        assert st is not None
+        self._checked.add((part["file"], st.st_size, st.st_mtime_ns))
+
+    def scan(self, table: str) -> pl.LazyFrame:
+        """A lazy frame over one table, overlapping inputs merged by data (see
+        :mod:`reliability.store.merge`). Each part's size and footer row count are checked
+        against the manifest first (:class:`DatasetDamagedError` names a part that differs)."""
+        spec = schema.TABLES.get(table)
+        if spec is None:
+            raise ReliabilityError(
+                f"unknown table {table!r}; expected one of {sorted(schema.TABLES)}"
+            )
+        found: list[tuple[int, str, Path]] = []
+        for i, e in enumerate(self.manifest["inputs"]):
+            part = e["parts"].get(table)
+            if part is None:
+                continue
+            self._check(table, part)
+            found.append((i, e["kind"], self.path / part["file"]))
+        if not found:
+            return spec.empty().lazy()
+        if len(found) == 1 or table == "quarantine":
+            return pl.concat([pl.scan_parquet(f) for _, _, f in found], how="vertical")
+        lf = pl.concat(
+            [pl.scan_parquet(f).with_columns(pl.lit(i, pl.UInt32).alias(merge.INPUT),
+                                             pl.lit(kind not in merge.SNAPSHOT_KINDS).alias(merge.HISTORY))
+             for i, kind, f in found],
+            how="vertical",
+        )  # fmt: skip
+        lf = merge.merge_rows(lf, table)
+        if table == "node_states":
+            if len({kind in merge.SNAPSHOT_KINDS for _, kind, _ in found}) == 2:
+                lf = merge.reconcile_node_states(lf)
+        elif table == "jobs":
+            lf = merge.renumber_attempts(lf)
+        return lf.select(list(spec.schema))
+
+    def observation_window(self) -> tuple[datetime | None, datetime | None]:
+        """The window the Dataset's inputs observed [UTC]: earliest start, latest end.
+
+        Each input records its own window (see :class:`reliability.ingest.ReadResult`); models
+        censor attempts and intervals still open at the end of it (``observation_end``).
+        """
+        lo, hi = [], []
+        for i in self.inputs:
+            obs = i.get("observation") or {}
+            if obs.get("from"):
+                lo.append(datetime.fromisoformat(obs["from"]))
+            if obs.get("until"):
+                hi.append(datetime.fromisoformat(obs["until"]))
+        return (min(lo) if lo else None, max(hi) if hi else None)
+
+    @property
+    def observation_end(self) -> datetime | None:
+        """When the Dataset's observation ends [UTC] (latest input's end; None if empty)."""
+        return self.observation_window()[1]
+
+    def table(self, table: str) -> pl.DataFrame:
+        """One table, collected (see :meth:`scan`)."""
+        return self.scan(table).collect()
+
+    @property
+    def jobs(self) -> pl.DataFrame:
+        """Job attempts (one row per attempt)."""
+        return self.table("jobs")
+
+    @property
+    def job_steps(self) -> pl.DataFrame:
+        """Job steps (``.batch``, ``.extern``, ``.0``...)."""
+        return self.table("job_steps")
+
+    @property
+    def health_events(self) -> pl.DataFrame:
+        """Health events (Xids, DCGM counters, tickets, health checks...)."""
+        return self.table("health_events")
+
+    @property
+    def node_states(self) -> pl.DataFrame:
+        """Out-of-service intervals of nodes."""
+        return self.table("node_states")
+
+    @property
+    def component_failures(self) -> pl.DataFrame:
+        """Component failure and repair times."""
+        return self.table("component_failures")
+
+    @property
+    def inventory(self) -> pl.DataFrame:
+        """Components and their in-service intervals."""
+        return self.table("inventory")
+
+    @property
+    def quarantine(self) -> pl.DataFrame:
+        """Every input row that was not kept, with the reason."""
+        return self.table("quarantine")
+
+    def summary(self) -> DatasetSummary:
+        """Row counts, time span, clusters, nodes, accelerators, inputs and the quarantine
+        (reasons with counts and their first rows)."""
+        return summarise(self)
+
+    # -- integrity -----------------------------------------------------------------------
+    def verify(self) -> Any:
+        """Check every part against the manifest (size, sha256, footer row count, identity);
+        see :func:`reliability.store.integrity.verify`."""
+        from reliability.store.integrity import verify
+
+        return verify(self)
+
+    def repair(self) -> Any:
+        """Rebuild a lost or damaged manifest from the parts; see
+        :func:`reliability.store.integrity.repair`."""
+        from reliability.store.integrity import repair
+
+        return repair(self)
+
+    def __repr__(self) -> str:
+        return f"Dataset({str(self.path)!r}, inputs={len(self.inputs)})"
+
+
+def _ingest_task(
+    root: str, kind: str, path: str, name: str, recorded: str, shown: str, sha: str, size: int,
+    kwargs: dict[str, Any], opts: dict[str, str], strict: bool, writer: dict[str, Any],
+    order: list[Any],
+) -> dict[str, Any]:  # fmt: skip
+    """Worker side of a partitioned ingest: read one input, write its parts (footers name
+    the parent as the writer), return its manifest entry (a plain dict: no frames travel)."""
+    result = read_input(kind, Path(path), shown, kwargs, strict)
+    entry = new_entry(kind, name, recorded, sha, size, result, opts)
+    entry["order"] = order
+    return _write_parts(Path(root), entry, result, writer, shown)
+
+
+def _write_parts(
+    root: Path, entry: dict[str, Any], result: Any, writer: dict[str, Any], shown: str
+) -> dict[str, Any]:
+    """:func:`write_parts`, with a write failure (disk full...) explained in the user's terms."""
+    try:
+        return write_parts(root, entry, result, writer)
+    except OSError as exc:
+        raise DatasetError(
+            f"{shown}: could not write its rows into {root} ({exc}); nothing of this input was "
+            "committed (inputs committed before it are kept)"
+        ) from exc

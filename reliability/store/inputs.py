@@ -1,0 +1,185 @@
+"""The inputs of an ingest call: reader options checked up front, files and standard input,
+and the reader run so that a failure is an :class:`IngestError` naming the input.
+
+Messages name options as ``name=`` (Python's spelling); the CLI and pipelines respell them
+(:func:`reliability.errors.spell_options`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import os
+import shutil
+import sys
+import tempfile
+import zoneinfo
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from reliability._atomic import HOST_TAG, file_sha256
+from reliability.errors import IngestError, ReliabilityError
+from reliability.ingest import READERS, ReadResult
+from reliability.ingest._bounds import YEAR_MAX, YEAR_MIN
+
+__all__ = ["STDIN", "Source", "hash_source", "read_input", "reader_options", "sources"]
+
+#: the name recorded for an input read from standard input (path ``-``)
+STDIN = "<stdin>"
+
+
+def _check_zone(tz: object) -> None:
+    bad = f"tz={tz!r} is not a time zone: give an IANA name such as UTC or America/New_York"
+    if not isinstance(tz, str) or not tz.strip():
+        raise ReliabilityError(bad)
+    try:
+        zoneinfo.ZoneInfo(tz)
+        pl.Series([datetime(2000, 1, 1)]).dt.replace_time_zone(tz)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError, pl.exceptions.PolarsError):
+        raise ReliabilityError(bad) from None
+
+
+def _check_time(name: str, value: object) -> None:
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            raise ReliabilityError(f"{name}={value.isoformat()!r} needs a UTC offset (e.g. ...Z)")
+        if not YEAR_MIN <= value.year <= YEAR_MAX:
+            raise ReliabilityError(
+                f"{name}={value.isoformat()!r} is outside the years {YEAR_MIN}-{YEAR_MAX}"
+            )
+
+
+def reader_options(
+    kind: str, cluster: str | None, tz: str | None, options: dict[str, Any]
+) -> dict[str, Any]:
+    """The keyword arguments for the reader of ``kind``, checked: each applies to it, the
+    required ones are there, and the values are sane (a known time zone, a year within
+    bounds, aware times). Errors name options as ``name=`` (see :func:`reliability.errors.spell_options`).
+    """
+    reader = READERS.get(kind)
+    if reader is None:
+        raise ReliabilityError(f"unknown input kind {kind!r}; expected one of {sorted(READERS)}")
+    params = inspect.signature(reader).parameters
+    takes = [n for n, p in params.items() if p.kind is p.KEYWORD_ONLY]
+    kwargs = {k: v for k, v in {"cluster": cluster, "tz": tz, **options}.items() if v is not None}
+    for k in kwargs:
+        if k not in params:
+            raise ReliabilityError(
+                f"{k}= does not apply to {kind!r} inputs (they take {', '.join(n + '=' for n in takes)})"
+            )
+    for n in takes:
+        p = params[n]
+        if p.default is p.empty and n not in kwargs:
+            raise ReliabilityError(f"{kind!r} inputs need {n}=")
+    if "tz" in kwargs:
+        _check_zone(kwargs["tz"])
+    for k in ("cluster", "node", "table"):
+        if k in kwargs and (not isinstance(kwargs[k], str) or not kwargs[k].strip()):
+            raise ReliabilityError(f"{k}={kwargs[k]!r}: expected a non-empty name")
+    if "year" in kwargs:
+        y = kwargs["year"]
+        if isinstance(y, bool) or not isinstance(y, int) or not YEAR_MIN <= y <= YEAR_MAX:
+            raise ReliabilityError(f"year={y!r}: expected a year in {YEAR_MIN}-{YEAR_MAX}")
+    if "fields" in kwargs:
+        f = kwargs["fields"]
+        if isinstance(f, str) or not f or not all(isinstance(x, str) and x for x in f):
+            raise ReliabilityError(f"fields={f!r}: expected a list of sacct field names")
+        kwargs["fields"] = list(f)
+    for k in ("boot_time", "scraped_at", "window_start", "window_end"):
+        if k in kwargs:
+            _check_time(k, kwargs[k])
+    return kwargs
+
+
+def read_input(
+    kind: str, path: Path, shown: str, kwargs: dict[str, Any], strict: bool
+) -> ReadResult:
+    """Read one input; reader failures become :class:`IngestError` naming the input (a reader
+    bug is reported as one, never as a traceback). With ``strict``, refuse an input that
+    would quarantine anything, naming its first bad line."""
+    try:
+        result = READERS[kind](path, **kwargs)
+    except IngestError as exc:
+        raise (exc.renamed(shown) if shown != str(path) else exc) from None
+    except ReliabilityError:
+        raise
+    except OSError as exc:
+        raise IngestError(shown, f"cannot read: {exc.strerror or exc}") from None
+    except Exception as exc:  # a reader bug: say so, with the input that triggers it
+        raise IngestError(
+            shown,
+            f"the {kind!r} reader failed ({type(exc).__name__}: {str(exc)[:300]}); this is a bug "
+            "in the package: please report it with this input",
+        ) from exc
+    if shown != str(path):
+        result.quarantine = result.quarantine.with_columns(source_file=pl.lit(shown))
+    if strict and result.rows_quarantined:
+        first = result.quarantine.row(0, named=True)
+        raise IngestError(
+            shown,
+            f"{result.rows_quarantined} row(s) would be quarantined (strict=); first: {first['reason']}",
+            line=first["line_no"],
+        )
+    return result
+
+
+@dataclass
+class Source:
+    """One input of a call."""
+
+    path: Path  #: where to read it (a spool file for standard input)
+    name: str  #: the name recorded in the manifest
+    recorded_path: str  #: the path recorded (absolute, or ``<stdin>``)
+    shown: str  #: how messages name it (as the user gave it)
+
+
+def _spool_stdin(root: Path) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".stdin.{HOST_TAG}-{os.getpid()}.", suffix=".tmp", dir=root)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            shutil.copyfileobj(sys.stdin.buffer, out, 1 << 20)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return Path(tmp)
+
+
+@contextlib.contextmanager
+def sources(root: Path, paths: list[str | Path]) -> Iterator[list[Source]]:
+    """The inputs of one call; ``-`` is standard input, spooled to a temp file inside the
+    Dataset folder ``root`` (removed afterwards) and recorded as ``<stdin>``."""
+    spools: list[Path] = []
+    out: list[Source] = []
+    try:
+        for p in paths:
+            if str(p) == "-":
+                if spools:
+                    raise ReliabilityError("standard input (-) can be read only once per call")
+                spool = _spool_stdin(root)
+                spools.append(spool)
+                out.append(Source(spool, STDIN, STDIN, STDIN))
+            else:
+                path = Path(p)
+                out.append(Source(path, path.name, str(path.resolve()), str(p)))
+        yield out
+    finally:
+        for s in spools:
+            s.unlink(missing_ok=True)
+
+
+def hash_source(src: Source) -> tuple[str, int]:
+    """(sha256, size [bytes]) of an input; a missing or unreadable one is an IngestError."""
+    if not src.path.exists():
+        raise IngestError(src.shown, "no such file")
+    if not src.path.is_file():
+        raise IngestError(src.shown, "not a file (a folder? pass the files in it)")
+    try:
+        return file_sha256(src.path)
+    except OSError as exc:
+        raise IngestError(src.shown, f"cannot read: {exc.strerror or exc}") from None

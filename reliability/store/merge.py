@@ -1,0 +1,221 @@
+"""Merging the parts of a table: which record wins when inputs overlap (by data, not by order).
+
+Rows of different inputs that share a table's natural key (``reliability.schema``) are one
+record seen twice, e.g. an export taken while a job ran and one taken after it ended. The
+winner depends on the records, never on the order the inputs were ingested:
+
+1. a finished record beats an unfinished one: for jobs and steps, a record with an end time
+   and a final state beats one that is RUNNING / PENDING / SUSPENDED (:data:`UNFINISHED`) or
+   has no end; for intervals (``node_states``, ``component_failures``, ``inventory``) a
+   closed one beats an open one;
+2. then the later end beats the earlier one;
+3. then (``node_states``) the longer reason beats a shorter one (``sinfo -R`` truncates
+   reasons to 20 characters);
+4. then the input ingested later.
+
+A job attempt that never started and is still unfinished (PENDING in an in-flight export) is
+the same attempt as a started record of the same job with the same submit time: the started
+one replaces it. Job attempts are then renumbered 0, 1, ... by start time (never-started
+last, then by submit time) across all inputs.
+
+Node-state intervals from snapshots (``scontrol show node``, ``sinfo -R``: kind ``nodes``)
+are reconciled with the history (``sacctmgr show event`` and the other interval sources) by
+:func:`reconcile_node_states`.
+
+Everything stays lazy: a sort by key and rank, then comparisons with the previous row.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import polars as pl
+
+from reliability import schema
+
+__all__ = [
+    "NODE_STATE_TOLERANCE",
+    "SNAPSHOT_KINDS",
+    "UNFINISHED",
+    "merge_rows",
+    "reconcile_node_states",
+    "renumber_attempts",
+]
+
+#: job / step states of a record that is not final yet
+UNFINISHED = (
+    "RUNNING", "PENDING", "SUSPENDED", "REQUEUE_HOLD", "REQUEUE_FED", "COMPLETING",
+    "CONFIGURING", "SIGNALING", "STOPPED",
+)  # fmt: skip
+#: input kinds whose node_states rows are snapshots (open intervals seen at one time)
+SNAPSHOT_KINDS = frozenset({"nodes"})
+#: a snapshot interval and a history interval of the same node and state are one interval
+#: when the snapshot's start lies within the history interval widened by this much
+NODE_STATE_TOLERANCE = timedelta(minutes=10)
+
+INPUT = "__input"
+ROW = "__row"
+HISTORY = "__history"
+
+_END = {
+    "jobs": "end_time",
+    "job_steps": "end_time",
+    "node_states": "end",
+    "component_failures": "repaired_at",
+    "inventory": "out_of_service",
+}
+
+
+def _finished(table: str) -> pl.Expr | None:
+    end = _END.get(table)
+    if end is None:
+        return None
+    done = pl.col(end).is_not_null()
+    if table in ("jobs", "job_steps"):
+        done = done & ~pl.col("state").is_in(pl.Series(UNFINISHED, dtype=schema.JobState))
+    return done
+
+
+def _rank(table: str) -> list[tuple[pl.Expr, str]]:
+    """(expression, name) of the rank columns, best first (all sorted descending)."""
+    out: list[tuple[pl.Expr, str]] = []
+    fin = _finished(table)
+    if fin is not None:
+        out.append((fin, "__fin"))
+        out.append((pl.col(_END[table]), "__end"))
+    if table == "node_states":
+        out.append((pl.col("reason").str.len_chars().fill_null(-1), "__reason_len"))
+    return out
+
+
+def _first_of_runs(cols: list[str]) -> pl.Expr:
+    """True on the first row of each run of equal ``cols`` (null equals null)."""
+    changed = pl.any_horizontal([pl.col(c).ne_missing(pl.col(c).shift(1)) for c in cols])
+    return changed | (pl.int_range(pl.len()) == 0)
+
+
+def merge_rows(lf: pl.LazyFrame, table: str) -> pl.LazyFrame:
+    """Keep one row per natural key of ``table`` by the rules of this module.
+
+    ``lf`` is the concatenation of the parts in ingest order, with an ``__input`` column (the
+    input's position in the manifest). The result is sorted by the key; it keeps the columns
+    of ``lf``.
+    """
+    spec = schema.TABLES[table]
+    key = list(spec.key)
+    rank = _rank(table)
+    cols = lf.collect_schema().names()
+    lf = lf.with_row_index(ROW).with_columns([e.alias(n) for e, n in rank])
+    by = [*key, *(n for _, n in rank), ROW]
+    desc = [False] * len(key) + [True] * (len(rank) + 1)
+    lf = lf.sort(by, descending=desc, nulls_last=True, maintain_order=False)
+    lf = lf.filter(_first_of_runs(key))
+    if table == "jobs":
+        same = pl.all_horizontal(
+            [pl.col(c).eq_missing(pl.col(c).shift(1)) for c in ("cluster", "job_id", "submit_time")]
+        )
+        pending = pl.col("start_time").is_null() & ~pl.col("__fin")
+        lf = lf.filter(~(same & pending).fill_null(False))
+    return lf.select(cols)
+
+
+def renumber_attempts(lf: pl.LazyFrame) -> pl.LazyFrame:
+    """``attempt`` = 0, 1, ... per (cluster, job_id) in start order (never started last,
+    then by submit time); sorted by cluster, job_id, attempt."""
+    cols = lf.collect_schema().names()
+    i = pl.int_range(pl.len(), dtype=pl.Int64)
+    first = pl.when(_first_of_runs(["cluster", "job_id"])).then(i)
+    return (
+        lf.sort(["cluster", "job_id", "start_time", "submit_time"], nulls_last=True)
+        .with_columns(__first=first)
+        .with_columns(attempt=(i - pl.col("__first").forward_fill()).cast(pl.UInt16))
+        .select(cols)
+    )
+
+
+def reconcile_node_states(
+    lf: pl.LazyFrame, tolerance: timedelta = NODE_STATE_TOLERANCE
+) -> pl.LazyFrame:
+    """One interval per out-of-service period seen by a snapshot and by the history.
+
+    ``lf`` has the node_states columns and a boolean ``__history`` (False for rows from
+    snapshot inputs, :data:`SNAPSHOT_KINDS`). A snapshot row (always open: a snapshot never
+    sees an end) and a history row are the same interval when they have the same cluster,
+    node and state, and the snapshot's start lies in ``[h.start - tolerance, h.end +
+    tolerance]`` (``h.end`` open = no upper bound); or, whatever the states, when the
+    snapshot's reason begins the history's reason and the starts are within ``tolerance``
+    (``sinfo -R`` prints no state and cuts reasons at 20 characters: the same reason at the
+    same time is the same event, and the history's state is kept). ``scontrol show node`` stamps a drain
+    with the time its reason was set, ``sacctmgr show event`` with the time the node became
+    DRAINED (a minute or more later on a busy node). Each snapshot row joins the matching
+    history row with the nearest start. The merged interval takes:
+
+    - ``start`` and ``user`` from the earliest of them (when the state was set, and by whom:
+      the event of a drain on a busy node names ``slurm``, the snapshot the admin);
+    - ``end`` from the history (snapshots never see one);
+    - ``reason`` from the history (printed in full), else the longest snapshot reason.
+
+    Snapshot rows that match no history row are kept as they are.
+    """
+    cols = [c for c in lf.collect_schema().names() if c != HISTORY]
+    on = ["cluster", "node"]
+    hist = lf.filter(pl.col(HISTORY)).drop(HISTORY).with_row_index("__hid")
+    snap = lf.filter(~pl.col(HISTORY)).drop(HISTORY).with_row_index("__sid")
+    tol = pl.lit(tolerance)
+    same_state = pl.col("s_state") == pl.col("h_state")
+    # sinfo -R prints no state (the reader assumes DRAIN) and cuts the reason at 20
+    # characters: the same reason text at the same time is the same event
+    same_reason = (pl.col("s_reason").str.len_chars() > 0) & pl.col("h_reason").str.starts_with(
+        pl.col("s_reason")
+    )
+    pairs = (
+        snap.select(
+            *on,
+            "__sid",
+            s_state=pl.col("state"),
+            s0=pl.col("start"),
+            s_user=pl.col("user"),
+            s_reason=pl.col("reason"),
+        )
+        .join(
+            hist.select(
+                *on,
+                "__hid",
+                h_state=pl.col("state"),
+                h0=pl.col("start"),
+                h1=pl.col("end"),
+                h_reason=pl.col("reason"),
+            ),
+            on=on,
+        )
+        .filter(
+            (pl.col("s0") >= pl.col("h0") - tol)
+            & (pl.col("h1").is_null() | (pl.col("s0") <= pl.col("h1") + tol))
+            & (
+                same_state
+                | (same_reason & ((pl.col("s0") - pl.col("h0")).abs() <= tol)).fill_null(False)
+            )
+        )
+        .with_columns(__dist=(pl.col("s0") - pl.col("h0")).abs(), __other=~same_state)
+        .sort("__sid", "__other", "__dist", "__hid")
+        .filter(_first_of_runs(["__sid"]))
+    )
+    per_h = (
+        pairs.sort("__hid", "s0", "__sid")
+        .group_by("__hid")
+        .agg(
+            s0=pl.col("s0").first(),
+            s_user=pl.col("s_user").first(),
+            s_reason=pl.col("s_reason").sort_by(pl.col("s_reason").str.len_chars()).last(),
+        )
+    )
+    earlier = pl.col("s0").is_not_null() & (pl.col("s0") < pl.col("start"))
+    merged = hist.join(per_h, on="__hid", how="left").with_columns(
+        start=pl.when(earlier).then(pl.col("s0")).otherwise(pl.col("start")),
+        user=pl.when(earlier).then(pl.coalesce("s_user", "user")).otherwise(pl.col("user")),
+        reason=pl.coalesce("reason", "s_reason"),
+    )
+    unmatched = snap.join(pairs.select("__sid"), on="__sid", how="anti")
+    return pl.concat([merged.select(cols), unmatched.select(cols)]).sort(
+        list(schema.TABLES["node_states"].key), nulls_last=True
+    )

@@ -1,0 +1,185 @@
+"""Part files: the rows one input contributed to one table, and the manifest entry they carry.
+
+Every part is ``DIR/<table>/part-<sha16>-<token>.parquet`` (``sha16``: the input's sha256
+prefix; ``token``: unique per write, so re-reading an input never overwrites a committed
+part). Its parquet footer holds, under the key ``reliability.part``, a JSON copy of the
+input's manifest entry (name, path, sha256, kind, options, counts, observation window,
+notes, ingest time, package version, the list of its sibling parts with their row counts)
+and who wrote it (pid, host). ``reliability repair`` rebuilds a lost manifest from these.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from reliability import taxonomy
+from reliability._atomic import write_parquet_atomic
+from reliability._version import __version__
+from reliability.errors import DatasetDamagedError
+from reliability.ingest import ReadResult
+from reliability.store.footer import FooterError, read_footer, read_num_rows
+
+__all__ = [
+    "PART_KEY",
+    "check_part",
+    "new_entry",
+    "part_files",
+    "read_part_meta",
+    "remove_parts",
+    "write_parts",
+]
+
+#: parquet key-value metadata key of a part's description
+PART_KEY = "reliability.part"
+PART_FORMAT = "reliability-part"
+DATA_TABLES = ("jobs", "job_steps", "health_events", "node_states", "component_failures",
+               "inventory")  # fmt: skip
+PART_DIRS = (*DATA_TABLES, "quarantine")
+
+
+def _iso(t: datetime | None) -> str | None:
+    return None if t is None else t.isoformat()
+
+
+def writer_identity() -> dict[str, Any]:
+    """Who is writing: pid, host and when this process started writing [UTC]."""
+    return {"pid": os.getpid(), "host": socket.gethostname(),
+            "at": datetime.now(UTC).isoformat(timespec="seconds")}  # fmt: skip
+
+
+def new_entry(
+    kind: str,
+    name: str,
+    path: str,
+    sha: str,
+    size: int,
+    result: ReadResult,
+    options: dict[str, str],
+) -> dict[str, Any]:
+    """The manifest entry of one input (its ``parts`` are filled by :func:`write_parts`)."""
+    return {
+        "id": f"{sha[:16]}-{os.urandom(4).hex()}",
+        "kind": kind,
+        "name": name,
+        "path": path,
+        "size": size,
+        "sha256": sha,
+        "rows_read": result.rows_read,
+        "rows_kept": result.rows_kept,
+        "rows_quarantined": result.rows_quarantined,
+        "rows_out": {t: f.height for t, f in result.tables.items()},
+        "parts": {},
+        "options": options,
+        "notes": list(result.notes),
+        "observation": {
+            "from": _iso(result.observed_from),
+            "until": _iso(result.observed_until),
+            "basis": result.observation_basis,
+        },
+        "ingested_at": datetime.now(UTC).isoformat(timespec="microseconds"),
+        "package_version": __version__,
+        "taxonomy_version": taxonomy.TAXONOMY_VERSION,
+    }
+
+
+def write_parts(
+    root: Path, entry: dict[str, Any], result: ReadResult, writer: dict[str, Any]
+) -> dict[str, Any]:
+    """Write one input's parts under ``root`` and record them in ``entry`` (returned).
+
+    Each part's footer carries the entry (without the parts' own hashes, which cannot be
+    inside the file they hash). If a write fails, the parts already written for this input
+    are removed and the error is raised: nothing of the input remains.
+    """
+    frames = {t: f for t, f in result.tables.items()}
+    if result.rows_quarantined:
+        frames["quarantine"] = result.quarantine
+    files = {t: f"{t}/part-{entry['id']}.parquet" for t in frames}
+    entry["parts"] = {t: {"file": files[t], "rows": frames[t].height} for t in frames}
+    meta = {k: v for k, v in entry.items() if k != "parts"}
+    meta["parts"] = {t: {"file": files[t], "rows": frames[t].height} for t in frames}
+    written: list[Path] = []
+    try:
+        for table, frame in frames.items():
+            desc = {"format": PART_FORMAT, "version": 1, "table": table, "rows": frame.height,
+                    "input": meta, "writer": writer}  # fmt: skip
+            dest = root / files[table]
+            size, sha = write_parquet_atomic(
+                frame, dest, metadata={PART_KEY: json.dumps(desc, ensure_ascii=False)}
+            )
+            written.append(dest)
+            entry["parts"][table].update(bytes=size, sha256=sha)
+    except BaseException:
+        remove_parts(written)
+        raise
+    return entry
+
+
+def remove_parts(paths: list[Path]) -> None:
+    """Delete part files (missing ones are fine)."""
+    for p in paths:
+        p.unlink(missing_ok=True)
+
+
+def part_files(root: Path) -> list[Path]:
+    """Every ``part-*.parquet`` file under the table folders of ``root``."""
+    out: list[Path] = []
+    for sub in PART_DIRS:
+        d = root / sub
+        if d.is_dir():
+            out += sorted(
+                p for p in d.iterdir() if p.name.startswith("part-") and p.suffix == ".parquet"
+            )
+    return out
+
+
+def read_part_meta(path: Path) -> dict[str, Any]:
+    """The ``reliability.part`` description in a part's footer, plus ``num_rows`` (the
+    footer's row count). Raises :class:`FooterError` or ValueError if unreadable."""
+    footer = read_footer(path)
+    raw = footer.metadata.get(PART_KEY)
+    if raw is None:
+        raise ValueError("no reliability.part metadata (written by a version before 0.3?)")
+    desc = json.loads(raw)
+    if not isinstance(desc, dict) or desc.get("format") != PART_FORMAT:
+        raise ValueError("reliability.part metadata of an unknown format")
+    desc["num_rows"] = footer.num_rows
+    return desc
+
+
+def check_part(root: Path, table: str, part: dict[str, Any]) -> None:
+    """Cheap check of one committed part before it is read: it exists, its size is the one
+    recorded, and its footer's row count is the one recorded.
+
+    Raises :class:`DatasetDamagedError` naming the file and what to run.
+    """
+    path = root / part["file"]
+    hint = f"run `reliability verify {root}` for details and `reliability repair {root}` to fix"
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        raise DatasetDamagedError(
+            f"{path}: part of table {table!r} listed in the manifest is missing; {hint}"
+        ) from None
+    want = part.get("bytes")
+    if want is not None and size != want:
+        raise DatasetDamagedError(
+            f"{path}: {size} bytes, the manifest records {want}: the part was truncated or "
+            f"replaced after it was committed; {hint}"
+        )
+    if part.get("rows") is None:
+        return
+    try:
+        n = read_num_rows(path)
+    except (FooterError, OSError) as exc:
+        raise DatasetDamagedError(f"{path}: unreadable parquet footer ({exc}); {hint}") from None
+    if n != part["rows"]:
+        raise DatasetDamagedError(
+            f"{path}: {n} rows in its footer, the manifest records {part['rows']}: the part was "
+            f"replaced after it was committed; {hint}"
+        )

@@ -1,0 +1,242 @@
+"""``Dataset.summary()`` / ``reliability info``: rows per table, span, inputs and the quarantine."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from reliability.store.parts import DATA_TABLES
+
+if TYPE_CHECKING:  # pragma: no cover
+    from reliability.store.dataset import Dataset
+
+__all__ = ["DatasetSummary", "display_path", "summarise"]
+
+#: quarantine reasons shown by ``reliability info`` (most frequent first), and example rows
+TOP_REASONS = 10
+EXAMPLE_ROWS = 3
+_RAW_WIDTH = 100
+
+
+def display_path(entry: dict[str, Any], root: Path) -> str:
+    """An input's path relative to the Dataset's parent folder (absolute if it lies
+    outside it), so that two snapshots' ``sacct.psv`` can be told apart."""
+    path = entry.get("path") or entry.get("name") or "?"
+    if path.startswith("<"):
+        return path
+    parent = root.resolve().parent
+    try:
+        return str(Path(path).relative_to(parent))
+    except ValueError:
+        rel = os.path.relpath(path, parent)
+        return path if rel.startswith("..") else rel
+
+
+def reason_kind(reason: pl.Expr) -> pl.Expr:
+    """A reason with its row-specific values (quoted text, numbers) blanked, for counting."""
+    return (
+        reason.str.replace_all(r"'[^']*'", "'…'")
+        .str.replace_all(r'"[^"]*"', '"…"')
+        .str.replace_all(
+            r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d(\.\d+)?)?([+-]\d\d:?\d\d|Z)?", "<time>"
+        )
+        .str.replace_all(r"\b\d+\b", "N")
+    )
+
+
+@dataclass
+class DatasetSummary:
+    """Overview of a Dataset.
+
+    Attributes
+    ----------
+    summary : one row per table: ``table``, ``rows``
+    inputs : one row per input: ``name`` (path relative to the Dataset's parent), ``kind``,
+        ``rows_read``, ``rows_kept``, ``rows_quarantined``
+    clusters : cluster names seen
+    n_nodes : distinct node names in jobs, health events and node states
+    first, last : earliest and latest time in the data [UTC]
+    accelerators_per_node : most accelerators seen on one node of one job attempt
+    accelerator_hours : accelerator-hours of all started attempts [h]
+    quarantine_reasons : ``reason`` (row-specific values blanked), ``rows``, ``inputs``, most
+        frequent first
+    quarantine_examples : the first rows of each of the top reasons: ``reason``,
+        ``source_file``, ``line_no``, ``raw``, ``detail`` (the full reason)
+    quarantine_reasons_hidden : how many further reasons ``quarantine_reasons`` leaves out
+    """
+
+    summary: pl.DataFrame
+    inputs: pl.DataFrame
+    clusters: list[str]
+    n_nodes: int
+    first: datetime | None
+    last: datetime | None
+    accelerators_per_node: int
+    accelerator_hours: float
+    quarantine_reasons: pl.DataFrame | None = None
+    quarantine_examples: pl.DataFrame | None = None
+    quarantine_reasons_hidden: int = 0
+
+    def __str__(self) -> str:
+        span = (
+            f"{self.first:%Y-%m-%d %H:%M} .. {self.last:%Y-%m-%d %H:%M} UTC"
+            if self.first
+            else "empty"
+        )
+        head = [
+            f"clusters: {', '.join(self.clusters) or '-'}",
+            f"time span: {span}",
+            f"nodes: {self.n_nodes}, accelerators per node (max seen): {self.accelerators_per_node}, "
+            f"accelerator-hours: {self.accelerator_hours:,.1f}",
+            "",
+            "rows per table:",
+            *(f"  {t:<20} {n:>12,}" for t, n in self.summary.iter_rows()),
+            "",
+            "inputs (read = kept + quarantined):",
+        ]
+        width = max([50, *(len(n) for n in self.inputs["name"])]) if self.inputs.height else 50
+        for name, kind, r, k, q in self.inputs.iter_rows():
+            head.append(
+                f"  {kind:<7} {name:<{width}} read {r:>10,}  kept {k:>10,}  quarantined {q:>7,}"
+            )
+        reasons = self.quarantine_reasons
+        if reasons is not None and reasons.height:
+            total = int(self.inputs["rows_quarantined"].sum())
+            head += ["", f"quarantine: {total:,} row(s), by reason (most frequent first):"]
+            examples = self.quarantine_examples
+            for reason, n, n_inputs in reasons.iter_rows():
+                head.append(f"  {n:>8,}  {reason}  ({n_inputs} input(s))")
+                if examples is None:
+                    continue
+                for _, src, line, raw, detail in examples.filter(
+                    pl.col("reason") == reason
+                ).iter_rows():
+                    shown = raw.replace("\n", "\\n").replace("\t", "\\t")
+                    if len(shown) > _RAW_WIDTH:
+                        shown = shown[: _RAW_WIDTH - 1] + "…"
+                    head.append(f"            {src}:{line}: {shown}")
+                    if detail != reason:
+                        head.append(f"              ({detail})")
+            hidden = self.quarantine_reasons_hidden
+            if hidden:
+                head.append(f"  ... and {hidden:,} more reason(s): see Dataset.quarantine")
+        return "\n".join(head)
+
+    def _repr_html_(self) -> str:
+        return f"<pre>{_html_escape(str(self))}</pre>"
+
+
+def _html_escape(s: str) -> str:
+    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _quarantine(ds: Dataset) -> tuple[pl.DataFrame, pl.DataFrame, int]:
+    q = ds.scan("quarantine").with_columns(kind=reason_kind(pl.col("reason")))
+    reasons = (
+        q.group_by("kind")
+        .agg(rows=pl.len(), inputs=pl.col("source_file").n_unique())
+        .sort(["rows", "kind"], descending=[True, False])
+        .rename({"kind": "reason"})
+        .collect()
+    )
+    n_hidden = max(reasons.height - TOP_REASONS, 0)
+    reasons = reasons.head(TOP_REASONS)
+    examples = (
+        q.filter(pl.col("kind").is_in(reasons["reason"].implode()))
+        .sort("source_file", "line_no")
+        .group_by("kind", maintain_order=True)
+        .head(EXAMPLE_ROWS)
+        .select(
+            reason="kind", source_file="source_file", line_no="line_no", raw="raw", detail="reason"
+        )
+        .collect()
+    )
+    return reasons, examples, n_hidden
+
+
+def summarise(ds: Dataset) -> DatasetSummary:
+    """Row counts, time span, clusters, nodes, accelerators, inputs and the quarantine."""
+    tables = (*DATA_TABLES, "quarantine")
+    counts = pl.DataFrame(
+        {
+            "table": list(tables),
+            "rows": [ds.scan(t).select(pl.len()).collect().item() for t in tables],
+        },
+        schema={"table": pl.String, "rows": pl.Int64},
+    )
+    jobs, he, ns = ds.scan("jobs"), ds.scan("health_events"), ds.scan("node_states")
+    clusters = (
+        pl.concat([jobs.select("cluster"), he.select("cluster"), ns.select("cluster")])
+        .unique()
+        .collect()
+    )
+    nodes = (
+        pl.concat(
+            [
+                jobs.select(pl.col("nodes").explode().alias("node")),
+                he.select("node"),
+                ns.select("node"),
+            ]
+        )
+        .drop_nulls()
+        .unique()
+        .select(pl.len())
+        .collect()
+        .item()
+    )
+    times = (
+        pl.concat(
+            [
+                jobs.select(pl.col("submit_time").alias("t")),
+                jobs.select(pl.col("end_time").alias("t")),
+                he.select(pl.col("time").alias("t")),
+                ns.select(pl.col("start").alias("t")),
+            ]
+        )
+        .select(pl.col("t").min().alias("first"), pl.col("t").max().alias("last"))
+        .collect()
+    )
+    acc = jobs.select(
+        per_node=(pl.col("n_accelerators") / pl.col("n_nodes").clip(lower_bound=1)).ceil().max(),
+        hours=(
+            pl.col("n_accelerators")
+            * (pl.col("end_time") - pl.col("start_time")).dt.total_seconds()
+        ).sum()
+        / 3600.0,
+    ).collect()
+    inputs = ds.inputs
+    inp = pl.DataFrame(
+        {
+            "name": [display_path(i, ds.path) for i in inputs],
+            "kind": [i["kind"] for i in inputs],
+            "rows_read": [i["rows_read"] for i in inputs],
+            "rows_kept": [i["rows_kept"] for i in inputs],
+            "rows_quarantined": [i["rows_quarantined"] for i in inputs],
+        },
+        schema={
+            "name": pl.String,
+            "kind": pl.String,
+            "rows_read": pl.Int64,
+            "rows_kept": pl.Int64,
+            "rows_quarantined": pl.Int64,
+        },
+    )
+    reasons, examples, hidden = _quarantine(ds)
+    return DatasetSummary(
+        summary=counts,
+        inputs=inp,
+        clusters=sorted(clusters.get_column("cluster").to_list()),
+        n_nodes=int(nodes),
+        first=times.item(0, "first"),
+        last=times.item(0, "last"),
+        accelerators_per_node=int(acc.item(0, "per_node") or 0),
+        accelerator_hours=float(acc.item(0, "hours") or 0.0),
+        quarantine_reasons=reasons,
+        quarantine_examples=examples,
+        quarantine_reasons_hidden=hidden,
+    )

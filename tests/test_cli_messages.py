@@ -1,0 +1,310 @@
+"""Messages an operator can act on: errors in CLI terms (--tz, --cluster, --fields, --year)
+or pipeline keys (inputs[0].tz), a bad zone never a traceback, `reliability info` shows the
+quarantine, `-` reads standard input, pipeline globs, verify/repair exit codes, and report
+CSV cells that a spreadsheet would run as formulas are neutralised."""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import polars as pl
+import pytest
+
+from reliability import Dataset
+from reliability.cli import main
+from reliability.errors import spell_options
+from reliability.pipeline import PipelineError, load_pipeline
+from reliability.pipeline.config import pipeline_terms
+from reliability.testing import synthetic_sacct
+
+ROOT = Path(__file__).resolve().parents[1]
+HEADER = "JobID|JobName|State|ExitCode|Submit|Start|End|NNodes|AllocTRES|NodeList|Cluster"
+ROW = "1|a|COMPLETED|0:0|2025-01-01T00:00:00|2025-01-01T00:00:01|2025-01-01T00:01:00|1||n1|c"
+
+
+def _run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def _python_spelling(text: str) -> list[str]:
+    """Python keyword spellings of options left in a CLI message (``tz=``, ``year=``)."""
+    import re
+
+    return re.findall(r"(?<![\w-])(tz|cluster|fields|year|node|boot_time|replace)=", text)
+
+
+def test_missing_options_are_named_as_flags(tmp_path, capsys):
+    psv = tmp_path / "a.psv"
+    psv.write_text(f"{HEADER}\n{ROW}\n")
+    code, _, err = _run(capsys, "ingest", "slurm", str(psv), "--into", str(tmp_path / "ds"))
+    assert code == 2
+    assert "--tz" in err
+    assert not _python_spelling(err)
+    log = tmp_path / "k.log"
+    log.write_text(
+        "2025-01-01T00:00:00+00:00 node1 kernel: NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.\n"
+    )
+    code, _, err = _run(capsys, "ingest", "kernel", str(log), "--into", str(tmp_path / "ds"))
+    assert code == 2
+    assert "need --cluster" in err
+    assert not _python_spelling(err)
+    code, _, err = _run(
+        capsys,
+        "ingest",
+        "slurm",
+        str(psv),
+        "--into",
+        str(tmp_path / "ds"),
+        "--tz",
+        "UTC",
+        "--year",
+        "2025",
+    )
+    assert code == 2
+    assert "--year does not apply to 'slurm' inputs" in err
+    code, _, err = _run(
+        capsys,
+        "ingest",
+        "kernel",
+        str(log),
+        "--into",
+        str(tmp_path / "ds"),
+        "--cluster",
+        "c",
+        "--year",
+        "3000",
+    )
+    assert code == 2
+    assert "--year 3000: expected a year in 1990-2200" in err
+    noheader = tmp_path / "nh.psv"
+    noheader.write_text(f"{ROW}\n")
+    code, _, err = _run(
+        capsys, "ingest", "slurm", str(noheader), "--into", str(tmp_path / "ds"), "--tz", "UTC"
+    )
+    assert code == 2
+    assert "--fields" in err
+    assert not _python_spelling(err)
+    assert not (tmp_path / "ds" / "manifest.json").exists()
+
+
+@pytest.mark.parametrize("kind", ["slurm", "events", "nodes", "kernel", "health", "lanl"])
+def test_a_bad_zone_is_a_clear_error_in_cli_terms_for_every_reader(tmp_path, kind):
+    """In a fresh process, as an operator would run it: exit 2, one line, no traceback."""
+    f = tmp_path / "x"
+    f.write_text("anything\n")
+    argv = ["ingest", kind, str(f), "--into", str(tmp_path / "ds"), "--tz", "Mars/Olympus"]
+    if kind in ("nodes", "kernel", "health"):
+        argv += ["--cluster", "c"]
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    r = subprocess.run([sys.executable, "-m", "reliability.cli", *argv], capture_output=True,
+                       text=True, env=env, timeout=60)  # fmt: skip
+    assert r.returncode == 2
+    assert "Traceback" not in r.stderr
+    assert r.stderr.strip() == (
+        "error: --tz Mars/Olympus is not a time zone: give an IANA name such as UTC or America/New_York"
+    )
+
+
+def test_a_changed_option_names_the_flags_and_the_way_out(tmp_path, capsys):
+    psv = tmp_path / "a.psv"
+    psv.write_text(f"{HEADER}\n{ROW}\n")
+    into = str(tmp_path / "ds")
+    assert _run(capsys, "ingest", "slurm", str(psv), "--into", into, "--tz", "UTC")[0] == 0
+    code, _, err = _run(capsys, "ingest", "slurm", str(psv), "--into", into, "--tz", "Europe/Paris")
+    assert code == 2
+    assert "--tz UTC then, --tz Europe/Paris now. Pass --replace to re-read it" in err
+    code, out, _ = _run(
+        capsys, "ingest", "slurm", str(psv), "--into", into, "--tz", "Europe/Paris", "--replace"
+    )
+    assert code == 0
+    assert "replaced: read 1" in out
+    assert Dataset(into).jobs["end_time"].to_list() == [
+        pl.Series(["2024-12-31T23:01:00+00:00"]).str.to_datetime(time_zone="UTC").item()
+    ]  # 00:01 in Paris (CET, UTC+1) is 23:01 UTC the day before
+
+
+def test_spelling_rules():
+    flags = {"tz": "--tz", "boot_time": "--boot-time", "fields": "--fields"}
+
+    def spell(name, value):
+        return flags[name] + ("" if value is None else f" {value}")
+
+    assert spell_options("pass tz= (e.g. 'UTC')", spell, flags) == "pass --tz (e.g. 'UTC')"
+    assert (
+        spell_options("boot_time='2025-01-01T00:00:00' needs", spell, flags)
+        == "--boot-time 2025-01-01T00:00:00 needs"
+    )
+    assert spell_options("pass fields=[...] in order", spell, flags) == "pass --fields ... in order"
+    # not an option: other words ending in the same letters, or key=value of the input itself
+    assert spell_options("NodeName=n1 Reason=x utz=1", spell, flags) == "NodeName=n1 Reason=x utz=1"
+    assert pipeline_terms("sacct prints local times without a zone: pass tz= (e.g. 'UTC')", 2) == (
+        "sacct prints local times without a zone: set inputs[2].tz (e.g. 'UTC')"
+    )
+    assert (
+        pipeline_terms("year=3000: expected a year", 0)
+        == "inputs[0].options.year = 3000: expected a year"
+    )
+
+
+def test_info_shows_the_quarantine_and_inputs_by_relative_path(tmp_path, capsys, shared):
+    run1 = shared / "slurm-real-run1"
+    into = tmp_path / "work" / "ds"
+    for snap in ("inflight_snapshot", "final_snapshot"):
+        dest = tmp_path / "work" / "exports" / snap
+        dest.mkdir(parents=True)
+        text = (run1 / snap / "sacct_broad_duplicates.psv").read_text(encoding="utf-8")
+        (dest / "sacct.psv").write_text(text + "999|bad|EXPLODED|0:0\n", encoding="utf-8")
+        assert (
+            main(["ingest", "slurm", str(dest / "sacct.psv"), "--into", str(into), "--tz", "UTC"])
+            == 0
+        )
+    capsys.readouterr()
+    code, out, _ = _run(capsys, "info", str(into))
+    assert code == 0
+    assert "exports/inflight_snapshot/sacct.psv" in out
+    assert "exports/final_snapshot/sacct.psv" in out
+    q = Dataset(into).quarantine
+    assert f"quarantine: {q.height} row(s), by reason" in out
+    # each reason with its count, and its first rows (file:line: raw)
+    s = Dataset(into).summary()
+    for reason, n, _ in s.quarantine_reasons.iter_rows():
+        assert f"{n:>8,}  {reason}" in out
+    first = q.sort("source_file", "line_no").row(0, named=True)
+    assert f"{first['source_file']}:{first['line_no']}: {first['raw'][:40]}" in out
+
+
+def test_dash_reads_standard_input(tmp_path, run1):
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    data = (run1 / "sacctmgr_event.psv").read_bytes()
+    cmd = [
+        sys.executable,
+        "-m",
+        "reliability.cli",
+        "ingest",
+        "events",
+        "-",
+        "--into",
+        str(tmp_path / "ds"),
+        "--tz",
+        "UTC",
+    ]
+    r = subprocess.run(cmd, input=data, capture_output=True, env=env, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.decode().startswith("<stdin>: read ")
+    r2 = subprocess.run(cmd, input=data, capture_output=True, env=env, timeout=60)
+    assert b"already ingested" in r2.stdout
+    [entry] = Dataset(tmp_path / "ds").inputs
+    assert entry["name"] == "<stdin>"
+    assert entry["size"] == len(data)
+
+
+def test_pipeline_errors_name_the_keys(tmp_path):
+    (tmp_path / "a.psv").write_text(f"{HEADER}\n{ROW}\n")
+
+    def pipe(inputs: str) -> Path:
+        p = tmp_path / "p.toml"
+        p.write_text(
+            f'[pipeline]\nname = "t"\n[[inputs]]\nkind = "files"\nreader = "slurm"\npaths = ["a.psv"]\n{inputs}\n'
+        )
+        return p
+
+    with pytest.raises(
+        PipelineError,
+        match=r'inputs\[0\] \(slurm files\): inputs\[0\].tz = "Mars/Olympus" is not a time zone',
+    ):
+        load_pipeline(pipe('tz = "Mars/Olympus"'))
+    with pytest.raises(
+        PipelineError, match=r"inputs\[0\].options.year does not apply to 'slurm' inputs"
+    ):
+        load_pipeline(pipe('tz = "UTC"\noptions = { year = 2024 }'))
+    # an error found while reading (no zone given): the key to set
+    from reliability.pipeline.stages import _ingest_inputs
+
+    spec = load_pipeline(pipe("")).inputs[0]
+    with pytest.raises(PipelineError, match=r"set inputs\[0\].tz") as err:
+        _ingest_inputs([spec], tmp_path / "work")
+    assert "tz=" not in str(err.value)
+
+
+def test_pipeline_globs_work_in_directory_components(tmp_path):
+    for sub in ("a", "b", "a/deep"):
+        (tmp_path / "exports" / sub).mkdir(parents=True)
+        synthetic_sacct(tmp_path / "exports" / sub / "sacct.psv", 5, seed=1, n_nodes=2)
+    (tmp_path / "pipes").mkdir()
+
+    def paths(glob: str) -> list[str]:
+        p = tmp_path / "pipes" / "p.toml"
+        p.write_text(
+            f'[[inputs]]\nkind = "files"\nreader = "slurm"\npaths = ["{glob}"]\ntz = "UTC"\n'
+        )
+        return [str(x.relative_to(tmp_path)) for x in load_pipeline(p).inputs[0].paths]
+
+    assert paths("../exports/*/sacct.psv") == ["exports/a/sacct.psv", "exports/b/sacct.psv"]
+    assert paths("../exports/**/sacct.psv") == [
+        "exports/a/deep/sacct.psv",
+        "exports/a/sacct.psv",
+        "exports/b/sacct.psv",
+    ]
+    assert paths(f"{tmp_path}/exports/*/deep/*.psv") == ["exports/a/deep/sacct.psv"]
+    with pytest.raises(
+        PipelineError, match=r"inputs\[0\].paths: no file matches '../exports/\*/none.psv'"
+    ):
+        paths("../exports/*/none.psv")
+
+
+def test_verify_and_repair_exit_codes(tmp_path, capsys):
+    synthetic_sacct(tmp_path / "s.psv", 20, seed=1, n_nodes=4)
+    into = tmp_path / "ds"
+    Dataset(into).ingest("slurm", tmp_path / "s.psv", tz="UTC")
+    assert _run(capsys, "verify", str(into))[0] == 0
+    part = next((into / "jobs").glob("part-*.parquet"))
+    part.write_bytes(part.read_bytes()[:-10])
+    code, out, _ = _run(capsys, "verify", str(into))
+    assert code == 1
+    assert f"jobs/{part.name}" in out
+    code, _, err = _run(capsys, "info", str(into))
+    assert code == 2
+    assert f"{part.name}" in err
+    assert "reliability verify" in err
+    code, out, _ = _run(capsys, "repair", str(into))
+    assert code == 0
+    assert "1 input(s) dropped" in out
+    assert "reliability ingest slurm" in out
+    assert _run(capsys, "verify", str(into))[0] == 0
+    assert _run(capsys, "verify", str(tmp_path / "nowhere"))[0] == 2
+
+
+def test_report_csv_cells_cannot_run_as_spreadsheet_formulas(tmp_path, monkeypatch):
+    """OWASP CSV injection: a text cell that starts with = + - @ TAB or CR gets a leading '."""
+    import reliability.report as report
+    from reliability.report.model import Report, Section, Table
+
+    hostile = [
+        '=HYPERLINK("http://x")',
+        "+1+1",
+        "-2+3",
+        "@SUM(A1)",
+        "\tcmd",
+        "\rcmd",
+        "fine",
+        "a=b",
+    ]
+    frame = pl.DataFrame({"name": hostile, "state": pl.Series(["=X"] * 8).cast(pl.Enum(["=X"])),
+                          "n": [-1, 2, 3, 4, 5, 6, 7, 8]})  # fmt: skip
+    fake = Report("t", "s", [], [], [Section("s", [Table("hostile", frame, "c")])])
+    monkeypatch.setattr(report, "build_report", lambda result: fake)
+    report.write_report(SimpleNamespace(config=SimpleNamespace(formats=())), tmp_path)
+    with open(tmp_path / "data" / "hostile.csv", newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    for row, raw in zip(rows, hostile, strict=True):
+        expect = "'" + raw if raw[:1] in ("=", "+", "-", "@", "\t", "\r") else raw
+        assert row["name"] == expect
+        assert row["state"] == "'=X"
+    assert [int(r["n"]) for r in rows] == [-1, 2, 3, 4, 5, 6, 7, 8]  # numbers are numbers

@@ -3,52 +3,134 @@
 Each attempt is joined with the critical health events and the node-state changes on its own
 nodes around its end, as polars joins (no per-job Python loop), and classified:
 
-- ``failure_domain``: ``none`` (completed, or still running/pending), ``user``,
-  ``system_software``, ``hardware``, ``infrastructure`` (shared filesystem), ``preemption``,
-  ``unknown``;
+- ``failure_domain``: one of :data:`DOMAINS` (``none``, ``user``, ``admin``,
+  ``system_software``, ``hardware``, ``infrastructure``, ``preemption``, ``unknown``; their
+  meanings are in :data:`reliability.taxonomy.FAILURE_DOMAINS`);
 - ``failure_cause``: the taxonomy component of the evidence (``gpu``, ``gpu_memory``,
-  ``ib_link``, ``filesystem``...), ``unknown`` when a node failed without a signal;
-- ``culprit_node``: the node the evidence is on.
+  ``ib_link``, ``software``...), ``unknown`` when a node failed without a signal;
+- ``culprit_node``: the node the evidence is on (never a node outside the attempt's own);
+- ``evidence``: what the domain rests on: ``health_event``, ``node_state``, ``exit_code``
+  (a RequeueExit code) or ``job_state`` (the Slurm state alone);
+- ``resource_class``: ``cpu_only`` (0 accelerators: a class of its own, never a 1-GPU job),
+  ``accelerator``, or null when the accelerator count is unknown.
 
-Default rule (the paper's): an attempt ended by hardware is NODE_FAIL, or FAILED (here also
-REQUEUED: Slurm's state for a health-check requeue) with a critical health event on one of its
-nodes from ``before_min`` minutes before its end to ``after_min`` after.
+Evidence windows (an attempt runs from ``start`` to ``end``; ``start`` may be null for an
+attempt that never started, and then only the left bound ``end - before_min`` applies):
+
+- a **critical health event** on one of the attempt's nodes counts when its time lies in
+  ``[max(start, end - before_min), end + after_min]``;
+- a **node-state interval** (DOWN, DRAIN, FAIL, REPAIR) on one of its nodes counts when the
+  interval *begins* in ``[max(start, end - before_min), end + state_slack_s]``: a state change
+  that ends an attempt happens while it runs or at its end (Slurm sets a node DOWN and ends its
+  jobs NODE_FAIL in the same second; a health-check drain requeues them at once; a prolog
+  failure drains the node as it requeues the job). An interval that began before the attempt
+  started (whether it ended before the start or is still open) is never evidence: Slurm does
+  not start jobs on such nodes, so it is either stale or about something else. Nor is a state
+  change after the end: in run 1 of the real Slurm corpus an admin set node07 FAIL 21-29 s
+  after seven user failures and three exit-code requeues on it, none of which it caused. A
+  fault that is only detected later is evidence through its health event (kernel log, DCGM,
+  a health check, or the signal in a drain reason), whose window reaches ``after_min`` past
+  the end.
+
+The nearest evidence to the attempt's end wins; a health event beats a node-state change,
+and a failure state (DOWN, FAIL, REPAIR, or a reason Slurm itself sets such as
+``Prolog error``, see :data:`reliability.taxonomy.SLURM_NODE_REASONS`) beats a plain DRAIN.
+
+Rules per Slurm state (the paper's rule, plus Slurm's requeue semantics):
+
+- COMPLETED, RUNNING, PENDING, SUSPENDED, RESIZING: ``none`` (a RESIZING record is the
+  segment of a job before ``scontrol update NumNodes=``, not a failure).
+- PREEMPTED: ``preemption`` (both PreemptMode=CANCEL and REQUEUE print PREEMPTED).
+- NODE_FAIL, BOOT_FAIL: the evidence's domain, else ``hardware`` (cause ``unknown``).
+- FAILED, LAUNCH_FAILED: a critical health event (the paper's rule) or a node failing under
+  the attempt (DOWN / FAIL / a Slurm node-fault reason) gives its domain with the node as
+  culprit; otherwise ``user``. A plain DRAIN does not kill jobs and is not evidence here.
+- REQUEUED: an exit code in ``requeue_exit_codes`` (Slurm's RequeueExit / RequeueExitHold)
+  gives ``user``: the application asked to be requeued, whatever happened on its nodes (an
+  application that requeues itself on hardware errors should leave that code out). Else a
+  critical health event gives its domain (a health-check requeue), and a node-state change
+  the node's fault (``Prolog error`` -> ``system_software``; DOWN / FAIL -> ``hardware``; a
+  DRAIN without a reason Slurm knows -> ``unknown``), with the node as culprit. Else, when
+  node-state history was ingested, ``admin`` (``scontrol requeue`` / ``requeuehold``: the
+  node stayed in service), and ``unknown`` without a culprit when no node-state history is
+  available (a health-check requeue cannot be told from an admin one then).
+- anything else (TIMEOUT, CANCELLED, OUT_OF_MEMORY, DEADLINE...): ``user``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
 import polars as pl
+
+from reliability.taxonomy import FAILURE_DOMAINS, SLURM_NODE_REASONS
 
 if TYPE_CHECKING:
     from reliability.store import Dataset
 
 __all__ = ["DOMAINS", "attribute_failures", "attribution_quality"]
 
-DOMAINS = ("none", "user", "system_software", "hardware", "infrastructure", "preemption", "unknown")
+DOMAINS = tuple(FAILURE_DOMAINS)
 #: component -> failure domain of a critical event
 COMPONENT_DOMAIN = {
     "filesystem": "infrastructure",
     "software": "system_software",
     "unknown": "unknown",
 }
+#: taxonomy domain vocabulary -> attribution domain
+_TAXONOMY_DOMAIN = {"software": "system_software"}
 _EVIDENCE_STATES = ("FAILED", "NODE_FAIL", "REQUEUED", "BOOT_FAIL", "LAUNCH_FAILED")
-_OUT_OF_SERVICE = ("DOWN", "FAIL", "DRAIN")
+_NO_FAILURE = ("COMPLETED", "RUNNING", "PENDING", "SUSPENDED", "RESIZING")
+_FAULT_STATES = ("DOWN", "FAIL", "REPAIR")
+#: domains of an attempt that failed because of something on a node (culprit, cause)
+_FAILING = ("hardware", "infrastructure", "system_software", "unknown")
+#: evidence kinds, in order of strength
+_HEALTH, _FAULT, _DRAIN = 0, 1, 2
+#: reader kinds whose node_states are point-in-time snapshots, not a history
+_SNAPSHOT_KINDS = ("nodes",)
 
 
 def _frames(source: Dataset | pl.DataFrame | pl.LazyFrame, health, states):
-    """(jobs, health events, node states) as LazyFrames (None where there are none)."""
+    """(jobs, health events, node states, node-state history known?) as LazyFrames (None
+    where there are none)."""
     if isinstance(source, (pl.DataFrame, pl.LazyFrame)):
+        known = states is not None
         lazy = lambda f: None if f is None else (f.lazy() if isinstance(f, pl.DataFrame) else f)  # noqa: E731
         he, ns = lazy(health), lazy(states)
         if isinstance(health, pl.DataFrame) and health.height == 0:
             he = None
         if isinstance(states, pl.DataFrame) and states.height == 0:
             ns = None
-        return source.lazy(), he, ns
-    return source.scan("jobs"), source.scan("health_events"), source.scan("node_states")
+        return source.lazy(), he, ns, known
+    known = any(
+        "node_states" in (i.get("rows_out") or {}) and i.get("kind") not in _SNAPSHOT_KINDS
+        for i in source.inputs
+    )
+    return source.scan("jobs"), source.scan("health_events"), source.scan("node_states"), known
+
+
+def _reason_class(reason: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+    """(component, attribution domain) of a node-state reason Slurm itself sets, else null."""
+    comp: pl.Expr = pl.lit(None, pl.String)
+    dom: pl.Expr = pl.lit(None, pl.String)
+    for pattern, c in reversed(SLURM_NODE_REASONS):
+        hit = reason.str.contains(f"(?i){pattern}")
+        comp = pl.when(hit).then(pl.lit(c.component)).otherwise(comp)
+        dom = pl.when(hit).then(pl.lit(_TAXONOMY_DOMAIN.get(c.domain, c.domain))).otherwise(dom)
+    return comp, dom
+
+
+def _exit_codes(codes: Iterable[int]) -> list[int]:
+    out = []
+    for c in codes:
+        if isinstance(c, bool) or not isinstance(c, int) or not 0 <= c <= 255:
+            raise ValueError(
+                f"requeue_exit_codes: {c!r} is not an exit code (an integer from 0 to 255)"
+            )
+        out.append(c)
+    return sorted(set(out))
 
 
 def attribute_failures(
@@ -56,95 +138,168 @@ def attribute_failures(
     *,
     before_min: float = 10.0,
     after_min: float = 5.0,
+    state_slack_s: float = 5.0,
+    requeue_exit_codes: Iterable[int] = (),
     health_events: pl.DataFrame | pl.LazyFrame | None = None,
     node_states: pl.DataFrame | pl.LazyFrame | None = None,
     lazy: bool = False,
 ) -> pl.DataFrame | pl.LazyFrame:
-    """Classify how every job attempt ended.
+    """Classify how every job attempt ended (rules and windows: see the module docstring).
 
     Parameters
     ----------
     source : a Dataset (read lazily), or a jobs frame (then pass ``health_events`` /
         ``node_states``)
-    before_min, after_min : evidence window around the attempt's end [minutes]
+    before_min, after_min : health-event window around the attempt's end [minutes], never
+        reaching before the attempt's start (Kokolis et al. HPCA'25 §III: 10 and 5);
+        ``before_min`` also bounds node-state changes before the end
+    state_slack_s : how long after the attempt's end a node-state change still counts [s]
+        (the two records' clock granularity; Slurm stamps both to the second)
+    requeue_exit_codes : exit codes the cluster's ``RequeueExit`` / ``RequeueExitHold``
+        name (``scontrol show config``; ``reliability collect`` reads them); a REQUEUED
+        attempt that exited with one of them was requeued at the application's request
+        (domain ``user``). Slurm's default is none.
+    health_events, node_states : evidence tables for a jobs frame. ``node_states=None``
+        means "no node-state history known": unexplained requeues are then ``unknown``
+        rather than ``admin``; pass an empty frame to say there were no node-state changes.
     lazy : return the query as a LazyFrame instead of collecting it, so that an analysis on
         top of it can run on polars' streaming engine over data larger than memory
 
     Returns
     -------
-    The jobs frame with ``failure_domain``, ``failure_cause``, ``culprit_node`` added.
+    The jobs frame with ``failure_domain``, ``failure_cause``, ``culprit_node``,
+    ``evidence`` and ``resource_class`` added (same rows, same order).
     """
-    jobs, he, ns = _frames(source, health_events, node_states)
+    if min(before_min, after_min, state_slack_s) < 0:
+        raise ValueError(
+            "before_min, after_min and state_slack_s must be >= 0 "
+            f"(got {before_min}, {after_min}, {state_slack_s})"
+        )
+    codes = _exit_codes(requeue_exit_codes)
+    jobs, he, ns, states_known = _frames(source, health_events, node_states)
+    cols = jobs.collect_schema().names()
     jobs = jobs.with_row_index("__rid")
     before, after = timedelta(minutes=before_min), timedelta(minutes=after_min)
+    slack = timedelta(seconds=state_slack_s)
+    start = pl.col("start_time") if "start_time" in cols else pl.lit(None, pl.Datetime("us", "UTC"))
     ended = (
         jobs.filter(
             pl.col("state").cast(pl.String).is_in(_EVIDENCE_STATES)
             & pl.col("end_time").is_not_null()
         )
-        .select("__rid", "cluster", "end_time", node=pl.col("nodes"))
+        .select("__rid", "cluster", "end_time", __start=start, node=pl.col("nodes"))
         .explode("node")
         .drop_nulls("node")
+        .sort("end_time")
     )
-    evidence = [pl.LazyFrame(schema={"__rid": pl.UInt32, "__cause": pl.String, "__node": pl.String,
-                                     "__dist": pl.Int64, "__kind": pl.Int8})]  # fmt: skip
-    ended = ended.sort("end_time")
+    evidence = [pl.LazyFrame(schema={"__rid": pl.UInt32, "__cause": pl.String, "__domain": pl.String,
+                                     "__unk": pl.Boolean, "__node": pl.String, "__dist": pl.Int64,
+                                     "__kind": pl.Int8})]  # fmt: skip
 
-    def nearest(events: pl.LazyFrame, time_col: str, kind: int, cause: pl.Expr) -> pl.LazyFrame:
+    def nearest(events: pl.LazyFrame, kind: int, after: timedelta) -> pl.LazyFrame:
         """Per (attempt, node): the event nearest the attempt's end within the window, as two
-        as-of joins (latest before, earliest after) instead of a many-to-many join, so memory
-        stays linear in the input even on nodes with thousands of events."""
-        ev = events.select("cluster", "node", pl.col(time_col).alias("__t"), __cause=cause).sort(
-            "__t"
+        as-of joins (latest at or before the end, earliest at or after it) instead of a
+        many-to-many join, so memory stays linear in the input even on nodes with thousands
+        of events. The latest event before the end is the only candidate on that side: if
+        it precedes the attempt's start, every earlier one does too."""
+        # one event per node and time: a known cause before "unknown", then by name
+        ev = (
+            events.with_columns(__unk=pl.col("__cause") == "unknown")
+            .sort("__t", "__unk", "__cause")
+            .unique(subset=["cluster", "node", "__t"], keep="first", maintain_order=True)
         )
-        back = ended.join_asof(ev, left_on="end_time", right_on="__t", by=["cluster", "node"],
-                               strategy="backward", tolerance=before, check_sortedness=False)  # fmt: skip
-        fwd = ended.join_asof(ev, left_on="end_time", right_on="__t", by=["cluster", "node"],
-                              strategy="forward", tolerance=after, check_sortedness=False)  # fmt: skip
-        return pl.concat([back, fwd]).filter(pl.col("__t").is_not_null()).select(
-            "__rid", "__cause", __node=pl.col("node"),
-            __dist=(pl.col("__t") - pl.col("end_time")).dt.total_microseconds().abs(), __kind=pl.lit(kind, pl.Int8),
+        kw = {"left_on": "end_time", "right_on": "__t", "by": ["cluster", "node"],
+              "check_sortedness": False}  # fmt: skip
+        back = ended.join_asof(ev, strategy="backward", tolerance=before, **kw)
+        fwd = ended.join_asof(ev, strategy="forward", tolerance=after, **kw)
+        return (
+            pl.concat([back, fwd])
+            .filter(
+                pl.col("__t").is_not_null()
+                & (pl.col("__start").is_null() | (pl.col("__t") >= pl.col("__start")))
+            )
+            .select(
+                "__rid", "__cause", "__domain", "__unk", __node=pl.col("node"),
+                __dist=(pl.col("__t") - pl.col("end_time")).dt.total_microseconds().abs(),
+                __kind=pl.lit(kind, pl.Int8),
+            )
         )  # fmt: skip
 
     if he is not None:
-        crit = he.filter(pl.col("severity") == "critical")
-        evidence.append(nearest(crit, "time", 0, pl.col("component").cast(pl.String)))
+        crit = he.filter(pl.col("severity").cast(pl.String) == "critical").select(
+            "cluster", "node", __t=pl.col("time"), __cause=pl.col("component").cast(pl.String)
+        )
+        crit = crit.with_columns(
+            __domain=pl.col("__cause").replace_strict(
+                COMPONENT_DOMAIN, default="hardware", return_dtype=pl.String
+            )
+        )
+        evidence.append(nearest(crit, _HEALTH, after))
     if ns is not None:
-        down = ns.filter(pl.col("state").cast(pl.String).is_in(_OUT_OF_SERVICE))
-        evidence.append(nearest(down, "start", 1, pl.lit("unknown")))
-    # the best evidence per attempt: a health event before a bare node-state change, then nearest
+        state = pl.col("state").cast(pl.String)
+        has_reason = "reason" in ns.collect_schema().names()
+        comp, dom = _reason_class(pl.col("reason")) if has_reason else (pl.lit(None), pl.lit(None))
+        out = ns.filter(state.is_in((*_FAULT_STATES, "DRAIN"))).select(
+            "cluster", "node", __t=pl.col("start"), __state=state,
+            __cause=comp.cast(pl.String), __domain=dom.cast(pl.String),
+        )  # fmt: skip
+        fault = pl.col("__state").is_in(_FAULT_STATES) | pl.col("__domain").is_not_null()
+        faults = out.filter(fault).with_columns(
+            pl.col("__domain").fill_null("hardware"), pl.col("__cause").fill_null("unknown")
+        )
+        drains = out.filter(~fault).with_columns(
+            __domain=pl.lit("unknown"), __cause=pl.lit("unknown")
+        )
+        evidence.append(nearest(faults.drop("__state"), _FAULT, slack))
+        evidence.append(nearest(drains.drop("__state"), _DRAIN, slack))
+    # the best evidence per attempt: strongest kind first, then nearest the end, then by
+    # node name, then a known cause before "unknown" (deterministic on ties)
     best = (
         pl.concat(evidence, how="vertical_relaxed")
-        .sort("__rid", "__kind", "__dist", "__node")
+        .sort("__rid", "__kind", "__dist", "__node", "__unk", "__cause")
         .group_by("__rid", maintain_order=True)
         .first()
     )
     out = jobs.join(best, on="__rid", how="left", maintain_order="left")
-    state = pl.col("state").cast(pl.String)
-    has_health = pl.col("__kind") == 0
-    evidence_domain = pl.col("__cause").replace_strict(
-        COMPONENT_DOMAIN, default="hardware", return_dtype=pl.String
-    )
+    st = pl.col("state").cast(pl.String)
+    kind = pl.col("__kind")
+    ev_domain = pl.col("__domain")
+    exit_code = pl.col("exit_code") if "exit_code" in cols else pl.lit(None, pl.Int32)
+    app_requeue = exit_code.is_in(codes) if codes else pl.lit(False)
+    unexplained_requeue = pl.lit("admin" if states_known else "unknown")
     domain = (
-        pl.when(state.is_in(["COMPLETED", "RUNNING", "PENDING", "SUSPENDED", "RESIZING"])).then(pl.lit("none"))
-        .when(state == "PREEMPTED").then(pl.lit("preemption"))
-        .when(state.is_in(["NODE_FAIL", "BOOT_FAIL"])).then(
-            pl.when(has_health).then(evidence_domain).otherwise(pl.lit("hardware")))
-        .when(state.is_in(["FAILED", "REQUEUED", "LAUNCH_FAILED"]) & has_health).then(evidence_domain)
-        .when(state == "REQUEUED").then(pl.lit("unknown"))
+        pl.when(st.is_in(_NO_FAILURE)).then(pl.lit("none"))
+        .when(st == "PREEMPTED").then(pl.lit("preemption"))
+        .when(st.is_in(["NODE_FAIL", "BOOT_FAIL"])).then(
+            pl.when(kind.is_in([_HEALTH, _FAULT])).then(ev_domain).otherwise(pl.lit("hardware")))
+        .when(st.is_in(["FAILED", "LAUNCH_FAILED"])).then(
+            pl.when(kind.is_in([_HEALTH, _FAULT])).then(ev_domain).otherwise(pl.lit("user")))
+        .when(st == "REQUEUED").then(
+            pl.when(app_requeue.fill_null(False)).then(pl.lit("user"))
+            .when(kind.is_not_null()).then(ev_domain)
+            .otherwise(unexplained_requeue))
         .otherwise(pl.lit("user"))
     )  # fmt: skip
-    failed_by_evidence = pl.col("failure_domain").is_in(
-        ["hardware", "infrastructure", "system_software", "unknown"]
-    )
+    failing = pl.col("failure_domain").is_in(_FAILING)
+    # a culprit only where a failing domain rests on evidence on that node
+    on_node = failing & kind.is_not_null()
+    accel = pl.col("n_accelerators") if "n_accelerators" in cols else pl.lit(None, pl.UInt32)
     query = (
         out.with_columns(failure_domain=domain)
         .with_columns(
-            failure_cause=pl.when(failed_by_evidence).then(pl.col("__cause").fill_null("unknown")),
-            culprit_node=pl.when(failed_by_evidence).then(pl.col("__node")),
+            failure_cause=pl.when(on_node).then(pl.col("__cause"))
+            .when(failing).then(pl.lit("unknown")),
+            culprit_node=pl.when(on_node).then(pl.col("__node")),
+            evidence=pl.when(pl.col("failure_domain") == "none").then(pl.lit(None, pl.String))
+            .when(on_node).then(pl.when(kind == _HEALTH).then(pl.lit("health_event"))
+                                .otherwise(pl.lit("node_state")))
+            .when((st == "REQUEUED") & (pl.col("failure_domain") == "user")).then(pl.lit("exit_code"))
+            .otherwise(pl.lit("job_state")),
+            resource_class=pl.when(accel == 0).then(pl.lit("cpu_only"))
+            .when(accel > 0).then(pl.lit("accelerator")),
         )
-        .drop("__rid", "__cause", "__node", "__dist", "__kind")
-    )
+        .drop("__rid", "__cause", "__domain", "__unk", "__node", "__dist", "__kind")
+    )  # fmt: skip
     return query if lazy else query.collect()
 
 

@@ -1,0 +1,436 @@
+"""Attribution: evidence windows, Slurm's requeue semantics, CPU-only jobs.
+
+Hand-made cases check each rule against the times they are built from; a brute-force
+reference (plain Python loops over every event, no joins) checks the as-of-join machinery on
+generated jobs, health events and node-state intervals, and a metamorphic property checks that
+intervals outside an attempt never change its attribution.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
+
+from reliability import attribute_failures
+from reliability.attribution import DOMAINS
+from reliability.taxonomy import FAILURE_DOMAINS, classify_slurm_reason
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+M = timedelta(minutes=1)
+S = timedelta(seconds=1)
+
+
+def _jobs(rows: list[dict]) -> pl.DataFrame:
+    """Jobs frame: each row gives state, start, end (datetimes), nodes, and optionally
+    exit_code / n_accelerators."""
+    return pl.DataFrame(
+        {
+            "cluster": ["c"] * len(rows),
+            "job_id": [str(i) for i in range(len(rows))],
+            "attempt": [0] * len(rows),
+            "state": [r["state"] for r in rows],
+            "exit_code": [r.get("exit_code", 0) for r in rows],
+            "start_time": [r["start"] for r in rows],
+            "end_time": [r["end"] for r in rows],
+            "nodes": [r["nodes"] for r in rows],
+            "n_nodes": [len(r["nodes"]) for r in rows],
+            "n_accelerators": [r.get("gpus", 8) for r in rows],
+        },
+        schema_overrides={
+            "exit_code": pl.Int32,
+            "attempt": pl.UInt16,
+            "n_nodes": pl.UInt32,
+            "n_accelerators": pl.UInt32,
+            "start_time": pl.Datetime("us", "UTC"),
+            "end_time": pl.Datetime("us", "UTC"),
+        },
+    )
+
+
+def _health(rows: list[tuple]) -> pl.DataFrame:
+    """Health events from (node, time, component, severity[, source, code])."""
+    return pl.DataFrame(
+        {
+            "cluster": ["c"] * len(rows),
+            "node": [r[0] for r in rows],
+            "time": [r[1] for r in rows],
+            "component": [r[2] for r in rows],
+            "severity": [r[3] for r in rows],
+            "source": [r[4] if len(r) > 4 else "kernel_log" for r in rows],
+            "code": [r[5] if len(r) > 5 else "" for r in rows],
+        },
+        schema={"cluster": pl.String, "node": pl.String, "time": pl.Datetime("us", "UTC"),
+                "component": pl.String, "severity": pl.String, "source": pl.String, "code": pl.String},
+    )  # fmt: skip
+
+
+def _states(rows: list[tuple]) -> pl.DataFrame:
+    """Node-state intervals from (node, state, start, end, reason)."""
+    return pl.DataFrame(
+        {
+            "cluster": ["c"] * len(rows),
+            "node": [r[0] for r in rows],
+            "state": [r[1] for r in rows],
+            "start": [r[2] for r in rows],
+            "end": [r[3] for r in rows],
+            "reason": [r[4] for r in rows],
+        },
+        schema={"cluster": pl.String, "node": pl.String, "state": pl.String,
+                "start": pl.Datetime("us", "UTC"), "end": pl.Datetime("us", "UTC"), "reason": pl.String},
+    )  # fmt: skip
+
+
+NO_STATES = _states([])
+
+
+def _one(job: dict, health=None, states=NO_STATES, **kw) -> dict:
+    out = attribute_failures(_jobs([job]), health_events=health, node_states=states, **kw)
+    return out.select("failure_domain", "failure_cause", "culprit_node", "evidence").row(
+        0, named=True
+    )
+
+
+# -- evidence windows ----------------------------------------------------------------------
+def test_health_event_window_is_clipped_at_the_attempt_start():
+    """[max(start, end - 10 min), end + 5 min]: an event 8 min before the end of a 5-minute
+    attempt happened before it started and is not evidence; 4 min before is."""
+    end = T0 + 60 * M
+    short = {"state": "FAILED", "start": end - 5 * M, "end": end, "nodes": ["n1"]}
+    before_start = _health([("n1", end - 8 * M, "gpu_memory", "critical")])
+    inside = _health([("n1", end - 4 * M, "gpu_memory", "critical")])
+    assert _one(short, before_start)["failure_domain"] == "user"
+    assert _one(short, inside) == {"failure_domain": "hardware", "failure_cause": "gpu_memory",
+                                   "culprit_node": "n1", "evidence": "health_event"}  # fmt: skip
+    long = dict(short, start=end - 60 * M)
+    assert _one(long, before_start)["culprit_node"] == "n1"
+    # after the end: 5 min counts, 6 min does not; a warning never counts
+    assert (
+        _one(long, _health([("n1", end + 5 * M, "nvlink", "critical")]))["failure_cause"]
+        == "nvlink"
+    )
+    assert (
+        _one(long, _health([("n1", end + 6 * M, "nvlink", "critical")]))["failure_domain"] == "user"
+    )
+    assert _one(long, _health([("n1", end, "nvlink", "warning")]))["failure_domain"] == "user"
+    # an event on another node is not evidence for this attempt
+    assert _one(long, _health([("n2", end, "nvlink", "critical")]))["failure_domain"] == "user"
+
+
+def test_node_state_that_ended_before_the_attempt_is_never_its_culprit():
+    """The reported bug: a DOWN interval that ended minutes before an attempt began was named
+    as its culprit. Also an interval still open from before the start is not evidence."""
+    start, end = T0 + 20 * M, T0 + 22 * M
+    job = {"state": "NODE_FAIL", "start": start, "end": end, "nodes": ["n1", "n2"]}
+    ended_before = _states([("n1", "DOWN", start - 8 * M, start - 3 * M, "PSU failure")])
+    assert _one(job, states=ended_before) == {"failure_domain": "hardware", "failure_cause": "unknown",
+                                             "culprit_node": None, "evidence": "job_state"}  # fmt: skip
+    open_before = _states([("n1", "DOWN", start - 1 * M, None, "PSU failure")])
+    assert _one(job, states=open_before)["culprit_node"] is None
+    # the node that goes DOWN at the attempt's end is the culprit, even beside a stale one
+    at_end = _states(
+        [("n1", "DOWN", start - 8 * M, start - 3 * M, "x"), ("n2", "DOWN", end, None, "x")]
+    )
+    assert _one(job, states=at_end)["culprit_node"] == "n2"
+
+
+def test_node_state_change_after_the_end_is_not_evidence():
+    """Run 1: an admin set node07 FAIL 21-29 s after user failures on it. A state change
+    counts up to state_slack_s (5 s) after the end, not later."""
+    start, end = T0, T0 + 10 * M
+    job = {"state": "FAILED", "exit_code": 1, "start": start, "end": end, "nodes": ["n1"]}
+    late = _states([("n1", "FAIL", end + 22 * S, end + 26 * S, "scontrol FAIL test")])
+    assert _one(job, states=late)["failure_domain"] == "user"
+    at_end = _states([("n1", "DOWN", end + 2 * S, None, "kernel panic")])
+    assert _one(job, states=at_end) == {"failure_domain": "hardware", "failure_cause": "unknown",
+                                        "culprit_node": "n1", "evidence": "node_state"}  # fmt: skip
+    assert _one(job, states=late, state_slack_s=30)["culprit_node"] == "n1"
+
+
+def test_failed_with_a_plain_drain_is_user():
+    """DRAIN does not kill jobs: without a health event it does not explain a FAILED attempt."""
+    job = {"state": "FAILED", "exit_code": 2, "start": T0, "end": T0 + M, "nodes": ["n1"]}
+    assert (
+        _one(job, states=_states([("n1", "DRAIN", T0 + M, None, "rack move")]))["failure_domain"]
+        == "user"
+    )
+
+
+def test_health_event_beats_node_state_and_nearest_wins():
+    end = T0 + 60 * M
+    job = {"state": "NODE_FAIL", "start": T0, "end": end, "nodes": ["n1", "n2", "n3"]}
+    he = _health(
+        [("n3", end - 3 * M, "ib_link", "critical"), ("n2", end - 1 * M, "gpu", "critical")]
+    )
+    ns = _states([("n1", "DOWN", end, None, "x")])
+    assert _one(job, he, ns)[("culprit_node")] == "n2"
+    assert _one(job, he, ns)["failure_cause"] == "gpu"
+    assert _one(job, None, ns)["culprit_node"] == "n1"
+
+
+# -- Slurm semantics -------------------------------------------------------------------------
+REQ = {"state": "REQUEUED", "start": T0, "end": T0 + 5 * M, "nodes": ["n1"]}
+
+
+def test_admin_requeue_is_admin_when_node_history_is_known():
+    """scontrol requeue: REQUEUED, exit 0, the node stays in service."""
+    assert _one(REQ) == {"failure_domain": "admin", "failure_cause": None, "culprit_node": None,
+                         "evidence": "job_state"}  # fmt: skip
+    # without node-state history the requeue cannot be told from a health-check one
+    assert _one(REQ, states=None) == {"failure_domain": "unknown", "failure_cause": "unknown",
+                                      "culprit_node": None, "evidence": "job_state"}  # fmt: skip
+
+
+def test_requeue_exit_codes_are_the_users():
+    """RequeueExit / RequeueExitHold: the application asked to be requeued."""
+    job = dict(REQ, exit_code=99)
+    assert _one(job)["failure_domain"] == "admin"  # Slurm's default: no RequeueExit codes
+    assert _one(job, requeue_exit_codes=[99, 100]) == {
+        "failure_domain": "user", "failure_cause": None, "culprit_node": None, "evidence": "exit_code",
+    }  # fmt: skip
+    # a node set DOWN at the requeue does not override the application's own request...
+    down = _states([("n1", "DOWN", job["end"], None, "x")])
+    assert _one(job, states=down, requeue_exit_codes=[99])["failure_domain"] == "user"
+    # ...nor does a critical health event: the requeue was the application's decision
+    he = _health([("n1", job["end"] - M, "gpu", "critical")])
+    assert _one(job, he, requeue_exit_codes=[99])["failure_domain"] == "user"
+    assert _one(job, he)["culprit_node"] == "n1"  # without the code: a health-check requeue
+
+
+def test_health_check_and_prolog_requeues_are_the_nodes():
+    end = REQ["end"]
+    drain = _states([("n1", "DRAIN", end, None, "NHC: check_fs_mount failed")])
+    assert _one(REQ, states=drain) == {"failure_domain": "unknown", "failure_cause": "unknown",
+                                       "culprit_node": "n1", "evidence": "node_state"}  # fmt: skip
+    prolog = _states([("n1", "DRAIN", end, end + 6 * S, "Prolog error")])
+    assert _one(REQ, states=prolog) == {"failure_domain": "system_software", "failure_cause": "software",
+                                        "culprit_node": "n1", "evidence": "node_state"}  # fmt: skip
+    he = _health([("n1", end, "gpu_memory", "critical", "health_check", "ecc")])
+    assert _one(REQ, he, drain)["failure_domain"] == "hardware"
+
+
+def test_epilog_error_on_failed_attempt_is_the_nodes():
+    job = {"state": "FAILED", "exit_code": 1, "start": T0, "end": T0 + M, "nodes": ["n1"]}
+    ns = _states([("n1", "DRAIN", T0 + M + S, None, "Epilog error")])
+    assert _one(job, states=ns)["failure_domain"] == "system_software"
+    assert _one(job, states=ns)["culprit_node"] == "n1"
+
+
+def test_drain_reason_signal_is_evidence_of_its_component():
+    """A drain reason like 'GPU ECC errors <xid 79> on gpu:1' becomes a health event
+    (source slurm, code 79, component gpu, critical): attribution names the component and the
+    node, even when the drain comes a minute after the crash."""
+    end = T0 + 30 * M
+    job = {"state": "FAILED", "exit_code": 1, "start": T0, "end": end, "nodes": ["n7", "n8"]}
+    he = _health([("n8", end + M, "gpu", "critical", "slurm", "79")])
+    ns = _states([("n8", "DRAIN", end + M, None, "GPU ECC errors <xid 79> on gpu:1")])
+    assert _one(job, he, ns) == {"failure_domain": "hardware", "failure_cause": "gpu",
+                                 "culprit_node": "n8", "evidence": "health_event"}  # fmt: skip
+
+
+def test_preempted_resizing_and_other_states():
+    base = {"start": T0, "end": T0 + M, "nodes": ["n1"]}
+    down = _states([("n1", "DOWN", T0 + M, None, "x")])
+    for state, want in [("PREEMPTED", "preemption"), ("RESIZING", "none"), ("COMPLETED", "none"),
+                        ("TIMEOUT", "user"), ("CANCELLED", "user"), ("OUT_OF_MEMORY", "user")]:  # fmt: skip
+        got = _one(dict(base, state=state), states=down)
+        assert got["failure_domain"] == want, state
+        assert got["culprit_node"] is None, state
+
+
+def test_cpu_only_jobs_are_their_own_class():
+    jobs = _jobs([
+        {"state": "NODE_FAIL", "start": T0, "end": T0 + M, "nodes": ["n1"], "gpus": 0},
+        {"state": "NODE_FAIL", "start": T0, "end": T0 + M, "nodes": ["n2"], "gpus": 1},
+        {"state": "COMPLETED", "start": T0, "end": T0 + M, "nodes": ["n3"], "gpus": 8},
+    ])  # fmt: skip
+    out = attribute_failures(jobs, health_events=None, node_states=NO_STATES)
+    assert out["resource_class"].to_list() == ["cpu_only", "accelerator", "accelerator"]
+    assert out["n_accelerators"].to_list() == [0, 1, 8]  # never coerced
+
+
+def test_parameters_are_checked():
+    with pytest.raises(ValueError, match="requeue_exit_codes"):
+        attribute_failures(_jobs([REQ]), requeue_exit_codes=[256])
+    with pytest.raises(ValueError, match="requeue_exit_codes"):
+        attribute_failures(_jobs([REQ]), requeue_exit_codes=["99"])
+    with pytest.raises(ValueError, match="before_min"):
+        attribute_failures(_jobs([REQ]), before_min=-1)
+
+
+def test_domains_and_slurm_reasons():
+    assert set(DOMAINS) == set(FAILURE_DOMAINS) >= {"admin", "user", "hardware", "none"}
+    assert classify_slurm_reason("Prolog error").domain == "software"
+    assert classify_slurm_reason("Kill task failed").component == "software"
+    assert (
+        classify_slurm_reason(
+            "Low RealMemory (reported:2000 < 100.00% of configured:4000)"
+        ).component
+        == "dimm"
+    )
+    for free_text in ("Not responding", "PSU failure (test)", "", None, "my prolog error note"):
+        assert classify_slurm_reason(free_text) is None
+
+
+# -- brute-force reference and properties ---------------------------------------------------
+FAULT = ("DOWN", "FAIL", "REPAIR")
+
+
+def _reference(jobs, he, ns, before_min=10.0, after_min=5.0, slack_s=5.0, codes=()):
+    """The documented rules as plain loops over every event (no joins): (domain, culprit)."""
+    before, after, slack = (
+        timedelta(minutes=before_min),
+        timedelta(minutes=after_min),
+        timedelta(seconds=slack_s),
+    )
+    out = []
+    for j in jobs.iter_rows(named=True):
+        state, start, end = j["state"], j["start_time"], j["end_time"]
+        cands = []
+        if (
+            state in ("FAILED", "NODE_FAIL", "REQUEUED", "BOOT_FAIL", "LAUNCH_FAILED")
+            and end is not None
+        ):
+            lo = end - before if start is None else max(start, end - before)
+            for e in he.iter_rows(named=True):
+                if (
+                    e["node"] in j["nodes"]
+                    and e["severity"] == "critical"
+                    and lo <= e["time"] <= end + after
+                ):
+                    comp = e["component"]
+                    dom = {
+                        "filesystem": "infrastructure",
+                        "software": "system_software",
+                        "unknown": "unknown",
+                    }.get(comp, "hardware")
+                    cands.append((0, abs(e["time"] - end), e["node"], comp == "unknown", comp, dom))
+            for s in ns.iter_rows(named=True):
+                if (
+                    s["node"] in j["nodes"]
+                    and s["state"] in (*FAULT, "DRAIN")
+                    and lo <= s["start"] <= end + slack
+                ):
+                    c = classify_slurm_reason(s["reason"])
+                    kind = 1 if s["state"] in FAULT or c else 2
+                    dom = (
+                        {"software": "system_software"}.get(c.domain, c.domain)
+                        if c
+                        else ("hardware" if kind == 1 else "unknown")
+                    )
+                    comp = c.component if c else "unknown"
+                    cands.append(
+                        (kind, abs(s["start"] - end), s["node"], comp == "unknown", comp, dom)
+                    )
+        best = min(cands) if cands else None
+        kind = best[0] if best else None
+        if state in ("COMPLETED", "RUNNING", "PENDING", "SUSPENDED", "RESIZING"):
+            dom = "none"
+        elif state == "PREEMPTED":
+            dom = "preemption"
+        elif state in ("NODE_FAIL", "BOOT_FAIL"):
+            dom = best[5] if kind in (0, 1) else "hardware"
+        elif state in ("FAILED", "LAUNCH_FAILED"):
+            dom = best[5] if kind in (0, 1) else "user"
+        elif state == "REQUEUED":
+            dom = "user" if j["exit_code"] in codes else (best[5] if best else "admin")
+        else:
+            dom = "user"
+        failing = dom in ("hardware", "infrastructure", "system_software", "unknown")
+        out.append((dom, best[2] if failing and best else None))
+    return out  # fmt: skip
+
+
+def _random_case(rng: np.random.Generator, n_jobs: int, n_nodes: int, n_events: int):
+    nodes = [f"n{i}" for i in range(n_nodes)]
+    states = ["FAILED", "NODE_FAIL", "REQUEUED", "COMPLETED", "PREEMPTED", "TIMEOUT"]
+    rows = []
+    for _ in range(n_jobs):
+        start = T0 + int(rng.integers(0, 600)) * M
+        end = start + int(rng.integers(0, 40 * 60)) * S
+        k = int(rng.integers(1, min(3, n_nodes) + 1))
+        rows.append({"state": states[rng.integers(len(states))], "start": start, "end": end,
+                     "nodes": list(rng.choice(nodes, k, replace=False)),
+                     "exit_code": int(rng.choice([0, 1, 99]))})  # fmt: skip
+    jobs = _jobs(rows)
+
+    # events land on the minute grid or a few seconds off it, so windows' edges are hit
+    def t():
+        return T0 + int(rng.integers(-30, 680)) * M + int(rng.choice([0, 0, 1, 4, 5, 6, 30])) * S
+
+    he = _health([(nodes[rng.integers(n_nodes)], t(), str(rng.choice(["gpu", "filesystem", "software", "unknown"])),
+                   str(rng.choice(["critical", "warning"]))) for _ in range(n_events)])  # fmt: skip
+    ns_rows = []
+    for _ in range(n_events):
+        s = t()
+        e = None if rng.random() < 0.3 else s + int(rng.integers(0, 120)) * M
+        ns_rows.append((nodes[rng.integers(n_nodes)], str(rng.choice(["DOWN", "DRAIN", "FAIL", "MAINT"])), s, e,
+                        str(rng.choice(["Prolog error", "kernel panic", "Not responding", "Kill task failed"]))))  # fmt: skip
+    return jobs, he, _states(ns_rows)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_matches_brute_force_reference(seed):
+    rng = np.random.default_rng(seed)
+    jobs, he, ns = _random_case(rng, n_jobs=150, n_nodes=6, n_events=120)
+    got = attribute_failures(jobs, health_events=he, node_states=ns, requeue_exit_codes=[99])
+    want = _reference(jobs, he, ns, codes=(99,))
+    assert list(zip(got["failure_domain"], got["culprit_node"], strict=True)) == want
+    lazy = attribute_failures(
+        jobs, health_events=he, node_states=ns, requeue_exit_codes=[99], lazy=True
+    )
+    assert_frame_equal(lazy.collect(), got)
+
+
+def _outside(job: dict, rng: np.random.Generator) -> tuple[list, list]:
+    """Evidence on the job's own nodes that lies outside its windows: intervals that ended
+    before it started or began before its start, changes after end + slack, health events
+    before its start or after end + 5 min."""
+    start, end, node = job["start"], job["end"], job["nodes"][0]
+    gap = timedelta(seconds=int(rng.integers(1, 3600)))
+    states = [(node, "DOWN", start - gap - M, start - gap, "x"), (node, "DRAIN", start - gap, None, "Prolog error"),
+              (node, "FAIL", end + 6 * S + gap, None, "x")]  # fmt: skip
+    health = [(node, start - gap, "gpu", "critical"), (node, end + 5 * M + gap, "gpu", "critical")]
+    return states, health
+
+
+@settings(
+    max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 12))
+def test_no_culprit_from_outside_the_attempt(seed, n):
+    """Adding evidence outside every attempt's windows never changes the attribution, and
+    every culprit is one of the attempt's own nodes."""
+    rng = np.random.default_rng(seed)
+    jobs, he, ns = _random_case(rng, n_jobs=n, n_nodes=4, n_events=int(rng.integers(0, 10)))
+    base = attribute_failures(jobs, health_events=he, node_states=ns)
+    extra_s, extra_h = [], []
+    for row in jobs.iter_rows(named=True):
+        if row["state"] in ("FAILED", "NODE_FAIL", "REQUEUED"):
+            s, h = _outside(
+                {"start": row["start_time"], "end": row["end_time"], "nodes": row["nodes"]}, rng
+            )
+            extra_s += s
+            extra_h += h
+
+    # only evidence that is outside every attempt on that node (others may legitimately see it)
+    def outside_all(node, t, lo_pad, hi_pad):
+        for r in jobs.filter(pl.col("nodes").list.contains(node)).iter_rows(named=True):
+            if max(r["start_time"], r["end_time"] - lo_pad) <= t <= r["end_time"] + hi_pad:
+                return False
+        return True
+
+    extra_s = [x for x in extra_s if outside_all(x[0], x[2], 10 * M, 5 * S)]
+    extra_h = [x for x in extra_h if outside_all(x[0], x[1], 10 * M, 5 * M)]
+    more = attribute_failures(
+        jobs, health_events=pl.concat([he, _health(extra_h)]) if extra_h else he,
+        node_states=pl.concat([ns, _states(extra_s)]) if extra_s else ns,
+    )  # fmt: skip
+    assert_frame_equal(more, base)
+    for nodes, culprit in zip(base["nodes"], base["culprit_node"], strict=True):
+        assert culprit is None or culprit in nodes

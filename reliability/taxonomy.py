@@ -23,19 +23,19 @@ from reliability import schema
 
 __all__ = [
     "DCGM_FIELDS",
-    "FAILURE_DOMAINS",
-    "SLURM_NODE_REASONS",
+    "REASON_SYMPTOMS",
     "SXID",
     "TAXONOMY_VERSION",
     "XID",
     "Classification",
-    "classify_slurm_reason",
+    "ReasonSignal",
     "classify_sxid",
     "classify_xid",
+    "reason_signals",
     "xid_table",
 ]
 
-TAXONOMY_VERSION = "2026.11.1"
+TAXONOMY_VERSION = "2026.11.2"  # + reason signals (node-state reasons -> health events)
 
 
 @dataclass(frozen=True)
@@ -162,48 +162,95 @@ def xid_table() -> pl.DataFrame:
     )
 
 
-#: Failure domains of a job attempt (the ``failure_domain`` column of
-#: :func:`reliability.attribute_failures`), with what each one means.
-FAILURE_DOMAINS: dict[str, str] = {
-    "none": "completed, or still running / pending / being resized",
-    "user": "ended by the job itself: a non-zero exit, timeout, out of memory, cancellation, "
-    "or a requeue the application asked for through a RequeueExit / RequeueExitHold code",
-    "admin": "requeued by an explicit command (scontrol requeue / requeuehold) with no node "
-    "failing under it: not a failure of the job or of the cluster",
-    "system_software": "node software: Slurm prolog / epilog failures, unkillable processes, "
-    "driver and firmware faults",
-    "hardware": "a node or one of its components failed under the attempt",
-    "infrastructure": "a shared service (filesystem) failed",
-    "preemption": "preempted by a higher-priority job",
-    "unknown": "a failure with evidence on a node whose cause is not known (e.g. a health "
-    "check drained the node without naming a component)",
-}
-
-_R = Classification
-#: Reasons Slurm itself sets when it takes a node out of service (``Reason=`` of ``scontrol
-#: show node``, ``sacctmgr show event``), as anchored case-insensitive patterns. Free-text
-#: reasons written by operators are not guessed at here (the node-state readers turn the
-#: signals in them, e.g. ``xid 79``, into health events). ``Not responding`` is left out on
-#: purpose: it says the node stopped answering, not why.
-SLURM_NODE_REASONS: tuple[tuple[str, Classification], ...] = (
-    (r"^\s*prolog (error|failure)", _R("software", "software", "critical", "Slurm prolog failed on the node")),
-    (r"^\s*epilog (error|failure)", _R("software", "software", "critical", "Slurm epilog failed on the node")),
-    (r"^\s*kill task failed", _R("software", "software", "critical", "processes of a job could not be killed (UnkillableStepTimeout)")),
-    (r"^\s*batch job complete failure", _R("software", "software", "critical", "slurmd could not complete the batch job")),
-    (r"^\s*slurmdspooldir is full", _R("disk", "software", "critical", "the node's spool directory is full")),
-    (r"^\s*node unexpectedly rebooted", _R("machine", "hardware", "critical", "the node rebooted under its jobs")),
-    (r"^\s*low realmemory", _R("dimm", "hardware", "critical", "the node reports less memory than configured")),
-    (r"^\s*low (cpus|socket)", _R("cpu", "hardware", "critical", "the node reports fewer CPUs than configured")),
-    (r"^\s*gres/gpu count reported lower", _R("gpu", "hardware", "critical", "the node reports fewer GPUs than configured")),
-)  # fmt: skip
+#: Symptom codes for hardware signals named in a node-state reason without an Xid number
+#: (``GPU ECC errors``, ``NVLink down``); see :func:`reason_signals`.
+REASON_SYMPTOMS: dict[str, Classification] = {
+    "ecc": _C("gpu_memory", "hardware", "critical", "GPU ECC errors named in a drain reason (type not given)"),
+    "ecc_uncorrectable": _C("gpu_memory", "hardware", "critical", "uncorrectable (double-bit) GPU ECC errors named in a drain reason"),
+    "ecc_correctable": _C("gpu_memory", "hardware", "warning", "correctable (single-bit) GPU ECC errors named in a drain reason"),
+    "nvlink": _C("nvlink", "hardware", "critical", "NVLink fault named in a drain reason"),
+}  # fmt: skip
 
 
-def classify_slurm_reason(reason: str | None) -> Classification | None:
-    """Classification of a node-state reason that Slurm itself sets (``Prolog error``,
-    ``Kill task failed``...), or None for any other reason (operators' free text)."""
+@dataclass(frozen=True)
+class ReasonSignal:
+    """A hardware signal found in a node-state reason: the code (an Xid number such as
+    ``79``, ``SXid20034``, or a :data:`REASON_SYMPTOMS` key), its classification, and the
+    device the reason names (``gpu:1``, a PCI bus id ``0000:3b:00``), if any."""
+
+    code: str
+    classification: Classification
+    device: str | None
+
+
+_NOT_LETTER = r"(?<![A-Za-z])"
+_XID_IN_REASON = re.compile(_NOT_LETTER + r"xid\s*[:=#]?\s*(\d{1,5})(?!\d)", re.IGNORECASE)
+_SXID_IN_REASON = re.compile(_NOT_LETTER + r"sxid\s*[:=#]?\s*(\d{1,5})(?!\d)", re.IGNORECASE)
+_OFF_THE_BUS = re.compile(r"\b(fell|fallen|falling|dropped)\s+off\s+the\s+bus\b", re.IGNORECASE)
+_ECC = re.compile(_NOT_LETTER + r"ecc(?![A-Za-z])", re.IGNORECASE)
+_ECC_UNCORRECTABLE = re.compile(
+    _NOT_LETTER + r"(dbe|double[\s-]*bit|uncorrect(able|ed)|non[\s-]*correctable)(?![A-Za-z])",
+    re.IGNORECASE,
+)
+_ECC_CORRECTABLE = re.compile(
+    _NOT_LETTER + r"(sbe|single[\s-]*bit|correct(able|ed))(?![A-Za-z])", re.IGNORECASE
+)
+_NVLINK = re.compile(_NOT_LETTER + r"nv[\s-]?link(?![A-Za-z])", re.IGNORECASE)
+_GPU_DEVICE = re.compile(_NOT_LETTER + r"gpu\s*[:#]?\s*(\d{1,3})(?!\d)", re.IGNORECASE)
+_BUS_ID = re.compile(
+    r"(?<![0-9A-Fa-f:])([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2})(?:\.\d)?(?![0-9A-Fa-f:])"
+)
+
+
+def reason_signals(reason: str | None) -> list[ReasonSignal]:
+    """Hardware signals named in a Slurm node-state reason (``Reason=`` of ``scontrol show
+    node``, ``sacctmgr show event``, ``sinfo -R``), read conservatively.
+
+    - ``Xid N`` / ``xid N`` / ``XID:N`` / ``<xid 79>``: the Xid, classified by :data:`XID`;
+      several different Xids give several signals;
+    - ``SXid N``: the NVSwitch SXid (a drain for it is treated as fatal);
+    - "fell / fallen off the bus" without an Xid: Xid 79;
+    - without an Xid: ``ECC`` (uncorrectable / double-bit / DBE, correctable / single-bit /
+      SBE, else type not given) and ``NVLink`` give the :data:`REASON_SYMPTOMS` codes.
+
+    The device is ``gpu:N`` when the reason names a GPU index (``gpu:1``, ``GPU 1``,
+    ``gpu1``), else a PCI bus id when it names one. Other reasons (``Not responding``,
+    ``Kill task failed``, free text) give no signal: see :func:`classify_slurm_reason`.
+    """
     if not reason:
-        return None
-    for pattern, c in SLURM_NODE_REASONS:
-        if re.match(pattern, reason, flags=re.IGNORECASE):
-            return c
-    return None
+        return []
+    text = str(reason)
+    m = _GPU_DEVICE.search(text)
+    if m:
+        device: str | None = f"gpu:{int(m.group(1))}"
+    else:
+        b = _BUS_ID.search(text)
+        device = b.group(1).lower() if b else None
+    out: list[ReasonSignal] = []
+    seen: set[str] = set()
+    for code in _SXID_IN_REASON.findall(text):
+        key = f"SXid{int(code)}"
+        if key not in seen:
+            seen.add(key)
+            out.append(ReasonSignal(key, classify_sxid(code, fatal=True), device))
+    no_sxid = _SXID_IN_REASON.sub(" ", text)
+    for code in _XID_IN_REASON.findall(no_sxid):
+        key = str(int(code))
+        if key not in seen:
+            seen.add(key)
+            out.append(ReasonSignal(key, classify_xid(key), device))
+    if out:
+        return out
+    if _OFF_THE_BUS.search(text):
+        return [ReasonSignal("79", classify_xid(79), device)]
+    if _ECC.search(text):
+        if _ECC_UNCORRECTABLE.search(text):
+            key = "ecc_uncorrectable"
+        elif _ECC_CORRECTABLE.search(text):
+            key = "ecc_correctable"
+        else:
+            key = "ecc"
+        out.append(ReasonSignal(key, REASON_SYMPTOMS[key], device))
+    if _NVLINK.search(text):
+        out.append(ReasonSignal("nvlink", REASON_SYMPTOMS["nvlink"], device))
+    return out

@@ -20,7 +20,8 @@ from pathlib import Path
 
 from reliability.errors import IngestError
 from reliability.ingest import hostlist
-from reliability.ingest._common import ReadResult, read_bytes
+from reliability.ingest._common import ReadResult, decode_text, read_bytes
+from reliability.ingest._slurm_text import identify, refusal
 from reliability.ingest.dcgm import read_dcgm
 from reliability.ingest.health import read_health
 from reliability.ingest.kernel_log import read_kernel_log
@@ -51,15 +52,20 @@ __all__ = [
 
 
 def read_node_snapshot(path: str | Path, *, cluster: str, tz: str | None = None) -> ReadResult:
-    """Read ``scontrol show node`` or ``sinfo -R`` output, whichever the file holds."""
-    head = read_bytes(path)[:65536].decode("utf-8", errors="replace")
-    if "NodeName=" in head:
+    """Read ``scontrol show node`` or ``sinfo -R`` output, whichever the file holds.
+
+    Any other Slurm output (``sinfo -N -l``, plain ``sinfo``, ``sacctmgr`` tables, YAML...) is
+    refused with what the file is and the accepted forms.
+    """
+    data, _ = decode_text(read_bytes(path))
+    fmt = identify(data[:65536].decode("utf-8", errors="replace"))
+    if fmt == "scontrol_node":
         return read_scontrol_nodes(path, cluster=cluster, tz=tz)
-    if "REASON" in head and "NODELIST" in head:
+    if fmt == "sinfo_reasons":
         return read_sinfo_reasons(path, cluster=cluster, tz=tz)
-    raise IngestError(
-        str(path), "unknown format: neither scontrol show node (NodeName=) nor sinfo -R"
-    )
+    if not data.strip():
+        raise IngestError(str(path), "empty file")
+    raise IngestError(str(path), refusal(fmt, "nodes"), line=1)
 
 
 #: CLI kind -> reader.

@@ -2,18 +2,31 @@
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import io
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import polars as pl
 
 from reliability import schema
 from reliability.errors import IngestError, ReliabilityError
+from reliability.ingest._bounds import TIME_MAX, TIME_MIN
 
-__all__ = ["NULL_SENTINELS", "ReadResult", "quarantine_frame", "read_bytes", "read_lines"]
+__all__ = [
+    "NULL_SENTINELS",
+    "ReadResult",
+    "check_name_option",
+    "check_time_option",
+    "check_zone",
+    "decode_text",
+    "quarantine_frame",
+    "read_bytes",
+    "read_lines",
+]
 
 #: Strings that Slurm and friends print for "no value".
 NULL_SENTINELS = ("", "Unknown", "None", "None assigned", "(null)", "N/A", "n/a")
@@ -119,15 +132,110 @@ def read_bytes(path: str | Path) -> bytes:
     return data
 
 
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+
+
+def _looks_utf16(data: bytes) -> str | None:
+    """``utf-16-le``/``-be`` for BOM-less UTF-16 text (mostly ASCII: every other byte NUL)."""
+    head = data[:4096]
+    if len(head) < 4 or len(data) % 2:
+        return None
+    even, odd = head[0::2], head[1::2]
+    if odd.count(0) >= 0.9 * len(odd) and even.count(0) <= 0.1 * len(even):
+        return "utf-16-le"
+    if even.count(0) >= 0.9 * len(even) and odd.count(0) <= 0.1 * len(odd):
+        return "utf-16-be"
+    return None
+
+
+def decode_text(data: bytes) -> tuple[bytes, list[str]]:
+    """Re-encode UTF-16/UTF-32 input (with a byte-order mark, or BOM-less UTF-16) as UTF-8
+    and drop a UTF-8 byte-order mark; other input is returned unchanged.
+
+    Returns the bytes and notes about what was done (empty for plain UTF-8).
+    """
+    for bom, codec in _BOMS:
+        if data.startswith(bom):
+            if codec == "utf-8":
+                return data[len(bom) :], []
+            text = data[len(bom) :].decode(codec, errors="replace")
+            return text.encode("utf-8"), [f"input is {codec.upper()} (byte-order mark): decoded"]
+    codec = _looks_utf16(data)
+    if codec is not None:
+        text = data.decode(codec, errors="replace")
+        return text.encode("utf-8"), [
+            f"input looks like {codec.upper()} without a byte-order mark: decoded"
+        ]
+    return data, []
+
+
+def check_zone(src: str, tz: str | None, option: str = "tz") -> ZoneInfo | None:
+    """The zone named by the ``tz`` option, or :class:`IngestError` naming the option.
+
+    The name must be known to both Python's zoneinfo and polars (which bundles its own
+    database), so that every reader can use it.
+    """
+    if tz is None:
+        return None
+    if not isinstance(tz, str) or not tz.strip():
+        raise IngestError(src, f"option {option}= must be an IANA time zone name, got {tz!r}")
+    try:
+        zone = ZoneInfo(tz)
+        pl.Series([None], dtype=pl.Datetime("us")).dt.replace_time_zone(tz)
+    except (ZoneInfoNotFoundError, ValueError, OSError, pl.exceptions.PolarsError):
+        raise IngestError(
+            src,
+            f"unknown time zone {tz!r} (option {option}=): use an IANA name such as 'UTC', "
+            "'Europe/Berlin' or 'America/New_York'",
+        ) from None
+    return zone
+
+
+def check_time_option(src: str, value: object, option: str) -> datetime | None:
+    """Validate a UTC-aware datetime option (``boot_time``, ``scraped_at``): aware, and within
+    the sane bounds of :mod:`reliability.ingest._bounds`; :class:`IngestError` names the option."""
+    if value is None:
+        return None
+    if not isinstance(value, datetime):
+        raise IngestError(src, f"option {option}= must be a datetime, got {type(value).__name__}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise IngestError(
+            src, f"option {option}= must be timezone-aware (e.g. 2025-03-01T08:00:00Z), got {value}"
+        )
+    if not TIME_MIN <= value <= TIME_MAX:
+        raise IngestError(
+            src, f"option {option}={value.isoformat()} is outside {TIME_MIN.year}-{TIME_MAX.year}"
+        )
+    return value
+
+
+def check_name_option(src: str, value: object, option: str) -> str | None:
+    """Validate a name option (``cluster``, ``node``): a non-empty string without newlines."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip() or any(c in value for c in "\n\r\0"):
+        raise IngestError(src, f"option {option}= must be a non-empty name, got {value!r}")
+    return value
+
+
 def read_lines(path: str | Path, data: bytes | None = None) -> tuple[pl.DataFrame, list[str]]:
     """Split an input into physical lines, fast and without losing any.
+
+    UTF-16 / UTF-32 input (with a byte-order mark, or BOM-less UTF-16) is decoded first and a
+    UTF-8 byte-order mark is dropped (:func:`decode_text`).
 
     Returns a frame ``line_no`` (1-based, i64), ``line`` (str; blank lines are ``""``;
     invalid UTF-8 replaced by U+FFFD) and notes about the decoding.
     """
     if data is None:
         data = read_bytes(path)
-    notes: list[str] = []
+    data, notes = decode_text(data)
     if b"\x1f" in data or b"\x00" in data:
         # control bytes that polars' splitter would treat specially: decode in Python instead
         text = data.decode("utf-8", errors="replace").replace("\x00", "\ufffd")

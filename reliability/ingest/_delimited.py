@@ -3,9 +3,11 @@
 Slurm does no escaping: a ``|`` inside a job name or a drain reason adds a column, and a
 newline inside a job name splits a record over several physical lines. Records with the
 expected number of separators are split in bulk (polars, no Python loop); the few others are
-repaired here: consecutive short lines are rejoined, and extra separators are assigned to the
-free-text fields in the one way that leaves every other field well formed. A record that
-cannot be repaired unambiguously is quarantined with the reason.
+repaired here: consecutive short lines are rejoined (never a line that has separators enough
+to be a record of its own, and only when the joined lines form a well-formed record: else
+the first line alone is quarantined and the next ones are read again), and extra separators
+are assigned to the free-text fields in the one way that leaves every other field well
+formed. A record that cannot be repaired unambiguously is quarantined with the reason.
 """
 
 from __future__ import annotations
@@ -109,6 +111,30 @@ def _merge_extra(
     return None, f"ambiguous '|' inside free-text fields ({names}): cannot split unambiguously"
 
 
+def _repair(
+    raw: str,
+    fields: Sequence[str],
+    text_fields: Sequence[str],
+    patterns: Mapping[str, re.Pattern[str]],
+    trailing: bool,
+) -> tuple[list[str] | None, str]:
+    """Values of one (possibly rejoined) record, or (None, reason)."""
+    n = len(fields)
+    parts = raw.split("|")
+    if trailing:
+        if parts and parts[-1] == "":
+            parts = parts[:-1]
+        else:
+            return None, "line does not end with '|' as --parsable output does"
+    if len(parts) < n:
+        return None, f"{len(parts)} fields, expected {n}: truncated or malformed record"
+    if len(parts) == n:
+        if _valid(parts, fields, patterns):
+            return parts, ""
+        return None, "rejoined lines do not form a well-formed record"
+    return _merge_extra(parts, fields, text_fields, patterns)
+
+
 def split_delimited(
     lines: pl.DataFrame,
     fields: Sequence[str],
@@ -152,43 +178,31 @@ def split_delimited(
     while i < len(bad):
         line_no, text, k = bad[i]
         chunk, total, j = [text], k, i
-        while total < expected and j + 1 < len(bad) and bad[j + 1][0] == bad[j][0] + 1:
+        # rejoin a record split by newlines: only lines that are too short to be a record
+        # of their own (a line with enough separators starts a record and is never absorbed)
+        while (
+            total < expected
+            and j + 1 < len(bad)
+            and bad[j + 1][0] == bad[j][0] + 1
+            and bad[j + 1][2] < expected
+        ):
             j += 1
             chunk.append(bad[j][1])
             total += bad[j][2]
-        raw = "\n".join(chunk)
-        i = j + 1
-        parts = raw.split("|")
-        if trailing:
-            if parts and parts[-1] == "":
-                parts = parts[:-1]
-            else:
-                bad_no.append(line_no)
-                bad_raw.append(raw)
-                bad_reason.append("line does not end with '|' as --parsable output does")
-                continue
-        if len(parts) < n:
-            bad_no.append(line_no)
-            bad_raw.append(raw)
-            bad_reason.append(f"{len(parts)} fields, expected {n}: truncated or malformed record")
-            continue
-        if len(parts) == n:
-            values: list[str] | None = parts
-            reason = (
-                ""
-                if _valid(parts, fields, patterns)
-                else ("rejoined lines do not form a well-formed record")
-            )
-            if reason:
-                values = None
-        else:
-            values, reason = _merge_extra(parts, fields, text_fields, patterns)
+        values, reason = _repair("\n".join(chunk), fields, text_fields, patterns, trailing)
+        if values is None and j > i:
+            # the joined lines do not form a record: the first line alone is bad, and the
+            # lines after it are read again on their own (one bad line never takes others)
+            values, reason = _repair(text, fields, text_fields, patterns, trailing)
+            j = i
+        raw = "\n".join(chunk[: j - i + 1])
         if values is None:
             bad_no.append(line_no)
             bad_raw.append(raw)
             bad_reason.append(reason)
         else:
             rep_rows.append([line_no, raw, *values])
+        i = j + 1
     if rep_rows:
         rep = pl.DataFrame(
             rep_rows,

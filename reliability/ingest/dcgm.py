@@ -11,6 +11,18 @@ A file holds one or more scrapes of one or more hosts. Events are emitted for
   the scrape: the message says so). Newer exporters put the code in an ``err_code`` label;
 - ``DCGM_EXP_XID_ERRORS_COUNT`` (label ``xid``): an event when the windowed count rises.
 
+Values that are not readings never make events (issue 16, "phantom events"):
+
+- a non-finite value (``NaN``, ``+Inf``, ``-Inf``) is quarantined with the reason;
+- a negative error counter or Xid value is quarantined (a counter never goes below zero; a
+  reset shows as a smaller non-negative value);
+- a series that appears twice in one scrape (same host, metric, labels and time) is
+  quarantined: repeats with the same value as "exact duplicate of line N", and every copy
+  when the values differ (which one is real is unknown); the series keeps its earlier
+  baseline;
+- a sample or ``# scraped_at`` time that cannot be read or lies outside 1990-2200
+  quarantines the samples it times.
+
 Scrape times: the sample's own timestamp if present; else the last ``# scraped_at <ISO-8601>``
 comment line above it (``{ echo "# scraped_at $(date -Is)"; curl -s host:9400/metrics; }``
 appends one); else ``scraped_at=``; else the file's modification time (noted).
@@ -21,7 +33,9 @@ line is quarantined with its line number instead of failing the file.
 
 from __future__ import annotations
 
+import math
 import re
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -30,7 +44,14 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from reliability import schema, taxonomy
 from reliability.errors import IngestError
-from reliability.ingest._common import ReadResult, quarantine_frame, read_lines
+from reliability.ingest._bounds import TIME_MAX, TIME_MIN
+from reliability.ingest._common import (
+    ReadResult,
+    check_name_option,
+    check_time_option,
+    quarantine_frame,
+    read_lines,
+)
 
 __all__ = ["NODE_LABELS", "is_blank", "read_dcgm"]
 
@@ -44,9 +65,11 @@ _FP64_BLANK = 140737488355328.0
 
 
 def is_blank(value: float) -> bool:
-    """True for DCGM's "blank" sentinels (not supported / not found / not permissioned)."""
-    if value != value:  # NaN
-        return True
+    """True for DCGM's "blank" sentinels (not supported / not found / not permissioned).
+
+    Non-finite values (NaN, +Inf, -Inf) are not sentinels: the reader quarantines them."""
+    if not math.isfinite(value):
+        return False
     return (
         (_INT32_BLANK[0] <= value <= _INT32_BLANK[1])
         or value >= _FP64_BLANK
@@ -71,6 +94,51 @@ def _device(labels: dict[str, str]) -> str | None:
     return f"{dev}/gi{gi}" if gi not in (None, "") else dev
 
 
+_BOUNDS = f"outside {TIME_MIN.year}-{TIME_MAX.year}"
+#: largest value read as an Xid code from the last-Xid gauge
+_MAX_XID = 65535
+
+
+@dataclass
+class _Sample:
+    line_no: int
+    line: str
+    name: str
+    labels: dict[str, str]
+    value: float
+    when: datetime | None
+    host: str
+    key: tuple[object, ...]
+
+
+def _parse_time(text: str) -> tuple[datetime | None, str | None]:
+    """A ``# scraped_at`` value -> (UTC time, None) or (None, why)."""
+    try:
+        t = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None, f"'# scraped_at {text[:40]}' is not an ISO-8601 time"
+    if t.tzinfo is None or t.utcoffset() is None:
+        return None, f"'# scraped_at {text[:40]}' has no UTC offset"
+    try:
+        t = t.astimezone(UTC)
+    except (OverflowError, ValueError):
+        return None, f"'# scraped_at {text[:40]}' is {_BOUNDS}"
+    if not TIME_MIN <= t <= TIME_MAX:
+        return None, f"'# scraped_at {text[:40]}' is {_BOUNDS}"
+    return t, None
+
+
+def _sample_time(ts: object) -> tuple[datetime | None, str | None]:
+    try:
+        secs = float(ts)  # type: ignore[arg-type]
+        t = datetime.fromtimestamp(secs, tz=UTC)
+    except (OverflowError, ValueError, OSError, TypeError):
+        return None, f"sample timestamp {ts!r} is {_BOUNDS}"
+    if not TIME_MIN <= t <= TIME_MAX:
+        return None, f"sample timestamp {ts!r} is {_BOUNDS}"
+    return t, None
+
+
 def read_dcgm(
     path: str | Path,
     *,
@@ -87,22 +155,34 @@ def read_dcgm(
     node : host for samples without a ``Hostname`` (or similar) label; default file name stem
     scraped_at : UTC-aware time of a single-scrape file without timestamps
 
-    Rows read are sample lines (comments and ``# HELP``/``# TYPE`` are not rows); a sample is
-    kept when it parses, whether or not it produces an event.
+    Returns
+    -------
+    ReadResult with ``health_events`` (source ``dcgm``). Rows read are sample lines
+    (comments and ``# HELP``/``# TYPE`` are not rows); a sample is kept when it is a reading
+    (it parses, is finite, is not a duplicate; a counter or Xid is not negative), whether or
+    not it produces an event.
     """
     src = str(path)
-    if scraped_at is not None and scraped_at.tzinfo is None:
-        raise ValueError("scraped_at must be timezone-aware")
+    check_name_option(src, cluster, "cluster")
+    check_name_option(src, node, "node")
+    check_time_option(src, scraped_at, "scraped_at")
     lines, notes = read_lines(path)
     if lines.height == 0:
         raise IngestError(src, "empty file")
     default_node = node or Path(src).name.split(".")[0]
-    current = scraped_at
+    current: datetime | None = scraped_at
+    current_bad: str | None = None  # why the current scrape has no usable time
+    mtime: datetime | None = None
     used_mtime = used_default_node = False
     blanks = baselines = 0
-    prev: dict[tuple[object, ...], float] = {}
-    rows: list[dict[str, object]] = []
     q: tuple[list[int], list[str], list[str]] = ([], [], [])
+
+    def bad(line_no: int, line: str, reason: str) -> None:
+        q[0].append(line_no)
+        q[1].append(line)
+        q[2].append(reason)
+
+    samples: list[_Sample] = []
     n_read = 0
     for line_no, line in lines.iter_rows():
         text = line.strip()
@@ -111,48 +191,89 @@ def read_dcgm(
         if text.startswith("#"):
             m = _SCRAPED_AT.match(text)
             if m:
-                try:
-                    t = datetime.fromisoformat(m.group("ts").replace("Z", "+00:00"))
-                except ValueError:
-                    raise IngestError(
-                        src, f"bad scraped_at time {m.group('ts')!r}", line=line_no
-                    ) from None
-                if t.tzinfo is None:
-                    raise IngestError(src, "scraped_at time needs a UTC offset", line=line_no)
-                current = t.astimezone(UTC)
+                current, why = _parse_time(m.group("ts"))
+                current_bad = None if why is None else f"{why} (line {line_no})"
             continue
         n_read += 1
         try:
             families = list(text_string_to_metric_families(text + "\n"))
             sample = families[0].samples[0]
-        except (ValueError, IndexError, KeyError, TypeError) as exc:
-            q[0].append(line_no)
-            q[1].append(line)
-            q[2].append(f"not a Prometheus sample: {exc}")
+            value = float(sample.value)
+        except Exception as exc:  # any failure of the third-party parser is a bad line
+            bad(line_no, line, f"not a Prometheus sample: {str(exc)[:160]}")
             continue
-        value = float(sample.value)
+        if not math.isfinite(value):
+            bad(line_no, line, f"value {sample.value} is not a reading (non-finite)")
+            continue
         if is_blank(value):
             blanks += 1
             continue
-        spec = taxonomy.DCGM_FIELDS.get(sample.name)
-        if spec is None:
+        if sample.name not in taxonomy.DCGM_FIELDS:
             continue
         if sample.timestamp is not None:
-            when = datetime.fromtimestamp(float(sample.timestamp), tz=UTC)
+            when, why = _sample_time(sample.timestamp)
+        elif current_bad is not None:
+            when, why = None, f"scrape time unknown: {current_bad}"
         elif current is not None:
-            when = current
+            when, why = current, None
         else:
-            when = datetime.fromtimestamp(Path(src).stat().st_mtime, tz=UTC)
-            used_mtime = True
+            if mtime is None:
+                mtime = datetime.fromtimestamp(Path(src).stat().st_mtime, tz=UTC)
+            when, why, used_mtime = mtime, None, True
+        if why is not None:
+            bad(line_no, line, why)
+            continue
         labels = dict(sample.labels)
         host, defaulted = _node(labels, default_node)
         used_default_node |= defaulted
-        device = _device(labels)
-        cls, kind = spec
+        kind = taxonomy.DCGM_FIELDS[sample.name][1]
+        if value < 0 and kind in ("counter", "last_xid", "xid_window_count"):
+            what = "an error counter" if kind == "counter" else "an Xid value"
+            bad(line_no, line, f"negative value {value:g} for {what} (not a reading; not a reset)")
+            continue
+        bad_xid = not value.is_integer() or value > _MAX_XID
+        if kind == "last_xid" and bad_xid and not labels.get("err_code"):
+            bad(line_no, line, f"last-Xid value {value:g} is not an Xid code")
+            continue
         key = (host, sample.name, tuple(sorted(labels.items())))
-        before = prev.get(key)
-        prev[key] = value
-        code = sample.name.removeprefix("DCGM_FI_DEV_").removeprefix("DCGM_EXP_")
+        samples.append(_Sample(line_no, line, sample.name, labels, value, when, host, key))
+    # the same series twice in one scrape: exact repeats and conflicting copies
+    groups: dict[tuple[object, ...], list[_Sample]] = {}
+    for smp in samples:
+        groups.setdefault((smp.key, smp.when), []).append(smp)
+    dropped: set[int] = set()
+    for group in groups.values():
+        if len(group) < 2:
+            continue
+        first = group[0]
+        if all(g.value == first.value for g in group):
+            for g in group[1:]:
+                bad(
+                    g.line_no,
+                    g.line,
+                    f"exact duplicate of line {first.line_no} (same series, same scrape)",
+                )
+                dropped.add(g.line_no)
+        else:
+            nos = ", ".join(str(g.line_no) for g in group)
+            vals = ", ".join(f"{g.value:g}" for g in group)
+            for g in group:
+                bad(
+                    g.line_no,
+                    g.line,
+                    f"series appears {len(group)} times in one scrape with different values ({vals}; lines {nos}): which is real is unknown",
+                )
+                dropped.add(g.line_no)
+    prev: dict[tuple[object, ...], float] = {}
+    rows: list[dict[str, object]] = []
+    for smp in samples:
+        if smp.line_no in dropped:
+            continue
+        cls, kind = taxonomy.DCGM_FIELDS[smp.name]
+        value, labels = smp.value, smp.labels
+        before = prev.get(smp.key)
+        code = smp.name.removeprefix("DCGM_FI_DEV_").removeprefix("DCGM_EXP_")
+        prev[smp.key] = value
         if kind == "counter":
             if before is None:
                 baselines += 1
@@ -181,13 +302,13 @@ def read_dcgm(
         rows.append(
             {
                 "cluster": cluster,
-                "node": host,
-                "time": when,
+                "node": smp.host,
+                "time": smp.when,
                 "source": "dcgm",
                 "component": cls.component,
                 "code": code,
                 "severity": cls.severity,
-                "device": device,
+                "device": _device(labels),
                 "message": msg,
             }
         )
@@ -200,5 +321,5 @@ def read_dcgm(
         notes.append("no sample timestamps or '# scraped_at' lines: file modification time used")
     if used_default_node:
         notes.append(f"samples without a Hostname label assigned to node {default_node!r}")
-    qf = quarantine_frame(src, *q)
+    qf = quarantine_frame(src, *q).sort("line_no")
     return ReadResult(src, {"health_events": frame}, qf, n_read, n_read - qf.height, notes)

@@ -3,28 +3,54 @@
 
 This is the door for sources without a dedicated reader (ticket systems, custom health
 checks, other schedulers) and the format the simulators write. Columns are the data
-contract's (``reliability.schema``); extra columns are an error, missing nullable ones are
+contract's (``reliability.schema``); extra CSV columns are an error, missing nullable ones are
 filled with null, and ``cluster`` may come from the ``cluster=`` option. Times are ISO 8601
-with ``Z`` or an offset; naive times need ``tz=``; plain numbers are epoch seconds.
-Each bad row is quarantined with the column and the problem.
+with ``Z`` or an offset; naive times need ``tz=``; plain numbers are epoch seconds. Times
+outside 1990-2200 (``reliability.ingest._bounds``) are poison values, quarantined.
+Each bad row is quarantined with the column and the problem; one bad row never changes
+another:
+
+- CSV quoting follows RFC 4180, but a quoted field may run over several lines only until a
+  line that is itself a whole record, and only if the lines then form a well-formed record:
+  otherwise a stray ``"`` quarantines its own line ("unterminated quote") instead of
+  swallowing the rest of the file. A row whose field count is wrong is quarantined by itself.
+- JSON lines: each line is one object; invalid JSON, JSON nested too deeply, a value of the
+  wrong type (an object, array or boolean where a string, number or time belongs), a
+  non-finite number, or a key outside the contract quarantines that line only. The table of
+  a JSONL file is the one most of its lines describe.
 """
 
 from __future__ import annotations
 
-import csv
-import io
+import contextlib
 import json
+import math
+from collections import Counter
 from pathlib import Path
 
 import polars as pl
 
 from reliability import schema
 from reliability.errors import IngestError
-from reliability.ingest._common import ReadResult, quarantine_frame, read_bytes, read_lines
+from reliability.ingest._bounds import TIME_MAX, TIME_MIN, out_of_range_time
+from reliability.ingest._common import (
+    ReadResult,
+    check_name_option,
+    check_zone,
+    quarantine_frame,
+    read_lines,
+)
 
 __all__ = ["CANONICAL_TABLES", "detect_table", "read_health"]
 
 CANONICAL_TABLES = ("health_events", "component_failures", "inventory")
+#: a quoted CSV field may span at most this many physical lines / characters
+MAX_RECORD_LINES = 200
+MAX_RECORD_CHARS = 1_000_000
+_UNTERMINATED = (
+    "unterminated quote: the quoted field does not close before the next record "
+    "(a stray '\"'?); this row only is quarantined"
+)
 
 
 def detect_table(columns: list[str]) -> str:
@@ -42,29 +68,102 @@ def detect_table(columns: list[str]) -> str:
     )
 
 
-def _csv_rows(data: bytes, src: str) -> tuple[list[str], list[tuple[int, str, list[str]]]]:
-    text = data.decode("utf-8", errors="replace")
-    reader = csv.reader(io.StringIO(text, newline=""))
-    rows: list[tuple[int, str, list[str]]] = []
-    header: list[str] | None = None
-    physical = text.split("\n")
-    start = 1
-    try:
-        for rec in reader:
-            end = reader.line_num
-            if header is None:
-                header = [h.strip() for h in rec]
-            elif rec and any(v.strip() for v in rec):
-                rows.append((start, "\n".join(physical[start - 1 : end]), rec))
-            start = end + 1
-    except csv.Error as exc:
-        raise IngestError(src, f"malformed CSV: {exc}", line=reader.line_num) from None
-    if header is None:
+def _scan(text: str) -> tuple[list[str], str | None]:
+    """Split one CSV record (RFC 4180 quoting). Returns the fields and ``None`` (complete),
+    ``"open"`` (a quoted field is still open at the end) or the reason it is malformed."""
+    fields: list[str] = []
+    i, n = 0, len(text)
+    while True:
+        if i < n and text[i] == '"':
+            j, parts = i + 1, []
+            while True:
+                k = text.find('"', j)
+                if k < 0:
+                    fields.append("".join(parts) + text[j:])
+                    return fields, "open"
+                if k + 1 < n and text[k + 1] == '"':
+                    parts.append(text[j : k + 1])
+                    j = k + 2
+                    continue
+                parts.append(text[j:k])
+                i = k + 1
+                break
+            fields.append("".join(parts))
+            if i == n:
+                return fields, None
+            if text[i] != ",":
+                return fields, (
+                    f"text after a closing quote in field {len(fields)} "
+                    "(a quote inside a quoted field must be doubled)"
+                )
+            i += 1
+        else:
+            k = text.find(",", i)
+            if k < 0:
+                fields.append(text[i:])
+                return fields, None
+            fields.append(text[i:k])
+            i = k + 1
+
+
+def _split(line: str) -> tuple[list[str], str | None]:
+    return (line.split(","), None) if '"' not in line else _scan(line)
+
+
+def _csv_records(
+    lines: pl.DataFrame, src: str
+) -> tuple[list[str], list[tuple[int, str, list[str] | None, str | None]]]:
+    """Header and records (line_no, raw, fields or None, reason or None) of a CSV."""
+    text = lines.get_column("line").to_list()
+    nos = lines.get_column("line_no").to_list()
+    i = 0
+    while i < len(text) and not text[i].strip():
+        i += 1
+    if i == len(text):
         raise IngestError(src, "empty file")
-    return header, rows
+    head, why = _split(text[i])
+    if why is not None:
+        raise IngestError(src, f"malformed CSV header: {why}", line=nos[i])
+    header = [h.strip() for h in head]
+    dup = [h for h, c in Counter(header).items() if c > 1]
+    if dup:
+        raise IngestError(src, "column appears twice in the header", line=nos[i], field=dup[0])
+    width = len(header)
+    records: list[tuple[int, str, list[str] | None, str | None]] = []
+    i += 1
+    while i < len(text):
+        line = text[i]
+        if not line.strip():
+            i += 1
+            continue
+        fields, why = _split(line)
+        if why != "open":
+            records.append((nos[i], line, fields if why is None else None, why))
+            i += 1
+            continue
+        buf, size, j, done = [line], len(line), i + 1, False
+        while j < len(text) and j - i < MAX_RECORD_LINES and size < MAX_RECORD_CHARS:
+            nxt = text[j]
+            if len(_split(nxt)[0]) == width:
+                break  # the next line is a record of its own: do not swallow it
+            buf.append(nxt)
+            size += len(nxt) + 1
+            fields, why = _scan("\n".join(buf))
+            if why != "open":
+                done = True
+                break
+            j += 1
+        if done and why is None:
+            records.append((nos[i], "\n".join(buf), fields, None))
+            i = j + 1
+        else:  # a join that does not give a well-formed record: this line only is bad
+            records.append((nos[i], line, None, _UNTERMINATED))
+            i += 1
+    return header, records
 
 
-def _time(expr: pl.Expr, tz: str | None) -> pl.Expr:
+def _time(expr: pl.Expr, tz: str | None) -> tuple[pl.Expr, pl.Expr]:
+    """(UTC time, is-an-epoch-number) of a string column."""
     v = (
         expr.str.strip_chars()
         .str.replace(r"^(\d{4}-\d\d-\d\d) ", "${1}T")
@@ -73,9 +172,10 @@ def _time(expr: pl.Expr, tz: str | None) -> pl.Expr:
     aware = v.str.to_datetime(
         "%Y-%m-%dT%H:%M:%S%.f%:z", strict=False, time_unit="us", time_zone="UTC"
     )
-    epoch = pl.when(v.str.contains(r"^\d+(\.\d+)?$")).then(
+    is_epoch = v.str.contains(r"^\d+(\.\d+)?$")
+    epoch = pl.when(is_epoch).then(
         (v.cast(pl.Float64, strict=False) * 1e6)
-        .cast(pl.Int64)
+        .cast(pl.Int64, strict=False)
         .cast(pl.Datetime("us"))
         .dt.replace_time_zone("UTC")
     )
@@ -86,9 +186,62 @@ def _time(expr: pl.Expr, tz: str | None) -> pl.Expr:
         ).dt.convert_time_zone("UTC")
     else:
         naive_utc = pl.lit(None, schema.UTC_TIME)
-    return pl.coalesce(
+    value = pl.coalesce(
         aware.cast(schema.UTC_TIME), epoch.cast(schema.UTC_TIME), naive_utc.cast(schema.UTC_TIME)
     )
+    return value, is_epoch.fill_null(False)
+
+
+def _json_value(col: str, v: object) -> tuple[str | None, str | None]:
+    """(string value, None) or (None, reason) for one JSON value."""
+    if v is None:
+        return None, None
+    if isinstance(v, (bool, dict, list)):
+        kind = (
+            "a boolean"
+            if isinstance(v, bool)
+            else ("an object" if isinstance(v, dict) else "an array")
+        )
+        return None, f"column {col}: expected a string or a number, got {kind}"
+    if isinstance(v, float) and not math.isfinite(v):
+        return None, f"column {col}: {v} is not a finite number"
+    if isinstance(v, int) and abs(v) > 10**18:
+        return None, f"column {col}: number {str(v)[:24]}... is out of range"
+    s = str(v)
+    return (None if s == "" else s), None
+
+
+def _jsonl_records(
+    lines: pl.DataFrame, table: str | None
+) -> tuple[str | None, list[tuple[int, str, dict[str, object] | None, str | None]]]:
+    """Table and records (line_no, raw, object or None, reason or None) of a JSONL file."""
+    records: list[tuple[int, str, dict[str, object] | None, str | None]] = []
+    votes: Counter[str] = Counter()
+    for no, line in lines.iter_rows():
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            records.append((no, line, None, f"not valid JSON: {exc.msg} at column {exc.colno}"))
+            continue
+        except RecursionError:
+            records.append((no, line, None, "JSON nested too deeply"))
+            continue
+        except ValueError as exc:  # e.g. an integer of more than 4300 digits
+            records.append((no, line, None, f"not valid JSON: {str(exc)[:120]}"))
+            continue
+        if not isinstance(obj, dict):
+            records.append((no, line, None, "JSON line is not an object"))
+            continue
+        with contextlib.suppress(ValueError):
+            votes[detect_table(list(obj))] += 1
+        records.append((no, line, obj, None))
+    if table is None and votes:
+        ranked = votes.most_common()
+        tie = len(ranked) > 1 and ranked[0][1] == ranked[1][1]
+        table = None if tie else ranked[0][0]  # a tie: the caller is asked for table=
+    return table, records
 
 
 def read_health(
@@ -103,85 +256,117 @@ def read_health(
     Parameters
     ----------
     table : ``health_events``, ``component_failures`` or ``inventory``; detected from the
-        columns when None
+        columns (JSONL: from the keys most lines have) when None
     cluster : fills a missing or empty ``cluster`` column
-    tz : zone of naive times (ISO strings without offset)
+    tz : IANA zone of naive times (ISO strings without offset)
+
+    Returns
+    -------
+    ReadResult with the one table. Rows read are the records of the file (a CSV record
+    may span lines inside a quoted field); blank lines are not records.
     """
     src = str(path)
+    check_zone(src, tz)
+    check_name_option(src, cluster, "cluster")
+    if table is not None and table not in CANONICAL_TABLES:
+        raise IngestError(src, f"option table= must be one of {CANONICAL_TABLES}, got {table!r}")
     name = Path(src).name.lower().removesuffix(".gz")
-    data = read_bytes(path)
+    lines, notes = read_lines(path)
     records: list[tuple[int, str, dict[str, object] | None, str | None]] = []
     if name.endswith((".jsonl", ".ndjson", ".json")):
-        lines, _ = read_lines(path, data)
-        columns: set[str] = set()
-        for no, line in lines.iter_rows():
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                records.append((no, line, None, f"not valid JSON: {exc.msg} at column {exc.colno}"))
-                continue
-            if not isinstance(obj, dict):
-                records.append((no, line, None, "JSON line is not an object"))
-                continue
-            columns |= obj.keys()
-            records.append((no, line, obj, None))
-        header = sorted(columns)
+        table, records = _jsonl_records(lines, table)
+        if not records:
+            raise IngestError(src, "empty file")
+        if table is None:
+            raise IngestError(
+                src,
+                "the JSON lines match no single canonical table: pass table= "
+                "(health_events, component_failures or inventory)",
+            )
+        spec = schema.TABLES[table]
+        present = set().union(*(set(obj) for _, _, obj, _ in records if obj is not None))
+        checked = []
+        for no, raw, obj, why in records:
+            if obj is not None:
+                extra = [k for k in obj if k not in spec.schema]
+                if extra:
+                    obj, why = None, f"key {extra[0][:40]!r} is not in the {table} contract"
+            checked.append((no, raw, obj, why))
+        records = checked
+        header_line = None
     elif name.endswith(".csv"):
-        header, rows = _csv_rows(data, src)
-        for no, raw, rec in rows:
-            if len(rec) != len(header):
+        header, rows = _csv_records(lines, src)
+        try:
+            table = table or detect_table(header)
+        except ValueError as exc:
+            raise IngestError(src, str(exc), line=1) from None
+        spec = schema.TABLES[table]
+        extra = [c for c in header if c not in spec.schema]
+        if extra:
+            raise IngestError(src, f"column not in the {table} contract", line=1, field=extra[0])
+        required = [c for c in spec.schema if c not in spec.nullable and c != "cluster"]
+        missing = [c for c in required if c not in header]
+        if missing:
+            raise IngestError(src, f"required {table} column missing", line=1, field=missing[0])
+        for no, raw, rec, why in rows:
+            if rec is not None and len(rec) != len(header):
                 records.append((no, raw, None, f"{len(rec)} fields, expected {len(header)}"))
-            else:
+            elif rec is not None:
                 records.append((no, raw, dict(zip(header, rec, strict=True)), None))
+            else:
+                records.append((no, raw, None, why))
+        present = set(header)
+        header_line = 1
     else:
         raise IngestError(src, "unknown format: expected a .csv or .jsonl/.ndjson file")
-    if not records and not header:
-        raise IngestError(src, "empty file")
-    try:
-        table = table or detect_table(header)
-    except ValueError as exc:
-        raise IngestError(src, str(exc), line=1) from None
-    if table not in CANONICAL_TABLES:
-        raise IngestError(src, f"table must be one of {CANONICAL_TABLES}, got {table!r}")
-    spec = schema.TABLES[table]
-    extra = [c for c in header if c not in spec.schema]
-    if extra:
-        raise IngestError(src, f"column not in the {table} contract", line=1, field=extra[0])
-    required = [c for c in spec.schema if c not in spec.nullable and c != "cluster"]
-    missing = [c for c in required if c not in header]
-    if missing:
-        raise IngestError(src, f"required {table} column missing", line=1, field=missing[0])
-    good = [(no, raw, obj) for no, raw, obj, why in records if why is None]
-    q_no = [no for no, _, _, why in records if why is not None]
-    q_raw = [raw for no, raw, _, why in records if why is not None]
-    q_why = [str(why) for *_, why in records if why is not None]
-
-    def as_str(v: object) -> str | None:
-        if v is None:
-            return None
-        if isinstance(v, (dict, list)):
-            return json.dumps(v)
-        s = str(v)
-        return None if s == "" else s
-
+    if "cluster" not in present and cluster is None:
+        raise IngestError(
+            src, "no cluster column: pass cluster= (the cluster these rows belong to)",
+            line=header_line, field="cluster",
+        )  # fmt: skip
+    good: list[tuple[int, str, list[str | None]]] = []
+    q_no: list[int] = []
+    q_raw: list[str] = []
+    q_why: list[str] = []
+    cols = list(spec.schema)
+    for no, raw, obj, why in records:
+        if obj is not None:
+            values: list[str | None] = []
+            for c in cols:
+                v, why = _json_value(c, obj.get(c))
+                if why is not None:
+                    break
+                values.append(v)
+        if obj is None or why is not None:
+            q_no.append(no)
+            q_raw.append(raw)
+            q_why.append(str(why))
+            continue
+        good.append((no, raw, values))
     raw_frame = pl.DataFrame(
         {
             "line_no": [g[0] for g in good],
             "raw": [g[1] for g in good],
-            **{c: [as_str(g[2].get(c)) for g in good] for c in spec.schema},  # type: ignore[union-attr]
+            **{c: [g[2][k] for g in good] for k, c in enumerate(cols)},
         },
-        schema={"line_no": pl.Int64, "raw": pl.String, **dict.fromkeys(spec.schema, pl.String)},
+        schema={"line_no": pl.Int64, "raw": pl.String, **dict.fromkeys(cols, pl.String)},
     )
     if cluster is not None:
         raw_frame = raw_frame.with_columns(pl.col("cluster").fill_null(cluster))
     typed: dict[str, pl.Expr] = {}
     checks: list[tuple[pl.Expr, pl.Expr]] = []
+    bounds = f"outside {TIME_MIN.year}-{TIME_MAX.year}"
+    time_cols = [c for c, d in spec.schema.items() if d == schema.UTC_TIME]
     for col, dtype in spec.schema.items():
         c = pl.col(col)
         if dtype == schema.UTC_TIME:
-            e = _time(c, tz)
+            e, is_epoch = _time(c, tz)
+            checks.append(
+                (
+                    (is_epoch & e.is_null()) | out_of_range_time(f"__{col}"),
+                    pl.format(f"column {col}: time '{{}}' is {bounds}", c.str.slice(0, 40)),
+                )
+            )
         elif isinstance(dtype, pl.Enum):
             e = c.str.strip_chars().cast(dtype, strict=False)
         else:
@@ -196,7 +381,7 @@ def read_health(
         checks.append(
             (
                 c.is_not_null() & pl.col(f"__{col}").is_null(),
-                pl.format(f"column {col}: cannot read '{{}}' as {what}", c),
+                pl.format(f"column {col}: cannot read '{{}}' as {what}", c.str.slice(0, 80)),
             )
         )
         if col not in spec.nullable:
@@ -204,17 +389,19 @@ def read_health(
                 (c.is_null(), pl.lit(f"column {col}: missing value in a required column"))
             )
     out = raw_frame.with_columns(**{f"__{k}": v for k, v in typed.items()})
-    if tz is None:
+    if tz is None and out.height:
         naive = pl.any_horizontal(
             [
                 pl.col(c).str.contains(r"^\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d(\.\d+)?)?$")
-                for c, d in spec.schema.items()
-                if d == schema.UTC_TIME
+                for c in time_cols
             ]
-        )
-        if out.select(naive.any()).item():
+        ).fill_null(False)
+        first = out.filter(naive).head(1)
+        if first.height:
             raise IngestError(
-                src, "times without a UTC offset: pass tz= or write them with Z/offset"
+                src,
+                "times without a UTC offset: pass tz= (their zone) or write them with Z/offset",
+                line=int(first.item(0, "line_no")),
             )
     out = out.with_columns(reason=pl.coalesce([pl.when(cond).then(msg) for cond, msg in checks]))
     for a, b_ in (("failed_at", "repaired_at"), ("in_service", "out_of_service")):
@@ -238,4 +425,4 @@ def read_health(
         q_why + bad.get_column("reason").to_list(),
     ).sort("line_no")
     n = len(records)
-    return ReadResult(src, {table: frame}, q, n, n - q.height, [])
+    return ReadResult(src, {table: frame}, q, n, n - q.height, notes)

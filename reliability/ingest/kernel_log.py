@@ -14,8 +14,11 @@ Timestamp prefixes:
 - ``Nov 30 01:02:03 host kernel:`` (syslog / journalctl: local time without a year: needs
   ``tz`` and ``year``; a month going backwards rolls the year over).
 
-Every other line (kernel noise, RPC history tables, SXid detail lines) is not a record; the
-notes say how many lines were skipped.
+A line that names ``NVRM: Xid`` or ``SXid`` but does not parse (no bus id, no numeric code) is
+a record and is quarantined with the reason, as is a record whose timestamp is not a real
+date (month 13, Feb 30), overflows, or lies outside 1990-2200. UTF-16 logs (with or without a
+byte-order mark) are decoded. Every other line (kernel noise, RPC history tables, SXid detail
+lines) is not a record; the notes say how many lines were skipped.
 """
 
 from __future__ import annotations
@@ -23,13 +26,20 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import polars as pl
 
 from reliability import schema, taxonomy
 from reliability.errors import IngestError
-from reliability.ingest._common import ReadResult, quarantine_frame, read_lines
+from reliability.ingest._bounds import TIME_MAX, TIME_MIN, YEAR_MAX, YEAR_MIN
+from reliability.ingest._common import (
+    ReadResult,
+    check_name_option,
+    check_time_option,
+    check_zone,
+    quarantine_frame,
+    read_lines,
+)
 
 __all__ = ["read_kernel_log"]
 
@@ -46,10 +56,15 @@ _SYSLOG = re.compile(
 )
 _HOSTED = re.compile(r"^(?P<host>[A-Za-z0-9][\w\-.]*)\s+kernel:\s*(?P<rest>.*)$")
 _KERNEL_TAG = re.compile(r"^kernel:\s*(?:\[\s*\d+\.\d+\]\s*)?")
-_XID = re.compile(r"NVRM: Xid \((?:PCI:)?(?P<dev>[0-9A-Fa-f:.]+)\): (?P<code>\d+),?\s*(?P<msg>.*)$")
-_SXID = re.compile(
-    r"(?P<sw>nvidia-nvswitch\d+): SXid \((?:PCI:)?(?P<dev>[0-9A-Fa-f:.]+)\): (?P<code>\d+),\s*(?P<msg>.*)$"
+_XID = re.compile(
+    r"NVRM: Xid \((?:PCI:)?(?P<dev>[0-9A-Fa-f:.]+)\): (?P<code>\d{1,6})(?!\d),?\s*(?P<msg>.*)$"
 )
+_SXID = re.compile(
+    r"(?P<sw>nvidia-nvswitch\d+): SXid \((?:PCI:)?(?P<dev>[0-9A-Fa-f:.]+)\): (?P<code>\d{1,6}),\s*(?P<msg>.*)$"
+)
+_XID_MENTION = re.compile(r"NVRM: Xid\b")
+_SXID_MENTION = re.compile(r"\bSXid\b")
+_BOUNDS = f"outside {TIME_MIN.year}-{TIME_MAX.year}"
 _GPU_START = re.compile(r"NVRM: The NVIDIA GPU (?P<dev>[0-9A-Fa-f:.]+)")
 _FALLEN = re.compile(r"NVRM: GPU (?P<dev>[0-9A-Fa-f:.]+): GPU has fallen off the bus")
 _MONTHS = {
@@ -78,18 +93,21 @@ class _Clock:
         self, src: str, tz: str | None, year: int | None, boot_time: datetime | None
     ) -> None:
         self.src = src
-        try:
-            self.zone = ZoneInfo(tz) if tz else None
-        except (ZoneInfoNotFoundError, ValueError):
-            raise IngestError(src, f"unknown time zone {tz!r}") from None
+        self.zone = check_zone(src, tz)
         self.year = year
         self.boot = boot_time
         self.last_month: int | None = None
+        self.next_month: int | None = None  # month of the next syslog line (set by the caller)
         self.last_rel: timedelta | None = None  # seconds-since-boot of the last line, if any
 
     def local(self, naive: datetime, line: int) -> datetime:
         if self.zone is None:
-            raise IngestError(self.src, "local timestamps without a zone: pass tz=", line=line)
+            raise IngestError(
+                self.src,
+                "local timestamps (dmesg -T, syslog) without a zone: pass tz= (the zone of "
+                "the host that wrote the log, e.g. tz='UTC')",
+                line=line,
+            )
         return naive.replace(tzinfo=self.zone).astimezone(UTC)
 
     def parse(self, line: str, line_no: int) -> tuple[datetime | None, str | None, str, str | None]:
@@ -101,34 +119,40 @@ class _Clock:
                 raise IngestError(
                     self.src, "syslog timestamps have no year: pass year=", line=line_no
                 )
-            month = _MONTHS[m.group("ts")[:3]]
-            if self.last_month is not None and month < self.last_month:
-                self.year += 1  # the log crossed New Year
-            self.last_month = month
-            naive = datetime.strptime(f"{self.year} {m.group('ts')}", "%Y %b %d %H:%M:%S")
-            return (
-                self.local(naive, line_no),
-                m.group("host"),
-                _KERNEL_TAG.sub("", m.group("rest")),
-                None,
-            )
+            year = self._year_for(_MONTHS[m.group("ts")[:3]])
+            rest = _KERNEL_TAG.sub("", m.group("rest"))
+            try:
+                naive = datetime.strptime(f"{year} {m.group('ts')}", "%Y %b %d %H:%M:%S")
+            except ValueError:
+                return None, m.group("host"), rest, self._bad_date(m.group("ts"))
+            return self._checked(self.local(naive, line_no), m.group("host"), rest, m.group("ts"))
         m = _ISO.match(line)
         if m:
             ts = m.group("ts").replace(",", ".").replace(" ", "T")
-            t = datetime.fromisoformat(ts)
-            t = t.astimezone(UTC) if t.tzinfo else self.local(t, line_no)
             rest, host = m.group("rest"), None
             h = _HOSTED.match(rest)
             if h:
                 host, rest = h.group("host"), _KERNEL_TAG.sub("", "kernel: " + h.group("rest"))
-            return t, host, rest, None
+            try:
+                t = datetime.fromisoformat(ts)
+                t = t.astimezone(UTC) if t.tzinfo else self.local(t, line_no)
+            except (ValueError, OverflowError):
+                return None, host, rest, self._bad_date(m.group("ts"))
+            return self._checked(t, host, rest, m.group("ts"))
         m = _CTIME.match(line)
         if m:
-            naive = datetime.strptime(" ".join(m.group("ts").split()), "%a %b %d %H:%M:%S %Y")
-            return self.local(naive, line_no), None, m.group("rest"), None
+            try:
+                naive = datetime.strptime(" ".join(m.group("ts").split()), "%a %b %d %H:%M:%S %Y")
+            except ValueError:
+                return None, None, m.group("rest"), self._bad_date(m.group("ts"))
+            return self._checked(self.local(naive, line_no), None, m.group("rest"), m.group("ts"))
         m = _REL.match(line)
         if m:
-            self.last_rel = timedelta(seconds=float(m.group("secs")))
+            secs = m.group("secs")
+            try:
+                self.last_rel = timedelta(seconds=float(secs))
+            except OverflowError:
+                return None, None, m.group("rest"), f"seconds since boot [{secs[:30]}] overflow"
             if self.boot is None:
                 return (
                     None,
@@ -136,13 +160,46 @@ class _Clock:
                     m.group("rest"),
                     ("dmesg timestamp is seconds since boot: pass boot_time= to place it in time"),
                 )
-            return (
-                self.boot + timedelta(seconds=float(m.group("secs"))),
-                None,
-                m.group("rest"),
-                None,
-            )
+            try:
+                t = self.boot + self.last_rel
+            except OverflowError:
+                return None, None, m.group("rest"), f"boot_time + [{secs[:30]}] s is {_BOUNDS}"
+            return self._checked(t, None, m.group("rest"), f"boot_time + {secs[:30]} s")
         return None, None, line.strip(), "no timestamp on the line"
+
+    def _year_for(self, month: int) -> int:
+        """Year of a syslog line (syslog prints none): the ``year=`` option, plus one each
+        time the log crosses New Year, i.e. the month jumps back by six months or more.
+
+        One line cannot move every later line to another year: a line whose month jumps
+        away from its neighbours and straight back (a corrupt or out-of-order line) keeps
+        the current year and does not count as a crossing.
+        """
+        assert self.year is not None
+        ref, nxt = self.last_month, self.next_month
+        if ref is None:
+            self.last_month = month
+            return self.year
+        if month > ref + 1 and nxt is not None and nxt < month:
+            return self.year  # isolated forward jump
+        if month <= ref - 6:
+            if nxt is not None and nxt > month + 1 and nxt >= ref - 1:
+                return self.year  # isolated backward jump
+            self.year += 1  # the log crossed New Year
+        self.last_month = month
+        return self.year
+
+    @staticmethod
+    def _bad_date(ts: str) -> str:
+        return f"timestamp {ts[:40]!r} is not a valid date and time"
+
+    @staticmethod
+    def _checked(
+        t: datetime, host: str | None, rest: str, shown: str
+    ) -> tuple[datetime | None, str | None, str, str | None]:
+        if not TIME_MIN <= t <= TIME_MAX:
+            return None, host, rest, f"timestamp {shown[:40]!r} is {_BOUNDS}"
+        return t, host, rest, None
 
 
 def read_kernel_log(
@@ -172,8 +229,15 @@ def read_kernel_log(
     :mod:`reliability.taxonomy`.
     """
     src = str(path)
-    if boot_time is not None and boot_time.tzinfo is None:
-        raise ValueError("boot_time must be timezone-aware (UTC)")
+    check_name_option(src, cluster, "cluster")
+    check_name_option(src, node, "node")
+    check_time_option(src, boot_time, "boot_time")
+    if year is not None and (
+        isinstance(year, bool) or not isinstance(year, int) or not YEAR_MIN <= year <= YEAR_MAX
+    ):
+        raise IngestError(
+            src, f"option year= must be a year in {YEAR_MIN}-{YEAR_MAX}, got {year!r}"
+        )
     lines, notes = read_lines(path)
     if lines.height == 0:
         raise IngestError(src, "empty file")
@@ -183,6 +247,7 @@ def read_kernel_log(
     default_node = node or Path(src).name.split(".")[0]
     used_default = False
     events: list[dict[str, object]] = []
+    unparsed: list[dict[str, object]] = []
     fallen: list[dict[str, object]] = []
     q: tuple[list[int], list[str], list[str]] = ([], [], [])
     group: dict[str, object] | None = None  # a multi-line "The NVIDIA GPU ..." message
@@ -198,7 +263,19 @@ def read_kernel_log(
             context += 1
         group = None
 
-    for line_no, line in cand.iter_rows():
+    cand_rows = cand.rows()
+    months = [
+        _MONTHS.get(m.group("ts")[:3]) if (m := _SYSLOG.match(line)) else None
+        for _, line in cand_rows
+    ]
+    following: list[int | None] = [None] * len(months)
+    upcoming: int | None = None
+    for k in range(len(months) - 1, -1, -1):
+        following[k] = upcoming
+        if months[k] is not None:
+            upcoming = months[k]
+    for k, (line_no, line) in enumerate(cand_rows):
+        clock.next_month = following[k]
         is_cont = line[:1].isspace() and line.strip().startswith("NVRM:")
         if is_cont and group is not None:
             group["message"] = f"{group['message']} {line.strip().removeprefix('NVRM:').strip()}"
@@ -258,6 +335,15 @@ def read_kernel_log(
                     "message": rest.split("NVRM:", 1)[1].strip(),
                 }
             )
+        elif _XID_MENTION.search(rest) or _SXID_MENTION.search(rest):
+            what = "NVRM: Xid" if _XID_MENTION.search(rest) else "SXid"
+            unparsed.append(
+                {
+                    **base,
+                    "why": f"line names '{what}' but has no '(PCI:<bus id>): <code>' that parses",
+                    "unparsed": True,
+                }
+            )
         else:
             context += 1
     close_group()
@@ -279,8 +365,9 @@ def read_kernel_log(
         c = taxonomy.classify_xid(79)
         events.append({**f, "code": "79", "message": f"(no Xid printed) {f['message']}", "cls": c})
     rows: list[dict[str, object]] = []
-    for e in sorted(events, key=lambda e: e["line_no"]):  # type: ignore[arg-type, return-value]
-        if e["time"] is None:
+    records = sorted([*events, *unparsed], key=lambda e: e["line_no"])  # type: ignore[arg-type, return-value]
+    for e in records:
+        if e["time"] is None or e.get("unparsed"):
             q[0].append(e["line_no"])  # type: ignore[arg-type]
             q[1].append(e["raw"])  # type: ignore[arg-type]
             q[2].append(str(e["why"]))
@@ -310,5 +397,5 @@ def read_kernel_log(
     if duplicates:
         notes.append(f"{duplicates} 'fallen off the bus' line(s) repeat an Xid 79 already recorded")
     qf = quarantine_frame(src, *q)
-    n_read = len(events)
+    n_read = len(records)
     return ReadResult(src, {"health_events": frame}, qf, n_read, n_read - qf.height, notes)

@@ -21,6 +21,7 @@ line, else from ``cluster=``.
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -28,7 +29,8 @@ import polars as pl
 
 from reliability import schema
 from reliability.errors import IngestError
-from reliability.ingest._common import ReadResult, quarantine_frame, read_lines
+from reliability.ingest._bounds import MAX_NODES_PER_JOB, TIME_MAX, TIME_MIN
+from reliability.ingest._common import ReadResult, check_name_option, quarantine_frame, read_lines
 
 __all__ = ["POD_EVENTS", "read_pod_log"]
 
@@ -54,6 +56,7 @@ _HEALTHD = {"machine_unhealthy": ("machine", "critical"), "ici_link_down": ("ici
 def read_pod_log(path: str | Path, *, cluster: str | None = None) -> ReadResult:
     """Read a pod event log (see the module notes)."""
     src = str(path)
+    check_name_option(src, cluster, "cluster")
     lines, notes = read_lines(path)
     if lines.height == 0:
         raise IngestError(src, "empty file")
@@ -75,22 +78,13 @@ def read_pod_log(path: str | Path, *, cluster: str | None = None) -> ReadResult:
         if not line.strip():
             continue
         n += 1
-        try:
-            obj = json.loads(line)
-            event = obj["event"]
-            t = datetime.fromisoformat(obj["time"])
-            if t.tzinfo is None:
-                raise ValueError("time has no UTC offset")
-            t = t.astimezone(UTC)
-            clus = obj.get("cluster") or cluster
-            ctype, cid = obj.get("component_type"), obj.get("component_id")
-        except (ValueError, KeyError, TypeError, AttributeError, pl.exceptions.PolarsError) as exc:
-            (
-                q[0].append(no),
-                q[1].append(line),
-                q[2].append(f"not a pod event: {type(exc).__name__}: {exc}"),
-            )
+        obj, why = _event(line)
+        if why is not None:
+            q[0].append(no), q[1].append(line), q[2].append(why)
             continue
+        event, t = obj["event"], obj["time"]
+        clus = obj.get("cluster") or cluster
+        ctype, cid = obj.get("component_type"), obj.get("component_id")
         if event not in POD_EVENTS:
             q[0].append(no), q[1].append(line), q[2].append(f"unknown event {event!r}")
             continue
@@ -188,6 +182,46 @@ def read_pod_log(path: str | Path, *, cluster: str | None = None) -> ReadResult:
     return ReadResult(src, tables, qf, n, n - qf.height, notes)
 
 
+_STR_FIELDS = ("event", "time", "cluster", "component_type", "component_id", "detail")
+
+
+def _event(line: str) -> tuple[dict[str, object], str | None]:
+    """One log line -> (object with ``time`` as a UTC datetime, None) or ({}, why)."""
+    try:
+        obj = json.loads(line)
+    except RecursionError:
+        return {}, "not a pod event: JSON nested too deeply"
+    except ValueError as exc:
+        return {}, f"not a pod event: not valid JSON: {str(exc)[:120]}"
+    if not isinstance(obj, dict):
+        return {}, "not a pod event: the line is not a JSON object"
+    for key in ("event", "time"):
+        if key not in obj:
+            return {}, f"not a pod event: no {key!r}"
+    for key in _STR_FIELDS:
+        v = obj.get(key)
+        if v is not None and not isinstance(v, str):
+            return {}, f"field {key}: expected a string, got {type(v).__name__}"
+    try:
+        t = datetime.fromisoformat(obj["time"])
+    except ValueError:
+        return {}, f"field time: {obj['time'][:40]!r} is not an ISO-8601 time"
+    if t.tzinfo is None or t.utcoffset() is None:
+        return {}, "field time: time has no UTC offset"
+    bounds = f"field time: {obj['time'][:40]!r} is outside {TIME_MIN.year}-{TIME_MAX.year}"
+    try:
+        t = t.astimezone(UTC)
+    except (OverflowError, ValueError):
+        return {}, bounds
+    if not TIME_MIN <= t <= TIME_MAX:
+        return {}, bounds
+    obj["time"] = t
+    return obj, None
+
+
+_CUBES = re.compile(r"\d{1,3}(,\d{1,3})*")
+
+
 def _hosts(cubes: str) -> list[str]:
     return [f"c{int(c):02d}-h{h:02d}" for c in cubes.split(",") if c for h in range(16)]
 
@@ -218,11 +252,12 @@ def _job_event(
         if key in open_jobs:
             return "job_start while the job is already running"
         sub_t, sub = submits[key]
-        try:
-            attempt = int(detail["attempt"])
-            cubes = detail["cubes"]
-        except (KeyError, ValueError):
-            return "job_start needs attempt= and cubes="
+        attempt_s, cubes = detail.get("attempt", ""), detail.get("cubes", "")
+        if not (attempt_s.isdigit() and len(attempt_s) <= 5 and int(attempt_s) <= 65535):
+            return "job_start needs attempt=N (0-65535) and cubes="
+        if not _CUBES.fullmatch(cubes) or cubes.count(",") >= MAX_NODES_PER_JOB // 16:
+            return "job_start needs cubes=<cube numbers separated by commas>"
+        attempt = int(attempt_s)
         hosts = _hosts(cubes)
         open_jobs[key] = {
             "cluster": clus, "job_id": job_id, "attempt": attempt, "name": None, "user": None, "account": None,

@@ -1,47 +1,75 @@
-"""Readers of Slurm node-state history -> ``node_states`` intervals.
+"""Readers of Slurm node-state history -> ``node_states`` intervals (and ``health_events``).
 
 - ``sacctmgr --parsable2 show event``: the history (DOWN / DRAIN / FAIL intervals with reasons).
 - ``scontrol show node`` (multi-line or ``--oneliner``): a snapshot; each node whose state
   flags include DOWN / DRAIN / FAIL / MAINT gives an open interval starting at its reason time.
-- ``sinfo -R``: a snapshot of the reasons of unavailable nodes.
+- ``sinfo -R`` (whitespace-aligned, or ``-o '%E|%U|%H|%N|%T'``): a snapshot of the reasons of
+  unavailable nodes.
 
 State flag sets such as ``IDLE+DRAIN`` or ``DOWN*+DRAIN`` are reduced to the most severe
 out-of-service state, in the order DOWN > FAIL > DRAIN > MAINT.
+
+**Drain reasons carry signals**: a DOWN / DRAIN / FAIL reason that names a hardware signal
+(``GPU ECC errors <xid 79> on gpu:1``, ``Xid 48``, ``NVLink``, "fell off the bus": see
+:func:`reliability.taxonomy.reason_signals`) also gives a ``health_events`` row per node
+(source ``slurm``, at the interval's start, code / component / severity from the taxonomy,
+device when the reason names one), so attribution and lemon features see it.
+
+Other Slurm outputs (``sinfo -N -l``, plain ``sinfo``, fixed-width ``sacctmgr`` tables, YAML)
+are refused with what the file is and what to export instead.
 """
 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from pathlib import Path
 
 import polars as pl
 
-from reliability import schema
+from reliability import schema, taxonomy
 from reliability.errors import IngestError
 from reliability.ingest import hostlist
-from reliability.ingest._common import ReadResult, quarantine_frame, read_lines
+from reliability.ingest._bounds import TIME_MAX, TIME_MIN, out_of_range_time
+from reliability.ingest._common import (
+    ReadResult,
+    check_name_option,
+    check_zone,
+    quarantine_frame,
+    read_lines,
+)
 from reliability.ingest._delimited import split_delimited
+from reliability.ingest._slurm_text import identify, refusal
 
 __all__ = ["read_sacctmgr_events", "read_scontrol_nodes", "read_sinfo_reasons", "reduce_state"]
 
-#: Slurm state flags -> canonical node state, most severe first.
+#: Slurm state flags (long and ``sinfo %t`` short forms) -> canonical node state, most
+#: severe first.
 STATE_PRECEDENCE = (
     ("DOWN", "DOWN"),
     ("FAIL", "FAIL"),
     ("FAILING", "FAIL"),
+    ("FAILG", "FAIL"),
     ("DRAIN", "DRAIN"),
     ("DRAINED", "DRAIN"),
     ("DRAINING", "DRAIN"),
+    ("DRNG", "DRAIN"),
     ("MAINT", "MAINT"),
     ("REBOOT_REQUESTED", "MAINT"),
     ("REBOOT_ISSUED", "MAINT"),
 )
 _IN_SERVICE = frozenset(
     {"IDLE", "ALLOCATED", "ALLOC", "MIXED", "MIX", "COMPLETING", "COMP", "RESERVED", "RESV",
-     "PLANNED", "POWERED_DOWN", "POWER_DOWN", "POWERING_UP", "POWERING_DOWN", "CLOUD",
-     "FUTURE", "NOT_RESPONDING", "PERFCTRS", "UNKNOWN", "POWER", "IDLE~", "DYNAMIC_NORM"}
+     "PLANNED", "PLND", "POWERED_DOWN", "POWER_DOWN", "POWERING_UP", "POWERING_DOWN", "POW_UP",
+     "POW_DN", "CLOUD", "FUTURE", "FUTR", "NOT_RESPONDING", "NPC", "PERFCTRS", "UNKNOWN",
+     "UNK", "POWER", "IDLE~", "DYNAMIC_NORM", "BOOT", "INVAL"}
 )  # fmt: skip
+#: states whose reasons are read for hardware signals (MAINT is planned work)
+_SIGNAL_STATES = frozenset({"DOWN", "DRAIN", "FAIL"})
 _TIME_FMT = "%Y-%m-%dT%H:%M:%S"
+_NO_TIME = frozenset({"", "Unknown", "None", "N/A"})
+#: an epoch of more digits than this is beyond year 5138: out of range before any arithmetic
+_MAX_EPOCH_DIGITS = 11
 _EVENT_TEXT = ("Reason",)
 _EVENT_PATTERNS = {
     n: re.compile(p)
@@ -77,7 +105,7 @@ def reduce_state(flags: str) -> str | None:
             return canon
     unknown = [p for p in parts if p not in _IN_SERVICE]
     if unknown:
-        raise ValueError(f"unknown node state flag {unknown[0]!r}")
+        raise ValueError(f"unknown node state flag {unknown[0][:40]!r}")
     return None
 
 
@@ -87,31 +115,64 @@ def _user(u: str | None) -> str | None:
     return re.sub(r"\(\d+\)$", "", u.strip())
 
 
-def _to_utc(values: list[str | None], tz: str | None, src: str, field: str) -> list[object]:
-    """Parse local ISO or epoch strings to UTC; None for sentinels. Raises if tz is needed."""
-    s = pl.Series(
-        "t", [None if v in (None, "", "Unknown", "None") else v for v in values], dtype=pl.String
+def _to_utc(
+    values: list[str | None], tz: str | None, src: str, field: str
+) -> tuple[list[object], list[str | None]]:
+    """Parse local ISO or epoch strings to UTC.
+
+    Returns the times (None for sentinels and bad values) and, per value, None or the reason
+    it is not a time (unreadable, or outside the sane bounds of ``_bounds``). Raises
+    :class:`IngestError` naming ``tz=`` if local times appear and no zone was given.
+    """
+    clean = [None if v is None or v.strip() in _NO_TIME else v.strip() for v in values]
+    n = _MAX_EPOCH_DIGITS
+    df = pl.DataFrame({"t": clean}, schema={"t": pl.String}).with_columns(
+        iso=pl.col("t").str.to_datetime(_TIME_FMT, strict=False, time_unit="us"),
+        epoch=pl.col("t").str.extract(rf"^(\d{{1,{n}}})$").cast(pl.Int64),
+        huge=pl.col("t").str.contains(rf"^\d{{{n + 1},}}$").fill_null(False),
     )
-    iso = s.str.to_datetime(_TIME_FMT, strict=False, time_unit="us")
-    if iso.is_not_null().any() and tz is None:
-        raise IngestError(src, "Slurm prints local times without a zone: pass tz=", field=field)
-    epoch = pl.Series([int(v) if v and v.isdigit() else None for v in s], dtype=pl.Int64)
-    epoch_t = pl.from_epoch(epoch, time_unit="s").dt.replace_time_zone("UTC")
+    if tz is None and df.get_column("iso").is_not_null().any():
+        raise IngestError(
+            src,
+            "Slurm prints local times without a zone: pass tz= (the zone of the host that "
+            "ran the command, e.g. tz='UTC')",
+            field=field,
+        )
+    utc = pl.from_epoch("epoch", time_unit="s").dt.replace_time_zone("UTC").cast(schema.UTC_TIME)
     if tz is not None:
-        iso = iso.dt.replace_time_zone(tz, ambiguous="earliest", non_existent="null")
-        iso = iso.dt.convert_time_zone("UTC")
-        out = epoch_t.cast(schema.UTC_TIME).fill_null(iso.cast(schema.UTC_TIME))
-    else:
-        out = epoch_t.cast(schema.UTC_TIME)
-    return out.to_list()
+        local = pl.col("iso").dt.replace_time_zone(tz, ambiguous="earliest", non_existent="null")
+        utc = pl.coalesce(utc, local.dt.convert_time_zone("UTC").cast(schema.UTC_TIME))
+    df = df.with_columns(out=utc).with_columns(oob=out_of_range_time("out") | pl.col("huge"))
+    df = df.with_columns(out=pl.when(~pl.col("oob")).then(pl.col("out")))
+    oob = df.get_column("oob").to_list()
+    out = df.get_column("out")
+    times = out.to_list()
+    reasons: list[str | None] = []
+    bounds = f"outside {TIME_MIN.year}-{TIME_MAX.year}"
+    for raw, t, far in zip(clean, times, oob, strict=True):
+        if raw is None:
+            reasons.append(None)
+        elif far:
+            reasons.append(f"field {field}: time {raw[:40]!r} is {bounds}")
+        elif t is None:
+            reasons.append(f"field {field}: cannot read time {raw[:40]!r}")
+        else:
+            reasons.append(None)
+    return times, reasons
+
+
+@lru_cache(maxsize=4096)
+def _signals(reason: str) -> tuple[taxonomy.ReasonSignal, ...]:
+    return tuple(taxonomy.reason_signals(reason))
 
 
 class _Builder:
-    """Accumulates node_states rows and quarantine rows for one input."""
+    """Accumulates node_states, health_events and quarantine rows for one input."""
 
     def __init__(self, src: str) -> None:
         self.src = src
         self.rows: list[dict[str, object]] = []
+        self.events: list[dict[str, object]] = []
         self.q: tuple[list[int], list[str], list[str]] = ([], [], [])
         self.read = 0
 
@@ -120,12 +181,51 @@ class _Builder:
         self.q[1].append(raw)
         self.q[2].append(reason)
 
+    def add(self, row: dict[str, object]) -> None:
+        """One node_states row, plus a health event per hardware signal in its reason."""
+        self.rows.append(row)
+        reason = row["reason"]
+        if not reason or row["state"] not in _SIGNAL_STATES:
+            return
+        for sig in _signals(str(reason)):
+            c = sig.classification
+            self.events.append(
+                {
+                    "cluster": row["cluster"],
+                    "node": row["node"],
+                    "time": row["start"],
+                    "source": "slurm",
+                    "component": c.component,
+                    "code": sig.code,
+                    "severity": c.severity,
+                    "device": sig.device,
+                    "message": f"Slurm {row['state']} reason: {reason}",
+                }
+            )
+
     def result(self, notes: list[str]) -> ReadResult:
         frame = pl.DataFrame(self.rows, schema=schema.TABLES["node_states"].schema, orient="row")
+        events = pl.DataFrame(
+            self.events, schema=schema.TABLES["health_events"].schema, orient="row"
+        )
+        if self.events:
+            notes.append(
+                f"{len(self.events)} hardware signal(s) in node-state reasons (Xid, ECC, "
+                "NVLink...) recorded as health events (source slurm)"
+            )
         q = quarantine_frame(self.src, *self.q)
         return ReadResult(
-            self.src, {"node_states": frame}, q, self.read, self.read - q.height, notes
+            self.src,
+            {"node_states": frame, "health_events": events},
+            q,
+            self.read,
+            self.read - q.height,
+            notes,
         )
+
+
+def _expand(expr: str) -> list[str]:
+    return hostlist.expand(expr)
 
 
 def read_sacctmgr_events(
@@ -139,26 +239,40 @@ def read_sacctmgr_events(
     cluster : used where the export has no Cluster field
     tz : IANA zone of the printed times (sacctmgr prints local time without a zone)
 
-    Cluster-level events (no node name, e.g. "Cluster Registered TRES") are read and kept but
-    produce no interval; the notes say how many. An open event (TimeEnd ``Unknown``) gives
-    ``end = null``.
+    Returns
+    -------
+    ReadResult with ``node_states`` and ``health_events`` (hardware signals named in the
+    reasons). Cluster-level events (no node name, e.g. "Cluster Registered TRES") are read
+    and kept but produce no interval; the notes say how many. An open event (TimeEnd
+    ``Unknown``) gives ``end = null``. A bad time (unreadable, outside 1990-2200), state or
+    node list quarantines that row only.
     """
     src = str(path)
+    check_zone(src, tz)
+    check_name_option(src, cluster, "cluster")
     lines, notes = read_lines(path)
     data = lines.filter(pl.col("line").str.strip_chars() != "")
     if data.height == 0:
         raise IngestError(src, "empty file (sacctmgr prints a header line even with no events)")
     header_no, header = data.row(0)
+    fmt = identify("\n".join(data.head(3).get_column("line").to_list()))
+    if fmt != "sacctmgr_event":
+        piped = "|" in header and fmt in (None, "sacctmgr_other_parsable")
+        raise IngestError(
+            src, refusal(fmt, "events"), line=header_no, field="TimeStart" if piped else None
+        )
     names = header.split("|")
     if names[-1] == "":
         names, trailing = names[:-1], True
     else:
         trailing = False
-    for req in ("TimeStart",):
-        if req not in names:
-            raise IngestError(
-                src, "not a sacctmgr show event header: missing field", line=header_no, field=req
-            )
+    if "TimeStart" not in names:
+        raise IngestError(
+            src,
+            "not a sacctmgr show event header: missing field; " + refusal(None, "events"),
+            line=header_no,
+            field="TimeStart",
+        )
     b = _Builder(src)
     body = data.slice(1)
     split = split_delimited(
@@ -168,44 +282,49 @@ def read_sacctmgr_events(
         b.bad(no, raw, reason)
     b.read = len(split.bad_line_no) + split.records.height
     recs = split.records
-    get = lambda n: recs.get_column(n).to_list() if n in recs.columns else [None] * recs.height  # noqa: E731
-    starts = _to_utc(get("TimeStart"), tz, src, "TimeStart")
-    ends = _to_utc(get("TimeEnd"), tz, src, "TimeEnd")
+    cols = {n: recs.get_column(n).to_list() for n in recs.columns}
+    none = [None] * recs.height
+    get = cols.get
+    starts, start_why = _to_utc(get("TimeStart", none), tz, src, "TimeStart")
+    ends, end_why = _to_utc(get("TimeEnd", none), tz, src, "TimeEnd")
     cluster_events = 0
-    for i, (no, raw) in enumerate(zip(get("line_no"), get("line"), strict=True)):
-        node_expr = (get("NodeName")[i] or "").strip()
-        clus = (get("Cluster")[i] or "").strip() or cluster
+    for i, (no, raw) in enumerate(zip(cols["line_no"], cols["line"], strict=True)):
+        node_expr = (get("NodeName", none)[i] or "").strip()
+        clus = (get("Cluster", none)[i] or "").strip() or cluster
         if not node_expr:
             cluster_events += 1
             continue
         if clus is None:
-            raise IngestError(src, "no Cluster field: pass cluster=", line=no, field="Cluster")
+            raise IngestError(
+                src, "the export has no Cluster field: pass cluster=", line=no, field="Cluster"
+            )
+        state_s = get("State", none)[i] or ""
         try:
-            state = reduce_state(get("State")[i] or "")
+            state = reduce_state(state_s)
         except ValueError as exc:
             b.bad(no, raw, f"field State: {exc}")
             continue
         if state is None:
-            b.bad(no, raw, f"field State: {get('State')[i]!r} is not an out-of-service state")
+            b.bad(no, raw, f"field State: {state_s[:40]!r} is not an out-of-service state")
             continue
-        if starts[i] is None:
-            b.bad(no, raw, f"field TimeStart: cannot read time {get('TimeStart')[i]!r}")
+        why = start_why[i] or end_why[i]
+        if why is None and starts[i] is None:
+            why = "field TimeStart: no start time"
+        if why is not None:
+            b.bad(no, raw, why)
             continue
-        end_raw = get("TimeEnd")[i]
-        if end_raw not in (None, "", "Unknown") and ends[i] is None:
-            b.bad(no, raw, f"field TimeEnd: cannot read time {end_raw!r}")
-            continue
-        if ends[i] is not None and ends[i] < starts[i]:
+        if ends[i] is not None and ends[i] < starts[i]:  # type: ignore[operator]
             b.bad(no, raw, "TimeEnd is before TimeStart (impossible order; not fixed)")
             continue
         try:
-            nodes = hostlist.expand(node_expr)
+            nodes = _expand(node_expr)
         except hostlist.HostlistError as exc:
             b.bad(no, raw, f"field NodeName: {exc}")
             continue
-        reason = get("Reason")[i]
+        reason = get("Reason", none)[i]
+        user = _user(get("User", none)[i])
         for node in nodes:
-            b.rows.append(
+            b.add(
                 {
                     "cluster": clus,
                     "node": node,
@@ -213,7 +332,7 @@ def read_sacctmgr_events(
                     "start": starts[i],
                     "end": ends[i],
                     "reason": reason or None,
-                    "user": _user(get("User")[i]),
+                    "user": user,
                 }
             )
     if cluster_events:
@@ -229,12 +348,16 @@ _REASON = re.compile(
 def read_scontrol_nodes(path: str | Path, *, cluster: str, tz: str | None = None) -> ReadResult:
     """Read ``scontrol show node`` (multi-line or ``--oneliner``) into open ``node_states``.
 
-    A record per ``NodeName=``. Nodes whose ``State=`` flags hold DOWN / DRAIN / FAIL / MAINT
+    A record per ``NodeName=`` line and its indented continuation lines (a line that is
+    neither is a damaged record of its own, quarantined). Nodes whose ``State=`` flags hold DOWN / DRAIN / FAIL / MAINT
     give one interval starting at the time in ``Reason=... [user@time]`` and still open
-    (``end`` null). In-service nodes are kept (counted) and give no interval. Lines before
-    the first ``NodeName=`` (e.g. a shell prompt) are not records; the notes say how many.
+    (``end`` null), plus a health event per hardware signal in the reason. In-service nodes
+    are kept (counted) and give no interval. Lines before the first ``NodeName=`` (e.g. a
+    shell prompt) are not records; the notes say how many.
     """
     src = str(path)
+    check_zone(src, tz)
+    check_name_option(src, cluster, "cluster")
     lines, notes = read_lines(path)
     if lines.height == 0:
         raise IngestError(src, "empty file")
@@ -244,21 +367,32 @@ def read_scontrol_nodes(path: str | Path, *, cluster: str, tz: str | None = None
         if line.lstrip().startswith("NodeName="):
             recs.append((no, [line]))
         elif recs:
-            if line.strip():
-                recs[-1][1].append(line)
+            if not line.strip():
+                continue
+            if line[:1].isspace():
+                recs[-1][1].append(line)  # continuation lines are indented
+            else:
+                recs.append((no, [line]))  # a broken record start: its own (bad) record
         elif line.strip():
             preamble += 1
     if not recs:
-        raise IngestError(src, "no 'NodeName=' record: not scontrol show node output", line=1)
+        head = "\n".join(lines.head(5).get_column("line").to_list())
+        raise IngestError(src, refusal(identify(head), "nodes"), line=1)
     if preamble:
         notes.append(f"{preamble} line(s) before the first NodeName= record ignored")
     b = _Builder(src)
     b.read = len(recs)
     healthy = 0
     times: list[str | None] = []
-    parsed: list[tuple[int, str, str, str | None, str | None, str | None]] = []
+    parsed: list[tuple[int, str, str, str, str | None, str | None]] = []
     for no, rec_lines in recs:
         raw = "\n".join(rec_lines)
+        if not rec_lines[0].lstrip().startswith("NodeName="):
+            b.bad(no, raw, "record does not start with NodeName= (a damaged record)")
+            continue
+        if sum(ln.lstrip().startswith("Reason=") for ln in rec_lines) > 1:
+            b.bad(no, raw, "record has more than one Reason= line")
+            continue
         node_m = re.search(r"NodeName=(\S+)", raw)
         state_m = re.search(r"\bState=(\S+)", raw)
         if node_m is None or state_m is None:
@@ -286,12 +420,14 @@ def read_scontrol_nodes(path: str | Path, *, cluster: str, tz: str | None = None
             continue
         times.append(when)
         parsed.append((no, raw, node_m.group(1), state, reason, user))
-    starts = _to_utc(times, tz, src, "Reason")
-    for (no, raw, node, state, reason, user), start, t in zip(parsed, starts, times, strict=True):
-        if start is None:
-            b.bad(no, raw, f"field Reason: cannot read time {t!r}")
+    starts, whys = _to_utc(times, tz, src, "Reason")
+    for (no, raw, node, state, reason, user), start, why, t in zip(
+        parsed, starts, whys, times, strict=True
+    ):
+        if why is not None or start is None:
+            b.bad(no, raw, why or f"field Reason: cannot read time {t!r}")
             continue
-        b.rows.append(
+        b.add(
             {
                 "cluster": cluster,
                 "node": node,
@@ -308,69 +444,120 @@ def read_scontrol_nodes(path: str | Path, *, cluster: str, tz: str | None = None
 
 
 _SINFO_ROW = re.compile(
-    r"^(?P<reason>.*?)\s+(?P<user>\S+)\s+(?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d|Unknown)"
+    r"^(?P<reason>.*?)\s+(?P<user>\S+)\s+(?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d|\d+|Unknown)"
     r"\s+(?P<nodes>\S+)(?:\s+(?P<state>[A-Za-z_*~#!%$@^+-]+))?\s*$"
 )
+_SINFO_FIELDS = {"REASON": "reason", "USER": "user", "TIMESTAMP": "time", "NODELIST": "nodes",
+                 "STATE": "state"}  # fmt: skip
+_SINFO_PATTERNS = {
+    "USER": re.compile(r"\S*"),
+    "TIMESTAMP": re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d|\d+|Unknown)"),
+    "NODELIST": re.compile(r"[\w\-.\[\],]+"),
+    "STATE": re.compile(r"[A-Za-z_*~#!%$@^+-]*"),
+}
 
 
 def read_sinfo_reasons(path: str | Path, *, cluster: str, tz: str | None = None) -> ReadResult:
     """Read ``sinfo -R`` (REASON USER TIMESTAMP NODELIST [STATE]) into open ``node_states``.
 
-    Plain ``sinfo -R`` has no state column; those nodes are recorded as DRAIN and the notes
-    say so (``sinfo -R -o "%E %U %H %N %T"`` adds the exact state). The reason column is
-    truncated to 20 characters by sinfo's default format.
+    Either sinfo's aligned columns or ``|``-separated output (``sinfo -R -o
+    '%E|%U|%H|%N|%T'``, header included). Plain ``sinfo -R`` has no state column; those
+    nodes are recorded as DRAIN and the notes say so (the ``-o`` form adds the exact state).
+    The reason column is cut to 20 characters by sinfo's default format (``%E`` in ``-o`` is
+    not). A hardware signal in a reason also gives a health event.
     """
     src = str(path)
+    check_zone(src, tz)
+    check_name_option(src, cluster, "cluster")
     lines, notes = read_lines(path)
     if lines.height == 0:
         raise IngestError(src, "empty file")
     b = _Builder(src)
-    header_seen = False
+    header: list[str] | None = None
+    pipe = False
     assumed = 0
     pending: list[tuple[int, str, str, str, str, str | None, str]] = []
-    for no, line in lines.iter_rows():
-        if not line.strip():
-            continue
-        if not header_seen and "REASON" in line and "NODELIST" in line:
-            header_seen = True
-            continue
-        if not header_seen:
-            raise IngestError(src, "no 'REASON ... NODELIST' header: not sinfo -R output", line=no)
-        b.read += 1
-        m = _SINFO_ROW.match(line)
-        if m is None:
-            b.bad(no, line, "not a sinfo -R row (REASON USER TIMESTAMP NODELIST)")
-            continue
-        pending.append(
-            (
-                no,
-                line,
-                m.group("reason").strip(),
-                m.group("user"),
-                m.group("nodes"),
-                m.group("state"),
-                m.group("time"),
+    data = lines.filter(pl.col("line").str.strip_chars() != "")
+    for no, line in data.iter_rows():
+        if header is None and "REASON" in line and "NODELIST" in line:
+            pipe = "|" in line
+            tail = line[line.index("REASON") :]
+            header = [h.strip() for h in (tail.split("|") if pipe else tail.split())]
+            body = data.filter(pl.col("line_no") > no)
+            break
+        head = "\n".join(data.head(5).get_column("line").to_list())
+        raise IngestError(src, refusal(identify(head), "nodes"), line=no)
+    if header is None:
+        raise IngestError(src, "empty file")
+    if pipe:
+        unknown = [h for h in header if h not in _SINFO_FIELDS]
+        if unknown or not {"TIMESTAMP", "NODELIST"} <= set(header):
+            raise IngestError(
+                src,
+                "sinfo -R -o header needs REASON, USER, TIMESTAMP, NODELIST (and STATE) only",
+                line=int(body.item(0, "line_no")) - 1 if body.height else 1,
+                field=(unknown or ["TIMESTAMP"])[0],
             )
+        split = split_delimited(
+            body, header, trailing=False, text_fields=("REASON",), patterns=_SINFO_PATTERNS
         )
-    starts = _to_utc([p[6] for p in pending], tz, src, "TIMESTAMP")
-    for (no, line, reason, user, nodes_expr, state_s, _), start in zip(
-        pending, starts, strict=True
+        for no, raw, why in zip(split.bad_line_no, split.bad_raw, split.bad_reason, strict=True):
+            b.bad(no, raw, why)
+        b.read = len(split.bad_line_no) + split.records.height
+        recs = split.records.rename({h: _SINFO_FIELDS[h] for h in header})
+        for row in recs.iter_rows(named=True):
+            pending.append(
+                (
+                    row["line_no"],
+                    row["line"],
+                    (row.get("reason") or "").strip(),
+                    row.get("user") or "",
+                    row["nodes"],
+                    row.get("state") or None,
+                    row["time"],
+                )
+            )
+    else:
+        for no, line in body.iter_rows():
+            b.read += 1
+            m = _SINFO_ROW.match(line)
+            if m is None:
+                b.bad(no, line, "not a sinfo -R row (REASON USER TIMESTAMP NODELIST)")
+                continue
+            pending.append(
+                (
+                    no,
+                    line,
+                    m.group("reason").strip(),
+                    m.group("user"),
+                    m.group("nodes"),
+                    m.group("state"),
+                    m.group("time"),
+                )
+            )
+    starts, whys = _to_utc([p[6] for p in pending], tz, src, "TIMESTAMP")
+    for (no, line, reason, user, nodes_expr, state_s, _), start, why in zip(
+        pending, starts, whys, strict=True
     ):
-        if start is None:
-            b.bad(no, line, "field TIMESTAMP: unknown or unreadable time")
+        if why is not None or start is None:
+            b.bad(no, line, why or "field TIMESTAMP: unknown time")
             continue
         try:
             state = reduce_state(state_s) if state_s else "DRAIN"
-            nodes = hostlist.expand(nodes_expr)
-        except (ValueError, hostlist.HostlistError) as exc:
-            b.bad(no, line, str(exc))
+        except ValueError as exc:
+            b.bad(no, line, f"field STATE: {exc}")
             continue
         if state is None:
             b.bad(no, line, f"field STATE: {state_s!r} is not an out-of-service state")
             continue
+        try:
+            nodes = _expand(nodes_expr)
+        except hostlist.HostlistError as exc:
+            b.bad(no, line, f"field NODELIST: {exc}")
+            continue
         assumed += state_s is None
         for node in nodes:
-            b.rows.append(
+            b.add(
                 {
                     "cluster": cluster,
                     "node": node,

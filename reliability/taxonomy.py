@@ -23,12 +23,15 @@ from reliability import schema
 
 __all__ = [
     "DCGM_FIELDS",
+    "FAILURE_DOMAINS",
     "REASON_SYMPTOMS",
+    "SLURM_NODE_REASONS",
     "SXID",
     "TAXONOMY_VERSION",
     "XID",
     "Classification",
     "ReasonSignal",
+    "classify_slurm_reason",
     "classify_sxid",
     "classify_xid",
     "reason_signals",
@@ -160,6 +163,53 @@ def xid_table() -> pl.DataFrame:
         },
         orient="row",
     )
+
+
+#: Failure domains of a job attempt (the ``failure_domain`` column of
+#: :func:`reliability.attribute_failures`), with what each one means.
+FAILURE_DOMAINS: dict[str, str] = {
+    "none": "completed, or still running / pending / being resized",
+    "user": "ended by the job itself: a non-zero exit, timeout, out of memory, cancellation, "
+    "or a requeue the application asked for through a RequeueExit / RequeueExitHold code",
+    "admin": "requeued by an explicit command (scontrol requeue / requeuehold) with no node "
+    "failing under it: not a failure of the job or of the cluster",
+    "system_software": "node software: Slurm prolog / epilog failures, unkillable processes, "
+    "driver and firmware faults",
+    "hardware": "a node or one of its components failed under the attempt",
+    "infrastructure": "a shared service (filesystem) failed",
+    "preemption": "preempted by a higher-priority job",
+    "unknown": "a failure with evidence on a node whose cause is not known (e.g. a health "
+    "check drained the node without naming a component)",
+}
+
+_R = Classification
+#: Reasons Slurm itself sets when it takes a node out of service (``Reason=`` of ``scontrol
+#: show node``, ``sacctmgr show event``), as anchored case-insensitive patterns. Free-text
+#: reasons written by operators are not guessed at here (the node-state readers turn the
+#: signals in them, e.g. ``xid 79``, into health events). ``Not responding`` is left out on
+#: purpose: it says the node stopped answering, not why.
+SLURM_NODE_REASONS: tuple[tuple[str, Classification], ...] = (
+    (r"^\s*prolog (error|failure)", _R("software", "software", "critical", "Slurm prolog failed on the node")),
+    (r"^\s*epilog (error|failure)", _R("software", "software", "critical", "Slurm epilog failed on the node")),
+    (r"^\s*kill task failed", _R("software", "software", "critical", "processes of a job could not be killed (UnkillableStepTimeout)")),
+    (r"^\s*batch job complete failure", _R("software", "software", "critical", "slurmd could not complete the batch job")),
+    (r"^\s*slurmdspooldir is full", _R("disk", "software", "critical", "the node's spool directory is full")),
+    (r"^\s*node unexpectedly rebooted", _R("machine", "hardware", "critical", "the node rebooted under its jobs")),
+    (r"^\s*low realmemory", _R("dimm", "hardware", "critical", "the node reports less memory than configured")),
+    (r"^\s*low (cpus|socket)", _R("cpu", "hardware", "critical", "the node reports fewer CPUs than configured")),
+    (r"^\s*gres/gpu count reported lower", _R("gpu", "hardware", "critical", "the node reports fewer GPUs than configured")),
+)  # fmt: skip
+
+
+def classify_slurm_reason(reason: str | None) -> Classification | None:
+    """Classification of a node-state reason that Slurm itself sets (``Prolog error``,
+    ``Kill task failed``...), or None for any other reason (operators' free text)."""
+    if not reason:
+        return None
+    for pattern, c in SLURM_NODE_REASONS:
+        if re.match(pattern, reason, flags=re.IGNORECASE):
+            return c
+    return None
 
 
 #: Symptom codes for hardware signals named in a node-state reason without an Xid number

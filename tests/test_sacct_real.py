@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 import polars as pl
 import pytest
 
+from reliability.datasets import sample_files
 from reliability.errors import IngestError
 from reliability.ingest import read_sacct
 
@@ -135,11 +136,12 @@ def test_exports_without_times_are_refused_clearly(run1, name):
     assert "--format=" in str(err.value)
 
 
-def test_gc3pie_noheader_parsable(shared):
-    """Old Slurm (2.6-14.11) --noheader --parsable lines with trailing '|'."""
+def test_gc3pie_noheader_parsable():
+    """Old Slurm (2.6-14.11) --noheader --parsable lines with trailing '|' (the bundled copy,
+    byte-identical to ../shared/data/slurm-sacct-gc3pie/sacct_samples_gc3pie.txt)."""
     fields = ["JobID", "ExitCode", "State", "NCPUS", "Elapsed", "TotalCPU", "Submit", "Start", "End",
               "MaxRSS", "MaxVMSize"]  # fmt: skip
-    r = read_sacct(shared / "slurm-sacct-gc3pie" / "sacct_samples_gc3pie.txt",
+    r = read_sacct(sample_files()["gc3pie/sacct_samples_gc3pie.txt"],
                    fields=fields, cluster="gc3", tz="Europe/Zurich")  # fmt: skip
     assert r.rows_read == 32 == r.rows_kept + r.rows_quarantined
     reasons = r.quarantine.get_column("reason").to_list()

@@ -1,28 +1,80 @@
+"""The ``reliability`` command. Every count it prints is checked against a count the test makes
+itself from the input (a plain parse of the file, the ``sacct --json`` export of the same jobs,
+the simulator's event log and truth) or against a reference computation (scipy)."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import hashlib
+import json
+import re
+from collections import Counter
+from datetime import datetime
+from importlib.metadata import version
+from pathlib import Path
+
+import polars as pl
 import pytest
 
 from reliability import Dataset
 from reliability.cli import main
 from reliability.datasets import load_sample_dataset, sample_files
 
+ROOT = Path(__file__).resolve().parents[1]
+OUTCOME = re.compile(r"read (\d+), kept (\d+), quarantined (\d+) \(([^)]*)\)")
+SXID_FILE = "gpud/sxid-readme-xid79-sxid20034.log"
+XID_FILE = "gpud/dmesg-with-xid-119.log"
+
+
+def _outcomes(text: str) -> dict[str, tuple[int, int, int, dict[str, int]]]:
+    """File name -> (read, kept, quarantined, rows per table) from ingest output lines."""
+    out = {}
+    for line in text.splitlines():
+        m = OUTCOME.search(line)
+        if m:
+            tables = dict(kv.split("=") for kv in m.group(4).split(", ") if kv)
+            name = Path(line[: line.index(": ")]).name
+            out[name] = (*map(int, m.groups()[:3]), {k: int(v) for k, v in tables.items()})
+    return out
+
+
+def _table_rows(info: str) -> dict[str, int]:
+    """The 'rows per table' block of ``reliability info``."""
+    block = info.split("rows per table:")[1].split("\n\n")[0]
+    return {ln.split()[0]: int(ln.split()[1].replace(",", "")) for ln in block.strip().splitlines()}
+
+
+def _psv(path: Path) -> list[dict[str, str]]:
+    """A ``--parsable2`` export as dicts (no field of these files holds a newline or '|')."""
+    lines = [ln for ln in path.read_text(encoding="utf-8").splitlines() if ln]
+    head = lines[0].split("|")
+    return [dict(zip(head, ln.split("|"), strict=True)) for ln in lines[1:]]
+
+
+def _xid_events(path: Path) -> list[str]:
+    """Codes of the Xid lines and of the SXid record headers (``..., Fatal|Non-fatal, ...``);
+    NVSwitch codes are ``SXid<n>``, apart from the GPU's Xid numbers."""
+    text = path.read_text(encoding="utf-8")
+    xid = re.findall(r"NVRM: Xid \([^)]*\): (\d+),", text)
+    sxid = re.findall(r"SXid \([^)]*\): (\d+), (?:Non-)?[Ff]atal,", text)
+    return xid + [f"SXid{c}" for c in sxid]
+
 
 def test_ingest_and_info(tmp_path, run1, capsys):
-    out = tmp_path / "ds"
-    rc = main(
-        [
-            "ingest",
-            "slurm",
-            str(run1 / "sacct_broad_duplicates.psv"),
-            "--into",
-            str(out),
-            "--tz",
-            "UTC",
-        ]
-    )
-    assert rc == 0
-    text = capsys.readouterr().out
-    assert "read 388, kept 387, quarantined 1 (jobs=125, job_steps=262)" in text
-    assert main(["info", str(out)]) == 0
-    assert "jobs                          125" in capsys.readouterr().out
+    """The counts printed for the real Slurm 22.05 export equal those of ``sacct --json`` run
+    against the same database: one record per job attempt (the resized job's second record is
+    a record of its own there too) and one per step, none refused."""
+    export = json.loads(gzip.decompress((run1 / "sacct.json.gz").read_bytes()))["jobs"]
+    n_steps = sum(len(j["steps"]) for j in export)
+    path = run1 / "sacct_broad_duplicates.psv"
+    assert main(["ingest", "slurm", str(path), "--into", str(tmp_path / "ds"), "--tz", "UTC"]) == 0
+    read, kept, quarantined, tables = _outcomes(capsys.readouterr().out)[path.name]
+    assert (read, kept, quarantined) == (len(export) + n_steps, len(export) + n_steps, 0)
+    assert tables == {"jobs": len(export), "job_steps": n_steps}
+    assert main(["info", str(tmp_path / "ds")]) == 0
+    rows = _table_rows(capsys.readouterr().out)
+    assert (rows["jobs"], rows["job_steps"], rows["quarantine"]) == (len(export), n_steps, 0)
 
 
 def test_fatal_error_names_file_and_line(tmp_path, run1, capsys):
@@ -34,22 +86,29 @@ def test_fatal_error_names_file_and_line(tmp_path, run1, capsys):
     assert "Traceback" not in err
 
 
-def test_strict_fails_on_quarantine(tmp_path, run1, capsys):
+def test_strict_fails_on_quarantine(tmp_path, capsys):
+    """One record of three has an unreadable Submit: --strict refuses the file, writes nothing."""
+    path = tmp_path / "sacct.psv"
+    path.write_text(
+        "JobID|State|Submit|Start|End|Cluster\n"
+        "1|COMPLETED|2025-01-01T00:00:00|2025-01-01T00:01:00|2025-01-01T01:00:00|c\n"
+        "2|COMPLETED|yesterday|2025-01-01T00:01:00|2025-01-01T01:00:00|c\n"
+        "3|FAILED|2025-01-01T00:00:00|2025-01-01T00:02:00|2025-01-01T00:30:00|c\n",
+        encoding="utf-8",
+    )
     rc = main(
-        [
-            "ingest",
-            "slurm",
-            str(run1 / "sacct_broad.psv"),
-            "--into",
-            str(tmp_path / "d"),
-            "--tz",
-            "UTC",
-            "--strict",
-        ]
+        ["ingest", "slurm", str(path), "--into", str(tmp_path / "d"), "--tz", "UTC", "--strict"]
     )
     assert rc == 2
-    assert "would be quarantined" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "would be quarantined" in err
     assert not (tmp_path / "d" / "manifest.json").exists()
+    # without --strict the two good records are kept and the bad one is quarantined with its line
+    assert main(["ingest", "slurm", str(path), "--into", str(tmp_path / "d"), "--tz", "UTC"]) == 0
+    assert _outcomes(capsys.readouterr().out)[path.name][:3] == (3, 2, 1)
+    q = Dataset(tmp_path / "d").quarantine
+    assert q["line_no"].to_list() == [3]
+    assert q["raw"].item(0).startswith("2|COMPLETED|yesterday|")
 
 
 def test_info_on_non_dataset(tmp_path, capsys):
@@ -57,94 +116,185 @@ def test_info_on_non_dataset(tmp_path, capsys):
     assert "not a Dataset folder" in capsys.readouterr().err
 
 
-def test_kernel_options(tmp_path, shared, capsys):
-    rc = main(["ingest", "kernel", str(shared / "nvidia-xid-dmesg-gpud/sxid-readme-xid79-sxid20034.log"),
-               "--into", str(tmp_path / "d"), "--cluster", "c", "--node", "n1", "--boot-time", "2025-01-01T00:00:00Z"])  # fmt: skip
+def test_kernel_options(tmp_path, capsys):
+    """The bundled NVSwitch capture (gpud's README): one Xid 79 line and four SXid 20034 record
+    headers (the 'Severity' and 'Data' lines continue a record); the other lines are context."""
+    path = sample_files()[SXID_FILE]
+    want = _xid_events(path)
+    assert sorted(want) == ["79"] + ["SXid20034"] * 4
+    rc = main(["ingest", "kernel", str(path), "--into", str(tmp_path / "d"), "--cluster", "c",
+               "--node", "n1", "--boot-time", "2025-01-01T00:00:00Z"])  # fmt: skip
     assert rc == 0
-    assert "kept 5, quarantined 0" in capsys.readouterr().out
+    _, kept, quarantined, tables = _outcomes(capsys.readouterr().out)[path.name]
+    assert (kept, quarantined, tables) == (len(want), 0, {"health_events": len(want)})
+    ev = Dataset(tmp_path / "d").health_events
+    assert sorted(ev["code"].to_list()) == sorted(want)
+    # '[seconds since boot]' stamps are offsets from --boot-time
+    first = float(re.match(r"\[\s*([\d.]+)\]", path.read_text().splitlines()[0]).group(1))
+    t0 = datetime.fromisoformat("2025-01-01T00:00:00+00:00").timestamp()
+    assert ev["time"].min().timestamp() == pytest.approx(t0 + first, abs=1e-3)
     assert main(["ingest", "kernel", "x.log", "--into", str(tmp_path / "d"), "--cluster", "c",
                  "--boot-time", "2025-01-01T00:00:00"]) == 2  # fmt: skip
     assert "needs a UTC offset" in capsys.readouterr().err
 
 
 def test_sample_dataset_is_idempotent(tmp_path):
-    assert {"synthetic/sacct_synth_2000.psv", "gc3pie/sacct_samples_gc3pie.txt"} <= set(
-        sample_files()
-    )
+    """Every bundled sample is ingested once (the manifest holds each file's sha256, computed here);
+    the synthetic export's 2,000 allocations and the Xid lines of the two dmesg captures are all
+    there; a second load changes nothing."""
+    files = sample_files()
+    assert {"synthetic/sacct_synth_2000.psv", "gc3pie/sacct_samples_gc3pie.txt"} <= set(files)
     ds = load_sample_dataset(tmp_path / "s")
-    n = len(ds.inputs)
-    s = ds.summary()
-    assert dict(s.summary.iter_rows())["jobs"] > 2000
-    assert all(i["rows_read"] == i["rows_kept"] + i["rows_quarantined"] for i in ds.inputs)
-    assert len(load_sample_dataset(tmp_path / "s").inputs) == n
-    assert Dataset(tmp_path / "s").health_events.height == 10
+    by_sha = {i["sha256"]: i for i in ds.inputs}
+    for name, path in files.items():
+        assert hashlib.sha256(path.read_bytes()).hexdigest() in by_sha, name
+    synth = _psv(files["synthetic/sacct_synth_2000.psv"])
+    synth_in = by_sha[
+        hashlib.sha256(files["synthetic/sacct_synth_2000.psv"].read_bytes()).hexdigest()
+    ]
+    assert synth_in["rows_read"] == len(synth)
+    alloc = [r for r in synth if "." not in r["JobID"]]
+    assert len(alloc) == 2000
+    assert ds.jobs.filter(pl.col("cluster") == "synth").height == len(alloc)
+    n_xid = len(_xid_events(files[XID_FILE])) + len(_xid_events(files[SXID_FILE]))
+    assert ds.health_events.filter(pl.col("source") == "kernel_log").height == n_xid
+    manifest = (tmp_path / "s" / "manifest.json").read_bytes()
+    assert len(load_sample_dataset(tmp_path / "s").inputs) == len(ds.inputs)
+    assert (tmp_path / "s" / "manifest.json").read_bytes() == manifest
 
 
-@pytest.mark.parametrize("argv", [["--version"], ["ingest", "--help"]])
-def test_help_and_version(argv, capsys):
+def test_version(capsys):
+    """--version prints the installed distribution's version (package metadata)."""
     with pytest.raises(SystemExit) as exc:
-        main(argv)
+        main(["--version"])
     assert exc.value.code == 0
+    assert capsys.readouterr().out.strip() == f"reliability {version('mlcluster-reliability')}"
+
+
+def test_ingest_help_lists_the_documented_readers(capsys):
+    """`ingest --help` offers exactly the reader kinds the README documents."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    row = next(ln for ln in readme.splitlines() if ln.startswith("| `reliability ingest KIND"))
+    documented = set(re.findall(r"`([a-z]+)`", row.split("(", 1)[1]))
+    assert len(documented) >= 8
+    with pytest.raises(SystemExit) as exc:
+        main(["ingest", "--help"])
+    assert exc.value.code == 0
+    helptext = capsys.readouterr().out
+    choices = re.search(r"positional arguments:\s*\{([a-z,]+)\}", helptext).group(1).split(",")
+    assert set(choices) == documented
 
 
 def test_simulate_cluster_cli(tmp_path, capsys):
+    """The printed job and attempt counts are those of the written sacct export (an allocation
+    line per attempt with --duplicates), and all of it reaches the Dataset."""
     rc = main(["simulate", "cluster", "--preset", "small", "--days", "3", "--seed", "4",
                "--out", str(tmp_path / "sim"), "--ingest", str(tmp_path / "ds")])  # fmt: skip
     out = capsys.readouterr().out
     assert rc == 0
-    assert "small: 48 nodes, 3 days, seed 4" in out
-    assert "quarantined 0" in out
-    assert (tmp_path / "sim" / "truth" / "attempts.parquet").is_file()
-    assert Dataset(tmp_path / "ds").jobs.height > 100
+    rows = _psv(tmp_path / "sim" / "sacct.psv")
+    alloc = [r for r in rows if "." not in r["JobID"]]
+    m = re.search(r"small: 48 nodes, 3 days, seed 4: ([\d,]+) jobs, ([\d,]+) attempts", out)
+    assert m, out
+    assert int(m.group(2).replace(",", "")) == len(alloc)
+    assert int(m.group(1).replace(",", "")) >= len({r["JobID"] for r in alloc})
+    read, _, quarantined, tables = _outcomes(out)["sacct.psv"]
+    assert (read, quarantined) == (len(rows), 0)
+    assert tables["jobs"] == len(alloc) == Dataset(tmp_path / "ds").jobs.height
     assert main(["simulate", "cluster", "--preset", "nope", "--out", str(tmp_path / "x")]) == 2
     assert "unknown preset" in capsys.readouterr().err
 
 
+def _gpus(row: dict[str, str]) -> int:
+    m = re.search(r"gres/gpu=(\d+)", row["AllocTRES"])
+    return int(m.group(1)) if m else 0
+
+
 def test_analyze_cli(tmp_path, capsys):
+    """Checked against a plain parse of the simulated export and the simulator's truth: the
+    job-state table (counts per state), the node-days of exposure behind r_f (jobs of >= 32
+    GPUs, running ones censored at the end of the data: within 1%), the rate as the printed
+    count over them, and the count itself: at least the NODE_FAIL attempts of that size (the
+    paper's rule counts each) and no more than the hardware failures the simulator caused."""
     assert main(["simulate", "cluster", "--preset", "small", "--days", "20", "--seed", "1",
                  "--out", str(tmp_path / "sim"), "--ingest", str(tmp_path / "ds")]) == 0  # fmt: skip
     capsys.readouterr()
     assert main(["analyze", str(tmp_path / "ds"), "--min-gpus", "32"]) == 0
     out = capsys.readouterr().out
-    assert "r_f =" in out
-    assert "secondary preemptions" in out
-    import polars as pl
-
-    by = pl.read_parquet(tmp_path / "ds" / "analysis" / "mttf_by_size.parquet")
-    assert by.height > 3
+    alloc = [r for r in _psv(tmp_path / "sim" / "sacct.psv") if "." not in r["JobID"]]
+    # job states: "  STATE   count   share%   gpu-share% of GPU time"
+    states = Counter(r["State"].split()[0] for r in alloc)
+    printed = dict(
+        re.findall(r"^  ([A-Z_]+)\s+([\d,]+)\s+[\d.]+%\s+[\d.]+% of GPU time", out, re.M)
+    )
+    assert {k: int(v.replace(",", "")) for k, v in printed.items()} == dict(states)
+    ts = lambda s: datetime.fromisoformat(s + "+00:00").timestamp()  # noqa: E731
+    obs_end = max(ts(r[k]) for r in alloc for k in ("Submit", "Start", "End") if r[k][:1].isdigit())
+    big = [r for r in alloc if _gpus(r) >= 32 and r["Start"][:1].isdigit()]
+    node_days = (
+        sum(
+            int(r["NNodes"])
+            * ((ts(r["End"]) if r["End"][:1].isdigit() else obs_end) - ts(r["Start"]))
+            for r in big
+        )
+        / 86400
+    )
+    line = next(ln for ln in out.splitlines() if ln.startswith("r_f") and "node-days" in ln)
+    rate = float(re.search(r"([\d.]+) per 1000 node-days", line).group(1))
+    k, nd = re.search(r"(\d+) failures (?:in|over) ([\d,.]+) node-days", line).groups()
+    k, nd = int(k), float(nd.replace(",", ""))
+    assert nd == pytest.approx(node_days, rel=0.01)
+    assert rate == pytest.approx(1000 * k / nd, rel=5e-3)
+    truth = pl.read_parquet(tmp_path / "sim" / "truth" / "attempts.parquet")
+    n_true = truth.filter(pl.col("hardware") & (pl.col("gpus") >= 32)).height
+    n_node_fail = sum(r["State"] == "NODE_FAIL" for r in big)
+    assert max(1, n_node_fail) <= k <= n_true
     assert main(["analyze", str(tmp_path)]) == 2
 
 
 def test_simulate_pod_and_ingest(tmp_path, capsys):
-    assert (
-        main(
-            [
-                "simulate",
-                "pod",
-                "--preset",
-                "tpuv4",
-                "--days",
-                "30",
-                "--seed",
-                "2",
-                "--out",
-                str(tmp_path / "p"),
-            ]
-        )
-        == 0
-    )
-    assert "machine" in capsys.readouterr().out
-    assert (
-        main(
-            [
-                "ingest",
-                "pod",
-                str(tmp_path / "p" / "pod_events.jsonl"),
-                "--into",
-                str(tmp_path / "ds"),
-            ]
-        )
-        == 0
-    )
-    assert "quarantined 0" in capsys.readouterr().out
-    assert Dataset(tmp_path / "ds").inventory.height == 1024 + 6144 + 48
+    """The per-component table printed by `simulate pod` counts the inventory and failure events
+    of the event log it wrote (counted here from the JSON lines); ingesting that log reads every
+    line, and the inventory is the pod's geometry (NSDI'24: 64 cubes x 16 hosts, 96 optical links
+    per cube, 48 OCSes)."""
+    rc = main(["simulate", "pod", "--preset", "tpuv4", "--days", "30", "--seed", "2",
+               "--out", str(tmp_path / "p")])  # fmt: skip
+    assert rc == 0
+    out = capsys.readouterr().out
+    log = tmp_path / "p" / "pod_events.jsonl"
+    events = [json.loads(ln) for ln in log.read_text(encoding="utf-8").splitlines() if ln]
+    kinds = Counter((e["event"], e.get("component_type")) for e in events)
+    printed = re.findall(r"^  (\w+)\s+([\d,]+) components\s+([\d,]+) failures", out, re.M)
+    assert {t for t, _, _ in printed} == {"machine", "ici_link", "ocs"}
+    for ctype, n, failures in printed:
+        assert int(n.replace(",", "")) == kinds[("inventory", ctype)], ctype
+        assert int(failures.replace(",", "")) == kinds[("component_fail", ctype)], ctype
+    assert sum(kinds[("component_fail", t)] for t, _, _ in printed) > 0
+    assert main(["ingest", "pod", str(log), "--into", str(tmp_path / "ds")]) == 0
+    read, _, quarantined, _ = _outcomes(capsys.readouterr().out)[log.name]
+    assert (read, quarantined) == (len(events), 0)
+    ds = Dataset(tmp_path / "ds")
+    assert ds.inventory.height == 64 * 16 + 64 * 96 + 48
+    n_fail = sum(v for (ev, _), v in kinds.items() if ev == "component_fail")
+    assert ds.component_failures.height == n_fail
+
+
+def test_demo(tmp_path, capsys):
+    """`reliability demo` (``simulated_demo``): the simulated small cluster and every bundled
+    sample in one Dataset, counted against the files; a second run is a no-op."""
+    assert main(["demo", "--into", str(tmp_path / "demo"), "--seed", "2"]) == 0
+    out = capsys.readouterr().out
+    ds = Dataset(tmp_path / "demo" / "dataset")
+    sim = _psv(tmp_path / "demo" / "sim" / "sacct.psv")
+    alloc = [r for r in sim if "." not in r["JobID"]]
+    assert ds.jobs.filter(pl.col("cluster") == "small").height == len(alloc) > 1000
+    shas = {i["sha256"] for i in ds.inputs}
+    for name, path in sample_files().items():
+        assert hashlib.sha256(path.read_bytes()).hexdigest() in shas, name
+    with open(tmp_path / "demo" / "sim" / "health_checks.csv", newline="") as f:
+        n_checks = sum(1 for _ in csv.DictReader(f))
+    assert ds.health_events.filter(pl.col("source") == "health_check").height == n_checks
+    assert f"{ds.jobs.height:,}" in out  # the summary shows the Dataset's job count
+    manifest = (tmp_path / "demo" / "dataset" / "manifest.json").read_bytes()
+    assert main(["demo", "--into", str(tmp_path / "demo"), "--seed", "2"]) == 0
+    assert (tmp_path / "demo" / "dataset" / "manifest.json").read_bytes() == manifest

@@ -55,6 +55,8 @@ def fmt_duration_h(h: float | None) -> str:
     """A duration given in hours, in the unit a person would use (s, min, h, days, years)."""
     if h is None or not math.isfinite(h):
         return MISSING
+    if h < 0.5 / 3600.0:
+        return "under 1 s"
     if h < 1.0 / 60.0:
         return f"{3600 * h:.0f} s"
     if h < 2.0:

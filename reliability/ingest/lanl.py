@@ -5,8 +5,18 @@ One row per failure/interrupt of a node of one of 22 systems: ``Prob Started`` /
 ``America/Denver``), the node (``nodenumz``), the system's production and decommission dates
 (``Nov-96`` or ``2-Mar`` = March 2002, ``current``, ``before tracking``). Produces
 ``component_failures`` (``component_type = "node"``, cluster ``lanl-<system>``) and an
-``inventory`` of the nodes that appear, in service from the system's production month until
-its decommission month (open when ``current``).
+``inventory`` of *every* node of each system, in service from its production month until its
+decommission month (open when ``current``).
+
+The records list only failures, so a node that never failed appears nowhere in them; an
+inventory of the nodes that appear would hold a fraction of each system (e.g. 134 of system
+12's 512 nodes) and divide the failures by too few node-days (node MTTF up to 3.8x too low).
+The node count of each system is in :data:`LANL_NODES_PER_SYSTEM`; nodes without a record get
+the ids missing from the system's number range (``0 .. nodes − 1``, or from
+:data:`LANL_FIRST_NODE`) and the production/decommission dates of the recorded node with the
+nearest number (ties: the lower), since systems grew in phases and neighbouring numbers were
+installed together. System 17's records have no node count or node number: its inventory
+holds the one recorded (unnamed) node, noted.
 """
 
 from __future__ import annotations
@@ -17,13 +27,27 @@ from datetime import datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+import numpy as np
 import polars as pl
 
 from reliability import schema
 from reliability.errors import IngestError
 from reliability.ingest._common import ReadResult, quarantine_frame, read_bytes
 
-__all__ = ["read_lanl"]
+__all__ = ["LANL_FIRST_NODE", "LANL_NODES_PER_SYSTEM", "read_lanl"]
+
+#: Nodes per LANL system. Source: the ``nodes`` column of LA-UR-05-7318-failure-data-1996-2005.csv
+#: ("number of nodes" in the record layout of its README; the same value on every record of a
+#: system) and Table 1 of Schroeder & Gibson, DSN'06 (:data:`reliability.references.DSN06`).
+#: System 17 has no node count in the records.
+LANL_NODES_PER_SYSTEM: dict[str, int] = {
+    "2": 49, "3": 128, "4": 128, "5": 128, "6": 32, "7": 1, "8": 164, "9": 256, "10": 256,
+    "11": 256, "12": 512, "13": 256, "14": 128, "15": 1, "16": 16, "18": 1024, "19": 1024,
+    "20": 512, "21": 128, "22": 1, "23": 5, "24": 1,
+}  # fmt: skip
+#: First node number (``nodenumz``) of systems whose numbers do not start at 0: system 14's
+#: 128 nodes are numbered 128-255 (its records name nodes 129-255 only)
+LANL_FIRST_NODE: dict[str, int] = {"14": 128}
 
 _MONTHS = {m.lower(): i for i, m in enumerate(calendar.month_abbr) if m}
 _REQUIRED = ("System", "nodenumz", "Prob Started", "Prob Fixed", "node prod", "node decom")
@@ -64,6 +88,7 @@ def read_lanl(path: str | Path, *, tz: str = "America/Denver") -> ReadResult:
     zone = ZoneInfo(tz)
     fails: list[dict[str, object]] = []
     inv: dict[tuple[str, str], dict[str, object]] = {}
+    sizes: dict[str, set[str]] = {}
     q: tuple[list[int], list[str], list[str]] = ([], [], [])
     n = 0
     for line_no, rec in enumerate(reader, start=2):
@@ -97,6 +122,7 @@ def read_lanl(path: str | Path, *, tz: str = "America/Denver") -> ReadResult:
             continue
         cluster = f"lanl-{get('System')}"
         node = get("nodenumz")
+        sizes.setdefault(get("System"), set()).add(get("nodes") if "nodes" in idx else "")
         fails.append({"cluster": cluster, "component_type": "node", "component_id": node,
                       "failed_at": started, "repaired_at": fixed})  # fmt: skip
         prod = _month(get("node prod"))
@@ -111,11 +137,74 @@ def read_lanl(path: str | Path, *, tz: str = "America/Denver") -> ReadResult:
     cf = pl.DataFrame(fails, schema={"cluster": pl.String, "component_type": pl.String, "component_id": pl.String,
                                      "failed_at": pl.Datetime("us", tz), "repaired_at": pl.Datetime("us", tz)},
                       orient="row").with_columns(pl.col("failed_at", "repaired_at").dt.convert_time_zone("UTC").cast(utc))  # fmt: skip
-    iv = pl.DataFrame(list(inv.values()), schema={"cluster": pl.String, "component_type": pl.String,
-                      "component_id": pl.String, "in_service": pl.Datetime("us", tz), "out_of_service": pl.Datetime("us", tz)},
-                      orient="row").with_columns(pl.col("in_service", "out_of_service").dt.convert_time_zone("UTC").cast(utc))  # fmt: skip
-    qf = quarantine_frame(src, *q)
     notes = [
         "nodes enter the inventory from their system's production month (or their first record)"
     ]
-    return ReadResult(src, {"component_failures": cf, "inventory": iv}, qf, n, n - qf.height, notes)
+    inv_rows, inv_notes = _complete_inventory(inv, sizes)
+    notes += inv_notes
+    iv = pl.DataFrame(inv_rows, schema={"cluster": pl.String, "component_type": pl.String,
+                      "component_id": pl.String, "in_service": pl.Datetime("us", tz), "out_of_service": pl.Datetime("us", tz)},
+                      orient="row").with_columns(pl.col("in_service", "out_of_service").dt.convert_time_zone("UTC").cast(utc))  # fmt: skip
+    qf = quarantine_frame(src, *q)
+    last = cf.select(
+        pl.max_horizontal(pl.col("failed_at").max(), pl.col("repaired_at").max())
+    ).item()
+    return ReadResult(
+        src, {"component_failures": cf, "inventory": iv}, qf, n, n - qf.height, notes,
+        observed_until=last, observation_basis="latest failure or repair record in the LANL file",
+    )  # fmt: skip
+
+
+def _complete_inventory(
+    inv: dict[tuple[str, str], dict[str, object]], sizes: dict[str, set[str]]
+) -> tuple[list[dict[str, object]], list[str]]:
+    """Recorded nodes plus the nodes of each system that never failed (see the module doc)."""
+    notes: list[str] = []
+    by_system: dict[str, list[dict[str, object]]] = {}
+    for (cluster, _), row in inv.items():
+        by_system.setdefault(cluster, []).append(row)
+    out: list[dict[str, object]] = []
+    added = 0
+    for cluster in sorted(by_system):
+        rows = by_system[cluster]
+        out += rows
+        system = cluster.removeprefix("lanl-")
+        count = LANL_NODES_PER_SYSTEM.get(system)
+        listed = sizes.get(system, set()) - {""}
+        if listed and count is not None and listed != {str(count)}:
+            notes.append(
+                f"system {system}: the file says {sorted(listed)} nodes, the reader uses {count}"
+            )
+        if count is None:
+            notes.append(
+                f"system {system}: node count unknown; its inventory holds only the {len(rows)} node(s) in the records"
+            )
+            continue
+        numbered = sorted(
+            (int(str(r["component_id"])), r) for r in rows if str(r["component_id"]).isdigit()
+        )
+        if not numbered:
+            continue
+        first = LANL_FIRST_NODE.get(system, 0)
+        have = {i for i, _ in numbered}
+        missing = [i for i in range(first, first + count) if i not in have][
+            : max(count - len(rows), 0)
+        ]
+        ids = np.array([i for i, _ in numbered])
+        for i in missing:
+            j = int(
+                np.argmin(np.abs(ids - i))
+            )  # nearest recorded number; argmin takes the lower on ties
+            ref = numbered[j][1]
+            out.append({**ref, "component_id": str(i)})
+        added += len(missing)
+        outside = [i for i in have if not first <= i < first + count]
+        if outside:
+            notes.append(
+                f"system {system}: node number(s) {outside} outside its range {first}-{first + count - 1}; kept"
+            )
+    notes.append(
+        f"{added:,} nodes without a failure record were added to the inventory from the node count of each system "
+        "(LANL_NODES_PER_SYSTEM)"
+    )
+    return out, notes

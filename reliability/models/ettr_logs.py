@@ -11,26 +11,41 @@ Per run:
   whole interrupted attempt is lost work);
 - ``lost_h``: the work since the last checkpoint of every *interrupted* attempt (NODE_FAIL,
   PREEMPTED, REQUEUED, or FAILED attributed to hardware, infrastructure or system software).
+  Each interruption has a cause: ``hardware`` (attributed to hardware or infrastructure, as
+  in r_f), ``preemption`` (PREEMPTED: the scheduler, not the machine) or ``other`` (requeues
+  and system-software failures);
   The logs do not say when checkpoints were taken, so an interval Δt is assumed (paper: 60 min,
   u0 = 5 min). ``lost_work="aligned"`` assumes checkpoints every Δt of compute from the
   attempt's start (after the restart), ``"expected"`` charges Δt/2 per interruption. Runs
   smaller than ``ckpt_min_gpus`` are assumed not to checkpoint: an interrupted attempt loses
   all of its work;
 - ``productive_h = scheduled_h − overhead_h − lost_h``; ``ettr = productive_h / wall_h``.
+- ``ettr_hardware``: the ETTR the run would have had with its hardware interruptions only:
+  its wall time without what its preemptions and other interruptions cost (their lost work,
+  the restart after them and the queue wait before that restart). This is what
+  :func:`reliability.models.expected_ettr` and the planner model (they count hardware
+  interruptions at rate N·r_f), so measured and expected ETTR compare like with like.
+
+Runs still going at the observation end (an attempt RUNNING or SUSPENDED, or ending after
+it) are censored there: their ETTR so far, over their wall time until the observation end;
+``open`` marks them.
 
 Aggregates state their weights: ``ettr_by_run`` is the mean of the runs' ETTRs,
-``ettr_by_gpu_time`` is Σ gpus·productive / Σ gpus·wall.
+``ettr_by_gpu_time`` is Σ gpus·productive / Σ gpus·wall (null for CPU-only jobs, which have no
+GPU time).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 import polars as pl
 
-from reliability.attribution import attribute_failures
-from reliability.models.mttf import size_bucket
+from reliability._result import Result, fmt_num
+from reliability.models.counts import clip_attempts
+from reliability.models.mttf import HARDWARE, attributed_jobs, size_bucket
 
 if TYPE_CHECKING:
     from reliability.store import Dataset
@@ -42,38 +57,58 @@ INTERRUPTING_DOMAINS = ("hardware", "infrastructure", "system_software")
 
 
 @dataclass
-class RunETTR:
-    """Per-run ETTR (:attr:`runs`) and its distribution by size and priority."""
+class RunETTR(Result):
+    """Per-run ETTR (:attr:`runs`) and its distribution by size and priority.
 
+    Attributes
+    ----------
+    runs : one row per run: attempts, interruptions by cause (``hw_interruptions``,
+        ``preemptions``, ``other_interruptions``), gpus, wall / scheduled / queue /
+        overhead / lost / productive hours, ``ettr``, ``ettr_hardware``, ``open``, bucket
+    ckpt_interval_h, restart_h, lost_work : the assumptions (see the module doc)
+    observation_end : censoring time of runs still going [UTC]
+    """
+
+    title = "ETTR of job runs (Kokolis et al. HPCA'25 Fig. 9)"
     runs: pl.DataFrame
     ckpt_interval_h: float | None
     restart_h: float
     lost_work: str
+    observation_end: datetime | None = None
     notes: list[str] = field(default_factory=list)
 
     def _agg(self, by: str) -> pl.DataFrame:
         r = self.runs
+        gpu_wall = (pl.col("gpus") * pl.col("wall_h")).sum()
         return (
             r.group_by(by)
             .agg(
                 runs=pl.len(),
+                open_runs=pl.col("open").sum().cast(pl.Int64),
                 ettr_by_run=pl.col("ettr").mean(),
                 ettr_median=pl.col("ettr").median(),
                 ettr_p10=pl.col("ettr").quantile(0.10),
                 ettr_p90=pl.col("ettr").quantile(0.90),
-                ettr_by_gpu_time=(pl.col("gpus") * pl.col("productive_h")).sum()
-                / (pl.col("gpus") * pl.col("wall_h")).sum(),
+                ettr_by_gpu_time=pl.when(gpu_wall > 0).then((pl.col("gpus") * pl.col("productive_h")).sum() / gpu_wall),
+                ettr_hardware_by_run=pl.col("ettr_hardware").mean(),
+                ettr_hardware_by_gpu_time=pl.when((pl.col("gpus") * pl.col("wall_hw_h")).sum() > 0).then(
+                    (pl.col("gpus") * pl.col("productive_h")).sum() / (pl.col("gpus") * pl.col("wall_hw_h")).sum()
+                ),
                 interruptions=pl.col("interruptions").sum(),
+                hw_interruptions=pl.col("hw_interruptions").sum(),
+                preemptions=pl.col("preemptions").sum(),
+                other_interruptions=pl.col("other_interruptions").sum(),
                 gpu_hours_lost=(pl.col("gpus") * pl.col("lost_h")).sum(),
+                gpu_hours_lost_hw=(pl.col("gpus") * pl.col("lost_hw_h")).sum(),
                 gpu_hours_overhead=(pl.col("gpus") * pl.col("overhead_h")).sum(),
                 gpu_hours_queued=(pl.col("gpus") * pl.col("queue_h")).sum(),
             )
             .sort(by)
-        )
+        )  # fmt: skip
 
     @property
     def by_size(self) -> pl.DataFrame:
-        """ETTR by job-size bucket [GPUs] (Fig. 9)."""
+        """ETTR by job-size bucket [GPUs] (Fig. 9); bucket 0 = CPU-only."""
         return self._agg("bucket")
 
     @property
@@ -86,24 +121,40 @@ class RunETTR:
         """Whole-cluster figures, both weightings."""
         return self._agg("all").drop("all")
 
-    def __str__(self) -> str:
-        s = self.summary.row(0, named=True)
+    @property
+    def sample_sizes(self) -> dict[str, int | float]:
+        r = self.runs
+        return {"runs": r.height, "attempts": int(r.get_column("attempts").sum()) if r.height else 0,
+                "hardware interruptions": int(r.get_column("hw_interruptions").sum()) if r.height else 0,
+                "open runs (censored)": int(r.get_column("open").sum()) if r.height else 0}  # fmt: skip
+
+    def tables(self) -> dict[str, pl.DataFrame]:
+        return {"summary": self.summary, "by size": self.by_size}
+
+    def _lines(self) -> list[str]:
         ck = "none" if self.ckpt_interval_h is None else f"{60 * self.ckpt_interval_h:.0f} min"
+        head = (
+            f"ETTR over job runs (checkpoint interval {ck}, restart {60 * self.restart_h:.0f} min, "
+            f"lost work {self.lost_work})"
+        )
+        if self.runs.height == 0:
+            return [head + ": no runs with wall time to measure"]
+        s = self.summary.row(0, named=True)
         lines = [
-            f"ETTR over {s['runs']:,} job runs (checkpoint interval {ck}, restart {60 * self.restart_h:.0f} min, "
-            f"lost work {self.lost_work}): {s['ettr_by_run']:.3f} by run, {s['ettr_by_gpu_time']:.3f} by GPU time",
-            "by size [GPUs]:  runs  ETTR(run)  ETTR(GPU-time)  median  p10",
+            f"{head}: {s['ettr_by_run']:.3f} by run, {fmt_num(s['ettr_by_gpu_time'])} by GPU time over "
+            f"{s['runs']:,} runs; with hardware interruptions only (what E[ETTR] models): "
+            f"{fmt_num(s['ettr_hardware_by_run'], 3)} by run, {fmt_num(s['ettr_hardware_by_gpu_time'])} by GPU time",
+            f"interruptions: {s['hw_interruptions']:,} hardware, {s['preemptions']:,} preemptions, "
+            f"{s['other_interruptions']:,} other",
+            "by size [GPUs]:  runs  ETTR(run)  ETTR(GPU-time)  hardware-only  median  p10",
         ]
         for row in self.by_size.iter_rows(named=True):
+            name = "CPU" if row["bucket"] == 0 else str(row["bucket"])
             lines.append(
-                f"  {row['bucket']:>6}  {row['runs']:>8,}  {row['ettr_by_run']:9.3f}  {row['ettr_by_gpu_time']:14.3f}"
-                f"  {row['ettr_median']:6.3f}  {row['ettr_p10']:.3f}"
+                f"  {name:>6}  {row['runs']:>8,}  {row['ettr_by_run']:9.3f}  {fmt_num(row['ettr_by_gpu_time']):>14}"
+                f"  {fmt_num(row['ettr_hardware_by_run'], 3):>13}  {row['ettr_median']:6.3f}  {row['ettr_p10']:.3f}"
             )
-        lines += self.notes
-        return "\n".join(lines)
-
-    def _repr_html_(self) -> str:
-        return "<pre>" + str(self).replace("&", "&amp;").replace("<", "&lt;") + "</pre>"
+        return lines
 
 
 def job_run_ettr(
@@ -114,24 +165,30 @@ def job_run_ettr(
     run_key: str | list[str] | None = None,
     lost_work: str = "aligned",
     ckpt_min_gpus: int = 0,
+    observation_end: datetime | None = None,
 ) -> RunETTR:
     """ETTR per job run from a Dataset (attributed here) or a jobs frame (see module doc).
 
     Parameters
     ----------
+    source : a Dataset, or a jobs frame (attributed or not)
     ckpt_interval_h : assumed Δt [h]; None = no checkpoints (an interruption loses the attempt)
     restart_h : assumed u0 [h] per restart
     run_key : column(s) that identify a run; default (cluster, job_id)
     lost_work : "aligned" or "expected" (see module doc)
     ckpt_min_gpus : runs with fewer GPUs are assumed not to checkpoint
+    observation_end : when the data end [UTC]; runs still going then are censored there.
+        Default: the Dataset's observation end, else the latest timestamp (noted)
+
+    Returns
+    -------
+    RunETTR
     """
     if lost_work not in ("aligned", "expected"):
         raise ValueError(f"lost_work must be 'aligned' or 'expected', got {lost_work!r}")
     if ckpt_interval_h is not None and ckpt_interval_h <= 0:
         raise ValueError("ckpt_interval_h must be positive (or None for no checkpoints)")
-    jobs = source if isinstance(source, pl.DataFrame) else attribute_failures(source)
-    if "failure_domain" not in jobs.columns:
-        jobs = attribute_failures(jobs, health_events=None, node_states=None)
+    jobs, obs_end, notes = attributed_jobs(source, observation_end)
     key = (
         ["cluster", "job_id"]
         if run_key is None
@@ -142,20 +199,37 @@ def job_run_ettr(
     missing = [c for c in key if c not in jobs.columns]
     if missing:
         raise ValueError(f"run_key column(s) {missing} not in the jobs table")
-    notes = []
-    started = jobs.filter(pl.col("start_time").is_not_null() & pl.col("end_time").is_not_null())
+    started, n_open = clip_attempts(jobs, obs_end)
+    started = started.with_columns(end_time=pl.col("stop"))
     never = jobs.select(key).unique().height - started.select(key).unique().height
     if never:
         notes.append(f"{never:,} runs never started (no ETTR) and are left out")
+    if n_open:
+        notes.append(
+            f"{n_open:,} attempts still running at the observation end: their runs are measured up to it (censored)"
+        )
     dt = ckpt_interval_h
+    state = pl.col("state").cast(pl.String)
     a = started.sort([*key, "start_time"]).with_columns(
-        elapsed_h=((pl.col("end_time") - pl.col("start_time")).dt.total_seconds() / 3600.0).clip(
-            0.0
-        ),
+        elapsed_h=(
+            (pl.col("end_time") - pl.col("start_time")).dt.total_microseconds() / 1e6 / 3600.0
+        ).clip(0.0),
         nth=pl.int_range(pl.len()).over(key),
         run_gpus=pl.col("n_accelerators").max().over(key),
-        interrupted=pl.col("state").cast(pl.String).is_in(INTERRUPTING_STATES)
-        | ((pl.col("state") == "FAILED") & pl.col("failure_domain").is_in(INTERRUPTING_DOMAINS)),
+        interrupted=~pl.col("open")
+        & (
+            state.is_in(INTERRUPTING_STATES)
+            | ((state == "FAILED") & pl.col("failure_domain").is_in(INTERRUPTING_DOMAINS))
+        ),
+    )
+    a = a.with_columns(
+        cause=pl.when(~pl.col("interrupted"))
+        .then(pl.lit(None, pl.String))
+        .when(pl.col("failure_domain").is_in(HARDWARE))
+        .then(pl.lit("hardware"))
+        .when(state == "PREEMPTED")
+        .then(pl.lit("preemption"))
+        .otherwise(pl.lit("other"))
     )
     checkpoints = pl.lit(dt is not None) & (pl.col("run_gpus") >= ckpt_min_gpus)
     a = a.with_columns(
@@ -177,6 +251,18 @@ def job_run_ettr(
         .then(work - kept)
         .otherwise(work)
     )
+    # what each non-hardware interruption cost: its lost work, the next attempt's restart
+    # overhead and the queue wait until that restart
+    prev_cause = pl.col("cause").shift(1).over(key)
+    prev_end = pl.col("end_time").shift(1).over(key)
+    a = a.with_columns(
+        gap_h=((pl.col("start_time") - prev_end).dt.total_microseconds() / 1e6 / 3600.0).clip(0.0).fill_null(0.0),
+        prev_cause=prev_cause,
+    ).with_columns(
+        non_hw_cost_h=pl.when(pl.col("cause").is_in(["preemption", "other"])).then(pl.col("lost_h")).otherwise(0.0)
+        + pl.when(pl.col("prev_cause").is_in(["preemption", "other"]))
+        .then(pl.col("gap_h") + pl.col("overhead_h")).otherwise(0.0),
+    )  # fmt: skip
     # QoS where the logs have it, else the numeric priority
     classes = [pl.col(c).cast(pl.String) for c in ("qos", "priority") if c in a.columns]
     prio = pl.coalesce(classes) if classes else pl.lit(None, pl.String)
@@ -185,25 +271,36 @@ def job_run_ettr(
         .agg(
             attempts=pl.len(),
             interruptions=pl.col("interrupted").sum().cast(pl.Int64),
+            hw_interruptions=(pl.col("cause") == "hardware").sum().cast(pl.Int64),
+            preemptions=(pl.col("cause") == "preemption").sum().cast(pl.Int64),
+            other_interruptions=(pl.col("cause") == "other").sum().cast(pl.Int64),
             gpus=pl.col("n_accelerators").max().cast(pl.Int64),
             priority_class=prio.first().fill_null("unknown"),
             first_submit=pl.col("submit_time").min(),
             first_start=pl.col("start_time").min(),
             last_end=pl.col("end_time").max(),
             final_state=pl.col("state").last().cast(pl.String),
+            open=pl.col("open").any(),
             scheduled_h=pl.col("elapsed_h").sum(),
             overhead_h=pl.col("overhead_h").sum(),
             lost_h=pl.col("lost_h").sum(),
+            lost_hw_h=pl.when(pl.col("cause") == "hardware")
+            .then(pl.col("lost_h"))
+            .otherwise(0.0)
+            .sum(),
+            non_hw_cost_h=pl.col("non_hw_cost_h").sum(),
         )
         .with_columns(
             wall_h=(
                 pl.col("last_end") - pl.min_horizontal("first_submit", "first_start")
-            ).dt.total_seconds()
+            ).dt.total_microseconds()
+            / 1e6
             / 3600.0,
         )
         .with_columns(
             queue_h=(pl.col("wall_h") - pl.col("scheduled_h")).clip(0.0),
             productive_h=pl.col("scheduled_h") - pl.col("overhead_h") - pl.col("lost_h"),
+            wall_hw_h=(pl.col("wall_h") - pl.col("non_hw_cost_h")).clip(0.0),
         )
     )
     zero = runs.filter(pl.col("wall_h") <= 0).height
@@ -213,11 +310,20 @@ def job_run_ettr(
         runs.filter(pl.col("wall_h") > 0)
         .with_columns(
             ettr=(pl.col("productive_h") / pl.col("wall_h")).clip(0.0, 1.0),
+            ettr_hardware=pl.when(pl.col("wall_hw_h") > 0)
+            .then(pl.col("productive_h") / pl.col("wall_hw_h"))
+            .clip(0.0, 1.0),
             bucket=size_bucket(pl.col("gpus")),
             all=pl.lit("all"),
         )
         .sort(key)
     )
+    cpu = runs.filter(pl.col("bucket") == 0).height
+    if cpu:
+        notes.append(
+            f"{cpu:,} runs of CPU-only jobs are their own size class (0 GPUs: no GPU-time weight)"
+        )
     return RunETTR(
-        runs=runs, ckpt_interval_h=dt, restart_h=restart_h, lost_work=lost_work, notes=notes
-    )
+        runs=runs, ckpt_interval_h=dt, restart_h=restart_h, lost_work=lost_work,
+        observation_end=obs_end, notes=notes,
+    )  # fmt: skip

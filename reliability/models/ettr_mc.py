@@ -8,6 +8,22 @@ writing or restarting): exponential inter-arrival times at rate λ = N·r_f, or 
 same mean and a given shape (the clock restarts with each attempt, i.e. a renewal process). An
 interruption loses the uncommitted work; the job waits q, spends u0 restarting, and continues.
 ETTR = W / wall time.
+
+Two estimands, by name (``estimand=``):
+
+``"ratio_of_means"`` (default)
+    ``E[productive] / E[wall] = W / mean(wall)``: what the closed forms compute (the renewal
+    form is the expected productive time over the expected wall time, and the paper's
+    ``E[ETTR] ≈ 1 − N r_f (u0 + Δt/2)`` is the expected fraction of wall time lost; Kokolis
+    et al. HPCA'25 §V), and what a cluster's GPU-time-weighted ETTR measures. Compare it with
+    :func:`reliability.models.expected_ettr`.
+``"mean_of_ratios"``
+    ``E[W / wall]``: the average run's ETTR (Jensen: above the ratio of means, noticeably so
+    for short jobs, whose wall time varies most); compare it with a per-run average such as
+    :attr:`reliability.models.RunETTR` ``ettr_by_run``.
+
+Both are returned (:attr:`ETTRSimulation.ratio_of_means`, :attr:`ETTRSimulation.mean_of_ratios`
+with standard errors); ``estimate``, ``stderr`` and ``ci`` are the chosen one's.
 """
 
 from __future__ import annotations
@@ -17,58 +33,123 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
+from scipy import stats
 
+from reliability._result import Result
 from reliability.models.ettr import interruption_rate_per_h
 
-__all__ = ["ETTRSimulation", "simulate_ettr"]
+__all__ = ["ESTIMANDS", "ETTRSimulation", "simulate_ettr"]
+
+#: the two ETTR estimands (see the module doc)
+ESTIMANDS = ("ratio_of_means", "mean_of_ratios")
 
 
 @dataclass
-class ETTRSimulation:
-    """Per-run outcomes of :func:`simulate_ettr` and their summary."""
+class ETTRSimulation(Result):
+    """Per-run outcomes of :func:`simulate_ettr` and both estimands with standard errors.
 
+    Attributes
+    ----------
+    ettr : per-run ETTR (W / wall)
+    wall_h : per-run wall time [h]
+    interruptions : per-run interruption count
+    job_h : productive hours W every run needs
+    estimand : the estimand ``estimate`` / ``stderr`` / ``ci`` refer to
+    alpha : 1 − confidence level of ``ci``
+    params : the simulation's parameters
+    """
+
+    title = "Monte Carlo ETTR"
     ettr: np.ndarray
     wall_h: np.ndarray
     interruptions: np.ndarray
+    job_h: float = 0.0
+    estimand: str = "ratio_of_means"
+    alpha: float = 0.05
     params: dict = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
     @property
-    def mean(self) -> float:
+    def ratio_of_means(self) -> float:
+        """``W / mean(wall)`` = E[productive] / E[wall] (the closed forms' estimand)."""
+        return float(self.job_h / self.wall_h.mean())
+
+    @property
+    def ratio_of_means_stderr(self) -> float:
+        """Delta-method standard error of :attr:`ratio_of_means`: ``R · sd(wall) / (√n · mean(wall))``."""
+        n = len(self.wall_h)
+        if n < 2:
+            return 0.0
+        return float(
+            self.ratio_of_means * self.wall_h.std(ddof=1) / (math.sqrt(n) * self.wall_h.mean())
+        )
+
+    @property
+    def mean_of_ratios(self) -> float:
+        """``mean(W / wall)`` = E[ETTR of a run]."""
         return float(self.ettr.mean())
 
     @property
+    def mean_of_ratios_stderr(self) -> float:
+        """Standard error of :attr:`mean_of_ratios`."""
+        n = len(self.ettr)
+        return float(self.ettr.std(ddof=1) / math.sqrt(n)) if n > 1 else 0.0
+
+    @property
+    def estimate(self) -> float:
+        """The chosen estimand's value."""
+        return self.ratio_of_means if self.estimand == "ratio_of_means" else self.mean_of_ratios
+
+    @property
+    def mean(self) -> float:
+        """Alias of :attr:`estimate` (the chosen estimand; the name predates the choice)."""
+        return self.estimate
+
+    @property
     def stderr(self) -> float:
-        """Standard error of :attr:`mean`."""
+        """Standard error of :attr:`estimate`."""
         return (
-            float(self.ettr.std(ddof=1) / math.sqrt(len(self.ettr))) if len(self.ettr) > 1 else 0.0
+            self.ratio_of_means_stderr
+            if self.estimand == "ratio_of_means"
+            else self.mean_of_ratios_stderr
         )
 
     @property
     def ci(self) -> tuple[float, float]:
-        """Normal 95% interval for the mean ETTR."""
-        return self.mean - 1.96 * self.stderr, self.mean + 1.96 * self.stderr
+        """Normal interval of :attr:`estimate` at ``1 − alpha``."""
+        z = float(stats.norm.ppf(1 - self.alpha / 2))
+        return self.estimate - z * self.stderr, self.estimate + z * self.stderr
+
+    @property
+    def sample_sizes(self) -> dict[str, int | float]:
+        return {"runs": len(self.ettr)}
 
     @property
     def summary(self) -> pl.DataFrame:
         q = np.quantile(self.ettr, [0.05, 0.5, 0.95])
         return pl.DataFrame({
-            "runs": [len(self.ettr)], "mean_ettr": [self.mean], "stderr": [self.stderr],
+            "runs": [len(self.ettr)], "estimand": [self.estimand], "estimate": [self.estimate],
+            "stderr": [self.stderr], "ratio_of_means": [self.ratio_of_means],
+            "ratio_of_means_stderr": [self.ratio_of_means_stderr], "mean_of_ratios": [self.mean_of_ratios],
+            "mean_of_ratios_stderr": [self.mean_of_ratios_stderr],
             "p05": [q[0]], "median": [q[1]], "p95": [q[2]],
             "mean_interruptions": [float(self.interruptions.mean())],
             "mean_wall_h": [float(self.wall_h.mean())],
         })  # fmt: skip
 
-    def __str__(self) -> str:
+    def _lines(self) -> list[str]:
         s = self.summary.row(0, named=True)
         lo, hi = self.ci
-        return (
-            f"Monte Carlo ETTR over {s['runs']:,} runs: mean {s['mean_ettr']:.4f} (95% CI {lo:.4f}-{hi:.4f}), "
-            f"median {s['median']:.4f}, 5-95% {s['p05']:.4f}-{s['p95']:.4f}; "
-            f"{s['mean_interruptions']:.1f} interruptions and {s['mean_wall_h']:.1f} h wall time per run"
-        )
-
-    def _repr_html_(self) -> str:
-        return "<pre>" + str(self).replace("&", "&amp;").replace("<", "&lt;") + "</pre>"
+        pct = f"{100 * (1 - self.alpha):.0f}%"
+        return [
+            f"Monte Carlo ETTR over {s['runs']:,} runs, {self.estimand.replace('_', ' ')}: {s['estimate']:.4f} "
+            f"({pct} CI {lo:.4f}-{hi:.4f})",
+            f"ratio of means E[productive]/E[wall] {s['ratio_of_means']:.4f} (se {s['ratio_of_means_stderr']:.2g}; "
+            f"the closed forms' estimand); mean of per-run ratios {s['mean_of_ratios']:.4f} "
+            f"(se {s['mean_of_ratios_stderr']:.2g})",
+            f"per run: median {s['median']:.4f}, 5-95% {s['p05']:.4f}-{s['p95']:.4f}; "
+            f"{s['mean_interruptions']:.1f} interruptions and {s['mean_wall_h']:.1f} h wall time on average",
+        ]
 
 
 def simulate_ettr(
@@ -76,8 +157,8 @@ def simulate_ettr(
     rate_per_node_day: float,
     ckpt_interval_h: float,
     restart_h: float,
-    job_h: float,
     *,
+    job_h: float,
     queue_h: float = 0.0,
     ckpt_write_h: float = 0.0,
     initial_queue_h: float = 0.0,
@@ -87,12 +168,36 @@ def simulate_ettr(
     n_runs: int = 10_000,
     seed: int = 0,
     max_interruptions: int = 1_000_000,
+    estimand: str = "ratio_of_means",
+    alpha: float = 0.05,
 ) -> ETTRSimulation:
     """Simulate ``n_runs`` runs of a job needing ``job_h`` productive hours (see module doc).
 
-    ``distribution``: ``"exponential"`` (Poisson interruptions) or ``"weibull"`` (shape
-    ``weibull_shape``, scale set so the mean is 1/λ). Same seed, same result.
+    Parameters
+    ----------
+    n_gpus : job size [GPUs]
+    rate_per_node_day : r_f [failures per node-day]
+    ckpt_interval_h : Δt, compute between checkpoints [h]
+    restart_h : u0, restart overhead after each interruption [h]
+    job_h : W, productive hours the job needs
+    queue_h : q, queue wait after each interruption [h]
+    ckpt_write_h : w, blocking checkpoint write [h]
+    initial_queue_h : q0, wait before the first start [h]
+    gpus_per_node : GPUs per node
+    distribution : ``"exponential"`` (Poisson interruptions) or ``"weibull"`` (shape
+        ``weibull_shape``, scale set so the mean is 1/λ)
+    n_runs : runs simulated
+    seed : random seed (same seed, same result)
+    max_interruptions : refuse (RuntimeError) when one run needs more
+    estimand : ``"ratio_of_means"`` (default; the closed forms') or ``"mean_of_ratios"``
+    alpha : 1 − confidence level of ``ci``
+
+    Returns
+    -------
+    ETTRSimulation
     """
+    if estimand not in ESTIMANDS:
+        raise ValueError(f"estimand must be one of {ESTIMANDS}, got {estimand!r}")
     if distribution not in ("exponential", "weibull"):
         raise ValueError(f"distribution must be 'exponential' or 'weibull', got {distribution!r}")
     if ckpt_interval_h <= 0 or job_h <= 0 or n_runs < 1:
@@ -141,4 +246,5 @@ def simulate_ettr(
         job_h=job_h, queue_h=queue_h, ckpt_write_h=w, initial_queue_h=initial_queue_h,
         distribution=distribution, weibull_shape=weibull_shape, n_runs=n_runs, seed=seed,
     )  # fmt: skip
-    return ETTRSimulation(ettr=job_h / wall, wall_h=wall, interruptions=hits, params=params)
+    return ETTRSimulation(ettr=job_h / wall, wall_h=wall, interruptions=hits, job_h=float(job_h),
+                          estimand=estimand, alpha=alpha, params=params)  # fmt: skip

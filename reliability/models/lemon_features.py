@@ -29,6 +29,11 @@ canonical tables only (polars expressions, no per-node Python loop):
 
 The paper's "jobs excluded from the node" and "repair tickets" are not in the data contract;
 repair tickets appear here as REPAIR node states when a site ingests them.
+
+Censoring at the observation end: an attempt still running then (RUNNING / SUSPENDED, or
+ending after it) counts as an attempt on its nodes in the window holding the observation
+end, never as a failure; an out-of-service interval still open counts its hours up to the
+observation end, not to the end of the window; events after it are ignored.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from reliability.attribution import attribute_failures
+from reliability.models.counts import as_utc, clip_attempts
 
 if TYPE_CHECKING:
     from reliability.store import Dataset
@@ -84,16 +90,29 @@ def node_features(
     *,
     start: datetime | None = None,
     end: datetime | None = None,
+    observation_end: datetime | None = None,
 ) -> pl.DataFrame:
     """Rolling per-node features: one row per (cluster, node, window_end) for every node seen in
     the data and every window end from ``start + window_days`` to ``end`` (default: the data's
     span, windows aligned to ``start``). ``window_days`` must be a multiple of ``step_days``.
 
-    ``source``: a Dataset (attributed here) or a dict with ``jobs`` (attributed or not),
-    ``health_events`` and ``node_states``.
+    Parameters
+    ----------
+    source : a Dataset (attributed here) or a dict with ``jobs`` (attributed or not),
+        ``health_events`` and ``node_states``
+    window_days, step_days : window length and step [days]
+    start, end : first window start and last window end [UTC]
+    observation_end : when the data end [UTC]: open attempts and intervals are censored there
+        (see the module doc). Default: the Dataset's observation end, else the latest
+        timestamp in the tables
+
+    Returns
+    -------
+    one row per (cluster, node, window_end) with :data:`FEATURES`
     """
     if window_days <= 0 or step_days <= 0 or window_days % step_days:
         raise ValueError("window_days must be a positive multiple of step_days")
+    obs = observation_end
     if isinstance(source, dict):
         jobs, he, ns = source["jobs"], source["health_events"], source["node_states"]
         if "failure_domain" not in jobs.columns:
@@ -101,14 +120,37 @@ def node_features(
     else:
         jobs = attribute_failures(source)
         he, ns = source.health_events, source.node_states
+        obs = obs or source.observation_end
+    if obs is None:
+        obs = max(
+            (x for x in (jobs["end_time"].max(), jobs["start_time"].max(), he["time"].max(),
+                         ns["start"].max(), ns["end"].max()) if x is not None),
+            default=None,
+        )  # fmt: skip
+    if obs is not None:
+        obs = as_utc(obs, "observation_end")
     step = timedelta(days=step_days)
     n_back = window_days // step_days
-    ended = jobs.filter(pl.col("end_time").is_not_null() & pl.col("start_time").is_not_null())
+    # open attempts are censored at the observation end: they ran there, they did not fail
+    ended, _ = clip_attempts(jobs, obs)
+    ended = ended.with_columns(end_time=pl.col("stop"))
+    if obs is not None:
+        obs_lit = pl.lit(obs).cast(pl.Datetime("us", "UTC"))
+        he = he.filter(pl.col("time") <= obs_lit)
+        ns = ns.filter(pl.col("start") < obs_lit).with_columns(
+            end=pl.min_horizontal(pl.col("end").fill_null(obs_lit), obs_lit)
+        )
     t0 = start or min(
         x for x in (ended["start_time"].min(), he["time"].min(), ns["start"].min()) if x is not None
     )
-    t1 = end or max(
-        x for x in (ended["end_time"].max(), he["time"].max(), ns["start"].max()) if x is not None
+    t1 = (
+        end
+        or obs
+        or max(
+            x
+            for x in (ended["end_time"].max(), he["time"].max(), ns["start"].max())
+            if x is not None
+        )
     )
     n_windows = int((t1 - t0) / step)
     if n_windows < n_back:
@@ -128,8 +170,9 @@ def node_features(
     att = (
         ended.select(
             "cluster", "end_time", "failure_domain", "failure_cause", "culprit_node",
-            failed=pl.col("state").cast(pl.String).is_in(_FAILED),
-            node_fail=pl.col("state").cast(pl.String) == "NODE_FAIL",
+            failed=pl.col("state").cast(pl.String).is_in(_FAILED) & ~pl.col("open"),
+            node_fail=(pl.col("state").cast(pl.String) == "NODE_FAIL") & ~pl.col("open"),
+            open="open",
             single=pl.col("nodes").list.len() == 1,
             node=pl.col("nodes"),
         )
@@ -137,7 +180,7 @@ def node_features(
         .drop_nulls("node")
         .with_columns(_k=(pl.col("end_time") - pl.lit(t0)).dt.total_microseconds() // step_us + 1)
         .filter(pl.col("_k").is_between(1, n_windows))
-        .with_columns(culprit=pl.col("failure_domain").is_in(_HW) & (pl.col("culprit_node") == pl.col("node")))
+        .with_columns(culprit=pl.col("failure_domain").is_in(_HW) & (pl.col("culprit_node") == pl.col("node")) & ~pl.col("open"))
     )  # fmt: skip
     # several attempts on the node failing in the same minute: a crash that took them all
     co = (

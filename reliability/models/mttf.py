@@ -1,46 +1,76 @@
 """MTTF of a job as a function of its size, and the per-node failure rate r_f.
 
-Kokolis et al. HPCA'25 §IV: a job on N nodes is interrupted by hardware at rate N·r_f, so
-``MTTF = 1 / (N · r_f)``; r_f [failures per node-day] is estimated from hardware-attributed
-interruptions over the node-days of exposure of large jobs (paper: > 128 GPUs). An attempt
-that ends without a hardware failure is right-censored, not a failure.
+Kokolis et al. HPCA'25 §IV (Fig. 7): a job on N nodes is interrupted by hardware at rate
+N·r_f, so ``MTTF = 1 / (N · r_f)``; r_f [failures per node-day] is estimated from
+hardware-attributed interruptions over the node-days of exposure of large jobs (paper: > 128
+GPUs). An attempt that ends without a hardware failure is right-censored, not a failure, and
+so is an attempt still running at the observation end: it contributes its exposure up to
+that end (dropping it would bias r_f upwards).
 
-Confidence intervals on counts are exact (Garwood) Poisson intervals. A Poisson GLM of
-failures on log(nodes) with a log-exposure offset tests whether failures are proportional to
-the number of nodes (slope 1). Survival of attempts (time to hardware interruption) is fitted
-with lifelines (Kaplan-Meier, exponential, Weibull) per size class.
+Intervals: r_f's headline interval allows for week-to-week swings of the rate (robust
+variance over weekly counts, :mod:`reliability.models.counts`); the exact (Garwood) Poisson
+interval is given beside it as the figure "if the rate were constant". A Poisson GLM of
+failures on log(nodes) with a log-exposure offset and a robust slope variance tests whether
+failures are proportional to the number of nodes (slope 1). ``MTTF = 1/(N r_f)`` assumes a
+constant rate: the Weibull shape of the time to a hardware interruption per size class
+checks it, with its interval and a verdict. CPU-only jobs (0 GPUs) are a class of their own,
+never 1-GPU jobs.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import TYPE_CHECKING
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
-from scipy import stats
 
+from reliability._result import Result, fmt_duration_h, fmt_num
 from reliability.attribution import attribute_failures
+from reliability.models.counts import (
+    RateEstimate,
+    clip_attempts,
+    estimate_rate,
+    period_counts,
+    poisson_ci,
+    poisson_regression,
+    resolve_observation_end,
+)
 
 if TYPE_CHECKING:
     from reliability.store import Dataset
 
-__all__ = ["SIZE_BUCKETS", "MTTFResult", "fit_mttf", "mttf_h", "poisson_ci"]
+__all__ = [
+    "CPU_ONLY_BUCKET",
+    "MIN_BUCKETS_FOR_GLM",
+    "MIN_FAILURES_FOR_GLM",
+    "MIN_FAILURES_FOR_SHAPE",
+    "RECENT_WEEKS",
+    "SIZE_BUCKETS",
+    "MTTFResult",
+    "fit_mttf",
+    "glm_slope",
+    "mttf_h",
+    "poisson_ci",
+    "size_bucket",
+]
 
 #: Job-size buckets [GPUs]: lower edges (1, 8, 16, ..., 4096+)
 SIZE_BUCKETS = (1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
+#: bucket of CPU-only jobs (0 GPUs): a class of its own
+CPU_ONLY_BUCKET = 0
 HARDWARE = ("hardware", "infrastructure")
-
-
-def poisson_ci(k: int | np.ndarray, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
-    """Exact (Garwood) two-sided interval for a Poisson mean given ``k`` events:
-    ``[chi2(alpha/2, 2k)/2, chi2(1-alpha/2, 2k+2)/2]`` (lower bound 0 when k = 0)."""
-    k = np.asarray(k, dtype=float)
-    lo = np.where(k > 0, stats.chi2.ppf(alpha / 2, 2 * k) / 2, 0.0)
-    hi = stats.chi2.ppf(1 - alpha / 2, 2 * k + 2) / 2
-    return lo, hi
+#: the GLM slope needs this many size buckets with exposure ...
+MIN_BUCKETS_FOR_GLM = 3
+#: ... and this many failures
+MIN_FAILURES_FOR_GLM = 5
+#: the Weibull shape of a size class needs this many failures
+MIN_FAILURES_FOR_SHAPE = 5
+#: the "recent" rate is over this many weeks before the observation end
+RECENT_WEEKS = 4
+_CLASSES = (("1-7", 1, 8), ("8-127", 8, 128), ("128-1023", 128, 1024), ("1024+", 1024, 10**9))
 
 
 def mttf_h(
@@ -48,114 +78,288 @@ def mttf_h(
 ) -> np.ndarray:
     """Model MTTF [h] of a job on ``n_gpus`` GPUs: ``24 / (N_nodes · r_f)`` (HPCA'25 Eq. 1).
 
-    A job smaller than a node is counted as one node.
+    Parameters
+    ----------
+    n_gpus : job size [GPUs]; a job smaller than a node counts as one node
+    rate_per_node_day : r_f [failures per node-day]; 0 gives ``inf`` (numeric API only:
+        results never print it)
+    gpus_per_node : GPUs per node
+
+    Returns
+    -------
+    MTTF [h]
     """
     nodes = np.maximum(np.asarray(n_gpus, dtype=float) / gpus_per_node, 1.0)
-    with np.errstate(divide="ignore"):  # r_f = 0 (no failures seen): MTTF is unbounded
+    with np.errstate(divide="ignore"):
         return 24.0 / (nodes * rate_per_node_day)
 
 
+def size_bucket(gpus: pl.Expr) -> pl.Expr:
+    """Lower edge of the :data:`SIZE_BUCKETS` bucket holding ``gpus``; CPU-only jobs (0 GPUs)
+    get :data:`CPU_ONLY_BUCKET` (0), never the 1-GPU bucket."""
+    edges = np.array(SIZE_BUCKETS)
+
+    def f(s: pl.Series) -> pl.Series:
+        g = s.fill_null(0).to_numpy()
+        b = edges[np.searchsorted(edges, np.maximum(g, 1), side="right") - 1]
+        return pl.Series(np.where(g <= 0, CPU_ONLY_BUCKET, b).astype(np.int64))
+
+    return gpus.map_batches(f, return_dtype=pl.Int64)
+
+
+def glm_slope(
+    failures: np.ndarray,
+    job_hours: np.ndarray,
+    nodes: np.ndarray,
+    *,
+    alpha: float = 0.05,
+) -> dict[str, Any]:
+    """Slope of log(failure rate per job-hour) on log(nodes), and the test of slope = 1.
+
+    Poisson GLM ``failures ~ log(nodes)`` with offset ``log(job_hours)`` and a robust (HC3
+    sandwich) slope variance (:func:`reliability.models.counts.poisson_regression`): failures
+    are overdispersed (one crash fails every job sharing the node), differently in each size
+    bucket; the interval uses Student-t on ``n − 2`` degrees of freedom.
+
+    Parameters
+    ----------
+    failures : failures per size bucket [count], shape ``(..., n_buckets)``
+    job_hours : exposure per bucket [job-hours]
+    nodes : exposure-weighted mean nodes per bucket, shape ``(n_buckets,)``
+    alpha : 1 − confidence level
+
+    Returns
+    -------
+    dict of arrays: ``slope``, ``low``, ``high``, ``p`` (of slope = 1), ``dispersion``,
+    ``valid`` (at least :data:`MIN_BUCKETS_FOR_GLM` buckets and :data:`MIN_FAILURES_FOR_GLM`
+    failures)
+    """
+    return poisson_regression(
+        np.asarray(failures, float), np.asarray(job_hours, float), np.log(np.asarray(nodes, float)),
+        alpha=alpha, null_slope=1.0, min_failures=MIN_FAILURES_FOR_GLM, min_points=MIN_BUCKETS_FOR_GLM,
+    )  # fmt: skip
+
+
 @dataclass
-class MTTFResult:
+class MTTFResult(Result):
     """Fitted failure rate and MTTF by job size.
 
     Attributes
     ----------
-    rate_per_node_day_ : r_f, hardware interruptions per node-day (jobs >= ``min_gpus``)
-    ci_ : (low, high) exact Poisson interval of r_f at ``1 - alpha``
-    failures_ : hardware-attributed interruptions counted
-    node_days_ : exposure [node-days]
-    by_size : per size bucket: attempts, failures, job-hours, measured MTTF [h] with interval,
-        model MTTF ``1/(N r_f)`` [h]
-    glm_slope_ : slope of log(failure rate per job-hour) on log(nodes) (1 = proportional)
-    glm_slope_ci_ : its 95% interval; ``glm_p_slope_is_1_`` the Wald test p-value of slope = 1
-    survival : per size class: Weibull shape and scale, exponential rate, KM median [h]
+    rate_ : r_f over the whole window (:class:`~reliability.models.counts.RateEstimate`)
+    recent_rate_ : r_f over the last :data:`RECENT_WEEKS` weeks before the observation end
+    rate_per_node_day_ : r_f [hardware interruptions per node-day] (0.0 when no failures:
+        check ``estimable_``)
+    estimable_ : whether r_f has a point estimate (at least one failure over some exposure)
+    ci_ : (low, high) interval of r_f at ``1 − alpha``, allowing for week-to-week variation
+        (the exact Poisson one when the variation cannot be assessed)
+    poisson_ci_ : exact Poisson interval ("if the rate were constant")
+    failures_ : hardware-attributed interruptions counted (jobs >= ``min_gpus``)
+    node_days_ : exposure [node-days], open attempts included up to the observation end
+    open_attempts_ : attempts still running at the observation end (censored)
+    by_size : per size bucket [GPUs]: attempts, failures, job-hours, measured MTTF [h] with
+        interval, model MTTF ``1/(N r_f)`` [h] (null where not estimable)
+    cpu_only : the same for CPU-only jobs (0 GPUs; no model MTTF: r_f is per GPU node)
+    glm_slope_, glm_slope_ci_, glm_p_slope_is_1_ : slope of log failures on log(nodes)
+        (1 = proportional to nodes), its interval and the p-value of slope = 1 (nan when not
+        estimable: the text and summary say so instead of printing it)
+    survival : per size class: Weibull shape with interval and verdict, scale [h],
+        exponential rate [1/h], Kaplan-Meier median [h]
+    observation_end : the censoring time [UTC]
     """
 
-    rate_per_node_day_: float
-    ci_: tuple[float, float]
-    failures_: int
-    node_days_: float
+    title = "Failure rate and MTTF by job size (Kokolis et al. HPCA'25 Fig. 7)"
+    rate_: RateEstimate
+    recent_rate_: RateEstimate
+    open_attempts_: int
     by_size: pl.DataFrame
+    cpu_only: pl.DataFrame
     glm_slope_: float
     glm_slope_ci_: tuple[float, float]
     glm_p_slope_is_1_: float
     survival: pl.DataFrame
+    observation_end: datetime | None = None
     min_gpus: int = 129
     gpus_per_node: int = 8
     alpha: float = 0.05
     notes: list[str] = field(default_factory=list)
 
+    @property
+    def rate_per_node_day_(self) -> float:
+        return self.rate_.value
+
+    @property
+    def estimable_(self) -> bool:
+        return self.rate_.rate is not None
+
+    @property
+    def ci_(self) -> tuple[float, float]:
+        return (self.rate_.low, self.rate_.high)
+
+    @property
+    def poisson_ci_(self) -> tuple[float, float]:
+        return (self.rate_.poisson_low, self.rate_.poisson_high)
+
+    @property
+    def failures_(self) -> int:
+        return self.rate_.failures
+
+    @property
+    def node_days_(self) -> float:
+        return self.rate_.exposure
+
     def mttf_h(self, n_gpus: float | np.ndarray) -> np.ndarray:
-        """Model MTTF [h] at ``n_gpus`` from the fitted r_f."""
+        """Model MTTF [h] at ``n_gpus`` from the fitted r_f (``inf`` when r_f = 0: use
+        :meth:`mttf_at` for text)."""
         return mttf_h(n_gpus, self.rate_per_node_day_, self.gpus_per_node)
 
-    def projection(self, n_gpus: list[int] | None = None) -> pl.DataFrame:
-        """MTTF [h] with the interval implied by r_f's interval at sizes beyond the data."""
-        sizes = n_gpus or [1024, 4096, 16384, 131072]
+    def mttf_at(self, n_gpus: int) -> dict[str, Any]:
+        """MTTF of a job of ``n_gpus`` GPUs for people: ``mttf_h`` (None when r_f is not
+        estimable), ``low_h``, ``high_h`` (None when unbounded) and ``text``."""
         lo, hi = self.ci_
-        return pl.DataFrame({
-            "n_gpus": sizes,
-            "mttf_h": self.mttf_h(np.array(sizes)),
-            "mttf_h_low": mttf_h(np.array(sizes), hi, self.gpus_per_node) if hi > 0 else np.inf,
-            "mttf_h_high": mttf_h(np.array(sizes), lo, self.gpus_per_node) if lo > 0 else np.inf,
-        })  # fmt: skip
+        low = float(mttf_h(n_gpus, hi, self.gpus_per_node)) if hi > 0 else None
+        high = float(mttf_h(n_gpus, lo, self.gpus_per_node)) if lo > 0 else None
+        if not self.estimable_:
+            text = (
+                f"at least {fmt_duration_h(low)} (no hardware failures; from the upper {100 * (1 - self.alpha):.0f}% "
+                "bound of r_f)" if low is not None else "not estimable (no exposure)"
+            )  # fmt: skip
+            return {"mttf_h": None, "low_h": low, "high_h": high, "text": text}
+        point = float(self.mttf_h(n_gpus))
+        rng = (
+            f"{fmt_duration_h(low)}-{fmt_duration_h(high)}"
+            if high is not None
+            else f"at least {fmt_duration_h(low)}"
+        )
+        return {
+            "mttf_h": point,
+            "low_h": low,
+            "high_h": high,
+            "text": f"{fmt_duration_h(point)} ({rng})",
+        }
+
+    def projection(self, n_gpus: list[int] | None = None) -> pl.DataFrame:
+        """MTTF [h] at sizes beyond the data with the interval implied by r_f's interval
+        (null where not estimable or unbounded)."""
+        sizes = n_gpus or [1024, 4096, 16384, 131072]
+        rows = [self.mttf_at(n) for n in sizes]
+        return pl.DataFrame(
+            {"n_gpus": sizes, "mttf_h": [r["mttf_h"] for r in rows],
+             "mttf_h_low": [r["low_h"] for r in rows], "mttf_h_high": [r["high_h"] for r in rows]},
+            schema={"n_gpus": pl.Int64, "mttf_h": pl.Float64, "mttf_h_low": pl.Float64, "mttf_h_high": pl.Float64},
+        )  # fmt: skip
+
+    @property
+    def sample_sizes(self) -> dict[str, int | float]:
+        return {
+            "hardware failures": self.failures_, "node-days": self.node_days_,
+            "weeks": self.rate_.periods, "open attempts (censored)": self.open_attempts_,
+            "attempts": int(self.by_size.get_column("attempts").sum()) if self.by_size.height else 0,
+        }  # fmt: skip
 
     @property
     def summary(self) -> pl.DataFrame:
-        """One-row table of the headline numbers."""
-        return pl.DataFrame({
-            "rate_per_1000_node_days": [1000 * self.rate_per_node_day_],
-            "ci_low": [1000 * self.ci_[0]], "ci_high": [1000 * self.ci_[1]],
-            "failures": [self.failures_], "node_days": [self.node_days_],
-            "glm_slope": [self.glm_slope_], "glm_p_slope_is_1": [self.glm_p_slope_is_1_],
+        """One row of headline numbers (rates per 1000 node-days; null where not estimable)."""
+        r, q = self.rate_, self.recent_rate_
+        ci = self.glm_slope_ci_
+        return self._mapping_frame({
+            "rate_per_1000_node_days": None if r.rate is None else 1000 * r.rate,
+            "ci_low": 1000 * r.low, "ci_high": 1000 * r.high,
+            "poisson_ci_low": 1000 * r.poisson_low, "poisson_ci_high": 1000 * r.poisson_high,
+            "dispersion": r.dispersion, "interval_allows_variation": r.robust,
+            "failures": r.failures, "node_days": r.exposure, "weeks": r.periods,
+            "open_attempts": self.open_attempts_,
+            "recent_rate_per_1000_node_days": None if q.rate is None else 1000 * q.rate,
+            "recent_ci_low": 1000 * q.low, "recent_ci_high": 1000 * q.high, "recent_failures": q.failures,
+            "glm_slope": self.glm_slope_, "glm_slope_ci_low": ci[0], "glm_slope_ci_high": ci[1],
+            "glm_p_slope_is_1": self.glm_p_slope_is_1_, "min_gpus": self.min_gpus,
         })  # fmt: skip
 
-    def __str__(self) -> str:
-        lo, hi = self.ci_
-        lines = [
-            f"r_f = {1000 * self.rate_per_node_day_:.2f} per 1000 node-days "
-            f"({100 * (1 - self.alpha):.0f}% CI {1000 * lo:.2f}-{1000 * hi:.2f}; {self.failures_} failures "
-            f"over {self.node_days_:,.0f} node-days of jobs >= {self.min_gpus} GPUs)",
-            f"GLM slope of failures on log(nodes): {self.glm_slope_:.2f} "
-            f"(95% CI {self.glm_slope_ci_[0]:.2f}-{self.glm_slope_ci_[1]:.2f}; p(slope=1) = {self.glm_p_slope_is_1_:.2f})",
-            "MTTF by job size [h]: measured (CI) vs model 1/(N r_f)",
-        ]
-        for row in self.by_size.iter_rows(named=True):
-            lines.append(
-                f"  {row['bucket']:>6} GPUs  {row['mttf_h']:>10.1f} ({row['mttf_h_low']:.1f}-{row['mttf_h_high']:.1f})"
-                f"  model {row['model_mttf_h']:>10.1f}   [{row['failures']} failures, {row['job_hours']:,.0f} job-h]"
-            )
-        lines.append("projections: " + ", ".join(
-            f"{n:,} GPUs {m:.2f} h" for n, m in self.projection().select("n_gpus", "mttf_h").iter_rows()))  # fmt: skip
-        return "\n".join(lines)
+    def tables(self) -> dict[str, pl.DataFrame]:
+        t = {"summary": self.summary, "by size": self.by_size, "constant-rate check": self.survival}
+        if self.cpu_only.height:
+            t["CPU-only jobs"] = self.cpu_only
+        return t
 
-    def _repr_html_(self) -> str:
-        return "<pre>" + str(self).replace("&", "&amp;").replace("<", "&lt;") + "</pre>"
-
-
-def size_bucket(gpus: pl.Expr) -> pl.Expr:
-    """Lower edge of the :data:`SIZE_BUCKETS` bucket holding ``gpus`` (at least 1)."""
-    edges = np.array(SIZE_BUCKETS)
-    return gpus.map_batches(
-        lambda s: pl.Series(
-            edges[np.searchsorted(edges, np.maximum(s.to_numpy(), 1), side="right") - 1]
-        ),
-        return_dtype=pl.Int64,
-    )
-
-
-def _exposure(jobs: pl.DataFrame) -> pl.DataFrame:
-    """Started-and-ended attempts with duration [h], nodes, hardware flag and size bucket."""
-    return (
-        jobs.filter(pl.col("start_time").is_not_null() & pl.col("end_time").is_not_null())
-        .with_columns(
-            hours=(pl.col("end_time") - pl.col("start_time")).dt.total_seconds() / 3600.0,
-            failed=pl.col("failure_domain").is_in(HARDWARE),
+    def _lines(self) -> list[str]:
+        r = self.rate_
+        lines = [f"r_f (jobs >= {self.min_gpus} GPUs) {r.describe()}"]
+        if self.recent_rate_.exposure > 0:
+            lines.append(f"r_f {self.recent_rate_.describe()}")
+        lines.append(
+            "MTTF = 1/(N r_f) assumes a constant failure rate; Weibull shape of the time to a hardware "
+            "interruption (1 = constant):"
         )
-        .filter(pl.col("hours") >= 0)
-        .with_columns(bucket=size_bucket(pl.col("n_accelerators")))
-    )
+        if self.survival.height:
+            for row in self.survival.iter_rows(named=True):
+                if row["weibull_shape"] is None:
+                    lines.append(f"  {row['size_class']:>8} GPUs: {row['verdict']}")
+                else:
+                    lines.append(
+                        f"  {row['size_class']:>8} GPUs: {row['weibull_shape']:.2f} ({row['shape_low']:.2f}-"
+                        f"{row['shape_high']:.2f}), {row['verdict']} [{row['failures']} failures]"
+                    )
+        else:
+            lines.append("  no size class has jobs to check")
+        if not math.isfinite(self.glm_slope_):
+            lines.append(
+                f"GLM slope of failures on log(nodes): not estimable (needs {MIN_FAILURES_FOR_GLM} failures over "
+                f"{MIN_BUCKETS_FOR_GLM} size buckets)"
+            )
+        else:
+            lo, hi = self.glm_slope_ci_
+            lines.append(
+                f"GLM slope of failures on log(nodes): {self.glm_slope_:.2f} ({100 * (1 - self.alpha):.0f}% CI "
+                f"{lo:.2f}-{hi:.2f}; p(slope = 1) = {self.glm_p_slope_is_1_:.2g}; 1 = failures proportional to nodes)"
+            )
+        lines.append("MTTF by job size [h]: measured (CI) vs model 1/(N r_f)")
+        for row in self.by_size.iter_rows(named=True):
+            lines.append(_size_line(row))
+        for row in self.cpu_only.iter_rows(named=True):
+            lines.append(_size_line(row, label="CPU-only"))
+        proj = [f"{n:,} GPUs {self.mttf_at(n)['text']}" for n in (1024, 16384, 131072)]
+        lines.append("projections: " + "; ".join(proj))
+        return lines
+
+
+def _size_line(row: dict[str, Any], label: str | None = None) -> str:
+    name = label or f"{row['bucket']} GPUs"
+    if row["failures"] == 0:
+        meas = (
+            f"no failures (MTTF at least {fmt_duration_h(row['mttf_h_low'])})"
+            if row["mttf_h_low"] is not None else "no exposure"
+        )  # fmt: skip
+    else:
+        hi = fmt_duration_h(row["mttf_h_high"]) if row["mttf_h_high"] is not None else "?"
+        meas = f"{fmt_duration_h(row['mttf_h'])} ({fmt_duration_h(row['mttf_h_low'])}-{hi})"
+    model = row.get("model_mttf_h")
+    mtext = f"model {fmt_duration_h(model)}" if model is not None else "model not estimable"
+    return f"  {name:>14}  {meas:<40}  {mtext}   [{row['failures']} failures, {fmt_num(row['job_hours'])} job-h]"
+
+
+def attributed_jobs(
+    source: Any, observation_end: datetime | None
+) -> tuple[pl.DataFrame, datetime | None, list[str]]:
+    """Attributed jobs, their observation end and notes."""
+    jobs = source if isinstance(source, pl.DataFrame) else attribute_failures(source)
+    if "failure_domain" not in jobs.columns:
+        jobs = attribute_failures(jobs, health_events=None, node_states=None)
+    end, note = resolve_observation_end(source, jobs, observation_end)
+    return jobs, end, [note] if note else []
+
+
+def exposure_frame(
+    jobs: pl.DataFrame, observation_end: datetime | None
+) -> tuple[pl.DataFrame, int]:
+    """Started attempts clipped at the observation end with ``hours``, ``failed``, ``open``,
+    ``bucket`` (open attempts are censored: never failed)."""
+    a, n_open = clip_attempts(jobs, observation_end)
+    a = a.with_columns(
+        hours=(pl.col("stop") - pl.col("start_time")).dt.total_microseconds() / 1e6 / 3600.0,
+        failed=pl.col("failure_domain").is_in(HARDWARE) & ~pl.col("open"),
+        n_nodes=pl.col("n_nodes").fill_null(1),
+    ).filter(pl.col("hours") >= 0)
+    return a.with_columns(bucket=size_bucket(pl.col("n_accelerators"))), n_open
 
 
 def fit_mttf(
@@ -167,37 +371,103 @@ def fit_mttf(
     cluster: str | None = None,
     start: datetime | None = None,
     end: datetime | None = None,
+    observation_end: datetime | None = None,
 ) -> MTTFResult:
     """Fit r_f and MTTF by size from a Dataset (attributed here) or an attributed jobs frame.
 
     Parameters
     ----------
+    source : a Dataset, or the output of :func:`reliability.attribute_failures`
     min_gpus : only attempts of jobs with at least this many GPUs enter r_f (paper: > 128)
     gpus_per_node : to turn GPUs into nodes for the model
-    alpha : 1 - confidence level
+    alpha : 1 − confidence level of every interval
     cluster : restrict to one cluster
-    start, end : restrict to attempts that ended in [start, end) (UTC-aware)
+    start, end : restrict to attempts that ended (or are still open) in [start, end) [UTC]
+    observation_end : when the data end [UTC]: attempts still running then are censored
+        there. Default: the Dataset's observation end, else the latest timestamp in the
+        jobs (noted in the result)
+
+    Returns
+    -------
+    MTTFResult (says what it cannot estimate and why when data are thin; never raises for
+    lack of failures or exposure)
     """
-    jobs = source if isinstance(source, pl.DataFrame) else attribute_failures(source)
-    if "failure_domain" not in jobs.columns:
-        jobs = attribute_failures(jobs, health_events=None, node_states=None)
+    jobs, obs_end, notes = attributed_jobs(source, observation_end)
     if cluster is not None:
         jobs = jobs.filter(pl.col("cluster") == cluster)
-    if start is not None:
-        jobs = jobs.filter(pl.col("end_time") >= start)
-    if end is not None:
-        jobs = jobs.filter(pl.col("end_time") < end)
-    exp = _exposure(jobs)
+    if start is not None or end is not None:
+        stop = pl.col("end_time").fill_null(pl.lit(obs_end) if obs_end else pl.col("start_time"))
+        if start is not None:
+            jobs = jobs.filter(stop >= start)
+        if end is not None:
+            jobs = jobs.filter(stop < end)
+    exp, n_open = exposure_frame(jobs, obs_end)
+    if n_open:
+        notes.append(
+            f"{n_open:,} attempts still running at the observation end are censored there (exposure counted, no failure)"
+        )
     big = exp.filter(pl.col("n_accelerators") >= min_gpus)
-    node_days = float(
-        (big.get_column("n_nodes").cast(pl.Float64) * big.get_column("hours")).sum() / 24.0
+    if big.height == 0:
+        largest = int(exp.get_column("n_accelerators").max() or 0) if exp.height else 0
+        notes.append(
+            f"no exposure from jobs of >= {min_gpus} GPUs (largest job: {largest:,} GPUs): r_f not estimable; "
+            "lower min_gpus to estimate it from smaller jobs"
+        )
+    weekly = period_counts(big, every="1w")
+    rate = estimate_rate(weekly["failures"].to_numpy(), weekly["exposure"].to_numpy(), alpha=alpha,
+                         label="whole window")  # fmt: skip
+    recent = recent_rate(big, obs_end, alpha)
+    notes += rate.notes
+    gpu = exp.filter(pl.col("bucket") != CPU_ONLY_BUCKET)
+    by = _by_size(gpu, rate, gpus_per_node, alpha)
+    cpu = _by_size(exp.filter(pl.col("bucket") == CPU_ONLY_BUCKET), None, gpus_per_node, alpha)
+    if cpu.height:
+        cpu = cpu.with_columns(bucket=pl.lit("CPU-only"))
+        notes.append(
+            f"{int(cpu['attempts'].sum()):,} attempts of CPU-only jobs (0 GPUs) are a class of their own "
+            f"({int(cpu['failures'].sum())} hardware failures), not counted as 1-GPU jobs"
+        )
+    d = by.filter(pl.col("job_hours") > 0)
+    g = glm_slope(d["failures"].to_numpy(), d["job_hours"].to_numpy(),
+                  np.maximum((d["node_hours"] / d["job_hours"]).to_numpy(), 1.0), alpha=alpha) if d.height else None  # fmt: skip
+    if g is not None and bool(g["valid"]):
+        slope, slope_ci, p1 = float(g["slope"]), (float(g["low"]), float(g["high"])), float(g["p"])
+    else:
+        slope, slope_ci, p1 = math.nan, (math.nan, math.nan), math.nan
+        notes.append(
+            f"GLM slope not estimable: {int(d['failures'].sum()) if d.height else 0} failures over {d.height} size "
+            f"buckets (needs {MIN_FAILURES_FOR_GLM} over {MIN_BUCKETS_FOR_GLM})"
+        )
+    return MTTFResult(
+        rate_=rate, recent_rate_=recent, open_attempts_=n_open, by_size=by, cpu_only=cpu,
+        glm_slope_=slope, glm_slope_ci_=slope_ci, glm_p_slope_is_1_=p1, survival=_survival(gpu, alpha),
+        observation_end=obs_end, min_gpus=min_gpus, gpus_per_node=gpus_per_node, alpha=alpha, notes=notes,
+    )  # fmt: skip
+
+
+def recent_rate(
+    attempts: pl.DataFrame, obs_end: datetime | None, alpha: float, *, every: str = "1w"
+) -> RateEstimate:
+    """Rate over the :data:`RECENT_WEEKS` weeks before the observation end, from clipped
+    attempts (:func:`exposure_frame`); the whole window's when the data span less."""
+    label = f"last {RECENT_WEEKS} weeks"
+    if obs_end is None or attempts.height == 0:
+        return estimate_rate([], [], alpha=alpha, label=label)
+    w0 = obs_end - timedelta(weeks=RECENT_WEEKS)
+    if attempts.get_column("start_time").min() >= w0:
+        label = f"last {RECENT_WEEKS} weeks (= the whole window: the data span less)"
+    recent = attempts.filter(pl.col("stop") > w0).with_columns(
+        start_time=pl.max_horizontal("start_time", pl.lit(w0).cast(pl.Datetime("us", "UTC")))
     )
-    k = int(big.get_column("failed").sum())
-    notes = []
-    if node_days <= 0:
-        raise ValueError(f"no exposure from jobs of >= {min_gpus} GPUs to estimate r_f from")
-    rate = k / node_days
-    lo, hi = poisson_ci(k, alpha)
+    per = period_counts(recent, every=every)
+    return estimate_rate(
+        per["failures"].to_numpy(), per["exposure"].to_numpy(), alpha=alpha, label=label
+    )
+
+
+def _by_size(
+    exp: pl.DataFrame, rate: RateEstimate | None, gpus_per_node: int, alpha: float
+) -> pl.DataFrame:
     by = (
         exp.group_by("bucket")
         .agg(
@@ -211,74 +481,72 @@ def fit_mttf(
     f = by.get_column("failures").to_numpy()
     h = by.get_column("job_hours").to_numpy()
     flo, fhi = poisson_ci(f, alpha)
-    with np.errstate(divide="ignore"):
-        by = by.with_columns(
-            mttf_h=pl.Series(np.where(f > 0, h / np.maximum(f, 1), np.inf)),
-            mttf_h_low=pl.Series(h / fhi),
-            mttf_h_high=pl.Series(np.where(flo > 0, h / np.where(flo > 0, flo, 1), np.inf)),
-            model_mttf_h=pl.Series(mttf_h(by.get_column("bucket").to_numpy(), rate, gpus_per_node) if rate > 0 else np.full(len(f), np.inf)),
-        )  # fmt: skip
-    slope, slope_ci, p1 = _glm_slope(by, gpus_per_node, notes)
-    return MTTFResult(
-        rate_per_node_day_=rate, ci_=(float(lo) / node_days, float(hi) / node_days), failures_=k,
-        node_days_=node_days, by_size=by.with_columns(pl.col("bucket").cast(pl.String)),
-        glm_slope_=slope, glm_slope_ci_=slope_ci, glm_p_slope_is_1_=p1,
-        survival=_survival(exp), min_gpus=min_gpus, gpus_per_node=gpus_per_node, alpha=alpha, notes=notes,
-    )  # fmt: skip
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mttf = np.where(f > 0, h / np.maximum(f, 1), np.nan)
+        low = np.where(h > 0, h / fhi, np.nan)
+        high = np.where((flo > 0) & (h > 0), h / np.where(flo > 0, flo, 1), np.nan)
+        if rate is not None and rate.rate is not None:
+            model = mttf_h(by.get_column("bucket").to_numpy(), rate.rate, gpus_per_node)
+        else:
+            model = np.full(len(f), np.nan)
+
+    def col(x: np.ndarray) -> pl.Series:
+        return pl.Series(np.where(np.isfinite(x), x, np.nan)).fill_nan(None)
+
+    return by.with_columns(
+        mttf_h=col(mttf), mttf_h_low=col(low), mttf_h_high=col(high), model_mttf_h=col(model),
+    ).with_columns(pl.col("bucket").cast(pl.String))  # fmt: skip
 
 
-def _glm_slope(
-    by: pl.DataFrame, gpus_per_node: int, notes: list[str]
-) -> tuple[float, tuple[float, float], float]:
-    """Poisson GLM: failures ~ log(nodes), offset log(job-hours); slope and test of slope = 1.
-
-    ``nodes`` is each bucket's exposure-weighted mean node count (node-hours / job-hours), not
-    its lower edge. Failures are overdispersed (one crash fails every job sharing the node),
-    so the standard errors are scaled by the Pearson dispersion when it exceeds 1
-    (quasi-Poisson)."""
-    import statsmodels.api as sm
-
-    d = by.filter(pl.col("job_hours") > 0)
-    if d.height < 2 or d.get_column("failures").sum() == 0:
-        notes.append("too few size buckets with exposure for the GLM")
-        return math.nan, (math.nan, math.nan), math.nan
-    nodes = np.maximum((d.get_column("node_hours") / d.get_column("job_hours")).to_numpy(), 1.0)
-    X = sm.add_constant(np.log(nodes))
-    model = sm.GLM(d.get_column("failures").to_numpy(), X, family=sm.families.Poisson(),
-                   offset=np.log(d.get_column("job_hours").to_numpy()))  # fmt: skip
-    fit = model.fit()
-    slope = float(fit.params[1])
-    dispersion = float(fit.pearson_chi2 / fit.df_resid) if fit.df_resid > 0 else 1.0
-    se = float(fit.bse[1]) * math.sqrt(max(dispersion, 1.0))
-    z = (slope - 1.0) / se if se > 0 else math.inf
-    p = float(2 * stats.norm.sf(abs(z)))
-    return slope, (slope - 1.96 * se, slope + 1.96 * se), p
+def km_median(durations: np.ndarray, events: np.ndarray) -> float | None:
+    """Kaplan-Meier median [unit of ``durations``]: the first time the product-limit
+    survival falls to 0.5 or below (lifelines' ``median_survival_time_``); None when it never
+    does."""
+    t = np.asarray(durations, float)
+    e = np.asarray(events, bool)
+    order = np.argsort(t, kind="stable")
+    t, e = t[order], e[order]
+    times, first = np.unique(t, return_index=True)
+    n_at = t.size - first
+    d = np.add.reduceat(e.astype(float), first)
+    surv = np.cumprod(1.0 - d / n_at)
+    hit = np.flatnonzero(surv <= 0.5)
+    return float(times[hit[0]]) if hit.size else None
 
 
-def _survival(exp: pl.DataFrame) -> pl.DataFrame:
-    """Per size class: lifelines Weibull (shape rho, scale lambda [h]), exponential rate, KM median."""
-    from lifelines import ExponentialFitter, KaplanMeierFitter, WeibullFitter
+def _survival(exp: pl.DataFrame, alpha: float) -> pl.DataFrame:
+    """Per size class: lifelines Weibull shape (interval, verdict), scale [h], exponential rate
+    [1/h], Kaplan-Meier median [h]; classes with too few failures say so."""
+    from reliability.models.lifetimes import fit_weibull, hazard_verdict
 
     rows = []
-    classes = [("1-7", 1, 8), ("8-127", 8, 128), ("128-1023", 128, 1024), ("1024+", 1024, 10**9)]
-    for name, lo, hi in classes:
+    for name, lo, hi in _CLASSES:
         part = exp.filter(
             (pl.col("n_accelerators") >= lo)
             & (pl.col("n_accelerators") < hi)
             & (pl.col("hours") > 0)
         )
-        events = int(part.get_column("failed").sum()) if part.height else 0
-        if part.height < 10 or events < 3:
+        if part.height == 0:
+            continue
+        events = int(part.get_column("failed").sum())
+        row: dict[str, Any] = {"size_class": name, "attempts": part.height, "failures": events,
+                               "weibull_shape": None, "shape_low": None, "shape_high": None,
+                               "weibull_scale_h": None, "exp_rate_per_h": None, "km_median_h": None}  # fmt: skip
+        if events < MIN_FAILURES_FOR_SHAPE:
+            row["verdict"] = f"not estimable ({events} failures; needs {MIN_FAILURES_FOR_SHAPE})"
+            rows.append(row)
             continue
         # lifelines' edge: numpy arrays (polars' to_pandas would need pyarrow)
         hours = part.get_column("hours").to_numpy()
-        failed = part.get_column("failed").cast(pl.Int8).to_numpy()
-        wf = WeibullFitter().fit(hours, failed)
-        ef = ExponentialFitter().fit(hours, failed)
-        km = KaplanMeierFitter().fit(hours, failed)
-        rows.append({"size_class": name, "attempts": part.height, "failures": events,
-                     "weibull_shape": float(wf.rho_), "weibull_scale_h": float(wf.lambda_),
-                     "exp_rate_per_h": 1.0 / float(ef.lambda_), "km_median_h": float(km.median_survival_time_)})  # fmt: skip
+        failed = part.get_column("failed").to_numpy()
+        w = fit_weibull(hours, failed, alpha=alpha, engine="numpy")
+        med = km_median(hours, failed)
+        row |= {"weibull_shape": w["shape"], "shape_low": w["shape_low"], "shape_high": w["shape_high"],
+                "weibull_scale_h": w["scale"], "exp_rate_per_h": events / float(hours.sum()),
+                "km_median_h": med,
+                "verdict": hazard_verdict(w["shape"], w["shape_low"], w["shape_high"], short=True)}  # fmt: skip
+        rows.append(row)
     schema = {"size_class": pl.String, "attempts": pl.Int64, "failures": pl.Int64, "weibull_shape": pl.Float64,
-              "weibull_scale_h": pl.Float64, "exp_rate_per_h": pl.Float64, "km_median_h": pl.Float64}  # fmt: skip
+              "shape_low": pl.Float64, "shape_high": pl.Float64, "weibull_scale_h": pl.Float64,
+              "exp_rate_per_h": pl.Float64, "km_median_h": pl.Float64, "verdict": pl.String}  # fmt: skip
     return pl.DataFrame(rows, schema=schema)

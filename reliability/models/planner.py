@@ -12,31 +12,62 @@ at failure rate r_f it gives
 - the *recommendation* for given costs: the longest interval that still reaches the target
   (non-blocking), or the ETTR-optimal interval (blocking writes, :func:`optimal_interval_h`);
 - the ETTR grid over job size and Δt (Fig. 10).
+
+The rate: given a fit (:class:`~reliability.models.MTTFResult` or
+:class:`~reliability.models.RateSeries`), the planner shows the window average and the last
+:data:`~reliability.models.mttf.RECENT_WEEKS` weeks' rate, each with its interval, and plans
+with the recent one (the rate that applies now; failure rates drift, HPCA'25 Fig. 5) when it
+rests on at least :data:`MIN_FAILURES_RECENT` failures, else with the window average, saying
+which. With no failures at all it plans at the rate's upper confidence bound and says so: a
+conservative plan, not "out of reach". The recommendation at the upper bound of the chosen
+rate is given beside the point recommendation.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import polars as pl
 from scipy import optimize
 
+from reliability._result import Result, fmt_duration_h, fmt_num
 from reliability.models.checkpoint import optimal_interval_h
+from reliability.models.counts import RateEstimate
 from reliability.models.ettr import expected_ettr
 from reliability.models.mttf import mttf_h
 
-__all__ = ["PlanResult", "plan"]
+__all__ = ["MIN_FAILURES_RECENT", "PlanResult", "plan"]
+
+#: the recent rate is planned with only when it rests on at least this many failures
+MIN_FAILURES_RECENT = 5
 
 _MIN_H = 1.0 / 3600.0  # one second
 _MAX_H = 24.0 * 7
 
 
 @dataclass
-class PlanResult:
-    """Answer of :func:`plan`; ``frontier`` and ``grid`` are tidy frames."""
+class PlanResult(Result):
+    """Answer of :func:`plan`; ``frontier``, ``grid`` and ``rates`` are tidy frames.
 
+    Attributes
+    ----------
+    n_gpus : job size [GPUs]
+    rate_per_node_day : the r_f planned with [failures per node-day]
+    basis : where that rate comes from (``"given"``, ``"last 4 weeks"``, ``"whole window"``,
+        ``"upper 95% bound (no failures)"``)
+    rates : the candidate rates with intervals [per 1000 node-days] (window, recent)
+    mttf_h : MTTF of the job at that rate [h]
+    equal_cost_h : checkpoint interval = restart overhead that just reaches the target [h]
+    recommended_interval_h : recommendation for ``restart_h`` [h] (None: unreachable)
+    recommended_at_upper_h : the same at the upper bound of the rate's interval [h]
+    frontier : per restart overhead, the interval range reaching the target [min]
+    grid : expected ETTR by job size and interval (Fig. 10)
+    """
+
+    title = "Checkpoint planner (Kokolis et al. HPCA'25 Fig. 10)"
     n_gpus: int
     rate_per_node_day: float
     target_ettr: float
@@ -50,24 +81,55 @@ class PlanResult:
     grid: pl.DataFrame
     ckpt_write_h: float = 0.0
     queue_h: float = 0.0
+    basis: str = "given"
+    rates: pl.DataFrame | None = None
+    rate_upper_per_node_day: float | None = None
+    recommended_at_upper_h: float | None = None
     notes: list[str] = field(default_factory=list)
 
     @property
+    def sample_sizes(self) -> dict[str, int | float]:
+        if self.rates is None or self.rates.height == 0:
+            return {}
+        r = self.rates.row(0, named=True)
+        return {"hardware failures": r["failures"], "node-days": r["exposure_days"]}
+
+    @property
     def summary(self) -> pl.DataFrame:
-        return pl.DataFrame({
-            "n_gpus": [self.n_gpus], "rate_per_node_day": [self.rate_per_node_day],
-            "target_ettr": [self.target_ettr], "mttf_h": [self.mttf_h],
-            "equal_cost_min": [None if self.equal_cost_h is None else 60 * self.equal_cost_h],
-            "restart_min": [None if self.restart_h is None else 60 * self.restart_h],
-            "recommended_interval_min": [None if self.recommended_interval_h is None else 60 * self.recommended_interval_h],
-            "ettr_at_recommended": [self.ettr_at_recommended], "variant": [self.variant],
+        return self._mapping_frame({
+            "n_gpus": self.n_gpus, "rate_per_node_day": self.rate_per_node_day, "basis": self.basis,
+            "target_ettr": self.target_ettr, "mttf_h": self.mttf_h,
+            "equal_cost_min": None if self.equal_cost_h is None else 60 * self.equal_cost_h,
+            "restart_min": None if self.restart_h is None else 60 * self.restart_h,
+            "recommended_interval_min": None if self.recommended_interval_h is None else 60 * self.recommended_interval_h,
+            "ettr_at_recommended": self.ettr_at_recommended,
+            "recommended_at_upper_bound_min": None if self.recommended_at_upper_h is None else 60 * self.recommended_at_upper_h,
+            "variant": self.variant,
         })  # fmt: skip
 
-    def __str__(self) -> str:
-        lines = [
-            f"A job on {self.n_gpus:,} GPUs at {1000 * self.rate_per_node_day:.2f} failures per 1000 node-days "
-            f"is interrupted every {_fmt_h(self.mttf_h)} on average (MTTF = 1/(N r_f))."
-        ]
+    def tables(self) -> dict[str, pl.DataFrame]:
+        t = {"summary": self.summary, "frontier": self.frontier}
+        if self.rates is not None:
+            t = {"rates": self.rates, **t}
+        return t
+
+    def _lines(self) -> list[str]:
+        lines = []
+        if self.rates is not None:
+            for r in self.rates.iter_rows(named=True):
+                lines.append(f"r_f {r['description']}")
+        if self.basis.startswith("upper"):
+            tail = " (no hardware failures observed: the upper confidence bound of r_f, a conservative plan)"
+        elif self.basis.startswith("last"):
+            tail = f" (the {self.basis}' rate: the rate that applies now)"
+        elif self.basis != "given":
+            tail = f" (the {self.basis}'s average rate)"
+        else:
+            tail = ""
+        lines.append(
+            f"A job on {self.n_gpus:,} GPUs at {1000 * self.rate_per_node_day:.2f} failures per 1000 node-days{tail} "
+            f"is interrupted every {_fmt_h(self.mttf_h)} on average (MTTF = 1/(N r_f), assuming a constant rate)."
+        )
         if self.equal_cost_h is None:
             lines.append(
                 f"No checkpoint interval equal to the restart overhead reaches ETTR {self.target_ettr:.2f} at this "
@@ -81,7 +143,7 @@ class PlanResult:
         if self.restart_h is not None:
             if self.recommended_interval_h is None:
                 lines.append(
-                    f"With a restart overhead of {_fmt_h(self.restart_h)} the target cannot be reached."
+                    f"With a restart overhead of {_fmt_h(self.restart_h)} the target cannot be reached at this rate."
                 )
             else:
                 how = (
@@ -93,6 +155,15 @@ class PlanResult:
                     f"With a restart overhead of {_fmt_h(self.restart_h)}, checkpoint {how} "
                     f"{_fmt_h(self.recommended_interval_h)}: expected ETTR {self.ettr_at_recommended:.3f}."
                 )
+                if self.rate_upper_per_node_day is not None and not self.basis.startswith("upper"):
+                    at = (
+                        f"checkpoint {how} {_fmt_h(self.recommended_at_upper_h)}"
+                        if self.recommended_at_upper_h is not None else "the target cannot be reached"
+                    )  # fmt: skip
+                    lines.append(
+                        f"At the upper bound of r_f's interval ({1000 * self.rate_upper_per_node_day:.2f} per 1000 "
+                        f"node-days) {at}."
+                    )
         lines.append("")
         lines.append("restart overhead   longest checkpoint interval reaching the target")
         for row in self.frontier.iter_rows(named=True):
@@ -104,24 +175,61 @@ class PlanResult:
         lines.append(
             f"(expected ETTR, variant {self.variant!r}; writes {60 * self.ckpt_write_h:.1f} min, queue after interruption {60 * self.queue_h:.1f} min)"
         )
-        lines += self.notes
-        return "\n".join(lines)
-
-    def _repr_html_(self) -> str:
-        return "<pre>" + str(self).replace("&", "&amp;").replace("<", "&lt;") + "</pre>"
+        return lines
 
 
-def _fmt_h(h: float) -> str:
-    if h < 1.0 / 60.0:
-        return f"{3600 * h:.0f} s"
-    if h < 2.0:
-        return f"{60 * h:.1f} min"
-    return f"{h:.1f} h"
+def _fmt_h(h: float | None) -> str:
+    return fmt_duration_h(h)
+
+
+def _choose_rate(source: Any) -> tuple[float, str, pl.DataFrame, float | None, list[str]]:
+    """(rate per node-day, basis, rates frame, upper bound, notes) from a fit or an estimate."""
+    notes: list[str] = []
+    if isinstance(source, RateEstimate):
+        window, recent = source, None
+    else:
+        window, recent = source.rate_, source.recent_rate_
+    cands = [r for r in (window, recent) if r is not None]
+    rows = [
+        {"window": r.label, "rate_per_1000_node_days": None if r.rate is None else 1000 * r.rate,
+         "ci_low": 1000 * r.low, "ci_high": 1000 * r.high, "failures": r.failures,
+         "exposure_days": r.exposure, "description": r.describe()}
+        for r in cands
+    ]  # fmt: skip
+    rates = pl.DataFrame(rows, schema={"window": pl.String, "rate_per_1000_node_days": pl.Float64,
+                                       "ci_low": pl.Float64, "ci_high": pl.Float64, "failures": pl.Int64,
+                                       "exposure_days": pl.Float64, "description": pl.String})  # fmt: skip
+    if recent is not None and recent.rate is not None and recent.failures >= MIN_FAILURES_RECENT:
+        chosen = recent
+        if window.rate is not None and recent is not window:
+            notes.append(
+                f"planned with the {recent.label}' rate ({fmt_num(1000 * recent.rate)} per 1000 node-days), the "
+                f"rate that applies now, rather than the window average ({fmt_num(1000 * window.rate)})"
+            )
+        return chosen.rate, recent.label, rates, chosen.high, notes  # type: ignore[return-value]
+    if window.rate is not None:
+        if recent is not None and recent.exposure > 0:
+            notes.append(
+                f"the {recent.label} hold {recent.failures} failures (fewer than {MIN_FAILURES_RECENT}): planned with "
+                "the whole window's average rate"
+            )
+        return window.rate, window.label, rates, window.high, notes
+    if window.exposure > 0 and window.high > 0:
+        pct = f"{100 * (1 - window.alpha):.0f}%"
+        notes.append(
+            f"no hardware failures in {fmt_num(window.exposure)} node-days: r_f is below "
+            f"{fmt_num(1000 * window.high)} per 1000 node-days (upper {pct} bound); the plan uses that bound, so "
+            "the recommended interval is conservative"
+        )
+        return window.high, f"upper {pct} bound (no failures)", rates, None, notes
+    raise ValueError(
+        "no exposure to estimate r_f from: nothing to plan with (give rate_per_node_day)"
+    )
 
 
 def plan(
     n_gpus: int,
-    rate_per_node_day: float,
+    rate_per_node_day: float | Any,
     target_ettr: float,
     *,
     restart_h: float | None = None,
@@ -135,13 +243,35 @@ def plan(
 ) -> PlanResult:
     """Plan checkpointing for a job of ``n_gpus`` GPUs to reach ``target_ettr`` (see module doc).
 
-    ``variant`` is the :func:`expected_ettr` form (default ``"renewal"``, exact for Poisson
-    failures; ``"simplified"`` is the paper's ``1 − N r_f (u0 + Δt/2)``).
+    Parameters
+    ----------
+    n_gpus : job size [GPUs]
+    rate_per_node_day : r_f [failures per node-day] (> 0), or a fit to take it from: an
+        :class:`~reliability.models.MTTFResult`, a :class:`~reliability.models.RateSeries`
+        (both: the recent rate when it rests on enough failures) or a
+        :class:`~reliability.models.counts.RateEstimate`
+    target_ettr : the ETTR to reach, in (0, 1)
+    restart_h : u0, restart overhead [h]; None = show the frontier only
+    ckpt_write_h : w, blocking checkpoint write [h]
+    queue_h : q, queue wait after each interruption [h]
+    gpus_per_node : GPUs per node
+    variant : the :func:`expected_ettr` form (default ``"renewal"``, exact for Poisson
+        failures; ``"simplified"`` is the paper's ``1 − N r_f (u0 + Δt/2)``)
+    restart_grid_min, grid_gpus, grid_interval_min : grids of the frontier and of Fig. 10
+
+    Returns
+    -------
+    PlanResult
     """
     if not 0.0 < target_ettr < 1.0:
         raise ValueError(f"target_ettr must be in (0, 1), got {target_ettr}")
-    if n_gpus < 1 or rate_per_node_day <= 0:
-        raise ValueError("n_gpus must be >= 1 and rate_per_node_day > 0")
+    notes: list[str] = []
+    basis, rates, upper = "given", None, None
+    if not isinstance(rate_per_node_day, int | float):
+        rate_per_node_day, basis, rates, upper, notes = _choose_rate(rate_per_node_day)
+    if n_gpus < 1 or not rate_per_node_day > 0 or not math.isfinite(rate_per_node_day):
+        raise ValueError("n_gpus must be >= 1 and rate_per_node_day a positive number")
+    rate_per_node_day = float(rate_per_node_day)
 
     def ettr(dt_h, u0_h):
         return float(
@@ -203,12 +333,17 @@ def plan(
         hi_lg = math.log(_MAX_H)
         equal = _MAX_H if g(hi_lg) >= 0 else math.exp(optimize.brentq(g, lo_lg, hi_lg, xtol=1e-9))
 
-    rec = rec_ettr = None
+    rec = rec_ettr = rec_upper = None
     if restart_h is not None:
         _, hi, best, top = interval_range(restart_h)
         if hi is not None:
             # blocking writes: the ETTR-optimal interval; non-blocking: the longest that reaches the target
             rec, rec_ettr = (best, top) if ckpt_write_h > 0 else (hi, ettr(hi, restart_h))
+        if upper is not None and upper > rate_per_node_day:
+            up = plan(n_gpus, upper, target_ettr, restart_h=restart_h, ckpt_write_h=ckpt_write_h,
+                      queue_h=queue_h, gpus_per_node=gpus_per_node, variant=variant,
+                      restart_grid_min=[60 * restart_h], grid_gpus=[n_gpus], grid_interval_min=[60.0])  # fmt: skip
+            rec_upper = up.recommended_interval_h
 
     gg = grid_gpus or [1024, 4096, 16384, 32768, 65536, 131072]
     gi = grid_interval_min or [5, 15, 30, 60, 120]
@@ -222,7 +357,6 @@ def plan(
             for n in gg for d in gi
         ]
     )  # fmt: skip
-    notes = []
     if variant != "renewal":
         notes.append(
             "note: linearised forms are accurate to ~x^2/2 with x = N r_f (u0 + Δt/2); 'renewal' is exact"
@@ -231,5 +365,6 @@ def plan(
         n_gpus=n_gpus, rate_per_node_day=rate_per_node_day, target_ettr=target_ettr, variant=variant,
         mttf_h=float(mttf_h(n_gpus, rate_per_node_day, gpus_per_node)), equal_cost_h=equal,
         restart_h=restart_h, recommended_interval_h=rec, ettr_at_recommended=rec_ettr,
-        frontier=frontier, grid=grid, ckpt_write_h=ckpt_write_h, queue_h=queue_h, notes=notes,
+        frontier=frontier, grid=grid, ckpt_write_h=ckpt_write_h, queue_h=queue_h, basis=basis, rates=rates,
+        rate_upper_per_node_day=upper, recommended_at_upper_h=rec_upper, notes=notes,
     )  # fmt: skip

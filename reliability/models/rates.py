@@ -1,111 +1,151 @@
 """Failure rates over time (Kokolis et al. HPCA'25 Fig. 5; Zu et al. NSDI'24 Fig. 12).
 
 ``failure_rate_series``: hardware interruptions per 1000 node-days of large jobs, per week,
-with exact Poisson intervals and a trend test (Poisson GLM of failures on week index with a
-log-exposure offset). Exposure of an attempt is split over the weeks it spans.
+with exact Poisson intervals per week; the whole window's rate and the last
+:data:`~reliability.models.mttf.RECENT_WEEKS` weeks' with intervals that allow for
+week-to-week variation; and a trend test that does too (Poisson GLM of failures on the week
+index with a log-exposure offset and a robust slope variance: :mod:`reliability.models.counts`). Exposure of an
+attempt is split over the weeks it spans; attempts still running at the observation end
+contribute exposure up to it and are censored there.
 
 ``component_failure_rates``: daily-average failure rate per component type (machines, ICI
 links, OCS...) from ``component_failures`` over the component-days in service from
-``inventory``.
+``inventory``. ``node_mttf``: per cluster, mean time to failure of one component.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import timedelta
+import math
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
 
-from reliability.models.mttf import HARDWARE, poisson_ci
+from reliability._result import Result
+from reliability.models.counts import (
+    RateEstimate,
+    as_utc,
+    estimate_rate,
+    period_counts,
+    poisson_ci,
+    trend_of,
+)
+from reliability.models.mttf import attributed_jobs, exposure_frame, recent_rate
+
+if TYPE_CHECKING:
+    from reliability.models.counts import TrendTest
+    from reliability.store import Dataset
 
 __all__ = ["RateSeries", "component_failure_rates", "failure_rate_series", "node_mttf"]
 
 
 @dataclass
-class RateSeries:
-    """Weekly failure rate and its trend.
+class RateSeries(Result):
+    """Weekly failure rate, the window's and the recent rate, and the trend.
 
     Attributes
     ----------
     series : ``week`` (UTC start), ``failures``, ``node_days``, ``rate_per_1000_node_days``,
-        ``ci_low``, ``ci_high``
-    trend_per_week_ : multiplicative change of the rate per week (GLM, exp(slope))
-    trend_p_ : p-value of "no trend"
+        ``ci_low``, ``ci_high`` (exact Poisson interval of that week's rate)
+    rate_ : rate over the whole window (:class:`~reliability.models.counts.RateEstimate`)
+    recent_rate_ : rate over the last :data:`~reliability.models.mttf.RECENT_WEEKS` weeks
+    trend_ : :class:`~reliability.models.counts.TrendTest` of the weekly counts
+    trend_per_week_ : multiplicative change of the rate per week (nan when not estimable)
+    trend_p_ : p-value of "no trend", allowing for week-to-week variation (nan when not
+        estimable)
     """
 
+    title = "Failure rate over time (Kokolis et al. HPCA'25 Fig. 5)"
     series: pl.DataFrame
-    trend_per_week_: float
-    trend_p_: float
+    rate_: RateEstimate
+    recent_rate_: RateEstimate
+    trend_: TrendTest
+    open_attempts_: int = 0
+    min_gpus: int = 129
+    observation_end: datetime | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def trend_per_week_(self) -> float:
+        return math.nan if self.trend_.per_period is None else self.trend_.per_period
+
+    @property
+    def trend_p_(self) -> float:
+        return math.nan if self.trend_.p is None else self.trend_.p
+
+    @property
+    def sample_sizes(self) -> dict[str, int | float]:
+        return {"weeks": self.series.height, "hardware failures": self.rate_.failures,
+                "node-days": self.rate_.exposure, "open attempts (censored)": self.open_attempts_}  # fmt: skip
 
     @property
     def summary(self) -> pl.DataFrame:
+        """The weekly series (see ``series``)."""
         return self.series
 
-    def __str__(self) -> str:
-        return (f"{self.series.height} weeks; rate changes x{self.trend_per_week_:.3f} per week "
-                f"(p = {self.trend_p_:.3g})")  # fmt: skip
+    def tables(self) -> dict[str, pl.DataFrame]:
+        return {
+            "rates": pl.concat([self.rate_.summary, self.recent_rate_.summary], how="diagonal_relaxed"),
+            "trend": self.trend_.summary, "weekly": self.series,
+        }  # fmt: skip
 
-    def _repr_html_(self) -> str:
-        return f"<p>{self}</p>" + self.series._repr_html_()
+    def _lines(self) -> list[str]:
+        return [
+            f"{self.series.height} weeks of jobs >= {self.min_gpus} GPUs",
+            f"r_f {self.rate_.describe()}",
+            f"r_f {self.recent_rate_.describe()}",
+            f"trend: {self.trend_.describe()}",
+        ]
 
 
 def failure_rate_series(
-    attributed: pl.DataFrame, *, min_gpus: int = 129, every: str = "1w", alpha: float = 0.05
+    attributed: pl.DataFrame | Dataset,
+    *,
+    min_gpus: int = 129,
+    every: str = "1w",
+    alpha: float = 0.05,
+    observation_end: datetime | None = None,
 ) -> RateSeries:
     """Weekly hardware-interruption rate of jobs with at least ``min_gpus`` GPUs.
 
-    ``attributed`` is the output of :func:`reliability.attribute_failures`.
+    Parameters
+    ----------
+    attributed : the output of :func:`reliability.attribute_failures`, or a Dataset
+    min_gpus : jobs smaller than this are left out (HPCA'25: > 128 GPUs)
+    every : period length (polars duration string; default one week)
+    alpha : 1 − confidence level
+    observation_end : when the data end [UTC]; attempts still running then are censored
+        there. Default: the Dataset's observation end, else the latest timestamp (noted)
+
+    Returns
+    -------
+    RateSeries
     """
-    a = attributed.filter(
-        (pl.col("n_accelerators") >= min_gpus)
-        & pl.col("start_time").is_not_null()
-        & pl.col("end_time").is_not_null()
-    ).select("start_time", "end_time", "n_nodes", failed=pl.col("failure_domain").is_in(HARDWARE))
-    pieces = []
-    # split each attempt's exposure over the periods it spans (until none is left)
-    cur = a.with_columns(w=pl.col("start_time").dt.truncate(every))
-    while cur.height:
-        w_end = pl.col("w").dt.offset_by(every)
-        pieces.append(cur.select(
-            week="w",
-            node_days=(pl.min_horizontal("end_time", w_end) - pl.max_horizontal("start_time", "w")).dt.total_seconds()
-            / 86400.0 * pl.col("n_nodes").cast(pl.Float64),
-            failures=(pl.col("failed") & (pl.col("end_time") <= w_end)).cast(pl.Int64),
-        ))  # fmt: skip
-        cur = cur.filter(pl.col("end_time") > w_end).with_columns(w=w_end)
-    if not pieces:
-        empty = pl.DataFrame(
-            schema={"week": pl.Datetime("us", "UTC"), "failures": pl.Int64, "node_days": pl.Float64}
-        )
-        return RateSeries(empty, float("nan"), float("nan"))
-    s = (
-        pl.concat(pieces)
-        .group_by("week")
-        .agg(pl.col("failures").sum(), pl.col("node_days").sum())
-        .filter(pl.col("node_days") > 0)
-        .sort("week")
-    )
-    k = s.get_column("failures").to_numpy()
-    nd = s.get_column("node_days").to_numpy()
+    jobs, obs_end, notes = attributed_jobs(attributed, observation_end)
+    exp, n_open = exposure_frame(jobs, obs_end)
+    big = exp.filter(pl.col("n_accelerators") >= min_gpus)
+    if n_open:
+        notes.append(f"{n_open:,} attempts still running at the observation end are censored there")
+    per = period_counts(big, every=every).rename({"period": "week", "exposure": "node_days"})
+    k = per.get_column("failures").to_numpy()
+    nd = per.get_column("node_days").to_numpy()
     lo, hi = poisson_ci(k, alpha)
-    s = s.with_columns(
-        rate_per_1000_node_days=pl.Series(1000 * k / nd),
-        ci_low=pl.Series(1000 * lo / nd),
-        ci_high=pl.Series(1000 * hi / nd),
-    )
-    trend, p = _trend(k, nd)
-    return RateSeries(s, trend, p)
-
-
-def _trend(k: np.ndarray, exposure: np.ndarray) -> tuple[float, float]:
-    import statsmodels.api as sm
-
-    if len(k) < 3 or k.sum() == 0:
-        return float("nan"), float("nan")
-    X = sm.add_constant(np.arange(len(k), dtype=float))
-    fit = sm.GLM(k, X, family=sm.families.Poisson(), offset=np.log(exposure)).fit()
-    return float(np.exp(fit.params[1])), float(fit.pvalues[1])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per = per.with_columns(
+            rate_per_1000_node_days=pl.Series(1000 * k / nd, dtype=pl.Float64),
+            ci_low=pl.Series(1000 * lo / nd, dtype=pl.Float64),
+            ci_high=pl.Series(1000 * hi / nd, dtype=pl.Float64),
+        )
+    rate = estimate_rate(k, nd, alpha=alpha, label="whole window")
+    recent = recent_rate(big, obs_end, alpha, every=every)
+    trend = trend_of(k, nd, alpha=alpha, period="week" if every == "1w" else f"period ({every})")
+    notes += rate.notes
+    if big.height == 0:
+        notes.append(f"no exposure from jobs of >= {min_gpus} GPUs: no rate to show")
+    return RateSeries(series=per, rate_=rate, recent_rate_=recent, trend_=trend, open_attempts_=n_open,
+                      min_gpus=min_gpus, observation_end=obs_end, notes=notes)  # fmt: skip
 
 
 def component_failure_rates(
@@ -135,7 +175,7 @@ def component_failure_rates(
         inv.join(grid, how="cross")
         .with_columns(
             overlap=(pl.min_horizontal("out", pl.col("period") + step) - pl.max_horizontal("in_service", "period"))
-            .dt.total_seconds().clip(lower_bound=0) / 86400.0
+            .dt.total_microseconds().clip(lower_bound=0) / 86400e6
         )
         .group_by("component_type", "period")
         .agg(component_days=pl.col("overlap").sum())
@@ -163,17 +203,37 @@ def node_mttf(
     component_failures: pl.DataFrame,
     inventory: pl.DataFrame,
     *,
-    end: object = None,
+    end: datetime | None = None,
     alpha: float = 0.05,
 ) -> pl.DataFrame:
-    """Per cluster: failures, component-days in service (censored at ``end``, default the last
-    failure), and the mean time to failure of one component [days] with an exact interval."""
-    stop = end if end is not None else component_failures.get_column("failed_at").max()
+    """Per cluster: components, failures, component-days in service (censored at ``end``)
+    and the mean time to failure of one component [days] with an exact Poisson interval.
+
+    Parameters
+    ----------
+    component_failures : ``cluster``, ``failed_at`` (one row per failure)
+    inventory : ``cluster``, ``in_service``, ``out_of_service`` (one row per component,
+        every component whether it failed or not: the denominator)
+    end : observation end [UTC] (default: the latest failure, a lower bound of the true end)
+    alpha : 1 − confidence level
+
+    Returns
+    -------
+    ``cluster``, ``components``, ``component_days``, ``failures``, ``mttf_days`` (null when
+    no failure), ``mttf_days_low``, ``mttf_days_high`` (null when unbounded)
+    """
+    stop = (
+        as_utc(end, "end") if end is not None else component_failures.get_column("failed_at").max()
+    )
     days = inventory.with_columns(
         d=(pl.min_horizontal(pl.col("out_of_service").fill_null(stop), pl.lit(stop)) - pl.col("in_service"))
-        .dt.total_seconds().clip(lower_bound=0) / 86400.0
+        .dt.total_microseconds().clip(lower_bound=0) / 86400e6
     ).group_by("cluster").agg(component_days=pl.col("d").sum(), components=pl.len())  # fmt: skip
-    k = component_failures.group_by("cluster").agg(failures=pl.len().cast(pl.Int64))
+    k = (
+        component_failures.filter(pl.col("failed_at") <= stop)
+        .group_by("cluster")
+        .agg(failures=pl.len().cast(pl.Int64))
+    )
     out = (
         days.join(k, on="cluster", how="left")
         .with_columns(pl.col("failures").fill_null(0))
@@ -182,9 +242,12 @@ def node_mttf(
     f = out.get_column("failures").to_numpy()
     cd = out.get_column("component_days").to_numpy()
     lo, hi = poisson_ci(f, alpha)
-    with np.errstate(divide="ignore"):
-        return out.with_columns(
-            mttf_days=pl.Series(np.where(f > 0, cd / np.maximum(f, 1), np.inf)),
-            mttf_days_low=pl.Series(cd / hi),
-            mttf_days_high=pl.Series(np.where(lo > 0, cd / np.where(lo > 0, lo, 1), np.inf)),
-        )
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cols = {
+            "mttf_days": np.where(f > 0, cd / np.maximum(f, 1), np.nan),
+            "mttf_days_low": np.where(cd > 0, cd / hi, np.nan),
+            "mttf_days_high": np.where(lo > 0, cd / np.where(lo > 0, lo, 1), np.nan),
+        }
+    return out.select("cluster", "components", "component_days", "failures").with_columns(
+        [pl.Series(n, v, dtype=pl.Float64).fill_nan(None) for n, v in cols.items()]
+    )

@@ -1,7 +1,9 @@
 """Workload and failure-impact breakdowns (Kokolis et al. HPCA'25 Figs. 3, 6 and 8).
 
 All functions take the attributed jobs frame (:func:`reliability.attribute_failures`); GPU
-time is ``n_accelerators x (end - start)`` of each attempt.
+time is ``n_accelerators x (end - start)`` of each attempt. CPU-only jobs (0 GPUs) are a
+class of their own: size bucket 0 (:data:`~reliability.models.mttf.CPU_ONLY_BUCKET`), never
+the 1-GPU bucket, and outside the GPU-job shares of :func:`hardware_share`.
 """
 
 from __future__ import annotations
@@ -41,7 +43,10 @@ def job_state_breakdown(jobs: pl.DataFrame) -> pl.DataFrame:
 
 
 def job_size_distribution(jobs: pl.DataFrame) -> pl.DataFrame:
-    """Jobs (first attempts) and GPU time by size bucket (HPCA'25 Fig. 6)."""
+    """Jobs (first attempts) and GPU time by size bucket (HPCA'25 Fig. 6).
+
+    ``bucket`` is the lower edge [GPUs] of :data:`~reliability.models.SIZE_BUCKETS`, 0 for
+    CPU-only jobs; ``job_share`` is over all jobs, ``gpu_share`` over GPU time."""
     g = _gpu_hours(jobs).with_columns(bucket=size_bucket(pl.col("n_accelerators")))
     out = (
         g.group_by("bucket")
@@ -55,15 +60,34 @@ def job_size_distribution(jobs: pl.DataFrame) -> pl.DataFrame:
 
 
 def hardware_share(attributed: pl.DataFrame) -> dict[str, float]:
-    """Share of attempts ended by hardware and their share of GPU runtime (paper: 0.2% / 18.7%)."""
+    """Share of GPU-job attempts ended by hardware and their share of GPU runtime
+    (HPCA'25 Fig. 3: 0.2% / 18.7%).
+
+    CPU-only attempts (0 GPUs) are counted apart (``cpu_only_attempts``,
+    ``cpu_only_hardware_attempts``): they have no GPU time, and counting them among the
+    attempts would set a share of attempts beside a share of GPU time they cannot have.
+
+    Returns
+    -------
+    dict: ``attempt_share`` (of ended GPU-job attempts), ``gpu_time_share`` (nan when there
+    is no GPU time), ``gpu_attempts``, ``hardware_attempts``, ``cpu_only_attempts``,
+    ``cpu_only_hardware_attempts``
+    """
     g = _gpu_hours(attributed.filter(pl.col("end_time").is_not_null()))
-    hw = g.get_column("failure_domain").is_in(HARDWARE)
-    total = g.get_column("gpu_hours").sum()
+    gpu_job = g.get_column("n_accelerators").fill_null(0) > 0
+    hw_all = g.get_column("failure_domain").is_in(HARDWARE)
+    gg = g.filter(gpu_job)
+    hw = gg.get_column("failure_domain").is_in(HARDWARE)
+    total = gg.get_column("gpu_hours").sum()
     return {
         "attempt_share": float(hw.mean() or 0.0),
-        "gpu_time_share": float(g.filter(hw).get_column("gpu_hours").sum() / total)
+        "gpu_time_share": float(gg.filter(hw).get_column("gpu_hours").sum() / total)
         if total
         else float("nan"),
+        "gpu_attempts": float(gg.height),
+        "hardware_attempts": float(hw.sum()),
+        "cpu_only_attempts": float((~gpu_job).sum()),
+        "cpu_only_hardware_attempts": float((hw_all & ~gpu_job).sum()),
     }
 
 

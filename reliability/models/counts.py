@@ -1,0 +1,618 @@
+"""Failure counts over exposure: exact Poisson intervals, intervals and trend tests that stay
+valid when the rate swings from period to period, and exposure split into periods with the
+attempts still open at the observation end censored there.
+
+Why robust intervals on period counts
+------------------------------------
+Real failure counts are *overdispersed*: the rate itself moves from week to week (new
+workloads, software rollouts, bursts; HPCA'25 Fig. 5). A Poisson interval on the total count
+then covers the long-run rate far less often than it claims (about 60% instead of 95% for 26
+weeks with gamma-distributed weekly multipliers of CV 0.5), and a Poisson trend test rejects
+a true "no trend" about 40% of the time instead of 5%. Both are computed here from the counts
+and exposures per period (weeks), treating the periods as independent replicates:
+
+- :func:`rate_interval`: the rate ``Σk / ΣE`` with a heteroscedasticity-robust (HC2
+  sandwich) variance, the periods as clusters: ``Σ_w (k_w − r E_w)² / (1 − h_w) / E²`` with
+  leverage ``h_w = E_w / E``, on the log scale with Student-t quantiles on ``n − 1`` degrees of
+  freedom (Huber 1967; White 1980; MacKinnon & White 1985 for HC2). It assumes no variance
+  function: quasi-Poisson (variance ∝ mean) undercovers (93%) when the exposure varies from
+  week to week, because a rate swing shared by a whole week adds variance ∝ exposure².
+- :func:`trend_test` (and the slope of failures on log(nodes) of
+  :func:`reliability.models.fit_mttf`): a Poisson GLM of the counts on the period index with
+  a log-exposure offset, its slope's variance from the HC3 sandwich (each residual inflated
+  by ``1/(1 − h)²``, h the GLM leverage; MacKinnon & White 1985, Long & Ervin 2000 recommend
+  it for small samples), Wald t-test on ``n − 2`` degrees of freedom. A quasi-Poisson scale
+  (variance ∝ mean) undercovers the slope (92%) when the points' means differ a lot, and HC2
+  over-rejects a little with 8-12 weeks (6-7%).
+
+Both reduce to the Poisson answer when the counts are Poisson, so the same code is right with
+and without fluctuation: coverage 94-96% and test size 4-6%, tested over thousands of
+generated replicates in ``tests/test_coverage.py``. Both are closed forms, vectorised over
+replicates (a bootstrap over weeks is slower and undercovers with few weeks). The dispersion
+is not floored at 1 (that makes the interval conservative: 97-99% with 8-26 weeks of Poisson
+counts), only at :data:`MIN_DISPERSION`, so that a few exactly proportional counts cannot give
+an interval of zero width. A burst lasting several weeks (autocorrelation) is not modelled.
+Below :data:`MIN_FAILURES_FOR_DISPERSION` failures or :data:`MIN_PERIODS_FOR_DISPERSION`
+periods the variation cannot be estimated: the interval is then the exact Poisson one, and the
+result says so. The exact Poisson interval is always reported beside the robust one as the
+figure "if the rate were constant".
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import polars as pl
+from scipy import stats
+
+from reliability._result import Result, fmt_num
+
+__all__ = [
+    "MIN_DISPERSION",
+    "MIN_FAILURES_FOR_DISPERSION",
+    "MIN_FAILURES_FOR_RATE",
+    "MIN_FAILURES_FOR_TREND",
+    "MIN_PERIODS_FOR_DISPERSION",
+    "MIN_PERIODS_FOR_TREND",
+    "RateEstimate",
+    "TrendTest",
+    "estimate_rate",
+    "period_counts",
+    "poisson_ci",
+    "poisson_regression",
+    "rate_interval",
+    "resolve_observation_end",
+    "trend_of",
+    "trend_test",
+]
+
+#: a point estimate of a rate needs at least this many failures (below: an upper bound only)
+MIN_FAILURES_FOR_RATE = 1
+#: the period-to-period dispersion needs at least this many failures ...
+MIN_FAILURES_FOR_DISPERSION = 5
+#: ... and this many periods with exposure (3 degrees of freedom)
+MIN_PERIODS_FOR_DISPERSION = 4
+#: a trend needs at least this many failures ...
+MIN_FAILURES_FOR_TREND = 5
+#: ... over this many periods with exposure (2 degrees of freedom after intercept and slope)
+MIN_PERIODS_FOR_TREND = 4
+#: smallest dispersion used (guards against an interval of zero width from tiny counts)
+MIN_DISPERSION = 0.25
+
+
+def poisson_ci(k: int | np.ndarray, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
+    """Exact (Garwood) two-sided interval for a Poisson mean given ``k`` events.
+
+    Parameters
+    ----------
+    k : observed count(s)
+    alpha : 1 − confidence level
+
+    Returns
+    -------
+    (low, high) : ``[chi2(α/2, 2k)/2, chi2(1−α/2, 2k+2)/2]`` (low = 0 when k = 0)
+
+    References
+    ----------
+    Garwood (1936), Biometrika 28(3/4):437-442.
+    """
+    k = np.asarray(k, dtype=float)
+    with np.errstate(invalid="ignore"):
+        lo = np.where(k > 0, stats.chi2.ppf(alpha / 2, 2 * np.maximum(k, 1e-300)) / 2, 0.0)
+    hi = stats.chi2.ppf(1 - alpha / 2, 2 * k + 2) / 2
+    return lo, hi
+
+
+def rate_interval(
+    k: np.ndarray, exposure: np.ndarray, alpha: float = 0.05
+) -> dict[str, np.ndarray]:
+    """Rate with its robust (HC2) interval from counts per period (see the module doc).
+
+    Vectorised: the last axis holds the periods, leading axes are independent series.
+
+    Parameters
+    ----------
+    k : failures per period [count], shape ``(..., n_periods)``
+    exposure : exposure per period [e.g. node-days], same shape; periods with no exposure are
+        ignored
+    alpha : 1 − confidence level
+
+    Returns
+    -------
+    dict of arrays over the leading axes: ``rate`` (Σk/ΣE), ``low``, ``high`` (robust HC2,
+    falling back to the exact Poisson interval where the dispersion cannot be estimated),
+    ``poisson_low``, ``poisson_high`` (exact, "if the rate were constant"), ``dispersion``
+    (nan where not estimable), ``robust`` (bool: the interval is the robust one),
+    ``failures``, ``exposure``, ``periods``.
+    """
+    k = np.asarray(k, dtype=float)
+    e = np.asarray(exposure, dtype=float)
+    used = e > 0
+    k = np.where(used, k, 0.0)
+    e = np.where(used, e, 0.0)
+    K = k.sum(-1)
+    E = e.sum(-1)
+    n = used.sum(-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = np.where(E > 0, K / np.where(E > 0, E, 1.0), np.nan)
+        # HC2 sandwich variance of Σk/ΣE with periods as clusters: Σ e_w² / (1 − h_w) / E²,
+        # h_w = E_w / E the leverage of period w (unbiased when the counts are Poisson)
+        resid2 = np.where(used, (k - rate[..., None] * e) ** 2, 0.0)
+        lev = np.where(used, e / np.where(E > 0, E, 1.0)[..., None], 0.0)
+        meat = (resid2 / np.maximum(1.0 - lev, 1e-12)).sum(-1)
+        # variance inflation over the Poisson variance K / E² (the "dispersion")
+        phi = np.maximum(meat / np.maximum(K, 1.0), MIN_DISPERSION)
+        robust = (K >= MIN_FAILURES_FOR_DISPERSION) & (n >= MIN_PERIODS_FOR_DISPERSION)
+        se = np.sqrt(phi / np.maximum(K, 1.0))
+        t = stats.t.ppf(1 - alpha / 2, np.maximum(n - 1, 1))
+        plo, phi_ = poisson_ci(K, alpha)
+        poisson_low = np.where(E > 0, plo / np.where(E > 0, E, 1.0), np.nan)
+        poisson_high = np.where(E > 0, phi_ / np.where(E > 0, E, 1.0), np.nan)
+        low = np.where(robust, rate * np.exp(-t * se), poisson_low)
+        high = np.where(robust, rate * np.exp(t * se), poisson_high)
+    return {
+        "rate": rate, "low": low, "high": high, "poisson_low": poisson_low,
+        "poisson_high": poisson_high, "dispersion": np.where(robust, phi, np.nan),
+        "robust": robust, "failures": K, "exposure": E, "periods": n,
+    }  # fmt: skip
+
+
+def _poisson_glm(
+    k: np.ndarray, e: np.ndarray, x: np.ndarray, used: np.ndarray, iters: int = 60
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Vectorised Newton fit of ``log μ = b0 + b1 x + log E`` over leading axes.
+
+    Returns coefficients ``(..., 2)``, fitted means, the inverse information ``(..., 2, 2)``
+    and a converged flag."""
+    X = np.stack([np.ones_like(x), x], axis=-1)  # (n, 2)
+    w = used.astype(float)
+    K = (k * w).sum(-1)
+    E = (e * w).sum(-1)
+    b = np.zeros((*k.shape[:-1], 2))
+    b[..., 0] = np.log(np.maximum(K, 0.5) / np.where(E > 0, E, 1.0))
+    loge = np.log(np.where(e > 0, e, 1.0))
+    converged = np.zeros(k.shape[:-1], dtype=bool)
+    for _ in range(iters):
+        eta = np.clip(b @ X.T + loge, -700, 700)
+        mu = np.exp(eta) * w
+        g = np.einsum("...n,ni->...i", k * w - mu, X)
+        H = np.einsum("...n,ni,nj->...ij", mu, X, X) + 1e-12 * np.eye(2)
+        step = np.linalg.solve(H, g[..., None])[..., 0]
+        # damp huge steps (separation: all failures in the last periods)
+        size = np.abs(step).max(-1, keepdims=True)
+        step = np.where(size > 5.0, step * 5.0 / np.maximum(size, 1e-300), step)
+        b = b + step
+        converged = np.abs(step).max(-1) < 1e-9
+        if converged.all():
+            break
+    mu = np.exp(np.clip(b @ X.T + loge, -700, 700)) * w
+    H = np.einsum("...n,ni,nj->...ij", mu, X, X) + 1e-12 * np.eye(2)
+    return b, mu, np.linalg.inv(H), converged
+
+
+def poisson_regression(
+    k: np.ndarray,
+    exposure: np.ndarray,
+    x: np.ndarray,
+    *,
+    alpha: float = 0.05,
+    null_slope: float = 0.0,
+    min_failures: int = 5,
+    min_points: int = 3,
+) -> dict[str, np.ndarray]:
+    """Poisson regression ``log E[k] = b0 + b1 x + log(exposure)`` with a robust slope
+    variance, vectorised.
+
+    The slope's variance is the HC3 sandwich ``H⁻¹ (Σ (k − μ)² / (1 − h)² x xᵀ) H⁻¹`` (H the
+    Poisson information, h the leverage), valid whatever the variance of the counts, and its
+    interval and Wald test use Student-t quantiles on ``n − 2`` degrees of freedom (see the
+    module doc). Used for the trend over periods (:func:`trend_test`) and the slope of
+    failures on log(nodes) (MTTF ∝ 1/N, :func:`reliability.models.fit_mttf`).
+
+    Parameters
+    ----------
+    k : counts [failures], shape ``(..., n_points)``
+    exposure : exposure of each point, same shape (points without exposure are ignored)
+    x : covariate, shape ``(n_points,)``
+    alpha : 1 − confidence level of the slope's interval
+    null_slope : slope under the null hypothesis of ``p``
+    min_failures, min_points : below these (total failures, points with exposure) the fit is
+        not attempted (``valid`` False)
+
+    Returns
+    -------
+    dict of arrays over the leading axes: ``slope``, ``low``, ``high``, ``se`` (robust),
+    ``p`` (robust p-value of slope = ``null_slope``), ``p_poisson`` (the same test if the
+    counts were Poisson), ``dispersion`` (Pearson ``X² / (n − 2)``, for information),
+    ``valid`` (enough data and the fit converged; a fit with every failure in one point
+    diverges and is invalid).
+    """
+    k = np.asarray(k, dtype=float)
+    e = np.asarray(exposure, dtype=float)
+    used = e > 0
+    k = np.where(used, k, 0.0)
+    x = np.asarray(x, dtype=float)
+    xc = x - x.mean()  # centred: better conditioned; the slope is unchanged
+    b, mu, cov, converged = _poisson_glm(k, e, xc, used)
+    X = np.stack([np.ones_like(xc), xc], axis=-1)
+    lev = np.einsum("ni,...ij,nj->...n", X, cov, X) * mu
+    resid2 = np.where(used, (k - mu) ** 2, 0.0) / np.maximum(1.0 - lev, 1e-9) ** 2
+    robust_cov = cov @ np.einsum("...n,ni,nj->...ij", resid2, X, X) @ cov
+    n = used.sum(-1)
+    K = k.sum(-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pearson = np.where(used & (mu > 0), (k - mu) ** 2 / np.where(mu > 0, mu, 1.0), 0.0).sum(-1)
+        df = np.maximum(n - 2, 1)
+        phi = np.maximum(pearson / df, MIN_DISPERSION)
+        se_p = np.sqrt(np.maximum(cov[..., 1, 1], 0.0))
+        se = np.sqrt(np.maximum(robust_cov[..., 1, 1], 0.0))
+        slope = b[..., 1]
+        p = 2 * stats.t.sf(np.abs((slope - null_slope) / se), df)
+        p_poisson = 2 * stats.norm.sf(np.abs((slope - null_slope) / se_p))
+        q = stats.t.ppf(1 - alpha / 2, df)
+        valid = (
+            (min_failures <= K) & (max(min_points, 3) <= n) & converged
+            & np.isfinite(se) & (se > 0) & (np.abs(slope) < 20)
+        )  # fmt: skip
+    nan = np.full(np.shape(slope), np.nan)
+    return {
+        "slope": np.where(valid, slope, nan), "low": np.where(valid, slope - q * se, nan),
+        "high": np.where(valid, slope + q * se, nan), "se": np.where(valid, se, nan),
+        "p": np.where(valid, p, nan), "p_poisson": np.where(valid, p_poisson, nan),
+        "dispersion": np.where(valid, phi, nan), "valid": valid,
+    }  # fmt: skip
+
+
+def trend_test(k: np.ndarray, exposure: np.ndarray, alpha: float = 0.05) -> dict[str, np.ndarray]:
+    """Trend of a rate over periods: Poisson GLM of counts on the period index with a
+    log-exposure offset and a robust (HC3) slope variance, Wald t-test of "no trend" on
+    ``n − 2`` degrees of freedom (see the module doc and :func:`poisson_regression`).
+    Vectorised like :func:`rate_interval`.
+
+    Parameters
+    ----------
+    k : failures per period [count], shape ``(..., n_periods)``, periods equally spaced
+    exposure : exposure per period, same shape (periods without exposure are ignored)
+    alpha : 1 − confidence level of the interval of the change per period
+
+    Returns
+    -------
+    dict of arrays: ``per_period`` (multiplicative change of the rate per period,
+    ``exp(slope)``), ``low``, ``high`` (its interval), ``p`` (robust p-value of "no
+    trend"), ``p_poisson`` (the same test if counts were Poisson), ``dispersion``, ``valid``
+    (at least :data:`MIN_FAILURES_FOR_TREND` failures over :data:`MIN_PERIODS_FOR_TREND`
+    periods, and the fit converged).
+    """
+    k = np.asarray(k, dtype=float)
+    r = poisson_regression(
+        k, exposure, np.arange(k.shape[-1], dtype=float), alpha=alpha,
+        min_failures=MIN_FAILURES_FOR_TREND, min_points=MIN_PERIODS_FOR_TREND,
+    )  # fmt: skip
+    with np.errstate(over="ignore", invalid="ignore"):
+        return {
+            "per_period": np.exp(np.clip(r["slope"], -50, 50)),
+            "low": np.exp(np.clip(r["low"], -50, 50)), "high": np.exp(np.clip(r["high"], -50, 50)),
+            "p": r["p"], "p_poisson": r["p_poisson"], "dispersion": r["dispersion"], "valid": r["valid"],
+        }  # fmt: skip
+
+
+@dataclass
+class RateEstimate(Result):
+    """A failure rate with its intervals and sample sizes (one window).
+
+    Attributes
+    ----------
+    label : which window (``"whole window"``, ``"last 4 weeks"``)
+    failures : failures counted [count]
+    exposure : exposure [``unit`` days, e.g. node-days]
+    periods : periods with exposure (weeks)
+    rate : failures per exposure-day, None when fewer than :data:`MIN_FAILURES_FOR_RATE`
+    low, high : interval at ``1 − alpha`` (robust HC2 when ``robust``, else exact Poisson)
+    poisson_low, poisson_high : exact Poisson interval ("if the rate were constant")
+    dispersion : period-to-period dispersion φ (None when not estimable)
+    robust : whether ``low``/``high`` allow for period-to-period variation
+    """
+
+    title = "Failure rate"
+    label: str
+    failures: int
+    exposure: float
+    periods: int
+    rate: float | None
+    low: float
+    high: float
+    poisson_low: float
+    poisson_high: float
+    dispersion: float | None
+    robust: bool
+    alpha: float = 0.05
+    unit: str = "node"
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def value(self) -> float:
+        """The rate to plan with: the point estimate, or 0.0 when there were no failures."""
+        return self.rate if self.rate is not None else 0.0
+
+    @property
+    def sample_sizes(self) -> dict[str, int | float]:
+        return {
+            "failures": self.failures,
+            f"{self.unit}-days": self.exposure,
+            "periods": self.periods,
+        }
+
+    @property
+    def summary(self) -> pl.DataFrame:
+        return self._mapping_frame({
+            "window": self.label, "rate_per_1000_days": None if self.rate is None else 1000 * self.rate,
+            "ci_low": 1000 * self.low, "ci_high": 1000 * self.high,
+            "poisson_ci_low": 1000 * self.poisson_low, "poisson_ci_high": 1000 * self.poisson_high,
+            "dispersion": self.dispersion, "robust": self.robust, "failures": self.failures,
+            "exposure_days": self.exposure, "periods": self.periods,
+        })  # fmt: skip
+
+    def describe(self) -> str:
+        """One sentence: the rate per 1000 exposure-days with both intervals and its basis."""
+        u = f"{self.unit}-days"
+        pct = f"{100 * (1 - self.alpha):.0f}%"
+        if self.exposure <= 0:
+            return f"{self.label}: no exposure ({u}): rate not estimable"
+        if self.rate is None:
+            return (
+                f"{self.label}: {self.failures} failures in {fmt_num(self.exposure)} {u}: rate not "
+                f"estimable; upper {pct} bound {fmt_num(1000 * self.high)} per 1000 {u}"
+            )
+        if self.robust:
+            ci = (
+                f"{pct} CI {fmt_num(1000 * self.low)}-{fmt_num(1000 * self.high)} allowing for "
+                f"week-to-week variation [dispersion {self.dispersion:.2f} over {self.periods} weeks], "
+                f"{fmt_num(1000 * self.poisson_low)}-{fmt_num(1000 * self.poisson_high)} if the rate were constant"
+            )
+        else:
+            ci = (
+                f"{pct} CI {fmt_num(1000 * self.poisson_low)}-{fmt_num(1000 * self.poisson_high)} "
+                "if the rate were constant [too few failures or weeks to assess week-to-week variation]"
+            )
+        return (
+            f"{self.label}: {fmt_num(1000 * self.rate)} per 1000 {u} ({ci}); {self.failures:,} failures "
+            f"in {fmt_num(self.exposure)} {u}"
+        )
+
+    def _lines(self) -> list[str]:
+        return [self.describe()]
+
+
+def estimate_rate(
+    k: np.ndarray | list[int],
+    exposure: np.ndarray | list[float],
+    *,
+    alpha: float = 0.05,
+    label: str = "whole window",
+    unit: str = "node",
+) -> RateEstimate:
+    """:class:`RateEstimate` of one series of period counts (see :func:`rate_interval`).
+
+    Parameters
+    ----------
+    k : failures per period [count]
+    exposure : exposure per period [``unit``-days]
+    alpha : 1 − confidence level
+    label : name of the window, for the text
+    unit : what the exposure counts (``"node"``: node-days)
+    """
+    k = np.asarray(k, dtype=float).reshape(-1)
+    e = np.asarray(exposure, dtype=float).reshape(-1)
+    if k.size == 0:
+        k, e = np.zeros(1), np.zeros(1)
+    r = rate_interval(k, e, alpha)
+    failures = int(r["failures"])
+    expo = float(r["exposure"])
+    notes = []
+    if expo > 0 and failures >= MIN_FAILURES_FOR_RATE and not bool(r["robust"]):
+        notes.append(
+            f"{label}: week-to-week variation not assessed (needs {MIN_FAILURES_FOR_DISPERSION} failures "
+            f"over {MIN_PERIODS_FOR_DISPERSION} weeks; have {failures} over {int(r['periods'])}): the interval "
+            "assumes a constant rate and is too narrow if the rate swings"
+        )
+
+    def f(key: str) -> float:
+        v = float(r[key])
+        return v if math.isfinite(v) else 0.0
+
+    return RateEstimate(
+        label=label, failures=failures, exposure=expo, periods=int(r["periods"]),
+        rate=float(r["rate"]) if expo > 0 and failures >= MIN_FAILURES_FOR_RATE else None,
+        low=f("low"), high=f("high") if expo > 0 else 0.0, poisson_low=f("poisson_low"),
+        poisson_high=f("poisson_high"), dispersion=float(r["dispersion"]) if bool(r["robust"]) else None,
+        robust=bool(r["robust"]), alpha=alpha, unit=unit, notes=notes,
+    )  # fmt: skip
+
+
+@dataclass
+class TrendTest(Result):
+    """Trend of a rate over periods (see :func:`trend_test`).
+
+    Attributes
+    ----------
+    per_period : multiplicative change of the rate per period (None when not estimable)
+    low, high : its interval at ``1 − alpha``
+    p : robust p-value of "no trend"; ``p_poisson`` the Poisson one
+    dispersion : Pearson dispersion of the trend fit
+    periods, failures : sample sizes
+    period : the period's name (``"week"``)
+    """
+
+    title = "Trend test"
+    per_period: float | None
+    low: float | None
+    high: float | None
+    p: float | None
+    p_poisson: float | None
+    dispersion: float | None
+    periods: int
+    failures: int
+    period: str = "week"
+    alpha: float = 0.05
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def sample_sizes(self) -> dict[str, int | float]:
+        return {"failures": self.failures, "periods": self.periods}
+
+    @property
+    def summary(self) -> pl.DataFrame:
+        return self._mapping_frame({
+            "change_per_period": self.per_period, "ci_low": self.low, "ci_high": self.high,
+            "p": self.p, "p_poisson": self.p_poisson, "dispersion": self.dispersion,
+            "periods": self.periods, "failures": self.failures,
+        })  # fmt: skip
+
+    def describe(self) -> str:
+        """One sentence on the trend, or why there is none."""
+        if self.per_period is None:
+            return (
+                f"trend not estimable: {self.failures} failures over {self.periods} {self.period}s "
+                f"(needs {MIN_FAILURES_FOR_TREND} failures over {MIN_PERIODS_FOR_TREND} {self.period}s, and "
+                "failures not all in one period)"
+            )
+        pct = f"{100 * (1 - self.alpha):.0f}%"
+        return (
+            f"rate changes x{self.per_period:.3f} per {self.period} ({pct} CI {self.low:.3f}-{self.high:.3f}; "
+            f"p(no trend) = {self.p:.3g} allowing for {self.period}-to-{self.period} variation, "
+            f"dispersion {self.dispersion:.2f}; p = {self.p_poisson:.3g} if counts were Poisson)"
+        )
+
+    def _lines(self) -> list[str]:
+        return [self.describe()]
+
+
+def trend_of(
+    k: np.ndarray, exposure: np.ndarray, *, alpha: float = 0.05, period: str = "week"
+) -> TrendTest:
+    """:class:`TrendTest` of one series of period counts."""
+    k = np.asarray(k, dtype=float).reshape(-1)
+    e = np.asarray(exposure, dtype=float).reshape(-1)
+    n = int((e > 0).sum())
+    K = int(k[e > 0].sum()) if n else 0
+    if n == 0:
+        return TrendTest(None, None, None, None, None, None, 0, 0, period, alpha)
+    r = trend_test(k, e, alpha)
+    if not bool(r["valid"]):
+        return TrendTest(None, None, None, None, None, None, n, K, period, alpha)
+    return TrendTest(
+        *(float(r[c]) for c in ("per_period", "low", "high", "p", "p_poisson", "dispersion")),
+        periods=n, failures=K, period=period, alpha=alpha,
+    )  # fmt: skip
+
+
+def as_utc(t: datetime, name: str = "time") -> datetime:
+    """``t`` in UTC; a naive datetime is refused (its time zone is unknown)."""
+    if t.tzinfo is None:
+        raise ValueError(
+            f"{name} must be timezone-aware (e.g. datetime(..., tzinfo=UTC)), got {t!r}"
+        )
+    return t.astimezone(UTC)
+
+
+def resolve_observation_end(
+    source: Any, frame: pl.DataFrame, observation_end: datetime | None
+) -> tuple[datetime | None, str | None]:
+    """The observation end to censor at, and a note on where it came from.
+
+    ``observation_end`` when given; else the Dataset's (``source`` is a Dataset); else the
+    latest timestamp in ``frame`` (submit, start or end), noted as such.
+    """
+    if observation_end is not None:
+        return as_utc(observation_end, "observation_end"), None
+    ds_end = (
+        getattr(source, "observation_end", None) if not isinstance(source, pl.DataFrame) else None
+    )
+    if isinstance(ds_end, datetime):
+        return as_utc(ds_end, "the Dataset's observation end"), None
+    cols = [c for c in ("submit_time", "start_time", "end_time") if c in frame.columns]
+    if not cols or frame.height == 0:
+        return None, None
+    latest = frame.select(pl.max_horizontal([pl.col(c).max() for c in cols])).item()
+    if latest is None:
+        return None, None
+    return latest, (
+        f"observation end not given: taken as the latest timestamp in the jobs ({latest:%Y-%m-%d %H:%M} UTC); "
+        "pass observation_end= (e.g. the sacct --endtime) to censor running attempts exactly"
+    )
+
+
+def clip_attempts(
+    frame: pl.DataFrame, observation_end: datetime | None
+) -> tuple[pl.DataFrame, int]:
+    """Started attempts with their exposure clipped at the observation end.
+
+    Adds ``stop`` (end, or the observation end for attempts still open) and ``open`` (no
+    end, or an end after the observation end: censored, not failed). Returns the frame and
+    the number of open attempts. Attempts that start after the observation end are dropped.
+    """
+    f = frame.filter(pl.col("start_time").is_not_null())
+    if observation_end is None:
+        out = f.filter(pl.col("end_time").is_not_null()).with_columns(
+            stop=pl.col("end_time"), open=pl.lit(False)
+        )
+        return out, 0
+    end = pl.lit(observation_end).cast(pl.Datetime("us", "UTC"))
+    f = f.filter(pl.col("start_time") < end)
+    f = f.with_columns(
+        open=pl.col("end_time").is_null() | (pl.col("end_time") > end),
+        stop=pl.min_horizontal(pl.col("end_time").fill_null(end), end),
+    )
+    return f, int(f.get_column("open").sum())
+
+
+def period_counts(
+    attempts: pl.DataFrame, *, every: str = "1w", weight: str = "n_nodes"
+) -> pl.DataFrame:
+    """Failures and exposure per period from attempts with ``start_time``, ``stop`` and
+    boolean ``failed`` / ``open`` (see :func:`clip_attempts`).
+
+    Each attempt's exposure (``weight`` × duration [days], e.g. node-days) is split over the
+    periods it spans; its failure counts in the period it ended in (open attempts never
+    fail). Returns ``period`` (UTC start, aligned with ``dt.truncate(every)``), ``failures``,
+    ``exposure`` [days × weight], sorted, periods without exposure left out.
+    """
+    a = attempts.select(
+        "start_time", "stop", w=pl.col(weight).cast(pl.Float64),
+        failed=pl.col("failed") & ~pl.col("open"),
+    ).filter(pl.col("stop") >= pl.col("start_time"))  # fmt: skip
+    pieces = []
+    cur = a.with_columns(p=pl.col("start_time").dt.truncate(every))
+    while cur.height:
+        p_end = pl.col("p").dt.offset_by(every)
+        pieces.append(cur.select(
+            period="p",
+            exposure=(pl.min_horizontal("stop", p_end) - pl.max_horizontal("start_time", "p")).dt.total_microseconds() / 1e6
+            / 86400.0 * pl.col("w"),
+            failures=(pl.col("failed") & (pl.col("stop") <= p_end)).cast(pl.Int64),
+        ))  # fmt: skip
+        cur = cur.filter(pl.col("stop") > p_end).with_columns(p=p_end)
+    if not pieces:
+        return pl.DataFrame(
+            schema={
+                "period": pl.Datetime("us", "UTC"),
+                "failures": pl.Int64,
+                "exposure": pl.Float64,
+            }
+        )
+    return (
+        pl.concat(pieces)
+        .group_by("period")
+        .agg(pl.col("failures").sum(), pl.col("exposure").sum())
+        .filter(pl.col("exposure") > 0)
+        .sort("period")
+    )
+
+
+def is_dataset(source: Any) -> bool:
+    """Whether ``source`` is a Dataset (duck-typed: has ``observation_end`` and ``jobs``)."""
+    return not isinstance(source, pl.DataFrame | dict) and hasattr(source, "jobs")

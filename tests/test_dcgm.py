@@ -3,25 +3,38 @@ from datetime import UTC, datetime
 import polars as pl
 import pytest
 
+from reliability import datasets
 from reliability.ingest import read_dcgm
 from reliability.ingest.dcgm import is_blank
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 
 
+def _samples(path) -> int:
+    """Sample lines of a Prometheus text file, counted here: non-blank, not a comment."""
+    return sum(1 for ln in path.read_text().splitlines() if ln.strip() and not ln.startswith("#"))
+
+
+def test_bundled_sentinel_excerpt():
+    path = datasets.sample_files()["dcgm/readme_sentinel_values.prom"]
+    r = read_dcgm(path, cluster="c", scraped_at=T0)
+    assert r.rows_read == _samples(path) == 3
+    assert r.rows_quarantined == 0
+    assert r.tables["health_events"].height == 0  # clocks and a blank temperature: no errors
+    assert any("sentinel" in n for n in r.notes)
+
+
 def test_real_excerpts(shared):
     d = shared / "dcgm-exporter-excerpts"
-    r = read_dcgm(d / "readme_sentinel_values.prom", cluster="c", scraped_at=T0)
-    assert (r.rows_read, r.rows_kept) == (3, 3)
-    assert any("sentinel" in n for n in r.notes)
     r = read_dcgm(d / "issue250_v100_r6i3n0_partial.prom", cluster="c", scraped_at=T0)
-    assert r.rows_read == 7
+    assert r.rows_read == _samples(d / "issue250_v100_r6i3n0_partial.prom")
     assert r.tables["health_events"].height == 0
     r = read_dcgm(d / "pr239_xid_errors_count_injected.prom", cluster="c", scraped_at=T0)
     he = r.tables["health_events"]
     assert he.select("node", "code", "device").row(0) == ("workstation", "42", "gpu0")
     r = read_dcgm(d / "dcgm_issue235_err_code_labels.txt", cluster="c", scraped_at=T0)
-    assert r.rows_quarantined == 1
+    # the one sample line shows the series without a value (as pasted in the issue)
+    assert r.quarantine["line_no"].to_list() == [3]
     assert "not a Prometheus sample" in r.quarantine.item(0, "reason")
 
 
@@ -46,7 +59,8 @@ def test_counters_between_scrapes(tmp_path):
         "this is not prometheus\n"
     )
     r = read_dcgm(p, cluster="c")
-    assert (r.rows_read, r.rows_quarantined) == (12, 1)
+    assert r.rows_read == _samples(p)
+    assert r.quarantine["raw"].to_list() == ["this is not prometheus"]
     he = r.tables["health_events"].select(
         "time", "code", pl.col("component").cast(pl.String), "message"
     )

@@ -10,18 +10,20 @@ from reliability.ingest import read_health
 
 
 def test_csv_events(tmp_path):
+    header = "cluster,node,time,source,component,code,severity,device,message"
+    rows = [  # (record text, kept?)
+        ('c1,n1,2025-01-01T00:00:00Z,ticket,dimm,T-1,critical,,"bad DIMM, replaced"', True),
+        ('c1,n2,2025-01-01 01:00:00+02:00,health_check,gpu,79,critical,0000:1b:00,"fell off\nthe bus"', True),
+        ("c1,n3,notatime,sim,gpu,1,critical,,x", False),
+        ("c1,n4,2025-01-01T00:00:00Z,sim,flux_capacitor,1,critical,,x", False),
+        (",n5,1700000000,sim,gpu,1,info,,x", True),
+        ("c1,n6,2025-01-01T00:00:00Z,sim,gpu,1", False),
+    ]  # fmt: skip
     p = tmp_path / "ev.csv"
-    p.write_text(
-        "cluster,node,time,source,component,code,severity,device,message\n"
-        'c1,n1,2025-01-01T00:00:00Z,ticket,dimm,T-1,critical,,"bad DIMM, replaced"\n'
-        'c1,n2,2025-01-01 01:00:00+02:00,health_check,gpu,79,critical,0000:1b:00,"fell off\nthe bus"\n'
-        "c1,n3,notatime,sim,gpu,1,critical,,x\n"
-        "c1,n4,2025-01-01T00:00:00Z,sim,flux_capacitor,1,critical,,x\n"
-        ",n5,1700000000,sim,gpu,1,info,,x\n"
-        "c1,n6,2025-01-01T00:00:00Z,sim,gpu,1\n"
-    )
+    p.write_text("\n".join([header, *(r for r, _ in rows)]) + "\n")
     r = read_health(p, cluster="fallback")
-    assert (r.rows_read, r.rows_kept, r.rows_quarantined) == (6, 3, 3)
+    assert r.rows_read == len(rows)
+    assert r.rows_kept == sum(ok for _, ok in rows)
     he = r.tables["health_events"]
     assert he.get_column("node").to_list() == ["n1", "n2", "n5"]
     assert he.item(1, "time") == datetime(2024, 12, 31, 23, tzinfo=UTC)
@@ -31,6 +33,22 @@ def test_csv_events(tmp_path):
     assert "column time" in reasons[5]
     assert "allowed: gpu" in reasons[6]
     assert "6 fields, expected 9" in reasons[8]
+
+
+def test_csv_stray_quote_takes_only_its_own_row(tmp_path):
+    """Issue 16: a stray quote swallowed the rest of the file (989 of 1,000 rows vanished)."""
+    header = "cluster,node,time,source,component,code,severity,device,message"
+    rows = [f"c1,n{i},2025-01-01T00:00:00Z,sim,gpu,1,info,,msg {i}" for i in range(1000)]
+    rows[10] = 'c1,n10,2025-01-01T00:00:00Z,sim,gpu,1,info,,"msg 10'
+    p = tmp_path / "h.csv"
+    p.write_text("\n".join([header, *rows]) + "\n")
+    r = read_health(p)
+    assert r.rows_read == 1000
+    assert r.quarantine.select("line_no", "raw").rows() == [(12, rows[10])]
+    assert "unterminated quote" in r.quarantine.item(0, "reason")
+    assert r.tables["health_events"].get_column("node").to_list() == [
+        f"n{i}" for i in range(1000) if i != 10
+    ]
 
 
 def test_jsonl_failures_and_inventory(tmp_path):
@@ -45,7 +63,8 @@ def test_jsonl_failures_and_inventory(tmp_path):
     p.write_text("\n".join(json.dumps(x) for x in rows) + "\n{not json\n")
     r = read_health(p)
     assert list(r.tables) == ["component_failures"]
-    assert (r.rows_read, r.rows_kept) == (4, 2)
+    # four records: three objects (one with repaired_at before failed_at) and a broken line
+    assert (r.rows_read, r.rows_kept) == (len(rows) + 1, len(rows) - 1)
     assert sorted(r.quarantine["reason"].to_list())[0].startswith("not valid JSON")
     assert any("repaired_at is before failed_at" in x for x in r.quarantine["reason"])
     inv = tmp_path / "inv.csv"

@@ -28,7 +28,7 @@ from hostile.mutations import (
     read,
     record_edit,
 )
-from hostile.samples import GENERATORS, Sample
+from hostile.samples import GENERATORS, READERS, Sample
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -43,6 +43,7 @@ PROPERTY = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 CASES = all_cases()
+GENERATOR_READER = {name: fn for name, (fn, _) in READERS.items()}
 #: samples whose first line is a delimited header (header injection applies)
 _DELIMITED = ("sacct", "events", "health_csv", "lanl")
 #: known failures of readers outside this test's area, reported to the lead; strict, so a
@@ -245,3 +246,33 @@ def test_drain_reason_signals_follow_the_taxonomy(tmp_path) -> None:
     )  # fmt: skip
     assert sorted(he.rows(), key=repr) == sorted(expected, key=repr)
     assert set(r.tables["health_events"]["source"].cast(pl.String)) <= {"slurm"}
+
+
+@pytest.mark.parametrize(
+    ("reader", "options", "pattern"),
+    [("health_csv", {"tz": "Mars/Olympus"}, r"unknown time zone 'Mars/Olympus' \(option tz=\)"),
+     ("health_csv", {"tz": "localtime"}, r"option tz="),
+     ("health_csv", {"cluster": ""}, r"option cluster="),
+     ("health_jsonl", {"tz": "Not/AZone"}, r"option tz="),
+     ("dcgm", {"cluster": "a\nb"}, r"option cluster="),
+     ("dcgm", {"node": ""}, r"option node="),
+     ("dcgm", {"scraped_at": "2025-01-01"}, r"option scraped_at= must be a datetime"),
+     ("kernel", {"tz": "Mars/Olympus"}, r"option tz="),
+     ("kernel", {"year": "2025"}, r"option year="),
+     ("kernel", {"boot_time": 0}, r"option boot_time="),
+     ("kernel_syslog", {"year": None}, r"pass year="),
+     ("kernel_syslog", {"tz": None}, r"pass tz="),
+     ("events", {"tz": "Mars/Olympus"}, r"option tz="),
+     ("scontrol", {"tz": "Mars/Olympus"}, r"option tz="),
+     ("sinfo", {"cluster": ""}, r"option cluster="),
+     ("pod", {"cluster": ""}, r"option cluster=")],
+)  # fmt: skip
+def test_bad_options_are_ingest_errors_naming_the_option(reader, options, pattern, tmp_path):
+    """Issue 15: option errors are IngestErrors phrased with the option the user passed (the
+    CLI maps ``tz=`` to ``--tz``); a bad zone is never a traceback."""
+    sample = GENERATORS[reader]()
+    sample.options = {**sample.options, **options}
+    path = _write(tmp_path, sample, sample.text().encode())
+    with pytest.raises(IngestError, match=pattern) as info:
+        GENERATOR_READER[reader](path, **{k: v for k, v in sample.options.items() if v is not None})
+    assert str(info.value).startswith(str(path))

@@ -3,20 +3,28 @@ from datetime import UTC, datetime
 import polars as pl
 import pytest
 
-from reliability import taxonomy
+from reliability import datasets, taxonomy
 from reliability.errors import IngestError
 from reliability.ingest import read_kernel_log
 
 BOOT = datetime(2025, 1, 1, tzinfo=UTC)
 
 
-def test_dmesg_T_xid_119(shared):
-    r = read_kernel_log(
-        shared / "nvidia-xid-dmesg-gpud/dmesg-with-xid-119.log", cluster="c", node="n1", tz="UTC"
-    )
+BUNDLED = datasets.sample_files()  # byte-identical to ../shared/data/nvidia-xid-dmesg-gpud
+
+
+def _xid_lines(path) -> int:
+    """Xid records of a log, counted here: lines with 'NVRM: Xid (' or a Fatal/Non-fatal SXid."""
+    lines = path.read_text().splitlines()
+    return sum("NVRM: Xid (" in ln or ("SXid (" in ln and "atal," in ln) for ln in lines)
+
+
+def test_dmesg_T_xid_119():
+    path = BUNDLED["gpud/dmesg-with-xid-119.log"]
+    r = read_kernel_log(path, cluster="c", node="n1", tz="UTC")
     he = r.tables["health_events"]
     # five Xid 119 lines amid 38 lines of RPC tables and a call trace
-    assert he.height == 5
+    assert he.height == r.rows_read == _xid_lines(path) == 5
     assert r.rows_quarantined == 0
     assert set(he.get_column("code")) == {"119"}
     assert set(he.get_column("device")) == {"0000:9b:00"}
@@ -25,14 +33,14 @@ def test_dmesg_T_xid_119(shared):
     assert he.item(3, "message").startswith("pid=1263500, name=cache_mgr_main")
 
 
-def test_dmesg_T_local_zone(shared):
-    r = read_kernel_log(shared / "nvidia-xid-dmesg-gpud/dmesg-with-xid-119.log", cluster="c", node="n1",
+def test_dmesg_T_local_zone():
+    r = read_kernel_log(BUNDLED["gpud/dmesg-with-xid-119.log"], cluster="c", node="n1",
                         tz="America/Los_Angeles")  # fmt: skip
     assert r.tables["health_events"].item(0, "time") == datetime(2025, 2, 24, 0, 24, 18, tzinfo=UTC)
 
 
-def test_seconds_since_boot_and_sxid(shared):
-    path = shared / "nvidia-xid-dmesg-gpud/sxid-readme-xid79-sxid20034.log"
+def test_seconds_since_boot_and_sxid():
+    path = BUNDLED["gpud/sxid-readme-xid79-sxid20034.log"]
     r = read_kernel_log(path, cluster="c", node="n2", boot_time=BOOT)
     he = r.tables["health_events"]
     # Xid 79 once (the no-Xid "fallen off the bus" line repeats it) + 4 fatal SXid lines
@@ -49,8 +57,7 @@ def test_seconds_since_boot_and_sxid(shared):
     assert any("repeat an Xid 79" in n for n in r.notes)
     # without a boot time the same events are quarantined, with the reason
     r2 = read_kernel_log(path, cluster="c", node="n2")
-    assert r2.rows_read == 5
-    assert r2.rows_quarantined == 5
+    assert r2.rows_read == r2.rows_quarantined == _xid_lines(path) == 5
     assert set(r2.quarantine.get_column("reason")) == {
         "dmesg timestamp is seconds since boot: pass boot_time= to place it in time"
     }
@@ -72,7 +79,8 @@ def test_line_without_timestamp_is_quarantined(shared):
         cluster="c",
         node="n",
     )
-    assert (r.rows_read, r.rows_quarantined) == (1, 1)
+    path = shared / "nvidia-xid-dmesg-gpud/ml-engineering-xid63-nvidia-smi-q.txt"
+    assert r.rows_read == r.rows_quarantined == _xid_lines(path) == 1
     assert r.quarantine.item(0, "reason") == "no timestamp on the line"
 
 
@@ -132,3 +140,34 @@ def test_taxonomy_covers_required_codes():
     assert taxonomy.classify_xid("12345").component == "unknown"
     assert taxonomy.classify_sxid(99999, fatal=False).severity == "warning"
     assert taxonomy.xid_table().height == len(taxonomy.XID)
+
+
+def _syslog(stamps: list[str]) -> str:
+    xid = "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=x, GPU has fallen off the bus."
+    return "".join(f"{s} gpu017 kernel: {xid}\n" for s in stamps)
+
+
+@pytest.mark.parametrize(
+    ("stamps", "years"),
+    [
+        # a real New Year crossing
+        (["Dec 30 10:00:00", "Dec 31 23:59:59", "Jan  1 00:00:05", "Jan  2 08:00:00"],
+         [2024, 2024, 2025, 2025]),
+        # one line with a wrong month (forward jump and back) moves no other line
+        (["Jan  5 10:00:00", "Jan  6 10:00:00", "Dec  7 10:00:00", "Jan  8 10:00:00",
+          "Jan  9 10:00:00"], [2024, 2024, 2024, 2024, 2024]),
+        # one line jumping back (out of order) is not a crossing
+        (["Jun  5 10:00:00", "Jan  6 10:00:00", "Jun  7 10:00:00", "Jul  1 00:00:00"],
+         [2024, 2024, 2024, 2024]),
+        # a gap of months is not an outlier
+        (["Mar  5 10:00:00", "Jun  6 10:00:00", "Jun  7 10:00:00"], [2024, 2024, 2024]),
+    ],
+)  # fmt: skip
+def test_syslog_year_from_the_dates_written(tmp_path, stamps, years):
+    p = tmp_path / "kern.log"
+    p.write_text(_syslog(stamps))
+    he = read_kernel_log(p, cluster="c", tz="UTC", year=2024).tables["health_events"]
+    assert [t.year for t in he.get_column("time")] == years
+    assert [t.strftime("%b %e %H:%M:%S").replace("  ", " ") for t in he.get_column("time")] == [
+        " ".join(s.split()) for s in stamps
+    ]

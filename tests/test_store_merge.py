@@ -302,3 +302,49 @@ def test_sinfo_r_truncated_reason_without_state_joins_the_history(tmp_path):
         assert ds.node_states.select("node", pl.col("state").cast(pl.String), "end").rows() == [
             ("n3", "DOWN", datetime(2025, 1, 1, 1, tzinfo=UTC))
         ]
+
+
+def test_a_reason_seen_by_several_views_is_one_health_event():
+    """Health events read from node-state reasons (source slurm): the same drain seen by a
+    snapshot (sinfo -R cuts the reason), another snapshot and the history is one event; the
+    same message from one input twice, or from another node, stays."""
+    from reliability import schema
+    from reliability.store.merge import INPUT, reconcile_reason_events
+
+    t = datetime(2025, 1, 1, tzinfo=UTC)
+    full = "Slurm DRAIN reason: GPU ECC errors <xid 79> on gpu:1"
+    rows = [  # (input, node, time offset [s], code, device, message, source)
+        (0, "n8", 0, "ecc", None, full[:39], "slurm"),  # sinfo -R: cut
+        (1, "n8", 0, "79", "gpu:1", full, "slurm"),  # scontrol
+        (2, "n8", 57, "79", "gpu:1", full, "slurm"),  # sacctmgr event, 57 s later
+        (2, "n8", 3 * 86400, "79", "gpu:1", full, "slurm"),  # the next drain, days later
+        (3, "n8", 30, "79", "gpu:1", full, "kernel_log"),  # another source: not touched
+        (1, "n9", 0, "79", "gpu:1", full, "slurm"),  # another node
+        (2, "n9", 60, "79", "gpu:1", full, "slurm"),
+    ]
+    frame = pl.DataFrame(
+        {"cluster": "c", "node": [r[1] for r in rows],
+         "time": [t + timedelta(seconds=r[2]) for r in rows],
+         "source": pl.Series([r[6] for r in rows]).cast(schema.HealthSource),
+         "component": pl.Series(["gpu_memory"] * len(rows)).cast(schema.Component),
+         "code": [r[3] for r in rows], "severity": pl.Series(["critical"] * len(rows)).cast(schema.Severity),
+         "device": [r[4] for r in rows], "message": [r[5] for r in rows],
+         INPUT: pl.Series([r[0] for r in rows], dtype=pl.UInt32)},
+    )  # fmt: skip
+    out = reconcile_reason_events(frame.lazy(), inputs=[0, 1, 2]).collect()
+    got = sorted(out.select("node", "time", "source", "code", "device").rows(), key=str)
+    assert got == sorted([
+        ("n8", t, "slurm", "79", "gpu:1"),
+        ("n8", t + timedelta(days=3), "slurm", "79", "gpu:1"),
+        ("n8", t + timedelta(seconds=30), "kernel_log", "79", "gpu:1"),
+        ("n9", t, "slurm", "79", "gpu:1"),
+    ], key=str)  # fmt: skip
+
+
+def test_run1_views_of_a_drain_give_no_more_reason_events_than_intervals(run1_orders):
+    _, ds = run1_orders
+    d = ds["final_first"]
+    events = d.health_events.filter(pl.col("source") == "slurm").group_by("node").len()
+    intervals = dict(d.node_states.group_by("node").len().iter_rows())
+    for node, n in events.iter_rows():
+        assert n <= intervals.get(node, 0), node

@@ -467,6 +467,10 @@ class Dataset:
         if table == "node_states":
             if len({kind in merge.SNAPSHOT_KINDS for _, kind, _ in found}) == 2:
                 lf = merge.reconcile_node_states(lf)
+        elif table == "health_events":
+            views = [i for i, kind, _ in found if kind in merge.NODE_STATE_KINDS]
+            if len(views) > 1:
+                lf = merge.reconcile_reason_events(lf, views)
         elif table == "jobs":
             lf = merge.renumber_attempts(lf)
         return lf.select(list(spec.schema))

@@ -20,7 +20,8 @@ last, then by submit time) across all inputs.
 
 Node-state intervals from snapshots (``scontrol show node``, ``sinfo -R``: kind ``nodes``)
 are reconciled with the history (``sacctmgr show event`` and the other interval sources) by
-:func:`reconcile_node_states`.
+:func:`reconcile_node_states`, and the health events read from their reasons by
+:func:`reconcile_reason_events`.
 
 Everything stays lazy: a sort by key and rank, then comparisons with the previous row.
 """
@@ -34,11 +35,13 @@ import polars as pl
 from reliability import schema
 
 __all__ = [
+    "NODE_STATE_KINDS",
     "NODE_STATE_TOLERANCE",
     "SNAPSHOT_KINDS",
     "UNFINISHED",
     "merge_rows",
     "reconcile_node_states",
+    "reconcile_reason_events",
     "renumber_attempts",
 ]
 
@@ -49,6 +52,8 @@ UNFINISHED = (
 )  # fmt: skip
 #: input kinds whose node_states rows are snapshots (open intervals seen at one time)
 SNAPSHOT_KINDS = frozenset({"nodes"})
+#: input kinds that read Slurm's node states (their reasons may give health events)
+NODE_STATE_KINDS = frozenset({"events", "nodes"})
 #: a snapshot interval and a history interval of the same node and state are one interval
 #: when the snapshot's start lies within the history interval widened by this much
 NODE_STATE_TOLERANCE = timedelta(minutes=10)
@@ -131,6 +136,54 @@ def renumber_attempts(lf: pl.LazyFrame) -> pl.LazyFrame:
         .with_columns(attempt=(i - pl.col("__first").forward_fill()).cast(pl.UInt16))
         .select(cols)
     )
+
+
+def reconcile_reason_events(
+    lf: pl.LazyFrame, inputs: list[int], tolerance: timedelta = NODE_STATE_TOLERANCE
+) -> pl.LazyFrame:
+    """One health event per node-state reason seen by several sources.
+
+    Readers turn hardware signals in node-state reasons (``GPU ECC errors <xid 79>``) into
+    health events of source ``slurm``; the same drain seen by ``scontrol show node``,
+    ``sinfo -R`` (reason cut at 20 characters) and ``sacctmgr show event`` (a minute later)
+    gives one such event per view. Two ``slurm`` events from two of ``inputs`` (the
+    positions of the node-state inputs: kinds ``events`` and ``nodes``) of the same cluster
+    and node are one when their times are within ``tolerance`` and one message begins the
+    other. The event kept is the one with the longest message (its code, component, device,
+    severity), at the earliest time of the two. Other events are not touched.
+    """
+    cols = lf.collect_schema().names()
+    is_reason = (pl.col("source") == "slurm") & pl.col(INPUT).is_in(
+        pl.Series(inputs, dtype=pl.UInt32)
+    )
+    ev = lf.filter(is_reason).with_row_index("__eid")
+    rest = lf.filter(~is_reason)
+    cand = ev.select("cluster", "node", "__eid", INPUT, "time", "message",
+                     __len=pl.col("message").str.len_chars())  # fmt: skip
+    pairs = (
+        cand.join(cand, on=["cluster", "node"], suffix="_o")
+        .filter(pl.col(INPUT) != pl.col(f"{INPUT}_o"))  # the same event seen by two inputs
+        .filter((pl.col("time") - pl.col("time_o")).abs() <= pl.lit(tolerance))
+        .filter(
+            pl.col("message").str.starts_with(pl.col("message_o"))
+            | pl.col("message_o").str.starts_with(pl.col("message"))
+        )
+    )
+    # an event is dropped when a matching one is better: a longer message, or as long and
+    # earlier, or the same and listed first
+    better = (pl.col("__len_o") > pl.col("__len")) | (
+        (pl.col("__len_o") == pl.col("__len"))
+        & ((pl.col("time_o") < pl.col("time"))
+           | ((pl.col("time_o") == pl.col("time")) & (pl.col("__eid_o") < pl.col("__eid"))))
+    )  # fmt: skip
+    dropped = pairs.filter(better).select("__eid").unique()
+    earliest = pairs.group_by("__eid").agg(__t=pl.col("time_o").min())
+    kept = (
+        ev.join(dropped, on="__eid", how="anti")
+        .join(earliest, on="__eid", how="left")
+        .with_columns(time=pl.min_horizontal("time", "__t"))
+    )
+    return pl.concat([rest.select(cols), kept.select(cols)])
 
 
 def reconcile_node_states(

@@ -43,9 +43,19 @@ def _atomic_text(text: str, dest: Path) -> None:
 
 
 def csv_safe(frame: pl.DataFrame) -> pl.DataFrame:
-    """``frame`` with every text cell that a spreadsheet would evaluate as a formula (it
-    starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return) prefixed with a single
-    quote (OWASP, "CSV Injection"). Text cells come from input data (job names, reasons)."""
+    """Neutralise spreadsheet formulas in the text cells of ``frame`` (OWASP, "CSV Injection").
+
+    Parameters
+    ----------
+    frame : a table about to be written as CSV; its text cells may come from input data
+        (job names, QoS, users, reasons)
+
+    Returns
+    -------
+    the frame with every text cell that starts with ``=``, ``+``, ``-``, ``@``, a tab or a
+    carriage return prefixed with a single quote (text and enum columns become text;
+    numbers are unchanged).
+    """
     text = [
         c
         for c, t in frame.schema.items()

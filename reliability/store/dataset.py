@@ -36,7 +36,7 @@ import polars as pl
 from reliability import schema
 from reliability._atomic import HOST_TAG, temp_owner
 from reliability.errors import DatasetDamagedError, DatasetError, IngestError, ReliabilityError
-from reliability.store import merge
+from reliability.store import integrity, merge
 from reliability.store.inputs import (
     STDIN,
     Source,
@@ -45,6 +45,7 @@ from reliability.store.inputs import (
     reader_options,
     sources,
 )
+from reliability.store.integrity import RepairReport, VerifyReport
 from reliability.store.lock import DatasetLock, pid_alive
 from reliability.store.manifest import (
     empty_manifest,
@@ -540,19 +541,26 @@ class Dataset:
         return summarise(self)
 
     # -- integrity -----------------------------------------------------------------------
-    def verify(self) -> Any:
-        """Check every part against the manifest (size, sha256, footer row count, identity);
-        see :func:`reliability.store.integrity.verify`."""
-        from reliability.store.integrity import verify
+    def verify(self) -> VerifyReport:
+        """Check every part against the manifest.
 
-        return verify(self)
+        Returns
+        -------
+        a :class:`VerifyReport`: each part's size, sha256, footer row count and footer
+        identity (``report.ok``, ``report.problems``), and part files no entry names.
+        """
+        return integrity.verify(self)
 
-    def repair(self) -> Any:
-        """Rebuild a lost or damaged manifest from the parts; see
-        :func:`reliability.store.integrity.repair`."""
-        from reliability.store.integrity import repair
+    def repair(self) -> RepairReport:
+        """Rebuild a lost or unreadable manifest from the parts, or drop the inputs whose
+        parts are damaged (holds the writer lock).
 
-        return repair(self)
+        Returns
+        -------
+        a :class:`RepairReport`: inputs kept, dropped (with the command that ingests each
+        again) and left out as incomplete.
+        """
+        return integrity.repair(self)
 
     def __repr__(self) -> str:
         return f"Dataset({str(self.path)!r}, inputs={len(self.inputs)})"

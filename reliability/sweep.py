@@ -48,7 +48,7 @@ from reliability.errors import ReliabilityError
 from reliability.parallel import BACKENDS, Executor, TaskFailure
 from reliability.pipeline.config import read_toml
 
-__all__ = ["MODELS", "SweepResult", "SweepSpec", "load_sweep", "run_sweep"]
+__all__ = ["MODELS", "SweepResult", "SweepSpec", "load_sweep", "register_model", "run_sweep"]
 
 
 class SweepError(ReliabilityError):
@@ -89,8 +89,10 @@ def _pod_availability(params: dict[str, Any], seed: int) -> list[dict[str, Any]]
     rows = [{"key": "host_availability", "value": m.host_availability}]
     for row in m.curve.iter_rows(named=True):
         ft = "" if row["ft_routing"] is None else ("-ft" if row["ft_routing"] else "-noft")
-        analytic = float(job_availability(row["n_chips"], m.host_availability, mode, row["ft_routing"] is not False, pod,
-                                          m.ocs_availability, m.link_availability))  # fmt: skip
+        analytic = float(job_availability(row["n_chips"], m.host_availability, mode,
+                                          ft_routing=row["ft_routing"] is not False, pod=pod,
+                                          ocs_availability=m.ocs_availability,
+                                          link_availability=m.link_availability))  # fmt: skip
         rows.append({"key": f"measured_{row['n_chips']}{ft}", "value": row["measured"]})
         rows.append({"key": f"analytic_{row['n_chips']}{ft}", "value": analytic})
     return rows
@@ -109,18 +111,38 @@ def _ettr_monte_carlo(params: dict[str, Any], seed: int) -> list[dict[str, Any]]
     return [{"key": "mc_mean_ettr", "value": mc.mean}, {"key": "renewal_ettr", "value": exact}]
 
 
-def _failing(params: dict[str, Any], seed: int) -> list[dict[str, Any]]:
-    """A model that raises for ``fail_seeds`` (tests of retries and reporting)."""
-    if seed in params.get("fail_seeds", []):
-        raise RuntimeError(f"seed {seed} is configured to fail")
-    return [{"key": "value", "value": float(seed)}]
-
-
 MODELS: dict[str, Callable[[dict[str, Any], int], list[dict[str, Any]]]] = {
     "pod-availability": _pod_availability,
     "ettr-monte-carlo": _ettr_monte_carlo,
-    "failing": _failing,
 }
+
+
+def register_model(
+    name: str,
+    model: Callable[[dict[str, Any], int], list[dict[str, Any]]],
+    *,
+    replace: bool = False,
+) -> None:
+    """Make ``model`` available to sweep files as ``[sweep].model = name``.
+
+    Parameters
+    ----------
+    name : str
+        The name sweep files use.
+    model : callable
+        ``model(params, seed) -> [{"key": str, "value": float}, ...]``: one cell's parameters
+        (grid values and fixed values) and one seed. It must be a module-level function of an
+        importable module: tasks carry it to worker processes by reference.
+    replace : bool
+        Allow replacing a model already registered under ``name``.
+    """
+    if not callable(model):
+        raise TypeError(f"model must be callable, got {model!r}")
+    if name in MODELS and not replace and MODELS[name] is not model:
+        raise ValueError(
+            f"a sweep model named {name!r} is already registered (replace=True to replace it)"
+        )
+    MODELS[name] = model
 
 
 def _cell_id(model: str, params: dict[str, Any]) -> str:
@@ -130,11 +152,20 @@ def _cell_id(model: str, params: dict[str, Any]) -> str:
     ).hexdigest()[:12]
 
 
-def _run_task(model: str, cell: str, params: dict[str, Any], seeds: list[int], dest: str) -> int:
-    """Worker: rows for ``seeds`` of one cell, written to ``dest``; returns the row count."""
+def _run_task(
+    model: Callable[[dict[str, Any], int], list[dict[str, Any]]],
+    cell: str,
+    params: dict[str, Any],
+    seeds: list[int],
+    dest: str,
+) -> int:
+    """Worker: rows for ``seeds`` of one cell, written to ``dest``; returns the row count.
+
+    ``model`` is the function itself (pickled by reference), so models registered with
+    :func:`register_model` in the parent process run in workers too."""
     rows = []
     for seed in seeds:
-        for r in MODELS[model](params, seed):
+        for r in model(params, seed):
             rows.append({"cell": cell, "seed": seed, **r})
     frame = pl.DataFrame(
         rows, schema={"cell": pl.String, "seed": pl.Int64, "key": pl.String, "value": pl.Float64}
@@ -269,7 +300,7 @@ def run_sweep(
             if dest.is_file():
                 skipped += 1
                 continue
-            tasks.append((spec.model, label, params, seeds, str(dest)))
+            tasks.append((MODELS[spec.model], label, params, seeds, str(dest)))
             names.append(f"{label}|seeds {seeds[0]}-{seeds[-1]}")
     be = backend or spec.backend
     with Executor(

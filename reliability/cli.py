@@ -374,6 +374,15 @@ def _availability(args: argparse.Namespace) -> int:
     pod = args.pod or ("tpuv4" if args.mode == "reconfigurable" else "tpuv3")
     if pod not in PODS:
         raise ReliabilityError(f"--pod: unknown pod {pod!r}; known: {', '.join(sorted(PODS))}")
+    for flag, p in (("--host-availability", args.host_availability),
+                    ("--ocs-availability", args.ocs_availability),
+                    ("--link-availability", args.link_availability)):  # fmt: skip
+        if p is not None and not 0.0 <= p <= 1.0:
+            raise ReliabilityError(f"{flag}: expected a probability in [0, 1], got {p:g}")
+    if args.target is not None and not 0.0 < args.target < 1.0:
+        raise ReliabilityError(
+            f"--target: expected a job availability in (0, 1), got {args.target:g}"
+        )
     spec = PODS[pod]
     ft = not args.no_ft_routing
     print(f"{spec.name} ({spec.n_chips:,} chips, {args.mode}{', FT routing' if ft and args.mode == 'reconfigurable' else ''}) "
@@ -383,8 +392,9 @@ def _availability(args: argparse.Namespace) -> int:
         s for s in (64, 128, 256, 512, 1024, 2048, 3072, 3200, 3584, 4096) if s <= spec.n_chips
     ]
     for n in sizes:
-        v = float(job_availability(n, args.host_availability, args.mode, ft, pod, args.ocs_availability,
-                                   args.link_availability))  # fmt: skip
+        v = float(job_availability(n, args.host_availability, args.mode, ft_routing=ft, pod=pod,
+                                   ocs_availability=args.ocs_availability,
+                                   link_availability=args.link_availability))  # fmt: skip
         line = f"  {n:>6}   {100 * v:14.2f}%"
         if args.target:
             need = required_host_availability(n, args.target, args.mode, pod, ft_routing=ft,

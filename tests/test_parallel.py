@@ -12,7 +12,7 @@ from reliability import Dataset
 from reliability.cli import main
 from reliability.errors import IngestError
 from reliability.parallel import Executor
-from reliability.sweep import load_sweep, run_sweep
+from reliability.sweep import MODELS, load_sweep, register_model, run_sweep
 
 SWEEP = """
 [sweep]
@@ -57,8 +57,17 @@ def test_same_results_on_every_backend(tmp_path):
         assert mc["ci_low"] - 0.002 <= exact <= mc["ci_high"] + 0.002
 
 
+def _failing(params, seed):
+    """A sweep model that raises for ``fail_seeds`` (module level: workers import it)."""
+    if seed in params.get("fail_seeds", []):
+        raise RuntimeError(f"seed {seed} is configured to fail")
+    return [{"key": "value", "value": float(seed)}]
+
+
 @pytest.mark.parametrize("backend", ["serial", "processes"])
-def test_failing_task_is_retried_and_reported(tmp_path, backend):
+def test_failing_task_is_retried_and_reported(tmp_path, backend, monkeypatch):
+    monkeypatch.setattr("reliability.sweep.MODELS", dict(MODELS))  # registration undone after
+    register_model("failing", _failing)
     spec = _spec(
         tmp_path, model="failing", seeds=5, per=1, grid="x = [1]", fixed="fail_seeds = [3]"
     )
@@ -69,6 +78,12 @@ def test_failing_task_is_retried_and_reported(tmp_path, backend):
     assert f.attempts == 3
     assert "seed 3 is configured to fail" in f.error
     assert sorted(r.results["seed"].to_list()) == [0, 1, 2, 4]  # the others are kept
+    with pytest.raises(ValueError, match="already registered"):
+        register_model("failing", lambda p, s: [])
+
+
+def test_no_test_models_in_the_registry():
+    assert set(MODELS) == {"pod-availability", "ettr-monte-carlo"}
 
 
 def test_interrupted_sweep_resumes(tmp_path):

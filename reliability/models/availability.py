@@ -74,9 +74,41 @@ PODS = {
 
 
 def steady_state_availability(failures_per_day: float, mean_repair_h: float) -> float:
-    """Long-run availability of a component that fails at ``failures_per_day`` while in
-    service and takes ``mean_repair_h`` to repair: ``1 / (1 + rate · repair)``."""
+    """Long-run availability of a component that fails while in service and is then repaired.
+
+    An alternating renewal process: up for 1/rate days on average, then down for the repair,
+    so the availability is ``1 / (1 + rate · repair)``.
+
+    Parameters
+    ----------
+    failures_per_day : float
+        Failure rate while in service [1/day], >= 0.
+    mean_repair_h : float
+        Mean time to repair [h], >= 0.
+
+    Returns
+    -------
+    float
+        The long-run fraction of time the component is up, in (0, 1].
+    """
+    _nonnegative(failures_per_day=failures_per_day, mean_repair_h=mean_repair_h)
     return 1.0 / (1.0 + failures_per_day * mean_repair_h / 24.0)
+
+
+def _nonnegative(**values: float) -> None:
+    for name, v in values.items():
+        if not (math.isfinite(v) and v >= 0):
+            raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
+
+
+def _probability(name: str, v: float | None) -> float:
+    """``v`` as a float in [0, 1] (None: 1, always up)."""
+    if v is None:
+        return 1.0
+    v = float(v)
+    if not 0.0 <= v <= 1.0:
+        raise ValueError(f"{name} must be a probability in [0, 1], got {v!r}")
+    return v
 
 
 def _pod(pod: str | PodSpec) -> PodSpec:
@@ -95,15 +127,34 @@ def job_availability(
     n_chips: int | np.ndarray,
     host_availability: float | np.ndarray,
     mode: str = "reconfigurable",
+    *,
     ft_routing: bool = True,
     pod: str | PodSpec = "tpuv4",
     ocs_availability: float | None = None,
     link_availability: float | None = None,
 ) -> np.ndarray:
-    """Probability that a job of ``n_chips`` chips can be placed (see the module doc).
+    """Probability that a job of ``n_chips`` chips can be placed (Zu et al. NSDI'24 §2, Fig. 1).
 
-    ``ocs_availability`` / ``link_availability``: per OCS and per optical link; None = always
-    up. Broadcasts over ``n_chips`` and ``host_availability``. A job larger than the pod gets 0.
+    Parameters
+    ----------
+    n_chips : int or array of int
+        Job size [chips], >= 1. Broadcasts with ``host_availability``.
+    host_availability : float or array of float
+        Probability that a host is up, in [0, 1].
+    mode : {"reconfigurable", "static"}
+        OCS-joined cubes (any k usable cubes) or fixed wiring (an aligned healthy block).
+    ft_routing : bool
+        Reconfigurable only: the job routes around a failed OCS (else it needs all 48).
+    pod : str or PodSpec
+        A name in :data:`PODS` or a :class:`PodSpec`.
+    ocs_availability, link_availability : float or None
+        Probability that an OCS / an optical link is up, in [0, 1]; None: always up.
+
+    Returns
+    -------
+    numpy.ndarray
+        The probability, shaped as the broadcast of the inputs (a numpy float for scalar
+        inputs); 0 for a job larger than the pod.
     """
     spec = _pod(pod)
     if mode not in ("reconfigurable", "static"):
@@ -111,11 +162,14 @@ def job_availability(
     if mode == "reconfigurable" and not spec.reconfigurable:
         raise ValueError(f"pod {spec.name!r} has fixed wiring: only mode='static' applies")
     a = np.asarray(host_availability, dtype=float)
-    if np.any((a < 0) | (a > 1)):
-        raise ValueError("host_availability must be in [0, 1]")
-    o = 1.0 if ocs_availability is None else float(ocs_availability)
-    link = 1.0 if link_availability is None else float(link_availability)
-    chips = np.asarray(n_chips, dtype=np.int64)
+    if np.any(~((a >= 0) & (a <= 1))):  # also refuses NaN
+        raise ValueError("host_availability must be a probability in [0, 1]")
+    o = _probability("ocs_availability", ocs_availability)
+    link = _probability("link_availability", link_availability)
+    raw = np.asarray(n_chips)
+    if raw.dtype.kind not in "iu" and not np.all(np.mod(raw, 1) == 0):
+        raise ValueError(f"n_chips must be whole chips, got {n_chips!r}")
+    chips = raw.astype(np.int64)
     out = np.zeros(np.broadcast(chips, a).shape)
     for idx in np.ndindex(out.shape):
         n = int(np.broadcast_to(chips, out.shape)[idx])
@@ -170,7 +224,8 @@ def availability_curve(
         for n in sizes:
             rows.append({
                 "n_chips": n, "mode": mode, "ft_routing": ft if mode == "reconfigurable" else None,
-                "availability": float(job_availability(n, host_availability, mode, ft, spec, ocs_availability, link_availability)),
+                "availability": float(job_availability(n, host_availability, mode, ft_routing=ft, pod=spec,
+                                                       ocs_availability=ocs_availability, link_availability=link_availability)),
             })  # fmt: skip
     return pl.DataFrame(
         rows,
@@ -193,20 +248,35 @@ def required_host_availability(
     ocs_availability: float | None = None,
     link_availability: float | None = None,
 ) -> float:
-    """The smallest host availability at which a job of ``n_chips`` reaches ``target``
-    availability (NaN when even perfect hosts do not, e.g. OCS faults without FT routing)."""
+    """The smallest host availability at which a job of ``n_chips`` reaches ``target``.
+
+    Parameters
+    ----------
+    n_chips : int
+        Job size [chips], >= 1 and at most the pod's size.
+    target : float
+        Job availability wanted, in (0, 1).
+    mode, pod, ft_routing, ocs_availability, link_availability
+        As in :func:`job_availability`.
+
+    Returns
+    -------
+    float
+        The host availability, in (0, 1]; NaN when even perfect hosts do not reach the target
+        (e.g. OCS faults without FT routing).
+    """
     if not 0.0 < target < 1.0:
         raise ValueError(f"target must be in (0, 1), got {target}")
+    spec = _pod(pod)
+    if not 1 <= n_chips <= spec.n_chips:
+        raise ValueError(
+            f"n_chips must be in 1..{spec.n_chips} for pod {spec.name!r}, got {n_chips}"
+        )
 
     def f(a: float) -> float:
-        return (
-            float(
-                job_availability(
-                    n_chips, a, mode, ft_routing, pod, ocs_availability, link_availability
-                )
-            )
-            - target
-        )
+        v = job_availability(n_chips, a, mode, ft_routing=ft_routing, pod=spec,
+                             ocs_availability=ocs_availability, link_availability=link_availability)  # fmt: skip
+        return float(v) - target
 
     if f(1.0) < 0:
         return math.nan

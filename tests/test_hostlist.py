@@ -1,5 +1,5 @@
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reliability.ingest.hostlist import HostlistError, compress, expand
@@ -53,6 +53,7 @@ def _hosts(draw):
     return out
 
 
+@settings(deadline=None)
 @given(_hosts())
 def test_round_trip(hosts):
     """expand(compress(h)) gives back the same hosts (as a set, without duplicates)."""
@@ -61,12 +62,14 @@ def test_round_trip(hosts):
     assert len(again) == len(set(again))
 
 
+@settings(deadline=None)
 @given(_hosts())
 def test_compress_is_fixed_point(hosts):
     expr = compress(hosts)
     assert compress(expand(expr)) == expr
 
 
+@settings(deadline=None)
 @given(st.lists(_hosts(), min_size=1, max_size=5))
 def test_vectorised_expansion_matches_reference(groups):
     """The polars expansion used by read_sacct agrees with hostlist.expand on every expression."""

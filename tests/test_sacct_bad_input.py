@@ -1,7 +1,12 @@
-"""Bad input never gives a traceback or a silent drop: it parses, quarantines, or raises
-IngestError naming the file (and line/field)."""
+"""Bad input never gives a traceback or a silent drop: it parses, quarantines (per record, with
+the reason), or raises IngestError naming the file (and line/field). Counts are checked
+against the inputs the tests build, whose records and bad rows are known."""
 
 from __future__ import annotations
+
+import gzip
+import json
+import zlib
 
 import polars as pl
 import pytest
@@ -10,6 +15,9 @@ from hypothesis import strategies as st
 
 from reliability.errors import IngestError
 from reliability.ingest import read_sacct
+from reliability.ingest._bounds import MAX_ACCELERATORS_PER_JOB, MAX_HOSTLIST_NODES
+from reliability.ingest._compressed import MAX_RATIO, RATIO_CHECK_AFTER
+from reliability.ingest.slurm_fields import SACCT_EXPORT_COMMAND
 
 HEADER = "JobID|JobName|State|ExitCode|Submit|Start|End|NNodes|AllocTRES|NodeList|Cluster"
 ROWS = [
@@ -18,6 +26,7 @@ ROWS = [
     "11|eval|FAILED|1:0|2025-01-01T00:00:00|2025-01-01T00:02:00|2025-01-01T00:03:00|1|gres/gpu:h100=8|n03|c",
     "12_3|sweep|NODE_FAIL|0:0|2025-01-01T00:00:00|2025-01-01T00:02:00|2025-01-01T00:09:00|1|gres/gpu=1|n04|c",
 ]
+SEP = HEADER.count("|")
 
 
 def _write(tmp_path, text: str | bytes, name="in.psv"):
@@ -26,15 +35,9 @@ def _write(tmp_path, text: str | bytes, name="in.psv"):
     return p
 
 
-def _ok(path, **kw):
-    r = read_sacct(path, tz="UTC", **kw)
-    assert r.rows_read == r.rows_kept + r.rows_quarantined
-    return r
-
-
 def test_clean_file(tmp_path):
-    r = _ok(_write(tmp_path, "\n".join([HEADER, *ROWS]) + "\n"))
-    assert (r.rows_read, r.rows_quarantined) == (4, 0)
+    r = read_sacct(_write(tmp_path, "\n".join([HEADER, *ROWS]) + "\n"), tz="UTC")
+    assert (r.rows_read, r.rows_kept, r.rows_quarantined) == (len(ROWS), len(ROWS), 0)
     jobs = r.tables["jobs"]
     assert jobs.get_column("n_accelerators").to_list() == [16, 8, 1]  # typed TRES summed too
     assert jobs.get_column("nodes").to_list() == [["n01", "n02"], ["n03"], ["n04"]]
@@ -42,9 +45,8 @@ def test_clean_file(tmp_path):
 
 def test_truncated_last_record(tmp_path):
     text = "\n".join([HEADER, *ROWS])[:-40]  # cut inside the last record
-    r = _ok(_write(tmp_path, text))
-    assert r.rows_read == 4
-    assert r.rows_quarantined == 1
+    r = read_sacct(_write(tmp_path, text), tz="UTC")
+    assert (r.rows_read, r.rows_kept, r.rows_quarantined) == (4, 3, 1)
     assert r.quarantine.item(0, "line_no") == 5
     assert "truncated" in r.quarantine.item(0, "reason")
 
@@ -61,9 +63,8 @@ def test_binary_garbage_after_header_is_quarantined(tmp_path):
         + b"\x00\xff\xfe|||\x01\n"
         + (ROWS[2] + "\n").encode()
     )
-    r = _ok(_write(tmp_path, data))
-    assert r.rows_kept == 2
-    assert r.rows_quarantined == 1
+    r = read_sacct(_write(tmp_path, data), tz="UTC")
+    assert (r.rows_read, r.rows_kept, r.rows_quarantined) == (3, 2, 1)
     assert r.quarantine.item(0, "line_no") == 3
 
 
@@ -73,6 +74,18 @@ def test_wrong_delimiter(tmp_path, sep):
     with pytest.raises(IngestError, match="wrong delimiter") as err:
         read_sacct(p, tz="UTC")
     assert err.value.line == 1
+
+
+def test_yaml_export_is_refused_with_what_to_do(tmp_path):
+    p = _write(
+        tmp_path, "---\nmeta:\n  plugin:\n    type: openapi/dbv0.0.38\njobs:\n- account: bio\n"
+    )
+    with pytest.raises(IngestError, match="YAML is not read: export with --parsable2 or --json"):
+        read_sacct(p, tz="UTC")
+    gz = _write(tmp_path, gzip.compress(p.read_bytes()), name="sacct.yaml.gz")
+    with pytest.raises(IngestError, match="YAML is not read") as err:
+        read_sacct(gz, tz="UTC")
+    assert SACCT_EXPORT_COMMAND in str(err.value)
 
 
 def test_empty_file(tmp_path):
@@ -85,27 +98,52 @@ def test_unreadable_file(tmp_path):
         read_sacct(tmp_path / "missing.psv", tz="UTC")
 
 
-def test_duplicated_header_lines(tmp_path):
-    r = _ok(_write(tmp_path, "\n".join([HEADER, ROWS[0], HEADER, ROWS[2]])))
-    assert r.tables["jobs"].height == 2
-    assert r.rows_quarantined == 0
-    assert any("2 header lines" in n for n in r.notes)
+def test_repeated_header_lines(tmp_path):
+    r = read_sacct(_write(tmp_path, "\n".join([HEADER, ROWS[0], HEADER, ROWS[2]])), tz="UTC")
+    assert r.tables["jobs"].get_column("job_id").to_list() == ["10", "11"]
+    assert (r.rows_read, r.rows_quarantined) == (2, 0)
+    assert any("line 3: repeated header line skipped" in n for n in r.notes)
 
 
 def test_mixed_slurm_versions_concatenated(tmp_path):
     """Two exports with different fields (e.g. an old and a new Slurm) in one file."""
     old = "JobID|State|Submit|Start|End|NodeList|Cluster\n11|FAILED|2025-01-01T00:00:00|2025-01-01T00:02:00|2025-01-01T00:03:00|n03|c\n"
-    r = _ok(_write(tmp_path, "\n".join([HEADER, ROWS[0]]) + "\n" + old))
+    r = read_sacct(_write(tmp_path, "\n".join([HEADER, ROWS[0]]) + "\n" + old), tz="UTC")
     jobs = r.tables["jobs"]
     assert jobs.get_column("job_id").to_list() == ["10", "11"]
     assert jobs.get_column("name").to_list() == ["train", None]
+    assert any("2 header lines" in n for n in r.notes)
+
+
+def test_exact_duplicates_count_once(tmp_path):
+    """Three identical lines are one record (plus two quarantined repeats), not three
+    attempts; a record that differs in one byte is not a duplicate."""
+    other = ROWS[2].replace("FAILED|1:0", "FAILED|2:0")
+    lines = [HEADER, ROWS[2], ROWS[0], ROWS[2], ROWS[2], other]
+    r = read_sacct(_write(tmp_path, "\n".join(lines)), tz="UTC")
+    assert (r.rows_read, r.rows_kept, r.rows_quarantined) == (5, 3, 2)
+    assert dict(r.quarantine.select("line_no", "reason").iter_rows()) == {
+        4: "exact duplicate of line 2",
+        5: "exact duplicate of line 2",
+    }
+    assert r.quarantine.get_column("raw").to_list() == [ROWS[2], ROWS[2]]
+    jobs = r.tables["jobs"].filter(pl.col("job_id") == "11").sort("attempt")
+    assert jobs.get_column("exit_code").to_list() == [1, 2]  # two attempts, not four
 
 
 def test_non_utf8_job_name_is_kept(tmp_path):
     data = (HEADER + "\n").encode() + ROWS[0].replace("train", "tr\xe4in").encode("latin-1")
-    r = _ok(_write(tmp_path, data))
+    r = read_sacct(_write(tmp_path, data), tz="UTC")
     assert r.tables["jobs"].item(0, "name") == "tr\ufffdin"
     assert any("not valid UTF-8" in n for n in r.notes)
+
+
+def test_utf16_export_is_decoded(tmp_path):
+    text = "\n".join([HEADER, *ROWS]) + "\n"
+    plain = read_sacct(_write(tmp_path, text), tz="UTC")
+    wide = read_sacct(_write(tmp_path, text.encode("utf-16"), "w.psv"), tz="UTC")
+    assert wide.tables["jobs"].equals(plain.tables["jobs"])
+    assert any("UTF-16" in n for n in wide.notes)
 
 
 def test_pipe_and_html_in_job_name(tmp_path):
@@ -113,36 +151,77 @@ def test_pipe_and_html_in_job_name(tmp_path):
         ROWS[0].replace("|train|", "|a|b<td>|c|"),
         ROWS[2].replace("|eval|", "|<script>x</script>|"),
     ]
-    r = _ok(_write(tmp_path, "\n".join([HEADER, *rows])))
+    r = read_sacct(_write(tmp_path, "\n".join([HEADER, *rows])), tz="UTC")
     assert r.tables["jobs"].get_column("name").to_list() == ["a|b<td>|c", "<script>x</script>"]
 
 
 def test_newline_in_job_name(tmp_path):
     rows = [ROWS[0].replace("|train|", "|line one\nline two|"), ROWS[2]]
-    r = _ok(_write(tmp_path, "\n".join([HEADER, *rows])))
-    assert r.rows_read == 2
+    r = read_sacct(_write(tmp_path, "\n".join([HEADER, *rows])), tz="UTC")
+    assert (r.rows_read, r.rows_kept) == (2, 2)
     assert r.tables["jobs"].item(0, "name") == "line one\nline two"
 
 
 @pytest.mark.parametrize(
     ("bad", "reason"),
     [
-        (("2025-01-01T00:01:00", "2025-13-01T00:01:00"), "field Start: cannot read time"),
+        (("2025-01-01T00:01:00", "2025-13-01T00:01:00"), "field Start: cannot read time '2025-13-01"),
+        (("2025-01-01T00:01:00", "2025-02-30T00:01:00"), "field Start: cannot read time '2025-02-30"),
         (("COMPLETED", "EXPLODED"), "unknown job state 'EXPLODED'"),
         (("0:0", "zero"), "field ExitCode"),
+        (("|0:0|", "|99999999999:0|"), "field ExitCode"),
         (("n[01-02]", "n[02-01]"), "field NodeList: descending range"),
+        (("n[01-02]", "n 01"), "field NodeList: not a hostlist"),
         (("|2|gres", "|two|gres"), "field NNodes"),
         (("2025-01-01T01:00:00", "2024-12-31T00:00:00"), "End 2024-12-31T00:00:00 is before Start"),
     ],
-)
+)  # fmt: skip
 def test_bad_fields_are_quarantined_with_reason(tmp_path, bad, reason):
     rows = [ROWS[0].replace(*bad), ROWS[2]]
-    r = _ok(_write(tmp_path, "\n".join([HEADER, *rows])))
-    assert r.rows_quarantined == 1
-    assert r.rows_kept == 1
+    r = read_sacct(_write(tmp_path, "\n".join([HEADER, *rows])), tz="UTC")
+    assert (r.rows_read, r.rows_kept, r.rows_quarantined) == (2, 1, 1)
     assert reason in r.quarantine.item(0, "reason"), r.quarantine.item(0, "reason")
     assert r.quarantine.item(0, "line_no") == 2
     assert r.quarantine.item(0, "raw") == rows[0]
+
+
+@pytest.mark.parametrize(
+    ("bad", "reason"),
+    [
+        # a Submit of year 0, and an epoch in year 248,073
+        (("|2025-01-01T00:00:00|2025-01-01T00:01:00", "|0000-01-01T00:00:00|2025-01-01T00:01:00"),
+         "field Submit: time '0000-01-01T00:00:00' is outside 1990-2200"),
+        (("|2025-01-01T00:00:00|2025-01-01T00:01:00", "|7766368588800|2025-01-01T00:01:00"),
+         "field Submit: time '7766368588800' is outside 1990-2200"),
+        (("|2025-01-01T00:00:00|2025-01-01T00:01:00", "|99999999999999999999999|2025-01-01T00:01:00"),
+         "field Submit: cannot read time"),
+        (("T01:00:00|2|", "T01:00:00|99999999999|"), "field NNodes: 99999999999 nodes is more than"),
+        (("T01:00:00|2|", "T01:00:00|999999999999999999999999|"), "field NNodes: not a count"),
+        (("gres/gpu=16", f"gres/gpu={2**32}"), f"the GPU count is more than {MAX_ACCELERATORS_PER_JOB:,}"),
+        (("gres/gpu=16", "gres/gpu=99999999999999999999999"), "does not fit 64 bits"),
+        (("n[01-02]", "node[1-100000000]"), f"more than the {MAX_HOSTLIST_NODES:,}"),
+        (("n[01-02]", "r[1-100000]n[1-100000]"), "names 10,000,000,000 hosts"),
+        (("n[01-02]", "n[1-99999999999999999999999]"), "host number too long"),
+    ],
+)  # fmt: skip
+def test_poison_values_are_quarantined_per_row(tmp_path, bad, reason):
+    """One poison value quarantines its row with the reason; the other rows are unaffected."""
+    rows = [ROWS[0].replace(*bad), *ROWS[1:]]
+    assert rows[0] != ROWS[0]
+    clean = read_sacct(_write(tmp_path, "\n".join([HEADER, *ROWS]), "c.psv"), tz="UTC")
+    r = read_sacct(_write(tmp_path, "\n".join([HEADER, *rows])), tz="UTC")
+    assert (r.rows_read, r.rows_kept, r.rows_quarantined) == (4, 3, 1)
+    assert reason in r.quarantine.item(0, "reason"), r.quarantine.item(0, "reason")
+    assert r.quarantine.item(0, "line_no") == 2
+    assert r.tables["jobs"].equals(clean.tables["jobs"].slice(1))
+    assert r.tables["job_steps"].equals(clean.tables["job_steps"])
+
+
+def test_poison_time_limit(tmp_path):
+    row = ROWS[2].replace("|c", "|c|99999999999-00:00:00")
+    r = read_sacct(_write(tmp_path, "\n".join([HEADER + "|Timelimit", row])), tz="UTC")
+    assert r.rows_quarantined == 1
+    assert "field Timelimit" in r.quarantine.item(0, "reason")
 
 
 def test_dst_gap_is_quarantined_not_shifted(tmp_path):
@@ -152,6 +231,97 @@ def test_dst_gap_is_quarantined_not_shifted(tmp_path):
     r = read_sacct(_write(tmp_path, "\n".join([HEADER, row])), tz="America/New_York")
     assert r.rows_quarantined == 1
     assert "field Start" in r.quarantine.item(0, "reason")
+    assert "daylight-saving gap" in r.quarantine.item(0, "reason")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"tz": "Mars/Olympus"}, r"unknown time zone 'Mars/Olympus' \(option tz=\)"),
+        ({"tz": ""}, "option tz= must be an IANA time zone name"),
+        ({"tz": "UTC", "fields": []}, "option fields= must list"),
+        ({"tz": "UTC", "fields": ["JobID", "State"]}, "option fields= lacks the required field Submit"),
+        ({"tz": "UTC", "fields": ["JobID", "State", "Submit", "State"]}, "option fields= names a field twice"),
+        ({"tz": "UTC", "cluster": ""}, "option cluster= must be a non-empty name"),
+        ({"tz": "UTC", "window_end": "2025-13-01"}, "option window_end="),
+    ],
+)  # fmt: skip
+def test_option_errors_name_the_option(tmp_path, kwargs, match):
+    """Errors name the option as it was passed (tz=, fields=), which front ends respell."""
+    p = _write(tmp_path, "\n".join([HEADER, *ROWS]))
+    with pytest.raises(IngestError, match=match):
+        read_sacct(p, **kwargs)
+
+
+def test_gzip_input_reads_like_plain(tmp_path):
+    text = ("\n".join([HEADER, *ROWS]) + "\n").encode()
+    plain = read_sacct(_write(tmp_path, text), tz="UTC")
+    gz = read_sacct(_write(tmp_path, gzip.compress(text), "s.psv.gz"), tz="UTC")
+    two = read_sacct(_write(tmp_path, gzip.compress(text[:200]) + gzip.compress(text[200:]), "m.gz"), tz="UTC")  # fmt: skip
+    for other in (gz, two):
+        assert other.tables["jobs"].equals(plain.tables["jobs"])
+        assert other.tables["job_steps"].equals(plain.tables["job_steps"])
+
+
+def test_corrupt_and_truncated_gzip_are_clear_errors(tmp_path):
+    data = gzip.compress(("\n".join([HEADER, *ROWS]) + "\n").encode())
+    with pytest.raises(IngestError, match="corrupt gzip file"):
+        read_sacct(_write(tmp_path, data[: len(data) // 2], "t.gz"), tz="UTC")
+    broken = data[:20] + bytes(b ^ 0xFF for b in data[20:40]) + data[40:]
+    with pytest.raises(IngestError, match="corrupt gzip file"):
+        read_sacct(_write(tmp_path, broken, "b.gz"), tz="UTC")
+
+
+def test_gzip_bomb_is_refused(tmp_path):
+    """A header line followed by 96 MiB of one repeated record compresses about 1000:1: the
+    ratio guard refuses it once RATIO_CHECK_AFTER bytes are out (the peak memory of this is
+    measured in test_sacct_memory)."""
+    line = ROWS[2].encode() + b"\n"
+    comp = zlib.compressobj(9, zlib.DEFLATED, 31)
+    out = [comp.compress(HEADER.encode() + b"\n")]
+    chunk = line * (1 << 20 // len(line))
+    total = 0
+    while total < RATIO_CHECK_AFTER + (32 << 20):
+        out.append(comp.compress(chunk))
+        total += len(chunk)
+    out.append(comp.flush())
+    data = b"".join(out)
+    assert total / len(data) > MAX_RATIO
+    with pytest.raises(IngestError, match=f"inflates more than {MAX_RATIO}:1"):
+        read_sacct(_write(tmp_path, data, "bomb.psv.gz"), tz="UTC")
+
+
+def _valid_rows(n: int) -> list[str]:
+    return [
+        f"{100 + i}|job{i}|COMPLETED|0:0|2025-01-01T00:00:00|2025-01-01T00:01:00|"
+        f"2025-01-01T01:00:00|1|gres/gpu=8|n{i:03d}|c"
+        for i in range(n)
+    ]
+
+
+_junk_field = st.text(alphabet=st.sampled_from(list("abcXYZ :-_.[],01")), max_size=12)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.data())
+def test_fuzz_known_records_and_bad_rows(tmp_path, data):
+    """Valid records mixed with malformed ones of the header's field count: exactly the
+    valid ones are kept (and unchanged), exactly the malformed ones quarantined, by line."""
+    n_good = data.draw(st.integers(1, 12))
+    good = _valid_rows(n_good)
+    bad = [
+        "|".join(["x" + data.draw(_junk_field), *(data.draw(_junk_field) for _ in range(SEP))])
+        for _ in range(data.draw(st.integers(0, 6)))
+    ]
+    order = data.draw(st.permutations([*good, *bad]))
+    r = read_sacct(_write(tmp_path, "\n".join([HEADER, *order])), tz="UTC")
+    bad_lines = sorted(i + 2 for i, row in enumerate(order) if row in bad)
+    assert (r.rows_read, r.rows_kept, r.rows_quarantined) == (len(order), n_good, len(bad))
+    assert r.quarantine.get_column("line_no").to_list() == bad_lines
+    clean = read_sacct(_write(tmp_path, "\n".join([HEADER, *good]), "c.psv"), tz="UTC")
+    assert r.tables["jobs"].sort("job_id").equals(clean.tables["jobs"].sort("job_id"))
 
 
 _line = st.text(
@@ -164,13 +334,18 @@ _line = st.text(
 )
 @given(st.lists(_line, max_size=12))
 def test_fuzz_lines_after_header(tmp_path, lines):
-    """Arbitrary lines under a valid header: every one is kept or quarantined, none lost."""
+    """Arbitrary lines under a valid header: no traceback; the records read are at most the
+    non-blank lines (continuation lines join records, never vanish: each quarantined row
+    names a distinct line of the input)."""
     p = _write(tmp_path, "\n".join([HEADER, *lines]))
-    r = _ok(p)
+    r = read_sacct(p, tz="UTC")
     data_lines = [x for x in lines if x.strip()]
-    assert r.rows_read <= len(data_lines)  # continuation lines join records, never vanish
-    kept = r.tables["jobs"].height + r.tables["job_steps"].height
-    assert kept == r.rows_kept
+    assert r.rows_read <= len(data_lines)
+    q_lines = r.quarantine.get_column("line_no").to_list()
+    assert len(set(q_lines)) == len(q_lines)
+    assert all(2 <= ln <= len(lines) + 1 for ln in q_lines)
+    texts = [lines[ln - 2] for ln in q_lines]
+    assert all(t and raw.startswith(t) for t, raw in zip(texts, r.quarantine["raw"], strict=True))
 
 
 @settings(
@@ -178,17 +353,14 @@ def test_fuzz_lines_after_header(tmp_path, lines):
 )
 @given(st.binary(max_size=400))
 def test_fuzz_bytes(tmp_path, data):
-    """Any bytes: a ReadResult with consistent counts, or IngestError; nothing else."""
+    """Any bytes: a ReadResult, or IngestError naming the file; nothing else."""
     p = _write(tmp_path, data)
-    error: IngestError | None = None
+    error = ""
     try:
-        r = read_sacct(p, tz="UTC", cluster="c")
+        read_sacct(p, tz="UTC", cluster="c")
     except IngestError as exc:
-        error = exc
-    if error is not None:
-        assert str(p) in str(error)
-    else:
-        assert r.rows_read == r.rows_kept + r.rows_quarantined
+        error = str(exc)
+    assert not error or str(p) in error
 
 
 @settings(
@@ -196,36 +368,59 @@ def test_fuzz_bytes(tmp_path, data):
 )
 @given(st.data())
 def test_fuzz_mutated_real_rows(tmp_path, data):
-    """Valid rows with random edits: each record is kept (and then valid) or quarantined."""
-    rows = []
+    """Valid rows with random edits: each record is kept (and then valid) or quarantined; the
+    rows left untouched are kept as they are."""
+    rows, touched = [], []
     for row in ROWS:
         i = data.draw(st.integers(0, len(row)))
         junk = data.draw(st.text(alphabet="|\n x9-:[]", max_size=3))
-        rows.append(row[:i] + junk + row[i + data.draw(st.integers(0, 3)) :])
-    r = _ok(_write(tmp_path, "\n".join([HEADER, *rows])))
+        cut = data.draw(st.integers(0, 3))
+        new = row[:i] + junk + row[i + cut :]
+        rows.append(new)
+        touched.append(new != row)
+    r = read_sacct(_write(tmp_path, "\n".join([HEADER, *rows])), tz="UTC")
     jobs = r.tables["jobs"]
     assert jobs.filter(pl.col("start_time") > pl.col("end_time")).height == 0
     assert jobs.filter(pl.col("submit_time") > pl.col("start_time")).height == 0
+    assert r.rows_read <= sum(x.count("\n") + 1 for x in rows)
+    untouched_ids = {ROWS[k].split("|", 1)[0] for k in range(len(ROWS)) if not touched[k]}
+    kept_ids = set(jobs.get_column("job_id")) | {
+        f"{j}.{s}" for j, s in r.tables["job_steps"].select("job_id", "step").iter_rows()
+    }
+    # an untouched record next to a mangled one may be swallowed by it only into quarantine
+    q_raw = "\n".join(r.quarantine.get_column("raw").to_list())
+    for jid in untouched_ids:
+        assert jid in kept_ids or jid in q_raw
+
+
+def _json_job(job_id: int, **over):
+    t0 = 1735689600  # 2025-01-01T00:00:00Z
+    job = {"cluster": "c", "job_id": job_id, "name": "x", "state": {"current": ["COMPLETED"]},
+           "time": {"submission": t0, "start": t0 + 100, "end": t0 + 200,
+                    "limit": {"set": True, "infinite": True, "number": 0}},
+           "nodes": "n[1-2]", "allocation_nodes": 2,
+           "exit_code": {"status": ["SUCCESS"], "return_code": {"set": True, "number": 0}},
+           "tres": {"allocated": [{"type": "gres", "name": "gpu:h100", "count": 8},
+                                  {"type": "gres", "name": "gpu:h100", "count": 8}]},
+           "steps": [{"step": {"id": f"{job_id}.batch", "name": "batch"}, "state": "COMPLETED",
+                      "time": {"start": t0 + 100, "end": t0 + 200},
+                      "nodes": {"count": 1, "list": ["n1"]},
+                      "exit_code": {"status": "SUCCESS", "return_code": 0}}]}  # fmt: skip
+    job.update(over)
+    return job
 
 
 def test_json_bad_input(tmp_path):
-    good = {"cluster": "c", "job_id": 5, "name": "x", "state": {"current": ["COMPLETED"]},
-            "time": {"submission": 100, "start": 200, "end": 300, "limit": {"set": True, "infinite": True, "number": 0}},
-            "nodes": "n[1-2]", "allocation_nodes": 2, "exit_code": {"status": ["SUCCESS"], "return_code": {"set": True, "number": 0}},
-            "tres": {"allocated": [{"type": "gres", "name": "gpu:h100", "count": 8}, {"type": "gres", "name": "gpu:h100", "count": 8}]},
-            "steps": [{"step": {"id": "5.batch", "name": "batch"}, "state": "COMPLETED", "time": {"start": 200, "end": 300},
-                       "nodes": {"count": 1, "list": ["n1"]}, "exit_code": {"status": "SUCCESS", "return_code": 0}}]}  # fmt: skip
-    bad_state = {**good, "job_id": 6, "state": {"current": "EXPLODED"}}
-    bad_order = {**good, "job_id": 7, "time": {"submission": 400, "start": 200, "end": 300}}
-    import json
-
-    p = tmp_path / "s.json"
-    p.write_text(
-        json.dumps(
-            {"meta": {"plugin": {"type": "openapi/slurmdbd"}}, "jobs": [good, bad_state, bad_order]}
-        )
+    good = _json_job(5)
+    bad_state = _json_job(6, state={"current": "EXPLODED"})
+    bad_order = _json_job(
+        7, time={"submission": 1735689600, "start": 1735689900, "end": 1735689700}
     )
+    p = tmp_path / "s.json"
+    p.write_text(json.dumps({"meta": {"plugin": {"type": "openapi/slurmdbd"}},
+                             "jobs": [good, bad_state, bad_order]}))  # fmt: skip
     r = read_sacct(p)
+    # 3 job records + the 1 step of the one accepted job
     assert (r.rows_read, r.rows_kept, r.rows_quarantined) == (4, 2, 2)
     job = r.tables["jobs"].row(0, named=True)
     # newer JSON shapes: wrapped numbers, list states, infinite limit, typed GPU TRES summed
@@ -245,6 +440,44 @@ def test_json_bad_input(tmp_path):
         read_sacct(tmp_path / "u.json")
 
 
+def test_json_deeply_nested_is_a_clear_error(tmp_path):
+    p = tmp_path / "deep.json"
+    p.write_text('{"jobs": [' + "[" * 100_000 + "]" * 100_000 + "]}")
+    with pytest.raises(IngestError, match="nested too deeply"):
+        read_sacct(p)
+
+
+@pytest.mark.parametrize(
+    ("over", "reason"),
+    [
+        ({"time": "yesterday"}, "time must be an object"),
+        ({"time": {"submission": "soon"}}, "expected a number"),
+        ({"time": {"submission": 7766368588800}}, "outside 1990-2200"),
+        ({"tres": {"allocated": [{"type": "gres", "name": "gpu", "count": 2**32}]}}, "GPU count"),
+        ({"tres": {"allocated": "gpu=8"}}, "tres.allocated must be a list"),
+        ({"nodes": ["n1"]}, "nodes must be a hostlist string"),
+        ({"nodes": "r[1-100000]n[1-100000]"}, "10,000,000,000 hosts"),
+        ({"allocation_nodes": 10**30}, "does not fit 64 bits"),
+        ({"steps": {"0": {}}}, "steps must be a list"),
+        ({"steps": [7]}, "a step must be an object"),
+        ({"array": [1, 2]}, "array must be an object"),
+        ({"name": {"x": 1}}, "expected a string"),
+    ],
+)
+def test_json_wrong_shapes_are_quarantined_naming_the_record(tmp_path, over, reason):
+    p = tmp_path / "s.json"
+    jobs = [_json_job(5), _json_job(6, **over), _json_job(7)]
+    p.write_text(json.dumps({"jobs": jobs, "meta": {}}))
+    r = read_sacct(p)
+    assert r.tables["jobs"].get_column("job_id").to_list() == ["5", "7"]
+    assert r.quarantine.get_column("line_no").to_list() == [2]
+    assert r.quarantine.item(0, "reason").startswith("record 2: ")
+    assert reason in r.quarantine.item(0, "reason")
+    (tmp_path / "n.json").write_text(json.dumps({"jobs": [_json_job(5), "a string", None, 3]}))
+    r = read_sacct(tmp_path / "n.json")
+    assert (r.rows_read, r.rows_kept, r.rows_quarantined) == (5, 2, 3)
+
+
 @pytest.mark.parametrize(
     ("text", "seconds"),
     [("1-12:00:00", 129600), ("00:05:00", 300), ("05:00", 300), ("00:00.005", 0), ("7-00:00:00", 604800),
@@ -252,7 +485,7 @@ def test_json_bad_input(tmp_path):
 )  # fmt: skip
 def test_duration_forms(tmp_path, text, seconds):
     row = ROWS[2].replace("|c", f"|c|{text}")
-    r = _ok(_write(tmp_path, "\n".join([HEADER + "|Timelimit", row])))
+    r = read_sacct(_write(tmp_path, "\n".join([HEADER + "|Timelimit", row])), tz="UTC")
     assert r.rows_quarantined == 0
     assert r.tables["jobs"].item(0, "time_limit_s") == seconds
 
@@ -263,9 +496,35 @@ def test_collapsed_pending_array_ids(tmp_path):
         "129_[1-5]|held|CANCELLED by 0|0:0|2025-01-01T00:00:00|None|2025-01-01T00:05:00|1||None assigned|c",
         "45+1.0|het|COMPLETED|0:0|2025-01-01T00:00:00|2025-01-01T00:00:01|2025-01-01T00:00:02|1||n1|c",
     ]
-    r = _ok(_write(tmp_path, "\n".join([HEADER, *rows])))
+    r = read_sacct(_write(tmp_path, "\n".join([HEADER, *rows])), tz="UTC")
     jobs = r.tables["jobs"]
     assert jobs.get_column("job_id").to_list() == ["53_[11-20%2]", "129_[1-5]"]
     assert jobs.get_column("nodes").to_list() == [[], []]
     assert jobs.get_column("start_time").to_list() == [None, None]
     assert r.tables["job_steps"].select("job_id", "step").row(0) == ("45+1", "0")
+
+
+def test_cpu_only_jobs_have_zero_gpus(tmp_path):
+    """No gres/gpu in AllocTRES (nor ReqTRES): 0 accelerators, never 1."""
+    rows = [
+        ROWS[0].replace("gres/gpu=16", "billing=4,cpu=4,mem=1G,node=1"),
+        ROWS[2].replace("gres/gpu:h100=8", ""),
+    ]
+    r = read_sacct(_write(tmp_path, "\n".join([HEADER, *rows])), tz="UTC")
+    assert r.tables["jobs"].get_column("n_accelerators").to_list() == [0, 0]
+    req = "JobID|State|Submit|AllocTRES|ReqTRES|Cluster\n7|PENDING|2025-01-01T00:00:00||cpu=2,gres/gpu=2|c\n8|PENDING|2025-01-01T00:00:00||cpu=2|c"
+    r = read_sacct(_write(tmp_path, req, "r.psv"), tz="UTC")
+    assert r.tables["jobs"].get_column("n_accelerators").to_list() == [2, 0]
+
+
+def test_long_line_is_quarantined_without_holding_it(tmp_path, monkeypatch):
+    from reliability.ingest import _sacct_io
+
+    monkeypatch.setattr(_sacct_io, "MAX_LINE_BYTES", 4096)
+    monkeypatch.setattr(_sacct_io, "BLOCK_BYTES", 1024)
+    rows = [ROWS[0], "11|" + "x" * 20_000 + "|FAILED", ROWS[2]]
+    r = read_sacct(_write(tmp_path, "\n".join([HEADER, *rows])), tz="UTC")
+    assert (r.rows_read, r.rows_kept, r.rows_quarantined) == (3, 2, 1)
+    assert r.quarantine.item(0, "line_no") == 3
+    assert "longer than any sacct record" in r.quarantine.item(0, "reason")
+    assert len(r.quarantine.item(0, "raw")) <= 4096

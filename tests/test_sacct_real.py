@@ -1,20 +1,27 @@
 """read_sacct on real Slurm 22.05.8 output (../shared/data/slurm-real-run1), checked against
-the same run's `sacct --json` export, an independent rendering of the same database."""
+independent renderings of the same database: the run's `sacct --json` export, a plain Python
+count of the records in each file, and the run's manifest (what each job id was meant to do).
+
+Run 1's job ids differ from the README's (written for run 2): in run 1 the resized job is 120
+(`resize_shrink` in manifest.tsv), the prolog failure 121, the admin requeues 16 and 17.
+"""
 
 from __future__ import annotations
 
 import gzip
 import json
+import re
 from collections import Counter
 from datetime import UTC, datetime
 
 import polars as pl
 import pytest
 
-from reliability.datasets import sample_files
 from reliability.errors import IngestError
 from reliability.ingest import read_sacct
+from reliability.ingest.slurm_fields import SACCT_EXPORT_COMMAND
 
+#: every complete `sacct --parsable2` export of run 1 (all fields the reader needs)
 PARSABLE2 = [
     "sacct_broad.psv",
     "sacct_broad_allocations.psv",
@@ -23,11 +30,27 @@ PARSABLE2 = [
     "sacct_broad_duplicates_by_jobid.psv",
     "sacct_broad_duplicates_noconvert.psv",
     "sacct_broad_duplicates_epoch.psv",
+    "sacct_broad_duplicates_TZ_America_New_York.psv",
 ]
+SNAPSHOTS = ["final_snapshot", "inflight_snapshot"]
+_JOBID = re.compile(r"\d+(_(\d+|\[[^\]|]*\]))?(\+\d+)?(\.[\w-]+)?")
 
 
-def _json_jobs(run1):
-    data = json.loads(gzip.decompress((run1 / "sacct.json.gz").read_bytes()))
+def _zone(name: str) -> str | None:
+    if "epoch" in name:
+        return None
+    return "America/New_York" if "New_York" in name else "UTC"
+
+
+def _count_records(path) -> int:
+    """Records in an export by a plain Python rule: lines after the header whose first field
+    is a job id (continuation lines of a name with a newline start with the name's text)."""
+    lines = path.read_text(encoding="utf-8", errors="replace").split("\n")[1:]
+    return sum(1 for line in lines if _JOBID.fullmatch(line.split("|", 1)[0]))
+
+
+def _json_jobs(path):
+    data = json.loads(gzip.decompress(path.read_bytes()))
     out = []
     for j in data["jobs"]:
         if j["array"]["task_id"] is not None:
@@ -39,39 +62,98 @@ def _json_jobs(run1):
         start = j["time"]["start"]
         out.append({"job_id": jid, "state": j["state"]["current"], "name": j["name"],
                     "start": datetime.fromtimestamp(start, UTC) if start else None,
+                    "submit": datetime.fromtimestamp(j["time"]["submission"], UTC),
                     "steps": len(j["steps"])})  # fmt: skip
     return out
 
 
 @pytest.mark.parametrize("name", PARSABLE2)
-@pytest.mark.parametrize("snapshot", ["final_snapshot", "inflight_snapshot"])
-def test_every_parsable2_export_reads(shared, snapshot, name):
-    r = read_sacct(shared / "slurm-real-run1" / snapshot / name, tz="UTC")
-    assert r.rows_read == r.rows_kept + r.rows_quarantined
-    assert r.tables["jobs"].height > 100
-    # the only record refused is the resized job's second record (Start before Submit)
-    assert r.quarantine.height == 1
-    assert "is after Start" in r.quarantine.item(0, "reason")
-    assert r.quarantine.item(0, "raw").startswith("120|")
+@pytest.mark.parametrize("snapshot", SNAPSHOTS)
+def test_every_complete_export_reads_without_quarantine(shared, snapshot, name):
+    """Real, clean Slurm output (resized job, requeues, names with '|' and newlines) keeps
+    every record: the count made by a plain Python rule, nothing quarantined (what --strict
+    checks)."""
+    path = shared / "slurm-real-run1" / snapshot / name
+    r = read_sacct(path, tz=_zone(name))
+    assert r.rows_read == _count_records(path)
+    assert r.rows_quarantined == 0, r.quarantine.get_column("reason").to_list()
+    assert r.rows_kept == r.tables["jobs"].height + r.tables["job_steps"].height
+
+
+@pytest.mark.parametrize("snapshot", SNAPSHOTS)
+def test_strict_ingest_of_every_complete_export(shared, tmp_path, snapshot):
+    """`--strict` (any quarantined row fails the ingest) passes on every complete export."""
+    from reliability import Dataset
+
+    folder = shared / "slurm-real-run1" / snapshot
+    ds = Dataset(tmp_path / "ds")
+    for name in PARSABLE2:
+        ds.ingest("slurm", [folder / name], tz=_zone(name), strict=True)
+    ds.ingest("slurm", [folder / "sacct.json.gz"], strict=True)
+    assert ds.jobs.height > 100
 
 
 def test_matches_json_export(run1):
-    """Records, states, job ids, start times and step counts agree with `sacct --json`."""
-    expected = _json_jobs(run1)
+    """Records, states, job ids, submit and start times and step counts agree with
+    `sacct --json`, record for record (the resize segment's start is the resize time)."""
+    expected = _json_jobs(run1 / "sacct.json.gz")
     r = read_sacct(run1 / "sacct_broad_duplicates.psv", tz="UTC")
     jobs = r.tables["jobs"]
-    # 126 allocation records + 262 steps in the JSON; one allocation record is quarantined
     assert r.rows_read == len(expected) + sum(e["steps"] for e in expected)
-    assert jobs.height == len(expected) - 1
+    assert jobs.height == len(expected)
     assert r.tables["job_steps"].height == sum(e["steps"] for e in expected)
-    quarantined = r.quarantine.filter(~pl.col("raw").str.contains(r"^\d+[_+\d]*\."))
     got_states = Counter(jobs.get_column("state").cast(pl.String).to_list())
-    got_states["COMPLETED"] += quarantined.height  # the refused resize record is COMPLETED
     assert got_states == Counter(e["state"] for e in expected)
-    got = {(j, s) for j, s in jobs.select("job_id", "start_time").iter_rows()}
-    want = {(e["job_id"], e["start"]) for e in expected}
-    # the refused resize record shares job id and start time with the kept one
-    assert got == want
+    # a resized job's later record starts (as a segment) when it was resubmitted
+    want = {(e["job_id"], max(e["start"], e["submit"]) if e["start"] else None) for e in expected}
+    assert set(jobs.select("job_id", "start_time").iter_rows()) == want
+
+
+def test_resized_job_is_two_segments(run1):
+    """Job 120 (manifest: `resize_shrink`, 3 nodes shrunk to 1 with scontrol update NumNodes=1)
+    is a RESIZING segment on its 3 nodes, then the next segment on 1 node from the resize."""
+    r = read_sacct(run1 / "sacct_broad_duplicates.psv", tz="UTC")
+    segs = r.tables["jobs"].filter(pl.col("job_id") == "120").sort("attempt").to_dicts()
+    assert [s["state"] for s in segs] == ["RESIZING", "COMPLETED"]
+    assert [s["nodes"] for s in segs] == [["fat01", "node01", "node02"], ["fat01"]]
+    assert [s["n_nodes"] for s in segs] == [3, 1]
+    # the raw records: RESIZING 01:24:43-01:24:46; then Submit 01:24:46, Start 01:24:43
+    resize = datetime(2026, 11, 30, 1, 24, 46, tzinfo=UTC)
+    assert segs[0]["end_time"] == resize
+    assert segs[1]["submit_time"] == segs[1]["start_time"] == resize
+    assert segs[1]["end_time"] == datetime(2026, 11, 30, 1, 25, 3, tzinfo=UTC)
+    assert any(n.startswith("job 120: resized") for n in r.notes)
+    steps = r.tables["job_steps"].filter(pl.col("job_id") == "120")
+    assert steps.filter(pl.col("state") == "RESIZING").height == 2  # .batch and .extern
+
+
+@pytest.mark.parametrize("snapshot", SNAPSHOTS)
+def test_export_without_duplicates_is_detected(shared, snapshot):
+    """Without --duplicates, requeued jobs show only their last attempt: the notes say so and
+    give the complete command; exports with --duplicates get no such note."""
+    folder = shared / "slurm-real-run1" / snapshot
+    with_d = read_sacct(folder / "sacct_broad_duplicates.psv", tz="UTC").tables["jobs"]
+    # jobs requeued in this run: the job ids that repeat in the --duplicates export (120 is
+    # the resize, not a requeue)
+    requeued = set(
+        with_d.filter(pl.col("job_id").is_duplicated() & (pl.col("job_id") != "120"))
+        .get_column("job_id")
+        .to_list()
+    )
+    assert {"2", "3", "5", "16", "17", "42", "43", "44", "121"} <= requeued
+    for name, detect in [
+        ("sacct_broad.psv", True),
+        ("sacct_broad_allocations.psv", True),
+        ("sacct_broad_duplicates.psv", False),
+        ("sacct_broad_allocations_duplicates.psv", False),
+    ]:
+        notes = [n for n in read_sacct(folder / name, tz="UTC").notes if "--duplicates" in n]
+        assert bool(notes) is detect, name
+        if detect:
+            (note,) = notes
+            assert SACCT_EXPORT_COMMAND in note
+            named = set(re.search(r"\(e\.g\. ([^)]*)\)", note).group(1).split(", "))
+            assert named <= requeued
 
 
 def test_hostile_names_and_repairs(run1):
@@ -106,6 +188,29 @@ def test_states_exit_codes_attempts(run1):
     assert ("45+1", 0) in by
 
 
+def test_gpu_counts_from_tres_and_cpu_only_jobs(run1):
+    """n_accelerators is the gres/gpu count of AllocTRES (ReqTRES for jobs that never got an
+    allocation), and 0, never 1, for CPU-only jobs: checked against a Python parse of the
+    raw fields."""
+    path = run1 / "sacct_broad_duplicates.psv"
+    header, *lines = path.read_text().split("\n")
+    names = header.split("|")
+    want: dict[str, int] = {}
+    for line in lines:
+        parts = line.split("|")
+        if len(parts) != len(names) or "." in parts[0]:
+            continue  # steps, and the few records split by '|' or newlines
+        rec = dict(zip(names, parts, strict=True))
+        tres = rec["AllocTRES"] or rec["ReqTRES"]
+        m = re.search(r"(?:^|,)gres/gpu=(\d+)", tres)
+        want.setdefault(rec["JobID"], int(m.group(1)) if m else 0)
+    jobs = read_sacct(path, tz="UTC").tables["jobs"].filter(pl.col("attempt") == 0)
+    got = dict(jobs.select("job_id", "n_accelerators").iter_rows())
+    assert {j: got[j] for j in want} == want
+    assert sum(v == 0 for v in want.values()) > 50  # most run-1 jobs are CPU-only
+    assert sum(v > 0 for v in want.values()) >= 3
+
+
 def test_time_zones_and_epoch_agree(run1):
     """The same database printed with TZ=America/New_York and as epoch seconds reads the same."""
     utc = read_sacct(run1 / "sacct_broad_duplicates.psv", tz="UTC").tables["jobs"]
@@ -126,6 +231,11 @@ def test_naive_times_need_a_zone(run1):
         read_sacct(run1 / "sacct_broad_duplicates.psv")
 
 
+def test_unknown_zone_is_a_clear_error(run1):
+    with pytest.raises(IngestError, match=r"unknown time zone 'Mars/Olympus' \(option tz=\)"):
+        read_sacct(run1 / "sacct_broad_duplicates.psv", tz="Mars/Olympus")
+
+
 @pytest.mark.parametrize("name", ["sacct_default_parsable.psv", "sacct_long_parsable2.psv"])
 def test_exports_without_times_are_refused_clearly(run1, name):
     with pytest.raises(IngestError) as err:
@@ -133,21 +243,43 @@ def test_exports_without_times_are_refused_clearly(run1, name):
     assert err.value.field == "Submit"
     assert err.value.line == 1
     assert name in str(err.value)
-    assert "--format=" in str(err.value)
+    assert SACCT_EXPORT_COMMAND in str(err.value)
 
 
-def test_gc3pie_noheader_parsable():
-    """Old Slurm (2.6-14.11) --noheader --parsable lines with trailing '|' (the bundled copy,
-    byte-identical to ../shared/data/slurm-sacct-gc3pie/sacct_samples_gc3pie.txt)."""
+@pytest.mark.parametrize("name", ["sacct_default.txt", "sacct_default_duplicates.txt"])
+def test_fixed_width_tables_are_refused_with_the_command(run1, name):
+    with pytest.raises(IngestError) as err:
+        read_sacct(run1 / name, tz="UTC")
+    assert "fixed-width" in str(err.value)
+    assert f"use --parsable2: {SACCT_EXPORT_COMMAND}" in str(err.value)
+    assert err.value.line == 1
+
+
+def test_gc3pie_noheader_parsable(shared):
+    """Old Slurm (2.6-14.11) --noheader --parsable lines with trailing '|', concatenated
+    samples annotated with '#' lines."""
+    path = shared / "slurm-sacct-gc3pie" / "sacct_samples_gc3pie.txt"
     fields = ["JobID", "ExitCode", "State", "NCPUS", "Elapsed", "TotalCPU", "Submit", "Start", "End",
               "MaxRSS", "MaxVMSize"]  # fmt: skip
-    r = read_sacct(sample_files()["gc3pie/sacct_samples_gc3pie.txt"],
-                   fields=fields, cluster="gc3", tz="Europe/Zurich")  # fmt: skip
-    assert r.rows_read == 32 == r.rows_kept + r.rows_quarantined
-    reasons = r.quarantine.get_column("reason").to_list()
+    r = read_sacct(path, fields=fields, cluster="gc3", tz="Europe/Zurich")
+    lines = path.read_text().split("\n")
+    records = [(i, ln) for i, ln in enumerate(lines, 1) if _JOBID.fullmatch(ln.split("|", 1)[0])]
+    assert r.rows_read == len(records) == 32
+    reasons = dict(r.quarantine.select("line_no", "reason").iter_rows())
     # the two relative-time lines ("4 Sep 11:18") and the job whose Submit is after Start
-    assert sum("cannot read time '4 Sep 11:18'" in x for x in reasons) == 2
-    assert sum("is after Start" in x for x in reasons) == 1
+    assert sum("cannot read time '4 Sep 11:18'" in x for x in reasons.values()) == 2
+    assert sum("is after Start" in x for x in reasons.values()) == 1
+    # the samples repeat one line exactly: counted once
+    seen: dict[str, int] = {}
+    repeats = {}
+    for i, ln in records:
+        if ln in seen:
+            repeats[i] = seen[ln]
+        seen.setdefault(ln, i)
+    assert repeats
+    for i, first in repeats.items():
+        assert reasons[i] == f"exact duplicate of line {first}"
+    assert r.rows_quarantined == 3 + len(repeats)
     jobs = r.tables["jobs"]
     assert set(jobs.get_column("state").cast(pl.String)) >= {
         "COMPLETED",
@@ -163,8 +295,8 @@ def test_gc3pie_noheader_parsable():
     assert -2 in r.tables["job_steps"].get_column("exit_code").to_list()
     # all the same job id 123: attempts are numbered by start time
     assert sorted(jobs.get_column("attempt").to_list()) == list(range(jobs.height))
-    assert r.notes
-    assert "n_accelerators set to 0" in r.notes[-1]
+    assert any("n_accelerators set to 0" in n for n in r.notes)
+    assert any("comment line" in n for n in r.notes)
 
 
 def test_json_export_agrees_with_parsable2(run1):
@@ -189,7 +321,7 @@ def test_json_export_agrees_with_parsable2(run1):
     assert known.filter(pl.col("exit_code") != pl.col("exit_code_right")).height == 0
     assert known.filter(pl.col("exit_signal") != pl.col("exit_signal_right")).height == 0
     assert both.filter(pl.col("exit_code").is_null() & (pl.col("exit_code_right") != 0)).height > 10
-    assert "dbv0.0.38" in j.notes[0]
+    assert any("dbv0.0.38" in n for n in j.notes)
     steps = ["job_id", "step", "start_time", "end_time", "state", "nodes"]
     assert (
         j.tables["job_steps"]
@@ -207,8 +339,3 @@ def test_time_limits(run1):
     # "UNLIMITED" (bigmem partition) is no limit: null, and not a quarantine reason
     unlimited = [j for j, v in limits.items() if v is None]
     assert unlimited
-
-
-def test_fixed_width_default_format_is_refused(run1):
-    with pytest.raises(IngestError, match="wrong delimiter ' '"):
-        read_sacct(run1 / "sacct_default.txt", tz="UTC")

@@ -1,153 +1,212 @@
-"""File access for :func:`reliability.ingest.slurm.read_sacct`: the streaming and in-memory
-fast paths for clean exports, and fetching raw lines for the quarantine."""
+"""Byte-level access for :func:`reliability.ingest.slurm.read_sacct`.
+
+The input (plain or gzip, see :mod:`reliability.ingest._compressed`) is read in blocks of
+whole lines of about :data:`BLOCK_BYTES`, so that memory stays bounded whatever the file
+holds. Each block is split into columns by polars' CSV reader (one row per physical line);
+numpy counts the separators, which proves a block clean (every line has exactly the header's
+number of ``|``) or finds the lines that need the record assembly of
+:mod:`reliability.ingest._sacct_records`.
+"""
 
 from __future__ import annotations
 
-import gzip
-from collections.abc import Iterator
+import codecs
+import io
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
-from reliability.ingest.slurm_fields import CHUNK_ROWS, HEADER_FIRST, USED_FIELDS
+from reliability.errors import IngestError
+from reliability.ingest._compressed import ByteStream, open_input, read_all
 
-__all__ = ["StreamFailed", "fast_records", "fetch_lines", "guarded", "head", "stream_records"]
+__all__ = [
+    "BLOCK_BYTES",
+    "MAX_LINE_BYTES",
+    "Block",
+    "LongLine",
+    "block_frame",
+    "count_pipes",
+    "head",
+    "iter_blocks",
+    "line_spans",
+    "line_text",
+    "utf8_stream",
+]
+
+#: bytes read per block (the memory a block's temporary columns take is a few times this)
+BLOCK_BYTES = 64 << 20
+#: a physical line longer than this is quarantined with its first bytes, never held whole
+MAX_LINE_BYTES = 16 << 20
+_RAW_PREFIX = 4096
 
 
-def head(path: str | Path, n: int = 4096) -> bytes:
+def head(path: str | Path, n: int = 65536) -> bytes:
     """The first ``n`` bytes of a file (decompressed if gzip); b"" if unreadable."""
     try:
-        with open(path, "rb") as fh:
-            head = fh.read(n)
-        if head[:2] == b"\x1f\x8b":
-            with gzip.open(path, "rb") as gz:
-                head = gz.read(n)
-    except (OSError, EOFError):
+        stream = open_input(path)
+    except IngestError:
         return b""
-    return head
-
-
-class StreamFailed(Exception):
-    """The streaming fast path met a malformed line; read again line by line."""
-
-
-def guarded(batches: Iterator[pl.DataFrame]) -> Iterator[pl.DataFrame]:
-    """Re-raise polars' refusal of a ragged line as :class:`StreamFailed`."""
-    while True:
-        try:
-            batch = next(batches)
-        except StopIteration:
-            return
-        except pl.exceptions.PolarsError as exc:
-            raise StreamFailed(str(exc)) from exc
-        yield batch
-
-
-def _header(line: str) -> tuple[list[str], bool] | None:
-    """(field names, trailing '|') of a plain sacct header line, or None if it is not one
-    the fast paths can take (no JobID first, duplicate or padded names)."""
-    if "|" not in line or not HEADER_FIRST.match(line.split("|", 1)[0].strip()):
-        return None
-    names = line.split("|")
-    trailing = names[-1] == ""
-    if trailing:
-        names = names[:-1]
-    if len(set(names)) != len(names) or not all(n.strip() == n and n for n in names):
-        return None
-    return names, trailing
-
-
-def fast_records(data: bytes) -> tuple[list[str], bool, pl.DataFrame] | None:
-    """Parse a clean export straight into columns with polars' CSV reader, or return None.
-
-    Clean means: one header line first, no NUL bytes, and every line with exactly the
-    header's number of separators (proved by counting: no line has more, since polars refuses
-    ragged lines, and the total equals lines x separators; a blank or comment line breaks it).
-    Anything else goes through the line-by-line path, which repairs and quarantines.
-    """
-    nl = data.find(b"\n")
-    header = data[: nl if nl >= 0 else len(data)].decode("utf-8", errors="replace").rstrip("\r")
-    parsed = _header(header)
-    # Blank, comment or split lines fail the counts below; NUL bytes are left to the slow path.
-    if parsed is None or b"\x00" in data:
-        return None
-    names, trailing = parsed
-    if data.count(header.encode()) != 1:
-        return None
     try:
-        frame = pl.read_csv(
-            data, separator="|", quote_char=None, infer_schema=False, has_header=True,
-            encoding="utf8-lossy", truncate_ragged_lines=False,
-        )  # fmt: skip
-    except (pl.exceptions.ComputeError, pl.exceptions.ShapeError, pl.exceptions.NoDataError):
-        return None
-    expected = len(names) - 1 + int(trailing)
-    n_lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
-    if n_lines != frame.height + 1 or data.count(b"|") != (frame.height + 1) * expected:
-        return None
-    if trailing:
-        frame = frame.select(frame.columns[: len(names)])
-    frame.columns = names
-    return (
-        names,
-        trailing,
-        frame.with_row_index("line_no", offset=2).with_columns(pl.col("line_no").cast(pl.Int64)),
-    )
+        return stream.read(n)
+    except (IngestError, OSError, EOFError):
+        return b""
+    finally:
+        stream.close()
 
 
-def stream_records(path: Path) -> tuple[list[str], bool, int, Iterator[pl.DataFrame]] | None:
-    """Stream a clean, uncompressed export in batches (bounded memory), or return None.
+_WIDE = (
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
 
-    A first pass reads the file in 16 MB blocks to check that the first line is a header,
-    that there are no NUL / 0x1f bytes, and that separators = lines x header separators;
-    polars then streams the used columns in batches of :data:`CHUNK_ROWS` records.
-    Returns (names, trailing, number of records, batches).
+
+def _wide_codec(start: bytes) -> tuple[str, int] | None:
+    """(codec, BOM length) of UTF-16/32 text, with a byte-order mark or (UTF-16) without."""
+    for bom, codec in _WIDE:
+        if start.startswith(bom):
+            return codec, len(bom)
+    sample = start[:4096]
+    if len(sample) >= 8 and len(sample) % 2 == 0:
+        even, odd = sample[0::2], sample[1::2]
+        if odd.count(0) >= 0.9 * len(odd) and even.count(0) <= 0.1 * len(even):
+            return "utf-16-le", 0
+        if even.count(0) >= 0.9 * len(even) and odd.count(0) <= 0.1 * len(odd):
+            return "utf-16-be", 0
+    return None
+
+
+def utf8_stream(path: str | Path, notes: list[str]) -> ByteStream:
+    """The input as a UTF-8 byte stream: UTF-16/32 text (rare: re-encoded by Windows tools)
+    is decoded whole and re-encoded, with a note; anything else is streamed as it is."""
+    start = head(path, 4096)
+    wide = _wide_codec(start)
+    if wide is None:
+        return open_input(path)
+    codec, skip = wide
+    text = read_all(path)[skip:].decode(codec, errors="replace")
+    notes.append(f"input is {codec.upper()} text: decoded")
+    return io.BytesIO(text.encode("utf-8"))
+
+
+@dataclass(frozen=True)
+class Block:
+    """Whole physical lines of the input: ``data`` ends with a newline except at the end of
+    the input; ``first_line`` is the 1-based number of its first line."""
+
+    data: bytes
+    first_line: int
+    n_lines: int
+
+    @property
+    def end_line(self) -> int:
+        """Number of the line after the block."""
+        return self.first_line + self.n_lines
+
+
+@dataclass(frozen=True)
+class LongLine:
+    """A physical line longer than :data:`MAX_LINE_BYTES` (only its first bytes are kept)."""
+
+    line_no: int
+    prefix: str
+    n_bytes: int
+
+
+def _count_lines(data: bytes) -> int:
+    if not data:
+        return 0
+    n = int(np.count_nonzero(np.frombuffer(data, np.uint8) == 10))
+    return n + (0 if data.endswith(b"\n") else 1)
+
+
+def iter_blocks(
+    stream: ByteStream, *, block_bytes: int | None = None, first_line: int = 1
+) -> Iterator[Block | LongLine]:
+    """Yield the input as blocks of whole lines (and over-long lines as :class:`LongLine`).
+
+    Raises :class:`IngestError` (from the stream) for corrupt or oversized gzip input and
+    ``OSError`` for read errors.
     """
-    with path.open("rb") as fh:
-        head = fh.read(1 << 16)
-        if head[:2] == b"\x1f\x8b":
-            return None
-        nl = head.find(b"\n")
-        if nl < 0:
-            return None
-        parsed = _header(head[:nl].decode("utf-8", errors="replace").rstrip("\r"))
-        if parsed is None:
-            return None
-        names, trailing = parsed
-        fh.seek(0)
-        pipes = newlines = 0
-        last = b""
-        tail = b""
-        for block in iter(lambda: fh.read(1 << 24), b""):
-            if b"\x00" in block or b"\x1f" in block:
-                return None
-            if b"\nJobID" in tail + block:
-                return None  # concatenated exports: the line-by-line path reads them segment-wise
-            tail = block[-16:]
-            pipes += block.count(b"|")
-            newlines += block.count(b"\n")
-            last = block
-    n_lines = newlines + (0 if last.endswith(b"\n") else 1)
-    expected = len(names) - 1 + int(trailing)
-    if pipes != n_lines * expected or n_lines < 2:
-        return None
-    used = [n for n in names if n in USED_FIELDS]
-    lf = pl.scan_csv(
-        path, separator="|", quote_char=None, infer_schema=False, has_header=True,
-        encoding="utf8-lossy", truncate_ragged_lines=False, row_index_name="line_no",
-        row_index_offset=2, new_columns=[*names, ""] if trailing else None,
-    ).select(pl.col("line_no").cast(pl.Int64), *used)  # fmt: skip
-    return names, trailing, n_lines - 1, iter(lf.collect_batches(chunk_size=CHUNK_ROWS))
+    size = block_bytes or BLOCK_BYTES
+    carry = b""
+    line = first_line
+    while True:
+        chunk = stream.read(size)
+        if not chunk:
+            if carry:
+                yield Block(carry, line, 1)
+            return
+        buf = carry + chunk if carry else chunk
+        cut = buf.rfind(b"\n")
+        if cut < 0:
+            if len(buf) <= MAX_LINE_BYTES:
+                carry = buf
+                continue
+            # one line longer than the limit: keep its start, skip to its end
+            n_bytes = len(buf)
+            prefix = buf[:_RAW_PREFIX].decode("utf-8", errors="replace")
+            rest = b""
+            while True:
+                more = stream.read(size)
+                if not more:
+                    break
+                k = more.find(b"\n")
+                if k >= 0:
+                    n_bytes += k
+                    rest = more[k + 1 :]
+                    break
+                n_bytes += len(more)
+            yield LongLine(line, prefix, n_bytes)
+            line += 1
+            carry = rest
+            continue
+        block = buf[: cut + 1]
+        carry = buf[cut + 1 :]
+        n = _count_lines(block)
+        yield Block(block, line, n)
+        line += n
 
 
-def fetch_lines(path: Path, line_nos: list[int]) -> pl.DataFrame:
-    """``line_no``, ``line`` of the given physical lines, streamed (for quarantine text)."""
-    lf = pl.scan_csv(
-        path, has_header=False, separator="\x1f", quote_char=None, infer_schema=False,
-        new_columns=["line"], encoding="utf8-lossy", row_index_name="line_no", row_index_offset=1,
+def block_frame(data: bytes, n_fields: int, columns: Sequence[int]) -> pl.DataFrame:
+    """Columns ``columns`` (0-based field positions) of every physical line of ``data``, as
+    strings named ``f<position>`` (empty or missing fields are null). One row per line."""
+    schema = {f"column_{i + 1}": pl.String for i in range(n_fields)}
+    frame = pl.read_csv(
+        data, has_header=False, separator="|", quote_char=None, schema=schema,
+        columns=[f"column_{i + 1}" for i in columns], encoding="utf8-lossy",
+        truncate_ragged_lines=True, raise_if_empty=False, missing_columns="insert",
+        extra_columns="ignore",
     )  # fmt: skip
-    return (
-        lf.filter(pl.col("line_no").is_in(line_nos))
-        .select(pl.col("line_no").cast(pl.Int64), "line")
-        .collect()
-    )
+    return frame.rename({f"column_{i + 1}": f"f{i}" for i in columns})
+
+
+def count_pipes(data: bytes) -> int:
+    """Number of ``|`` bytes in ``data``."""
+    return int(np.count_nonzero(np.frombuffer(data, np.uint8) == 124))
+
+
+def line_spans(data: bytes, n_lines: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(start offset, end offset (the newline), number of ``|``) of every physical line."""
+    arr = np.frombuffer(data, np.uint8)
+    ends = np.flatnonzero(arr == 10)
+    if ends.size < n_lines:  # last line without a newline
+        ends = np.append(ends, len(data))
+    starts = np.empty_like(ends)
+    starts[0] = 0
+    starts[1:] = ends[:-1] + 1
+    pipes = np.flatnonzero(arr == 124)
+    counts = np.bincount(np.searchsorted(ends, pipes), minlength=n_lines)[:n_lines]
+    return starts, ends, counts
+
+
+def line_text(data: bytes, start: int, end: int) -> str:
+    """One physical line as text (invalid UTF-8 and NUL replaced by U+FFFD, ``\\r`` dropped)."""
+    raw = data[start:end]
+    if raw.endswith(b"\r"):
+        raw = raw[:-1]
+    return raw.decode("utf-8", errors="replace").replace("\x00", "\ufffd")

@@ -3,6 +3,11 @@
 Follows Slurm's rules: ranges keep their zero padding (``node[08-10]`` -> node08, node09,
 node10), several bracket groups in one name form a product (``r[1-2]n[1-2]``), and commas
 inside brackets do not separate hosts. ``None assigned`` and empty strings expand to ``[]``.
+
+Sizes are bounded before anything is expanded: the number of names an expression stands for
+is computed arithmetically (sums over ranges, products over bracket groups), and an expression
+of more than :data:`~reliability.ingest._bounds.MAX_HOSTLIST_NODES` names is refused
+(:class:`HostlistError`), so ``r[1-100000]n[1-100000]`` costs nothing.
 """
 
 from __future__ import annotations
@@ -14,9 +19,20 @@ from itertools import product
 
 import polars as pl
 
-__all__ = ["HostlistError", "compress", "expand", "expand_column", "expand_table"]
+from reliability.ingest._bounds import MAX_HOSTLIST_NODES
+
+__all__ = [
+    "HostlistError",
+    "compress",
+    "count",
+    "expand",
+    "expand_column",
+    "expand_table",
+    "node_lists",
+]
 
 _EMPTY = frozenset({"", "None assigned", "(null)", "None"})
+_MAX_DIGITS = 18  # host numbers fit in an int64
 _TRAILING_NUM = re.compile(r"^(.*?)(\d+)$")
 
 
@@ -45,57 +61,92 @@ def _split_top(expr: str) -> list[str]:
     return [p.strip() for p in parts if p.strip()]
 
 
-def _expand_range(body: str, expr: str) -> list[str]:
-    out: list[str] = []
+def _range_items(body: str, expr: str) -> list[tuple[str, str, int, int]]:
+    """Parse a bracket body ``01-04,07`` into (lo text, hi text, lo, hi) items."""
+    out: list[tuple[str, str, int, int]] = []
     for item in body.split(","):
         item = item.strip()
         if not item:
             raise HostlistError(f"empty range item in hostlist {expr!r}")
-        if "-" in item:
-            lo, _, hi = item.partition("-")
-            if not (lo.isdigit() and hi.isdigit()):
-                raise HostlistError(f"bad range {item!r} in hostlist {expr!r}")
-            a, b = int(lo), int(hi)
-            if b < a:
-                raise HostlistError(f"descending range {item!r} in hostlist {expr!r}")
-            if b - a > 1_000_000:
-                raise HostlistError(f"range {item!r} too large in hostlist {expr!r}")
-            width = len(lo) if lo.startswith("0") or len(lo) == len(hi) else 0
-            out.extend(str(i).zfill(width) for i in range(a, b + 1))
-        else:
-            if not item.isdigit():
-                raise HostlistError(f"bad range item {item!r} in hostlist {expr!r}")
-            out.append(item)
+        lo, dash, hi = item.partition("-")
+        if not dash:
+            hi = lo
+        if not (lo.isdigit() and hi.isdigit() and lo.isascii() and hi.isascii()):
+            raise HostlistError(f"bad range {item[:40]!r} in hostlist {expr[:80]!r}")
+        if max(len(lo), len(hi)) > _MAX_DIGITS:
+            raise HostlistError(f"host number too long in hostlist {expr[:80]!r}")
+        a, b = int(lo), int(hi)
+        if b < a:
+            raise HostlistError(f"descending range {item!r} in hostlist {expr!r}")
+        out.append((lo, hi, a, b))
     return out
 
 
-def _expand_one(part: str, expr: str) -> list[str]:
+def _pieces(part: str, expr: str) -> list[str | list[tuple[str, str, int, int]]]:
+    """A name split into literal text and parsed bracket groups."""
     if "[" not in part:
         if "]" in part:
             raise HostlistError(f"unbalanced ']' in hostlist {expr!r}")
         return [part]
-    pieces: list[list[str]] = []
+    pieces: list[str | list[tuple[str, str, int, int]]] = []
     i = 0
     while i < len(part):
         j = part.find("[", i)
         if j < 0:
-            pieces.append([part[i:]])
+            if "]" in part[i:]:
+                raise HostlistError(f"unbalanced ']' in hostlist {expr!r}")
+            pieces.append(part[i:])
             break
         k = part.find("]", j)
         if k < 0:
             raise HostlistError(f"unbalanced '[' in hostlist {expr!r}")
         if j > i:
-            pieces.append([part[i:j]])
-        pieces.append(_expand_range(part[j + 1 : k], expr))
+            pieces.append(part[i:j])
+        pieces.append(_range_items(part[j + 1 : k], expr))
         i = k + 1
-    return ["".join(p) for p in product(*pieces)]
+    return pieces
+
+
+def _size(pieces: list[str | list[tuple[str, str, int, int]]]) -> int:
+    n = 1
+    for p in pieces:
+        if not isinstance(p, str):
+            n *= sum(b - a + 1 for _, _, a, b in p)
+    return n
+
+
+def count(expr: str | None) -> int:
+    """How many host names ``expr`` stands for, computed without expanding it.
+
+    Raises :class:`HostlistError` on a malformed expression (not on a large one).
+    """
+    if expr is None or expr.strip() in _EMPTY:
+        return 0
+    expr = expr.strip()
+    return sum(_size(_pieces(part, expr)) for part in _split_top(expr))
+
+
+def _expand_items(items: list[tuple[str, str, int, int]]) -> list[str]:
+    out: list[str] = []
+    for lo, hi, a, b in items:
+        width = len(lo) if lo.startswith("0") or len(lo) == len(hi) else 0
+        out.extend(str(i).zfill(width) for i in range(a, b + 1))
+    return out
 
 
 @lru_cache(maxsize=65536)
 def _expand_cached(expr: str) -> tuple[str, ...]:
+    parts = [_pieces(part, expr) for part in _split_top(expr)]
+    total = sum(_size(p) for p in parts)
+    if total > MAX_HOSTLIST_NODES:
+        raise HostlistError(
+            f"hostlist {expr[:80]!r} names {total:,} hosts, more than the "
+            f"{MAX_HOSTLIST_NODES:,} one job may hold (not expanded)"
+        )
     hosts: list[str] = []
-    for part in _split_top(expr):
-        hosts.extend(_expand_one(part, expr))
+    for pieces in parts:
+        options = [[p] if isinstance(p, str) else _expand_items(p) for p in pieces]
+        hosts.extend("".join(t) for t in product(*options))
     return tuple(hosts)
 
 
@@ -109,7 +160,9 @@ def expand(expr: str | None) -> list[str]:
 
     Returns
     -------
-    list of host names; raises :class:`HostlistError` on a malformed expression.
+    list of host names; raises :class:`HostlistError` on a malformed expression or one of
+    more than :data:`~reliability.ingest._bounds.MAX_HOSTLIST_NODES` names (checked before
+    anything is expanded).
     """
     if expr is None:
         return []
@@ -168,33 +221,59 @@ def compress(hosts: Iterable[str]) -> str:
     return ",".join(out)
 
 
-def expand_column(frame: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, str]]:
-    """Add ``nodes`` (list[str]) from ``nodelist``.
-
-    Each distinct hostlist is expanded once (in polars for the common forms, with
-    :func:`expand` for the rest) and gathered back by index. Returns the frame and
-    {hostlist: error} for expressions that are not valid.
-    """
-    col = frame.get_column("nodelist")
-    distinct = col.unique().drop_nulls()
-    bracketed = distinct.filter(distinct.str.contains("[", literal=True))
-    plain = distinct.filter(~distinct.str.contains("[", literal=True))
-    mapping, errors = expand_table(bracketed)
-    table = pl.concat(
-        [pl.DataFrame({"nodelist": plain, "_expanded": plain.str.split(",")}), mapping]
+def _index(values: pl.Series) -> tuple[pl.Series, pl.Series]:
+    """(distinct non-null values, index of each row's value in them; null for null rows)."""
+    keys = values.drop_nulls().unique()
+    idx = values.replace_strict(
+        keys, pl.int_range(keys.len(), eager=True, dtype=pl.UInt32), default=None
     )
-    keys = table.get_column("nodelist")
-    idx = col.replace_strict(
-        keys, pl.int_range(len(keys), eager=True), default=None, return_dtype=pl.Int64
+    return keys, idx
+
+
+def node_lists(nodelist: pl.Series) -> tuple[pl.Series, dict[str, str], int]:
+    """Expand a column of hostlists into ``list[str]`` (null or empty hostlist -> ``[]``).
+
+    Each distinct expression is expanded once (:func:`expand_table`) and gathered back to
+    the rows. Sizes are checked arithmetically before anything is expanded.
+
+    Returns
+    -------
+    (nodes, {hostlist: error} for expressions that are not valid (their rows get ``[]``),
+    total number of names in the returned lists).
+    """
+    keys, idx = _index(nodelist)
+    table, errors = expand_table(keys)
+    lists = (
+        pl.DataFrame({"nodelist": keys})
+        .join(table, on="nodelist", how="left", maintain_order="left")
+        .get_column("_expanded")
     )
     empty = pl.Series([[]], dtype=pl.List(pl.String))
-    values = pl.concat([table.get_column("_expanded"), empty])
-    nodes = values.gather(idx.fill_null(len(keys)))  # unknown / null hostlist -> []
-    return frame.with_columns(nodes=nodes), errors
+    values = pl.concat([lists, empty], rechunk=True)
+    if values.has_nulls():  # invalid expressions: no nodes
+        values = (
+            values.to_frame("v")
+            .select(
+                pl.when(pl.col("v").is_null()).then(pl.lit([], pl.List(pl.String))).otherwise("v")
+            )
+            .to_series()
+        )
+    nodes = values.gather(idx.fill_null(values.len() - 1)).rename("nodes")
+    return nodes, errors, int(nodes.list.len().sum() or 0)
+
+
+def expand_column(frame: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, str]]:
+    """Add ``nodes`` (list[str]) from ``nodelist`` (see :func:`node_lists`).
+
+    Returns the frame and {hostlist: error} for expressions that are not valid.
+    """
+    nodes, errors, _ = node_lists(frame.get_column("nodelist"))
+    return frame.with_columns(nodes), errors
 
 
 _SIMPLE_HOSTLIST = (
-    r"^[\w\-.]+(\[\d+(-\d+)?(,\d+(-\d+)?)*\])?(,[\w\-.]+(\[\d+(-\d+)?(,\d+(-\d+)?)*\])?)*$"
+    r"^[\w\-.]+(\[\d{1,18}(-\d{1,18})?(,\d{1,18}(-\d{1,18})?)*\])?"
+    r"(,[\w\-.]+(\[\d{1,18}(-\d{1,18})?(,\d{1,18}(-\d{1,18})?)*\])?)*$"
 )
 
 
@@ -202,13 +281,29 @@ def expand_table(exprs: pl.Series) -> tuple[pl.DataFrame, dict[str, str]]:
     """Expand distinct hostlist expressions: (frame ``nodelist`` -> ``_expanded``, errors).
 
     Expressions made of ``prefix[ranges]`` parts (one bracket group per part, the common
-    case) are expanded with polars; others go through :func:`expand`. Both follow
-    the same zero-padding rule, checked by the tests.
+    case) are expanded with polars, after their sizes are checked; others go through
+    :func:`expand`. Both follow the same zero-padding rule, checked by the tests.
     """
     exprs = exprs.drop_nulls()
-    simple = exprs.filter(exprs.str.contains(_SIMPLE_HOSTLIST))
-    other = exprs.filter(~exprs.str.contains(_SIMPLE_HOSTLIST))
-    out: list[pl.DataFrame] = []
+    schema = {"nodelist": pl.String, "_expanded": pl.List(pl.String)}
+    blank = exprs.str.strip_chars().is_in(list(_EMPTY))
+    out: list[pl.DataFrame] = [
+        pl.DataFrame({"nodelist": exprs.filter(blank), "_expanded": [[]] * int(blank.sum())},
+                     schema=schema)
+    ]  # fmt: skip
+    exprs = exprs.filter(~blank)
+    errors: dict[str, str] = {}
+    odd = exprs.str.contains(r"[^\w\-.\[\],]")
+    if odd.any():
+        for expr in exprs.filter(odd).to_list():
+            errors[expr] = f"not a hostlist {expr[:80]!r}"
+        exprs = exprs.filter(~odd)
+    is_simple = exprs.str.contains(_SIMPLE_HOSTLIST)
+    simple = exprs.filter(is_simple & exprs.str.contains("[", literal=True))
+    plain = exprs.filter(is_simple & ~exprs.str.contains("[", literal=True))
+    other = exprs.filter(~is_simple)
+    if plain.len():
+        out.append(pl.DataFrame({"nodelist": plain, "_expanded": plain.str.split(",")}))
     if simple.len():
         parts = (
             pl.DataFrame({"nodelist": simple})
@@ -239,12 +334,23 @@ def expand_table(exprs: pl.Series) -> tuple[pl.DataFrame, dict[str, str]]:
                 b=pl.col("hi").cast(pl.Int64),
             )
         )  # fmt: skip
-        bad_eids = ranges.filter(
-            (pl.col("b") < pl.col("a")) | (pl.col("b") - pl.col("a") > 1_000_000)
+        # sizes first: an expression with a descending range, or more names than one job
+        # may hold, is not expanded here (expand() gives the error)
+        sizes = (
+            pl.concat([
+                plain_parts.select("eid", n=pl.lit(1, pl.Int64)),
+                ranges.select("eid", n=pl.col("b") - pl.col("a") + 1),
+            ], how="vertical_relaxed")
+            .group_by("eid")
+            .agg(total=pl.col("n").sum(), bad=(pl.col("n") <= 0).any())
+        )  # fmt: skip
+        bad_eids = (
+            sizes.filter(pl.col("bad") | (pl.col("total") > MAX_HOSTLIST_NODES))
+            .get_column("eid")
+            .implode()
         )
-        bad_eids = set(bad_eids.get_column("eid").to_list())
         hosts = (
-            ranges.filter(~pl.col("eid").is_in(list(bad_eids)))
+            ranges.filter(~pl.col("eid").is_in(bad_eids))
             .with_columns(n=pl.int_ranges("a", pl.col("b") + 1))
             .explode("n")
             .select(
@@ -259,7 +365,7 @@ def expand_table(exprs: pl.Series) -> tuple[pl.DataFrame, dict[str, str]]:
             how="vertical_relaxed",
         )
         table = (
-            allh.filter(~pl.col("eid").is_in(list(bad_eids)))
+            allh.filter(~pl.col("eid").is_in(bad_eids))
             .sort("eid", "pid", "rid", maintain_order=True)
             .group_by("eid", maintain_order=True)
             .agg(_expanded=pl.col("host"))
@@ -267,9 +373,9 @@ def expand_table(exprs: pl.Series) -> tuple[pl.DataFrame, dict[str, str]]:
             .select("nodelist", "_expanded")
         )
         out.append(table)
-        if bad_eids:
-            other = pl.concat([other, simple.gather(sorted(bad_eids))])
-    errors: dict[str, str] = {}
+        n_bad = bad_eids.list.len().item()
+        if n_bad:
+            other = pl.concat([other, simple.gather(bad_eids.explode().sort())])
     py_keys: list[str] = []
     py_vals: list[list[str]] = []
     for expr in other.to_list():
@@ -279,8 +385,5 @@ def expand_table(exprs: pl.Series) -> tuple[pl.DataFrame, dict[str, str]]:
         except HostlistError as exc:
             errors[expr] = str(exc)
     if py_keys:
-        out.append(pl.DataFrame({"nodelist": py_keys, "_expanded": py_vals},
-                                schema={"nodelist": pl.String, "_expanded": pl.List(pl.String)}))  # fmt: skip
-    if not out:
-        return pl.DataFrame(schema={"nodelist": pl.String, "_expanded": pl.List(pl.String)}), errors
+        out.append(pl.DataFrame({"nodelist": py_keys, "_expanded": py_vals}, schema=schema))
     return pl.concat(out), errors

@@ -2,9 +2,16 @@
 
 Any subset and order of fields, with or without ``--duplicates``; a header line is expected
 (``--noheader`` output needs ``fields=``). Allocation records become ``jobs`` rows (one per
-attempt); step records (``.batch``, ``.extern``, ``.0``, ``45+1.0``) become ``job_steps`` rows.
-Everything is parsed with polars expressions; only records that need repair (``|`` or newlines
-in job names) go through Python.
+attempt or resize segment); step records (``.batch``, ``.extern``, ``.0``, ``45+1.0``) become
+``job_steps`` rows. The export we recommend is
+:data:`~reliability.ingest.slurm_fields.SACCT_EXPORT_COMMAND`.
+
+The file is streamed in blocks (:mod:`reliability.ingest._sacct_io`): a clean block (every
+line has the header's number of ``|``) is split by polars' CSV reader and parsed with polars
+expressions (:mod:`reliability.ingest._sacct_parse`); around the few lines that are not clean
+(``|`` or newlines inside free-text fields, headers in the middle), records are assembled in
+Python (:mod:`reliability.ingest._sacct_records`), so one bad line costs one small window,
+not the file. Slurm's requeue and resize semantics are in :mod:`reliability.ingest._sacct_post`.
 
 Times: sacct prints local time without a zone, so a time zone must be given (``tz=``);
 ``SLURM_TIME_FORMAT=%s`` (epoch) output needs none. Ambiguous local times (DST fall-back)
@@ -17,91 +24,58 @@ import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+import numpy as np
 import polars as pl
 
 from reliability import schema
 from reliability.errors import IngestError
-from reliability.ingest._common import (
-    ReadResult,
-    quarantine_frame,
-    read_bytes,
-    read_lines,
-)
-from reliability.ingest._delimited import split_delimited
+from reliability.ingest._bounds import MAX_HOSTLIST_NODES
+from reliability.ingest._common import ReadResult, quarantine_frame
 from reliability.ingest._sacct_io import (
-    StreamFailed,
-    fast_records,
-    fetch_lines,
-    guarded,
+    Block,
+    LongLine,
+    block_frame,
+    count_pipes,
     head,
-    stream_records,
+    iter_blocks,
+    line_spans,
+    line_text,
+    utf8_stream,
 )
-from reliability.ingest._sacct_parse import ALLOC_COLS, STEP_COLS, parse_segment
+from reliability.ingest._sacct_parse import ALLOC_COLS, STEP_COLS, Parsed, parse_records
+from reliability.ingest._sacct_post import (
+    exact_duplicates,
+    missing_duplicates_note,
+    number_attempts,
+    resize_segments,
+)
+from reliability.ingest._sacct_records import Layout, assemble, parse_header
 from reliability.ingest.slurm_fields import (
-    CHUNK_ROWS,
     FIELD_PATTERNS,
-    HEADER_FIRST,
     RECOMMENDED_FORMAT,
     REQUIRED_FIELDS,
+    SACCT_EXPORT_COMMAND,
     TEXT_FIELDS,
+    USED_FIELDS,
 )
 
-__all__ = ["FIELD_PATTERNS", "RECOMMENDED_FORMAT", "REQUIRED_FIELDS", "TEXT_FIELDS", "read_sacct"]
+__all__ = [
+    "FIELD_PATTERNS",
+    "MAX_NODE_NAMES_PER_INPUT",
+    "RECOMMENDED_FORMAT",
+    "REQUIRED_FIELDS",
+    "SACCT_EXPORT_COMMAND",
+    "TEXT_FIELDS",
+    "read_sacct",
+]
 
-
-def _find_segments(
-    lines: pl.DataFrame, fields: Sequence[str] | None, path: str
-) -> list[tuple[list[str], bool, pl.DataFrame]]:
-    """Split the file at header lines (mixed exports); return (fields, trailing, data lines)."""
-    first = pl.col("line").str.split_exact("|", 1).struct.field("field_0").str.strip_chars()
-    marked = lines.with_columns(
-        is_header=first.str.contains(HEADER_FIRST.pattern, strict=True)
-        & pl.col("line").str.contains("|", literal=True),
-        is_skip=(pl.col("line").str.strip_chars() == "") | pl.col("line").str.starts_with("#"),
-    ).with_columns(segment=pl.col("is_header").cum_sum())
-    headers = marked.filter("is_header").select("line_no", "line", "segment").rows()
-    segments: list[tuple[list[str], bool, pl.DataFrame]] = []
-    data = marked.filter(~pl.col("is_header") & ~pl.col("is_skip"))
-    seg0 = data.filter(pl.col("segment") == 0)
-    if seg0.height:
-        if fields is None:
-            ln = seg0.get_column("line_no")[0]
-            first_line = seg0.get_column("line")[0]
-            for sep in (",", "\t", ";", " "):
-                if re.match(rf"(?i)^\s*jobid(raw)?\s*{re.escape(sep)}", first_line):
-                    raise IngestError(
-                        path, f"wrong delimiter {sep!r}: expected '|' (sacct --parsable2)", line=ln
-                    )
-            raise IngestError(
-                path,
-                "no sacct header line (the first field should be JobID); for --noheader "
-                "output pass fields=[...] in the --format order",
-                line=ln,
-            )
-        sample = seg0.get_column("line")[0]
-        trailing = sample.endswith("|") and sample.count("|") == len(fields)
-        segments.append((list(fields), trailing, seg0.select("line_no", "line")))
-    for line_no, text, seg in headers:
-        names = [f.strip() for f in text.split("|")]
-        trailing = names[-1] == ""
-        if trailing:
-            names = names[:-1]
-        seen: dict[str, int] = {}
-        for k, nm in enumerate(names):
-            if not nm:
-                raise IngestError(path, "empty field name in header", line=line_no)
-            if nm in seen:
-                seen[nm] += 1
-                names[k] = f"{nm}_{seen[nm]}"
-            else:
-                seen[nm] = 1
-        part = data.filter(pl.col("segment") == seg).select("line_no", "line")
-        if part.height:
-            segments.append((names, trailing, part))
-    if not segments and not headers and lines.height and fields is None:
-        raise IngestError(path, "no sacct header line and no data")
-    return segments
+#: most host names the expanded node lists of one input may hold in total (about 1.6 GB);
+#: beyond it the input is refused (split the export by time) instead of exhausting memory
+MAX_NODE_NAMES_PER_INPUT = 100_000_000
+_HEADERISH = re.compile(r"(?i)^\s*jobid(raw)?\s*$")
+_EXPORT_HINT = f"export with: {SACCT_EXPORT_COMMAND}"
 
 
 def read_sacct(
@@ -116,7 +90,8 @@ def read_sacct(
     """Read a ``sacct --parsable2`` (or ``--parsable``) export into ``jobs`` and ``job_steps``.
 
     ``sacct --json`` output is recognised by its first character and read by
-    :func:`reliability.ingest.slurm_json.read_sacct_json`.
+    :func:`reliability.ingest.slurm_json.read_sacct_json`. YAML and sacct's fixed-width
+    tables are refused with the command to use instead.
 
     Parameters
     ----------
@@ -132,23 +107,28 @@ def read_sacct(
 
     Returns
     -------
-    ReadResult with ``jobs`` (one row per allocation record = attempt) and ``job_steps``.
-    Attempts of a job (``--duplicates``) are numbered 0, 1, ... by start time.
+    ReadResult with ``jobs`` (one row per allocation record = attempt, or resize segment)
+    and ``job_steps``. Attempts of a job (``--duplicates``) are numbered 0, 1, ... by start
+    time. Records that cannot be read are quarantined with the reason.
     """
-    start = _window_time(path, "window_start", window_start)
-    end = _window_time(path, "window_end", window_end)
+    src = str(path)
+    _check_zone(src, tz)
+    names = _check_fields(src, fields)
+    if cluster is not None and (not isinstance(cluster, str) or not cluster.strip()):
+        raise IngestError(src, f"option cluster= must be a non-empty name, got {cluster!r}")
+    start = _window_time(src, "window_start", window_start)
+    end = _window_time(src, "window_end", window_end)
     if start is not None and end is not None and end <= start:
-        raise IngestError(str(path), f"window_end {end} is not after window_start {start}")
-    if fields is None and head(path).lstrip()[:1] == b"{":
+        raise IngestError(src, f"window_end={end} is not after window_start={start}")
+    first = head(path)
+    if names is None:
+        _refuse_other_formats(src, first)
+    if names is None and first.lstrip()[:1] == b"{":
         from reliability.ingest.slurm_json import read_sacct_json
 
         result = read_sacct_json(path, cluster=cluster)
     else:
-        try:
-            result = _read_sacct(path, cluster=cluster, tz=tz, fields=fields, allow_stream=True)
-        except StreamFailed:
-            # a line the byte counts could not rule out (e.g. one too long, one too short)
-            result = _read_sacct(path, cluster=cluster, tz=tz, fields=fields, allow_stream=False)
+        result = _Reader(src, cluster=cluster, tz=tz, names=names).run(path)
     if start is not None:
         result.observed_from = start
     if end is not None:
@@ -157,7 +137,46 @@ def read_sacct(
     return result
 
 
-def _window_time(path: str | Path, name: str, value: datetime | str | None) -> datetime | None:
+def _check_zone(src: str, tz: object) -> None:
+    if tz is None:
+        return
+    if not isinstance(tz, str) or not tz.strip():
+        raise IngestError(src, f"option tz= must be an IANA time zone name, got {tz!r}")
+    try:
+        ZoneInfo(tz)
+        pl.Series([None], dtype=pl.Datetime("us")).dt.replace_time_zone(tz)
+    except (ZoneInfoNotFoundError, ValueError, OSError, pl.exceptions.PolarsError):
+        raise IngestError(
+            src,
+            f"unknown time zone {tz!r} (option tz=): use an IANA name such as 'UTC', "
+            "'Europe/Berlin' or 'America/New_York'",
+        ) from None
+
+
+def _check_fields(src: str, fields: Sequence[str] | None) -> list[str] | None:
+    if fields is None:
+        return None
+    if isinstance(fields, str):
+        fields = [f.strip() for f in fields.split(",")]
+    names = list(fields)
+    if not names or not all(isinstance(f, str) and f.strip() for f in names):
+        raise IngestError(
+            src, f"option fields= must list sacct field names in --format order, got {fields!r}"
+        )
+    names = [f.strip() for f in names]
+    if len({n.lower() for n in names}) != len(names):
+        raise IngestError(src, f"option fields= names a field twice: {','.join(names)}")
+    missing = [f for f in REQUIRED_FIELDS if f not in names]
+    if missing:
+        raise IngestError(
+            src,
+            f"option fields= lacks the required field {missing[0]} (the reader needs "
+            f"{', '.join(REQUIRED_FIELDS)}); {_EXPORT_HINT}",
+        )
+    return names
+
+
+def _window_time(src: str, name: str, value: datetime | str | None) -> datetime | None:
     """An export window bound as an aware UTC datetime (ISO strings must carry a zone)."""
     if value is None:
         return None
@@ -165,137 +184,429 @@ def _window_time(path: str | Path, name: str, value: datetime | str | None) -> d
         try:
             value = datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError:
-            raise IngestError(str(path), f"{name} {value!r} is not an ISO 8601 time") from None
+            raise IngestError(src, f"option {name}={value!r} is not an ISO 8601 time") from None
+    if not isinstance(value, datetime):
+        raise IngestError(src, f"option {name}= must be a time, got {type(value).__name__}")
     if value.tzinfo is None:
-        raise IngestError(str(path), f"{name} {value} has no time zone (give e.g. ...Z)")
+        raise IngestError(src, f"option {name}={value} has no time zone (give e.g. ...Z)")
     return value.astimezone(UTC)
 
 
-def _read_sacct(
-    path: str | Path,
-    *,
-    cluster: str | None,
-    tz: str | None,
-    fields: Sequence[str] | None,
-    allow_stream: bool,
-) -> ReadResult:
-    src = str(path)
-    notes: list[str] = []
-    stream = None
-    if allow_stream and fields is None and Path(path).is_file():
-        try:
-            stream = stream_records(Path(path))
-        except OSError as exc:
-            raise IngestError(src, f"cannot read file: {exc.strerror or exc}") from None
-    fast: tuple[list[str], bool, pl.DataFrame] | None = None
-    if stream is not None:
-        segments = [(stream[0], stream[1], None)]
-    else:
-        data = read_bytes(path)
-        if not data or data.isspace():
-            raise IngestError(
-                src, "empty file (sacct prints a header line even when no job matches)"
-            )
-        fast = fast_records(data) if fields is None else None
-        if fast is not None:
-            segments = [fast]
-        else:
-            lines, notes = read_lines(path, data)
-            segments = _find_segments(lines, fields, src)
-        del data
-    alloc_parts: list[pl.DataFrame] = []
-    step_parts: list[pl.DataFrame] = []
-    n_good = 0
-    replaced = False
-    bads: list[pl.DataFrame] = []
-    naive = False
-    for names, trailing, seg in segments:
-        missing = [f for f in REQUIRED_FIELDS if f not in names]
-        if missing:
-            raise IngestError(
-                src,
-                "required sacct field missing from the header; export with "
-                f"sacct --parsable2 --duplicates --format={RECOMMENDED_FORMAT}",
-                field=missing[0],
-                line=max(int(seg.get_column("line_no")[0]) - 1, 1)
-                if seg is not None and seg.height
-                else 1,
-            )
-        if "Cluster" not in names and cluster is None:
-            raise IngestError(
-                src, "the export has no Cluster field: pass cluster=", field="Cluster"
-            )
-        if fast is None and stream is None:
-            split = split_delimited(
-                seg, names, trailing=trailing, text_fields=TEXT_FIELDS, patterns=FIELD_PATTERNS
-            )
-            bads.append(quarantine_frame(src, split.bad_line_no, split.bad_raw, split.bad_reason)
-                        .select("line_no", "raw", "reason"))  # fmt: skip
-            seg = split.records
-        # parse in slices so that the temporary columns of only one slice are alive at a time
-        chunks = guarded(stream[3]) if stream is not None else seg.iter_slices(n_rows=CHUNK_ROWS)
-        for chunk in chunks:
-            good, bad, seg_naive = parse_segment(
-                chunk, names, trailing=trailing, tz=tz, cluster=cluster
-            )
-            is_step = good.get_column("step").is_not_null()
-            alloc_parts.append(good.filter(~is_step).select(ALLOC_COLS))
-            step_parts.append(good.filter(is_step).select(STEP_COLS))
-            n_good += good.height
-            replaced |= bool(good.get_column("name").str.contains("\ufffd", literal=True).any())
-            bads.append(bad)
-            naive |= seg_naive
-            del good
-    if len(segments) > 1:
-        notes.append(f"{len(segments)} header lines: read as {len(segments)} concatenated exports")
-    if naive and tz is None:
+def _refuse_other_formats(src: str, first: bytes) -> None:
+    """Refuse, with what to do, the sacct outputs this reader does not read."""
+    text = first.decode("utf-8", errors="replace")
+    lines = [ln.rstrip("\r") for ln in text.splitlines() if ln.strip()]
+    if not lines:
+        return
+    top = lines[0].strip()
+    if top == "---" or re.match(r"^(meta|jobs|errors|warnings):\s*$", top):
+        raise IngestError(
+            src, f"YAML is not read: export with --parsable2 or --json; {_EXPORT_HINT}", line=1
+        )
+    if len(lines) > 1 and re.fullmatch(r"[- ]+", lines[1].strip()) and "|" not in top:
         raise IngestError(
             src,
-            "sacct prints local times without a zone: pass tz= (e.g. 'UTC' or the "
-            "cluster's zone), or export with SLURM_TIME_FORMAT=%s",
-            field="Submit",
+            "this is sacct's fixed-width table, which cuts values to their column width "
+            f"(CANCELLED+, OUT_OF_ME+) and has no times: use --parsable2: {SACCT_EXPORT_COMMAND}",
+            line=1,
         )
-    bad = (
-        pl.concat(bads)
-        if bads
-        else pl.DataFrame(schema={"line_no": pl.Int64, "raw": pl.String, "reason": pl.String})
-    )
-    if (fast is not None or stream is not None) and bad.height:
-        # the fast paths kept no raw text: fetch those lines
-        if stream is not None:
-            raw = fetch_lines(Path(path), bad.get_column("line_no").to_list())
+
+
+class _Reader:
+    """Streams one export through blocks (see the module notes)."""
+
+    def __init__(
+        self, src: str, *, cluster: str | None, tz: str | None, names: list[str] | None
+    ) -> None:
+        self.src, self.cluster, self.tz = src, cluster, tz
+        self.fields = names
+        self.layout: Layout | None = None
+        self.layouts: list[Layout] = []
+        self.allocs: list[pl.DataFrame] = []
+        self.steps: list[pl.DataFrame] = []
+        self.quarantine: list[tuple[int, str, str]] = []
+        self.window_raw: dict[int, str] = {}
+        self.notes: list[str] = []
+        self.n_records = 0
+        self.naive = False
+        self.node_names = 0
+        self.replaced = False
+        self.sections = 0
+        self.comments = 0
+
+    # -- driving --------------------------------------------------------------------------
+    def run(self, path: str | Path) -> ReadResult:
+        stream = utf8_stream(path, self.notes)
+        pending: Block | None = None
+        saw_data = False
+        try:
+            for item in iter_blocks(stream):
+                if isinstance(item, LongLine):
+                    if pending is not None:
+                        self._feed(pending, final=True)
+                        pending = None
+                    self._long_line(item)
+                    continue
+                saw_data = saw_data or bool(item.data.strip())
+                block = _join(pending, item)
+                pending = self._feed(block, final=False)
+            if pending is not None:
+                left = self._feed(pending, final=True)
+                assert left is None
+        except OSError as exc:
+            raise IngestError(self.src, f"cannot read file: {exc.strerror or exc}") from None
+        finally:
+            stream.close()
+        if not saw_data:
+            raise IngestError(
+                self.src, "empty file (sacct prints a header line even when no job matches)"
+            )
+        if self.layout is None:
+            raise IngestError(self.src, "no sacct header line and no data")
+        return self._result(path)
+
+    def _feed(self, block: Block, *, final: bool) -> Block | None:
+        """Process ``block``; return the lines left for the next block (None if none)."""
+        if self.layout is None:
+            block = self._start(block, final=final)
+            if block is None or self.layout is None:
+                return block
+        if not final:
+            # hold the last line back: it may be the start of a record the next block ends
+            cut = block.data.rfind(b"\n", 0, len(block.data) - 1)
+            if cut < 0:
+                return block
+            keep = Block(block.data[cut + 1 :], block.first_line + block.n_lines - 1, 1)
+            block = Block(block.data[: cut + 1], block.first_line, block.n_lines - 1)
         else:
-            lines, _ = read_lines(path)
-            raw = lines.filter(pl.col("line_no").is_in(bad.get_column("line_no").implode()))
-        bad = bad.drop("raw").join(raw.rename({"line": "raw"}), on="line_no", how="left")
-        bad = bad.select("line_no", pl.col("raw").fill_null(""), "reason")
-    q = quarantine_frame(
-        src, bad["line_no"].to_list(), bad["raw"].to_list(), bad["reason"].to_list()
-    ).sort("line_no")
-    if n_good == 0:
-        tables = {"jobs": schema.empty("jobs"), "job_steps": schema.empty("job_steps")}
-        return ReadResult(src, tables, q, q.height, 0, notes)
-    if stream is not None and n_good + q.height != stream[2]:
-        raise StreamFailed(f"read {n_good + q.height} records, expected {stream[2]}")
-    if replaced and (fast is not None or stream is not None):
-        notes.append("input is not valid UTF-8: undecodable bytes were replaced by U+FFFD")
-    if not any("TRES" in n or "GRES" in n for names, _, _ in segments for n in names):
-        notes.append("no AllocTRES/ReqTRES/GRES field: n_accelerators set to 0 (GPU count unknown)")
-    allocs = pl.concat(alloc_parts) if len(alloc_parts) > 1 else alloc_parts[0]
-    steps = pl.concat(step_parts) if len(step_parts) > 1 else step_parts[0]
-    del alloc_parts, step_parts
-    # attempts: 0 for a job id seen once (the common case); numbered by start time otherwise
-    attempt = pl.repeat(0, allocs.height, dtype=pl.UInt16, eager=True).alias("attempt")
-    dup = allocs.select(pl.struct("cluster", "job_id").is_duplicated()).to_series()
-    if dup.any():
-        numbered = (
-            allocs.with_row_index("__i")
-            .filter(dup)
-            .sort("cluster", "job_id", "start_time", "submit_time", "line_no", nulls_last=True)
-            .select("__i", n=pl.int_range(pl.len(), dtype=pl.UInt16).over("cluster", "job_id"))
+            keep = None
+        left = self._block(block, final=final)
+        if left is None:
+            return keep
+        return _join(left, keep) if keep is not None else left
+
+    def _start(self, block: Block, *, final: bool) -> Block | None:
+        """Find the header (or apply ``fields=``) at the start of the input."""
+        data, pos, line = block.data, 0, block.first_line
+        while pos < len(data):
+            nl = data.find(b"\n", pos)
+            end = len(data) if nl < 0 else nl
+            text = line_text(data, pos, end).lstrip("\ufeff")
+            if text.strip():
+                break
+            pos, line = end + 1, line + 1
+        else:
+            return None if final else block
+        if nl < 0 and not final:
+            return block  # the first line is not complete yet
+        if self.fields is not None:
+            sample = [
+                ln.rstrip("\r")
+                for ln in data[pos : pos + 65536].decode("utf-8", "replace").split("\n")[:64]
+                if ln.strip() and not ln.startswith("#")
+            ]
+            n = len(self.fields)
+            trailing = sum(x.endswith("|") and x.count("|") == n for x in sample) > len(sample) / 2
+            self._set_layout(Layout(tuple(self.fields), trailing), line)
+            rest = data[pos:]
+            return Block(rest, line, block.n_lines - (line - block.first_line))
+        layout = parse_header(text)
+        if layout is None:
+            self._no_header(text, line)
+        assert layout is not None
+        self._set_layout(layout, line)
+        rest = data[end + 1 :] if nl >= 0 else b""
+        return Block(rest, line + 1, max(block.n_lines - (line - block.first_line) - 1, 0))
+
+    def _no_header(self, text: str, line: int) -> None:
+        for sep in (",", "\t", ";"):
+            if re.match(rf"(?i)^\s*jobid(raw)?\s*{re.escape(sep)}", text):
+                raise IngestError(
+                    self.src,
+                    f"wrong delimiter {sep!r}: expected '|' (sacct --parsable2)",
+                    line=line,
+                )
+        if re.match(r"(?i)^\s*jobid(raw)?\s+\S", text):
+            raise IngestError(
+                self.src,
+                "wrong delimiter ' ': this is sacct's fixed-width table, which cuts values to "
+                f"their column width; use --parsable2: {SACCT_EXPORT_COMMAND}",
+                line=line,
+            )
+        raise IngestError(
+            self.src,
+            "no sacct header line (the first field should be JobID); for --noheader output "
+            f"pass fields=[...] in the --format order; {_EXPORT_HINT}",
+            line=line,
         )
-        attempt = attempt.scatter(numbered.get_column("__i"), numbered.get_column("n"))
-    jobs = allocs.with_columns(attempt, topology=pl.lit(None, pl.String)).select(
-        list(schema.TABLES["jobs"].schema)
-    )
-    return ReadResult(src, {"jobs": jobs, "job_steps": steps}, q, n_good + q.height, n_good, notes)
+
+    def _set_layout(self, layout: Layout, line: int) -> None:
+        missing = [f for f in REQUIRED_FIELDS if f not in layout.names]
+        if missing:
+            raise IngestError(
+                self.src,
+                f"required sacct field missing from the header; {_EXPORT_HINT}",
+                field=missing[0],
+                line=line,
+            )
+        if "Cluster" not in layout.names and self.cluster is None:
+            raise IngestError(
+                self.src, "the export has no Cluster field: pass cluster=", field="Cluster"
+            )
+        self.layout = layout
+        self.layouts.append(layout)
+        self.sections += 1
+
+    def _long_line(self, item: LongLine) -> None:
+        self.n_records += 1
+        self.quarantine.append(
+            (item.line_no, item.prefix,
+             f"line of {item.n_bytes:,} bytes, longer than any sacct record: not read")
+        )  # fmt: skip
+
+    # -- one block ------------------------------------------------------------------------
+    def _block(self, block: Block, *, final: bool) -> Block | None:
+        layout = self.layout
+        assert layout is not None
+        if block.n_lines == 0 or not block.data:
+            return None
+        data = block.data
+        n_fields = len(layout.names) + int(layout.trailing)
+        cols = sorted({0} | {i for i, n in enumerate(layout.names) if n in USED_FIELDS})
+        frame = block_frame(data, n_fields, cols)
+        if frame.height != block.n_lines:  # pragma: no cover - polars kept one row per line
+            raise IngestError(
+                self.src, "internal error: lines and rows disagree", line=block.first_line
+            )
+        e = layout.expected
+        headerish = frame.get_column("f0").str.contains(_HEADERISH.pattern).fill_null(False)
+        has_nul = b"\x00" in data
+        clean = count_pipes(data) == block.n_lines * e and not has_nul and not bool(headerish.any())
+        spans = None
+        if clean:
+            bulk = frame
+            records: list = []
+            cut = block.n_lines
+            new_section = None
+            carry = None
+        else:
+            spans = line_spans(data, block.n_lines)
+            starts, ends, counts = spans
+            marks = (counts != e) | headerish.to_numpy()
+            if has_nul:
+                arr = np.frombuffer(data, np.uint8)
+                nul_lines = np.searchsorted(ends, np.flatnonzero(arr == 0))
+                marks[nul_lines[nul_lines < block.n_lines]] = True
+            anomalies = np.flatnonzero(marks).tolist()
+            asm = assemble(
+                lambda i: line_text(data, int(starts[i]), int(ends[i])),
+                counts.tolist(),
+                anomalies,
+                layout,
+                final=final,
+                line_no=lambda i: block.first_line + i,
+            )
+            self.notes.extend(asm.notes)
+            self.comments += asm.comments
+            cut = block.n_lines
+            carry = asm.carry_from
+            new_section = asm.new_section
+            if carry is not None:
+                cut = min(cut, carry)
+            if new_section is not None:
+                cut = min(cut, new_section[0])
+            keep = np.ones(block.n_lines, dtype=bool)
+            if asm.consumed:
+                keep[np.fromiter(asm.consumed, dtype=np.int64)] = False
+            keep[cut:] = False
+            bulk = frame.filter(pl.Series(keep))
+            records = [r for r in asm.records if r.first < cut]
+        bulk = bulk.with_columns(
+            line_no=(pl.int_range(pl.len(), dtype=pl.Int64) + block.first_line)
+            if clean
+            else pl.Series(np.flatnonzero(keep).astype(np.int64) + block.first_line)
+        )
+        names = {f"f{i}": layout.names[i] for i in cols}
+        bulk = bulk.rename(names).select("line_no", *names.values())
+        parts = [bulk]
+        for r in records:
+            ln = block.first_line + r.first
+            self.n_records += 1
+            if r.values is None:
+                self.quarantine.append((ln, r.raw, r.reason))
+                continue
+            self.window_raw[ln] = r.raw
+        kept = [r for r in records if r.values is not None]
+        if kept:
+            win = pl.DataFrame(
+                {
+                    "line_no": [block.first_line + r.first for r in kept],
+                    **{
+                        layout.names[i]: [r.values[i] if r.values[i] != "" else None for r in kept]
+                        for i in cols
+                    },
+                },
+                schema={"line_no": pl.Int64, **dict.fromkeys(names.values(), pl.String)},
+            )
+            parts.append(win)
+        recs = pl.concat(parts, how="vertical") if len(parts) > 1 else bulk
+        if len(parts) > 1:
+            recs = recs.sort("line_no")
+        self.n_records += bulk.height
+        self._parse(recs, data, block, spans)
+        if new_section is not None:
+            idx, new = new_section
+            self._set_layout(new, block.first_line + idx)
+            rest_start = int(spans[1][idx]) + 1 if spans is not None else len(data)
+            rest = Block(data[rest_start:], block.first_line + idx + 1, block.n_lines - idx - 1)
+            return self._block(rest, final=final)
+        if carry is not None and spans is not None:
+            return Block(
+                data[int(spans[0][carry]) :], block.first_line + carry, block.n_lines - carry
+            )
+        return None
+
+    def _parse(self, recs: pl.DataFrame, data: bytes, block: Block, spans: tuple | None) -> None:
+        layout = self.layout
+        assert layout is not None
+        if recs.height == 0:
+            return
+        has_gpu = any("TRES" in n or "GRES" in n for n in layout.names)
+        parsed: Parsed = parse_records(
+            recs, tz=self.tz, cluster=self.cluster, has_gpu_field=has_gpu
+        )
+        self.naive |= parsed.naive
+        self.node_names += parsed.node_names
+        if self.node_names > MAX_NODE_NAMES_PER_INPUT:
+            raise IngestError(
+                self.src,
+                f"the node lists expand to more than {MAX_NODE_NAMES_PER_INPUT:,} host names "
+                f"in total (each is at most {MAX_HOSTLIST_NODES:,}): refused to bound memory; "
+                "split the export by --starttime/--endtime",
+            )
+        if parsed.allocs.height:
+            self.allocs.append(parsed.allocs)
+        if parsed.steps.height:
+            self.steps.append(parsed.steps)
+        if not block.data.isascii():
+            for frame in (parsed.allocs, parsed.steps):
+                if (
+                    frame.height
+                    and frame.get_column("name").str.contains("\ufffd", literal=True).any()
+                ):
+                    self.replaced = True
+        if parsed.bad.height:
+            if spans is None:
+                spans = line_spans(data, block.n_lines)
+            starts, ends, _ = spans
+            for ln, reason in parsed.bad.iter_rows():
+                raw = self.window_raw.pop(ln, None)
+                if raw is None:
+                    i = ln - block.first_line
+                    raw = line_text(data, int(starts[i]), int(ends[i]))
+                self.quarantine.append((ln, raw, reason))
+
+    # -- the result -----------------------------------------------------------------------
+    def _result(self, path: str | Path) -> ReadResult:
+        src = self.src
+        if self.naive and self.tz is None:
+            raise IngestError(
+                src,
+                "sacct prints local times without a zone: pass tz= (e.g. 'UTC' or the "
+                "cluster's zone), or export with SLURM_TIME_FORMAT=%s",
+                field="Submit",
+            )
+        notes = list(self.notes)
+        if self.sections > 1:
+            notes.append(
+                f"{self.sections} header lines with different fields: read as {self.sections} "
+                "concatenated exports"
+            )
+        if self.comments:
+            notes.append(
+                f"{self.comments} comment line(s) starting with '#' skipped (not sacct output)"
+            )
+        if self.replaced:
+            notes.append("input is not valid UTF-8: undecodable bytes were replaced by U+FFFD")
+        if not any("TRES" in n or "GRES" in n for lay in self.layouts for n in lay.names):
+            notes.append(
+                "no AllocTRES/ReqTRES/GRES field: n_accelerators set to 0 (GPU count unknown)"
+            )
+        allocs = (
+            pl.concat(self.allocs, rechunk=True) if self.allocs
+            else pl.DataFrame(schema={c: _ALLOC_SCHEMA[c] for c in ALLOC_COLS})
+        )  # fmt: skip
+        steps = (
+            pl.concat(self.steps, rechunk=True) if self.steps
+            else pl.DataFrame(schema={c: _STEP_SCHEMA[c] for c in STEP_COLS})
+        )  # fmt: skip
+        self.allocs, self.steps = [], []
+        late: list[tuple[int, str]] = []
+        allocs, resize_bad, resize_notes = resize_segments(allocs)
+        late += resize_bad
+        notes += resize_notes
+        allocs, rep_a = exact_duplicates(allocs, lambda lines: self._fetch_raw(path, lines))
+        steps, rep_s = exact_duplicates(steps, lambda lines: self._fetch_raw(path, lines))
+        late += [(r, f"exact duplicate of line {f}") for r, f in rep_a + rep_s]
+        if rep_a or rep_s:
+            notes.append(
+                f"{len(rep_a) + len(rep_s)} record(s) repeat an earlier record exactly "
+                "(concatenated exports?): counted once, the repeats quarantined"
+            )
+        if late:
+            raw = self._fetch_raw(path, [ln for ln, _ in late])
+            for ln, reason in late:
+                self.quarantine.append((ln, raw.get(ln, ""), reason))
+        note = missing_duplicates_note(allocs)
+        if note:
+            notes.append(note)
+        jobs = allocs.with_columns(
+            number_attempts(allocs), topology=pl.lit(None, pl.String)
+        ).select(list(schema.TABLES["jobs"].schema))
+        steps = steps.select(list(schema.TABLES["job_steps"].schema))
+        q = sorted(self.quarantine)
+        qf = quarantine_frame(src, [x[0] for x in q], [x[1] for x in q], [x[2] for x in q])
+        kept = jobs.height + steps.height
+        # rows read is counted record by record as the blocks were split; ReadResult checks
+        # that every one of them was kept or quarantined
+        return ReadResult(src, {"jobs": jobs, "job_steps": steps}, qf, self.n_records, kept, notes)
+
+    def _fetch_raw(self, path: str | Path, line_nos: list[int]) -> dict[int, str]:
+        """Raw text of the records at ``line_nos`` (a second pass over the input)."""
+        out = {ln: self.window_raw[ln] for ln in line_nos if ln in self.window_raw}
+        want = sorted(set(line_nos) - set(out))
+        if not want:
+            return out
+        stream = utf8_stream(path, [])
+        try:
+            k = 0
+            for item in iter_blocks(stream):
+                if isinstance(item, LongLine):
+                    continue
+                lo, hi = item.first_line, item.end_line
+                if k < len(want) and want[k] < hi:
+                    starts, ends, _ = line_spans(item.data, item.n_lines)
+                    while k < len(want) and want[k] < hi:
+                        i = want[k] - lo
+                        if i >= 0:
+                            out[want[k]] = line_text(item.data, int(starts[i]), int(ends[i]))
+                        k += 1
+                if k >= len(want):
+                    break
+        finally:
+            stream.close()
+        return out
+
+
+_ALLOC_SCHEMA = {"line_no": pl.Int64, **schema.TABLES["jobs"].schema}
+_STEP_SCHEMA = {"line_no": pl.Int64, **schema.TABLES["job_steps"].schema}
+
+
+def _join(a: Block | None, b: Block | None) -> Block:
+    """Two consecutive blocks as one (either may be None, not both)."""
+    if a is None:
+        assert b is not None
+        return b
+    if b is None:
+        return a
+    return Block(a.data + b.data, a.first_line, a.n_lines + b.n_lines)

@@ -1,28 +1,99 @@
 """Slurm accounting (sacct) field map: required and used fields, free-text fields, the shape
-of every structured field, and sentinels. Shared by the sacct readers."""
+of every structured field, sentinels, and the one export command every message, the README,
+the template pipeline and ``reliability collect`` quote. Shared by the sacct readers."""
 
 from __future__ import annotations
 
 import re
 
 __all__ = [
-    "CHUNK_ROWS",
+    "EXPORT_FIELDS",
     "FIELD_PATTERNS",
     "HEADER_FIRST",
     "RECOMMENDED_FORMAT",
     "REQUIRED_FIELDS",
+    "SACCTMGR_EVENTS_COMMAND",
+    "SACCTMGR_EVENTS_FORMAT",
+    "SACCT_EXPORT_COMMAND",
+    "SACCT_FIELDS",
     "TEXT_FIELDS",
     "USED_FIELDS",
+    "sacct_export_args",
+    "sacctmgr_events_args",
 ]
 
 #: Fields without which a jobs table cannot be built (sacct's default and ``--long`` formats
 #: print no times at all, so they cannot say when anything failed).
 REQUIRED_FIELDS = ("JobID", "State", "Submit")
-#: The export we recommend (all fields the data contract uses, plus the free-text ones last).
-RECOMMENDED_FORMAT = (
-    "JobID,JobIDRaw,Cluster,Partition,Account,User,QOS,Priority,State,ExitCode,Submit,Start,End,"
-    "Timelimit,NNodes,AllocTRES,ReqTRES,NodeList,JobName"
+#: The fields of the export we recommend: every field the data contract uses. JobName, the
+#: only free-text field, comes right after JobID: a newline or ``|`` inside a name then leaves
+#: a short first line and a short last line that the reader rejoins and checks, and a name
+#: that holds a forged line can at most relabel its own job's record (every other field of
+#: the last line is Slurm's).
+EXPORT_FIELDS = (
+    "JobID", "JobName", "JobIDRaw", "Cluster", "Partition", "Account", "User", "QOS",
+    "Priority", "State", "ExitCode", "Submit", "Start", "End", "Timelimit", "NNodes",
+    "AllocTRES", "ReqTRES", "NodeList",
+)  # fmt: skip
+RECOMMENDED_FORMAT = ",".join(EXPORT_FIELDS)
+#: The complete export, as every message and document prints it: all users, every attempt of
+#: a requeued job (``--duplicates``), an explicit window, and the full field list. Times as
+#: epoch seconds (``SLURM_TIME_FORMAT=%s``) need no time zone; without it, pass the zone
+#: sacct printed local times in.
+SACCT_EXPORT_COMMAND = (
+    "SLURM_TIME_FORMAT=%s sacct --allusers --duplicates --parsable2 "
+    "--starttime 2025-01-01T00:00:00 --endtime 2025-12-01T00:00:00 "
+    f"--format={RECOMMENDED_FORMAT}"
 )
+#: The fields of the matching node-state export (``sacctmgr show event``).
+SACCTMGR_EVENTS_FORMAT = "Cluster,NodeName,TimeStart,TimeEnd,State,Reason,User"
+#: The matching ``sacctmgr`` export (Start= is needed: without it sacctmgr prints only the
+#: events since midnight of the previous day).
+SACCTMGR_EVENTS_COMMAND = (
+    "sacctmgr --parsable2 show event Start=2025-01-01T00:00:00 End=2025-12-01T00:00:00 "
+    f"Format={SACCTMGR_EVENTS_FORMAT}"
+)
+
+
+def sacct_export_args(start: str, end: str) -> list[str]:
+    """``sacct`` arguments of :data:`SACCT_EXPORT_COMMAND` for the window [start, end)
+    (sacct's time syntax, e.g. ``2025-01-01T00:00:00``; run with ``SLURM_TIME_FORMAT=%s``)."""
+    return [
+        "sacct", "--allusers", "--duplicates", "--parsable2", "--starttime", start,
+        "--endtime", end, f"--format={RECOMMENDED_FORMAT}",
+    ]  # fmt: skip
+
+
+def sacctmgr_events_args(start: str, end: str) -> list[str]:
+    """``sacctmgr`` arguments of :data:`SACCTMGR_EVENTS_COMMAND` for the window [start, end)."""
+    return [
+        "sacctmgr", "--parsable2", "show", "event", f"Start={start}", f"End={end}",
+        f"Format={SACCTMGR_EVENTS_FORMAT}",
+    ]  # fmt: skip
+
+
+#: Every field name sacct can print (``sacct --helpformat``, Slurm 14 to 25; compared
+#: case-insensitively). A header line in the middle of a file must use only these.
+_SACCT_FIELD_NAMES = (
+    "Account AdminComment AllocCPUS AllocGRES AllocNodes AllocTRES AssocID AveCPU "
+    "AveCPUFreq AveDiskRead AveDiskWrite AvePages AveRSS AveVMSize BlockID Cluster Comment "
+    "Constraints ConsumedEnergy ConsumedEnergyRaw Container CPUTime CPUTimeRAW DBIndex "
+    "DerivedExitCode Elapsed ElapsedRaw Eligible End ExitCode Extra FailedNode Flags GID "
+    "Group JobID JobIDRaw JobName Layout Licenses MaxDiskRead MaxDiskReadNode "
+    "MaxDiskReadTask MaxDiskWrite MaxDiskWriteNode MaxDiskWriteTask MaxPages MaxPagesNode "
+    "MaxPagesTask MaxRSS MaxRSSNode MaxRSSTask MaxVMSize MaxVMSizeNode MaxVMSizeTask "
+    "McsLabel MinCPU MinCPUNode MinCPUTask NCPUS NNodes NodeList NTasks Partition Planned "
+    "PlannedCPU PlannedCPURAW Priority QOS QOSRAW QOSREQ Reason ReqCPUFreq ReqCPUFreqGov "
+    "ReqCPUFreqMax ReqCPUFreqMin ReqCPUS ReqGRES ReqMem ReqNodes ReqTRES Reservation "
+    "ReservationId Reserved ResvCPU ResvCPURAW Restarts SegmentSize SLUID Start State "
+    "StdErr StdIn StdOut Submit SubmitLine Suspended SystemComment SystemCPU Timelimit "
+    "TimelimitRaw TotalCPU TRESUsageInAve TRESUsageInMax TRESUsageInMaxNode "
+    "TRESUsageInMaxTask TRESUsageInMin TRESUsageInMinNode TRESUsageInMinTask "
+    "TRESUsageInTot TRESUsageOutAve TRESUsageOutMax TRESUsageOutMaxNode "
+    "TRESUsageOutMaxTask TRESUsageOutMin TRESUsageOutMinNode TRESUsageOutMinTask "
+    "TRESUsageOutTot UID User UserCPU WCKey WCKeyID WorkDir"
+)
+SACCT_FIELDS = frozenset(f.lower() for f in _SACCT_FIELD_NAMES.split())
 #: Fields the reader uses (others are read past; they do not reach the canonical tables).
 USED_FIELDS = frozenset(
     {
@@ -70,10 +141,6 @@ FIELD_PATTERNS: dict[str, re.Pattern[str]] = {
 }  # fmt: skip
 
 HEADER_FIRST = re.compile(r"(?i)^jobid(raw)?$")
-STATE_SUFFIX = r"( by -?\d+)?\+?$"
 DURATION = r"^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+)(?:\.\d+)?$"
 NO_LIMIT = ("UNLIMITED", "Partition_Limit", "INVALID")
 ISO_FMT = "%Y-%m-%dT%H:%M:%S"
-TIMES = ("submit", "start", "end")
-#: Records parsed per slice (bounds the temporary memory of a large export).
-CHUNK_ROWS = 100_000

@@ -1,0 +1,208 @@
+"""From sacct allocation records to job attempts: Slurm's requeue and resize semantics.
+
+Shared by the ``--parsable2`` and ``--json`` readers, on a frame of allocation records with
+a ``line_no`` (the record's position in its input, for messages and the quarantine):
+
+* **Exact duplicates** (the same record printed twice in one input, e.g. concatenated
+  overlapping exports: byte-identical text) count once: the repeats are quarantined
+  "exact duplicate of line N".
+* **Resized jobs**: after ``scontrol update NumNodes=``, sacct prints the job's record up to
+  the resize with state ``RESIZING``, then a new record whose Submit is the resize time and
+  whose Start repeats the job's original start (so Submit is after Start). That record is
+  kept as the next segment of the same job: its ``start_time`` is set to the resize time (its
+  Submit), so that the two segments do not overlap and no attempt starts before it was
+  submitted; ``RESIZING`` is a state of the contract's ``JobState`` enum. A Submit after
+  Start without such a ``RESIZING`` partner is quarantined (impossible order).
+* **Attempts** of a job (``--duplicates``) are numbered 0, 1, ... by start time.
+* **Exports without --duplicates**: Slurm resets a job's Submit to the requeue time, and job
+  ids are handed out in submission order, so a record whose Submit is later than that of
+  jobs with higher ids was requeued (or resized). If no job id repeats, such records mean the
+  export shows only the last attempt of each requeued job: a note says so, with the command.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import timedelta
+
+import numpy as np
+import polars as pl
+
+from reliability.ingest.slurm_fields import SACCT_EXPORT_COMMAND
+
+__all__ = [
+    "RESIZE_TOLERANCE",
+    "duplicated",
+    "exact_duplicates",
+    "missing_duplicates_note",
+    "number_attempts",
+    "resize_segments",
+]
+
+#: most distance between a RESIZING record's End and the next segment's Submit
+RESIZE_TOLERANCE = timedelta(seconds=1)
+
+
+def duplicated(frame: pl.DataFrame, cols: Sequence[str]) -> np.ndarray:
+    """Boolean mask of the rows whose ``cols`` values occur more than once (a superset:
+    rows whose 64-bit hash of ``cols`` collides are included; callers compare exactly)."""
+    n = frame.height
+    if n < 2:
+        return np.zeros(n, dtype=bool)
+    h = np.zeros(n, dtype=np.uint64)
+    for k, c in enumerate(cols):
+        col = frame.get_column(c)
+        if isinstance(col.dtype, pl.List):
+            col = col.list.join("\x1f")
+        h = h * np.uint64(0x100000001B3) + col.hash(seed=17 + k).to_numpy()
+    order = np.sort(h)
+    repeated = order[1:][order[1:] == order[:-1]]
+    if repeated.size == 0:
+        return np.zeros(n, dtype=bool)
+    return np.isin(h, repeated)
+
+
+#: columns that identify a record well enough to find duplicate candidates
+_KEY_COLS = ("cluster", "job_id", "step", "submit_time", "start_time", "end_time", "state")
+
+
+def exact_duplicates(
+    frame: pl.DataFrame, raw_of: Callable[[list[int]], dict[int, str]]
+) -> tuple[pl.DataFrame, list[tuple[int, int]]]:
+    """Find the records that repeat an earlier record of the same input exactly.
+
+    ``frame`` holds typed records with ``line_no``; records that agree on the identifying
+    columns are candidates, and ``raw_of(line_nos)`` gives their raw text: a candidate whose
+    text equals an earlier one's is a repeat. Returns (frame without the repeats,
+    [(repeat line, line of the first record)]).
+    """
+    cols = [c for c in _KEY_COLS if c in frame.columns]
+    mask = duplicated(frame, cols)
+    if not mask.any():
+        return frame, []
+    lines = sorted(frame.filter(pl.Series(mask)).get_column("line_no").to_list())
+    raw = raw_of(lines)
+    first: dict[str, int] = {}
+    repeats: list[tuple[int, int]] = []
+    for ln in lines:
+        text = raw.get(ln)
+        if text is None:
+            continue
+        if text in first:
+            repeats.append((ln, first[text]))
+        else:
+            first[text] = ln
+    if not repeats:
+        return frame, []
+    drop = pl.Series([r for r, _ in repeats], dtype=pl.Int64).implode()
+    return frame.filter(~pl.col("line_no").is_in(drop)), repeats
+
+
+def resize_segments(
+    allocs: pl.DataFrame, *, unit: str = "line"
+) -> tuple[pl.DataFrame, list[tuple[int, str]], list[str]]:
+    """Keep the records after a resize as segments; quarantine other Submit-after-Start records.
+
+    ``unit`` names what ``line_no`` counts in notes (``line``, or ``record`` for JSON).
+    Returns (allocations, [(line_no, reason)] to quarantine, notes).
+    """
+    late = pl.col("submit_time") > pl.col("start_time")
+    odd = allocs.filter(late.fill_null(False))
+    if odd.height == 0:
+        return allocs, [], []
+    resizing = allocs.filter(pl.col("state") == "RESIZING").select(
+        "cluster", "job_id", p_start="start_time", p_end="end_time", p_line="line_no"
+    )
+    matched = (
+        odd.select("line_no", "cluster", "job_id", "submit_time", "start_time")
+        .join(resizing, on=["cluster", "job_id"], how="inner")
+        .filter(
+            (pl.col("p_start") == pl.col("start_time"))
+            & ((pl.col("p_end") - pl.col("submit_time")).abs() <= RESIZE_TOLERANCE)
+        )
+        .unique("line_no", keep="first")
+    )
+    notes = [
+        f"job {job}: resized; the record at {unit} {ln} (Submit {sub:%Y-%m-%dT%H:%M:%SZ}, the "
+        f"resize time) follows the RESIZING record at {unit} {p} and is kept as the job's "
+        "next segment, starting at the resize time"
+        for ln, job, sub, p in matched.select("line_no", "job_id", "submit_time", "p_line")
+        .sort("line_no")
+        .iter_rows()
+    ]
+    seg = pl.col("line_no").is_in(matched.get_column("line_no").implode())
+    bad = odd.filter(~pl.col("line_no").is_in(matched.get_column("line_no").implode()))
+    reasons = [
+        (ln, f"Submit {s:%Y-%m-%dT%H:%M:%S} is after Start {t:%Y-%m-%dT%H:%M:%S} (UTC; "
+             "impossible order, and no RESIZING record of the job explains it; not fixed)")
+        for ln, s, t in bad.select("line_no", "submit_time", "start_time").iter_rows()
+    ]  # fmt: skip
+    out = allocs.filter(~pl.col("line_no").is_in(bad.get_column("line_no").implode()))
+    out = out.with_columns(
+        start_time=pl.when(seg).then(pl.col("submit_time")).otherwise(pl.col("start_time"))
+    )
+    return out, reasons, notes
+
+
+def number_attempts(allocs: pl.DataFrame) -> pl.Series:
+    """Attempt number of each row: 0 for a job id seen once; by start time otherwise."""
+    attempt = pl.repeat(0, allocs.height, dtype=pl.UInt16, eager=True).alias("attempt")
+    dup = duplicated(allocs, ["cluster", "job_id"])
+    if dup.any():
+        numbered = (
+            allocs.with_row_index("__i")
+            .filter(pl.Series(dup))
+            .sort("cluster", "job_id", "start_time", "submit_time", "line_no", nulls_last=True)
+            .select("__i", n=pl.int_range(pl.len(), dtype=pl.UInt16).over("cluster", "job_id"))
+        )
+        attempt = attempt.scatter(numbered.get_column("__i"), numbered.get_column("n"))
+    return attempt
+
+
+def missing_duplicates_note(allocs: pl.DataFrame, *, example_count: int = 5) -> str | None:
+    """A note when the export looks like it was made without ``--duplicates`` (see the
+    module notes), else None."""
+    if allocs.height < 2:
+        return None
+    resized = allocs.filter(pl.col("state") == "RESIZING").select("cluster", "job_id").unique()
+    rest = allocs.join(resized, on=["cluster", "job_id"], how="anti") if resized.height else allocs
+    dup = duplicated(rest, ["cluster", "job_id"])
+    if (
+        dup.any()
+        and rest.filter(pl.Series(dup))
+        .select(pl.struct("cluster", "job_id").is_duplicated().any())
+        .item()
+    ):
+        return None
+    base = rest.select(
+        "cluster",
+        "job_id",
+        "submit_time",
+        base=pl.col("job_id").str.extract(r"^(\d+)", 1).cast(pl.Int64, strict=False),
+        plain=pl.col("job_id").str.contains(r"^\d+(\+\d+)?$"),
+    ).drop_nulls("base")
+    if base.height < 2:
+        return None
+    first = (
+        base.group_by("cluster", "base")
+        .agg(pl.col("submit_time").min())
+        .sort("cluster", "base", descending=[False, True])
+        .with_columns(later=pl.col("submit_time").cum_min().shift(1).over("cluster"))
+        .select("cluster", "base", "later")
+    )
+    requeued = (
+        base.filter("plain")
+        .join(first, on=["cluster", "base"], how="left")
+        .filter(pl.col("submit_time") > pl.col("later"))
+        .sort("base")
+    )
+    if requeued.height == 0:
+        return None
+    ids = ", ".join(requeued.get_column("job_id").head(example_count).to_list())
+    return (
+        f"no job id appears twice, yet {requeued.height} job(s) (e.g. {ids}) were submitted "
+        "later than jobs with higher ids: Slurm resets Submit when it requeues a job, so this "
+        "export was likely made without --duplicates and holds only the last attempt of each "
+        "requeued job (their NODE_FAIL, PREEMPTED or REQUEUED attempts are missing, and with "
+        f"them most node failures). Export with: {SACCT_EXPORT_COMMAND}"
+    )

@@ -1,0 +1,549 @@
+"""Assembling sacct records from the physical lines of a block that is not clean.
+
+``sacct --parsable2`` does no escaping: a ``|`` inside a free-text field (job name, comment,
+submit line) adds separators, and a newline splits a record over several physical lines. A
+user controls those fields, so the assembly must never let one user's text change another
+user's record. The rules, applied only around the lines that do not have the header's number
+of separators (everything else is split in bulk by polars):
+
+* A record starts with a line whose first field is well formed (a job id). A line with too
+  few separators opens a record; the following short (or blank) lines are appended while the
+  separators are short of the header's count, and the joined text must then place its surplus
+  ``|`` in the free-text fields in exactly one way that leaves every structured field well
+  formed (:func:`place`), else the lines are quarantined together.
+* If the next line has the full count (it may be a forged record or a header inside the job
+  name), the record may span it only up to a closing line that is not a clean record itself
+  (its separator count is not the header's, or its first field is not a job id), within
+  :data:`SPAN_LINES` lines; such a record is quarantined whole, with the spanned lines, so
+  that no line inside a job name becomes a record. Spanning is not tried right after a record
+  start that failed, so a stray closing fragment cannot swallow the records after it.
+
+What no parser of ``--parsable2`` can tell apart: when a free-text field is the *last* field,
+a job name can hold a whole forged line with the header's separator count, which reads as a
+record. The recommended export (:data:`~reliability.ingest.slurm_fields.EXPORT_FIELDS`) puts
+JobName second, so that the most a job name can do is relabel its own job's record with
+another job id; ``--json`` output has no such problem.
+* A line that looks like a header (first field ``JobID``) starts a new section only if it
+  names known sacct fields, including the required ones, and the lines after it read better
+  under it than under the current header (more of them have its field count and well-formed
+  fields). A repeated copy of the current header is skipped. Otherwise the line is part of
+  the previous record's last free-text field (if the joined record is well formed) or
+  quarantined: a header injected through a job name re-maps nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from reliability.ingest.slurm_fields import (
+    FIELD_PATTERNS,
+    HEADER_FIRST,
+    REQUIRED_FIELDS,
+    SACCT_FIELDS,
+    TEXT_FIELDS,
+)
+
+__all__ = [
+    "HEADER_LOOKAHEAD",
+    "SPAN_LINES",
+    "Assembly",
+    "Layout",
+    "Record",
+    "assemble",
+    "known_header",
+    "parse_header",
+    "place",
+]
+
+#: most physical lines a record may span across lines that have the full separator count
+SPAN_LINES = 8
+#: lines after a header-like line that decide whether it starts a new section
+HEADER_LOOKAHEAD = 16
+#: most candidate placements of surplus '|' that are examined for one record
+_MAX_PLACEMENTS = 1000
+#: bound on the placement search (fields x parts x surplus)
+_MAX_WORK = 2_000_000
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The fields of one section of an export (one header line)."""
+
+    names: tuple[str, ...]
+    trailing: bool  # --parsable: every line ends with a spare '|'
+
+    @property
+    def expected(self) -> int:
+        """Separators per physical line of a clean record."""
+        return len(self.names) - 1 + int(self.trailing)
+
+    @property
+    def text_idx(self) -> tuple[int, ...]:
+        """Positions of the free-text fields."""
+        return tuple(i for i, n in enumerate(self.names) if n in TEXT_FIELDS)
+
+    def pattern(self, i: int) -> re.Pattern[str] | None:
+        """Full-match pattern of field ``i`` (None for fields of any shape)."""
+        return FIELD_PATTERNS.get(self.names[i])
+
+    def starts_record(self, first: str) -> bool:
+        """True if ``first`` can be the first field of a record."""
+        pat = self.pattern(0)
+        return (pat.fullmatch(first) is not None) if pat is not None else True
+
+    def same_as(self, other: Layout) -> bool:
+        """Same fields (case-insensitively) in the same order."""
+        return self.trailing == other.trailing and [n.lower() for n in self.names] == [
+            n.lower() for n in other.names
+        ]
+
+
+def parse_header(line: str) -> Layout | None:
+    """The layout of a sacct header line, or None if ``line`` is not one.
+
+    A header's first field is ``JobID`` or ``JobIDRaw``; duplicate names are numbered
+    (``JobName_2``) as sacct prints a field once per mention in ``--format``.
+    """
+    if "|" not in line:
+        return None
+    names = [n.strip() for n in line.rstrip("\r").split("|")]
+    if not HEADER_FIRST.match(names[0]):
+        return None
+    trailing = names[-1] == "" and len(names) > 1
+    if trailing:
+        names = names[:-1]
+    if any(not n for n in names):
+        return None
+    seen: dict[str, int] = {}
+    out = []
+    for n in names:
+        seen[n] = seen.get(n, 0) + 1
+        out.append(n if seen[n] == 1 else f"{n}_{seen[n]}")
+    return Layout(tuple(out), trailing)
+
+
+def known_header(layout: Layout) -> bool:
+    """True if every field is one sacct prints, each once, and the required ones are there."""
+    lower = [n.lower() for n in layout.names]
+    return (
+        len(set(lower)) == len(lower)
+        and all(n in SACCT_FIELDS for n in lower)
+        and all(r.lower() in lower for r in REQUIRED_FIELDS)
+    )
+
+
+def _valid(layout: Layout, i: int, value: str) -> bool:
+    pat = layout.pattern(i)
+    return pat is None or pat.fullmatch(value) is not None
+
+
+def place(parts: Sequence[str], layout: Layout) -> tuple[list[str] | None, str]:
+    """Assign ``parts`` (the record split at every ``|``) to the layout's fields.
+
+    Surplus parts go to free-text fields; structured fields must match their patterns.
+    Returns (values, "") for the one placement (after Slurm-aware tie-breaks), or
+    (None, reason).
+    """
+    names, n, total = layout.names, len(layout.names), len(parts)
+    if total < n:
+        return None, f"{total} fields, expected {n}: truncated or malformed record"
+    extra = total - n
+    text = layout.text_idx
+    if extra == 0:
+        if all(_valid(layout, i, parts[i]) for i in range(n)):
+            return list(parts), ""
+        return None, "rejoined lines do not form a well-formed record"
+    if not text:
+        return None, f"{total} fields, expected {n}, and no free-text field to hold '|'"
+    first, last = text[0], text[-1]
+    # fields before the first and after the last free-text field are fixed
+    for i in range(first):
+        if not _valid(layout, i, parts[i]):
+            return None, _no_placement(layout, total)
+    for k, i in enumerate(range(last + 1, n)):
+        if not _valid(layout, i, parts[total - (n - last - 1) + k]):
+            return None, _no_placement(layout, total)
+    lo, hi = first, total - (n - last - 1)  # parts[lo:hi] go to fields first..last
+    mid = list(range(first, last + 1))
+    if len(mid) * (hi - lo) * (extra + 1) > _MAX_WORK:
+        return None, f"{total} fields, expected {n}: too many '|' to place in free-text fields"
+    # ways[f][q]: placements of fields mid[f:] onto parts[q:hi]
+    m = len(mid)
+    ways = [[0] * (hi - lo + 2) for _ in range(m + 1)]
+    ways[m][hi - lo] = 1
+    for f in range(m - 1, -1, -1):
+        i = mid[f]
+        row, nxt = ways[f], ways[f + 1]
+        if i in text:
+            for q in range(hi - lo - 1, -1, -1):
+                acc = 0
+                for r in range(1, extra + 2):
+                    if q + r > hi - lo:
+                        break
+                    if nxt[q + r] and _valid(layout, i, "|".join(parts[lo + q : lo + q + r])):
+                        acc += nxt[q + r]
+                row[q] = min(acc, _MAX_PLACEMENTS + 1)
+        else:
+            for q in range(hi - lo - 1, -1, -1):
+                row[q] = nxt[q + 1] if _valid(layout, i, parts[lo + q]) else 0
+    count = ways[0][0]
+    if count == 0:
+        return None, _no_placement(layout, total)
+    if count > _MAX_PLACEMENTS:
+        return None, "too many ways to place '|' in free-text fields"
+    found: list[list[str]] = []
+
+    def walk(f: int, q: int, acc: list[str]) -> None:
+        if f == m:
+            found.append(acc)
+            return
+        i = mid[f]
+        if i in text:
+            for r in range(1, extra + 2):
+                if q + r <= hi - lo and ways[f + 1][q + r]:
+                    value = "|".join(parts[lo + q : lo + q + r])
+                    if _valid(layout, i, value):
+                        walk(f + 1, q + r, [*acc, value])
+        elif ways[f + 1][q + 1]:
+            walk(f + 1, q + 1, [*acc, parts[lo + q]])
+
+    walk(0, 0, [])
+    candidates = [
+        [*parts[:first], *middle, *parts[hi:]] for middle in found
+    ]  # fmt: skip
+    if len(candidates) == 1:
+        return candidates[0], ""
+    return _tie_break(candidates, layout, names)
+
+
+def _no_placement(layout: Layout, total: int) -> str:
+    names = ", ".join(layout.names[i] for i in layout.text_idx)
+    return (
+        f"{total} fields, expected {len(layout.names)}; no placement of the extra '|' in "
+        f"free-text fields ({names}) gives well-formed fields"
+    )
+
+
+def _tie_break(
+    candidates: list[list[str]], layout: Layout, names: Sequence[str]
+) -> tuple[list[str] | None, str]:
+    # In order: (1) Slurm repeats the job name / comment inside SubmitLine, so prefer splits
+    # whose '|'-holding values reappear verbatim in another field; (2) prefer fewer values that
+    # begin or end with '|' (an empty neighbour swallowed); (3) prefer the fields that most
+    # often hold '|' (the order of TEXT_FIELDS).
+    rank = {f: r for r, f in enumerate(TEXT_FIELDS)}
+
+    def key(values: list[str]) -> tuple[int, int, int]:
+        reappear = edges = prio = 0
+        for i in layout.text_idx:
+            v = values[i]
+            if "|" not in v:
+                continue
+            if any(v in values[j] for j in range(len(values)) if j != i):
+                reappear += 1
+            if v.startswith("|") or v.endswith("|"):
+                edges += 1
+            prio += rank[names[i]]
+        return (-reappear, edges, prio)
+
+    keys = [key(v) for v in candidates]
+    best = min(keys)
+    if keys.count(best) == 1:
+        return candidates[keys.index(best)], ""
+    text = ", ".join(names[i] for i in layout.text_idx)
+    return None, f"ambiguous '|' inside free-text fields ({text}): cannot split unambiguously"
+
+
+@dataclass
+class Record:
+    """A record assembled from physical lines ``first``..``last`` (0-based in the block)."""
+
+    first: int
+    last: int
+    raw: str
+    values: list[str] | None  # None: quarantined with ``reason``
+    reason: str = ""
+
+
+@dataclass
+class Assembly:
+    """What :func:`assemble` made of the lines around the anomalies of a block."""
+
+    records: list[Record] = field(default_factory=list)
+    #: indexes of the lines handled here (the others are split in bulk)
+    consumed: set[int] = field(default_factory=set)
+    notes: list[str] = field(default_factory=list)
+    #: index of the first line left for the next block (a record may continue there)
+    carry_from: int | None = None
+    #: a header line that starts a new section: (line index, its layout)
+    new_section: tuple[int, Layout] | None = None
+    #: comment lines ('#') skipped at record starts
+    comments: int = 0
+
+
+class _NeedMore(Exception):
+    """The decision at a line needs lines past the end of the block."""
+
+
+def _headerish(line: str) -> bool:
+    return "|" in line and HEADER_FIRST.match(line.split("|", 1)[0].strip()) is not None
+
+
+def _parts(raw: str, layout: Layout) -> list[str] | None:
+    """Parts of a record's raw text, without the spare trailing part of --parsable."""
+    parts = raw.split("|")
+    if layout.trailing:
+        if len(parts) > 1 and parts[-1] == "":
+            return parts[:-1]
+        return None
+    return parts
+
+
+def _score(line: str, layout: Layout) -> bool:
+    parts = _parts(line, layout)
+    return (
+        parts is not None
+        and len(parts) == len(layout.names)
+        and all(_valid(layout, i, v) for i, v in enumerate(parts))
+    )
+
+
+class _Assembler:
+    def __init__(
+        self,
+        text: Callable[[int], str],
+        counts: Sequence[int],
+        layout: Layout,
+        final: bool,
+        line_no: Callable[[int], int],
+    ) -> None:
+        self.text, self.counts, self.layout = text, counts, layout
+        self.final, self.line_no = final, line_no
+        self.n = len(counts)
+        self.e = layout.expected
+        self.out = Assembly()
+        self.failed_head = -(10**9)
+        self.last: Record | None = None
+        self._cache: dict[int, str] = {}
+
+    def t(self, i: int) -> str:
+        if i >= self.n:
+            raise _NeedMore
+        got = self._cache.get(i)
+        if got is None:
+            got = self._cache[i] = self.text(i)
+        return got
+
+    def emit(self, rec: Record) -> None:
+        self.out.records.append(rec)
+        self.out.consumed.update(range(rec.first, rec.last + 1))
+        self.last = rec
+
+    def quarantine(self, first: int, last: int, reason: str) -> None:
+        raw = "\n".join(self.t(j) for j in range(first, last + 1))
+        self.emit(Record(first, last, raw, None, reason))
+
+    # -- one record starting at line i; returns the index of the next record start --------
+    def record_at(self, i: int) -> int:
+        line, c, e, lay = self.t(i), self.counts[i], self.e, self.layout
+        if line.strip() == "":
+            self.out.consumed.add(i)
+            return i + 1
+        if line.startswith("#") and not lay.starts_record(line.split("|", 1)[0].strip()):
+            # not sacct output: an annotation someone added (sacct never prints '#')
+            self.out.consumed.add(i)
+            self.out.comments += 1
+            return i + 1
+        if _headerish(line):
+            return self.header_at(i)
+        if c == e:
+            parts = _parts(line, lay)
+            reason = (
+                "" if parts is not None else "line does not end with '|' as --parsable output does"
+            )
+            self.emit(Record(i, i, line, parts, reason))
+            return i + 1
+        first = line.split("|", 1)[0]
+        if not lay.starts_record(first.strip()):
+            self.quarantine(
+                i,
+                i,
+                f"{c + 1} fields, expected {len(lay.names)}, and the first "
+                "field is not a job id: a fragment of a record split by a newline",
+            )
+            return i + 1
+        if c > e:
+            parts = _parts(line, lay)
+            values, reason = (
+                place(parts, lay)
+                if parts is not None
+                else (None, "line does not end with '|' as --parsable output does")
+            )
+            if values is not None or not self._short_next(i):
+                self.emit(Record(i, i, line, values, reason))
+                return i + 1
+        return self.head_at(i)
+
+    def _short_next(self, i: int) -> bool:
+        if i + 1 >= self.n:
+            if not self.final:
+                raise _NeedMore
+            return False
+        return self.counts[i + 1] < self.e
+
+    def head_at(self, i: int) -> int:
+        e, lay = self.e, self.layout
+        j, total = i, self.counts[i]
+        while total < e:
+            if j + 1 >= self.n:
+                if not self.final:
+                    raise _NeedMore
+                break
+            if self.counts[j + 1] >= e:
+                break
+            j += 1
+            total += self.counts[j]
+        if total >= e:
+            raw = "\n".join(self.t(k) for k in range(i, j + 1))
+            parts = _parts(raw, lay)
+            if parts is None:
+                values, reason = None, "line does not end with '|' as --parsable output does"
+            else:
+                values, reason = place(parts, lay)
+            if values is None:
+                self.failed_head = i
+            self.emit(Record(i, j, raw, values, reason))
+            return j + 1
+        if i - self.failed_head > SPAN_LINES:
+            span = self.span_from(i, j)
+            if span is not None:
+                return span
+        self.failed_head = i
+        self.quarantine(
+            i, j, f"{total + 1} fields, expected {len(lay.names)}: truncated or malformed record"
+        )
+        return j + 1
+
+    def span_from(self, i: int, j: int) -> int | None:
+        """A record from line i that spans full-count lines up to a closing line."""
+        lay, e = self.layout, self.e
+        for k in range(j + 1, min(i + SPAN_LINES, self.n)):
+            line = self.t(k)
+            closer = self.counts[k] != e or not lay.starts_record(line.split("|", 1)[0].strip())
+            if not closer:
+                continue
+            raw = "\n".join(self.t(x) for x in range(i, k + 1))
+            parts = _parts(raw, lay)
+            if parts is None or place(parts, lay)[0] is None:
+                continue
+            self.emit(
+                Record(
+                    i, k, raw, None,
+                    f"one record over lines {self.line_no(i)}-{self.line_no(k)} whose free text "
+                    "holds a line with a record's or a header's number of '|' (a job name with "
+                    "newlines?): quarantined whole, so that no line of it becomes a record",
+                )
+            )  # fmt: skip
+            return k + 1
+        if not self.final and i + SPAN_LINES > self.n:
+            raise _NeedMore
+        return None
+
+    def header_at(self, i: int) -> int:
+        line, lay = self.t(i), self.layout
+        new = parse_header(line)
+        if new is not None and new.same_as(lay):
+            self.out.consumed.add(i)
+            self.out.notes.append(f"line {self.line_no(i)}: repeated header line skipped")
+            return i + 1
+        if new is not None and known_header(new):
+            follow: list[str] = []
+            k = i + 1
+            while len(follow) < HEADER_LOOKAHEAD:
+                if k >= self.n:
+                    if not self.final:
+                        raise _NeedMore
+                    break
+                nxt = self.t(k)
+                if _headerish(nxt):
+                    break
+                if nxt.strip():
+                    follow.append(nxt)
+                k += 1
+            new_score = sum(_score(x, new) for x in follow)
+            old_score = sum(_score(x, lay) for x in follow)
+            if new_score > old_score or not follow:
+                self.out.consumed.add(i)
+                self.out.new_section = (i, new)
+                return i + 1
+        # not a header the data follows: text of the previous record's last field, or bad
+        prev = self.last
+        if (
+            prev is not None
+            and prev.last == i - 1
+            and prev.values is not None
+            and not lay.trailing
+            and lay.names[-1] in TEXT_FIELDS
+        ):
+            prev.values[-1] = prev.values[-1] + "\n" + line
+            prev.raw = prev.raw + "\n" + line
+            prev.last = i
+            self.out.consumed.add(i)
+            self.out.notes.append(
+                f"line {self.line_no(i)}: a header line that the records after it do not "
+                f"follow was read as part of the {lay.names[-1]} of the record above it"
+            )
+            return i + 1
+        self.quarantine(
+            i,
+            i,
+            "a line that looks like a sacct header, but the records after "
+            "it do not follow it (a header inside a job name?)",
+        )
+        return i + 1
+
+
+def assemble(
+    text: Callable[[int], str],
+    counts: Sequence[int],
+    anomalies: Sequence[int],
+    layout: Layout,
+    *,
+    final: bool,
+    line_no: Callable[[int], int],
+) -> Assembly:
+    """Assemble the records around ``anomalies`` (sorted indexes of the block's lines that
+    do not have ``layout.expected`` separators or look like headers).
+
+    Parameters
+    ----------
+    text : ``text(i)`` -> the decoded physical line ``i`` of the block
+    counts : separators per line of the block
+    layout : the current section's fields
+    final : the block ends the input (else a decision that needs lines past the block end
+        is left for the next block: ``carry_from``)
+    line_no : ``line_no(i)`` -> the line's 1-based number in the input, for messages
+
+    Returns
+    -------
+    The records made from the lines around the anomalies; the other lines are untouched.
+    """
+    asm = _Assembler(text, counts, layout, final, line_no)
+    n, cursor = len(counts), 0
+    marked = set(anomalies)
+    for a in anomalies:
+        if a < cursor:
+            continue
+        i = max(cursor, a - 1)
+        try:
+            while i < n and (i <= a or i in marked):
+                i = asm.record_at(i)
+                if asm.out.new_section is not None:
+                    return asm.out
+        except _NeedMore:
+            asm.out.carry_from = i
+            return asm.out
+        cursor = i
+    return asm.out

@@ -51,6 +51,18 @@ def test_csv_stray_quote_takes_only_its_own_row(tmp_path):
     ]
 
 
+def test_csv_quoted_field_over_lines_keeps_blank_lines(tmp_path):
+    p = tmp_path / "h.csv"
+    msg = "line one\n\nline three, after a blank line"
+    p.write_text(
+        "cluster,node,time,source,component,code,severity,device,message\n\n"
+        f'c1,n1,2025-01-01T00:00:00Z,sim,gpu,1,info,,"{msg}"\n\nc1,n2,2025-01-01T00:00:00Z,sim,gpu,1,info,,x\n'
+    )
+    r = read_health(p)
+    assert r.rows_read == 2
+    assert r.tables["health_events"].get_column("message").to_list() == [msg, "x"]
+
+
 def test_jsonl_failures_and_inventory(tmp_path):
     p = tmp_path / "f.jsonl"
     rows = [

@@ -23,6 +23,7 @@ another:
 from __future__ import annotations
 
 import contextlib
+import csv
 import json
 import math
 from collections import Counter
@@ -107,59 +108,118 @@ def _scan(text: str) -> tuple[list[str], str | None]:
 
 
 def _split(line: str) -> tuple[list[str], str | None]:
-    return (line.split(","), None) if '"' not in line else _scan(line)
+    """:func:`_scan` of one line; the C csv module first (the same rules in strict mode:
+    it fails exactly where :func:`_scan` reports an open or malformed field)."""
+    if '"' not in line:
+        return line.split(","), None
+    if "\r" in line or "\n" in line:
+        return _scan(line)  # csv treats line ends itself
+    try:
+        return next(csv.reader((line,), strict=True)), None
+    except (csv.Error, StopIteration):
+        return _scan(line)
 
 
 def _csv_records(
     lines: pl.DataFrame, src: str
-) -> tuple[list[str], list[tuple[int, str, list[str] | None, str | None]]]:
-    """Header and records (line_no, raw, fields or None, reason or None) of a CSV."""
-    text = lines.get_column("line").to_list()
-    nos = lines.get_column("line_no").to_list()
-    i = 0
-    while i < len(text) and not text[i].strip():
-        i += 1
-    if i == len(text):
+) -> tuple[list[str], pl.DataFrame, tuple[list[int], list[str], list[str]], int]:
+    """Header, well-formed records (``line_no``, ``raw``, one String column per header
+    field, ``""`` read as null), bad records (line numbers, raw text, reasons) and the
+    number of records of a CSV.
+
+    Lines without a quote character are split in bulk (polars); only lines with quotes, and
+    the lines a quoted field runs into, are read one by one.
+    """
+    nonblank = lines.filter(pl.col("line").str.strip_chars() != "")
+    if nonblank.height == 0:
         raise IngestError(src, "empty file")
-    head, why = _split(text[i])
+    header_no, header_line = nonblank.row(0)
+    head, why = _split(header_line)
     if why is not None:
-        raise IngestError(src, f"malformed CSV header: {why}", line=nos[i])
+        raise IngestError(src, f"malformed CSV header: {why}", line=header_no)
     header = [h.strip() for h in head]
     dup = [h for h, c in Counter(header).items() if c > 1]
     if dup:
-        raise IngestError(src, "column appears twice in the header", line=nos[i], field=dup[0])
+        raise IngestError(src, "column appears twice in the header", line=header_no, field=dup[0])
     width = len(header)
-    records: list[tuple[int, str, list[str] | None, str | None]] = []
-    i += 1
-    while i < len(text):
+    # blank lines stay in the body: they are content inside a quoted field, else no record
+    body = (
+        lines.filter(pl.col("line_no") > header_no)
+        .with_row_index("pos")
+        .with_columns(
+            quoted=pl.col("line").str.contains('"', literal=True),
+            blank=pl.col("line").str.strip_chars() == "",
+        )
+    )
+    nos = body.get_column("line_no").to_list()
+    quoted_pos = body.filter("quoted").get_column("pos").to_list()
+    text: list[str] = body.get_column("line").to_list() if quoted_pos else []
+    consumed: set[int] = set()
+    rows: list[tuple[int, str, list[str]]] = []
+    bad: tuple[list[int], list[str], list[str]] = ([], [], [])
+    n_records = 0
+    for i in quoted_pos:
+        if i in consumed:
+            continue
         line = text[i]
-        if not line.strip():
-            i += 1
-            continue
+        n_records += 1
         fields, why = _split(line)
-        if why != "open":
-            records.append((nos[i], line, fields if why is None else None, why))
-            i += 1
-            continue
-        buf, size, j, done = [line], len(line), i + 1, False
-        while j < len(text) and j - i < MAX_RECORD_LINES and size < MAX_RECORD_CHARS:
-            nxt = text[j]
-            if len(_split(nxt)[0]) == width:
-                break  # the next line is a record of its own: do not swallow it
-            buf.append(nxt)
-            size += len(nxt) + 1
-            fields, why = _scan("\n".join(buf))
-            if why != "open":
-                done = True
-                break
-            j += 1
-        if done and why is None:
-            records.append((nos[i], "\n".join(buf), fields, None))
-            i = j + 1
-        else:  # a join that does not give a well-formed record: this line only is bad
-            records.append((nos[i], line, None, _UNTERMINATED))
-            i += 1
-    return header, records
+        if why == "open":
+            buf, size, j, done = [line], len(line), i + 1, False
+            while j < len(text) and j - i < MAX_RECORD_LINES and size < MAX_RECORD_CHARS:
+                nxt = text[j]
+                if len(_split(nxt)[0]) == width:
+                    break  # the next line is a record of its own: do not swallow it
+                buf.append(nxt)
+                size += len(nxt) + 1
+                fields, why = _scan("\n".join(buf))
+                if why != "open":
+                    done = True
+                    break
+                j += 1
+            if done and why is None:
+                consumed.update(range(i + 1, j + 1))
+                line = "\n".join(buf)
+            else:  # a join that does not give a well-formed record: this line only is bad
+                fields, why = [], _UNTERMINATED
+        if why is not None:
+            bad[0].append(nos[i])
+            bad[1].append(line)
+            bad[2].append(why)
+        elif len(fields) != width:
+            bad[0].append(nos[i])
+            bad[1].append(line)
+            bad[2].append(f"{len(fields)} fields, expected {width}")
+        else:
+            rows.append((nos[i], line, fields))
+    free = ~pl.col("quoted") & ~pl.col("blank") & ~pl.col("pos").is_in(list(consumed))
+    plain = body.filter(free).with_columns(
+        nf=pl.col("line").str.count_matches(",", literal=True) + 1
+    )
+    n_records += plain.height
+    wrong = plain.filter(pl.col("nf") != width)
+    bad[0].extend(wrong.get_column("line_no").to_list())
+    bad[1].extend(wrong.get_column("line").to_list())
+    bad[2].extend(f"{k} fields, expected {width}" for k in wrong.get_column("nf").to_list())
+    names = [f"__f{k}" for k in range(width)]
+    split = (
+        plain.filter(pl.col("nf") == width)
+        .select(
+            "line_no",
+            pl.col("line").alias("raw"),
+            pl.col("line").str.split_exact(",", width - 1).struct.rename_fields(names).alias("s"),
+        )
+        .unnest("s")
+    )
+    schema_ = {"line_no": pl.Int64, "raw": pl.String, **dict.fromkeys(names, pl.String)}
+    split = split.select(list(schema_)).cast(schema_)  # type: ignore[arg-type]
+    if rows:
+        extra = pl.DataFrame([(no, raw, *f) for no, raw, f in rows], schema=schema_, orient="row")
+        split = pl.concat([split, extra])
+    frame = split.rename(dict(zip(names, header, strict=True))).with_columns(
+        pl.when(pl.col(h) != "").then(pl.col(h)).alias(h) for h in header
+    )
+    return header, frame.sort("line_no"), bad, n_records
 
 
 def _time(expr: pl.Expr, tz: str | None) -> tuple[pl.Expr, pl.Expr]:
@@ -194,6 +254,8 @@ def _time(expr: pl.Expr, tz: str | None) -> tuple[pl.Expr, pl.Expr]:
 
 def _json_value(col: str, v: object) -> tuple[str | None, str | None]:
     """(string value, None) or (None, reason) for one JSON value."""
+    if type(v) is str:
+        return (v or None), None
     if v is None:
         return None, None
     if isinstance(v, (bool, dict, list)):
@@ -272,7 +334,7 @@ def read_health(
         raise IngestError(src, f"option table= must be one of {CANONICAL_TABLES}, got {table!r}")
     name = Path(src).name.lower().removesuffix(".gz")
     lines, notes = read_lines(path)
-    records: list[tuple[int, str, dict[str, object] | None, str | None]] = []
+    q: tuple[list[int], list[str], list[str]] = ([], [], [])
     if name.endswith((".jsonl", ".ndjson", ".json")):
         table, records = _jsonl_records(lines, table)
         if not records:
@@ -284,18 +346,36 @@ def read_health(
                 "(health_events, component_failures or inventory)",
             )
         spec = schema.TABLES[table]
+        cols = list(spec.schema)
         present = set().union(*(set(obj) for _, _, obj, _ in records if obj is not None))
-        checked = []
+        good: list[tuple[int, str, list[str | None]]] = []
         for no, raw, obj, why in records:
             if obj is not None:
                 extra = [k for k in obj if k not in spec.schema]
                 if extra:
-                    obj, why = None, f"key {extra[0][:40]!r} is not in the {table} contract"
-            checked.append((no, raw, obj, why))
-        records = checked
+                    why = f"key {extra[0][:40]!r} is not in the {table} contract"
+                else:
+                    values: list[str | None] = []
+                    for c in cols:
+                        v, why = _json_value(c, obj.get(c))
+                        if why is not None:
+                            break
+                        values.append(v)
+            if obj is None or why is not None:
+                q[0].append(no)
+                q[1].append(raw)
+                q[2].append(str(why))
+            else:
+                good.append((no, raw, values))
+        raw_frame = pl.DataFrame(
+            [(no, raw, *vals) for no, raw, vals in good],
+            schema={"line_no": pl.Int64, "raw": pl.String, **dict.fromkeys(cols, pl.String)},
+            orient="row",
+        )
+        n = len(records)
         header_line = None
     elif name.endswith(".csv"):
-        header, rows = _csv_records(lines, src)
+        header, raw_frame, q, n = _csv_records(lines, src)
         try:
             table = table or detect_table(header)
         except ValueError as exc:
@@ -308,13 +388,9 @@ def read_health(
         missing = [c for c in required if c not in header]
         if missing:
             raise IngestError(src, f"required {table} column missing", line=1, field=missing[0])
-        for no, raw, rec, why in rows:
-            if rec is not None and len(rec) != len(header):
-                records.append((no, raw, None, f"{len(rec)} fields, expected {len(header)}"))
-            elif rec is not None:
-                records.append((no, raw, dict(zip(header, rec, strict=True)), None))
-            else:
-                records.append((no, raw, None, why))
+        raw_frame = raw_frame.with_columns(
+            pl.lit(None, pl.String).alias(c) for c in spec.schema if c not in header
+        ).select("line_no", "raw", *spec.schema)
         present = set(header)
         header_line = 1
     else:
@@ -324,33 +400,6 @@ def read_health(
             src, "no cluster column: pass cluster= (the cluster these rows belong to)",
             line=header_line, field="cluster",
         )  # fmt: skip
-    good: list[tuple[int, str, list[str | None]]] = []
-    q_no: list[int] = []
-    q_raw: list[str] = []
-    q_why: list[str] = []
-    cols = list(spec.schema)
-    for no, raw, obj, why in records:
-        if obj is not None:
-            values: list[str | None] = []
-            for c in cols:
-                v, why = _json_value(c, obj.get(c))
-                if why is not None:
-                    break
-                values.append(v)
-        if obj is None or why is not None:
-            q_no.append(no)
-            q_raw.append(raw)
-            q_why.append(str(why))
-            continue
-        good.append((no, raw, values))
-    raw_frame = pl.DataFrame(
-        {
-            "line_no": [g[0] for g in good],
-            "raw": [g[1] for g in good],
-            **{c: [g[2][k] for g in good] for k, c in enumerate(cols)},
-        },
-        schema={"line_no": pl.Int64, "raw": pl.String, **dict.fromkeys(cols, pl.String)},
-    )
     if cluster is not None:
         raw_frame = raw_frame.with_columns(pl.col("cluster").fill_null(cluster))
     typed: dict[str, pl.Expr] = {}
@@ -418,11 +467,10 @@ def read_health(
     frame = out.filter(pl.col("reason").is_null()).select(
         [pl.col(f"__{c}").alias(c) for c in spec.schema]
     )
-    q = quarantine_frame(
+    qf = quarantine_frame(
         src,
-        q_no + bad.get_column("line_no").to_list(),
-        q_raw + bad.get_column("raw").to_list(),
-        q_why + bad.get_column("reason").to_list(),
+        q[0] + bad.get_column("line_no").to_list(),
+        q[1] + bad.get_column("raw").to_list(),
+        q[2] + bad.get_column("reason").to_list(),
     ).sort("line_no")
-    n = len(records)
-    return ReadResult(src, {table: frame}, q, n, n - q.height, notes)
+    return ReadResult(src, {table: frame}, qf, n, n - qf.height, notes)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from reliability.ingest.slurm_fields import SACCTMGR_EVENTS_COMMAND
+
 __all__ = [
     "NODE_INPUT_FORMS",
     "SACCTMGR_EVENTS_COMMAND",
@@ -17,12 +19,6 @@ __all__ = [
     "refusal",
 ]
 
-#: The complete ``sacctmgr`` export the ``events`` reader wants (Start= is needed: without it
-#: sacctmgr prints only events since midnight of the previous day).
-SACCTMGR_EVENTS_COMMAND = (
-    "sacctmgr --parsable2 show event Start=2025-01-01T00:00:00 End=2025-12-01T00:00:00 "
-    "Format=Cluster,NodeName,TimeStart,TimeEnd,State,Reason,User"
-)
 #: What the node-state readers accept, for refusals.
 NODE_INPUT_FORMS = (
     "accepted node-state inputs: history (`reliability ingest events`): "

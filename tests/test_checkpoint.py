@@ -51,14 +51,37 @@ def test_series_converges_to_exact_and_exact_is_the_optimum():
     assert young_interval_h(D, 24) == pytest.approx(daly_interval_h(D, 24, 0.0, order="first"))
     assert daly_interval_h(D, 24, R, order="first") > young_interval_h(D, 24)
     assert daly_interval_h(3.0, 1.0, order="higher") == 1.0  # δ >= 2M: Daly returns M
-    with pytest.raises(ValueError, match="ckpt_write_h"):
-        young_interval_h(0.0, 24)
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: young_interval_h(0.0, 24), "ckpt_write_h"),
+        (lambda: young_interval_h(D, math.inf), "mttf_h"),  # no failures seen: no finite optimum
+        (lambda: daly_interval_h(D, math.nan), "mttf_h"),
+        (lambda: daly_interval_h(D, 24, -1.0, order="first"), "restart_h"),
+        (lambda: daly_interval_h(D, 24, order="fourth"), "order"),
+        (
+            lambda: optimal_interval_h(1024, 6.5e-3, R, ckpt_write_h=D, bounds_h=(1, 0.5)),
+            "bounds_h",
+        ),
+        (lambda: optimal_interval_h(1024, -6.5e-3, R, ckpt_write_h=D), "rate_per_node_day"),
+        (lambda: optimal_interval_h(1024, 6.5e-3, math.nan, ckpt_write_h=D), "restart_h"),
+    ],
+)
+def test_invalid_arguments_are_refused(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+    with pytest.raises(TypeError):
+        daly_interval_h(D, 24, R, "exact")  # order must be named
 
 
 def test_numerical_optimum_beats_a_grid():
     dt, best = optimal_interval_h(16384, 2.34e-3, 5 / 60, ckpt_write_h=1 / 60, queue_h=0.2)
     grid = np.geomspace(1 / 60, 10, 4000)
-    vals = expected_ettr(16384, 2.34e-3, grid, 5 / 60, 0.2, 1 / 60, variant="renewal")
+    vals = expected_ettr(
+        16384, 2.34e-3, grid, 5 / 60, queue_h=0.2, ckpt_write_h=1 / 60, variant="renewal"
+    )
     assert best >= vals.max() - 1e-9
     assert dt == pytest.approx(grid[vals.argmax()], rel=0.01)
     # with small δ the ETTR optimum sits near Young's interval on the job's MTTF

@@ -26,15 +26,31 @@ from scipy import optimize, special
 __all__ = ["daly_interval_h", "optimal_interval_h", "young_interval_h"]
 
 
-def _check(ckpt_write_h: float, mttf_h: float) -> None:
+def _check(ckpt_write_h: float, mttf_h: float, restart_h: float = 0.0) -> None:
     if not (ckpt_write_h > 0 and math.isfinite(ckpt_write_h)):
         raise ValueError(f"ckpt_write_h must be a positive number of hours, got {ckpt_write_h!r}")
-    if not (mttf_h > 0):
-        raise ValueError(f"mttf_h must be positive, got {mttf_h!r}")
+    if not (mttf_h > 0 and math.isfinite(mttf_h)):
+        # an infinite MTTF (no failures seen) has no finite optimum: say so rather than print inf
+        raise ValueError(f"mttf_h must be a positive, finite number of hours, got {mttf_h!r}")
+    if not (restart_h >= 0 and math.isfinite(restart_h)):
+        raise ValueError(f"restart_h must be a finite number of hours >= 0, got {restart_h!r}")
 
 
 def young_interval_h(ckpt_write_h: float, mttf_h: float) -> float:
-    """Young's (1974) first-order optimum checkpoint interval [h]: ``√(2δM)``."""
+    """Young's (1974) first-order optimum checkpoint interval: ``τ = √(2δM)``.
+
+    Parameters
+    ----------
+    ckpt_write_h : float
+        δ, time to write a checkpoint [h], > 0.
+    mttf_h : float
+        M, mean time to interrupt of the job [h], > 0 and finite.
+
+    Returns
+    -------
+    float
+        τ, compute time between checkpoints [h].
+    """
     _check(ckpt_write_h, mttf_h)
     return math.sqrt(2.0 * ckpt_write_h * mttf_h)
 
@@ -43,15 +59,31 @@ def daly_interval_h(
     ckpt_write_h: float,
     mttf_h: float,
     restart_h: float = 0.0,
+    *,
     order: Literal["first", "higher", "exact"] = "higher",
 ) -> float:
-    """Daly's (2006) optimum checkpoint interval [h] (compute time between checkpoints).
+    """Daly's (FGCS 22(3), 2006) optimum checkpoint interval.
 
-    ``order="first"``: ``√(2δ(M+R))``; ``"higher"``: the perturbation series (Eq. 37), valid
-    for ``δ < 2M`` (returns M otherwise, as Daly does); ``"exact"``: the Lambert-W optimum of
-    Daly's model. The series converges to the exact value as δ/M → 0.
+    Parameters
+    ----------
+    ckpt_write_h : float
+        δ, time to write a checkpoint [h], > 0.
+    mttf_h : float
+        M, mean time to interrupt of the job [h], > 0 and finite.
+    restart_h : float
+        R, restart time [h], >= 0 (only the first-order form uses it).
+    order : {"first", "higher", "exact"}
+        ``"first"``: ``√(2δ(M+R))`` (Eq. 27); ``"higher"``: the perturbation series (Eq. 37),
+        valid for ``δ < 2M`` (M otherwise, as Daly does); ``"exact"``: the Lambert-W optimum of
+        Daly's model, ``M·[1 + W0(−e^{−(δ/M + 1)})]``. The series converges to the exact value
+        as δ/M → 0.
+
+    Returns
+    -------
+    float
+        τ, compute time between checkpoints [h].
     """
-    _check(ckpt_write_h, mttf_h)
+    _check(ckpt_write_h, mttf_h, restart_h)
     d, m = ckpt_write_h, mttf_h
     if order == "first":
         return math.sqrt(2.0 * d * (m + restart_h))
@@ -77,13 +109,44 @@ def optimal_interval_h(
     variant: str = "renewal",
     bounds_h: tuple[float, float] = (1.0 / 3600.0, 24.0 * 7),
 ) -> tuple[float, float]:
-    """The checkpoint interval [h] that maximises expected ETTR, and that ETTR.
+    """The checkpoint interval that maximises expected ETTR, and that ETTR.
 
-    Uses :func:`reliability.models.ettr.expected_ettr` with the given ``variant`` (default the
-    exact renewal form, which includes write cost and queue wait). With no write cost the
-    optimum of a non-blocking checkpoint is "as often as possible": the lower bound is returned.
+    Parameters
+    ----------
+    n_gpus : float
+        Job size [GPUs].
+    rate_per_node_day : float
+        r_f [failures per node-day].
+    restart_h : float
+        u0, restart overhead after each interruption [h].
+    ckpt_write_h : float
+        w, blocking checkpoint write time [h]. With no write cost the optimum of a non-blocking
+        checkpoint is "as often as possible": the lower bound is returned.
+    queue_h : float
+        q, queue wait after each interruption [h].
+    gpus_per_node : int
+        GPUs per node.
+    variant : str
+        The :func:`reliability.models.ettr.expected_ettr` form (default the exact renewal form,
+        which includes write cost and queue wait).
+    bounds_h : (float, float)
+        Search range of the interval [h], ``0 < low < high``.
+
+    Returns
+    -------
+    (float, float)
+        The interval [h] and its expected ETTR.
     """
     from reliability.models.ettr import expected_ettr
+
+    lo_h, hi_h = bounds_h
+    if not (0 < lo_h < hi_h and math.isfinite(hi_h)):
+        raise ValueError(
+            f"bounds_h must be (low, high) hours with 0 < low < high, got {bounds_h!r}"
+        )
+    # validate the numbers once (the exact form accepts every input; inner evaluations skip it)
+    expected_ettr(n_gpus, rate_per_node_day, hi_h, restart_h, queue_h=queue_h,
+                  ckpt_write_h=ckpt_write_h, gpus_per_node=gpus_per_node, variant="renewal")  # fmt: skip
 
     def neg(log_dt: float) -> float:
         v = expected_ettr(

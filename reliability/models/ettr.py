@@ -64,8 +64,32 @@ class ETTRApproximationWarning(UserWarning):
 def interruption_rate_per_h(
     n_gpus: float | np.ndarray, rate_per_node_day: float, gpus_per_node: int = 8
 ) -> np.ndarray:
-    """λ = N_nodes · r_f / 24 [interruptions per hour] for a job of ``n_gpus`` GPUs (≥ 1 node)."""
-    nodes = np.maximum(np.asarray(n_gpus, dtype=float) / gpus_per_node, 1.0)
+    """Interruption rate of a job: ``λ = N_nodes · r_f / 24`` (Kokolis et al. HPCA'25 §V).
+
+    Parameters
+    ----------
+    n_gpus : float or array
+        Job size [GPUs], > 0; a job smaller than a node counts as one node.
+    rate_per_node_day : float
+        r_f [failures per node-day], >= 0.
+    gpus_per_node : int
+        GPUs per node, >= 1.
+
+    Returns
+    -------
+    numpy.ndarray
+        λ [interruptions per hour], shaped like ``n_gpus``.
+    """
+    gpus = np.asarray(n_gpus, dtype=float)
+    if not np.all(np.isfinite(gpus) & (gpus > 0)):
+        raise ValueError(f"n_gpus must be positive, got {n_gpus!r}")
+    if not (math.isfinite(rate_per_node_day) and rate_per_node_day >= 0):
+        raise ValueError(
+            f"rate_per_node_day must be a finite number >= 0, got {rate_per_node_day!r}"
+        )
+    if int(gpus_per_node) != gpus_per_node or gpus_per_node < 1:
+        raise ValueError(f"gpus_per_node must be a whole number >= 1, got {gpus_per_node!r}")
+    nodes = np.maximum(gpus / gpus_per_node, 1.0)
     return nodes * rate_per_node_day / 24.0
 
 
@@ -110,33 +134,54 @@ def expected_ettr(
     rate_per_node_day: float,
     ckpt_interval_h: float | np.ndarray,
     restart_h: float,
+    *,
     queue_h: float = 0.0,
     ckpt_write_h: float = 0.0,
     gpus_per_node: int = 8,
     variant: str = "simplified",
-    *,
     job_h: float | None = None,
     initial_queue_h: float = 0.0,
     check: bool = True,
 ) -> np.ndarray:
-    """Expected ETTR of a job of ``n_gpus`` GPUs (scalar or array; broadcasts over n_gpus and
-    ``ckpt_interval_h``).
+    """Expected ETTR of a job (Kokolis et al. HPCA'25 §V; the variants in the module docstring).
 
     Parameters
     ----------
-    rate_per_node_day : r_f, hardware interruptions per node-day
-    ckpt_interval_h : Δt, compute time between checkpoints [h]
-    restart_h : u0, restart overhead after each interruption [h]
-    queue_h : q, queue wait after each interruption [h] (variants queue, finite, renewal)
-    ckpt_write_h : w, blocking checkpoint write time [h] (variants hpca, finite, renewal)
-    variant : one of :data:`VARIANTS` (see the module docstring for the formulas and sources)
-    job_h : W, productive hours the job needs (finite: required; renewal: None = long-job limit)
-    initial_queue_h : q0, the wait before the first start (finite, renewal with job_h)
-    check : validate the inputs and the linearisation's range (raise/warn)
+    n_gpus : float or array
+        Job size [GPUs]; broadcasts with ``ckpt_interval_h``.
+    rate_per_node_day : float
+        r_f [hardware interruptions per node-day].
+    ckpt_interval_h : float or array
+        Δt, compute time between checkpoints [h].
+    restart_h : float
+        u0, restart overhead after each interruption [h].
+    queue_h : float
+        q, queue wait after each interruption [h] (variants queue, finite, renewal).
+    ckpt_write_h : float
+        w, blocking checkpoint write time [h] (variants hpca, finite, renewal).
+    gpus_per_node : int
+        GPUs per node.
+    variant : str
+        One of :data:`VARIANTS`.
+    job_h : float or None
+        W, productive hours the job needs (finite: required; renewal: None = long-job limit).
+    initial_queue_h : float
+        q0, the wait before the first start [h] (finite, renewal with job_h).
+    check : bool
+        Validate the inputs and the linearisation's range (raise / warn). Inner loops that
+        validated once may pass False.
 
-    Raises ``ValueError`` for an unknown variant, an input the variant does not use, or (linear
-    variants) ``λ(u0 + Δt/2) ≥ 1``; warns :class:`ETTRApproximationWarning` above
-    :data:`LINEAR_WARN_X`.
+    Returns
+    -------
+    numpy.ndarray
+        Expected ETTR, in [0, 1] for the renewal form (0 for a job that cannot progress).
+
+    Raises
+    ------
+    ValueError
+        An unknown variant, an input the variant does not use, a negative or non-finite input,
+        or (linear variants) ``λ(u0 + Δt/2) ≥ 1``. Warns :class:`ETTRApproximationWarning` above
+        :data:`LINEAR_WARN_X`.
     """
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
@@ -154,14 +199,16 @@ def expected_ettr(
         raise ValueError("variant 'finite' needs job_h (the productive hours the job needs)")
     dt = np.asarray(ckpt_interval_h, dtype=float)
     if check:
-        if np.any(dt <= 0):
-            raise ValueError("ckpt_interval_h must be positive")
-        if min(restart_h, queue_h, ckpt_write_h, initial_queue_h) < 0:
-            raise ValueError("restart_h, queue_h, ckpt_write_h and initial_queue_h must be >= 0")
-        if rate_per_node_day < 0:
-            raise ValueError("rate_per_node_day must be >= 0")
-        if job_h is not None and job_h <= 0:
-            raise ValueError("job_h must be positive")
+        if not np.all(np.isfinite(dt) & (dt > 0)):
+            raise ValueError(
+                f"ckpt_interval_h must be positive and finite, got {ckpt_interval_h!r}"
+            )
+        for name, v in (("restart_h", restart_h), ("queue_h", queue_h),
+                        ("ckpt_write_h", ckpt_write_h), ("initial_queue_h", initial_queue_h)):  # fmt: skip
+            if not (math.isfinite(v) and v >= 0):
+                raise ValueError(f"{name} must be a finite number of hours >= 0, got {v!r}")
+        if job_h is not None and not (math.isfinite(job_h) and job_h > 0):
+            raise ValueError(f"job_h must be a positive, finite number of hours, got {job_h!r}")
     lam = interruption_rate_per_h(n_gpus, rate_per_node_day, gpus_per_node)
     u0, q, w = restart_h, queue_h, ckpt_write_h
     if variant == "renewal":

@@ -66,13 +66,38 @@ def recovery_paths(
 ) -> RecoveryComparison:
     """Expected goodput loss of reconfigure vs reroute for a job of ``n_cubes`` cubes.
 
-    Defaults: the NSDI'24 daily rates, the pod simulator's mean OCS repair (lognormal, median
-    6 h, σ 0.8) and the middle of Table 3's step-time tax range.
+    Parameters
+    ----------
+    n_cubes : int
+        Job size [cubes of 64 chips], 1..64.
+    machine_rate_per_day, ici_rate_per_day, ocs_rate_per_day : float
+        Failure rates per component [1/day], >= 0 (defaults: NSDI'24 §6).
+    ckpt_interval_h : float
+        Checkpoint interval [h], >= 0: a reconfiguration loses Δt/2 of work on average.
+    reconfigure_downtime_h : float
+        Evict, reschedule, cross-connect, preflight and reload [h], >= 0.
+    ocs_repair_h : float
+        Mean OCS repair time [h], >= 0 (default: the pod simulator's lognormal, median 6 h,
+        σ 0.8).
+    reroute_tax : float
+        Step-time tax of fault-tolerant routing, a fraction in (0, 1) (default: the middle of
+        NSDI'24 Table 3's 0.5-8.6%).
+
+    Returns
+    -------
+    RecoveryComparison
+        Per component and path: components used, failures per day, cost per failure [h] and
+        goodput loss [fraction of the job's time]; the break-even OCS repair time [h].
     """
-    if not 1 <= n_cubes <= 64:
-        raise ValueError(f"n_cubes must be in 1..64, got {n_cubes}")
+    if int(n_cubes) != n_cubes or not 1 <= n_cubes <= 64:
+        raise ValueError(f"n_cubes must be a whole number in 1..64, got {n_cubes}")
     if not 0 < reroute_tax < 1:
         raise ValueError(f"reroute_tax must be a fraction in (0, 1), got {reroute_tax}")
+    for name, v in (("machine_rate_per_day", machine_rate_per_day), ("ici_rate_per_day", ici_rate_per_day),
+                    ("ocs_rate_per_day", ocs_rate_per_day), ("ckpt_interval_h", ckpt_interval_h),
+                    ("reconfigure_downtime_h", reconfigure_downtime_h), ("ocs_repair_h", ocs_repair_h)):  # fmt: skip
+        if not (math.isfinite(v) and v >= 0):
+            raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
     reconf = reconfigure_downtime_h + ckpt_interval_h / 2.0
     rows = []
     for comp, count, rate in (

@@ -34,6 +34,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -254,9 +255,13 @@ class SweepResult:
             f"{self.results.height:,} result rows ({self.tasks_run} tasks run, {self.tasks_skipped} resumed from disk)"
         ]
         for r in self.aggregates.iter_rows(named=True):
-            lines.append(
-                f"  {r['cell']:<48} {r['key']:<28} {r['mean']:.5f}  [{r['ci_low']:.5f}, {r['ci_high']:.5f}]  n={r['n']}"
-            )
+            if r["mean"] is None or not math.isfinite(r["mean"]):
+                value = "not computed (a task returned a non-finite value)"
+            elif r["ci_low"] is None:
+                value = f"{r['mean']:.5f}  (one seed: no interval)"
+            else:
+                value = f"{r['mean']:.5f}  [{r['ci_low']:.5f}, {r['ci_high']:.5f}]"
+            lines.append(f"  {r['cell']:<48} {r['key']:<28} {value}  n={r['n']}")
         lines += [f"FAILED {f}" for f in self.failures]
         return "\n".join(lines)
 
@@ -268,10 +273,12 @@ def _aggregate(results: pl.DataFrame) -> pl.DataFrame:
         .sort("cell", "key")
     )
     n = agg["n"].to_numpy()
-    tq = np.where(n > 1, stats.t.ppf(0.975, np.maximum(n - 1, 1)), np.nan)
-    half = tq * agg["sd"].fill_null(0.0).to_numpy() / np.sqrt(n)
+    tq = stats.t.ppf(0.975, np.maximum(n - 1, 1))
+    half = pl.Series(tq * agg["sd"].fill_null(0.0).to_numpy() / np.sqrt(n))
+    # one seed has no interval: null, not NaN
     return agg.with_columns(
-        ci_low=pl.col("mean") - pl.Series(half), ci_high=pl.col("mean") + pl.Series(half)
+        ci_low=pl.when(pl.col("n") > 1).then(pl.col("mean") - half),
+        ci_high=pl.when(pl.col("n") > 1).then(pl.col("mean") + half),
     )
 
 

@@ -8,14 +8,17 @@ import csv
 import gzip
 import hashlib
 import json
+import math
 import re
 from collections import Counter
 from datetime import datetime
 from importlib.metadata import version
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
+from scipy import stats as scipy_stats
 
 from reliability import Dataset
 from reliability.cli import main
@@ -298,3 +301,26 @@ def test_demo(tmp_path, capsys):
     manifest = (tmp_path / "demo" / "dataset" / "manifest.json").read_bytes()
     assert main(["demo", "--into", str(tmp_path / "demo"), "--seed", "2"]) == 0
     assert (tmp_path / "demo" / "dataset" / "manifest.json").read_bytes() == manifest
+
+
+def test_sweep_cli_intervals(tmp_path, capsys):
+    """`reliability sweep`: each cell's mean and 95% t-interval over seeds, recomputed from the
+    stored per-seed results (numpy and scipy's t quantile); one seed prints no interval (not nan)."""
+    spec = tmp_path / "s.toml"
+    body = ('[sweep]\nname = "t"\nmodel = "ettr-monte-carlo"\nseeds = {n}\nseeds_per_task = 1\n'
+            'backend = "serial"\n[grid]\nckpt_interval_h = [0.5]\n[fixed]\nn_gpus = 4096\n'
+            "rate_per_node_day = 0.0065\nrestart_h = 0.0833\njob_h = 50\nn_runs = 50\n")  # fmt: skip
+    spec.write_text(body.format(n=3), encoding="utf-8")
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "three")]) == 0
+    out = capsys.readouterr().out
+    res = pl.read_parquet(tmp_path / "three" / "results.parquet")
+    v = np.sort(res.filter(pl.col("key") == "mc_mean_ettr")["value"].to_numpy())
+    assert len(v) == 3
+    half = scipy_stats.t.ppf(0.975, 2) * v.std(ddof=1) / math.sqrt(3)
+    line = next(ln for ln in out.splitlines() if "mc_mean_ettr" in ln)
+    assert f"{v.mean():.5f}  [{v.mean() - half:.5f}, {v.mean() + half:.5f}]  n=3" in line
+    spec.write_text(body.format(n=1), encoding="utf-8")
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "one")]) == 0
+    out = capsys.readouterr().out
+    assert "(one seed: no interval)" in out
+    assert "nan" not in out.lower()

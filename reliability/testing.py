@@ -65,26 +65,58 @@ def synthetic_sacct(
 
     Parameters
     ----------
-    n_jobs : allocation records (steps come on top: ``.batch`` and ``.extern`` for each
-        started job, ``.0`` for about a third)
-    seed : random seed (same seed, same file)
-    n_nodes, gpus_per_node : cluster shape
-    start, days : the accounting window (times are printed in UTC without a zone, as sacct does)
+    path : str or Path
+        File to write (its folder is created).
+    n_jobs : int
+        Allocation records, >= 1 (steps come on top: ``.batch`` and ``.extern`` for each
+        started job, ``.0`` for about a third).
+    seed : int
+        Random seed (same seed, same file).
+    n_nodes, gpus_per_node : int
+        Cluster shape [nodes], [GPUs per node]; job sizes that do not fit are not drawn.
+    cluster : str
+        The ``Cluster`` field.
+    start : datetime
+        Start of the accounting window (time-zone aware; times are printed in UTC without a
+        zone, as sacct does).
+    days : float
+        Length of the window [days].
 
     Returns
     -------
-    The allocation records as a frame (``job_id``, ``state``, ``n_nodes``, ``gpus``,
-    ``start_s``, ``end_s``...) so that tests can compare a reader's output with the truth.
+    polars.DataFrame
+        The allocation records (``job_id``, ``state``, ``n_nodes``, ``gpus``, ``submit_s``,
+        ``start_s``, ``end_s`` [epoch s], ``array_task``) so that tests can compare a reader's
+        output with the truth.
     """
+    if int(n_jobs) != n_jobs or n_jobs < 1:
+        raise ValueError(f"n_jobs must be a whole number >= 1, got {n_jobs!r}")
+    if (
+        int(n_nodes) != n_nodes
+        or n_nodes < 1
+        or int(gpus_per_node) != gpus_per_node
+        or gpus_per_node < 1
+    ):
+        raise ValueError(
+            f"n_nodes and gpus_per_node must be whole numbers >= 1, got {n_nodes!r}, {gpus_per_node!r}"
+        )
+    if not days > 0:
+        raise ValueError(f"days must be positive, got {days!r}")
+    if start.tzinfo is None:
+        raise ValueError("start must be time-zone aware (e.g. datetime(2025, 1, 1, tzinfo=UTC))")
     rng = np.random.default_rng(seed)
     n = int(n_jobs)
-    # job sizes: >40% 1 GPU, >90% under 8 GPUs; a tail of multi-node jobs (HPCA'25 Fig. 2)
+    # job sizes: >40% 1 GPU, >90% under 8 GPUs; a tail of multi-node jobs (HPCA'25 Fig. 2);
+    # sizes that do not fit the cluster are left out
     size_choices = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024])
     size_p = np.array([0.45, 0.25, 0.21, 0.04, 0.02, 0.012, 0.008, 0.005, 0.0025, 0.0015, 0.001])
+    fits = np.maximum(1, size_choices // gpus_per_node) <= n_nodes
+    size_choices, size_p = size_choices[fits], size_p[fits]
     gpus = rng.choice(size_choices, size=n, p=size_p / size_p.sum())
     nnodes = np.maximum(1, gpus // gpus_per_node)
     first_node = rng.integers(0, np.maximum(1, n_nodes - nnodes), size=n)
-    split = (nnodes >= 4) & (rng.random(n) < 0.3)  # some allocations in two ranges
+    # some allocations in two ranges, with a one-node gap (where the cluster has room for it)
+    split = (nnodes >= 4) & (rng.random(n) < 0.3) & (first_node + nnodes < n_nodes)
     submit = np.sort(rng.uniform(0, days * 86400, size=n)).astype(np.int64)
     wait = rng.exponential(600, size=n).astype(np.int64)
     run = np.minimum(rng.lognormal(7.5, 1.6, size=n), 7 * 86400).astype(np.int64) + 1

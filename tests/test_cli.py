@@ -23,6 +23,7 @@ from scipy import stats as scipy_stats
 from reliability import Dataset
 from reliability.cli import main
 from reliability.datasets import load_sample_dataset, sample_files
+from reliability.testing import synthetic_sacct
 
 ROOT = Path(__file__).resolve().parents[1]
 OUTCOME = re.compile(r"read (\d+), kept (\d+), quarantined (\d+) \(([^)]*)\)")
@@ -324,3 +325,30 @@ def test_sweep_cli_intervals(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "(one seed: no interval)" in out
     assert "nan" not in out.lower()
+
+
+def test_bundled_synthetic_export_is_reproducible(tmp_path):
+    """datasets/README.md: the bundled export is what
+    ``synthetic_sacct(path, 2000, seed=7, n_nodes=256, days=30)`` writes, byte for byte."""
+    synthetic_sacct(tmp_path / "s.psv", 2000, seed=7, n_nodes=256, days=30)
+    bundled = sample_files()["synthetic/sacct_synth_2000.psv"].read_bytes()
+    assert (tmp_path / "s.psv").read_bytes() == bundled
+
+
+def test_synthetic_sacct_fits_the_cluster(tmp_path):
+    """On a 48-node cluster no allocation names a node beyond node47 (1,024-GPU jobs need 128
+    nodes: they are not drawn), and bad arguments are refused."""
+    synthetic_sacct(tmp_path / "s.psv", 3000, seed=1, n_nodes=48)
+    alloc = [r for r in _psv(tmp_path / "s.psv") if "." not in r["JobID"]]
+    assert len(alloc) == 3000
+    numbers = [
+        int(x) for r in alloc for x in re.findall(r"\d+", r["NodeList"].removeprefix("node"))
+    ]
+    assert numbers
+    assert max(numbers) <= 47
+    assert max(int(r["NNodes"]) for r in alloc) <= 48
+    for kwargs, match in [({"n_jobs": 0}, "n_jobs"), ({"n_nodes": 0}, "n_nodes"), ({"days": 0}, "days"),
+                          ({"start": datetime(2025, 1, 1)}, "time-zone")]:  # fmt: skip
+        args = {"n_jobs": 10, "seed": 1} | kwargs
+        with pytest.raises(ValueError, match=match):
+            synthetic_sacct(tmp_path / "x.psv", args.pop("n_jobs"), **args)

@@ -133,7 +133,12 @@ def node_features(
     n_back = window_days // step_days
     # open attempts are censored at the observation end: they ran there, they did not fail
     ended, _ = clip_attempts(jobs, obs)
-    ended = ended.with_columns(end_time=pl.col("stop"))
+    # an open attempt was running in the last instant before the end: the window holding it
+    ended = ended.with_columns(
+        end_time=pl.when(pl.col("open"))
+        .then(pl.col("stop") - timedelta(microseconds=1))
+        .otherwise("stop")
+    )
     if obs is not None:
         obs_lit = pl.lit(obs).cast(pl.Datetime("us", "UTC"))
         he = he.filter(pl.col("time") <= obs_lit)

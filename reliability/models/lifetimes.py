@@ -258,28 +258,66 @@ class LifetimeFit:
     verdict: str
     km: pl.DataFrame
     km_median: float | None = None
+    km_note: str | None = None
+
+
+def _km_numpy(
+    t: np.ndarray, e: np.ndarray, entry: np.ndarray | None, z: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Product-limit estimate with left truncation (at risk at τ: entry < τ ≤ t) and the
+    exponential-Greenwood band, at every distinct failure time (plus 0)."""
+    a = np.zeros_like(t) if entry is None else entry
+    times = np.unique(t[e])
+    ts, as_ = np.sort(t), np.sort(a)
+    n = np.searchsorted(as_, times, side="left") - np.searchsorted(ts, times, side="left")
+    d = np.searchsorted(np.sort(t[e]), times, side="right") - np.searchsorted(
+        np.sort(t[e]), times, side="left"
+    )
+    with np.errstate(divide="ignore", invalid="ignore"):
+        surv = np.cumprod(np.where(n > 0, 1.0 - d / n, 1.0))
+        gw = np.cumsum(np.where(n > d, d / (n * (n - d)), 0.0))
+        log_s = np.log(surv)
+        v = np.sqrt(gw) / np.abs(log_s)
+        lo = np.where(surv > 0, surv ** np.exp(-z * v), 0.0)
+        hi = np.where(surv > 0, surv ** np.exp(z * v), 0.0)
+    lo, hi = np.nan_to_num(lo, nan=1.0), np.nan_to_num(hi, nan=1.0)
+    return (np.concatenate([[0.0], times]), np.concatenate([[1.0], surv]), np.concatenate([[1.0], np.minimum(lo, hi)]),
+            np.concatenate([[1.0], np.maximum(lo, hi)]), np.concatenate([[int((a <= 0).sum())], n]))  # fmt: skip
 
 
 def _fit_group(
     group: str, t: np.ndarray, e: np.ndarray, entry: np.ndarray | None, alpha: float
 ) -> LifetimeFit:
     from lifelines import ExponentialFitter, KaplanMeierFitter, LogNormalFitter
+    from lifelines.exceptions import StatError
 
     z = float(stats.norm.ppf(1 - alpha / 2))
-    km = KaplanMeierFitter(alpha=alpha).fit(t, e, entry=entry)
-    sf = km.survival_function_.iloc[:, 0].to_numpy()
-    ci = km.confidence_interval_.to_numpy()
-    times = km.survival_function_.index.to_numpy(dtype=float)
-    at_risk = km.event_table["at_risk"].to_numpy()
+    km_note = None
+    try:
+        km = KaplanMeierFitter(alpha=alpha).fit(t, e, entry=entry)
+        sf = km.survival_function_.iloc[:, 0].to_numpy()
+        ci = km.confidence_interval_.to_numpy()
+        times = km.survival_function_.index.to_numpy(dtype=float)
+        at_risk = km.event_table["at_risk"].to_numpy()
+        lo_band, hi_band = ci[:, 0], ci[:, 1]
+    except StatError:
+        # lifelines refuses when the product-limit estimate reaches 0 among the first few
+        # components at risk (few entered early); the same estimate, computed here, says so
+        times, sf, lo_band, hi_band, at_risk = _km_numpy(t, e, entry, z)
+        km_note = (
+            f"{group}: Kaplan-Meier falls to 0 early (few components at risk at the youngest ages, "
+            "left truncation): the curve is unreliable at early ages"
+        )
     km_frame = pl.DataFrame({
-        "group": group, "time": times, "survival": sf, "ci_low": ci[:, 0], "ci_high": ci[:, 1],
-        "at_risk": at_risk.astype(np.int64),
+        "group": group, "time": times, "survival": sf, "ci_low": lo_band, "ci_high": hi_band,
+        "at_risk": np.asarray(at_risk).astype(np.int64),
     })  # fmt: skip
-    med = float(km.median_survival_time_)
+    below = np.flatnonzero(sf <= 0.5)
+    med = float(times[below[0]]) if below.size else math.inf
     failures = int(e.sum())
     base = dict(group=group, n=int(t.size), failures=failures, total_time=float(t.sum()),
                 entry_truncated=int((entry > 0).sum()) if entry is not None else 0, km=km_frame,
-                km_median=med if math.isfinite(med) else None)  # fmt: skip
+                km_median=med if math.isfinite(med) else None, km_note=km_note)  # fmt: skip
     if failures < MIN_FAILURES_FOR_FIT:
         return LifetimeFit(**base, models={}, shape=None, shape_low=None, shape_high=None,
                            lr_stat=None, lr_p=None, best=None, verdict="not estimable")  # fmt: skip
@@ -535,6 +573,8 @@ def fit_lifetimes(
     for g in groups:
         m = np.ones(t_all.size, bool) if keys is None else keys == g
         fit = _fit_group(g, t_all[m], e_all[m], None if en_all is None else en_all[m], alpha)
+        if fit.km_note:
+            notes.append(fit.km_note)
         if fit.failures < MIN_FAILURES_FOR_FIT:
             notes.append(
                 f"{g}: {fit.failures} failures among {fit.n:,} components: parametric fits, shape, MTTF and B10 "
@@ -616,7 +656,14 @@ def lifetime_table(
         notes.append(
             f"{before:,} components failed before their in-service time: their first failure is ignored"
         )
-    bad = t.filter((pl.col("duration_h") <= 0) | (pl.col("entry_h") >= pl.col("duration_h")))
+    instant = t.filter(pl.col("failed") & (pl.col("duration_h") <= 0)).height
+    if instant:
+        notes.append(
+            f"{instant:,} components fail the moment they enter service (e.g. in service before the records "
+            "began, age unknown) and are left out"
+        )
+    bad = t.filter(~(pl.col("failed") & (pl.col("duration_h") <= 0)))
+    bad = bad.filter((pl.col("duration_h") <= 0) | (pl.col("entry_h") >= pl.col("duration_h")))
     if bad.height:
         notes.append(
             f"{bad.height:,} components with no time in service inside the observation window are left out"

@@ -141,7 +141,13 @@ class PlanResult(Result):
                 f"{_fmt_h(self.equal_cost_h)} (when the two are equal)."
             )
         if self.restart_h is not None:
-            if self.recommended_interval_h is None:
+            if self.recommended_interval_h is None and self.basis.startswith("upper"):
+                lines.append(
+                    f"No hardware failures were observed, but too little exposure to rule out rates at which ETTR "
+                    f"{self.target_ettr:.2f} is out of reach with a {_fmt_h(self.restart_h)} restart: collect more "
+                    "data or give r_f."
+                )
+            elif self.recommended_interval_h is None:
                 lines.append(
                     f"With a restart overhead of {_fmt_h(self.restart_h)} the target cannot be reached at this rate."
                 )

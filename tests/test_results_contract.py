@@ -1,0 +1,250 @@
+"""One contract over every result of the statistics models (the one result base): a summary
+frame without nan/inf, a text form without nan/inf/"unbounded" that says what it cannot
+estimate and why, escaped HTML with real tables, print_summary() and sample sizes; on normal
+and degenerate inputs (0 failures, 1 failure, 7 minutes of data, one node). Plus the planner
+(which rate it plans with), the ETTR estimands and measured ETTR by cause, and the censoring
+of lemon features."""
+
+from __future__ import annotations
+
+import io
+import math
+from datetime import timedelta
+
+import numpy as np
+import polars as pl
+import pytest
+from histories import T0, job_histories
+
+from reliability._result import Result, frame_is_finite
+from reliability.models import (
+    estimate_rate,
+    expected_ettr,
+    failure_rate_series,
+    fit_interfailure,
+    fit_lifetimes,
+    fit_mttf,
+    job_run_ettr,
+    node_features,
+    plan,
+    simulate_ettr,
+)
+from reliability.models.counts import trend_of
+from reliability.models.repairable import crow_amsaa
+
+INPUTS = {
+    "normal": dict(days=84, rate_per_node_day=0.01, slots=8, mean_job_days=2.0),
+    "no failures": dict(days=3, rate_per_node_day=0.0, slots=1, nodes_per_job=1),
+    "one failure": dict(days=40, rate_per_node_day=0.001, slots=2, nodes_per_job=16),
+    "seven minutes": dict(days=7 / 1440, rate_per_node_day=0.0, slots=2, nodes_per_job=1),
+    "one node": dict(days=20, rate_per_node_day=0.05, slots=1, nodes_per_job=1),
+}
+
+
+def _results(case: str) -> list[Result]:
+    jobs, end = job_histories(np.random.default_rng(3), **INPUTS[case])
+    out: list[Result] = [
+        fit_mttf(jobs, min_gpus=1, observation_end=end),
+        failure_rate_series(jobs, min_gpus=1, observation_end=end),
+        job_run_ettr(jobs, observation_end=end),
+        simulate_ettr(1024, 0.01, 1.0, 5 / 60, job_h=24.0, n_runs=200, seed=1),
+        trend_of([0, 1], [1.0, 1.0]),
+        estimate_rate([], []),
+        crow_amsaa(np.array([1.0]), 10.0),
+    ]
+    m = out[0]
+    if m.node_days_ > 0:  # with no exposure at all the planner refuses (tested below)
+        out.append(plan(1024, m, 0.9, restart_h=5 / 60))
+    life = pl.DataFrame({"t": [1.0, 2.0, 3.0], "e": [False, True, False]})
+    out.append(fit_lifetimes(life, "t", "e"))
+    cf = jobs.filter(pl.col("state") == "NODE_FAIL").select(
+        "cluster", component_id=pl.col("nodes").list.first(), failed_at="end_time", repaired_at="end_time"
+    )  # fmt: skip
+    if cf.height:
+        out.append(fit_interfailure(cf, observation_end=end))
+    return out
+
+
+def _clean(text: str) -> None:
+    low = text.lower().replace("infant", "")
+    for word in ("nan", "inf", "unbounded"):
+        assert word not in low, (word, text)
+
+
+@pytest.mark.parametrize("case", list(INPUTS))
+def test_every_result_keeps_the_contract(case):
+    for r in _results(case):
+        name = type(r).__name__
+        s = r.summary
+        assert isinstance(s, pl.DataFrame), name
+        assert frame_is_finite(s), name
+        text = str(r)
+        _clean(text)
+        html = r._repr_html_()
+        _clean(html)
+        assert "<table" in html, name
+        buf = io.StringIO()
+        r.print_summary(file=buf)
+        _clean(buf.getvalue())
+        assert r.title in buf.getvalue()
+        for frame in r.tables().values():
+            assert frame_is_finite(frame), name
+        if case != "normal" and name in ("MTTFResult", "RateSeries", "TrendTest", "RateEstimate"):
+            assert "not estimable" in text or "not assessed" in text, name
+
+
+def test_html_escapes_what_comes_from_the_data():
+    jobs, end = job_histories(
+        np.random.default_rng(1), days=10, rate_per_node_day=0.01, cluster="<b>x</b>"
+    )
+    m = fit_mttf(jobs.with_columns(n_accelerators=pl.lit(0)), min_gpus=1, observation_end=end)
+    m.notes.append("<script>alert(1)</script>")
+    html = m._repr_html_()
+    assert "<script>" not in html
+    assert "&lt;script&gt;" in html
+
+
+# ---------------------------------------------------------------- the planner's rate
+
+
+def test_planner_plans_with_the_recent_rate_and_says_so():
+    """A rate that tripled over 12 weeks: the planner shows both rates with intervals and plans
+    with the last 4 weeks', which gives a shorter interval than the window average would."""
+    jobs, end = job_histories(np.random.default_rng(6), days=84, rate_per_node_day=0.006, slots=16,
+                              mean_job_days=2.0, trend_per_week=1.1)  # fmt: skip
+    m = fit_mttf(jobs, min_gpus=128, observation_end=end)
+    p = plan(1024, m, 0.9, restart_h=5 / 60)
+    assert p.basis == "last 4 weeks"
+    assert p.rate_per_node_day == pytest.approx(m.recent_rate_.rate)
+    assert p.rates["window"].to_list() == ["whole window", "last 4 weeks"]
+    avg = plan(1024, m.rate_.rate, 0.9, restart_h=5 / 60)
+    assert p.recommended_interval_h < avg.recommended_interval_h
+    assert p.recommended_at_upper_h < p.recommended_interval_h
+    text = str(p)
+    assert "the rate that applies now" in text
+    assert "rather than the window average" in text
+
+
+def test_planner_with_no_failures_plans_at_the_upper_bound():
+    """No failures over a long exposure: the planner says so and plans at the upper bound
+    (a conservative but reachable plan), never "out of reach"; over 7 minutes it says the
+    data are too thin instead."""
+    jobs, end = job_histories(np.random.default_rng(2), days=60, rate_per_node_day=0.0, slots=8)
+    m = fit_mttf(jobs, min_gpus=128, observation_end=end)
+    p = plan(1024, m, 0.9, restart_h=5 / 60)
+    assert p.basis.startswith("upper 95% bound")
+    assert p.rate_per_node_day == pytest.approx(m.rate_.high)
+    assert p.recommended_interval_h is not None
+    text = str(p)
+    assert "no hardware failures" in text.lower()
+    assert "conservative" in text
+    assert "cannot be reached" not in text
+    tiny, end = job_histories(
+        np.random.default_rng(2), days=7 / 1440, rate_per_node_day=0.0, slots=1
+    )
+    t = str(plan(16384, fit_mttf(tiny, min_gpus=128, observation_end=end), 0.9, restart_h=5 / 60))
+    assert "too little exposure" in t
+    with pytest.raises(ValueError, match="positive"):
+        plan(1024, 0.0, 0.9)
+
+
+def test_planner_falls_back_to_the_window_when_recent_data_are_thin():
+    jobs, end = job_histories(np.random.default_rng(4), days=168, rate_per_node_day=0.002, slots=4)
+    m = fit_mttf(jobs, min_gpus=128, observation_end=end)
+    assert m.recent_rate_.failures < 5 <= m.rate_.failures
+    p = plan(1024, m, 0.9, restart_h=5 / 60)
+    assert p.basis == "whole window"
+    assert any("planned with the whole window's average rate" in n for n in p.notes)
+
+
+# ---------------------------------------------------------------- ETTR: estimands and causes
+
+
+def test_monte_carlo_estimands_compare_like_with_like():
+    """A 6-h job: the ratio of means matches the exact renewal expectation within 4 standard
+    errors; the mean of per-run ratios is a different quantity, well above it."""
+    kw = dict(n_gpus=16384, rate_per_node_day=6.5e-3, ckpt_interval_h=0.5, restart_h=5 / 60)
+    exact = float(
+        expected_ettr(
+            kw["n_gpus"], kw["rate_per_node_day"], 0.5, 5 / 60, variant="renewal", job_h=6.0
+        )
+    )
+    mc = simulate_ettr(**kw, job_h=6.0, n_runs=20000, seed=3)
+    assert mc.estimand == "ratio_of_means"
+    assert abs(mc.estimate - exact) <= 4 * mc.stderr
+    assert (mc.mean_of_ratios - exact) > 10 * mc.mean_of_ratios_stderr
+    per_run = simulate_ettr(**kw, job_h=6.0, n_runs=20000, seed=3, estimand="mean_of_ratios")
+    assert per_run.estimate == pytest.approx(float(per_run.ettr.mean()))
+    lo, hi = mc.ci
+    assert lo < mc.estimate < hi
+    with pytest.raises(ValueError, match="estimand"):
+        simulate_ettr(**kw, job_h=6.0, estimand="median")
+    with pytest.raises(TypeError):
+        simulate_ettr(16384, 6.5e-3, 0.5, 5 / 60, 6.0)  # job_h is keyword-only
+
+
+def _attempt(job, start_h, end_h, state, domain, gpus=64):
+    return {
+        "cluster": "c", "job_id": job, "state": state, "failure_domain": domain,
+        "submit_time": T0 if job != "late" else T0 + timedelta(hours=start_h),
+        "start_time": T0 + timedelta(hours=start_h),
+        "end_time": None if end_h is None else T0 + timedelta(hours=end_h),
+        "n_accelerators": gpus, "n_nodes": max(gpus // 8, 1), "nodes": ["a"],
+        "failure_cause": None, "culprit_node": None,
+    }  # fmt: skip
+
+
+def test_measured_ettr_separates_hardware_from_preemptions():
+    """By hand (checkpoints every 1 h, restart 0.1 h): run 1 is preempted at 2.5 h, waits
+    0.5 h, fails on hardware at 3 + 2.6 h, restarts at 6 h and completes at 8 h.
+    Wall 8 h; scheduled 7.1 h; lost 0.5 (preempted) + 0.5 (hardware); overhead 0.1 x 2;
+    productive 5.9 h. The preemption cost 0.5 lost + 0.5 wait + 0.1 restart = 1.1 h:
+    hardware-only ETTR 5.9 / 6.9. Run 2 is still running at the observation end."""
+    rows = [
+        _attempt("1", 0.0, 2.5, "PREEMPTED", "preemption"),
+        _attempt("1", 3.0, 5.6, "NODE_FAIL", "hardware"),
+        _attempt("1", 6.0, 8.0, "COMPLETED", "none"),
+        _attempt("late", 1.0, None, "RUNNING", "none"),
+        _attempt("cpu", 0.0, 2.0, "COMPLETED", "none", gpus=0),
+    ]
+    jobs = pl.DataFrame(rows, schema_overrides={"end_time": pl.Datetime("us", "UTC")})
+    r = job_run_ettr(
+        jobs, ckpt_interval_h=1.0, restart_h=0.1, observation_end=T0 + timedelta(hours=9)
+    )
+    one = r.runs.filter(pl.col("job_id") == "1").row(0, named=True)
+    assert (one["hw_interruptions"], one["preemptions"], one["other_interruptions"]) == (1, 1, 0)
+    assert one["productive_h"] == pytest.approx(5.9)
+    assert one["ettr"] == pytest.approx(5.9 / 8.0)
+    assert one["ettr_hardware"] == pytest.approx(5.9 / 6.9)
+    late = r.runs.filter(pl.col("job_id") == "late").row(0, named=True)
+    assert late["open"]
+    assert late["wall_h"] == pytest.approx(8.0)
+    cpu = r.by_size.filter(pl.col("bucket") == 0).row(0, named=True)
+    assert cpu["ettr_by_gpu_time"] is None  # no GPU time: no GPU-time weight, not nan
+    text = str(r)
+    assert "1 hardware, 1 preemptions" in text
+    assert "what E[ETTR] models" in text
+    assert not math.isnan(r.summary["ettr_hardware_by_run"][0])
+
+
+# ---------------------------------------------------------------- lemon features censoring
+
+
+def test_lemon_features_censor_at_the_observation_end():
+    """A running attempt counts as an attempt, not a failure; an open drain counts its hours
+    up to the observation end, not to the window's end."""
+    end = T0 + timedelta(days=14)
+    jobs = pl.DataFrame([
+        _attempt("1", 24.0, 30.0, "FAILED", "user"),
+        _attempt("2", 300.0, None, "RUNNING", "none"),
+    ], schema_overrides={"end_time": pl.Datetime("us", "UTC")})  # fmt: skip
+    ns = pl.DataFrame({"cluster": "c", "node": "a", "state": "DRAIN", "start": end - timedelta(hours=10),
+                       "end": None, "reason": "x"}, schema_overrides={"end": pl.Datetime("us", "UTC")})  # fmt: skip
+    he = pl.DataFrame(schema={"cluster": pl.String, "node": pl.String, "time": pl.Datetime("us", "UTC"),
+                              "source": pl.String, "component": pl.String, "severity": pl.String})  # fmt: skip
+    f = node_features({"jobs": jobs, "health_events": he, "node_states": ns}, window_days=14, step_days=14,
+                      start=T0, end=end, observation_end=end)  # fmt: skip
+    row = f.filter(pl.col("node") == "a").row(0, named=True)
+    assert row["attempts"] == 2
+    assert row["failed"] == 1
+    assert row["hours_out"] == pytest.approx(10.0)

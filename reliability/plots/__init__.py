@@ -15,6 +15,7 @@ from reliability.plots.cluster import (
     plot_secondary_preemptions,
 )
 from reliability.plots.ettr import plot_ettr_by_size, plot_ettr_grid
+from reliability.plots.lifetimes import plot_lifetimes
 from reliability.plots.pod import (
     plot_availability,
     plot_component_rates,
@@ -35,6 +36,7 @@ __all__ = [
     "plot_job_sizes",
     "plot_job_states",
     "plot_lemon_suspects",
+    "plot_lifetimes",
     "plot_mttf",
     "plot_recovery",
     "plot_routing",

@@ -82,6 +82,7 @@ COMPONENT_DOMAIN = {
 #: taxonomy domain vocabulary -> attribution domain
 _TAXONOMY_DOMAIN = {"software": "system_software"}
 _EVIDENCE_STATES = ("FAILED", "NODE_FAIL", "REQUEUED", "BOOT_FAIL", "LAUNCH_FAILED")
+_DRAIN_EVIDENCE = ("NODE_FAIL", "REQUEUED", "BOOT_FAIL")
 _NO_FAILURE = ("COMPLETED", "RUNNING", "PENDING", "SUSPENDED", "RESIZING")
 _FAULT_STATES = ("DOWN", "FAIL", "REPAIR")
 #: domains of an attempt that failed because of something on a node (culprit, cause)
@@ -187,7 +188,14 @@ def attribute_failures(
             pl.col("state").cast(pl.String).is_in(_EVIDENCE_STATES)
             & pl.col("end_time").is_not_null()
         )
-        .select("__rid", "cluster", "end_time", __start=start, node=pl.col("nodes"))
+        .select(
+            "__rid",
+            "cluster",
+            "end_time",
+            __start=start,
+            node=pl.col("nodes"),
+            __drain=pl.col("state").cast(pl.String).is_in(_DRAIN_EVIDENCE),
+        )
         .explode("node")
         .drop_nulls("node")
         .sort("end_time")
@@ -196,7 +204,9 @@ def attribute_failures(
                                      "__unk": pl.Boolean, "__node": pl.String, "__dist": pl.Int64,
                                      "__kind": pl.Int8})]  # fmt: skip
 
-    def nearest(events: pl.LazyFrame, kind: int, after: timedelta) -> pl.LazyFrame:
+    def nearest(
+        events: pl.LazyFrame, kind: int, after: timedelta, attempts: pl.LazyFrame = ended
+    ) -> pl.LazyFrame:
         """Per (attempt, node): the event nearest the attempt's end within the window, as two
         as-of joins (latest at or before the end, earliest at or after it) instead of a
         many-to-many join, so memory stays linear in the input even on nodes with thousands
@@ -210,8 +220,8 @@ def attribute_failures(
         )
         kw = {"left_on": "end_time", "right_on": "__t", "by": ["cluster", "node"],
               "check_sortedness": False}  # fmt: skip
-        back = ended.join_asof(ev, strategy="backward", tolerance=before, **kw)
-        fwd = ended.join_asof(ev, strategy="forward", tolerance=after, **kw)
+        back = attempts.join_asof(ev, strategy="backward", tolerance=before, **kw)
+        fwd = attempts.join_asof(ev, strategy="forward", tolerance=after, **kw)
         return (
             pl.concat([back, fwd])
             .filter(
@@ -251,7 +261,10 @@ def attribute_failures(
             __domain=pl.lit("unknown"), __cause=pl.lit("unknown")
         )
         evidence.append(nearest(faults.drop("__state"), _FAULT, slack))
-        evidence.append(nearest(drains.drop("__state"), _DRAIN, slack))
+        # a plain DRAIN is evidence only for the states it can end (FAILED ignores it)
+        evidence.append(
+            nearest(drains.drop("__state"), _DRAIN, slack, ended.filter(pl.col("__drain")))
+        )
     # the best evidence per attempt: strongest kind first, then nearest the end, then by
     # node name, then a known cause before "unknown" (deterministic on ties)
     best = (

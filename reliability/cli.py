@@ -9,6 +9,7 @@ reliability lemon train DIR (--labels FILE | --sim-truth SIMDIR) --out MODEL
 reliability lemon score DIR [--model MODEL]
 reliability availability --mode static|reconfigurable --host-availability A [--target T]
 reliability plan --gpus N --rate R_F --target-ettr E [--restart-min U0] [--write-min W]
+reliability collect slurm --into DIR [--cluster NAME] [--since ISO|auto] [--until ISO] [--dry-run]
 reliability demo [--into DIR]
 """
 
@@ -160,6 +161,20 @@ def _parser() -> argparse.ArgumentParser:
     av.add_argument(
         "--target", type=float, help="also print the host availability this job availability needs"
     )
+    col = sub.add_parser(
+        "collect", help="export sacct / sacctmgr from a live Slurm and ingest it (incremental)"
+    )
+    col.add_argument("source", choices=["slurm"])
+    col.add_argument("--into", required=True, type=Path, help="Dataset folder (raw: DIR/raw/)")
+    col.add_argument("--cluster", help="Slurm cluster name (sacct --clusters); default: local")
+    col.add_argument(
+        "--since", default="auto",
+        help="window start, ISO 8601 (UTC if no offset), or 'auto' (default): where the last "
+        "collection ended, minus --overlap-h",
+    )  # fmt: skip
+    col.add_argument("--until", help="window end, ISO 8601 (UTC if no offset); default: now")
+    col.add_argument("--overlap-h", type=float, default=1.0, help="overlap for --since auto [h]")
+    col.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
     demo = sub.add_parser(
         "demo",
         help="simulate the small cluster, ingest it with the bundled samples, print the summary",
@@ -502,6 +517,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.command == "availability":
             return _availability(args)
+        if args.command == "collect":
+            from reliability.collect import collect_slurm
+
+            print(collect_slurm(args.into, cluster=args.cluster, since=args.since, until=args.until,
+                                overlap_h=args.overlap_h, dry_run=args.dry_run))  # fmt: skip
+            return 0
         if args.command == "demo":
             from reliability.datasets import simulated_demo
 

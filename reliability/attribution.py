@@ -51,7 +51,8 @@ Rules per Slurm state (the paper's rule, plus Slurm's requeue semantics):
   critical health event gives its domain (a health-check requeue), and a node-state change
   the node's fault (``Prolog error`` -> ``system_software``; DOWN / FAIL -> ``hardware``; a
   DRAIN without a reason Slurm knows -> ``unknown``), with the node as culprit. Else, when
-  node-state history was ingested, ``admin`` (``scontrol requeue`` / ``requeuehold``: the
+  node-state history was ingested (an input with a ``node_states`` table that is not a
+  point-in-time ``nodes`` snapshot, e.g. ``sacctmgr show event``), ``admin`` (``scontrol requeue`` / ``requeuehold``: the
   node stayed in service), and ``unknown`` without a culprit when no node-state history is
   available (a health-check requeue cannot be told from an admin one then).
 - anything else (TIMEOUT, CANCELLED, OUT_OF_MEMORY, DEADLINE...): ``user``.
@@ -316,9 +317,15 @@ def attribute_failures(
     return query if lazy else query.collect()
 
 
-def attribution_quality(attributed: pl.DataFrame, truth: pl.DataFrame) -> dict[str, float]:
+def attribution_quality(attributed: pl.DataFrame, truth: pl.DataFrame) -> dict[str, float | None]:
     """Precision and recall of the ``hardware``/``infrastructure`` label against a simulator's
-    ``truth/attempts.parquet`` (column ``hardware``), matched on job id and attempt."""
+    ``truth/attempts.parquet`` (column ``hardware``), matched on job id and attempt.
+
+    Returns
+    -------
+    ``precision``, ``recall`` (None when undefined: nothing flagged / no true failures),
+    ``true_positives``, ``false_positives``, ``false_negatives`` [attempts]
+    """
     got = attributed.select(
         "job_id", pl.col("attempt").cast(pl.Int64),
         flagged=pl.col("failure_domain").is_in(["hardware", "infrastructure"]),
@@ -331,7 +338,7 @@ def attribution_quality(attributed: pl.DataFrame, truth: pl.DataFrame) -> dict[s
     fp = both.filter(pl.col("flagged") & ~pl.col("hardware")).height
     fn = both.filter(~pl.col("flagged") & pl.col("hardware")).height
     return {
-        "precision": tp / (tp + fp) if tp + fp else float("nan"),
-        "recall": tp / (tp + fn) if tp + fn else float("nan"),
+        "precision": tp / (tp + fp) if tp + fp else None,
+        "recall": tp / (tp + fn) if tp + fn else None,
         "true_positives": float(tp), "false_positives": float(fp), "false_negatives": float(fn),
     }  # fmt: skip

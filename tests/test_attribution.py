@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 from reliability import attribute_failures
-from reliability.attribution import DOMAINS
+from reliability.attribution import DOMAINS, attribution_quality
 from reliability.taxonomy import FAILURE_DOMAINS, classify_slurm_reason
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -434,3 +434,21 @@ def test_no_culprit_from_outside_the_attempt(seed, n):
     assert_frame_equal(more, base)
     for nodes, culprit in zip(base["nodes"], base["culprit_node"], strict=True):
         assert culprit is None or culprit in nodes
+
+
+def test_attribution_quality_counts_and_undefined_values():
+    """Against a truth table built here: 3 flagged attempts of which 2 are true failures,
+    1 true failure missed; nothing flagged gives None, not nan."""
+    att = pl.DataFrame({"job_id": ["1", "2", "3", "4", "5"], "attempt": [0] * 5,
+                        "failure_domain": ["hardware", "infrastructure", "hardware", "user", "none"]})  # fmt: skip
+    truth = pl.DataFrame({"job_id": ["1", "2", "3", "4", "5"], "attempt": [0] * 5,
+                          "hardware": [True, True, False, True, False]})  # fmt: skip
+    q = attribution_quality(att, truth)
+    assert (q["true_positives"], q["false_positives"], q["false_negatives"]) == (2, 1, 1)
+    assert q["precision"] == pytest.approx(2 / 3)
+    assert q["recall"] == pytest.approx(2 / 3)
+    none = attribution_quality(
+        att.with_columns(failure_domain=pl.lit("user")), truth.with_columns(hardware=pl.lit(False))
+    )
+    assert none["precision"] is None
+    assert none["recall"] is None

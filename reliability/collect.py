@@ -234,7 +234,14 @@ def collect_slurm(
     into = Path(into)
     ds = Dataset(into)
     clock = now or (lambda: datetime.now(UTC))
-    t_until = _utc(until, "until") if until is not None else _utc(clock(), "until")
+    t_now = _utc(clock(), "until")
+    t_until = _utc(until, "until") if until is not None else t_now
+    if t_until > t_now:
+        # a window reaching into the future would claim observation (exposure) not yet seen
+        raise CollectError(
+            f"--until {t_until:%Y-%m-%dT%H:%M:%SZ} is in the future (now "
+            f"{t_now:%Y-%m-%dT%H:%M:%SZ}): the export window must end by now"
+        )
     if overlap_h < 0:
         raise CollectError(f"--overlap-h must be >= 0 hours (got {overlap_h:g})")
     if since is None or (isinstance(since, str) and since.strip().lower() == "auto"):

@@ -18,7 +18,7 @@ from reliability.cli import main as cli_main
 from reliability.collect import CollectError, collect_slurm, last_collected
 from reliability.ingest.slurm_fields import RECOMMENDED_FORMAT, SACCTMGR_EVENTS_FORMAT
 
-T = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+T = datetime(2021, 3, 1, 12, 0, tzinfo=UTC)
 FIELDS = RECOMMENDED_FORMAT.split(",")
 
 
@@ -91,7 +91,7 @@ RECORDS = [
 def test_collect_runs_the_complete_export_in_utc_and_ingests_it(fake_slurm, tmp_path):
     out, env, calls = fake_slurm
     (out / "sacct").write_text(_export(RECORDS))
-    r = collect_slurm(tmp_path / "ds", since="2026-03-01T10:00:00", until=T, env=env)
+    r = collect_slurm(tmp_path / "ds", since="2021-03-01T10:00:00", until=T, env=env)
     sacct, sacctmgr, _scontrol = calls()
     # the child sees UTC and epoch times whatever the caller's environment says
     assert (sacct["tz"], sacct["fmt"], sacctmgr["tz"], sacctmgr["fmt"]) == (
@@ -103,12 +103,12 @@ def test_collect_runs_the_complete_export_in_utc_and_ingests_it(fake_slurm, tmp_
     argv = sacct["argv"].split()
     for flag in ("--allusers", "--duplicates", "--parsable2", f"--format={RECOMMENDED_FORMAT}"):
         assert flag in argv
-    assert argv[argv.index("--starttime") + 1] == "2026-03-01T10:00:00"
-    assert argv[argv.index("--endtime") + 1] == "2026-03-01T12:00:00"
-    assert sacctmgr["argv"].split() == ["--parsable2", "show", "event", "Start=2026-03-01T10:00:00",
-                                        "End=2026-03-01T12:00:00", f"Format={SACCTMGR_EVENTS_FORMAT}"]  # fmt: skip
+    assert argv[argv.index("--starttime") + 1] == "2021-03-01T10:00:00"
+    assert argv[argv.index("--endtime") + 1] == "2021-03-01T12:00:00"
+    assert sacctmgr["argv"].split() == ["--parsable2", "show", "event", "Start=2021-03-01T10:00:00",
+                                        "End=2021-03-01T12:00:00", f"Format={SACCTMGR_EVENTS_FORMAT}"]  # fmt: skip
     # raw exports beside the Dataset, byte for byte what the commands printed
-    assert r.raw_dir == tmp_path / "ds" / "raw" / "20260301T120000Z"
+    assert r.raw_dir == tmp_path / "ds" / "raw" / "20210301T120000Z"
     assert (r.raw_dir / "sacct.psv").read_text() == _export(RECORDS)
     assert json.loads((r.raw_dir / "collect.json").read_text())["until"] == T.isoformat()
     ds = Dataset(tmp_path / "ds")
@@ -130,7 +130,7 @@ def test_auto_since_overlaps_the_last_collection_and_reruns_are_idempotent(fake_
     later = T + timedelta(hours=2)
     r = collect_slurm(tmp_path / "ds", until=later, env=env)
     assert r.since == T - timedelta(hours=1)  # last until minus the 1-h overlap
-    assert "last collection ended 2026-03-01T12:00:00Z" in r.since_basis
+    assert "last collection ended 2021-03-01T12:00:00Z" in r.since_basis
     ds = Dataset(tmp_path / "ds")
     assert ds.jobs.height == 3  # the overlapping records count once
     assert last_collected(ds) == later
@@ -150,12 +150,12 @@ def test_auto_since_overlaps_the_last_collection_and_reruns_are_idempotent(fake_
 def test_dry_run_prints_the_commands_and_runs_nothing(fake_slurm, tmp_path, capsys, monkeypatch):
     _, env, calls = fake_slurm
     monkeypatch.setenv("PATH", env["PATH"])
-    code = cli_main(["collect", "slurm", "--into", str(tmp_path / "ds"), "--since", "2026-03-01",
-                     "--until", "2026-03-02T00:00:00Z", "--cluster", "c1", "--dry-run"])  # fmt: skip
+    code = cli_main(["collect", "slurm", "--into", str(tmp_path / "ds"), "--since", "2021-03-01",
+                     "--until", "2021-03-02T00:00:00Z", "--cluster", "c1", "--dry-run"])  # fmt: skip
     assert code == 0
     text = capsys.readouterr().out
     assert "TZ=UTC SLURM_TIME_FORMAT=%s sacct --clusters=c1 --allusers --duplicates --parsable2 " \
-           "--starttime 2026-03-01T00:00:00 --endtime 2026-03-02T00:00:00" in text  # fmt: skip
+           "--starttime 2021-03-01T00:00:00 --endtime 2021-03-02T00:00:00" in text  # fmt: skip
     assert "Clusters=c1 Format=" in text
     assert calls() == []
     assert not (tmp_path / "ds").exists()
@@ -168,6 +168,8 @@ def test_errors_are_clear(fake_slurm, tmp_path, capsys, monkeypatch):
         collect_slurm(ds, env=env)
     with pytest.raises(CollectError, match="is not before --until"):
         collect_slurm(ds, since=T, until=T - timedelta(hours=1), env=env)
+    with pytest.raises(CollectError, match="is in the future"):
+        collect_slurm(ds, since=T, until=datetime.now(UTC) + timedelta(hours=1), env=env)
     with pytest.raises(CollectError, match="--since: 'yesterday' is not an ISO 8601 time"):
         collect_slurm(ds, since="yesterday", env=env)
     with pytest.raises(CollectError, match=r"not found.*slurm-client"):
@@ -185,6 +187,6 @@ def test_errors_are_clear(fake_slurm, tmp_path, capsys, monkeypatch):
     assert list((ds / "raw").iterdir()) == []
     # the CLI says it in one line, exit status 2
     monkeypatch.setenv("PATH", env["PATH"])
-    assert cli_main(["collect", "slurm", "--into", str(ds), "--since", "2026-03-01T00:00:00Z",
-                     "--until", "2026-03-01T01:00:00Z"]) == 2  # fmt: skip
+    assert cli_main(["collect", "slurm", "--into", str(ds), "--since", "2021-03-01T00:00:00Z",
+                     "--until", "2021-03-01T01:00:00Z"]) == 2  # fmt: skip
     assert "error: sacct could not reach the accounting database" in capsys.readouterr().err

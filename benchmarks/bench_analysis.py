@@ -32,7 +32,8 @@ def main() -> None:
     if len(sys.argv) > 1:
         path = Path(sys.argv[1])
     else:
-        from reliability.sim.run import ingest_simulation, simulate_cluster
+        from reliability.sim.run import simulate_cluster
+        from reliability.simulated import ingest_simulation
 
         tmp = Path(tempfile.mkdtemp())
         simulate_cluster("rsc1", seed=7).write(tmp / "raw")

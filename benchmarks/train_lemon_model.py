@@ -22,7 +22,8 @@ import polars as pl
 from reliability.models import LemonDetector, node_features
 from reliability.models.lemon_features import FEATURES
 from reliability.sim.config import load_preset
-from reliability.sim.run import ingest_simulation, simulate_cluster
+from reliability.sim.run import simulate_cluster
+from reliability.simulated import ingest_simulation
 
 WINDOW_DAYS = 56
 

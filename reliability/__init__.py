@@ -24,6 +24,7 @@ from reliability.ingest import (
     read_sinfo_reasons,
 )
 from reliability.schema import TABLES, validate
+from reliability.simulated import ingest_simulation
 from reliability.store import Dataset, DatasetSummary, IngestOutcome
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "__version__",
     "attribute_failures",
     "hostlist",
+    "ingest_simulation",
     "read_dcgm",
     "read_health",
     "read_kernel_log",

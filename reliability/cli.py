@@ -100,6 +100,19 @@ def _parser() -> argparse.ArgumentParser:
     pod.add_argument("--days", type=float)
     pod.add_argument("--seed", type=int, default=0)
     pod.add_argument("--out", type=Path, required=True)
+    pod.add_argument(
+        "--mode",
+        choices=("reconfigurable", "static"),
+        help="pod arrangement (default: the preset's): reconfigurable = cubes joined by OCSes "
+        "(TPUv4), static = a fixed arrangement without OCSes (TPUv3-like)",
+    )
+    pod.add_argument(
+        "--ft-routing",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="whether jobs may run on fault-tolerant routing around a failed OCS (default: yes; "
+        "--no-ft-routing: every OCS failure interrupts the jobs on it)",
+    )
     pl_ = sub.add_parser(
         "plan", help="checkpoint interval and restart overhead needed for a target ETTR (HPCA'25)"
     )
@@ -294,9 +307,11 @@ def _simulate(args: argparse.Namespace) -> int:
     if args.simulator == "pod":
         from reliability.sim.pod import simulate_pod
 
-        r = simulate_pod(args.preset, days=args.days, seed=args.seed)
+        r = simulate_pod(
+            args.preset, days=args.days, seed=args.seed, mode=args.mode, ft_routing=args.ft_routing
+        )
         r.write(args.out)
-        print(f"{r.config.name}: {r.config.n_cubes} cubes, {r.config.days:g} days, seed {args.seed}: "
+        print(f"{r.config.name}: {r.config.n_cubes} cubes ({r.config.mode}), {r.config.days:g} days, seed {args.seed}: "
               f"{r.events.height:,} events -> {args.out / 'pod_events.jsonl'}")  # fmt: skip
         for row in r.truth.iter_rows(named=True):
             print(f"  {row['component_type']:<9} {row['components']:>6,} components  {row['failures']:>6,} failures  "
@@ -311,7 +326,8 @@ def _simulate(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from reliability.sim.config import load_preset
-    from reliability.sim.run import ingest_simulation, simulate_cluster
+    from reliability.sim.run import simulate_cluster
+    from reliability.simulated import ingest_simulation
 
     cfg = load_preset(args.preset)
     if args.days is not None:

@@ -81,7 +81,8 @@ def simulated_demo(folder: str | Path, *, preset: str = "small", seed: int = 0) 
 
     Rerunning with the same arguments rewrites identical files, so the ingest is a no-op.
     """
-    from reliability.sim.run import ingest_simulation, simulate_cluster
+    from reliability.sim.run import simulate_cluster
+    from reliability.simulated import ingest_simulation
 
     folder = Path(folder)
     simulate_cluster(preset, seed=seed).write(folder / "sim")

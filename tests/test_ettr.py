@@ -20,7 +20,8 @@ from reliability.models import (
     simulate_ettr,
 )
 from reliability.sim.config import load_preset
-from reliability.sim.run import ingest_simulation, simulate_cluster
+from reliability.sim.run import simulate_cluster
+from reliability.simulated import ingest_simulation
 
 U0 = 5 / 60
 

@@ -18,14 +18,12 @@ from reliability.models import (
     LemonDetector,
     ModelFileError,
     count_baseline,
-    lemon_backtest,
     node_features,
     rule_baseline,
-    train_on_simulation,
 )
-from reliability.models.lemon import default_detector
-from reliability.models.lemon_backtest import NODE_DOWN_CLASS
+from reliability.models.lemon import NODE_DOWN_CLASS, default_detector
 from reliability.sim.config import load_preset
+from reliability.sim.experiments import lemon_backtest, train_on_simulation
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 
@@ -108,10 +106,14 @@ def test_sklearn_estimator_contract(estimator, check):
 
 
 def _separable(n=600, seed=0):
+    """Node-feature-shaped data (the package's LEMON_FEATURES columns) where lemons have
+    about six times the counts of other nodes."""
     rng = np.random.default_rng(seed)
     y = (rng.random(n) < 0.1).astype(int)
-    X = rng.poisson(np.where(y[:, None] == 1, 6.0, 1.0), size=(n, 4)).astype(float)
-    return X, y
+    X = rng.poisson(np.where(y[:, None] == 1, 6.0, 1.0), size=(n, len(LEMON_FEATURES))).astype(
+        float
+    )
+    return pl.DataFrame(X, schema=list(LEMON_FEATURES)), y
 
 
 def test_threshold_reaches_target_precision_and_persistence(tmp_path):
@@ -143,6 +145,53 @@ def test_threshold_reaches_target_precision_and_persistence(tmp_path):
         LemonDetector.load(tmp_path / "g.json")
     with pytest.raises(ValueError, match="two classes"):
         LemonDetector().fit(X, np.zeros(len(X)))
+    # a detector fitted on other columns cannot be saved as a lemon detector
+    with pytest.raises(ValueError, match="node_features"):
+        LemonDetector().fit(X.to_numpy(), y).save(tmp_path / "x.json")
+
+
+def _resealed(doc: dict) -> dict:
+    """The document with its checksum recomputed, as anyone editing the file can do."""
+    import hashlib
+
+    blob = json.dumps(doc["model"], sort_keys=True)
+    return {**doc, "sha256": hashlib.sha256(blob.encode()).hexdigest()}
+
+
+@pytest.mark.parametrize(
+    ("edit", "reason"),
+    [
+        (lambda m: m.update(threshold=-1.0), "threshold -1 is not strictly between 0 and 1"),
+        (lambda m: m.update(threshold=1.0), "threshold 1 is not strictly between 0 and 1"),
+        (lambda m: m.update(platt=[-m["platt"][0], m["platt"][1]]), "calibration slope"),
+        (lambda m: m["coef"].__setitem__(0, float("nan")), "non-finite values in coef"),
+        (lambda m: m["scale"].__setitem__(2, 0.0), "scales must be positive"),
+        (lambda m: m.update(coef=m["coef"][:-1]), "array shapes"),
+        (lambda m: m.update(features=list(reversed(m["features"]))), "trained on other features"),
+        (lambda m: m.update(features=None), "trained on other features"),
+        (lambda m: m.update(oof_precision=1.5), "precision and recall"),
+        (lambda m: m["params"].update(C=-1.0), "invalid parameters"),
+    ],
+)
+def test_resealed_hostile_model_is_refused(tmp_path, edit, reason):
+    """The checksum has no key, so an edited file can be resealed; the parameter checks on
+    load still refuse a model that would flag every node, rank nodes backwards, or read other
+    features (issue 16)."""
+    X, y = _separable()
+    doc = LemonDetector().fit(X, y).to_dict()
+    edit(doc["model"])
+    (tmp_path / "m.json").write_text(json.dumps(_resealed(doc)))
+    with pytest.raises(ModelFileError, match="refused: .*" + reason):
+        LemonDetector.load(tmp_path / "m.json")
+
+
+def test_a_resealed_valid_model_loads(tmp_path):
+    """Resealing alone is not refused: the checks are on the values, not on who wrote them."""
+    X, y = _separable()
+    doc = LemonDetector().fit(X, y).to_dict()
+    doc["model"]["threshold"] = 0.5
+    (tmp_path / "m.json").write_text(json.dumps(_resealed(doc)))
+    assert LemonDetector.load(tmp_path / "m.json").threshold_ == 0.5
 
 
 def _test_cluster():
@@ -222,7 +271,7 @@ def test_root_causes_match_truth(backtest):
 def test_detector_beats_the_baselines(tmp_path):
     """On held-out node-windows of a fresh run, the detector's precision at its threshold is at
     least the hand-tuned rule's and the count threshold's at the same number of flags."""
-    from reliability.models.lemon_backtest import _simulate_to_dataset
+    from reliability.sim.experiments import simulate_to_dataset as _simulate_to_dataset
 
     cfg = replace(_test_cluster(), n_nodes=512, days=100.0)
     r, ds = _simulate_to_dataset(cfg, 11, tmp_path)
@@ -243,7 +292,8 @@ def test_detector_beats_the_baselines(tmp_path):
 
 
 def test_lemon_cli(tmp_path, capsys):
-    from reliability.sim.run import ingest_simulation, simulate_cluster
+    from reliability.sim.run import simulate_cluster
+    from reliability.simulated import ingest_simulation
 
     cfg = replace(load_preset("small"), days=60.0)
     simulate_cluster(cfg, seed=3).write(tmp_path / "raw")

@@ -12,8 +12,9 @@ from scipy import stats
 
 from reliability import Dataset
 from reliability.sim.cluster import ClusterSim
-from reliability.sim.config import ClusterConfig, FailureConfig, load_preset
-from reliability.sim.run import ingest_simulation, simulate_cluster
+from reliability.sim.config import ClusterConfig, FailureConfig, WorkloadConfig, load_preset
+from reliability.sim.run import simulate_cluster
+from reliability.simulated import ingest_simulation
 
 JOB_COLS = {"job": pl.Int64, "submit_s": pl.Float64, "gpus": pl.Int64, "n_nodes": pl.Int64, "work_s": pl.Float64,
             "priority": pl.Int64, "time_limit_s": pl.Float64, "outcome": pl.String, "outcome_at": pl.Float64,
@@ -22,12 +23,18 @@ FAIL_COLS = {"node": pl.Int64, "time_s": pl.Float64, "kind": pl.String, "cause":
              "repair_s": pl.Float64, "lemon": pl.Boolean, "check_phase_s": pl.Float64}  # fmt: skip
 
 
-def _run(n_nodes, jobs, failures=(), days=1.0):
-    cfg = ClusterConfig(n_nodes=n_nodes, days=days, failures=FailureConfig(slurmd_timeout_s=300.0))
+def _run(n_nodes, jobs, failures=(), days=1.0, extra=None, **workload):
+    """Run hand-made jobs (JOB_COLS tuples; ``extra``: more columns) and failures."""
+    cfg = ClusterConfig(n_nodes=n_nodes, days=days, failures=FailureConfig(slurmd_timeout_s=300.0),
+                        workload=WorkloadConfig(**workload))  # fmt: skip
     jf = pl.DataFrame([dict(zip(JOB_COLS, j, strict=True)) for j in jobs], schema=JOB_COLS)
+    if extra:
+        jf = jf.with_columns(pl.Series(k, v) for k, v in extra.items())
     ff = pl.DataFrame([dict(zip(FAIL_COLS, f, strict=True)) for f in failures], schema=FAIL_COLS)
-    log = ClusterSim(cfg, jf, ff).run()
+    sim = ClusterSim(cfg, jf, ff)
+    log = sim.run()
     a = log.frame("attempt").select("job", "attempt", "time", "end_s", "state", "cause", "culprit")
+    _run.sim = sim
     return a.sort("time", "job").rows(), log
 
 
@@ -65,7 +72,9 @@ def test_crash_health_check_and_escape():
         (0, 0, 0.0, 100.0, "FAILED", "gpu_fell_off_bus", 0),
         (1, 0, 3700.0, 4200.0, "COMPLETED", "none", -1),
     ]
-    assert log.frame("xid").rows() == [(100.0, 0, "79", 100 * 7919 % 8)]
+    ((t, node, xid, gpu),) = log.frame("xid").rows()
+    assert (t, node, xid) == (100.0, 0, "79")
+    assert 0 <= gpu < 8
     assert log.frame("health").select("time", "code").rows() == [(130.0, "gpu_fell_off_bus")]
     # a fault on an idle node is caught at the node's next 5-minute tick (phase 50 s -> 350 s),
     # and a job that started on it in between is requeued
@@ -97,6 +106,75 @@ def test_training_run_keeps_checkpointed_work():
     # (300 s) + the 6400 s left
     assert attempts[1][2] == 5120.0
     assert attempts[1][3] == 5120.0 + 300.0 + 6400.0
+
+
+def test_lifetime_spans_requeues_and_the_run_resubmits():
+    """The job lifetime (10 h here) counts from the first start across requeues: a 15-h
+    training run crashes at 4 h (4 h checkpointed), restarts after the node's repair and is
+    stopped (TIMEOUT) at 10 h after its first start; the run then resubmits itself 60 s later
+    as a new job with the 5.36 h of work left, which pays the restart overhead (5 min) again."""
+    job = (0, 0.0, 8, 1, 15 * 3600.0, 20000, 10 * 3600.0, "COMPLETED", 0.5, True)
+    crash = (0, 4 * 3600.0, "failure", "gpu_fell_off_bus", True, 1000.0, False, 0.0)
+    attempts, log = _run(1, [job], [crash], max_lifetime_h=10.0)
+    left = 15 * 3600.0 - 4 * 3600.0 - (36000.0 - 15400.0 - 300.0)
+    assert attempts == [
+        (0, 0, 0.0, 14400.0, "FAILED", "gpu_fell_off_bus", 0),
+        (0, 1, 15400.0, 36000.0, "TIMEOUT", "lifetime", -1),
+        (1, 0, 36060.0, 36060.0 + 300.0 + left, "COMPLETED", "none", -1),
+    ]
+    assert _run.sim.continuations == [(1, 0, 36060.0, left, 1.0)]
+    a = log.frame("attempt").sort("time")
+    assert a.get_column("productive_s").to_list() == [14400.0, 36000.0 - 15400.0 - 300.0, left]
+    assert a.get_column("overhead_s").to_list() == [0.0, 300.0, 300.0]
+
+
+def test_requeue_cap_then_resubmission():
+    """After ``max_requeues`` (2) requeues a crash-looping job is not requeued again: the run
+    resubmits itself as a new job (with the work it has not checkpointed: all of it)."""
+    job = (0, 0.0, 8, 1, 36000.0, 20000, 90000.0, "COMPLETED", 0.5, True)
+    crashes = [(0, t, "failure", "gpu_fell_off_bus", False, 100.0, False, 0.0)
+               for t in (1000.0, 2000.0, 3000.0, 4000.0)]  # fmt: skip
+    attempts, _ = _run(1, [job], crashes, max_requeues=2)
+    crash = ("FAILED", "gpu_fell_off_bus", 0)
+    assert attempts == [
+        (0, 0, 0.0, 1000.0, *crash),
+        (0, 1, 1120.0, 2000.0, *crash),
+        (0, 2, 2120.0, 3000.0, *crash),
+        (1, 0, 3060.0, 4000.0, *crash),
+        (1, 1, 4120.0, 4120.0 + 300.0 + 36000.0, "COMPLETED", "none", -1),
+    ]
+
+
+def test_planned_requeues_app_and_admin():
+    """RequeueExit (the job exits 99 half-way) and an admin's scontrol requeue (at a quarter):
+    REQUEUED, eligible again 120 s later, rerun from scratch (not a training run)."""
+    jobs = [(0, 0.0, 8, 1, 1000.0, 20000, 5000.0, "COMPLETED", 0.5, False),
+            (1, 0.0, 8, 1, 1000.0, 20000, 5000.0, "COMPLETED", 0.5, False)]  # fmt: skip
+    attempts, log = _run(2, jobs, extra={"requeue_kind": [1, 2], "requeue_at": [0.5, 0.25]})
+    assert attempts == [
+        (0, 0, 0.0, 500.0, "REQUEUED", "app_requeue", -1),
+        (1, 0, 0.0, 250.0, "REQUEUED", "admin_requeue", -1),
+        (1, 1, 370.0, 1370.0, "COMPLETED", "none", -1),
+        (0, 1, 620.0, 1620.0, "COMPLETED", "none", -1),
+    ]
+    codes = log.frame("attempt").filter(pl.col("attempt") == 0).sort("job")["exit_code"]
+    assert codes.to_list() == [99, 0]
+
+
+def test_requeued_job_preempts_at_its_restart():
+    """HPCA'25's secondary preemption: a 2-node high-QOS training run crashes on node 1; a
+    low-QOS job takes node 0 meanwhile; the run's restart has to wait until that job has run
+    the 2 h after which it is preemptible, and preempts it at that moment."""
+    run = (0, 0.0, 16, 2, 10000.0, 30000, 50000.0, "COMPLETED", 0.5, True)
+    low = (1, 3010.0, 8, 1, 20000.0, 10000, 50000.0, "COMPLETED", 0.5, False)
+    crash = (1, 3000.0, "failure", "nvlink", True, 100.0, False, 0.0)
+    attempts, _ = _run(2, [run, low], [crash])
+    assert attempts == [
+        (0, 0, 0.0, 3000.0, "FAILED", "nvlink", 1),
+        (1, 0, 3010.0, 3010.0 + 7200.0, "PREEMPTED", "preemption", -1),
+        (0, 1, 10210.0, 10210.0 + 300.0 + 10000.0, "COMPLETED", "none", -1),
+        (1, 1, 20510.0, 20510.0 + 20000.0, "COMPLETED", "none", -1),
+    ]
 
 
 @pytest.fixture(scope="module")

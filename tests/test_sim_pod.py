@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import polars as pl
 import pytest
 from scipy import stats
@@ -66,10 +68,53 @@ def test_component_rates_series(pod):
         rr.tables["component_failures"], rr.tables["inventory"], every="1w"
     )
     machines = weekly.filter(pl.col("component_type") == "machine")
-    assert machines.height >= 100  # two years of weeks
+    assert machines.height == 105  # two years of weeks (730 days, the first and last partial)
     mean = machines.get_column("rate_per_day").mean()
     assert mean == pytest.approx(0.0008, rel=0.2)
-    assert (machines.get_column("ci_low") <= machines.get_column("rate_per_day")).all()
+
+
+def test_weekly_rate_intervals_cover_the_rate():
+    """The weekly exact (Garwood) 95% intervals of a constant machine rate (no weekly swing, no
+    bursts) cover it in 93-99.5% of 315 weeks over three seeds (exact intervals are
+    conservative: coverage at least 95% up to sampling error). The covered rate is the
+    configured one times the machines' availability (a machine under repair does not fail,
+    while the denominator counts every day in the inventory)."""
+    from dataclasses import replace
+
+    base = load_preset_pod()
+    cfg = replace(base, jobs=None, failures=replace(base.failures, weekly_amplitude=0.0,
+                                                    burst_probability_per_day=0.0))  # fmt: skip
+    hits = total = 0
+    for seed in (11, 12, 13):
+        r = simulate_pod(cfg, seed=seed)
+        truth = r.truth.filter(pl.col("component_type") == "machine").row(0, named=True)
+        rate = truth["configured_rate_per_day"] * truth["availability"]
+        ev = r.events
+        fails = ev.filter(
+            (pl.col("event") == "component_fail") & (pl.col("component_type") == "machine")
+        )
+        start = cfg.start
+        cf = fails.select(
+            cluster=pl.lit("p"), component_type=pl.lit("machine"), component_id="component_id",
+            failed_at=pl.lit(start) + pl.duration(microseconds=(pl.col("time_s") * 1e6).cast(pl.Int64)),
+            repaired_at=pl.lit(None, pl.Datetime("us", "UTC")),
+        )  # fmt: skip
+        inv = pl.DataFrame({"cluster": "p", "component_type": "machine",
+                            "component_id": cfg.components()["machine"]}).with_columns(
+            in_service=pl.lit(start), out_of_service=pl.lit(start + timedelta(days=cfg.days)),
+        )  # fmt: skip
+        w = component_failure_rates(cf, inv, every="1w").filter(
+            pl.col("component_type") == "machine"
+        )
+        w = w.filter(pl.col("component_days") > 0.5 * 7 * 1024)  # whole weeks
+        hits += int(((w["ci_low"] <= rate) & (rate <= w["ci_high"])).sum())
+        total += w.height
+    assert total >= 300
+    assert 0.93 <= hits / total <= 0.995, (hits, total)
+
+
+def load_preset_pod():
+    return load_pod_preset("tpuv4")
 
 
 def test_deterministic_and_static_preset(tmp_path):
@@ -100,9 +145,13 @@ def test_bad_lines_are_quarantined(tmp_path):
 
 # -- the job side: scheduling, preflight, recovery paths (NSDI'24 §3-5) -------------------
 def test_jobs_ingest_with_topology(pod):
-    _, rr = pod
+    r, rr = pod
     jobs = rr.tables["jobs"]
-    assert jobs.height > 10_000
+    cfg = r.config
+    # the job stream is Poisson: arrivals per day x days, within its 99.9% interval
+    n_jobs = jobs.select("job_id").n_unique()
+    lo, hi = stats.poisson.ppf([0.0005, 0.9995], cfg.jobs.arrivals_per_day * cfg.days)
+    assert lo <= n_jobs <= hi
     assert set(jobs["state"].cast(pl.String).unique()) <= {
         "COMPLETED",
         "PREEMPTED",
@@ -113,28 +162,146 @@ def test_jobs_ingest_with_topology(pod):
     assert (jobs["n_accelerators"] == 4 * jobs["n_nodes"]).all()
     assert (jobs["n_nodes"] % 16 == 0).all()
     assert jobs["topology"].str.contains(r"^\d+x\d+x\d+( twisted)?$").all()
-    assert jobs.filter(pl.col("topology").str.ends_with("twisted")).height > 0
+    # twisted tori: every other job whose cube arrangement is 1x1x2, 1x2x2, 2x2x4 or 2x4x4
+    # (2, 4, 16 or 32 cubes: 31% of the default size mix) -> 15.5% of jobs, binomial 99.9%
+    first = jobs.filter(pl.col("attempt") == 0)
+    twisted = first["topology"].str.ends_with("twisted").sum()
+    p = (
+        0.5
+        * sum(v for k, v in cfg.jobs.sizes.items() if k in (2, 4, 16, 32))
+        / sum(cfg.jobs.sizes.values())
+    )
+    lo, hi = stats.binom.ppf([0.0005, 0.9995], first.height, p)
+    assert lo <= twisted <= hi
     # a job's attempts are numbered without gaps
     att = jobs.group_by("job_id").agg(n=pl.len(), top=pl.col("attempt").max())
     assert (att["top"].cast(pl.Int64) == att["n"] - 1).all()
 
 
+def _intervals(ev: pl.DataFrame, start: str, end: str, key: str = "component_id") -> dict:
+    """key -> list of [t0, t1) from paired start/end events (open at the horizon: inf)."""
+    out: dict[str, list[list[float]]] = {}
+    for t, e, k in (
+        ev.filter(pl.col("event").is_in([start, end]))
+        .sort("time_s")
+        .select("time_s", "event", key)
+        .rows()
+    ):
+        if e == start:
+            out.setdefault(k, []).append([t, float("inf")])
+        elif out.get(k) and out[k][-1][1] == float("inf"):
+            out[k][-1][1] = t
+    return out
+
+
+def test_fault_tolerant_routing_covers_exactly_the_ocs_outages(pod):
+    """Every job with FT routing runs on it exactly while an OCS is down and the job runs: its
+    rerouted time (the pod log's FT steps, as read back) equals the overlap of its running
+    intervals with each OCS's outages, computed here from the raw component and job events."""
+    r, rr = pod
+    ev = r.events
+    horizon = r.config.horizon_s
+    outages = _intervals(
+        ev.filter(pl.col("component_type") == "ocs"), "component_fail", "component_repair"
+    )
+    runs = _intervals(ev.filter(pl.col("component_type") == "job"), "job_start", "job_end")
+    ft = {
+        j
+        for j, d in ev.filter(pl.col("event") == "job_submit")
+        .select("component_id", "detail")
+        .rows()
+        if d.endswith("ft=1")
+    }
+    want: dict[str, float] = {}
+    for job in ft:
+        total = 0.0
+        for a0, a1 in runs.get(job, []):
+            for ivs in outages.values():
+                for o0, o1 in ivs:
+                    total += max(0.0, min(a1, o1, horizon) - max(a0, o0))
+        if total > 0:
+            want[job] = total
+    steps = rr.tables["job_steps"].with_columns(
+        s=(pl.col("end_time") - pl.col("start_time")).dt.total_seconds()
+    )
+    got = dict(steps.group_by("job_id").agg(pl.col("s").sum()).iter_rows())
+    assert len(want) > 50  # two years hold many OCS outages under running jobs
+    assert set(got) == set(want)
+    assert all(abs(got[j] - want[j]) < 1.0 for j in want)
+
+
 def test_calibration_against_the_paper(pod):
-    """NSDI'24: ~1% of jobs see a hardware interruption; fewer than 2% of jobs run on
-    fault-tolerant routing at any time (more during OCS events); cross-connect changes grow with
-    submissions (Fig. 13)."""
+    """NSDI'24 §5: about 1% of jobs see a hardware interruption (here within 0.5-1.5%, the
+    paper gives one significant figure); fewer than 2% of jobs run on fault-tolerant routing
+    at any time (time-averaged share of running jobs here, which the OCS outage time and the
+    95% opt-in set: see the exact test above); during an OCS outage most jobs reroute."""
     r, rr = pod
     jobs, steps = rr.tables["jobs"], rr.tables["job_steps"]
     hit = jobs.group_by("job_id").agg(hw=(pl.col("state") == "NODE_FAIL").any())["hw"].mean()
-    assert 0.003 <= hit <= 0.03
+    assert hit == pytest.approx(0.01, rel=0.5)
     ended = jobs.drop_nulls("end_time")
     run_s = (ended["end_time"] - ended["start_time"]).dt.total_seconds().sum()
     ft_s = (steps["end_time"] - steps["start_time"]).dt.total_seconds().sum()
-    assert 0 < ft_s / run_s < 0.02
+    assert ft_s / run_s < 0.02
     s = r.job_stats["reroute_samples"]
+    # at an OCS failure, the jobs that reroute are the FT ones: 95% opt in (NSDI'24)
+    at_fault = s.filter(pl.col("running") > 20)
+    share = (at_fault["rerouted"] / at_fault["running"]).median()
+    assert share == pytest.approx(0.95, abs=0.05)
+
+
+def test_static_mode_and_no_ft_routing_options():
+    """``simulate_pod(..., mode="static")`` lays the same cubes out without OCSes (the same
+    machine and cable failures, drawn first), and every job then runs on an aligned block of
+    cubes; ``ft_routing=False``: no job reroutes, so every job running at an OCS failure is
+    interrupted by it."""
+    recon = simulate_pod("tpuv4", days=40, seed=4)
+    static = simulate_pod("tpuv4", days=40, seed=4, mode="static")
+    assert static.config.mode == "static"
+    assert static.config.components()["ocs"] == []
+
+    def mach(r):
+        return r.events.filter(
+            (pl.col("event") == "component_fail") & (pl.col("component_type") != "ocs")
+        )
+
     assert (
-        s["rerouted"] / s["running"].clip(1)
-    ).max() > 0.5  # during an OCS event most jobs reroute
+        mach(static)
+        .select("time_s", "component_id")
+        .equals(mach(recon).select("time_s", "component_id"))
+    )
+    starts = static.events.filter(pl.col("event") == "job_start")["detail"].str.extract(
+        r"cubes=([\d,]+)"
+    )
+    for text in starts.to_list():
+        cubes = [int(c) for c in text.split(",")]
+        size = 1 << (len(cubes) - 1).bit_length()
+        assert cubes[0] % size == 0
+        assert cubes == list(range(cubes[0], cubes[0] + len(cubes)))
+    assert static.events.filter(pl.col("event") == "crossconnect").height == 0
+    no_ft = simulate_pod("tpuv4", days=40, seed=4, ft_routing=False)
+    ev = no_ft.events
+    assert ev.filter(pl.col("event") == "reroute_start").height == 0
+    ocs_fail = ev.filter(
+        (pl.col("event") == "component_fail") & (pl.col("component_type") == "ocs")
+    )
+    assert ocs_fail.height > 0
+    ends = ev.filter(pl.col("event") == "job_end")
+    for t in ocs_fail["time_s"].to_list():
+        running = _running_at(ev, t)
+        interrupted = ends.filter(
+            (pl.col("time_s") == t) & pl.col("detail").str.ends_with("NODE_FAIL")
+        )
+        assert set(interrupted["component_id"]) == running
+    with pytest.raises(ValueError, match="mode"):
+        simulate_pod("tpuv4", days=1, mode="folded")
+
+
+def _running_at(ev: pl.DataFrame, t: float) -> set[str]:
+    """Jobs that started before ``t`` and had not ended before it."""
+    before = ev.filter((pl.col("time_s") < t) & pl.col("event").is_in(["job_start", "job_end"]))
+    last = before.sort("time_s").group_by("component_id").agg(pl.col("event").last())
+    return set(last.filter(pl.col("event") == "job_start")["component_id"])
 
 
 def test_crossconnect_changes_grow_with_submissions():
@@ -256,20 +423,24 @@ def test_prod_job_preempts_batch_to_defragment():
 
 
 def test_preflight_catches_latent_faults():
-    jobs = [{"submit_s": 0.0, "cubes": 1, "work_h": 1.0}]
+    """Preflight catches a latent fault with probability p per cube of a start: a 1-cube job
+    is rescheduled until a preflight passes, so the catches before the start are geometric,
+    mean p / (1 - p) = 1.5 at p = 0.6; 400 jobs: the total within 4.5 standard deviations.
+    Every job still completes (on other cubes)."""
     import numpy as np
 
     from reliability.sim.pod import PodConfig
     from reliability.sim.pod_jobs import PodJobConfig, simulate_pod_jobs
 
-    cfg = PodConfig(n_cubes=4, days=5)
-    ev, _, stats = simulate_pod_jobs(cfg, _components([]), PodJobConfig(preflight_catch_prob=0.6),
-                                     np.random.default_rng(1), jobs=jobs)  # fmt: skip
-    assert stats["preflight_fails"] >= 1
+    p, n = 0.6, 400
+    jobs = [{"submit_s": 600.0 * i, "cubes": 1, "work_h": 0.1} for i in range(n)]
+    cfg = PodConfig(n_cubes=64, days=30)
+    ev, truth, stats = simulate_pod_jobs(cfg, _components([]), PodJobConfig(preflight_catch_prob=p, preflight_repair_h=0.01),
+                                         np.random.default_rng(1), jobs=jobs)  # fmt: skip
+    mean, var = p / (1 - p), p / (1 - p) ** 2
+    assert abs(stats["preflight_fails"] - n * mean) < 4.5 * np.sqrt(n * var)
     assert ev.filter(pl.col("event") == "preflight_fail").height == stats["preflight_fails"]
-    assert any(
-        "COMPLETED" in d for d in ev.filter(pl.col("event") == "job_end")["detail"]
-    )  # it ran elsewhere
+    assert truth["completed"].all()
 
 
 def test_recovery_costs_match_the_recovery_model():

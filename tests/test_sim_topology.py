@@ -5,7 +5,7 @@ from collections import Counter
 
 import pytest
 
-from reliability.sim.topology import (
+from reliability.topology import (
     CrossConnect,
     Slice,
     all_links,

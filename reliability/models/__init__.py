@@ -20,13 +20,13 @@ from reliability.models.ettr import (
 )
 from reliability.models.ettr_logs import RunETTR, job_run_ettr
 from reliability.models.ettr_mc import ETTRSimulation, simulate_ettr
-from reliability.models.lemon import LemonDetector, ModelFileError, count_baseline, rule_baseline
-from reliability.models.lemon_backtest import (
-    LemonBacktest,
+from reliability.models.lemon import (
+    LemonDetector,
+    ModelFileError,
+    count_baseline,
     dominant_component,
-    lemon_backtest,
+    rule_baseline,
     score_nodes,
-    train_on_simulation,
 )
 from reliability.models.lemon_features import FEATURES as LEMON_FEATURES
 from reliability.models.lemon_features import node_features
@@ -57,7 +57,6 @@ __all__ = [
     "VARIANTS",
     "ETTRApproximationWarning",
     "ETTRSimulation",
-    "LemonBacktest",
     "LemonDetector",
     "MTTFResult",
     "MeasuredAvailability",
@@ -85,7 +84,6 @@ __all__ = [
     "job_run_ettr",
     "job_size_distribution",
     "job_state_breakdown",
-    "lemon_backtest",
     "measured_job_availability",
     "mttf_h",
     "node_features",
@@ -101,6 +99,5 @@ __all__ = [
     "signal_cooccurrence",
     "simulate_ettr",
     "steady_state_availability",
-    "train_on_simulation",
     "young_interval_h",
 ]

@@ -32,8 +32,8 @@ import numpy as np
 import polars as pl
 from scipy import optimize, stats
 
-from reliability.sim.topology import CHIPS_PER_HOST as _HOST_SHAPE
-from reliability.sim.topology import DIMS, FACE_LINKS, HOSTS_PER_CUBE
+from reliability.topology import CHIPS_PER_HOST as _HOST_SHAPE
+from reliability.topology import DIMS, FACE_LINKS, HOSTS_PER_CUBE
 
 __all__ = [
     "PODS",

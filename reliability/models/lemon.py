@@ -11,9 +11,19 @@ Two baselines for comparison: :func:`rule_baseline`, a hand-tuned rule of the pa
 (repeated out-of-service events, or many failed jobs with hardware evidence), and
 :func:`count_baseline`, a plain threshold on the node's failed-job count.
 
-Persistence is a JSON description (:meth:`LemonDetector.save` / :meth:`LemonDetector.load`):
-no pickle; a file that is not ours, was edited, or does not match its checksum is rejected with
-:class:`ModelFileError`.
+Persistence is a JSON description (:meth:`LemonDetector.save` / :meth:`LemonDetector.load`),
+never a pickle, so loading a model file cannot run code. What protects what:
+
+- the **checksum** (SHA-256 of the model body) catches a file that was truncated, corrupted
+  or edited by hand *without* recomputing it. It is not a signature: it has no key, so anyone
+  who edits the file can recompute it, and it says nothing about who wrote the file;
+- the **parameter checks** on load are what stop a hostile or broken file whose checksum was
+  recomputed: the features must be exactly the package's (:data:`FEATURES`, in order), every
+  array must have one finite value per feature (positive scales), the calibration slope must
+  be positive and finite, the threshold strictly between 0 and 1. A file with threshold -1
+  (which would flag every node) or a negated calibration (which would flag the healthiest
+  nodes) is refused with :class:`ModelFileError`;
+- neither makes a model *good*: load detectors you trained or got from someone you trust.
 """
 
 from __future__ import annotations
@@ -21,7 +31,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
@@ -34,16 +44,26 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from reliability.errors import ReliabilityError
 from reliability.models.lemon_features import FEATURES
 
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from reliability.store import Dataset
+
 __all__ = [
     "FORMAT",
+    "NODE_DOWN_CLASS",
     "LemonDetector",
     "ModelFileError",
     "count_baseline",
     "default_detector",
+    "dominant_component",
     "rule_baseline",
+    "score_nodes",
 ]
 
 FORMAT = "reliability.lemon-detector/1"
+#: node-down causes leave no component in the logs, only "Not responding"
+NODE_DOWN_CLASS = "node down (dimm/psu/bios/cpu)"
 
 
 class ModelFileError(ReliabilityError):
@@ -159,7 +179,15 @@ class LemonDetector(ClassifierMixin, BaseEstimator):
 
     # -- persistence -----------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
+        """The detector as a JSON-able document (format, checksum, model body)."""
         check_is_fitted(self)
+        names = [str(f) for f in getattr(self, "feature_names_in_", [])]
+        if names != list(FEATURES):
+            raise ValueError(
+                "only a detector fitted on a node_features() frame (columns "
+                "reliability.models.LEMON_FEATURES, in order) can be saved; this one was fitted on "
+                + (f"{len(names)} other columns" if names else "an array without column names")
+            )
         body = {
             "params": self.get_params(),
             "classes": [c.item() if hasattr(c, "item") else c for c in self.classes_],
@@ -218,11 +246,46 @@ class LemonDetector(ClassifierMixin, BaseEstimator):
             det.oof_recall_ = float(body["oof_recall"])
         except (KeyError, TypeError, ValueError, IndexError) as exc:
             raise ModelFileError(f"{path}: malformed model ({exc!r})") from None
-        if not (det.mean_.shape == det.scale_.shape == det.coef_.shape == (n,)):
-            raise ModelFileError(
-                f"{path}: malformed model (array shapes do not match n_features={n})"
-            )
+        problem = _invalid(det, body)
+        if problem:
+            raise ModelFileError(f"{path}: refused: {problem}")
         return det
+
+
+def _invalid(det: LemonDetector, body: dict[str, Any]) -> str | None:
+    """Why a loaded detector cannot be used (None if it can): see the module doc."""
+    n = det.n_features_in_
+    features = body.get("features")
+    if features != list(FEATURES) or n != len(FEATURES):
+        return (
+            f"it was trained on other features ({n} columns"
+            + (f", starting {features[:3]}" if features else ", unnamed")
+            + f"); this package's detector uses the {len(FEATURES)} LEMON_FEATURES"
+        )
+    if not (det.mean_.shape == det.scale_.shape == det.coef_.shape == (n,)):
+        return f"array shapes do not match the {n} features"
+    arrays = {"mean": det.mean_, "scale": det.scale_, "coef": det.coef_}
+    for name, arr in arrays.items():
+        if not np.all(np.isfinite(arr)):
+            return f"non-finite values in {name}"
+    if np.any(det.scale_ <= 0):
+        return "scales must be positive"
+    if not (np.isfinite(det.intercept_) and all(np.isfinite(det.platt_))):
+        return "non-finite intercept or calibration"
+    if det.platt_[0] <= 0:
+        return (
+            f"calibration slope {det.platt_[0]:g} is not positive (it would rank nodes backwards)"
+        )
+    if not 0.0 < det.threshold_ < 1.0:
+        return f"threshold {det.threshold_:g} is not strictly between 0 and 1"
+    if not (0.0 <= det.oof_precision_ <= 1.0 and 0.0 <= det.oof_recall_ <= 1.0):
+        return "out-of-fold precision and recall must lie in [0, 1]"
+    if len(det.classes_) != 2:
+        return f"{len(det.classes_)} classes; a detector has two (lemon and not)"
+    params = det.get_params()
+    if not (np.isfinite(params["C"]) and params["C"] > 0 and 0 < params["target_precision"] <= 1):
+        return f"invalid parameters {params}"
+    return None
 
 
 def _pick_threshold(p: np.ndarray, y: np.ndarray, target: float) -> tuple[float, float, float]:
@@ -273,3 +336,90 @@ def default_detector() -> LemonDetector:
     res = resources.files("reliability.models") / "_data" / "lemon_detector.json"
     with resources.as_file(res) as path:
         return LemonDetector.load(path)
+
+
+def score_nodes(
+    detector: LemonDetector,
+    features: pl.DataFrame,
+    at: datetime | None = None,
+    top_features: int = 3,
+) -> pl.DataFrame:
+    """Score every node on its window ending at ``at`` (default: the last window).
+
+    Parameters
+    ----------
+    detector : a fitted :class:`LemonDetector`
+    features : :func:`reliability.models.node_features` output
+    at : window end to score [UTC]; the latest window ending at or before it is used
+    top_features : how many of the features that raised each score most to name
+
+    Returns
+    -------
+    A frame ranked by ``probability``: ``cluster, node, window_end, probability, flagged,
+    drivers`` (the features that drove each score, as ``name=value`` text).
+    """
+    when = at if at is not None else features["window_end"].max()
+    last = features.filter(pl.col("window_end") <= when)
+    last = last.filter(pl.col("window_end") == last["window_end"].max())
+    X = last.select(FEATURES)
+    p = detector.predict_proba(X)[:, 1]
+    contrib = detector.contributions(X)
+    drivers = [
+        ", ".join(
+            f"{FEATURES[j]}={last[FEATURES[j]][i]:g}"
+            for j in np.argsort(-contrib[i])[:top_features]
+            if contrib[i, j] > 0
+        )
+        for i in range(last.height)
+    ]
+    return (
+        last.select("cluster", "node", "window_end")
+        .with_columns(probability=pl.Series(p), flagged=pl.Series(p >= detector.threshold_), drivers=pl.Series(drivers, dtype=pl.String))
+        .sort("probability", "node", descending=[True, False])
+    )  # fmt: skip
+
+
+def dominant_component(
+    dataset: Dataset | dict[str, pl.DataFrame], nodes: list[str], end: datetime | None = None
+) -> pl.DataFrame:
+    """The component with the most critical health events on each node (before ``end``), or
+    :data:`NODE_DOWN_CLASS` when the node only went silent (DOWN, no component logged).
+
+    Parameters
+    ----------
+    dataset : a Dataset, or a dict with ``health_events`` and ``node_states``
+    nodes : node names
+    end : only evidence before this time [UTC] counts
+
+    Returns
+    -------
+    A frame ``node, dominant`` (one row per node, in the order given).
+    """
+    he = dataset["health_events"] if isinstance(dataset, dict) else dataset.health_events
+    ns = dataset["node_states"] if isinstance(dataset, dict) else dataset.node_states
+    if end is not None:
+        he, ns = he.filter(pl.col("time") < end), ns.filter(pl.col("start") < end)
+    comp = (
+        he.filter(pl.col("node").is_in(nodes) & (pl.col("component") != "unknown"))
+        .group_by("node", component=pl.col("component").cast(pl.String))
+        .agg(n=pl.len())
+        .sort("n", "component", descending=[True, False])
+        .group_by("node", maintain_order=True)
+        .first()
+    )
+    downs = (
+        ns.filter(pl.col("node").is_in(nodes) & (pl.col("state") == "DOWN"))
+        .group_by("node")
+        .agg(downs=pl.len())
+    )
+    return (
+        pl.DataFrame({"node": nodes}, schema={"node": pl.String})
+        .join(comp, on="node", how="left")
+        .join(downs, on="node", how="left")
+        .with_columns(pl.col("downs").fill_null(0), pl.col("n").fill_null(0))
+        .with_columns(
+            dominant=pl.when(pl.col("downs") > pl.col("n")).then(pl.lit(NODE_DOWN_CLASS))
+            .otherwise(pl.col("component").fill_null(NODE_DOWN_CLASS))
+        )
+        .select("node", "dominant")
+    )  # fmt: skip

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from reliability.models.availability import LINKS_PER_CUBE, N_OCS
-from reliability.sim.topology import HOSTS_PER_CUBE
+from reliability.topology import HOSTS_PER_CUBE
 
 __all__ = ["RecoveryComparison", "recovery_paths"]
 

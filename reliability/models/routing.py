@@ -1,7 +1,7 @@
 """All-to-all throughput of a TPU slice, healthy and with a failed OCS (Zu et al. NSDI'24 Table 2).
 
 The slice is its chip-level torus (regular, or twisted for ``k x k x 2k`` / ``k x 2k x 2k``) from
-:class:`reliability.sim.topology.Slice`; every chip-to-chip link is two directed edges of
+:class:`reliability.topology.Slice`; every chip-to-chip link is two directed edges of
 capacity 1 (one link's bandwidth). All-to-all throughput is the *maximum concurrent
 multicommodity flow*: the largest rate θ that every ordered pair of chips can exchange at once;
 per chip that is ``(N − 1)·θ`` link-bandwidths. The linear programme aggregates commodities by
@@ -26,7 +26,7 @@ import numpy as np
 import polars as pl
 from scipy import optimize, sparse
 
-from reliability.sim.topology import DIMS, Slice, links_broken_by_ocs
+from reliability.topology import DIMS, Slice, links_broken_by_ocs
 
 __all__ = ["ThroughputResult", "all_to_all_throughput", "dimension_order_load"]
 

@@ -67,7 +67,8 @@ def _input_key(spec: InputSpec) -> dict[str, Any]:
 
 def _ingest_inputs(specs: list[InputSpec], work: Path) -> StageOutput:
     from reliability.sim.pod import simulate_pod
-    from reliability.sim.run import ingest_simulation, simulate_cluster
+    from reliability.sim.run import simulate_cluster
+    from reliability.simulated import ingest_simulation
 
     ds = Dataset(work / "dataset")
     for i, spec in enumerate(specs):
@@ -208,7 +209,7 @@ def _cluster_config(spec: InputSpec):
 
 
 def _lemon(cfg: PipelineConfig, deps: dict[str, StageOutput], work: Path) -> StageOutput:
-    from reliability.models import LemonDetector, lemon_backtest, node_features, score_nodes
+    from reliability.models import LemonDetector, node_features, score_nodes
     from reliability.models.lemon import default_detector
 
     a = cfg.analysis
@@ -242,6 +243,8 @@ def _lemon(cfg: PipelineConfig, deps: dict[str, StageOutput], work: Path) -> Sta
             f"No quarantine backtest: the simulated run ({sim_cfg.days:g} days) is shorter than two {window}-day windows."
         )
     elif sim_cfg is not None:
+        from reliability.sim.experiments import lemon_backtest
+
         bt = lemon_backtest(
             sim_cfg,
             det,

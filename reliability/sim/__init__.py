@@ -2,7 +2,7 @@
 components, jobs, recovery paths) and their building blocks (the event kernel, the pod
 topology)."""
 
-from reliability.sim import topology
+from reliability import topology
 from reliability.sim.config import (
     ClusterConfig,
     FailureConfig,
@@ -19,7 +19,7 @@ from reliability.sim.pod import (
     simulate_pod,
 )
 from reliability.sim.pod_jobs import PodJobConfig
-from reliability.sim.run import ClusterResult, ingest_simulation, simulate_cluster
+from reliability.sim.run import ClusterResult, simulate_cluster
 
 __all__ = [
     "ClusterConfig",
@@ -34,7 +34,6 @@ __all__ = [
     "PodResult",
     "SchedulingError",
     "WorkloadConfig",
-    "ingest_simulation",
     "load_pod_preset",
     "load_preset",
     "preset_names",

@@ -1,13 +1,17 @@
 """A Slurm-like GPU research cluster (Kokolis et al. HPCA'25), run on :mod:`engine`.
 
-Scheduling: a priority queue (QOS priority, then submit order; a requeued job keeps its
-place) scanned by coalesced scheduling passes; gang allocation (whole nodes for jobs of one
-node or more, best-fit GPU packing for smaller ones); EASY-style backfill behind a blocked head
-job (a later job may start if it ends, by its time limit, before the head's shadow time, or
-leaves the head's nodes alone); preemption of lower-priority jobs that have run at least
-``preempt_after_h`` when a whole-node head job of higher priority is blocked; automatic
-requeue (same job id, next attempt, eligible 120 s later) of jobs killed by a node failure, a
-health check, or preemption, and of checkpointing training runs that crash on hardware.
+Scheduling: a queue in Slurm multifactor order (QOS priority plus an age term, so that no job
+starves; a requeued job keeps its place) scanned by coalesced scheduling passes; gang
+allocation (whole nodes for jobs of one node or more, best-fit GPU packing for smaller ones);
+EASY-style backfill behind a blocked head job (a later job may start if it ends, by its time
+limit, before the head's shadow time, or leaves the head's nodes alone); preemption of
+lower-QOS jobs that have run at least ``preempt_after_h`` when a whole-node head job of higher
+QOS is blocked; automatic requeue (same job id, next attempt, eligible 120 s later) of jobs
+killed by a node failure, a health check, an administrator or preemption, of jobs that ask for
+it (RequeueExit), and of checkpointing training runs that crash on hardware, up to
+``max_requeues`` times and within the job's lifetime (``max_lifetime_h`` from its first
+start). A training run that still has work when its job reaches either limit continues as a
+new submission of the same run (same user and name), from its last checkpoint.
 
 Failures (:mod:`failures`): a cause that takes the node down ends its jobs NODE_FAIL after
 ``slurmd_timeout_s``; other causes crash the jobs on the node (FAILED, the driver logs the Xid)
@@ -34,6 +38,7 @@ __all__ = ["ClusterSim"]
 
 QUEUED, RUNNING, DONE = 0, 1, 2
 REQUEUE_DELAY_S = 120.0
+RESUBMIT_DELAY_S = 60.0  # a training run resubmits itself this long after its job ended
 EPILOG_S = 30.0  # the job epilog's health check runs this long after a crash  # Slurm sets BeginTime about two minutes after a requeue
 BACKFILL_DEPTH = 100  # jobs a backfill pass considers (Slurm bf_max_job_test, scaled down)
 QUICK_DEPTH = 10  # jobs an event-triggered pass considers (Slurm default_queue_depth, scaled)
@@ -43,6 +48,85 @@ BACKFILL_INTERVAL_S = 60.0  # Slurm bf_interval (default 30 s; coarser here for 
 REPLAN_S = 300.0
 EXIT = {"COMPLETED": (0, 0), "FAILED": (1, 0), "CANCELLED": (0, 15), "OUT_OF_MEMORY": (0, 125),
         "TIMEOUT": (0, 1), "NODE_FAIL": (0, 0), "PREEMPTED": (0, 0), "REQUEUED": (0, 0)}  # fmt: skip
+#: planned requeues (``requeue_kind`` codes of the workload) and the cause they log
+REQUEUE_CAUSE = {1: "app_requeue", 2: "admin_requeue"}
+
+
+class _Queue:
+    """Pending jobs in Slurm's multifactor order: ``priority + weight * min(age / max_age, 1)``,
+    then submit time, then job index (smaller rank first).
+
+    Among jobs younger than ``max_age`` the order never changes (every age grows alike), and
+    among older ones it is by QOS priority then submit time; so two heaps hold the two groups
+    and a third moves jobs from the young heap to the old one as they reach ``max_age``. An
+    entry is live while its version is the job's current one (a move or a new push supersedes
+    it).
+    """
+
+    __slots__ = ("aging", "max_age", "old", "prio", "submit", "ver", "weight", "young")
+
+    def __init__(
+        self, prio: list[int], submit: list[float], weight: float, max_age_s: float
+    ) -> None:
+        self.prio, self.submit = prio, submit
+        self.weight = float(weight) if max_age_s > 0 else 0.0
+        self.max_age = float(max_age_s)
+        self.young: list[tuple[float, float, int, int]] = []
+        self.old: list[tuple[float, float, int, int]] = []
+        self.aging: list[tuple[float, int, int]] = []
+        self.ver: dict[int, int] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.young or self.old)
+
+    def push(self, job: int, now: float) -> None:
+        v = self.ver.get(job, 0) + 1
+        self.ver[job] = v
+        p, s = self.prio[job], self.submit[job]
+        if self.weight == 0.0 or now - s >= self.max_age:
+            heapq.heappush(self.old, (-(p + self.weight), s, job, v))
+        else:
+            heapq.heappush(self.young, (-(p - self.weight * s / self.max_age), s, job, v))
+            heapq.heappush(self.aging, (s, job, v))
+
+    def push_back(self, entries: list[tuple[float, float, int, int, bool]]) -> None:
+        """Return entries taken by :meth:`pop` (still live) to their heaps."""
+        for key, s, job, v, old in entries:
+            heapq.heappush(self.old if old else self.young, (key, s, job, v))
+
+    def age(self, now: float) -> None:
+        """Move the jobs that reached the maximum age to the old heap."""
+        limit = now - self.max_age
+        aging = self.aging
+        while aging and aging[0][0] <= limit:
+            s, job, v = heapq.heappop(aging)
+            if self.ver.get(job) == v:
+                self.ver[job] = v + 1
+                heapq.heappush(self.old, (-(self.prio[job] + self.weight), s, job, v + 1))
+
+    def rank(self, job: int, now: float) -> tuple[float, float, int]:
+        s = self.submit[job]
+        a = min(max(now - s, 0.0) / self.max_age, 1.0) if self.weight else 0.0
+        return (-(self.prio[job] + self.weight * a), s, job)
+
+    def pop(self, now: float) -> tuple[float, float, int, int, bool] | None:
+        """The first live entry (key, submit, job, version, from_old), removed; None if empty."""
+        young, old, ver = self.young, self.old, self.ver
+        shift = self.weight * now / self.max_age if self.weight else 0.0
+        while young and ver.get(young[0][2]) != young[0][3]:
+            heapq.heappop(young)
+        while old and ver.get(old[0][2]) != old[0][3]:
+            heapq.heappop(old)
+        if not young and not old:
+            return None
+        if old and (
+            not young
+            or (old[0][0], old[0][1], old[0][2]) <= (young[0][0] - shift, young[0][1], young[0][2])
+        ):
+            key, s, job, v = heapq.heappop(old)
+            return key, s, job, v, True
+        key, s, job, v = heapq.heappop(young)
+        return key, s, job, v, False
 
 
 @dataclass
@@ -76,20 +160,33 @@ class ClusterSim:
         self.outcome_at: list[float] = col("outcome_at").to_list()
         self.training: list[bool] = col("training").to_list()
         self.submit: list[float] = col("submit_s").to_list()
+        opt = lambda name, default: col(name).to_list() if name in jobs.columns else [default] * n  # noqa: E731
+        #: planned requeue of the first attempt: 0 none, 1 RequeueExit, 2 admin (REQUEUE_CAUSE)
+        self.requeue_kind: list[int] = opt("requeue_kind", 0)
+        self.requeue_at: list[float] = opt("requeue_at", 0.5)
         self.state = [QUEUED] * n
         self.attempt = [0] * n
+        self.requeues = [0] * n
+        self.first_start = [math.nan] * n
+        self.resumed = [False] * n  # a run's continuation: restarts from its checkpoint
         self.eligible = list(self.submit)  # submit time of the current attempt
         self.progress = [0.0] * n  # committed (checkpointed) productive work
+        #: continuation jobs, in order: (job, parent, submit_s, work_s, outcome_at)
+        self.continuations: list[tuple[int, int, float, float, float]] = []
         self.start_s: dict[int, float] = {}
+        self.bound_s: dict[int, float] = {}  # latest end of a running attempt (limit, lifetime)
         self.alloc: dict[int, list[tuple[int, int]]] = {}  # job -> [(node, gpus)]
         self.end_h: dict[int, Handle] = {}
-        self._ends: list[
-            tuple[float, int]
-        ] = []  # (start + time limit, job) of running jobs, sorted
+        self._ends: list[tuple[float, int]] = []  # (latest end, job) of running jobs, sorted
         w = cfg.workload
         self.ckpt_s = w.checkpoint_interval_min * 60.0
         self.u0_s = w.restart_overhead_min * 60.0
         self.preempt_after_s = w.preempt_after_h * 3600.0
+        self.lifetime_s = w.max_lifetime_h * 3600.0
+        self.max_requeues = w.max_requeues
+        self.app_exit = w.app_requeue_exit_code
+        self.queue = _Queue(self.prio, self.submit, w.age_priority_weight,
+                            w.age_priority_max_days * 86400.0)  # fmt: skip
         N = cfg.n_nodes
         self.free = [self.G] * N
         self.up = [True] * N
@@ -98,7 +195,6 @@ class ClusterSim:
         self.n_whole = N
         self.free_total = N * self.G
         self.part: list[list[int]] = [[] for _ in range(self.G)]
-        self.pending: list[tuple[int, float, int]] = []
         self._sched = False
         self._res_cache: tuple[int, float, _Reservation] | None = None
         self._last_bf = -math.inf
@@ -205,24 +301,24 @@ class ClusterSim:
     def _arrive(self) -> None:
         job = self._next_submit
         self._next_submit += 1
-        if self._next_submit < len(self.submit):
+        if self._next_submit < self._n_drawn:
             self.k.at(self.submit[self._next_submit], self._arrive, priority=-2)
         self.submit_job(job)
 
     def submit_job(self, job: int) -> None:
-        entry = (-self.prio[job], self.submit[job], job)
+        now = self.k.now
         head = self._res_cache
         # Behind a blocked head job, a new job of lower precedence can only backfill: try just
         # that instead of a whole scheduling pass (most submissions on a busy cluster).
         if head is not None and self.state[head[0]] == QUEUED and not self._sched:
             h = head[0]
-            if entry > (-self.prio[h], self.submit[h], h):
+            if self.queue.rank(job, now) > self.queue.rank(h, now):
                 if self._fits(job) and self._backfill_ok(job, head[2]):
                     self._start(job)
                 else:
-                    heapq.heappush(self.pending, entry)
+                    self.queue.push(job, now)
                 return
-        heapq.heappush(self.pending, entry)
+        self.queue.push(job, now)
         self.request_schedule()
 
     def request_schedule(self) -> None:
@@ -230,9 +326,14 @@ class ClusterSim:
             self._sched = True
             self.k.after(0.0, self._schedule, priority=10)
 
-    def _planned_end(self, job: int) -> tuple[float, str]:
-        """Duration of the attempt starting now and how it ends if nothing interrupts it."""
-        overhead = self.u0_s if self.attempt[job] > 0 and self.training[job] else 0.0
+    def _overhead(self, job: int) -> float:
+        """Restart overhead u0 of the attempt: a training run reloading its checkpoint."""
+        restarted = self.attempt[job] > 0 or self.resumed[job]
+        return self.u0_s if restarted and self.training[job] else 0.0
+
+    def _planned_end(self, job: int, now: float) -> tuple[float, str, str]:
+        """Duration of the attempt starting now, how it ends and why, if nothing interrupts
+        it: its planned outcome, its time limit, the job's lifetime, or a planned requeue."""
         outcome = self.outcome[job]
         target = (
             self.work[job]
@@ -240,22 +341,37 @@ class ClusterSim:
             else self.work[job] * self.outcome_at[job]
         )
         done = self.progress[job] if self.training[job] else 0.0
-        need = overhead + max(target - done, 0.0)
-        if outcome == "TIMEOUT" or need > self.limit[job]:
-            return self.limit[job], "TIMEOUT"
-        return need, outcome
+        need = self._overhead(job) + max(target - done, 0.0)
+        life = self.first_start[job] + self.lifetime_s - now
+        cap = min(self.limit[job], life)
+        if outcome == "TIMEOUT":
+            dur, how, why = self.limit[job], "TIMEOUT", "user"
+            if life < dur:
+                dur, why = life, "lifetime"
+        elif need > cap:
+            dur, how, why = cap, "TIMEOUT", "lifetime" if life <= self.limit[job] else "user"
+        else:
+            dur, how, why = need, outcome, "user" if outcome != "COMPLETED" else "none"
+        kind = self.requeue_kind[job]
+        if kind:
+            self.requeue_kind[job] = 0  # once: the next attempt runs as planned
+            dur, how, why = dur * self.requeue_at[job], "REQUEUED", REQUEUE_CAUSE[kind]
+        return max(dur, 0.0), how, why
 
     def _start(self, job: int) -> None:
+        now = self.k.now
         self.alloc[job] = alloc = self._allocate(job)
         for node, _ in alloc:
             self.on_node[node].add(job)
         self.state[job] = RUNNING
-        self.start_s[job] = self.k.now
-        bisect.insort(self._ends, (self.k.now + self.limit[job], job))
-        dur, how = self._planned_end(job)
-        self.end_h[job] = self.k.after(
-            dur, self._end, job, how, "user" if how != "COMPLETED" else "none", -1
-        )
+        self.start_s[job] = now
+        if self.attempt[job] == 0 and math.isnan(self.first_start[job]):
+            self.first_start[job] = now
+        bound = now + min(self.limit[job], self.first_start[job] + self.lifetime_s - now)
+        self.bound_s[job] = bound
+        bisect.insort(self._ends, (bound, job))
+        dur, how, why = self._planned_end(job, now)
+        self.end_h[job] = self.k.after(dur, self._end, job, how, why, -1)
 
     def _end(self, job: int, how: str, cause: str, culprit: int) -> None:
         """Finish the current attempt of ``job`` now with state ``how``."""
@@ -266,14 +382,14 @@ class ClusterSim:
             Kernel.cancel(handle)
         now = self.k.now
         start = self.start_s.pop(job)
-        key = (start + self.limit[job], job)
+        key = (self.bound_s.pop(job), job)
         i = bisect.bisect_left(self._ends, key)
         del self._ends[i]
         elapsed = now - start
-        overhead = min(self.u0_s if self.attempt[job] > 0 and self.training[job] else 0.0, elapsed)
+        overhead = min(self._overhead(job), elapsed)
         run = elapsed - overhead
-        interrupted = how in ("NODE_FAIL", "PREEMPTED", "REQUEUED") or (
-            how == "FAILED" and cause not in ("user", "none")
+        interrupted = how in ("NODE_FAIL", "PREEMPTED") or (
+            how in ("FAILED", "REQUEUED") and cause not in ("user", "none", "app_requeue")
         )
         if self.training[job]:
             committed = run if not interrupted else math.floor(run / self.ckpt_s) * self.ckpt_s
@@ -281,10 +397,10 @@ class ClusterSim:
             self.progress[job] += committed
             productive = committed
         else:
-            productive = 0.0 if interrupted else run
-            lost = run if interrupted else 0.0
+            productive = 0.0 if interrupted or how == "REQUEUED" else run
+            lost = run if interrupted or how == "REQUEUED" else 0.0
         nodes = [node for node, _ in self.alloc[job]]
-        code, signal = EXIT[how]
+        code, signal = (self.app_exit, 0) if cause == "app_requeue" else EXIT[how]
         self.log.add(
             "attempt", start, job=job, attempt=self.attempt[job], submit_s=self.eligible[job],
             end_s=now, state=how, exit_code=code, exit_signal=signal, nodes=nodes, cause=cause,
@@ -294,17 +410,58 @@ class ClusterSim:
         requeue = how in ("NODE_FAIL", "PREEMPTED", "REQUEUED") or (
             interrupted and self.training[job]
         )
+        if requeue and (
+            self.requeues[job] >= self.max_requeues
+            or now >= self.first_start[job] + self.lifetime_s
+        ):
+            requeue = False  # Slurm holds the job (MaxBatchRequeue) or its lifetime is over
+            cause = "lifetime"
         if requeue:
             self.state[job] = QUEUED
             self.attempt[job] += 1
+            self.requeues[job] += 1
             self.eligible[job] = now
             self.k.after(REQUEUE_DELAY_S, self._requeue, job)
         else:
             self.state[job] = DONE
+            if cause == "lifetime" and self.training[job]:
+                self._continue(job)
         self.request_schedule()
 
+    def _continue(self, job: int) -> None:
+        """A training run whose job hit its lifetime or requeue limit resubmits itself: a new
+        job of the same run with the work left, resuming from the last checkpoint."""
+        work, done = self.work[job], self.progress[job]
+        if self.outcome[job] in ("COMPLETED", "TIMEOUT"):
+            target_left = 1.0
+        else:
+            left = self.work[job] * self.outcome_at[job] - done
+            if left <= 0.0:
+                return
+            target_left = left / (work - done)
+        if work - done <= 0.0:
+            return
+        new = len(self.gpus)
+        when = self.k.now + RESUBMIT_DELAY_S
+        for lst in (self.gpus, self.nn, self.prio, self.limit, self.outcome, self.training):
+            lst.append(lst[job])
+        self.work.append(work - done)
+        self.outcome_at.append(target_left)
+        self.submit.append(when)
+        self.requeue_kind.append(0)
+        self.requeue_at.append(0.5)
+        self.state.append(QUEUED)
+        self.attempt.append(0)
+        self.requeues.append(0)
+        self.first_start.append(math.nan)
+        self.resumed.append(True)
+        self.eligible.append(when)
+        self.progress.append(0.0)
+        self.continuations.append((new, job, when, work - done, target_left))
+        self.k.at(when, self.submit_job, new, priority=-2)
+
     def _requeue(self, job: int) -> None:
-        heapq.heappush(self.pending, (-self.prio[job], self.submit[job], job))
+        self.queue.push(job, self.k.now)
         self.request_schedule()
 
     # -- scheduling ------------------------------------------------------------------------
@@ -324,12 +481,16 @@ class ClusterSim:
             self._bf_timer = True
             self.k.at(self._last_bf + BACKFILL_INTERVAL_S, self._backfill_timer, priority=11)
         depth = BACKFILL_DEPTH if deep else QUICK_DEPTH
-        held: list[tuple[int, float, int]] = []
+        queue = self.queue
+        queue.age(now)
+        held: list[tuple[float, float, int, int, bool]] = []
         res: _Reservation | None = None
         scanned = 0
         # the head job is always considered (it may preempt); backfill needs free GPUs
-        while self.pending and scanned < depth and (self.free_total > 0 or res is None):
-            entry = heapq.heappop(self.pending)
+        while queue and scanned < depth and (self.free_total > 0 or res is None):
+            entry = queue.pop(now)
+            if entry is None:
+                break
             job = entry[2]
             if self.state[job] != QUEUED:
                 continue
@@ -354,11 +515,10 @@ class ClusterSim:
                 self._start(job)
                 continue
             held.append(entry)
-        for entry in held:
-            heapq.heappush(self.pending, entry)
+        queue.push_back(held)
 
     def _backfill_ok(self, job: int, res: _Reservation) -> bool:
-        if self.k.now + self.limit[job] <= res.shadow_s:
+        if self.k.now + min(self.limit[job], self._life_left(job)) <= res.shadow_s:
             return True
         if self.gpus[job] >= self.G:
             return self.n_whole - self.nn[job] >= res.need_whole
@@ -366,6 +526,10 @@ class ClusterSim:
         if self.n_whole - 1 >= res.need_whole:
             return True
         return self.n_whole >= res.need_whole and self._has_part(self.gpus[job])
+
+    def _life_left(self, job: int) -> float:
+        first = self.first_start[job]
+        return self.lifetime_s if math.isnan(first) else first + self.lifetime_s - self.k.now
 
     def _has_part(self, g: int) -> bool:
         return any(self.part[f] for f in range(g, self.G))
@@ -576,6 +740,7 @@ class ClusterSim:
         # submissions are fed one at a time (the next is scheduled when one arrives): the
         # event heap stays small instead of holding millions of future arrivals
         self._next_submit = 0
+        self._n_drawn = len(self.submit)
         if self.submit:
             k.at(self.submit[0], self._arrive, priority=-2)
         fcols = self.failures.select("node", "time_s", "kind", "cause", "detected", "repair_s", "lemon",

@@ -7,6 +7,7 @@ Reference numbers: Kokolis et al. HPCA'25 (DESIGN.md §5).
 
 from __future__ import annotations
 
+import math
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
@@ -81,55 +82,153 @@ DEFAULT_SIZE_MIX = {
 
 @dataclass(frozen=True)
 class WorkloadConfig:
-    """Job stream. Durations are log-normal with median ``median_h * gpus**size_exponent``."""
+    """Job stream and scheduler policy (Kokolis et al. HPCA'25 §II).
+
+    Durations: the work of a job is log-normal with median ``median_h * gpus**size_exponent``
+    and shape ``sigma``; training runs (``gpus >= training_min_gpus``) have their own median,
+    size exponent and shape (``training_*``) and may need more than one job's lifetime
+    (``max_run_days``): they checkpoint, restart
+    from the last checkpoint when interrupted, and, when a job reaches ``max_lifetime_h``
+    (counted from its first start, across requeues) or ``max_requeues``, continue as a new
+    submission of the same run (same user, same job name).
+
+    Queue order (Slurm's multifactor priority): QOS priority plus an age term that grows
+    linearly to ``age_priority_weight`` over ``age_priority_max_days`` of waiting, so that no
+    job starves behind a stream of higher-QOS work. Preemption follows QOS alone.
+
+    Requeues that are not hardware failures (Slurm state REQUEUED): a share ``p_app_requeue``
+    of jobs ask to be requeued once through Slurm's ``RequeueExit`` (exit code
+    ``app_requeue_exit_code``, the ``.batch`` step FAILED with that code), and a share
+    ``p_admin_requeue`` are requeued once by an administrator (``scontrol requeue``: exit code
+    0:0, the ``.batch`` step CANCELLED by signal 15), at a random point of their work.
+    """
 
     target_utilization: float = 0.83
     max_job_gpus: int = 4096
+    #: maximum lifetime of a job [h], from its first start across its requeues (RSC: 7 days)
     max_lifetime_h: float = 168.0
+    #: requeues after which Slurm stops requeueing a job (a training run then resubmits)
+    max_requeues: int = 40
+    #: longest training run [days] (its work spans several jobs of at most the lifetime)
+    max_run_days: float = 21.0
     array_fraction: float = 0.15
     size_mix: dict[int, float] = field(default_factory=lambda: dict(DEFAULT_SIZE_MIX))
     median_h: float = 0.5
     size_exponent: float = 0.5
     sigma: float = 1.3
+    #: training runs: median work ``training_median_h * (gpus / training_min_gpus) **
+    #: training_size_exponent`` [h], log-normal shape ``training_sigma``
+    training_median_h: float = 4.0
+    training_size_exponent: float = 0.5
+    training_sigma: float = 1.3
     qos_mix: dict[str, float] = field(
         default_factory=lambda: {"high": 0.25, "normal": 0.55, "low": 0.20}
     )
+    #: QOS mix of training runs (None: ``qos_mix``); large runs are usually high priority
+    training_qos_mix: dict[str, float] | None = None
     #: chance a job fails from user code / is cancelled / runs out of memory, before its end
     p_user_fail: float = 0.23
     p_cancel: float = 0.03
     p_oom: float = 0.001
     #: chance the requested time limit is shorter than the work (ends TIMEOUT)
     p_timeout: float = 0.006
+    #: chance a job asks Slurm to requeue it once (RequeueExit) / an admin requeues it once
+    p_app_requeue: float = 0.0
+    p_admin_requeue: float = 0.0
+    app_requeue_exit_code: int = 99
     n_users: int = 300
     #: long multi-node runs (>= this many GPUs) checkpoint and restart
     training_min_gpus: int = 64
     checkpoint_interval_min: float = 60.0
     restart_overhead_min: float = 5.0
     preempt_after_h: float = 2.0
+    #: age term of the queue priority: weight reached after this many days of waiting
+    age_priority_weight: float = 0.0
+    age_priority_max_days: float = 7.0
 
 
 @dataclass(frozen=True)
 class FailureConfig:
-    """Hardware failures, health checks and repairs."""
+    """Hardware failures, health checks and repairs.
 
-    rate_start: float = 2.5  # failures per 1000 node-days at the start of the run
-    rate_end: float = 17.5  # ... at the end (linear ramp)
+    The failure-rate schedule is the fleet's: failures per 1000 node-days in service,
+    averaged over every node, lemons included (what HPCA'25 Fig. 5 measures). It rises from
+    ``rate_start_per_1000_node_days`` to ``rate_end_per_1000_node_days`` as
+    ``start + (end - start) * (t / T) ** k``, with ``k`` set so that the run averages
+    ``rate_mean_per_1000_node_days`` (``k = (end - start) / (mean - start) - 1``; linear when
+    the mean is None or midway). Lemon nodes fail ``lemon_rate_multiplier`` times as often as
+    ordinary nodes at every moment, or, with ``lemon_failure_share`` set, as often as makes
+    lemons cause that share of the fleet's failures.
+    """
+
+    rate_start_per_1000_node_days: float = 2.5
+    rate_end_per_1000_node_days: float = 17.5
+    rate_mean_per_1000_node_days: float | None = None
     weekly_amplitude: float = 0.0  # relative weekly swing of the rate
     lemon_fraction: float = 0.015
     lemon_rate_multiplier: float = 15.0
+    lemon_failure_share: float | None = None
     cause_mix: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_CAUSE_MIX))
     lemon_cause_mix: dict[str, float] = field(default_factory=lambda: dict(LEMON_CAUSE_MIX))
     health_check_interval_s: float = 300.0
     #: chance a health check catches a failure (otherwise it escapes; the node stays in service)
     p_detect: float = 0.9
     p_detect_lemon: float = 0.35
-    #: healthy nodes drained by a health check without a fault, per 1000 node-days
-    false_alarm_rate: float = 0.3
+    #: healthy nodes drained by a health check without a fault
+    false_alarm_rate_per_1000_node_days: float = 0.3
     #: seconds until Slurm marks a silent node down (SlurmdTimeout)
     slurmd_timeout_s: float = 300.0
     repair_median_h: float = 18.0
     repair_sigma: float = 0.9
+    #: repairs of a lemon find nothing lasting (the node returns and fails again)
+    lemon_repair_median_h: float | None = None
     false_alarm_repair_h: float = 1.0
+
+    def __post_init__(self) -> None:
+        lo, hi = self.rate_start_per_1000_node_days, self.rate_end_per_1000_node_days
+        mean = self.rate_mean_per_1000_node_days
+        if not (math.isfinite(lo) and math.isfinite(hi)) or lo < 0 or hi < 0:
+            raise ValueError(
+                "[failures] rate_start/rate_end_per_1000_node_days must be finite and >= 0"
+            )
+        if mean is not None and not (min(lo, hi) <= mean <= max(lo, hi)):
+            raise ValueError(
+                f"[failures] rate_mean_per_1000_node_days = {mean} must lie between the start "
+                f"({lo}) and the end ({hi}) of the schedule"
+            )
+        if mean is not None and lo != hi and mean in (lo, hi):
+            raise ValueError(
+                "[failures] rate_mean_per_1000_node_days equal to an endpoint needs an infinitely "
+                "sharp ramp; choose a mean strictly between start and end"
+            )
+        if not 0.0 <= self.lemon_fraction < 1.0:
+            raise ValueError("[failures] lemon_fraction must be in [0, 1)")
+        share = self.lemon_failure_share
+        if share is not None and not 0.0 <= share < 1.0:
+            raise ValueError("[failures] lemon_failure_share must be in [0, 1)")
+        for name in ("p_detect", "p_detect_lemon"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"[failures] {name} must be in [0, 1]")
+
+    @property
+    def ramp_exponent(self) -> float:
+        """``k`` of the schedule ``start + (end - start) (t/T)^k`` (1: linear)."""
+        lo, hi = self.rate_start_per_1000_node_days, self.rate_end_per_1000_node_days
+        mean = self.rate_mean_per_1000_node_days
+        if mean is None or lo == hi:
+            return 1.0
+        return (hi - lo) / (mean - lo) - 1.0
+
+    def lemon_multiplier(self, n_nodes: int) -> float:
+        """Lemon rate over the ordinary rate: ``lemon_rate_multiplier``, or the one that makes
+        lemons cause ``lemon_failure_share`` of the failures of ``n_nodes`` nodes (with the
+        drawn number of lemons, ``round(lemon_fraction * n_nodes)``): ``m = s (1 - f) / ((1 - s) f)``."""
+        share = self.lemon_failure_share
+        n_lemons = round(self.lemon_fraction * n_nodes)
+        if share is None or n_lemons == 0:
+            return self.lemon_rate_multiplier
+        f = n_lemons / n_nodes
+        return share * (1.0 - f) / ((1.0 - share) * f) if share > 0 else 1.0
 
 
 @dataclass(frozen=True)

@@ -18,18 +18,17 @@ import shutil
 from collections.abc import Iterator
 from itertools import pairwise
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+import numpy as np
 import polars as pl
 
 from reliability.ingest.hostlist import compress
-from reliability.sim.config import CAUSES
+from reliability.sim.config import CAUSES, ClusterConfig
+from reliability.sim.engine import EventLog
+from reliability.sim.failures import rate_schedule
 from reliability.taxonomy import classify_xid
 
-if TYPE_CHECKING:
-    from reliability.sim.run import ClusterResult
-
-__all__ = ["SACCT_FIELDS", "write_cluster"]
+__all__ = ["SACCT_FIELDS", "truth_attempts", "write_cluster"]
 
 SACCT_FIELDS = (
     "JobID", "JobIDRaw", "JobName", "User", "Account", "Partition", "QOS", "State", "ExitCode",
@@ -80,9 +79,26 @@ def _utc(seconds: pl.Expr, start_us: int) -> pl.Expr:
     )
 
 
-def write_cluster(result: ClusterResult, out: Path) -> Path:
-    """Write ``result`` under ``out`` (replacing what a previous run wrote there)."""
-    cfg = result.config
+def write_cluster(
+    out: Path,
+    *,
+    config: ClusterConfig,
+    seed: int,
+    jobs: pl.DataFrame,
+    log: EventLog,
+    lemon: np.ndarray,
+) -> Path:
+    """Write a run under ``out`` (replacing what a previous run wrote there).
+
+    Parameters
+    ----------
+    out : output folder
+    config, seed : the run's configuration and seed
+    jobs : the run's jobs (one row per job, as :class:`reliability.sim.ClusterResult.jobs`)
+    log : the run's event log
+    lemon : lemon-node mask (truth)
+    """
+    cfg = config
     out.mkdir(parents=True, exist_ok=True)
     for sub in ("kernel", "truth"):
         if (out / sub).exists():
@@ -91,8 +107,7 @@ def write_cluster(result: ClusterResult, out: Path) -> Path:
     node_name = pl.Series("n", names)
     start_us = int(cfg.start.timestamp() * 1_000_000)
     tz = cfg.tz
-    attempts = result.log.frame("attempt")
-    jobs = result.jobs
+    attempts = log.frame("attempt")
     a = (
         attempts.with_row_index("__row")
         .join(jobs, on="job", how="left")
@@ -132,7 +147,7 @@ def write_cluster(result: ClusterResult, out: Path) -> Path:
             order=pl.lit(0),
             JobID=pl.col("job_id"),
             JobIDRaw=pl.col("raw_id").cast(pl.String),
-            JobName=pl.when(pl.col("training")).then(pl.format("train_{}", pl.col("raw_id") % 991)).otherwise(pl.format("job_{}", pl.col("raw_id") % 997)),
+            JobName=pl.col("name"),
             User=pl.format("user{}", pl.col("user")),
             Account=pl.format("team{}", pl.col("user") % 40),
             Partition=pl.when(pl.col("qos") == "low").then(pl.lit("scavenger")).otherwise(pl.lit("learn")),
@@ -150,15 +165,33 @@ def write_cluster(result: ClusterResult, out: Path) -> Path:
             NodeList=pl.col("NodeList"),
             Priority=pl.col("priority").cast(pl.String),
             Cluster=pl.lit(cfg.name),
+            _cause=pl.col("cause"),
         )  # fmt: skip
-        step_state = pl.col("State").str.replace(r" by \d+$", "")
+        # steps as Slurm records them: a requeue by RequeueExit leaves the batch step FAILED
+        # with the exit code, a requeue by scontrol (admin, health check) kills it (signal 15)
+        requeued = pl.col("State") == "REQUEUED"
+        app = pl.col("_cause") == "app_requeue"
+        batch_state = (
+            pl.when(requeued & app).then(pl.lit("FAILED")).when(requeued).then(pl.lit("CANCELLED"))
+            .otherwise(pl.col("State").str.replace(r" by \d+$", ""))
+        )  # fmt: skip
+        batch_exit = pl.when(requeued & ~app).then(pl.lit("0:15")).otherwise(pl.col("ExitCode"))
+        extern_state = (
+            pl.when(requeued)
+            .then(pl.lit("COMPLETED"))
+            .otherwise(pl.col("State").str.replace(r" by \d+$", ""))
+        )
+        extern_exit = pl.when(requeued).then(pl.lit("0:0")).otherwise(pl.col("ExitCode"))
         steps = []
         ran = alloc.filter(pl.col("Start") != "Unknown")
-        for order, step in ((1, "batch"), (2, "extern")):
+        for order, step, state, exit_code in (
+            (1, "batch", batch_state, batch_exit),
+            (2, "extern", extern_state, extern_exit),
+        ):
             steps.append(ran.with_columns(
                 order=pl.lit(order), JobID=pl.col("JobID") + f".{step}", JobIDRaw=pl.col("JobIDRaw") + f".{step}",
                 JobName=pl.lit(step), User=pl.lit(""), QOS=pl.lit(""), Partition=pl.lit(""), Timelimit=pl.lit(""),
-                Priority=pl.lit(""), ReqTRES=pl.lit(""), State=step_state,
+                Priority=pl.lit(""), ReqTRES=pl.lit(""), State=state, ExitCode=exit_code,
             ))  # fmt: skip
         return (
             pl.concat([alloc, *steps]).sort("raw_id", "attempt", "order").select(list(SACCT_FIELDS))
@@ -170,7 +203,7 @@ def write_cluster(result: ClusterResult, out: Path) -> Path:
         for part in _slices(a):
             records(part).write_csv(fh, separator="|", quote_style="never", include_header=False)
     # node events
-    ns = result.log.frame("node_state")
+    ns = log.frame("node_state")
     events = ns.select(
         Cluster=pl.lit(cfg.name),
         NodeName=node_name.gather(ns.get_column("node")) if ns.height else pl.lit(None, pl.String),
@@ -183,7 +216,7 @@ def write_cluster(result: ClusterResult, out: Path) -> Path:
     events.write_csv(out / "sacctmgr_events.psv", separator="|", quote_style="never")
     # kernel logs
     (out / "kernel").mkdir()
-    xid = result.log.frame("xid")
+    xid = log.frame("xid")
     if xid.height:
         xid = xid.with_columns(
             host=node_name.gather(xid.get_column("node")),
@@ -208,7 +241,7 @@ def write_cluster(result: ClusterResult, out: Path) -> Path:
                 "\n".join(part.get_column("line")) + "\n", encoding="utf-8"
             )
     # health checks (canonical CSV)
-    hc = result.log.frame("health")
+    hc = log.frame("health")
     health = hc.select(
         cluster=pl.lit(cfg.name),
         node=node_name.gather(hc.get_column("node")) if hc.height else pl.lit(None, pl.String),
@@ -218,11 +251,11 @@ def write_cluster(result: ClusterResult, out: Path) -> Path:
         device=pl.lit(None, pl.String), message=pl.col("message"),
     )  # fmt: skip
     health.write_csv(out / "health_checks.csv")
-    _write_truth(result, out / "truth", names, start_us)
+    _write_truth(out / "truth", cfg, seed, jobs, log, lemon, names, start_us)
     manifest = {
         "generator": "reliability.sim.simulate_cluster",
         "cluster": cfg.name,
-        "seed": result.seed,
+        "seed": seed,
         "tz": tz,
         "start": cfg.start.isoformat(),
         "days": cfg.days,
@@ -236,33 +269,54 @@ def write_cluster(result: ClusterResult, out: Path) -> Path:
     return out
 
 
-def _write_truth(result: ClusterResult, truth: Path, names: list[str], start_us: int) -> None:
-    truth.mkdir()
+def truth_attempts(
+    cfg: ClusterConfig, jobs: pl.DataFrame, log: EventLog, names: list[str] | None = None
+) -> pl.DataFrame:
+    """The true end of every attempt (what ``truth/attempts.parquet`` holds): ``job_id``,
+    ``attempt``, ``state``, ``cause``, ``culprit`` (node name), ``hardware`` (a hardware or
+    infrastructure cause ended it), ``start_time``, ``end_time`` (UTC), ``gpus``, ``n_nodes``,
+    ``training``, ``productive_s``, ``lost_s``, ``overhead_s``."""
+    names = names if names is not None else cfg.node_names()
+    start_us = int(cfg.start.timestamp() * 1_000_000)
     node_name = pl.Series("n", [*names, None])
-    a = result.log.frame("attempt").join(
-        result.jobs.select("job", "job_id", "gpus", "training", "work_s"), on="job"
+    a = log.frame("attempt").join(
+        jobs.select("job", "job_id", "gpus", "n_nodes", "training", "work_s"), on="job"
     )
-    a.select(
+    return a.select(
         "job_id", "attempt", "state", "cause",
         culprit=node_name.gather(a.get_column("culprit").replace(-1, len(names))),
         hardware=pl.col("cause").is_in(list(CAUSES)),
         start_time=_utc(pl.col("time"), start_us), end_time=_utc(pl.col("end_s"), start_us),
-        gpus="gpus", training="training", productive_s="productive_s", lost_s="lost_s", overhead_s="overhead_s",
-    ).write_parquet(truth / "attempts.parquet")  # fmt: skip
-    f = result.log.frame("failure")
+        gpus="gpus", n_nodes="n_nodes", training="training", productive_s="productive_s",
+        lost_s="lost_s", overhead_s="overhead_s",
+    )  # fmt: skip
+
+
+def _write_truth(
+    truth: Path,
+    cfg: ClusterConfig,
+    seed: int,
+    jobs: pl.DataFrame,
+    log: EventLog,
+    lemon: np.ndarray,
+    names: list[str],
+    start_us: int,
+) -> None:
+    truth.mkdir()
+    node_name = pl.Series("n", [*names, None])
+    truth_attempts(cfg, jobs, log, names).write_parquet(truth / "attempts.parquet")
+    f = log.frame("failure")
     f.select(
         node=node_name.gather(f.get_column("node")) if f.height else pl.lit(None, pl.String),
         time=_utc(pl.col("time"), start_us), cause="cause",
         component=pl.col("cause").replace_strict({k: v.component for k, v in CAUSES.items()}, return_dtype=pl.String),
         lemon="lemon", detected="detected", effect="effect",
     ).write_parquet(truth / "failures.parquet")  # fmt: skip
-    pl.DataFrame({"node": names, "lemon": result.lemon.tolist()}).write_parquet(
-        truth / "nodes.parquet"
-    )
-    result.rate_schedule().with_columns(time=_utc(pl.col("t_s"), start_us)).write_parquet(
+    pl.DataFrame({"node": names, "lemon": lemon.tolist()}).write_parquet(truth / "nodes.parquet")
+    rate_schedule(cfg).with_columns(time=_utc(pl.col("t_s"), start_us)).write_parquet(
         truth / "rate_schedule.parquet"
     )
-    cfg = {**result.config.as_dict(), "seed": result.seed}
+    doc = {**cfg.as_dict(), "seed": seed}
     (truth / "config.json").write_text(
-        json.dumps(cfg, indent=2, default=str) + "\n", encoding="utf-8"
+        json.dumps(doc, indent=2, default=str) + "\n", encoding="utf-8"
     )

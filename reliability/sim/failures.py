@@ -1,11 +1,15 @@
 """Hardware failures of the GPU-cluster simulator, drawn up front with numpy.
 
-Per node, failures follow a non-homogeneous Poisson process with the configured rate schedule
-r(t) [failures per node-day] (linear ramp from ``rate_start`` to ``rate_end`` per 1000
-node-days, optional weekly swing), multiplied for lemon nodes. Event times are drawn by
-inverting the cumulative hazard on a one-hour grid. Each failure gets a cause (lemons have
-their own root-cause mix, HPCA'25), whether a health check will catch it, and a repair time.
-False alarms (a health check drains a healthy node) are a separate Poisson stream.
+Per node, failures follow a non-homogeneous Poisson process. The configured schedule r(t) is
+the fleet's rate (failures per node-day, every node, lemons included: what HPCA'25 Fig. 5
+measures); it rises from ``rate_start`` to ``rate_end`` as a power of time whose exponent
+makes the run average ``rate_mean`` (see :class:`~reliability.sim.config.FailureConfig`), with
+an optional weekly swing. A lemon node fails ``m`` times as often as an ordinary node at
+every moment, so ordinary nodes run at ``r(t) / (1 - f + f m)`` (``f`` the lemon fraction).
+Event times are drawn by inverting the cumulative hazard on a one-hour grid. Each failure gets
+a cause (lemons fail repeatedly from one root cause drawn from the paper's root-cause mix,
+HPCA'25 Table 2), whether a health check will catch it, and a repair time. False alarms (a
+health check drains a healthy node) are a separate Poisson stream.
 
 The simulator skips failures that fall while a node is already out of service, so the rate
 holds per node-day *in service*.
@@ -22,14 +26,29 @@ __all__ = ["draw_failures", "rate_schedule"]
 
 
 def rate_schedule(cfg: ClusterConfig, step_s: float = 3600.0) -> pl.DataFrame:
-    """The configured failure rate over the run: ``t_s``, ``rate_per_node_day`` (ordinary nodes)."""
+    """The configured failure rate over the run (truth).
+
+    Returns
+    -------
+    ``t_s`` [s since the start], ``rate_per_node_day`` (the fleet's rate, lemons included),
+    ``ordinary_rate_per_node_day``, ``lemon_rate_per_node_day`` [failures per node-day].
+    """
     f = cfg.failures
     t = np.arange(0.0, cfg.horizon_s + step_s, step_s)
     frac = np.clip(t / cfg.horizon_s, 0.0, 1.0)
-    rate = (f.rate_start + (f.rate_end - f.rate_start) * frac) / 1000.0
+    lo, hi = f.rate_start_per_1000_node_days, f.rate_end_per_1000_node_days
+    rate = (lo + (hi - lo) * frac**f.ramp_exponent) / 1000.0
     if f.weekly_amplitude:
         rate = rate * (1.0 + f.weekly_amplitude * np.sin(2 * np.pi * t / (7 * 86400.0)))
-    return pl.DataFrame({"t_s": t, "rate_per_node_day": np.maximum(rate, 0.0)})
+    rate = np.maximum(rate, 0.0)
+    n_lemons = round(f.lemon_fraction * cfg.n_nodes)
+    share = n_lemons / cfg.n_nodes if cfg.n_nodes else 0.0
+    m = f.lemon_multiplier(cfg.n_nodes)
+    ordinary = rate / (1.0 - share + share * m)
+    return pl.DataFrame(
+        {"t_s": t, "rate_per_node_day": rate, "ordinary_rate_per_node_day": ordinary,
+         "lemon_rate_per_node_day": m * ordinary}
+    )  # fmt: skip
 
 
 def _draw_times(
@@ -37,7 +56,7 @@ def _draw_times(
 ) -> tuple[np.ndarray, np.ndarray]:
     sched = rate_schedule(cfg)
     t = sched.get_column("t_s").to_numpy()
-    r = sched.get_column("rate_per_node_day").to_numpy() / 86400.0  # per node-second
+    r = sched.get_column("ordinary_rate_per_node_day").to_numpy() / 86400.0  # per node-second
     cum = np.concatenate([[0.0], np.cumsum((r[1:] + r[:-1]) / 2 * np.diff(t))])  # hazard
     total = cum[-1]
     counts = rng.poisson(multipliers * total)
@@ -46,6 +65,16 @@ def _draw_times(
     times = np.interp(rng.uniform(0.0, total, size=node.size), cum, t)
     order = np.lexsort((times, node))
     return node[order], times[order]
+
+
+def _apportion(names: list[str], p: np.ndarray, n: int) -> list[str]:
+    """``n`` items shared out over ``names`` in proportions ``p`` by largest remainders
+    (Hamilton's method): each name gets floor(n p) or one more."""
+    quota = p * n
+    count = np.floor(quota).astype(int)
+    order = np.argsort(-(quota - count), kind="stable")
+    count[order[: n - int(count.sum())]] += 1
+    return [name for name, k in zip(names, count.tolist(), strict=True) for _ in range(k)]
 
 
 def draw_failures(cfg: ClusterConfig, rng: np.random.Generator) -> tuple[pl.DataFrame, np.ndarray]:
@@ -61,7 +90,7 @@ def draw_failures(cfg: ClusterConfig, rng: np.random.Generator) -> tuple[pl.Data
     n_lemons = round(f.lemon_fraction * n)
     lemon = np.zeros(n, dtype=bool)
     lemon[rng.choice(n, size=n_lemons, replace=False)] = True
-    mult = np.where(lemon, f.lemon_rate_multiplier, 1.0)
+    mult = np.where(lemon, f.lemon_multiplier(n), 1.0)
     node, times = _draw_times(cfg, mult, rng)
     is_lemon = lemon[node]
     names = list(f.cause_mix)
@@ -72,18 +101,24 @@ def draw_failures(cfg: ClusterConfig, rng: np.random.Generator) -> tuple[pl.Data
     p = np.array([f.cause_mix[c] for c in names])
     lp = np.array([f.lemon_cause_mix[c] for c in lnames])
     cause = np.array(names, dtype=object)[rng.choice(len(names), size=node.size, p=p / p.sum())]
-    # a lemon fails repeatedly from its one root cause
-    lemon_root = {
-        int(i): lnames[int(rng.choice(len(lnames), p=lp / lp.sum()))] for i in np.flatnonzero(lemon)
-    }
+    # a lemon fails repeatedly from its one root cause; the causes are shared out over the
+    # lemons as the paper's mix says (largest remainders), then dealt to them at random
+    lemon_ids = np.flatnonzero(lemon)
+    roots = _apportion(lnames, lp / lp.sum(), lemon_ids.size)
+    lemon_root = dict(
+        zip(
+            lemon_ids.tolist(), rng.permutation(np.array(roots, dtype=object)).tolist(), strict=True
+        )
+    )
     cause = np.where(
         is_lemon, np.array([lemon_root.get(int(i), "") for i in node], dtype=object), cause
     )
     detected = rng.random(node.size) < np.where(is_lemon, f.p_detect_lemon, f.p_detect)
-    repair = rng.lognormal(np.log(f.repair_median_h * 3600.0), f.repair_sigma, size=node.size)
+    repair_h = np.where(is_lemon, f.lemon_repair_median_h or f.repair_median_h, f.repair_median_h)
+    repair = rng.lognormal(np.log(repair_h * 3600.0), f.repair_sigma, size=node.size)
     phase = rng.uniform(0.0, f.health_check_interval_s, size=n)
     # false alarms
-    fa_total = f.false_alarm_rate / 1000.0 / 86400.0 * cfg.horizon_s
+    fa_total = f.false_alarm_rate_per_1000_node_days / 1000.0 / 86400.0 * cfg.horizon_s
     fa_counts = rng.poisson(np.full(n, fa_total))
     fa_node = np.repeat(np.arange(n), fa_counts)
     fa_time = rng.uniform(0.0, cfg.horizon_s, size=fa_node.size)

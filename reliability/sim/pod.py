@@ -1,7 +1,6 @@
 """TPUv4-like pod: component failures, repairs, maintenance and healthd symptoms (Zu et al.
-NSDI'24). Phase 1 of the pod simulator: the component side (machines, optical ICI cables,
-OCSes) that Figure 12 and the availability analyses need; job scheduling and the two recovery
-paths build on it.
+NSDI'24), and the entry point :func:`simulate_pod` that also runs the job side
+(:mod:`reliability.sim.pod_jobs`: scheduling, preflight, the two recovery paths) on top of it.
 
 Per component type, failures follow a non-homogeneous Poisson process with the configured
 daily rate, a weekly swing and occasional bursts (NSDI'24 Fig. 12 shows machines swinging
@@ -26,7 +25,7 @@ import numpy as np
 import polars as pl
 
 from reliability.sim.pod_jobs import PodJobConfig, simulate_pod_jobs
-from reliability.sim.topology import DIMS, FACE_LINKS, HOSTS_PER_CUBE
+from reliability.topology import DIMS, FACE_LINKS, HOSTS_PER_CUBE
 
 __all__ = ["PodConfig", "PodFailureConfig", "PodResult", "load_pod_preset", "simulate_pod"]
 
@@ -178,12 +177,48 @@ class PodResult:
 
 
 def simulate_pod(
-    config: PodConfig | str | Path = "tpuv4", *, days: float | None = None, seed: int = 0
+    config: PodConfig | str | Path = "tpuv4",
+    *,
+    days: float | None = None,
+    seed: int = 0,
+    mode: str | None = None,
+    ft_routing: bool = True,
 ) -> PodResult:
-    """Simulate the component side of a pod (failures, repairs, maintenance, healthd)."""
+    """Simulate a TPU pod: its components and the jobs that run on it (Zu et al. NSDI'24).
+
+    The component side draws machine, optical ICI cable and OCS failures (weekly swing,
+    bursts), repairs, planned maintenance and healthd symptoms; the job side
+    (:mod:`reliability.sim.pod_jobs`) schedules a Borg-like job stream on the cubes, runs
+    preflight checks, preempts batch jobs to defragment, and recovers interrupted jobs by
+    reconfiguring onto other cubes or, for an OCS failure under a job with fault-tolerant
+    routing, by rerouting around it at a step-time cost. Set ``config.jobs = None`` for the
+    component side alone.
+
+    Parameters
+    ----------
+    config : a :class:`PodConfig`, a preset name (``tpuv4``, ``tpuv3-static``) or a TOML path
+    days : override the run length [days]
+    seed : random seed; the same seed gives the same result (and byte-identical files)
+    mode : ``"reconfigurable"`` (cubes joined by OCSes: any usable cubes make a slice) or
+        ``"static"`` (a fixed arrangement without OCSes: a job needs an aligned healthy block);
+        default: the preset's
+    ft_routing : whether the pod offers fault-tolerant routing. ``False``: no job can run
+        around a failed OCS, so every OCS failure interrupts the jobs on the pod (reconfigure
+        path) and jobs wait for OCS repairs (the configured opt-in share applies otherwise)
+
+    Returns
+    -------
+    A :class:`PodResult` (write it with :meth:`PodResult.write`).
+    """
     cfg = config if isinstance(config, PodConfig) else load_pod_preset(config)
     if days is not None:
         cfg = replace(cfg, days=float(days))
+    if mode is not None:
+        if mode not in ("reconfigurable", "static"):
+            raise ValueError(f"mode must be 'reconfigurable' or 'static', got {mode!r}")
+        cfg = replace(cfg, mode=mode)
+    if not ft_routing and cfg.jobs is not None:
+        cfg = replace(cfg, jobs=replace(cfg.jobs, ft_routing_share=0.0))
     rng = np.random.default_rng(seed)
     f = cfg.failures
     comps = cfg.components()

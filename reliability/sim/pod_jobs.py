@@ -8,7 +8,7 @@
 - **Scheduling** by priority then submission time, with backfill; a job without FT routing
   does not start while an OCS is down. ``reconfigurable``: any free
   usable cubes, joined by the OCSes (the cross-connect changes are counted with
-  :func:`reliability.sim.topology.crossconnect_diff`, NSDI'24 Fig. 13); ``static``: an aligned
+  :func:`reliability.topology.crossconnect_diff`, NSDI'24 Fig. 13); ``static``: an aligned
   contiguous block of the fixed arrangement. A ``prod`` job that does not fit preempts ``batch``
   jobs to defragment (they requeue from their last checkpoint).
 - **Preflight** before every start: a latent machine fault is caught with the configured
@@ -34,8 +34,8 @@ import numpy as np
 import polars as pl
 
 from reliability.sim.engine import Kernel
-from reliability.sim.topology import FACE_LINKS as FACE
-from reliability.sim.topology import Slice
+from reliability.topology import FACE_LINKS as FACE
+from reliability.topology import Slice
 
 __all__ = ["PodJobConfig", "simulate_pod_jobs"]
 
@@ -239,7 +239,7 @@ class _PodJobs:
         speed = 1.0
         taxes = {}
         if self.ocs_down and not self.static and job["ft"]:  # starts on a pod with OCS down
-            taxes = {o: self._tax() for o in self.ocs_down}
+            taxes = {o: self._tax() for o in sorted(self.ocs_down)}
             speed = 1.0 - max(taxes.values())
         run = {
             "cubes": cubes,
@@ -258,6 +258,9 @@ class _PodJobs:
             str(i),
             f"attempt={job['attempt']};cubes={','.join(map(str, cubes))};topology={topo}",
         )
+        for ocs in sorted(taxes):  # started around OCSes that are down: on FT routing from now
+            self.stats["reroutes"] += 1
+            self.log(now, "reroute_start", "job", str(i), f"ocs={ocs};tax={taxes[ocs]:.4f}")
         self._arm(i)
 
     def _crossconnect(self, slc: Slice) -> int:
@@ -266,7 +269,7 @@ class _PodJobs:
         Every OCS of a dimension carries the same cube hop (one circuit per face index), so
         the state is kept per hop ``(dim, from cube) -> to cube``: adding a hop switches 16
         circuits, and an existing hop that holds one of its ports is torn down (16 more), as
-        :func:`reliability.sim.topology.crossconnect_diff` does circuit by circuit.
+        :func:`reliability.topology.crossconnect_diff` does circuit by circuit.
         """
         changed = 0
         for a, b, d, _ in slc.neighbours():

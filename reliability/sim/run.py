@@ -12,11 +12,12 @@ import polars as pl
 
 from reliability.sim.cluster import ClusterSim
 from reliability.sim.config import ClusterConfig, load_preset
+from reliability.sim.emit import write_cluster
 from reliability.sim.engine import EventLog
 from reliability.sim.failures import draw_failures, rate_schedule
-from reliability.sim.workload import generate_workload
+from reliability.sim.workload import assign_ids, generate_workload
 
-__all__ = ["ClusterResult", "ingest_simulation", "simulate_cluster"]
+__all__ = ["ClusterResult", "simulate_cluster"]
 
 
 @dataclass
@@ -27,7 +28,8 @@ class ClusterResult:
     ----------
     config : the configuration used
     seed : the seed
-    jobs : the drawn workload (one row per job)
+    jobs : every job of the run, one row each: the drawn workload and the continuation jobs of
+        long training runs (``run`` links the jobs of one run), with Slurm ids and names
     failures : the drawn failure and false-alarm events
     lemon : lemon-node mask (truth)
     log : the event log of the run
@@ -45,9 +47,10 @@ class ClusterResult:
     def write(self, out: str | Path) -> Path:
         """Write raw logs (``sacct.psv``, ``sacctmgr_events.psv``, ``kernel/*.log``,
         ``health_checks.csv``) and ``truth/`` under ``out``; returns ``out``."""
-        from reliability.sim.emit import write_cluster
-
-        return write_cluster(self, Path(out))
+        return write_cluster(
+            Path(out), config=self.config, seed=self.seed, jobs=self.jobs, log=self.log,
+            lemon=self.lemon,
+        )  # fmt: skip
 
     def rate_schedule(self) -> pl.DataFrame:
         """The configured failure rate over the run (truth)."""
@@ -92,24 +95,35 @@ def simulate_cluster(
             q[index[name]] = max((when - cfg.start).total_seconds(), 0.0)
     sim = ClusterSim(cfg, jobs, failures, quarantine=q)
     log = sim.run(progress)
-    return ClusterResult(cfg, seed, jobs, failures, lemon, log, sim.k.processed)
+    return ClusterResult(
+        cfg, seed, _all_jobs(jobs, sim.continuations, cfg.horizon_s), failures, lemon, log,
+        sim.k.processed,
+    )  # fmt: skip
 
 
-def ingest_simulation(out: str | Path, dataset: str | Path) -> list[object]:
-    """Ingest what :meth:`ClusterResult.write` wrote in ``out`` into a Dataset, through the
-    ordinary readers (the simulator's ``truth/`` is not ingested). Returns the outcomes."""
-    import json
-
-    from reliability.store import Dataset
-
-    out = Path(out)
-    m = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
-    ds = Dataset(dataset)
-    outcomes: list[object] = []
-    files = m["ingest"]
-    outcomes += ds.ingest("slurm", [out / f for f in files["slurm"]], tz=m["tz"])
-    outcomes += ds.ingest("events", [out / f for f in files["events"]], tz=m["tz"])
-    if files["kernel"]:
-        outcomes += ds.ingest("kernel", [out / f for f in files["kernel"]], cluster=m["cluster"])
-    outcomes += ds.ingest("health", [out / f for f in files["health"]], cluster=m["cluster"])
-    return outcomes
+def _all_jobs(
+    drawn: pl.DataFrame, continuations: list[tuple[int, int, float, float, float]], horizon: float
+) -> pl.DataFrame:
+    """The drawn jobs plus the continuation jobs of long training runs (submitted before the
+    horizon), each with its ``run`` (the index of the run's first job), ids and names."""
+    jobs = drawn.with_columns(run=pl.col("job"))
+    if continuations:
+        cont = pl.DataFrame(
+            continuations, schema={"job": pl.Int64, "parent": pl.Int64, "submit_s": pl.Float64,
+                                   "work_s": pl.Float64, "outcome_at": pl.Float64}, orient="row",
+        ).filter(pl.col("submit_s") < horizon)  # fmt: skip
+        # a continuation's parent may itself be a continuation: follow the chain to the root
+        root = dict(zip(jobs["job"].to_list(), jobs["run"].to_list(), strict=True))
+        runs = []
+        for job, parent in cont.select("job", "parent").iter_rows():
+            root[job] = root[parent]
+            runs.append(root[parent])
+        inherited = [
+            c for c in jobs.columns if c not in ("job", "submit_s", "work_s", "outcome_at", "run")
+        ]
+        # every job of a run has the run's size, QOS, user...: take them from its first job
+        cont = cont.with_columns(run=pl.Series(runs, dtype=pl.Int64)).join(
+            jobs.select(pl.col("job").alias("run"), *inherited), on="run", how="left"
+        ).with_columns(requeue_kind=pl.lit(0, pl.Int64))  # fmt: skip
+        jobs = pl.concat([jobs, cont.select(jobs.columns)])
+    return assign_ids(jobs)

@@ -14,7 +14,8 @@ Zu et al., NSDI'24 §2-3 and Jouppi et al., ISCA'23:
   chips along the long axis (both long axes for ``k x 2k x 2k``); sub-cube slices live inside
   one cube and use no OCS.
 
-Everything here is pure (no randomness); the pod simulator and the availability models use it.
+Everything here is pure (no randomness); the pod simulator (:mod:`reliability.sim`) and the
+models (:mod:`reliability.models`) both import it; it imports neither.
 """
 
 from __future__ import annotations

@@ -12,6 +12,14 @@ from reliability.models.availability import (
     steady_state_availability,
 )
 from reliability.models.checkpoint import daly_interval_h, optimal_interval_h, young_interval_h
+from reliability.models.counts import (
+    RateEstimate,
+    TrendTest,
+    estimate_rate,
+    poisson_regression,
+    rate_interval,
+    trend_test,
+)
 from reliability.models.ettr import (
     VARIANTS,
     ETTRApproximationWarning,
@@ -19,7 +27,7 @@ from reliability.models.ettr import (
     interruption_rate_per_h,
 )
 from reliability.models.ettr_logs import RunETTR, job_run_ettr
-from reliability.models.ettr_mc import ETTRSimulation, simulate_ettr
+from reliability.models.ettr_mc import ESTIMANDS, ETTRSimulation, simulate_ettr
 from reliability.models.lemon import (
     LemonDetector,
     ModelFileError,
@@ -30,7 +38,24 @@ from reliability.models.lemon import (
 )
 from reliability.models.lemon_features import FEATURES as LEMON_FEATURES
 from reliability.models.lemon_features import node_features
-from reliability.models.mttf import SIZE_BUCKETS, MTTFResult, fit_mttf, mttf_h, poisson_ci
+from reliability.models.lifetimes import (
+    LifetimeFit,
+    LifetimeResult,
+    fit_lifetimes,
+    fit_weibull,
+    hazard_verdict,
+    lifetime_table,
+    weibull_mle,
+)
+from reliability.models.mttf import (
+    CPU_ONLY_BUCKET,
+    SIZE_BUCKETS,
+    MTTFResult,
+    fit_mttf,
+    glm_slope,
+    mttf_h,
+    poisson_ci,
+)
 from reliability.models.planner import PlanResult, plan
 from reliability.models.pod_measure import MeasuredAvailability, measured_job_availability
 from reliability.models.pod_recovery import RecoveryComparison, recovery_paths
@@ -39,6 +64,13 @@ from reliability.models.rates import (
     component_failure_rates,
     failure_rate_series,
     node_mttf,
+)
+from reliability.models.repairable import (
+    CrowAMSAA,
+    InterFailureResult,
+    crow_amsaa,
+    fit_interfailure,
+    interfailure_times,
 )
 from reliability.models.routing import ThroughputResult, all_to_all_throughput, dimension_order_load
 from reliability.models.workload import (
@@ -51,39 +83,56 @@ from reliability.models.workload import (
 )
 
 __all__ = [
+    "CPU_ONLY_BUCKET",
+    "ESTIMANDS",
     "LEMON_FEATURES",
     "PODS",
     "SIZE_BUCKETS",
     "VARIANTS",
+    "CrowAMSAA",
     "ETTRApproximationWarning",
     "ETTRSimulation",
+    "InterFailureResult",
     "LemonDetector",
+    "LifetimeFit",
+    "LifetimeResult",
     "MTTFResult",
     "MeasuredAvailability",
     "ModelFileError",
     "PlanResult",
     "PodSpec",
+    "RateEstimate",
     "RateSeries",
     "RecoveryComparison",
     "RunETTR",
     "ThroughputResult",
+    "TrendTest",
     "all_to_all_throughput",
     "availability_curve",
     "component_failure_rates",
     "count_baseline",
+    "crow_amsaa",
     "daly_interval_h",
     "dimension_order_load",
     "dominant_component",
+    "estimate_rate",
     "expected_ettr",
     "failure_rate_series",
     "failure_taxonomy",
+    "fit_interfailure",
+    "fit_lifetimes",
     "fit_mttf",
+    "fit_weibull",
+    "glm_slope",
     "hardware_share",
+    "hazard_verdict",
+    "interfailure_times",
     "interruption_rate_per_h",
     "job_availability",
     "job_run_ettr",
     "job_size_distribution",
     "job_state_breakdown",
+    "lifetime_table",
     "measured_job_availability",
     "mttf_h",
     "node_features",
@@ -91,6 +140,8 @@ __all__ = [
     "optimal_interval_h",
     "plan",
     "poisson_ci",
+    "poisson_regression",
+    "rate_interval",
     "recovery_paths",
     "required_host_availability",
     "rule_baseline",
@@ -99,5 +150,7 @@ __all__ = [
     "signal_cooccurrence",
     "simulate_ettr",
     "steady_state_availability",
+    "trend_test",
+    "weibull_mle",
     "young_interval_h",
 ]

@@ -412,9 +412,16 @@ class _Assembler:
                 values, reason = None, "line does not end with '|' as --parsable output does"
             else:
                 values, reason = place(parts, lay)
-            if values is None:
-                self.failed_head = i
-            self.emit(Record(i, j, raw, values, reason))
+            if values is not None:
+                self.emit(Record(i, j, raw, values, reason))
+                return j + 1
+            # the lines have the count but do not place: the name may hold header-like or
+            # record-like lines, and the record go on
+            span = self.span_from(i, j) if i - self.failed_head > SPAN_LINES else None
+            if span is not None:
+                return span
+            self.failed_head = i
+            self.emit(Record(i, j, raw, None, reason))
             return j + 1
         if i - self.failed_head > SPAN_LINES:
             span = self.span_from(i, j)
@@ -427,29 +434,50 @@ class _Assembler:
         return j + 1
 
     def span_from(self, i: int, j: int) -> int | None:
-        """A record from line i that spans full-count lines up to a closing line."""
+        """A record from line i that spans full-count lines up to a closing line.
+
+        First choice: the nearest closing line that cannot be a clean record itself. Else
+        (a name can end in a line that looks like a clean record, e.g. one relabelling the
+        job with another id), the nearest line after which the head's own steps follow
+        (``<job id>.batch`` ...): the lines up to it belong to the head's record.
+        """
         lay, e = self.layout, self.e
-        for k in range(j + 1, min(i + SPAN_LINES, self.n)):
-            line = self.t(k)
-            closer = self.counts[k] != e or not lay.starts_record(line.split("|", 1)[0].strip())
-            if not closer:
-                continue
-            raw = "\n".join(self.t(x) for x in range(i, k + 1))
-            parts = _parts(raw, lay)
-            if parts is None or place(parts, lay)[0] is None:
-                continue
-            self.emit(
-                Record(
-                    i, k, raw, None,
-                    f"one record over lines {self.line_no(i)}-{self.line_no(k)} whose free text "
-                    "holds a line with a record's or a header's number of '|' (a job name with "
-                    "newlines?): quarantined whole, so that no line of it becomes a record",
-                )
-            )  # fmt: skip
-            return k + 1
-        if not self.final and i + SPAN_LINES > self.n:
+        last = min(i + SPAN_LINES, self.n)
+        if not self.final and i + SPAN_LINES >= self.n:
             raise _NeedMore
+        head_id = self.t(i).split("|", 1)[0].strip()
+        anchored: int | None = None
+        for k in range(j + 1, last):
+            line = self.t(k)
+            first = line.split("|", 1)[0].strip()
+            closer = self.counts[k] != e or not lay.starts_record(first)
+            if not closer:
+                if anchored is None and k + 1 < self.n:
+                    nxt = self.t(k + 1).split("|", 1)[0].strip()
+                    if nxt.startswith(head_id + ".") and self._joins(i, k):
+                        anchored = k
+                continue
+            if self._joins(i, k):
+                return self._spanned(i, k)
+        if anchored is not None:
+            return self._spanned(i, anchored)
         return None
+
+    def _joins(self, i: int, k: int) -> bool:
+        parts = _parts("\n".join(self.t(x) for x in range(i, k + 1)), self.layout)
+        return parts is not None and place(parts, self.layout)[0] is not None
+
+    def _spanned(self, i: int, k: int) -> int:
+        raw = "\n".join(self.t(x) for x in range(i, k + 1))
+        self.emit(
+            Record(
+                i, k, raw, None,
+                f"one record over lines {self.line_no(i)}-{self.line_no(k)} whose free text "
+                "holds a line with a record's or a header's number of '|' (a job name with "
+                "newlines?): quarantined whole, so that no line of it becomes a record",
+            )
+        )  # fmt: skip
+        return k + 1
 
     def header_at(self, i: int) -> int:
         line, lay = self.t(i), self.layout
@@ -543,6 +571,13 @@ def assemble(
                 if asm.out.new_section is not None:
                     return asm.out
         except _NeedMore:
+            prev = asm.last
+            if prev is not None and prev.last == i - 1 and _headerish(asm.t(i)):
+                # the decision at a header-like line may change the record before it: take
+                # that record back and decide both with the next block
+                asm.out.records.remove(prev)
+                asm.out.consumed.difference_update(range(prev.first, prev.last + 1))
+                i = prev.first
             asm.out.carry_from = i
             return asm.out
         cursor = i

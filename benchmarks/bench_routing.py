@@ -28,8 +28,8 @@ def main() -> None:
             secs = time.perf_counter() - t
             name = "x".join(map(str, shape)) + (" tw" if twisted else "")
             paper = "" if r.paper_ratio is None else f"{100 * r.paper_ratio:.1f}%"
-            print(f"{name:<16}{dim + '5':<6}{r.healthy:9.4f}{r.failed:9.4f}{100 * r.ratio:7.1f}%{paper:>8}"
-                  f"{r.variables:9,}{secs:7.1f}")  # fmt: skip
+            print(f"{name:<16}{dim + '5':<6}{r.healthy_per_chip:9.4f}{r.failed_per_chip:9.4f}{100 * r.ratio:7.1f}%{paper:>8}"
+                  f"{r.lp_variables:9,}{secs:7.1f}")  # fmt: skip
     for shape in ((4, 4, 4), (4, 4, 8)):
         d = dimension_order_load(shape)
         print(f"dimension-order routing {shape}: max link load {d['max_load']:.1f}, "

@@ -26,7 +26,7 @@ import numpy as np
 import polars as pl
 from scipy import optimize, sparse
 
-from reliability.topology import DIMS, Slice, links_broken_by_ocs
+from reliability.topology import DIMS, FACE_LINKS, Slice, links_broken_by_ocs
 
 __all__ = ["ThroughputResult", "all_to_all_throughput", "dimension_order_load"]
 
@@ -39,22 +39,44 @@ TABLE2 = {  # NSDI'24 Table 2, all-to-all GB/s per chip: healthy, one OCS failed
 
 @dataclass
 class ThroughputResult:
-    """All-to-all throughput per chip [link bandwidths], healthy and with ``failed_ocs`` down."""
+    """All-to-all throughput of a slice, healthy and with ``failed_ocs`` down.
+
+    Attributes
+    ----------
+    shape : (int, int, int)
+        Slice shape [chips].
+    twisted : bool
+        Twisted torus.
+    failed_ocs : (str, int) or None
+        The OCS taken down: (dimension, face index).
+    healthy_per_chip : float
+        Max concurrent all-to-all throughput per chip, healthy [link bandwidths].
+    failed_per_chip : float or None
+        The same with ``failed_ocs`` down [link bandwidths]; None without a failure.
+    links_lost, links_total : int
+        Chip-to-chip links the failure takes down / the slice has.
+    solve_s : float
+        Time spent building and solving the LPs [s].
+    lp_variables : int
+        Variables of the largest LP solved.
+    """
 
     shape: tuple[int, int, int]
     twisted: bool
     failed_ocs: tuple[str, int] | None
-    healthy: float
-    failed: float | None
+    healthy_per_chip: float
+    failed_per_chip: float | None
     links_lost: int
     links_total: int
-    seconds: float
-    variables: int
+    solve_s: float
+    lp_variables: int
 
     @property
     def ratio(self) -> float | None:
         """failed / healthy (Table 2's last column)."""
-        return None if self.failed is None else self.failed / self.healthy
+        if self.failed_per_chip is None:
+            return None
+        return self.failed_per_chip / self.healthy_per_chip
 
     @property
     def paper_ratio(self) -> float | None:
@@ -66,16 +88,16 @@ class ThroughputResult:
         return pl.DataFrame({
             "shape": ["x".join(map(str, self.shape))], "twisted": [self.twisted],
             "failed_ocs": [None if self.failed_ocs is None else f"{self.failed_ocs[0]}{self.failed_ocs[1]}"],
-            "healthy_per_chip": [self.healthy], "failed_per_chip": [self.failed], "ratio": [self.ratio],
-            "paper_ratio": [self.paper_ratio], "links_lost": [self.links_lost], "links_total": [self.links_total],
-            "lp_variables": [self.variables], "seconds": [self.seconds],
+            "healthy_per_chip": [self.healthy_per_chip], "failed_per_chip": [self.failed_per_chip],
+            "ratio": [self.ratio], "paper_ratio": [self.paper_ratio], "links_lost": [self.links_lost],
+            "links_total": [self.links_total], "lp_variables": [self.lp_variables], "solve_s": [self.solve_s],
         })  # fmt: skip
 
     def __str__(self) -> str:
         name = "x".join(map(str, self.shape)) + (" twisted" if self.twisted else "")
-        s = f"{name}: all-to-all {self.healthy:.4f} link-bandwidths per chip healthy"
-        if self.failed is not None:
-            s += (f", {self.failed:.4f} with OCS {self.failed_ocs} down ({self.links_lost} of {self.links_total} links): "
+        s = f"{name}: all-to-all {self.healthy_per_chip:.4f} link-bandwidths per chip healthy"
+        if self.failed_per_chip is not None:
+            s += (f", {self.failed_per_chip:.4f} with OCS {self.failed_ocs} down ({self.links_lost} of {self.links_total} links): "
                   f"{100 * self.ratio:.1f}%")  # fmt: skip
             if self.paper_ratio is not None:
                 s += f" (NSDI'24 Table 2: {100 * self.paper_ratio:.1f}%)"
@@ -124,8 +146,40 @@ def all_to_all_throughput(
     *,
     use_symmetry: bool = True,
 ) -> ThroughputResult:
-    """Max concurrent all-to-all flow per chip for a slice of ``shape`` chips (see module doc),
-    healthy and, if ``failed_ocs=(dim, face_index)`` is given, with that OCS down."""
+    """Max concurrent all-to-all flow per chip of a slice, healthy and with one OCS down.
+
+    Parameters
+    ----------
+    shape : (int, int, int)
+        Slice shape [chips]: positive multiples of 4 (whole cubes).
+    twisted : bool
+        Twisted torus (shapes ``k x k x 2k`` and ``k x 2k x 2k`` only).
+    failed_ocs : (str, int) or None
+        The OCS to take down: ``(dim, face_index)`` with dim in ``x, y, z`` and face index in
+        0..15 (Zu et al. NSDI'24 §3: one OCS per position on a cube face and dimension).
+    use_symmetry : bool
+        Reduce the LP by the torus automorphisms that fix the failure (exact; see module doc).
+
+    Returns
+    -------
+    ThroughputResult
+        Throughputs [link bandwidths per chip], links lost, the LP's size and time.
+    """
+    if len(tuple(shape)) != 3:
+        raise ValueError(f"shape must be three chip counts (x, y, z), got {shape!r}")
+    if failed_ocs is not None:
+        ok = (
+            isinstance(failed_ocs, tuple)
+            and len(failed_ocs) == 2
+            and failed_ocs[0] in DIMS
+            and isinstance(failed_ocs[1], int | np.integer)
+            and 0 <= failed_ocs[1] < FACE_LINKS
+        )
+        if not ok:
+            raise ValueError(
+                f"failed_ocs must be (dim, face_index) with dim in {DIMS} and face_index in "
+                f"0..{FACE_LINKS - 1}, e.g. ('z', 5), got {failed_ocs!r}"
+            )
     n_cubes = int(np.prod([s // 4 for s in shape]))
     slc = Slice(tuple(shape), tuple(range(n_cubes)), twisted=twisted)  # type: ignore[arg-type]
     t0 = time.perf_counter()
@@ -136,8 +190,9 @@ def all_to_all_throughput(
         failed, nv2 = _solve(slc, {failed_ocs}, use_symmetry)
         nv = max(nv, nv2)
     return ThroughputResult(
-        shape=tuple(shape), twisted=twisted, failed_ocs=failed_ocs, healthy=healthy, failed=failed,  # type: ignore[arg-type]
-        links_lost=lost, links_total=len(slc.chip_links()), seconds=time.perf_counter() - t0, variables=nv,
+        shape=tuple(shape), twisted=twisted, failed_ocs=failed_ocs, healthy_per_chip=healthy,  # type: ignore[arg-type]
+        failed_per_chip=failed, links_lost=lost, links_total=len(slc.chip_links()),
+        solve_s=time.perf_counter() - t0, lp_variables=nv,
     )  # fmt: skip
 
 
@@ -215,11 +270,24 @@ def _solve(
     return theta * (n - 1), nv
 
 
-def dimension_order_load(shape: tuple[int, int, int], twisted: bool = False) -> dict[str, float]:
-    """Per-link load of dimension-order routing for uniform all-to-all traffic at one unit per
-    pair: the maximum and mean over directed links, and the per-chip throughput it allows
-    (``(N − 1) / max load`` link-bandwidths). Twisted wrap-arounds are not used by DOR here
-    (it routes on the untwisted coordinates), so this is the regular torus's figure."""
+def dimension_order_load(shape: tuple[int, int, int]) -> dict[str, float]:
+    """Per-link load of dimension-order routing on a regular torus, uniform all-to-all traffic.
+
+    Parameters
+    ----------
+    shape : (int, int, int)
+        Torus shape [chips]: positive multiples of 4.
+
+    Returns
+    -------
+    dict
+        ``max_load`` and ``mean_load`` over directed links [flows of one unit per ordered pair],
+        and ``per_chip``, the throughput it allows: ``(N − 1) / max load`` [link bandwidths].
+        Ties between the two directions of a ring are split evenly. Twisted tori are not
+        modelled (DOR routes on the untwisted coordinates).
+    """
+    if len(tuple(shape)) != 3 or any(int(s) != s or s < 1 or s % 4 for s in shape):
+        raise ValueError(f"shape must be three positive multiples of 4, got {shape!r}")
     sx, sy, sz = shape
     n = sx * sy * sz
     load: dict[tuple, float] = {}

@@ -314,7 +314,7 @@ def build_report(result: Any) -> Report:
         sec.blocks.append(
             Table(
                 "routing_table",
-                r.frames["routing"].drop("lp_variables", "seconds"),
+                r.frames["routing"].drop("lp_variables", "solve_s"),
                 "Throughput per chip in link bandwidths, healthy and failed.",
             )
         )

@@ -219,6 +219,20 @@ def test_recovery_paths_break_even():
     assert m["goodput_loss"] == pytest.approx(50 * 16 * 0.0008 * 0.75 / 24)
     with pytest.raises(ValueError, match="n_cubes"):
         recovery_paths(65)
+    # the text form prints those numbers, recomputed here: per component, the failures per
+    # day of the components a 50-cube job uses (16 hosts and 96 links per cube, 48 OCSes),
+    # the cost per failure in minutes and the goodput loss
+    text = str(r)
+    for comp, count, rate in (("machine", 50 * 16, 0.0008), ("ici_link", 50 * 96, 0.00005),
+                              ("ocs", 48, 0.0004)):  # fmt: skip
+        paths = {"reconfigure": 0.75} | ({"reroute": 0.05 * 4.0} if comp == "ocs" else {})
+        for path, cost in paths.items():
+            line = next(ln for ln in text.splitlines() if ln.split()[:2] == [comp, path])
+            assert f"{count * rate:.4f}/day" in line
+            assert f"{60 * cost:.1f} min per failure" in line
+            assert f"goodput loss {100 * count * rate * cost / 24:.3f}%" in line
+    assert f"less than {0.75 / 0.05:.1f} h" in text
+    assert r._repr_html_() == "<pre>" + text + "</pre>"  # nothing in it needs escaping
 
 
 @pytest.mark.parametrize(

@@ -124,6 +124,9 @@ def test_cpu_only_jobs_are_their_own_class():
     assert m.cpu_only["failures"].to_list() == [3]
     assert m.cpu_only["model_mttf_h"].to_list() == [None]
     assert m.failures_ == 0  # r_f counts GPU jobs of >= min_gpus only
+    assert (
+        fit_mttf(jobs, min_gpus=0, observation_end=T0 + 10 * h).failures_ == 0
+    )  # whatever min_gpus
     text = str(m)
     assert "CPU-only" in text
     _no_bad_words(text)

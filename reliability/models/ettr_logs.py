@@ -210,12 +210,19 @@ def job_run_ettr(
         )
     dt = ckpt_interval_h
     state = pl.col("state").cast(pl.String)
-    a = started.sort([*key, "start_time"]).with_columns(
+    # one pass over attempts sorted by run and start: run boundaries, not window functions
+    # over string keys (those are slow with millions of runs)
+    a = started.sort([*key, "start_time"])
+    new_run = pl.any_horizontal([pl.col(c).ne_missing(pl.col(c).shift(1)) for c in key])
+    row = pl.int_range(pl.len(), dtype=pl.Int64)
+    a = a.with_columns(_first=new_run.fill_null(True)).with_columns(
+        _rid=pl.col("_first").cum_sum(), nth=row - pl.when("_first").then(row).forward_fill()
+    )
+    a = a.with_columns(run_gpus=pl.col("n_accelerators").max().over("_rid"))
+    a = a.with_columns(
         elapsed_h=(
             (pl.col("end_time") - pl.col("start_time")).dt.total_microseconds() / 1e6 / 3600.0
         ).clip(0.0),
-        nth=pl.int_range(pl.len()).over(key),
-        run_gpus=pl.col("n_accelerators").max().over(key),
         interrupted=~pl.col("open")
         & (
             state.is_in(INTERRUPTING_STATES)
@@ -253,8 +260,8 @@ def job_run_ettr(
     )
     # what each non-hardware interruption cost: its lost work, the next attempt's restart
     # overhead and the queue wait until that restart
-    prev_cause = pl.col("cause").shift(1).over(key)
-    prev_end = pl.col("end_time").shift(1).over(key)
+    prev_cause = pl.when(~pl.col("_first")).then(pl.col("cause").shift(1))
+    prev_end = pl.when(~pl.col("_first")).then(pl.col("end_time").shift(1))
     a = a.with_columns(
         gap_h=((pl.col("start_time") - prev_end).dt.total_microseconds() / 1e6 / 3600.0).clip(0.0).fill_null(0.0),
         prev_cause=prev_cause,
@@ -267,8 +274,9 @@ def job_run_ettr(
     classes = [pl.col(c).cast(pl.String) for c in ("qos", "priority") if c in a.columns]
     prio = pl.coalesce(classes) if classes else pl.lit(None, pl.String)
     runs = (
-        a.group_by(key)
+        a.group_by("_rid", maintain_order=True)  # run order = the sorted key order
         .agg(
+            *[pl.col(c).first() for c in key],
             attempts=pl.len(),
             interruptions=pl.col("interrupted").sum().cast(pl.Int64),
             hw_interruptions=(pl.col("cause") == "hardware").sum().cast(pl.Int64),
@@ -316,7 +324,7 @@ def job_run_ettr(
             bucket=size_bucket(pl.col("gpus")),
             all=pl.lit("all"),
         )
-        .sort(key)
+        .drop("_rid")
     )
     cpu = runs.filter(pl.col("bucket") == 0).height
     if cpu:

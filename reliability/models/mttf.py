@@ -378,7 +378,8 @@ def fit_mttf(
     Parameters
     ----------
     source : a Dataset, or the output of :func:`reliability.attribute_failures`
-    min_gpus : only attempts of jobs with at least this many GPUs enter r_f (paper: > 128)
+    min_gpus : only attempts of jobs with at least this many GPUs enter r_f (paper: > 128;
+        CPU-only jobs never do, whatever min_gpus: they are reported apart)
     gpus_per_node : to turn GPUs into nodes for the model
     alpha : 1 − confidence level of every interval
     cluster : restrict to one cluster
@@ -406,7 +407,7 @@ def fit_mttf(
         notes.append(
             f"{n_open:,} attempts still running at the observation end are censored there (exposure counted, no failure)"
         )
-    big = exp.filter(pl.col("n_accelerators") >= min_gpus)
+    big = exp.filter(pl.col("n_accelerators") >= max(min_gpus, 1))  # GPU jobs: CPU-only apart
     if big.height == 0:
         largest = int(exp.get_column("n_accelerators").max() or 0) if exp.height else 0
         notes.append(
@@ -504,9 +505,10 @@ def km_median(durations: np.ndarray, events: np.ndarray) -> float | None:
     does."""
     t = np.asarray(durations, float)
     e = np.asarray(events, bool)
-    order = np.argsort(t, kind="stable")
+    order = np.argsort(t)
     t, e = t[order], e[order]
-    times, first = np.unique(t, return_index=True)
+    first = np.flatnonzero(np.concatenate([[True], t[1:] != t[:-1]]))  # t is sorted
+    times = t[first]
     n_at = t.size - first
     d = np.add.reduceat(e.astype(float), first)
     surv = np.cumprod(1.0 - d / n_at)

@@ -113,7 +113,8 @@ def failure_rate_series(
     Parameters
     ----------
     attributed : the output of :func:`reliability.attribute_failures`, or a Dataset
-    min_gpus : jobs smaller than this are left out (HPCA'25: > 128 GPUs)
+    min_gpus : jobs smaller than this are left out (HPCA'25: > 128 GPUs); CPU-only jobs
+        always are
     every : period length (polars duration string; default one week)
     alpha : 1 − confidence level
     observation_end : when the data end [UTC]; attempts still running then are censored
@@ -125,7 +126,7 @@ def failure_rate_series(
     """
     jobs, obs_end, notes = attributed_jobs(attributed, observation_end)
     exp, n_open = exposure_frame(jobs, obs_end)
-    big = exp.filter(pl.col("n_accelerators") >= min_gpus)
+    big = exp.filter(pl.col("n_accelerators") >= max(min_gpus, 1))  # GPU jobs: CPU-only apart
     if n_open:
         notes.append(f"{n_open:,} attempts still running at the observation end are censored there")
     per = period_counts(big, every=every).rename({"period": "week", "exposure": "node_days"})

@@ -49,7 +49,15 @@ from reliability.errors import ReliabilityError
 from reliability.parallel import BACKENDS, Executor, TaskFailure
 from reliability.pipeline.config import read_toml
 
-__all__ = ["MODELS", "SweepResult", "SweepSpec", "load_sweep", "register_model", "run_sweep"]
+__all__ = [
+    "MODELS",
+    "MODEL_PARAMS",
+    "SweepResult",
+    "SweepSpec",
+    "load_sweep",
+    "register_model",
+    "run_sweep",
+]
 
 
 class SweepError(ReliabilityError):
@@ -116,12 +124,36 @@ MODELS: dict[str, Callable[[dict[str, Any], int], list[dict[str, Any]]]] = {
     "pod-availability": _pod_availability,
     "ettr-monte-carlo": _ettr_monte_carlo,
 }
+#: model -> (parameters it needs, parameters it also accepts); None: not declared (unchecked)
+MODEL_PARAMS: dict[str, tuple[frozenset[str], frozenset[str]] | None] = {
+    "pod-availability": (
+        frozenset(),
+        frozenset(
+            {
+                "preset",
+                "days",
+                "sizes",
+                "machine_rate_per_day",
+                "machine_repair_median_h",
+                "ocs_rate_per_day",
+                "ici_rate_per_day",
+                "weekly_amplitude",
+            }
+        ),
+    ),
+    "ettr-monte-carlo": (
+        frozenset({"n_gpus", "rate_per_node_day", "ckpt_interval_h", "restart_h"}),
+        frozenset({"job_h", "n_runs", "queue_h", "ckpt_write_h"}),
+    ),
+}
 
 
 def register_model(
     name: str,
     model: Callable[[dict[str, Any], int], list[dict[str, Any]]],
     *,
+    required: set[str] | None = None,
+    optional: set[str] | None = None,
     replace: bool = False,
 ) -> None:
     """Make ``model`` available to sweep files as ``[sweep].model = name``.
@@ -134,6 +166,9 @@ def register_model(
         ``model(params, seed) -> [{"key": str, "value": float}, ...]``: one cell's parameters
         (grid values and fixed values) and one seed. It must be a module-level function of an
         importable module: tasks carry it to worker processes by reference.
+    required, optional : set of str or None
+        The parameters the model needs and those it also accepts: a sweep file that lacks one
+        or names another is refused when it is loaded. None (both): not checked.
     replace : bool
         Allow replacing a model already registered under ``name``.
     """
@@ -144,6 +179,10 @@ def register_model(
             f"a sweep model named {name!r} is already registered (replace=True to replace it)"
         )
     MODELS[name] = model
+    if required is None and optional is None:
+        MODEL_PARAMS[name] = None
+    else:
+        MODEL_PARAMS[name] = (frozenset(required or ()), frozenset(optional or ()))
 
 
 def _cell_id(model: str, params: dict[str, Any]) -> str:
@@ -233,6 +272,24 @@ def load_sweep(path: str | Path) -> SweepSpec:
     fixed = raw.get("fixed", {})
     if not isinstance(fixed, dict):
         raise SweepError(f"{where}: [fixed]: expected a table")
+    declared = MODEL_PARAMS.get(model)
+    if declared is not None:
+        required, optional = declared
+        for table, keys in (("grid", grid), ("fixed", fixed)):
+            for key in keys:
+                if key not in required | optional:
+                    raise SweepError(
+                        f"{where}: [{table}].{key}: not a parameter of model {model!r}; "
+                        f"known: {', '.join(sorted(required | optional))}"
+                    )
+        both = set(grid) & set(fixed)
+        if both:
+            raise SweepError(f"{where}: {sorted(both)[0]!r} is in both [grid] and [fixed]")
+        missing = sorted(required - set(grid) - set(fixed))
+        if missing:
+            raise SweepError(
+                f"{where}: model {model!r} needs {', '.join(missing)} in [grid] or [fixed]"
+            )
     out = path.resolve().parent / head.get("out", f"sweeps/{head.get('name', path.stem)}")
     return SweepSpec(name=head.get("name", path.stem), model=model, seeds=tuple(range(start, start + n)),
                      seeds_per_task=per, grid=grid, fixed=fixed, out=out, backend=backend,

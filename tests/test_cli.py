@@ -23,6 +23,7 @@ from scipy import stats as scipy_stats
 from reliability import Dataset
 from reliability.cli import main
 from reliability.datasets import load_sample_dataset, sample_files
+from reliability.sweep import load_sweep
 from reliability.testing import synthetic_sacct
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -352,3 +353,21 @@ def test_synthetic_sacct_fits_the_cluster(tmp_path):
         args = {"n_jobs": 10, "seed": 1} | kwargs
         with pytest.raises(ValueError, match=match):
             synthetic_sacct(tmp_path / "x.psv", args.pop("n_jobs"), **args)
+
+
+def test_sweep_files_are_checked(tmp_path, capsys):
+    """The shipped sweep files load; a parameter the model does not take (a typo would give
+    identical cells), a missing one, or one in both tables is refused naming the key."""
+    for path in sorted((ROOT / "pipelines").glob("sweep-*.toml")):
+        spec = load_sweep(path)
+        assert spec.cells(), path
+    head = '[sweep]\nmodel = "pod-availability"\nseeds = 2\n'
+    for body, message in [
+        ("[grid]\nmachine_repair_median = [48.0, 96.0]\n", "[grid].machine_repair_median: not a parameter"),
+        ("[grid]\ndays = [30]\n[fixed]\ndays = 30\n", "'days' is in both [grid] and [fixed]"),
+        ('[sweep]\nmodel = "ettr-monte-carlo"\n[fixed]\nn_gpus = 8\n', "needs ckpt_interval_h, rate_per_node_day, restart_h"),
+    ]:  # fmt: skip
+        spec = tmp_path / "bad.toml"
+        spec.write_text(body if body.startswith("[sweep]") else head + body, encoding="utf-8")
+        assert main(["sweep", str(spec), "--out", str(tmp_path / "o")]) == 2
+        assert message in capsys.readouterr().err

@@ -27,7 +27,7 @@ __all__ = [
 ]
 
 #: most bytes a gzip input may inflate to when it is streamed (sacct exports)
-MAX_DECOMPRESSED_BYTES = 64 << 30
+MAX_DECOMPRESSED_BYTES = 16 << 30
 #: most bytes a gzip input may inflate to when a reader needs it whole in memory
 MAX_IN_MEMORY_BYTES = 4 << 30
 #: largest accepted ratio of decompressed to compressed size (text logs compress 5-60:1;
@@ -35,10 +35,10 @@ MAX_IN_MEMORY_BYTES = 4 << 30
 MAX_RATIO = 250
 #: the ratio is checked once this many bytes have been decompressed (small, very
 #: repetitive files are fine)
-RATIO_CHECK_AFTER = 64 << 20
+RATIO_CHECK_AFTER = 8 << 20
 
 _GZIP_MAGIC = b"\x1f\x8b"
-_READ = 1 << 20
+_READ = 1 << 16
 
 
 class ByteStream(Protocol):
@@ -75,10 +75,11 @@ class _Gunzip:
                 f"gzip input inflates to more than {self._limit / 2**30:.0f} GiB: refused "
                 "(split the export, e.g. by --starttime/--endtime)",
             )
-        if self._out > RATIO_CHECK_AFTER and self._out > MAX_RATIO * max(self._in, 1):
+        consumed = self._in - len(self._pending)  # compressed bytes the output came from
+        if self._out > RATIO_CHECK_AFTER and self._out > MAX_RATIO * max(consumed, 1):
             raise IngestError(
                 self._src,
-                f"gzip input inflates more than {MAX_RATIO}:1 ({self._in:,} bytes read gave "
+                f"gzip input inflates more than {MAX_RATIO}:1 ({consumed:,} bytes gave "
                 f"{self._out:,}): refused as a likely decompression bomb; if the file is "
                 "genuine, decompress it first (gunzip) and read the plain file",
             )

@@ -143,7 +143,12 @@ _EXIT = pl.Struct({"code": pl.Int32, "signal": pl.Int32})
 
 
 def parse_records(
-    recs: pl.DataFrame, *, tz: str | None, cluster: str | None, has_gpu_field: bool
+    recs: pl.DataFrame,
+    *,
+    tz: str | None,
+    cluster: str | None,
+    has_gpu_field: bool,
+    node_budget: int | None = None,
 ) -> Parsed:
     """Parse one block of records (``line_no`` + string columns named by sacct field).
 
@@ -153,6 +158,8 @@ def parse_records(
     tz : IANA zone of local ISO times (None: only epoch times can be read)
     cluster : cluster name where the Cluster field is missing or empty
     has_gpu_field : the export has a TRES or GRES field (else the GPU count is 0)
+    node_budget : most host names the block's node lists may expand to
+        (:class:`~reliability.ingest.hostlist.NodeBudgetError` beyond it, before expanding)
 
     Returns
     -------
@@ -165,7 +172,7 @@ def parse_records(
         _parse_kind(recs.filter(is_step), step=True, tz=tz, cluster=cluster, gpu=has_gpu_field),
     ]
     nodelists = pl.concat([p.get_column("nodelist") for p in parts])
-    nodes, hl_errors, node_names = hostlist.node_lists(nodelists)
+    nodes, hl_errors, node_names = hostlist.node_lists(nodelists, budget=node_budget)
     n_alloc = parts[0].height
     parts = [
         parts[0].with_columns(nodes.slice(0, n_alloc)),

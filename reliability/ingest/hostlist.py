@@ -23,12 +23,14 @@ from reliability.ingest._bounds import MAX_HOSTLIST_NODES
 
 __all__ = [
     "HostlistError",
+    "NodeBudgetError",
     "compress",
     "count",
     "expand",
     "expand_column",
     "expand_table",
     "node_lists",
+    "sizes",
 ]
 
 _EMPTY = frozenset({"", "None assigned", "(null)", "None"})
@@ -230,18 +232,88 @@ def _index(values: pl.Series) -> tuple[pl.Series, pl.Series]:
     return keys, idx
 
 
-def node_lists(nodelist: pl.Series) -> tuple[pl.Series, dict[str, str], int]:
+class NodeBudgetError(ValueError):
+    """The node lists of a column would expand to more names than the budget allows."""
+
+
+def sizes(exprs: pl.Series) -> pl.Series:
+    """Number of host names of each expression (0 for null or empty), computed without
+    expanding any; -1 for a malformed expression."""
+    if exprs.len() == 0:
+        return pl.Series("n", [], dtype=pl.Int64)
+    frame = (
+        pl.DataFrame({"e": exprs})
+        .with_row_index("i")
+        .with_columns(
+            empty=pl.col("e").is_null() | pl.col("e").str.strip_chars().is_in(list(_EMPTY)),
+            br=pl.col("e").str.contains("[", literal=True),
+            simple=pl.col("e").str.contains(_SIMPLE_HOSTLIST),
+        )
+    )
+    ranged = (
+        frame.filter(pl.col("simple") & pl.col("br"))
+        .select("i", part=pl.col("e").str.extract_all(r"[\w\-.]+(?:\[[^\]]*\])?"))
+        .explode("part")
+        .with_columns(body=pl.col("part").str.extract(r"\[([^\]]*)\]", 1).str.split(","))
+        .with_row_index("p")
+        .explode("body")
+        .with_columns(
+            lo=pl.col("body").str.extract(r"^(\d+)", 1).cast(pl.Int64, strict=False),
+            hi=pl.coalesce(
+                pl.col("body").str.extract(r"-(\d+)$", 1), pl.col("body").str.extract(r"^(\d+)", 1)
+            ).cast(pl.Int64, strict=False),
+        )
+        .with_columns(
+            n=pl.when(pl.col("body").is_null()).then(1).otherwise(pl.col("hi") - pl.col("lo") + 1)
+        )
+        .group_by("i")
+        .agg(n=pl.col("n").sum(), bad=(pl.col("n").fill_null(0) <= 0).any())
+        .select("i", n_r=pl.when(pl.col("bad")).then(-1).otherwise(pl.col("n")))
+    )
+    out = frame.join(ranged, on="i", how="left").with_columns(
+        n=pl.when("empty")
+        .then(0)
+        .when(pl.col("simple") & ~pl.col("br"))
+        .then(pl.col("e").str.count_matches(",", literal=True) + 1)
+        .otherwise(pl.col("n_r"))
+    )
+    rest = out.filter(pl.col("n").is_null())
+    n = out.get_column("n")
+    if rest.height:
+        vals = []
+        for expr in rest.get_column("e").to_list():
+            try:
+                vals.append(count(expr))
+            except HostlistError:
+                vals.append(-1)
+        n = n.scatter(rest.get_column("i"), pl.Series(vals, dtype=pl.Int64))
+    return n.cast(pl.Int64).rename("n")
+
+
+def node_lists(
+    nodelist: pl.Series, *, budget: int | None = None
+) -> tuple[pl.Series, dict[str, str], int]:
     """Expand a column of hostlists into ``list[str]`` (null or empty hostlist -> ``[]``).
 
     Each distinct expression is expanded once (:func:`expand_table`) and gathered back to
-    the rows. Sizes are checked arithmetically before anything is expanded.
+    the rows. Sizes are checked arithmetically before anything is expanded: an expression
+    of more than :data:`~reliability.ingest._bounds.MAX_HOSTLIST_NODES` names is an error
+    (its rows get ``[]``), and if the rows would hold more than ``budget`` names in total,
+    :class:`NodeBudgetError` is raised before any list is built.
 
     Returns
     -------
-    (nodes, {hostlist: error} for expressions that are not valid (their rows get ``[]``),
-    total number of names in the returned lists).
+    (nodes, {hostlist: error} for expressions that are not valid, total number of names in
+    the returned lists).
     """
     keys, idx = _index(nodelist)
+    if budget is not None and keys.len():
+        # an expression over the per-job cap is an error (no names): it costs nothing
+        per_key = sizes(keys)
+        per_key = per_key.set(per_key > MAX_HOSTLIST_NODES, 0).clip(0)
+        total = int(per_key.gather(idx.drop_nulls()).sum() or 0)
+        if total > budget:
+            raise NodeBudgetError(f"the node lists would hold {total:,} host names")
     table, errors = expand_table(keys)
     lists = (
         pl.DataFrame({"nodelist": keys})

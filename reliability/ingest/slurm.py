@@ -31,6 +31,7 @@ import polars as pl
 
 from reliability import schema
 from reliability.errors import IngestError
+from reliability.ingest import hostlist
 from reliability.ingest._bounds import MAX_HOSTLIST_NODES
 from reliability.ingest._common import ReadResult, quarantine_frame
 from reliability.ingest._sacct_io import (
@@ -472,18 +473,21 @@ class _Reader:
         if recs.height == 0:
             return
         has_gpu = any("TRES" in n or "GRES" in n for n in layout.names)
-        parsed: Parsed = parse_records(
-            recs, tz=self.tz, cluster=self.cluster, has_gpu_field=has_gpu
-        )
-        self.naive |= parsed.naive
-        self.node_names += parsed.node_names
-        if self.node_names > MAX_NODE_NAMES_PER_INPUT:
+        try:
+            parsed: Parsed = parse_records(
+                recs, tz=self.tz, cluster=self.cluster, has_gpu_field=has_gpu,
+                node_budget=MAX_NODE_NAMES_PER_INPUT - self.node_names,
+            )  # fmt: skip
+        except hostlist.NodeBudgetError:
             raise IngestError(
                 self.src,
                 f"the node lists expand to more than {MAX_NODE_NAMES_PER_INPUT:,} host names "
-                f"in total (each is at most {MAX_HOSTLIST_NODES:,}): refused to bound memory; "
-                "split the export by --starttime/--endtime",
-            )
+                f"in total (each at most {MAX_HOSTLIST_NODES:,}): refused before expanding them, "
+                "to bound memory; split the export by --starttime/--endtime",
+                line=block.first_line,
+            ) from None
+        self.naive |= parsed.naive
+        self.node_names += parsed.node_names
         if parsed.allocs.height:
             self.allocs.append(parsed.allocs)
         if parsed.steps.height:

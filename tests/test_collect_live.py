@@ -160,7 +160,10 @@ def _wait_records(c: Cluster, job: str, want: list[str]) -> None:
     seen: list = []
 
     def done() -> bool:
+        # a requeued job soon shows a PENDING record for its next attempt: not waited for
         seen[:] = [s for s, _ in c.records(job)]
+        if seen[-1:] == ["PENDING"] and want[-1:] != ["PENDING"]:
+            return seen[:-1] == want
         return seen == want
 
     try:

@@ -70,7 +70,8 @@ start() { # W
     command -v "$b" >/dev/null || [ -x "$SBIN/$b" ] || die "$b not installed (.ci/install-system-packages)"
   done
   id munge >/dev/null 2>&1 && id mysql >/dev/null 2>&1 || die "users munge/mysql missing (packages not installed?)"
-  trap 'echo "cluster.sh: start failed, stopping what was started" >&2; stop_all "$W"' ERR
+  # any failure (set -e, or die) exits: stop whatever was started by then
+  trap 'rc=$?; if [ "$rc" -ne 0 ]; then echo "cluster.sh: start failed, stopping what was started" >&2; stop_all "$W"; fi' EXIT
   mkdir -p "$W"/{etc,state,log,run,spool,jobs,out,fakedev,munge,mysql/data,mysql/run}
   chmod 755 "$W"
   chmod 1777 "$W/out"
@@ -234,7 +235,7 @@ RELTEST_NODES=${NODES[*]}
 RELTEST_GPU_NODES=$([ "$gpus" -gt 0 ] && echo "${GPU_NODES[*]}")
 RELTEST_GPUS_PER_NODE=$gpus
 EOF
-  trap - ERR
+  trap - EXIT
   echo "cluster up: $CLUSTER, nodes ${NODES[*]}, slurmctld 127.0.0.1:$ctld_port, slurmdbd 127.0.0.1:$dbd_port, under $W"
 }
 

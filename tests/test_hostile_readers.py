@@ -46,23 +46,8 @@ CASES = all_cases()
 GENERATOR_READER = {name: fn for name, (fn, _) in READERS.items()}
 #: samples whose first line is a delimited header (header injection applies)
 _DELIMITED = ("sacct", "events", "health_csv", "lanl")
-#: known failures of readers outside this test's area, reported to the lead; strict, so a
-#: fix turns them into XPASS failures and the marks must then be removed
-_LANL_QUOTE = pytest.mark.xfail(
-    strict=True,
-    reason="read_lanl (stats area): a stray quote in one row swallows the rest of the file",
-)
-_LANL_ENCODING = pytest.mark.xfail(
-    strict=True, reason="read_lanl (stats area): UTF-16 and UTF-8-BOM input are not decoded"
-)
-LOCALITY_READERS = [pytest.param(r, marks=_LANL_QUOTE) if r == "lanl" else r for r in GENERATORS]
-ENCODING_PARAMS = [
-    pytest.param(r, e, marks=_LANL_ENCODING)
-    if r == "lanl" and e.startswith(("utf-16", "utf-8-bom"))
-    else (r, e)
-    for r in GENERATORS
-    for e in LOSSLESS_ENCODINGS
-]
+LOCALITY_READERS = list(GENERATORS)
+ENCODING_PARAMS = [(r, e) for r in GENERATORS for e in LOSSLESS_ENCODINGS]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])

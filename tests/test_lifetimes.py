@@ -115,10 +115,9 @@ def test_shape_interval_covers_the_truth(shape):
 
 
 def test_realistic_fleet_and_verdicts():
-    """20,000 GPUs installed over two years, observed for one (60% censored, every one with an
-    entry age):
-    the wear-out shape is recovered within its interval, the verdict says wear-out, and the
-    exponential is rejected; an exponential fleet is found "random"."""
+    """20,000 GPUs installed over two years and observed for one (60% censored, every one with
+    an entry age): the wear-out shape is recovered within its interval, the verdict says
+    wear-out, and the exponential is rejected; an exponential fleet is found "random"."""
     rng = np.random.default_rng(42)
     d = _fleet(rng, 20000, 1.5, 20000.0, max_age=17520.0, window=8760.0)
     assert d["failed"].mean() < 0.45  # mostly censored

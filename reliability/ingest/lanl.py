@@ -32,7 +32,7 @@ import polars as pl
 
 from reliability import schema
 from reliability.errors import IngestError
-from reliability.ingest._common import ReadResult, quarantine_frame, read_bytes
+from reliability.ingest._common import ReadResult, decode_text, quarantine_frame, read_bytes
 
 __all__ = ["LANL_FIRST_NODE", "LANL_NODES_PER_SYSTEM", "read_lanl"]
 
@@ -70,17 +70,29 @@ def _month(text: str) -> datetime | None:
 
 
 def read_lanl(path: str | Path, *, tz: str = "America/Denver") -> ReadResult:
-    """Read the LANL failure CSV into ``component_failures`` and ``inventory``."""
+    """Read the LANL failure CSV into ``component_failures`` and ``inventory``.
+
+    Parameters
+    ----------
+    path : the CSV (UTF-8, UTF-16 or with a byte-order mark; ``.gz`` is read transparently)
+    tz : time zone of the records' local times
+
+    Returns
+    -------
+    ReadResult with ``component_failures`` (one row per record) and ``inventory`` (every
+    node of every system, see the module doc). Each line is one record, parsed on its own:
+    a damaged line (a stray quote, a wrong field count, a bad time) is quarantined without
+    touching its neighbours.
+    """
     import csv
-    import io
 
     src = str(path)
-    text = read_bytes(path).decode("utf-8", errors="replace")
-    reader = csv.reader(io.StringIO(text))
-    try:
-        header = [h.strip() for h in next(reader)]
-    except StopIteration:
-        raise IngestError(src, "empty file") from None
+    data, decode_notes = decode_text(read_bytes(path))
+    lines = data.decode("utf-8", errors="replace").splitlines()
+    reader = ((i, next(csv.reader([line]), [])) for i, line in enumerate(lines[1:], start=2))
+    if not lines:
+        raise IngestError(src, "empty file")
+    header = [h.strip() for h in next(csv.reader([lines[0]]), [])]
     missing = [c for c in _REQUIRED if c not in header]
     if missing:
         raise IngestError(src, "not the LANL failure CSV", line=1, field=missing[0])
@@ -91,11 +103,11 @@ def read_lanl(path: str | Path, *, tz: str = "America/Denver") -> ReadResult:
     sizes: dict[str, set[str]] = {}
     q: tuple[list[int], list[str], list[str]] = ([], [], [])
     n = 0
-    for line_no, rec in enumerate(reader, start=2):
+    for line_no, rec in reader:
         if not any(v.strip() for v in rec):
             continue
         n += 1
-        raw = ",".join(rec)
+        raw = lines[line_no - 1]
         if len(rec) != len(header):
             (
                 q[0].append(line_no),
@@ -138,7 +150,8 @@ def read_lanl(path: str | Path, *, tz: str = "America/Denver") -> ReadResult:
                                      "failed_at": pl.Datetime("us", tz), "repaired_at": pl.Datetime("us", tz)},
                       orient="row").with_columns(pl.col("failed_at", "repaired_at").dt.convert_time_zone("UTC").cast(utc))  # fmt: skip
     notes = [
-        "nodes enter the inventory from their system's production month (or their first record)"
+        *decode_notes,
+        "nodes enter the inventory from their system's production month (or their first record)",
     ]
     inv_rows, inv_notes = _complete_inventory(inv, sizes)
     notes += inv_notes

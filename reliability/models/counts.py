@@ -26,8 +26,8 @@ and exposures per period (weeks), treating the periods as independent replicates
   over-rejects a little with 8-12 weeks (6-7%).
 
 Both reduce to the Poisson answer when the counts are Poisson, so the same code is right with
-and without fluctuation: coverage 94-96% and test size 4-6%, tested over thousands of
-generated replicates in ``tests/test_coverage.py``. Both are closed forms, vectorised over
+and without fluctuation: coverage 94-95% and test size 4-5%, tested over thousands of
+generated replicates in ``tests/test_coverage.py`` (figures: ``benchmarks/stats_calibration.py``). Both are closed forms, vectorised over
 replicates (a bootstrap over weeks is slower and undercovers with few weeks). The dispersion
 is not floored at 1 (that makes the interval conservative: 97-99% with 8-26 weeks of Poisson
 counts), only at :data:`MIN_DISPERSION`, so that a few exactly proportional counts cannot give

@@ -17,13 +17,9 @@ from reliability.models import (
     LEMON_FEATURES,
     LemonDetector,
     ModelFileError,
-    count_baseline,
     node_features,
-    rule_baseline,
 )
-from reliability.models.lemon import NODE_DOWN_CLASS, default_detector
 from reliability.sim.config import load_preset
-from reliability.sim.experiments import lemon_backtest, train_on_simulation
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 
@@ -194,130 +190,30 @@ def test_a_resealed_valid_model_loads(tmp_path):
     assert LemonDetector.load(tmp_path / "m.json").threshold_ == 0.5
 
 
-def _test_cluster():
-    """RSC-1's shape at 3/8 scale (768 nodes, 120 days, 1.5% lemons): not the training setup
-    (1,024 nodes, 150 days, seeds 101-103)."""
-    return replace(load_preset("rsc1"), name="lemon-test", n_nodes=768, days=120.0)
-
-
-@pytest.fixture(scope="module")
-def backtest(tmp_path_factory):
-    return lemon_backtest(_test_cluster(), default_detector(), seed=7, split_day=70, window_days=56,
-                          work=tmp_path_factory.mktemp("bt"))  # fmt: skip
-
-
-def test_detection_on_an_unseen_cluster(backtest):
-    """HPCA'25: precision > 85% on 1.2-1.7% of nodes. Here (one seed, ~12 lemons): precision
-    >= 0.85, recall stated (>= 0.5), footprint within 2x of the true lemon share."""
-    bt = backtest
-    assert bt.metric("precision") >= 0.85
-    assert bt.metric("recall") >= 0.5
-    share = bt.metric("true lemon share")
-    assert share / 2 <= bt.metric("footprint (share of nodes)") <= 2 * share
-
-
-def test_quarantine_on_the_default_calibration(backtest):
-    """Default calibration (1.5% lemons at 15x the rate): draining the flagged nodes lowers the
-    512+ GPU interruption rate and the GPU-hours lost, but only by a few percent: lemons cause
-    about a fifth of the faults here, and a 512-GPU attempt meets a fault with probability ~0.6
-    whatever happens (1 - exp(-N r_f T) with long attempts)."""
-    bt = backtest
-    assert bt.metric("512+ GPU interruptions per 1000 node-days, quarantined") < bt.metric(
-        "512+ GPU interruptions per 1000 node-days, before"
-    )
-    assert bt.metric("GPU-hours lost to hardware, quarantined") < bt.metric(
-        "GPU-hours lost to hardware, before"
-    )
-
-
-def _lemon_heavy():
-    """The paper's 14% -> 4% implies lemons cause most large-job failures: ordinary nodes at
-    1-5 failures per 1000 node-days, 1.5% lemons at 60x."""
-    base = _test_cluster()
-    return replace(
-        base,
-        failures=replace(base.failures, rate_start=1.0, rate_end=5.0, lemon_rate_multiplier=60.0),
-    )
-
-
-def test_quarantine_where_lemons_dominate(tmp_path):
-    """Trained on one seed of a lemon-heavy cluster, tested on another: precision >= 0.85,
-    recall >= 0.8, and quarantining the flagged ~1.5% of nodes cuts the 512+ GPU interruption
-    rate by at least 30% and the share of large attempts failed by hardware by at least 15%."""
-    cfg = _lemon_heavy()
-    det, _ = train_on_simulation(
-        cfg, 1, window_days=56, target_precision=0.95, work=tmp_path / "train"
-    )
-    bt = lemon_backtest(cfg, det, seed=7, split_day=70, window_days=56, work=tmp_path / "bt")
-    assert bt.metric("precision") >= 0.85
-    assert bt.metric("recall") >= 0.8
-    rate0 = bt.metric("512+ GPU interruptions per 1000 node-days, before")
-    assert bt.metric("512+ GPU interruptions per 1000 node-days, quarantined") <= 0.7 * rate0
-    share0 = bt.metric("512+ GPU attempts failed by hardware, before")
-    assert bt.metric("512+ GPU attempts failed by hardware, quarantined") <= 0.85 * share0
-
-
-def test_root_causes_match_truth(backtest):
-    """The component the logs point at for each flagged true lemon is its true root cause
-    (node-down causes leave no component: they must show as node down)."""
-    f = backtest.flagged.filter(pl.col("lemon"))
-    want = (
-        pl.when(pl.col("truth_node_down")).then(pl.lit(NODE_DOWN_CLASS)).otherwise(pl.col("truth"))
-    )
-    agree = f.select((pl.col("dominant") == want).mean()).item()
-    assert agree >= 0.8
-
-
-def test_detector_beats_the_baselines(tmp_path):
-    """On held-out node-windows of a fresh run, the detector's precision at its threshold is at
-    least the hand-tuned rule's and the count threshold's at the same number of flags."""
-    from reliability.sim.experiments import simulate_to_dataset as _simulate_to_dataset
-
-    cfg = replace(_test_cluster(), n_nodes=512, days=100.0)
-    r, ds = _simulate_to_dataset(cfg, 11, tmp_path)
-    f = node_features(ds, 56, 7)
-    names = cfg.node_names()
-    y = f["node"].is_in([names[i] for i in np.flatnonzero(r.lemon)]).to_numpy()
-    det = default_detector()
-    flags = det.predict(f.select(LEMON_FEATURES)).astype(bool)
-    k = int(flags.sum())
-    assert k > 0
-    prec = y[flags].mean()
-    rule = rule_baseline(f)
-    # the count baseline at the same number of flags
-    t = np.sort(f["failed"].to_numpy())[-k]
-    count = count_baseline(f, t)
-    assert prec >= y[rule].mean() if rule.any() else True
-    assert prec >= y[count].mean()
-
-
 def test_lemon_cli(tmp_path, capsys):
+    """`lemon train` on a simulated cluster's truth, then `lemon score`: the nodes printed as
+    flagged are the simulator's true lemons, and the count line matches the rows printed."""
     from reliability.sim.run import simulate_cluster
     from reliability.simulated import ingest_simulation
 
     cfg = replace(load_preset("small"), days=60.0)
     simulate_cluster(cfg, seed=3).write(tmp_path / "raw")
     ingest_simulation(tmp_path / "raw", tmp_path / "ds")
+    truth = pl.read_parquet(tmp_path / "raw" / "truth" / "nodes.parquet")
+    lemons = set(truth.filter(pl.col("lemon"))["node"])
     assert main(["lemon", "train", str(tmp_path / "ds"), "--sim-truth", str(tmp_path / "raw"),
                  "--out", str(tmp_path / "m.json"), "--window-days", "28"]) == 0  # fmt: skip
-    assert "out-of-fold precision" in capsys.readouterr().out
-    assert (
-        main(
-            [
-                "lemon",
-                "score",
-                str(tmp_path / "ds"),
-                "--model",
-                str(tmp_path / "m.json"),
-                "--window-days",
-                "28",
-            ]
-        )
-        == 0
-    )
     out = capsys.readouterr().out
-    assert "nodes flagged at threshold" in out
-    assert "gpu0" in out
+    assert f"({len(lemons)} lemon nodes)" in out
+    argv = ["lemon", "score", str(tmp_path / "ds"), "--model", str(tmp_path / "m.json"),
+            "--window-days", "28"]  # fmt: skip
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    n_flagged = int(lines[0].split(" of ")[0])
+    rows = [ln.split() for ln in lines[2:]]
+    flagged = {r[0] for r in rows if r[2] == "yes"}
+    assert len(flagged) == n_flagged > 0
+    assert flagged <= lemons
     (tmp_path / "bad.json").write_text("{}")
     assert (
         main(["lemon", "score", str(tmp_path / "ds"), "--model", str(tmp_path / "bad.json")]) == 2

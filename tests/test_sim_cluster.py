@@ -3,9 +3,9 @@ through the readers, and calibration against the configured truth."""
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
 
-import numpy as np
 import polars as pl
 import pytest
 from scipy import stats
@@ -223,11 +223,11 @@ def test_failure_rate_matches_configuration():
     """Ordinary nodes fail at the configured rate: the count lies in the exact Poisson 99%
     interval of its expectation (failures while a node is out of service are skipped, so the
     expectation uses the time in service)."""
-    cfg = replace(load_preset("small"), n_nodes=400, days=60)
+    cfg = replace(load_preset("small"), n_nodes=300, days=60)
     r = simulate_cluster(cfg, seed=5)
     f = r.log.frame("failure").filter(~pl.col("lemon") & (pl.col("effect") != "skipped"))
     sched = r.rate_schedule()
-    mean_rate = sched.get_column("rate_per_node_day").mean()  # per node-day, linear ramp
+    mean_rate = sched.get_column("ordinary_rate_per_node_day").mean()  # per node-day
     down = r.log.frame("node_state")
     down_days = (
         down.get_column("end_s").fill_null(cfg.horizon_s) - down.get_column("time")
@@ -239,41 +239,61 @@ def test_failure_rate_matches_configuration():
 
 
 def test_workload_shape_and_lemons(small_run):
+    """HPCA'25 Fig. 6 sizes (>40% of jobs on 1 GPU, >90% under 8; tolerance 2 points at 48
+    nodes), and the lemons' share of the failures in service: the configured 73% of the drawn
+    failures, less those that fall while a lemon is out of service (between 55% and 80%)."""
     r, out, _ = small_run
     jobs = Dataset(out / "ds").jobs.filter(pl.col("attempt") == 0)
     sizes = jobs.get_column("n_accelerators")
-    assert (sizes == 1).mean() > 0.40  # HPCA'25: >40% of jobs use 1 GPU
-    assert (sizes < 8).mean() > 0.88  # >90% under 8 GPUs (tolerance 2 points at this scale)
-    f = r.log.frame("failure")
-    lemon_share = f.filter(pl.col("lemon")).height / f.height
-    assert lemon_share > 5 * r.lemon.mean()  # lemons: a disproportionate share of failures
-    a = r.log.frame("attempt")
-    assert a.filter(pl.col("attempt") > 0).height > 0  # requeue chains
-    assert a.filter(pl.col("state") == "PREEMPTED").height > 0
+    assert (sizes == 1).mean() > 0.40
+    assert (sizes < 8).mean() > 0.88
+    f = r.log.frame("failure").filter(pl.col("effect") != "skipped")
+    assert 0.55 <= f["lemon"].mean() <= 0.80
 
 
-def test_state_mix_near_paper(small_run):
-    """HPCA'25 RSC-1: completed 60%, failed 24%, preempted 10% (tolerances: failed +-5 points,
-    completed +-15, preempted 1-15%; the small preset has 48 nodes)."""
-    r, _, _ = small_run
-    a = r.log.frame("attempt")
-    share = dict(a.group_by("state").len().with_columns(pl.col("len") / a.height).iter_rows())
-    assert abs(share["FAILED"] - 0.24) < 0.05
-    assert abs(share["COMPLETED"] - 0.60) < 0.15
-    assert 0.01 < share.get("PREEMPTED", 0) < 0.15
-    assert np.isclose(sum(share.values()), 1.0)
+def test_continuations_keep_the_run():
+    """A training run's resubmitted jobs (many here: a 1-day lifetime) carry its user, name,
+    size and QOS, and get later job ids (Slurm numbers jobs by submission)."""
+    base = load_preset("small")
+    cfg = replace(base, days=20.0, workload=replace(base.workload, max_lifetime_h=24.0))
+    r = simulate_cluster(cfg, seed=4)
+    jobs = r.jobs
+    cont = jobs.filter(pl.col("run") != pl.col("job"))
+    assert cont.height > 0
+    root = jobs.select(pl.col("job").alias("run"), root_user="user", root_name="name", root_gpus="gpus",
+                       root_qos="qos", root_id="raw_id")  # fmt: skip
+    both = cont.join(root, on="run")
+    assert (both["user"] == both["root_user"]).all()
+    assert (both["name"] == both["root_name"]).all()
+    assert (both["gpus"] == both["root_gpus"]).all()
+    assert (both["qos"] == both["root_qos"]).all()
+    assert (both["raw_id"] > both["root_id"]).all()
+    assert jobs["raw_id"].n_unique() == jobs.height
 
 
-def test_requeued_large_jobs_preempt_small_ones():
-    """HPCA'25's second-order effect: a requeued large job's restart preempts running jobs.
-    Preemptions that happen at the very moment a requeued (attempt > 0) whole-node job starts."""
-    cfg = replace(load_preset("small"), n_nodes=96, days=30)
-    r = simulate_cluster(cfg, seed=2)
-    a = r.log.frame("attempt").join(r.jobs.select("job", "gpus"), on="job")
-    restarts = a.filter((pl.col("attempt") > 0) & (pl.col("gpus") >= 8)).select(t=pl.col("time"))
-    preempted = a.filter(pl.col("state") == "PREEMPTED").select(t=pl.col("end_s"))
-    secondary = preempted.join(restarts.unique(), on="t", how="semi")
-    assert secondary.height > 0
+def test_requeue_records_as_slurm_prints_them(small_run):
+    """Read straight from sacct.psv (no reader): a RequeueExit requeue is REQUEUED 99:0 with
+    its .batch step FAILED 99:0; an scontrol requeue is REQUEUED 0:0 with .batch CANCELLED 0:15
+    (as Slurm 22.05 recorded run 1's jobs 42 and 16)."""
+    import csv
+
+    _, out, _ = small_run
+    with open(out / "raw" / "sacct.psv", newline="") as fh:
+        rows = list(csv.DictReader(fh, delimiter="|"))
+    seen = {"app": 0, "admin": 0}
+    for alloc, batch in itertools.pairwise(rows):
+        if alloc["State"] != "REQUEUED" or batch["JobID"] != alloc["JobID"] + ".batch":
+            continue
+        if alloc["ExitCode"] == "99:0":
+            assert (batch["State"], batch["ExitCode"]) == ("FAILED", "99:0")
+            seen["app"] += 1
+        elif batch["State"] == "CANCELLED" and batch["ExitCode"] == "0:15":
+            assert alloc["ExitCode"] == "0:0"
+            seen["admin"] += 1
+        else:
+            raise AssertionError((alloc, batch))
+    assert seen["app"] > 0
+    assert seen["admin"] > 0
 
 
 def test_public_api():

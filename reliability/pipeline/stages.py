@@ -245,6 +245,12 @@ def _lemon(cfg: PipelineConfig, deps: dict[str, StageOutput], work: Path) -> Sta
     elif sim_cfg is not None:
         from reliability.sim.experiments import lemon_backtest
 
+        # the run as is is the one cluster_data already simulated and ingested (when it is the
+        # only cluster input): reuse it, so only the quarantined variant is simulated
+        cluster_inputs = [s for s in cfg.inputs if not s.is_pod]
+        baseline = None
+        if cluster_inputs == sims[:1] and deps["cluster_data"].folder is not None:
+            baseline = (deps["cluster_data"].folder / "raw0", _dataset(deps["cluster_data"]))
         bt = lemon_backtest(
             sim_cfg,
             det,
@@ -252,6 +258,7 @@ def _lemon(cfg: PipelineConfig, deps: dict[str, StageOutput], work: Path) -> Sta
             split_day=sim_cfg.days / 2,
             window_days=window,
             work=work / "backtest",
+            baseline=baseline,
         )
         frames |= {"lemon_backtest": bt.summary, "lemon_root_causes": bt.root_causes}
         tables |= {"lemon_backtest": "Backtest: the simulator re-run with the flagged nodes drained at mid-run, compared "

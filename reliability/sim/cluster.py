@@ -40,12 +40,14 @@ QUEUED, RUNNING, DONE = 0, 1, 2
 REQUEUE_DELAY_S = 120.0
 RESUBMIT_DELAY_S = 60.0  # a training run resubmits itself this long after its job ended
 EPILOG_S = 30.0  # the job epilog's health check runs this long after a crash  # Slurm sets BeginTime about two minutes after a requeue
-BACKFILL_DEPTH = 100  # jobs a backfill pass considers (Slurm bf_max_job_test, scaled down)
-QUICK_DEPTH = 10  # jobs an event-triggered pass considers (Slurm default_queue_depth, scaled)
-BACKFILL_INTERVAL_S = 60.0  # Slurm bf_interval (default 30 s; coarser here for speed)
+BACKFILL_DEPTH = 50  # jobs a backfill pass considers (Slurm bf_max_job_test, scaled down)
+QUICK_DEPTH = 5  # jobs an event-triggered pass considers (Slurm default_queue_depth, scaled)
+BACKFILL_INTERVAL_S = 180.0  # Slurm bf_interval (default 30 s; coarser here for speed: a
+# job that only backfill can start waits up to 3 minutes more; event-triggered passes still
+# start what fits at once)
 #: seconds a blocked head job's reservation (and a failed preemption) is reused before the
 #: plan is redone (Slurm's backfill re-plans every bf_interval; coarser here for speed)
-REPLAN_S = 300.0
+REPLAN_S = 600.0
 EXIT = {"COMPLETED": (0, 0), "FAILED": (1, 0), "CANCELLED": (0, 15), "OUT_OF_MEMORY": (0, 125),
         "TIMEOUT": (0, 1), "NODE_FAIL": (0, 0), "PREEMPTED": (0, 0), "REQUEUED": (0, 0)}  # fmt: skip
 #: planned requeues (``requeue_kind`` codes of the workload) and the cause they log
@@ -60,7 +62,8 @@ class _Queue:
     among older ones it is by QOS priority then submit time; so two heaps hold the two groups
     and a third moves jobs from the young heap to the old one as they reach ``max_age``. An
     entry is live while its version is the job's current one (a move or a new push supersedes
-    it).
+    it); a popped entry is out (negative version) until :meth:`push_back` returns it.
+    :meth:`age` runs at the start of a scheduling pass, while no entry is out.
     """
 
     __slots__ = ("aging", "max_age", "old", "prio", "submit", "ver", "weight", "young")
@@ -80,7 +83,7 @@ class _Queue:
         return bool(self.young or self.old)
 
     def push(self, job: int, now: float) -> None:
-        v = self.ver.get(job, 0) + 1
+        v = abs(self.ver.get(job, 0)) + 1
         self.ver[job] = v
         p, s = self.prio[job], self.submit[job]
         if self.weight == 0.0 or now - s >= self.max_age:
@@ -90,8 +93,10 @@ class _Queue:
             heapq.heappush(self.aging, (s, job, v))
 
     def push_back(self, entries: list[tuple[float, float, int, int, bool]]) -> None:
-        """Return entries taken by :meth:`pop` (still live) to their heaps."""
+        """Return entries taken by :meth:`pop` to their heaps (live again)."""
+        ver = self.ver
         for key, s, job, v, old in entries:
+            ver[job] = v
             heapq.heappush(self.old if old else self.young, (key, s, job, v))
 
     def age(self, now: float) -> None:
@@ -112,21 +117,26 @@ class _Queue:
     def pop(self, now: float) -> tuple[float, float, int, int, bool] | None:
         """The first live entry (key, submit, job, version, from_old), removed; None if empty."""
         young, old, ver = self.young, self.old, self.ver
-        shift = self.weight * now / self.max_age if self.weight else 0.0
         while young and ver.get(young[0][2]) != young[0][3]:
             heapq.heappop(young)
         while old and ver.get(old[0][2]) != old[0][3]:
             heapq.heappop(old)
-        if not young and not old:
-            return None
-        if old and (
-            not young
-            or (old[0][0], old[0][1], old[0][2]) <= (young[0][0] - shift, young[0][1], young[0][2])
-        ):
-            key, s, job, v = heapq.heappop(old)
-            return key, s, job, v, True
-        key, s, job, v = heapq.heappop(young)
-        return key, s, job, v, False
+        if not old:
+            if not young:
+                return None
+            key, s, job, v = heapq.heappop(young)
+            ver[job] = -v  # out of the queue (until pushed back)
+            return key, s, job, v, False
+        if young:
+            # a young job's effective key at ``now``: its static key minus weight * now / max_age
+            y, o = young[0], old[0]
+            if (y[0] - self.weight * now / self.max_age, y[1], y[2]) < (o[0], o[1], o[2]):
+                key, s, job, v = heapq.heappop(young)
+                ver[job] = -v
+                return key, s, job, v, False
+        key, s, job, v = heapq.heappop(old)
+        ver[job] = -v
+        return key, s, job, v, True
 
 
 @dataclass
@@ -200,7 +210,7 @@ class ClusterSim:
         self._last_bf = -math.inf
         self._bf_timer = False
         self._force_deep = False
-        self._preempt_failed: tuple[int, float] | None = None
+        self._preempt_failed: dict[int, float] = {}  # job -> when its preemption last failed
         self.down_since: dict[int, float] = {}
         self.down_info: dict[int, tuple[str, str, str]] = {}  # node -> state, reason, user
         #: node -> time [s] an admin drains it for good (a quarantined lemon suspect)
@@ -360,6 +370,7 @@ class ClusterSim:
 
     def _start(self, job: int) -> None:
         now = self.k.now
+        self._preempt_failed.pop(job, None)
         self.alloc[job] = alloc = self._allocate(job)
         for node, _ in alloc:
             self.on_node[node].add(job)
@@ -485,26 +496,29 @@ class ClusterSim:
         queue.age(now)
         held: list[tuple[float, float, int, int, bool]] = []
         res: _Reservation | None = None
+        head_prio = math.inf
         scanned = 0
         # the head job is always considered (it may preempt); backfill needs free GPUs
-        while queue and scanned < depth and (self.free_total > 0 or res is None):
-            entry = queue.pop(now)
+        pop, state, gpus, hold = queue.pop, self.state, self.gpus, held.append
+        while scanned < depth and (self.free_total > 0 or res is None):
+            entry = pop(now)
             if entry is None:
                 break
             job = entry[2]
-            if self.state[job] != QUEUED:
+            if state[job] != QUEUED:
                 continue
             scanned += 1
-            if res is not None and self.gpus[job] > self.free_total:
-                held.append(entry)  # cannot fit anywhere now: skip the detailed checks
+            if res is not None and gpus[job] > self.free_total:
+                hold(entry)  # cannot fit anywhere now: skip the detailed checks
                 continue
             if res is None:
                 if self.free_total == 0 and self.gpus[job] < self.G:
-                    held.append(entry)
+                    hold(entry)
                     break
                 if self._fits(job) or self._preempt_for(job):
                     self._start(job)
                     continue
+                head_prio = self.prio[job]
                 cached = self._res_cache
                 if cached is not None and cached[0] == job and self.k.now - cached[1] < REPLAN_S:
                     res = cached[2]
@@ -514,11 +528,27 @@ class ClusterSim:
             elif self._fits(job) and self._backfill_ok(job, res):
                 self._start(job)
                 continue
-            held.append(entry)
+            elif (
+                self.prio[job] > head_prio
+                and now + self.limit[job] <= res.shadow_s
+                and self._preempt_for(job)
+            ):
+                # preemption follows QOS (Slurm preempt/qos): a job of a higher QOS than the
+                # head (which got ahead by age) may still preempt lower-QOS work, if it ends
+                # before the head's reservation (it must not starve the head)
+                self._start(job)
+                continue
+            hold(entry)
         queue.push_back(held)
 
     def _backfill_ok(self, job: int, res: _Reservation) -> bool:
-        if self.k.now + min(self.limit[job], self._life_left(job)) <= res.shadow_s:
+        # a job that never started has its whole lifetime ahead (limits are within it)
+        limit = (
+            self.limit[job]
+            if self.attempt[job] == 0
+            else min(self.limit[job], self._life_left(job))
+        )
+        if self.k.now + limit <= res.shadow_s:
             return True
         if self.gpus[job] >= self.G:
             return self.n_whole - self.nn[job] >= res.need_whole
@@ -564,8 +594,8 @@ class ClusterSim:
         if self.gpus[job] < self.G:
             return False
         now = self.k.now
-        failed = self._preempt_failed
-        if failed is not None and failed[0] == job and now - failed[1] < REPLAN_S:
+        failed = self._preempt_failed.get(job)
+        if failed is not None and now - failed < REPLAN_S:
             return False
         need = self.nn[job] - self.n_whole
         lower = [j for j in self.start_s if self.prio[j] < self.prio[job]]
@@ -581,7 +611,7 @@ class ClusterSim:
         if young:  # look again when the next lower-priority job becomes preemptible
             self.k.at(min(young), self.request_schedule, priority=9)
         if not victims:
-            self._preempt_failed = (job, now)
+            self._preempt_failed[job] = now
             return False
         free: dict[int, int] = {}
         chosen: list[int] = []
@@ -592,7 +622,7 @@ class ClusterSim:
             if gained >= need:
                 break
         if gained < need:
-            self._preempt_failed = (job, now)
+            self._preempt_failed[job] = now
             return False
         for v in chosen:
             self._end(v, "PREEMPTED", "preemption", -1)

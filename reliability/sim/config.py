@@ -49,7 +49,7 @@ CAUSES: dict[str, Cause] = {
     "gpu_memory_dbe": Cause("gpu_memory", "48", False, "GPU ECC double-bit error (Xid 48)"),
     "gpu_memory_uncontained": Cause("gpu_memory", "95", False, "uncontained ECC error (Xid 95)"),
     "nvlink": Cause("nvlink", "74", False, "NVLink error (Xid 74)"),
-    "pcie": Cause("pcie", None, False, "PCIe link degraded"),
+    "pcie": Cause("pcie", None, True, "PCIe link down (node unresponsive)"),
     "ib_link": Cause("ib_link", None, False, "IB link down"),
     "nic": Cause("nic", None, False, "NIC failure"),
     "dimm": Cause("dimm", None, True, "DIMM uncorrectable error"),
@@ -61,9 +61,9 @@ CAUSES: dict[str, Cause] = {
 
 #: Share of each cause among ordinary nodes' failures.
 DEFAULT_CAUSE_MIX = {
-    "gpu_fell_off_bus": 0.12, "gpu_gsp_timeout": 0.06, "gpu_eud": 0.03, "gpu_memory_dbe": 0.10,
-    "gpu_memory_uncontained": 0.06, "nvlink": 0.08, "pcie": 0.06, "ib_link": 0.14, "nic": 0.05,
-    "dimm": 0.07, "filesystem": 0.12, "psu": 0.04, "bios": 0.04, "cpu": 0.03,
+    "gpu_fell_off_bus": 0.10, "gpu_gsp_timeout": 0.05, "gpu_eud": 0.02, "gpu_memory_dbe": 0.08,
+    "gpu_memory_uncontained": 0.05, "nvlink": 0.06, "pcie": 0.05, "ib_link": 0.11, "nic": 0.04,
+    "dimm": 0.20, "filesystem": 0.09, "psu": 0.08, "bios": 0.08, "cpu": 0.06,
 }  # fmt: skip
 #: Root causes of lemon nodes (HPCA'25: GPU 28.2%, DIMM 20.5%, PCIe 15.4%, EUD 10.3%, NIC 7.7%,
 #: BIOS 7.7%, PSU 5.1%, optics 2.6%, CPU 2.6%).

@@ -48,6 +48,18 @@ GPU_BUS = (
 )
 
 
+#: schemas of the event kinds a short run may not have recorded at all
+_EMPTY: dict[str, dict[str, pl.DataType]] = {
+    "node_state": {"time": pl.Float64, "node": pl.Int64, "state": pl.String, "end_s": pl.Float64,
+                   "reason": pl.String, "user": pl.String},
+    "xid": {"time": pl.Float64, "node": pl.Int64, "xid": pl.String, "gpu": pl.Int64},
+    "health": {"time": pl.Float64, "node": pl.Int64, "component": pl.String, "code": pl.String,
+               "message": pl.String},
+    "failure": {"time": pl.Float64, "node": pl.Int64, "cause": pl.String, "lemon": pl.Boolean,
+                "detected": pl.Boolean, "effect": pl.String},
+}  # fmt: skip
+
+
 def _clock(seconds: pl.Expr, start_us: int, tz: str) -> pl.Expr:
     """Whole seconds since the start -> local wall-clock text as sacct prints it."""
     us = pl.lit(start_us, pl.Int64) + seconds.floor().cast(pl.Int64) * 1_000_000
@@ -203,7 +215,7 @@ def write_cluster(
         for part in _slices(a):
             records(part).write_csv(fh, separator="|", quote_style="never", include_header=False)
     # node events
-    ns = log.frame("node_state")
+    ns = log.frame("node_state", _EMPTY["node_state"])
     events = ns.select(
         Cluster=pl.lit(cfg.name),
         NodeName=node_name.gather(ns.get_column("node")) if ns.height else pl.lit(None, pl.String),
@@ -216,7 +228,7 @@ def write_cluster(
     events.write_csv(out / "sacctmgr_events.psv", separator="|", quote_style="never")
     # kernel logs
     (out / "kernel").mkdir()
-    xid = log.frame("xid")
+    xid = log.frame("xid", _EMPTY["xid"])
     if xid.height:
         xid = xid.with_columns(
             host=node_name.gather(xid.get_column("node")),
@@ -241,7 +253,7 @@ def write_cluster(
                 "\n".join(part.get_column("line")) + "\n", encoding="utf-8"
             )
     # health checks (canonical CSV)
-    hc = log.frame("health")
+    hc = log.frame("health", _EMPTY["health"])
     health = hc.select(
         cluster=pl.lit(cfg.name),
         node=node_name.gather(hc.get_column("node")) if hc.height else pl.lit(None, pl.String),
@@ -305,7 +317,7 @@ def _write_truth(
     truth.mkdir()
     node_name = pl.Series("n", [*names, None])
     truth_attempts(cfg, jobs, log, names).write_parquet(truth / "attempts.parquet")
-    f = log.frame("failure")
+    f = log.frame("failure", _EMPTY["failure"])
     f.select(
         node=node_name.gather(f.get_column("node")) if f.height else pl.lit(None, pl.String),
         time=_utc(pl.col("time"), start_us), cause="cause",

@@ -121,8 +121,14 @@ class Kernel:
             return self.processed - before
         if until < self.now:
             raise SchedulingError(f"until={until} is in the past (now {self.now})")
-        while self.peek() < until:
-            self.step()
+        heap, pop = self._heap, heapq.heappop
+        while heap and heap[0][0] < until:
+            h = pop(heap)[3]
+            if h.cancelled:
+                continue
+            self.now = h.time
+            self.processed += 1
+            h.action(*h.args)
         self.now = float(until)
         return self.processed - before
 
@@ -140,6 +146,7 @@ class EventLog:
         self._cols: dict[str, dict[str, list[Any]]] = {}
         self._lists: dict[str, dict[str, tuple[list[Any], list[int]]]] = {}
         self._frames: dict[str, pl.DataFrame] = {}
+        self._keys: dict[str, frozenset[str]] = {}
 
     def add(self, kind: str, time: float | None, **fields: Any) -> None:
         """Record one event of ``kind`` at ``time``."""
@@ -152,13 +159,13 @@ class EventLog:
                     lists[k] = ([], [])
                 else:
                     cols[k] = []
+            self._keys[kind] = frozenset(fields)
         lists = self._lists[kind]
-        if len(fields) != len(cols) - 1 + len(lists) or any(
-            k not in cols and k not in lists for k in fields
-        ):
+        if fields.keys() != self._keys[kind]:
             known = sorted([*(c for c in cols if c != "time"), *lists])
             raise ValueError(f"event {kind!r}: fields {sorted(fields)} differ from {known}")
-        self._frames.pop(kind, None)
+        if self._frames:
+            self._frames.pop(kind, None)
         cols["time"].append(time)
         for k, v in fields.items():
             if k in lists:

@@ -67,6 +67,10 @@ def _draw_times(
     return node[order], times[order]
 
 
+_EVENT_SCHEMA = {"node": pl.Int64, "time_s": pl.Float64, "kind": pl.String, "cause": pl.String,
+                 "detected": pl.Boolean, "repair_s": pl.Float64}  # fmt: skip
+
+
 def _apportion(names: list[str], p: np.ndarray, n: int) -> list[str]:
     """``n`` items shared out over ``names`` in proportions ``p`` by largest remainders
     (Hamilton's method): each name gets floor(n p) or one more."""
@@ -132,7 +136,8 @@ def draw_failures(cfg: ClusterConfig, rng: np.random.Generator) -> tuple[pl.Data
                     "cause": cause.astype(str),
                     "detected": detected,
                     "repair_s": repair,
-                }
+                },
+                schema=_EVENT_SCHEMA,
             ),
             pl.DataFrame(
                 {
@@ -142,7 +147,8 @@ def draw_failures(cfg: ClusterConfig, rng: np.random.Generator) -> tuple[pl.Data
                     "cause": pl.Series([None] * fa_node.size, dtype=pl.String),
                     "detected": np.ones(fa_node.size, dtype=bool),
                     "repair_s": np.full(fa_node.size, f.false_alarm_repair_h * 3600.0),
-                }
+                },
+                schema=_EVENT_SCHEMA,
             ),
         ],
         how="vertical_relaxed",

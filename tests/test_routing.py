@@ -84,7 +84,13 @@ def test_beside_table2():
     tw = _solved("4x4x8t")
     assert tw.paper_ratio == pytest.approx(63.2 / 62.1)
     assert tw.ratio <= 1.0 + 1e-9
-    assert "Table 2" in str(tw)
+    ref = REFERENCE["4x4x8t"]
+    assert str(tw) == (
+        f"4x4x8 twisted: all-to-all {ref['healthy_per_chip']:.4f} link-bandwidths per chip healthy, "
+        f"{ref['failed_per_chip']:.4f} with OCS ('z', 0) down (2 of 384 links): "
+        f"{100 * ref['ratio']:.1f}% (NSDI'24 Table 2: {100 * 63.2 / 62.1:.1f}%)"
+    )
+    assert tw.summary.row(0, named=True)["shape"] == "4x4x8"
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,7 @@ def test_notebooks_exist():
     assert len(NOTEBOOKS) >= 3
 
 
+@pytest.mark.slow  # 10-50 s each
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_runs(path, tmp_path):
     nb = nbformat.read(path, as_version=4)

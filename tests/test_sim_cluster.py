@@ -219,6 +219,7 @@ def test_output_ingests_without_quarantine(small_run):
     assert ds.node_states.height == r.log.frame("node_state").height
 
 
+@pytest.mark.slow
 def test_failure_rate_matches_configuration():
     """Ordinary nodes fail at the configured rate: the count lies in the exact Poisson 99%
     interval of its expectation (failures while a node is out of service are skipped, so the

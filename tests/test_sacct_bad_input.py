@@ -528,3 +528,22 @@ def test_long_line_is_quarantined_without_holding_it(tmp_path, monkeypatch):
     assert r.quarantine.item(0, "line_no") == 3
     assert "longer than any sacct record" in r.quarantine.item(0, "reason")
     assert len(r.quarantine.item(0, "raw")) <= 4096
+
+
+def test_both_front_ends_agree_on_a_real_dirty_export(shared, tmp_path):
+    """The mapped front end (plain file) and the block stream (the same file gzipped) give
+    identical tables, quarantine and notes on real output with '|' and newlines in names."""
+    src = shared / "slurm-real-run1" / "final_snapshot" / "sacct_broad_duplicates.psv"
+    gz = _write(tmp_path, gzip.compress(src.read_bytes()), "s.psv.gz")
+    a, b = read_sacct(src, tz="UTC"), read_sacct(gz, tz="UTC")
+    for t in ("jobs", "job_steps"):
+        assert a.tables[t].equals(b.tables[t])
+    assert a.quarantine.drop("source_file").equals(b.quarantine.drop("source_file"))
+    assert (a.rows_read, a.rows_kept) == (b.rows_read, b.rows_kept)
+
+
+def test_allocation_without_a_submit_time_is_quarantined(tmp_path):
+    rows = [ROWS[0].replace("|2025-01-01T00:00:00|", "|Unknown|"), ROWS[2]]
+    r = read_sacct(_write(tmp_path, "\n".join([HEADER, *rows])), tz="UTC")
+    assert (r.rows_read, r.rows_kept, r.rows_quarantined) == (2, 1, 1)
+    assert r.quarantine.item(0, "reason") == "field Submit: missing submit time"

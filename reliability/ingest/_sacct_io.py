@@ -24,6 +24,7 @@ from reliability.ingest._compressed import ByteStream, open_input, read_all
 
 __all__ = [
     "BLOCK_BYTES",
+    "HEADERISH_PATTERN",
     "MAX_LINE_BYTES",
     "Block",
     "LongLine",
@@ -34,10 +35,13 @@ __all__ = [
     "line_spans",
     "line_text",
     "utf8_stream",
+    "wide_text",
 ]
 
 #: bytes read per block (the memory a block's temporary columns take is a few times this)
 BLOCK_BYTES = 64 << 20
+#: the first field of a line that looks like a sacct header
+HEADERISH_PATTERN = r"(?i)^\s*jobid(raw)?\s*$"
 #: a physical line longer than this is quarantined with its first bytes, never held whole
 MAX_LINE_BYTES = 16 << 20
 _RAW_PREFIX = 4096
@@ -78,6 +82,11 @@ def _wide_codec(start: bytes) -> tuple[str, int] | None:
         if even.count(0) >= 0.9 * len(even) and odd.count(0) <= 0.1 * len(odd):
             return "utf-16-be", 0
     return None
+
+
+def wide_text(path: str | Path) -> bool:
+    """True if the file is UTF-16/32 text (see :func:`utf8_stream`)."""
+    return _wide_codec(head(path, 4096)) is not None
 
 
 def utf8_stream(path: str | Path, notes: list[str]) -> ByteStream:

@@ -11,8 +11,9 @@ job.) Used by :func:`reliability.ingest.slurm.read_sacct`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
+import numpy as np
 import polars as pl
 
 from reliability import schema
@@ -28,7 +29,17 @@ from reliability.ingest._bounds import (
 from reliability.ingest._common import NULL_SENTINELS
 from reliability.ingest.slurm_fields import DURATION, FIELD_PATTERNS, ISO_FMT, NO_LIMIT
 
-__all__ = ["ALLOC_COLS", "MAX_DURATION_S", "STEP_COLS", "Parsed", "parse_records"]
+__all__ = [
+    "ALLOC_COLS",
+    "MAX_DURATION_S",
+    "STEP_COLS",
+    "Parsed",
+    "complete",
+    "finish",
+    "parse_records",
+    "partial_schema",
+    "typed_plan",
+]
 
 STEP_COLS = ["line_no", *schema.TABLES["job_steps"].schema]
 ALLOC_COLS = [
@@ -45,7 +56,7 @@ _TIMES = (("Submit", "submit"), ("Start", "start"), ("End", "end"))
 
 
 class Parsed:
-    """One block's records, typed: ``allocs`` / ``steps`` (with ``line_no``), ``bad``
+    """One batch of records, typed: ``allocs`` / ``steps`` (with ``line_no``), ``bad``
     (``line_no``, ``reason``), ``naive`` (some time was local ISO text), ``node_names``
     (names in the expanded node lists)."""
 
@@ -64,13 +75,25 @@ class Parsed:
 
 
 def _per_value(
-    frame: pl.DataFrame, col: str, fn: Callable[[pl.Expr], pl.Expr], dtype: pl.DataType
+    frame: pl.DataFrame,
+    col: str,
+    fn: Callable[[pl.Expr], pl.Expr],
+    dtype: pl.DataType,
+    where: pl.Series | None = None,
 ) -> pl.Series:
     """``fn`` applied once per distinct value of ``col`` and mapped back to the rows (fast
-    for fields such as Timelimit, ExitCode or AllocTRES that take few distinct values)."""
+    for fields such as Timelimit or AllocTRES that take few distinct values); with
+    ``where``, only for the rows where it is True (null elsewhere)."""
     s = frame.get_column(col)
+    if where is not None:
+        if not where.any():
+            return pl.repeat(None, s.len(), dtype=dtype, eager=True)
+        if not where.all():
+            idx = where.arg_true()
+            part = _per_value(frame.filter(where), col, fn, dtype)
+            return pl.repeat(None, s.len(), dtype=dtype, eager=True).scatter(idx, part)
     keys = s.drop_nulls().unique()
-    vals = pl.DataFrame({"k": keys}).select(fn(pl.col("k")).cast(dtype)).to_series()
+    vals = pl.DataFrame({"k": keys}).select(fn(pl.col("k")).cast(dtype).alias("v")).get_column("v")
     return s.replace_strict(keys, vals, default=None, return_dtype=dtype)
 
 
@@ -124,22 +147,347 @@ def _zone_text(tz: str | None) -> str:
     return tz or "UTC"
 
 
-def _state_of(x: pl.Expr) -> pl.Expr:
-    """Job state of sacct's State text (``CANCELLED by 1001`` -> CANCELLED)."""
-    return pl.coalesce(
-        x.cast(schema.JobState, strict=False),
-        x.str.extract(r"^([A-Z_]+)(?: by -?\d+)?\+?$", 1).cast(schema.JobState, strict=False),
+#: string columns kept from the input for the allocation-only fields parsed per value
+_ALLOC_RAW = ("Timelimit", "TimelimitRaw", "AllocTRES", "ReqTRES", "AllocGRES", "ReqGRES", "Gres")
+
+
+def typed_plan(
+    lf: pl.LazyFrame,
+    cols: set[str],
+    *,
+    tz: str | None,
+    cluster: str | None,
+    keep: Sequence[str] = (),
+) -> pl.LazyFrame:
+    """Row-wise stages from the string columns ``cols`` of ``lf`` (plus ``line_no``) to
+    typed columns and check flags (``_c_*``: True = bad; ``_bad``: any of them). They run
+    inside polars' scan of the file (or of a block), fused with the CSV parse, in stages so
+    that no value is computed twice; :func:`finish` does the rest on each batch. Columns
+    ``keep`` pass through."""
+
+    def c(name: str) -> pl.Expr:
+        return pl.col(name) if name in cols else pl.lit(None, pl.String)
+
+    def text(name: str) -> pl.Expr:
+        e = c(name)
+        return pl.when(e.is_in(_SENTINELS)).then(None).otherwise(e)
+
+    ids = c("JobID").str.split_exact(".", 1)
+    ex = c("ExitCode").str.split_exact(":", 1)
+    st = c("State")
+    # stage 1: parse each field once
+    stage1: dict[str, pl.Expr] = {
+        "cluster": pl.coalesce(text("Cluster"), pl.lit(cluster, pl.String)),
+        "job_id": ids.struct.field("field_0"),
+        "step": ids.struct.field("field_1"),
+        "name": c("JobName"),
+        "user": text("User"),
+        "account": text("Account"),
+        "partition": text("Partition"),
+        "qos": text("QOS"),
+        "state": pl.coalesce(
+            st.cast(schema.JobState, strict=False),
+            st.str.extract(r"^([A-Z_]+)(?: by -?\d+)?\+?$", 1).cast(schema.JobState, strict=False),
+        ),
+        "exit_code": ex.struct.field("field_0").cast(pl.Int32, strict=False),
+        "exit_signal": ex.struct.field("field_1").cast(pl.Int32, strict=False),
+        "priority": text("Priority").cast(pl.Int64, strict=False),
+        "_nnodes": pl.coalesce(
+            text("NNodes").cast(pl.Int64, strict=False),
+            text("AllocNodes").cast(pl.Int64, strict=False),
+        ),
+        "nodelist": text("NodeList"),
+        "_has_exit": c("ExitCode").is_not_null(),
+        "_has_nnodes": pl.coalesce(text("NNodes"), text("AllocNodes")).is_not_null(),
+        "_has_priority": text("Priority").is_not_null(),
+        "_c_jobid": ~c("JobID").str.contains(f"^(?:{_JOBID})$").fill_null(False),
+    }
+    for name in _ALLOC_RAW:
+        if name in cols:
+            stage1[f"_raw_{name}"] = text(name)
+    for field, key in _TIMES:
+        stage1[f"_txt_{key}"] = c(field)
+        stage1[f"_iso_{key}"] = c(field).str.to_datetime(ISO_FMT, strict=False, time_unit="us")
+    # stage 2: zones and checks, from the stage-1 columns
+    stage2: dict[str, pl.Expr] = {
+        "_c_jobid": pl.col("_c_jobid") | (pl.col("step") == "").fill_null(False),
+        "_c_cluster": pl.col("cluster").is_null(),
+        "_c_state": pl.col("state").is_null(),
+        "_c_exit": (
+            pl.col("_has_exit") & (pl.col("exit_code").is_null() | pl.col("exit_signal").is_null())
+        ).fill_null(False),
+        "_c_nnodes": (pl.col("_has_nnodes") & pl.col("_nnodes").is_null()).fill_null(False),
+        "_c_nnodes_poison": ((pl.col("_nnodes") > MAX_NODES_PER_JOB) | (pl.col("_nnodes") < 0))
+        .fill_null(False),
+        "_c_priority": (pl.col("_has_priority") & pl.col("priority").is_null()).fill_null(False),
+    }  # fmt: skip
+    for _, key in _TIMES:
+        iso, txt = pl.col(f"_iso_{key}"), pl.col(f"_txt_{key}")
+        if tz is None:
+            local = pl.lit(None, schema.UTC_TIME)
+        elif tz == "UTC":
+            local = iso.dt.replace_time_zone("UTC")
+        else:
+            local = iso.dt.replace_time_zone(
+                tz, ambiguous="earliest", non_existent="null"
+            ).dt.convert_time_zone("UTC")
+        stage2[f"{key}_time"] = local
+        # text that is neither an ISO time nor a sentinel (epoch seconds, or garbage)
+        stage2[f"_other_{key}"] = pl.when(
+            txt.is_not_null() & iso.is_null() & ~txt.is_in(_SENTINELS)
+        ).then(txt)
+        stage2[f"_c_{key}_gap"] = (
+            (iso.is_not_null() & local.is_null()) if tz not in (None, "UTC") else pl.lit(False)
+        )
+    # stage 3: checks across fields
+    alloc = pl.col("step").is_null()
+    stage3: dict[str, pl.Expr] = {
+        "_c_order_end": (pl.col("start_time") > pl.col("end_time")).fill_null(False),
+        # no Submit time, and not for a reason found later (epoch text, garbage, a DST gap)
+        "_c_submit_missing": (
+            alloc & pl.col("submit_time").is_null() & pl.col("_other_submit").is_null()
+            & ~pl.col("_c_submit_gap")
+        ).fill_null(False),
+        **{
+            f"_out_{k}": ((pl.col(f"{k}_time") < TIME_MIN) | (pl.col(f"{k}_time") > TIME_MAX))
+            .fill_null(False)
+            for _, k in _TIMES
+        },
+        **{f"_iso_{k}": pl.col(f"_iso_{k}").is_not_null() for _, k in _TIMES},
+    }  # fmt: skip
+    checks = [*(k for k in stage2 if k.startswith("_c_")), "_c_order_end", "_c_submit_missing"]
+    only_alloc = [k for k in checks if k.startswith(("_c_submit", "_c_priority"))]
+    common = [k for k in checks if k not in only_alloc]
+    bad = pl.any_horizontal(common) | (alloc & pl.any_horizontal(only_alloc))
+    drop = ["_has_exit", "_has_nnodes", "_has_priority", *(f"_txt_{k}" for _, k in _TIMES)]
+    return (
+        lf.select("line_no", *keep, **stage1)
+        .with_columns(**stage2)
+        .with_columns(**stage3)
+        .with_columns(_bad=bad)
+        .drop(drop)
     )
 
 
-def _exit_of(x: pl.Expr) -> pl.Expr:
-    return pl.struct(
-        code=x.str.extract(r"^(-?\d+):-?\d+$", 1).cast(pl.Int32, strict=False),
-        signal=x.str.extract(r"^-?\d+:(-?\d+)$", 1).cast(pl.Int32, strict=False),
+def _times(out: pl.DataFrame) -> pl.DataFrame:
+    """Epoch-second times (``SLURM_TIME_FORMAT=%s``) and poison times, for the rows whose
+    text was not an ISO time; every time outside the sane bounds is nulled and flagged."""
+    fix: dict[str, pl.Series | pl.Expr] = {}
+    for _, key in _TIMES:
+        other = out.get_column(f"_other_{key}")
+        out_flag = out.get_column(f"_out_{key}")
+        if other.null_count() == out.height and not out_flag.any():
+            fix[f"_c_{key}_range"] = pl.lit(False)
+            fix[f"_c_{key}_read"] = pl.lit(False)
+            continue
+        value = out.get_column(f"{key}_time")
+        outside = out_flag.to_numpy().copy()
+        unread = np.zeros(out.height, dtype=bool)
+        if other.null_count() < out.height:
+            idx = other.is_not_null().arg_true()
+            text = other.gather(idx)
+            num = text.cast(pl.Int64, strict=False)
+            ok = num.is_between(_EPOCH_MIN, _EPOCH_MAX).fill_null(False)
+            pos = idx.to_numpy()
+            unread[pos] = num.is_null().to_numpy()
+            outside[pos] |= (num.is_not_null() & ~ok).to_numpy()
+            if ok.any():
+                epoch = pl.from_epoch(num.filter(ok), time_unit="s").dt.replace_time_zone("UTC")
+                value = value.scatter(idx.filter(ok), epoch.cast(schema.UTC_TIME))
+        if outside.any():
+            value = value.set(pl.Series(outside), None)
+        fix[f"{key}_time"] = value
+        fix[f"_c_{key}_range"] = pl.Series(outside)
+        fix[f"_c_{key}_read"] = pl.Series(unread)
+    return out.with_columns(**fix)
+
+
+def _alloc_fields(allocs: pl.DataFrame, gpu: bool) -> pl.DataFrame:
+    """Time limit and GPU count of allocation rows (parsed once per distinct value)."""
+    cols = set(allocs.columns)
+    extra: dict[str, pl.Series] = {}
+    if "_raw_Timelimit" in cols:
+        extra["_limit"] = _per_value(allocs, "_raw_Timelimit", _duration_s, pl.Int64())
+    # ReqTRES only where there is no AllocTRES (jobs that never got an allocation)
+    need: pl.Series | None = None
+    for name in ("AllocTRES", "ReqTRES"):
+        if f"_raw_{name}" in cols:
+            extra[f"_gpu_{name}"] = _per_value(
+                allocs, f"_raw_{name}", _gpu_count, pl.Int64(), where=need
+            )
+            got = allocs.get_column(f"_raw_{name}").is_not_null()
+            need = ~got if need is None else need & ~got
+    for name in ("AllocGRES", "ReqGRES", "Gres"):
+        if f"_raw_{name}" in cols:
+            extra[f"_gpu_{name}"] = _per_value(allocs, f"_raw_{name}", _gres_count, pl.Int64())
+    frame = allocs.with_columns(**extra) if extra else allocs
+    limit = pl.col("_limit") if "_limit" in extra else pl.lit(None, pl.Int64)
+    limit_raw = (
+        pl.col("_raw_TimelimitRaw").cast(pl.Int64, strict=False)
+        if "_raw_TimelimitRaw" in cols
+        else pl.lit(None, pl.Int64)
     )
+    limit_txt = pl.col("_raw_Timelimit") if "_raw_Timelimit" in cols else pl.lit(None, pl.String)
+    if "_gpu_AllocTRES" in extra:
+        from_tres = pl.when(pl.col("_raw_AllocTRES").is_not_null()).then(pl.col("_gpu_AllocTRES"))
+        if "_gpu_ReqTRES" in extra:
+            from_tres = from_tres.otherwise(pl.col("_gpu_ReqTRES"))
+    elif "_gpu_ReqTRES" in extra:
+        from_tres = pl.col("_gpu_ReqTRES")
+    else:
+        from_tres = pl.lit(None, pl.Int64)
+    gres = [pl.col(f"_gpu_{n}") for n in ("AllocGRES", "ReqGRES", "Gres") if f"_gpu_{n}" in extra]
+    gpus = pl.coalesce(from_tres, *gres)
+    return frame.with_columns(
+        time_limit_s=pl.coalesce(
+            pl.when(limit >= 0).then(limit),
+            pl.when(limit_raw.is_between(0, MAX_DURATION_S // 60)).then(limit_raw * 60),
+        ),
+        n_accelerators=gpus.fill_null(0).clip(0, MAX_ACCELERATORS_PER_JOB).cast(pl.UInt32)
+        if gpu
+        else pl.lit(0, pl.UInt32),
+        _c_limit=(limit_txt.is_not_null() & ~limit_txt.is_in(NO_LIMIT) & limit.is_null()).fill_null(
+            False
+        ),
+        _c_limit_poison=((limit == -1) | (limit_raw > MAX_DURATION_S // 60) | (limit_raw < 0))
+        .fill_null(False),
+        _c_gpus=((gpus < 0) | (gpus > MAX_ACCELERATORS_PER_JOB)).fill_null(False),
+    )  # fmt: skip
 
 
-_EXIT = pl.Struct({"code": pl.Int32, "signal": pl.Int32})
+def _alloc_msgs(frame: pl.DataFrame) -> list[tuple[pl.Expr, pl.Expr]]:
+    """(flag, reason) of the checks made by :func:`_alloc_fields`."""
+
+    def v(name: str) -> pl.Expr:
+        col = f"_raw_{name}"
+        return (pl.col(col) if col in frame.columns else pl.lit(None, pl.String)).fill_null("")
+
+    return [
+        (pl.col("_c_limit_poison"), pl.format(
+            "field Timelimit: '{}' is longer than the accepted calendar (a poison value)",
+            pl.coalesce(v("Timelimit"), v("TimelimitRaw")))),
+        (pl.col("_c_limit"), pl.format("field Timelimit: cannot read duration '{}'", v("Timelimit"))),
+        (pl.col("_c_gpus"), pl.format(
+            f"field AllocTRES: the GPU count is more than {MAX_ACCELERATORS_PER_JOB:,} or "
+            "does not fit 64 bits (a poison value): '{}'",
+            pl.coalesce(v("AllocTRES"), v("ReqTRES"), v("AllocGRES"), v("ReqGRES"), v("Gres")))),
+    ]  # fmt: skip
+
+
+#: the columns :func:`finish` keeps for :func:`complete`
+_ALLOC_KEEP = [c for c in ALLOC_COLS if c not in ("n_nodes", "nodes")] + ["_nnodes", "nodelist"]
+_STEP_KEEP = [c for c in STEP_COLS if c not in ("n_nodes", "nodes")] + ["_nnodes", "nodelist"]
+
+
+def partial_schema(kind: str) -> dict[str, pl.DataType]:
+    """Schema of an empty ``allocs`` or ``steps`` frame as :func:`finish` returns it."""
+    cols = {
+        "line_no": pl.Int64(), **schema.TABLES["jobs"].schema, **schema.TABLES["job_steps"].schema,
+        "_nnodes": pl.Int64(), "nodelist": pl.String(),
+    }  # fmt: skip
+    return {c: cols[c] for c in (_ALLOC_KEEP if kind == "allocs" else _STEP_KEEP)}
+
+
+def finish(
+    typed: pl.DataFrame,
+    raw_fields: Callable[[list[int]], pl.DataFrame],
+    *,
+    tz: str | None,
+    gpu: bool,
+) -> Parsed:
+    """The per-batch part of the parse: epoch and poison times, allocation fields (time
+    limit, GPU count: parsed once per distinct value), and the row checks.
+
+    Parameters
+    ----------
+    typed : the batch, with the columns of :func:`typed_plan` and ``line_no``
+    raw_fields : ``raw_fields(line_nos)`` -> the input's string fields of those records
+        (``line_no`` + field columns), for the quarantine reasons of the few bad rows
+    tz : the time zone the times were printed in (for messages)
+    gpu : the export has a TRES or GRES field (else the GPU count is 0)
+
+    Returns
+    -------
+    :class:`Parsed` with allocation and step rows whose node lists are still text
+    (:func:`complete` expands them once for the whole input).
+    """
+    naive = bool(typed.select(pl.any_horizontal(f"_iso_{k}" for _, k in _TIMES).any()).item())
+    fixed = any(
+        typed.get_column(f"_other_{k}").null_count() < typed.height
+        or typed.get_column(f"_out_{k}").any()
+        for _, k in _TIMES
+    )
+    out = _times(typed) if fixed else typed
+    alloc = pl.col("step").is_null()
+    checks = [c for c in out.columns if c.startswith("_c_")]
+    only_alloc = [c for c in checks if c.startswith(("_c_submit", "_c_priority"))]
+    common = [c for c in checks if c not in only_alloc]
+    if fixed:  # times changed: the checks again
+        out = out.with_columns(
+            _c_submit_missing=alloc & pl.col("submit_time").is_null()
+            & ~pl.col("_c_submit_read") & ~pl.col("_c_submit_range") & ~pl.col("_c_submit_gap"),
+            _c_order_end=(pl.col("start_time") > pl.col("end_time")).fill_null(False),
+        )  # fmt: skip
+        flag = out.select(
+            pl.any_horizontal(common) | (alloc & pl.any_horizontal(only_alloc))
+        ).to_series()
+    else:
+        flag = out.get_column("_bad")
+    reasons = [_NO_REASONS]
+    if flag.any():
+        bad_rows = out.filter(flag).with_columns(
+            [(pl.col(c) & pl.col("step").is_null()).alias(c) for c in only_alloc]
+        )
+        raw = raw_fields(bad_rows.get_column("line_no").to_list())
+        reasons.append(_reasons(bad_rows, raw, {}, tz))
+        out = out.filter(~flag)
+    is_step = out.get_column("step").is_not_null()
+    allocs = _alloc_fields(out.filter(~is_step), gpu)
+    msgs = _alloc_msgs(allocs)
+    late = allocs.select(pl.any_horizontal([f for f, _ in msgs])).to_series()
+    if late.any():
+        reason = pl.coalesce([pl.when(f).then(m) for f, m in msgs])
+        reasons.append(allocs.filter(late).select("line_no", reason=reason))
+        allocs = allocs.filter(~late)
+    steps = out.filter(is_step).select(_STEP_KEEP)
+    return Parsed(allocs.select(_ALLOC_KEEP), steps, pl.concat(reasons), naive, 0)
+
+
+_NO_REASONS = pl.DataFrame(schema={"line_no": pl.Int64, "reason": pl.String})
+
+
+def complete(
+    allocs: pl.DataFrame, steps: pl.DataFrame, *, node_budget: int | None
+) -> tuple[pl.DataFrame, pl.DataFrame, list[tuple[int, str]], int]:
+    """The whole-input part of the parse, once over every record :func:`finish` kept: the
+    node lists (each distinct hostlist expanded once, sizes checked first).
+
+    Returns (allocations, steps in the canonical columns with ``line_no``, [(line_no,
+    reason)] of the records to quarantine, number of host names expanded). Raises
+    :class:`~reliability.ingest.hostlist.NodeBudgetError` before expanding if the node lists
+    would hold more than ``node_budget`` names.
+    """
+    both = pl.concat([allocs.get_column("nodelist"), steps.get_column("nodelist")])
+    nodes, hl_errors, node_names = hostlist.node_lists(both, budget=node_budget)
+    del both
+    late: list[tuple[int, str]] = []
+    out: list[pl.DataFrame] = []
+    for frame, keep, part in (
+        (allocs, ALLOC_COLS, nodes.slice(0, allocs.height)),
+        (steps, STEP_COLS, nodes.slice(allocs.height)),
+    ):
+        frame = frame.with_columns(part).with_columns(
+            n_nodes=pl.coalesce(pl.col("_nnodes"), pl.col("nodes").list.len())
+            .clip(0, MAX_NODES_PER_JOB).cast(pl.UInt32),
+        )  # fmt: skip
+        if hl_errors:
+            flag = frame.get_column("nodelist").is_in(list(hl_errors)).fill_null(False)
+            if flag.any():
+                bad = frame.filter(flag).select("line_no", "nodelist")
+                late += [(ln, f"field NodeList: {hl_errors[nl]}") for ln, nl in bad.iter_rows()]
+                frame = frame.filter(~flag)
+        out.append(frame.select(keep))
+    return out[0], out[1], late, node_names
 
 
 def parse_records(
@@ -150,209 +498,32 @@ def parse_records(
     has_gpu_field: bool,
     node_budget: int | None = None,
 ) -> Parsed:
-    """Parse one block of records (``line_no`` + string columns named by sacct field).
-
-    Parameters
-    ----------
-    recs : the records; fields the export lacks are simply absent
-    tz : IANA zone of local ISO times (None: only epoch times can be read)
-    cluster : cluster name where the Cluster field is missing or empty
-    has_gpu_field : the export has a TRES or GRES field (else the GPU count is 0)
-    node_budget : most host names the block's node lists may expand to
-        (:class:`~reliability.ingest.hostlist.NodeBudgetError` beyond it, before expanding)
+    """Parse a frame of records (``line_no`` + string columns named by sacct field) at once:
+    :func:`typed_plan`, :func:`finish` and :func:`complete` (for tests and small inputs).
 
     Returns
     -------
     :class:`Parsed`: allocation and step rows (with ``line_no``), and the ``line_no`` and
     reason of every record that failed a check.
     """
-    is_step = recs.get_column("JobID").str.contains(".", literal=True).fill_null(False)
-    parts = [
-        _parse_kind(recs.filter(~is_step), step=False, tz=tz, cluster=cluster, gpu=has_gpu_field),
-        _parse_kind(recs.filter(is_step), step=True, tz=tz, cluster=cluster, gpu=has_gpu_field),
-    ]
-    nodelists = pl.concat([p.get_column("nodelist") for p in parts])
-    nodes, hl_errors, node_names = hostlist.node_lists(nodelists, budget=node_budget)
-    n_alloc = parts[0].height
-    parts = [
-        parts[0].with_columns(nodes.slice(0, n_alloc)),
-        parts[1].with_columns(nodes.slice(n_alloc)),
-    ]
-    naive = any(bool(p.get_column("_naive").any()) for p in parts if p.height)
-    good: list[pl.DataFrame] = []
-    bad: list[pl.DataFrame] = []
-    for k, frame in enumerate(parts):
-        if hl_errors:
-            frame = frame.with_columns(
-                _c_hostlist=pl.col("nodelist").is_in(list(hl_errors)).fill_null(False)
-            )
-        checks = [c for c in frame.columns if c.startswith("_c_")]
-        frame = frame.with_columns(_bad=pl.any_horizontal(checks))
-        bad_rows = frame.filter("_bad")
-        ok = frame.filter(~pl.col("_bad")) if bad_rows.height else frame
-        bad.append(_reasons(bad_rows, recs, hl_errors, tz))
-        ok = ok.with_columns(
-            n_nodes=pl.coalesce(pl.col("_nnodes"), pl.col("nodes").list.len()).cast(pl.UInt32),
-        )
-        good.append(ok.select(STEP_COLS if k else ALLOC_COLS))
-    return Parsed(good[0], good[1], pl.concat(bad), naive, node_names)
+    typed = typed_plan(recs.lazy(), set(recs.columns), tz=tz, cluster=cluster).collect()
 
+    def raw_fields(lines: list[int]) -> pl.DataFrame:
+        return recs.filter(pl.col("line_no").is_in(pl.Series(lines, dtype=pl.Int64).implode()))
 
-def _parse_kind(
-    recs: pl.DataFrame, *, step: bool, tz: str | None, cluster: str | None, gpu: bool
-) -> pl.DataFrame:
-    """Typed columns and check flags (``_c_*``, True = bad) of allocation or step records."""
-    cols = set(recs.columns)
-
-    def c(name: str) -> pl.Expr:
-        return pl.col(name) if name in cols else pl.lit(None, pl.String)
-
-    def text(name: str) -> pl.Expr:
-        e = c(name)
-        return pl.when(e.is_in(_SENTINELS)).then(None).otherwise(e)
-
-    extra: dict[str, pl.Series] = {}
-    if "State" in cols:
-        extra["_state"] = _per_value(recs, "State", _state_of, schema.JobState)
-    if "ExitCode" in cols:
-        extra["_exit"] = _per_value(recs, "ExitCode", _exit_of, _EXIT)
-    if not step:
-        if "Timelimit" in cols:
-            extra["_limit"] = _per_value(recs, "Timelimit", _duration_s, pl.Int64())
-        for name in ("AllocTRES", "ReqTRES"):
-            if name in cols:
-                extra[f"_gpu_{name}"] = _per_value(recs, name, _gpu_count, pl.Int64())
-        for name in ("AllocGRES", "ReqGRES", "Gres"):
-            if name in cols:
-                extra[f"_gpu_{name}"] = _per_value(recs, name, _gres_count, pl.Int64())
-    frame = recs.with_columns(**extra) if extra else recs
-
-    jid = c("JobID")
-    ids = jid.str.split_exact(".", 1)
-    state = pl.col("_state") if "_state" in extra else pl.lit(None, schema.JobState)
-    exit_ = pl.col("_exit") if "_exit" in extra else pl.lit(None, _EXIT)
-    n_nodes = pl.coalesce(
-        text("NNodes").cast(pl.Int64, strict=False), text("AllocNodes").cast(pl.Int64, strict=False)
-    )
-    nodes_txt = pl.coalesce(text("NNodes"), text("AllocNodes"))
-    cluster_ = pl.coalesce(text("Cluster"), pl.lit(cluster, pl.String))
-    exprs: dict[str, pl.Expr] = {
-        "cluster": cluster_,
-        "job_id": ids.struct.field("field_0"),
-        "step": ids.struct.field("field_1"),
-        "name": c("JobName"),
-        "state": state,
-        "exit_code": exit_.struct.field("code"),
-        "exit_signal": exit_.struct.field("signal"),
-        "_nnodes": n_nodes,
-        "nodelist": text("NodeList"),
-        # checks (True = bad); the reasons are in _reasons
-        "_c_jobid": ~jid.str.contains(f"^(?:{_JOBID})$").fill_null(False)
-        | (ids.struct.field("field_1") == "").fill_null(False),
-        "_c_cluster": cluster_.is_null(),
-        "_c_state": state.is_null(),
-        "_c_exit": c("ExitCode").is_not_null()
-        & (exit_.struct.field("code").is_null() | exit_.struct.field("signal").is_null()),
-        "_c_nnodes": (nodes_txt.is_not_null() & n_nodes.is_null()),
-        "_c_nnodes_poison": ((n_nodes > MAX_NODES_PER_JOB) | (n_nodes < 0)).fill_null(False),
-    }
-    if not step:
-        limit = pl.col("_limit") if "_limit" in extra else pl.lit(None, pl.Int64)
-        limit_raw = text("TimelimitRaw").cast(pl.Int64, strict=False)
-        limit_txt = text("Timelimit")
-        gpu_cols = [f"_gpu_{n}" for n in ("AllocTRES", "ReqTRES") if f"_gpu_{n}" in extra]
-        gres_cols = [f"_gpu_{n}" for n in ("AllocGRES", "ReqGRES", "Gres") if f"_gpu_{n}" in extra]
-        if "_gpu_AllocTRES" in extra:
-            from_tres = pl.when(text("AllocTRES").is_not_null()).then(pl.col("_gpu_AllocTRES"))
-            if "_gpu_ReqTRES" in extra:
-                from_tres = from_tres.otherwise(pl.col("_gpu_ReqTRES"))
-        elif gpu_cols:
-            from_tres = pl.col(gpu_cols[0])
-        else:
-            from_tres = pl.lit(None, pl.Int64)
-        gpus = pl.coalesce(from_tres, *(pl.col(g) for g in gres_cols))
-        priority = text("Priority").cast(pl.Int64, strict=False)
-        exprs |= {
-            "user": text("User"),
-            "account": text("Account"),
-            "partition": text("Partition"),
-            "qos": text("QOS"),
-            "time_limit_s": pl.coalesce(
-                pl.when(limit >= 0).then(limit),
-                pl.when(limit_raw.is_between(0, MAX_DURATION_S // 60)).then(limit_raw * 60),
-            ),
-            "priority": priority,
-            "n_accelerators": gpus.fill_null(0).clip(0, MAX_ACCELERATORS_PER_JOB).cast(pl.UInt32)
-            if gpu else pl.lit(0, pl.UInt32),
-            "_c_limit": limit_txt.is_not_null() & ~limit_txt.is_in(NO_LIMIT) & limit.is_null(),
-            "_c_limit_poison": ((limit == -1) | (limit_raw > MAX_DURATION_S // 60)
-                                | (limit_raw < 0)).fill_null(False),
-            "_c_priority": text("Priority").is_not_null() & priority.is_null(),
-            "_c_gpus": ((gpus < 0) | (gpus > MAX_ACCELERATORS_PER_JOB)).fill_null(False),
-        }  # fmt: skip
-    times = [(f, k) for f, k in _TIMES if not (step and k == "submit")]
-    for field, key in times:
-        raw = text(field)
-        iso = raw.str.to_datetime(ISO_FMT, strict=False, time_unit="us")
-        if tz is None:
-            local = pl.lit(None, schema.UTC_TIME)
-        elif tz == "UTC":
-            local = iso.dt.replace_time_zone("UTC")
-        else:
-            local = iso.dt.replace_time_zone(
-                tz, ambiguous="earliest", non_existent="null"
-            ).dt.convert_time_zone("UTC")
-        exprs[f"{key}_time"] = local
-        exprs[f"_iso_{key}"] = iso.is_not_null()
-        # text that is not ISO (epoch seconds, or garbage): parsed below, row by row
-        exprs[f"_other_{key}"] = pl.when(raw.is_not_null() & iso.is_null()).then(raw)
-    out = frame.lazy().select("line_no", **exprs).collect()
-    fix: dict[str, pl.Expr] = {}
-    for _, key in times:
-        other = pl.col(f"_other_{key}")
-        num = other.cast(pl.Int64, strict=False)
-        in_range = num.is_between(_EPOCH_MIN, _EPOCH_MAX)
-        if out.get_column(f"_other_{key}").null_count() < out.height:
-            epoch = pl.from_epoch(pl.when(in_range).then(num), time_unit="s")
-            value = pl.coalesce(pl.col(f"{key}_time"), epoch.dt.replace_time_zone("UTC"))
-        else:
-            value = pl.col(f"{key}_time")
-        outside = ((value < TIME_MIN) | (value > TIME_MAX)).fill_null(False)
-        fix[f"{key}_time"] = pl.when(~outside).then(value)
-        fix[f"_c_{key}_range"] = (num.is_not_null() & ~in_range).fill_null(False) | outside
-        fix[f"_c_{key}_gap"] = (
-            pl.col(f"_iso_{key}") & pl.col(f"{key}_time").is_null()
-            if tz not in (None, "UTC")
-            else pl.lit(False)
-        )
-        fix[f"_c_{key}_read"] = other.is_not_null() & num.is_null()
-    out = out.with_columns(**fix).with_columns(
-        _naive=pl.any_horizontal(f"_iso_{k}" for _, k in times)
-    )
-    more = {
-        "_c_order_end": (pl.col("start_time") > pl.col("end_time")).fill_null(False),
-    }
-    if not step:
-        more["_c_submit_missing"] = (
-            pl.col("submit_time").is_null()
-            & ~pl.col("_c_submit_read")
-            & ~pl.col("_c_submit_range")
-            & ~pl.col("_c_submit_gap")
-        )
-    else:
-        more["submit_time"] = pl.lit(None, schema.UTC_TIME)
-    return out.with_columns(**more).with_columns(
-        [pl.col(k).fill_null(False) for k in out.columns if k.startswith("_c_")]
-    )
+    part = finish(typed, raw_fields, tz=tz, gpu=has_gpu_field)
+    allocs, steps, late, names = complete(part.allocs, part.steps, node_budget=node_budget)
+    late_frame = pl.DataFrame(late, schema={"line_no": pl.Int64, "reason": pl.String}, orient="row")
+    return Parsed(allocs, steps, pl.concat([part.bad, late_frame]), part.naive, names)
 
 
 def _reasons(
-    bad: pl.DataFrame, recs: pl.DataFrame, hl_errors: dict[str, str], tz: str | None
+    bad: pl.DataFrame, raw: pl.DataFrame, hl_errors: dict[str, str], tz: str | None
 ) -> pl.DataFrame:
-    """``line_no``, ``reason`` of the rows that failed a check (the first failed check)."""
+    """``line_no``, ``reason`` of the rows that failed a check (the first failed check);
+    ``raw`` holds their string fields, for the messages."""
     if bad.height == 0:
         return pl.DataFrame(schema={"line_no": pl.Int64, "reason": pl.String})
-    raw = recs.join(bad.select("line_no"), on="line_no", how="semi")
     cols = set(raw.columns)
 
     def v(name: str) -> pl.Expr:

@@ -144,10 +144,12 @@ def resize_segments(
     return out, reasons, notes
 
 
-def number_attempts(allocs: pl.DataFrame) -> pl.Series:
-    """Attempt number of each row: 0 for a job id seen once; by start time otherwise."""
+def number_attempts(allocs: pl.DataFrame, dup: np.ndarray | None = None) -> pl.Series:
+    """Attempt number of each row: 0 for a job id seen once; by start time otherwise
+    (``dup``: :func:`duplicated` of cluster and job id, if already known)."""
     attempt = pl.repeat(0, allocs.height, dtype=pl.UInt16, eager=True).alias("attempt")
-    dup = duplicated(allocs, ["cluster", "job_id"])
+    if dup is None:
+        dup = duplicated(allocs, ["cluster", "job_id"])
     if dup.any():
         numbered = (
             allocs.with_row_index("__i")
@@ -159,14 +161,45 @@ def number_attempts(allocs: pl.DataFrame) -> pl.Series:
     return attempt
 
 
-def missing_duplicates_note(allocs: pl.DataFrame, *, example_count: int = 5) -> str | None:
+def _resubmitted(allocs: pl.DataFrame) -> list[str]:
+    """Job ids (plain, not array tasks) whose Submit is later than the Submit of some job with
+    a higher id (of one cluster): Slurm hands out ids in submission order and resets Submit
+    only when it requeues or resizes a job."""
+    head = pl.col("job_id").str.split_exact("_", 1).struct.field("field_0")
+    frame = allocs.select(
+        base=head.str.split_exact("+", 1).struct.field("field_0").cast(pl.Int64, strict=False),
+        submit=pl.col("submit_time").dt.epoch("us"),
+        plain=~pl.col("job_id").str.contains("_", literal=True),
+        job_id="job_id",
+    ).drop_nulls(["base", "submit"])
+    if frame.height < 2:
+        return []
+    base = frame.get_column("base").to_numpy()
+    submit = frame.get_column("submit").to_numpy()
+    order = np.argsort(-base, kind="stable")  # highest id first
+    b, t = base[order], submit[order]
+    running = np.minimum.accumulate(t)  # earliest Submit among ids >= this one
+    first = np.r_[True, b[1:] != b[:-1]]  # first row of each id
+    start = np.maximum.accumulate(np.where(first, np.arange(b.size), 0))
+    later = np.where(start > 0, running[np.maximum(start - 1, 0)], np.iinfo(np.int64).max)
+    hit = (t > later) & frame.get_column("plain").to_numpy()[order]
+    return frame.get_column("job_id").gather(order[hit]).to_list()
+
+
+def missing_duplicates_note(
+    allocs: pl.DataFrame, *, example_count: int = 5, dup: np.ndarray | None = None
+) -> str | None:
     """A note when the export looks like it was made without ``--duplicates`` (see the
-    module notes), else None."""
+    module notes), else None (``dup``: :func:`duplicated` of cluster and job id)."""
     if allocs.height < 2:
         return None
     resized = allocs.filter(pl.col("state") == "RESIZING").select("cluster", "job_id").unique()
-    rest = allocs.join(resized, on=["cluster", "job_id"], how="anti") if resized.height else allocs
-    dup = duplicated(rest, ["cluster", "job_id"])
+    if resized.height:
+        rest = allocs.join(resized, on=["cluster", "job_id"], how="anti")
+        dup = duplicated(rest, ["cluster", "job_id"])
+    else:
+        rest = allocs
+        dup = duplicated(rest, ["cluster", "job_id"]) if dup is None else dup
     if (
         dup.any()
         and rest.filter(pl.Series(dup))
@@ -174,30 +207,12 @@ def missing_duplicates_note(allocs: pl.DataFrame, *, example_count: int = 5) -> 
         .item()
     ):
         return None
-    base = rest.select(
-        "cluster",
-        "job_id",
-        "submit_time",
-        base=pl.col("job_id").str.extract(r"^(\d+)", 1).cast(pl.Int64, strict=False),
-        plain=pl.col("job_id").str.contains(r"^\d+(\+\d+)?$"),
-    ).drop_nulls("base")
-    if base.height < 2:
+    flagged: list[str] = []
+    for (_,), part in rest.group_by("cluster"):
+        flagged += _resubmitted(part)
+    if not flagged:
         return None
-    first = (
-        base.group_by("cluster", "base")
-        .agg(pl.col("submit_time").min())
-        .sort("cluster", "base", descending=[False, True])
-        .with_columns(later=pl.col("submit_time").cum_min().shift(1).over("cluster"))
-        .select("cluster", "base", "later")
-    )
-    requeued = (
-        base.filter("plain")
-        .join(first, on=["cluster", "base"], how="left")
-        .filter(pl.col("submit_time") > pl.col("later"))
-        .sort("base")
-    )
-    if requeued.height == 0:
-        return None
+    requeued = pl.DataFrame({"job_id": sorted(flagged, key=lambda j: (len(j), j))})
     ids = ", ".join(requeued.get_column("job_id").head(example_count).to_list())
     return (
         f"no job id appears twice, yet {requeued.height} job(s) (e.g. {ids}) were submitted "

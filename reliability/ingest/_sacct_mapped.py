@@ -1,0 +1,277 @@
+"""The memory-mapped front end of :class:`reliability.ingest._sacct_reader.SacctReader`.
+
+For a plain (uncompressed, UTF-8) file:
+
+1. numpy counts ``|``, newlines and NUL bytes of each window of whole lines of the mapped
+   file, without copying it; a window whose lines all have the header's separator count and
+   no NUL is clean;
+2. in the few windows that are not, per-line counts find the anomalies, and the record
+   assembly (:func:`reliability.ingest._sacct_records.assemble`) turns the lines around them
+   into records (or quarantine rows), remembering which lines it consumed;
+3. polars reads the file itself in batches, one row per physical line; each batch loses the
+   consumed lines and goes through the typed parse.
+
+Whatever this front end does not expect (a line that looks like a header, found in a clean
+window by the batches' first column; a second header that the data follows; a line longer
+than a window; polars disagreeing about the number of lines) returns False, and the caller
+reads the file again through the block stream, which handles everything.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import os
+from bisect import bisect_right
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import polars as pl
+
+from reliability.ingest import _sacct_io
+from reliability.ingest._sacct_parse import typed_plan
+from reliability.ingest._sacct_records import Layout, assemble, parse_header
+from reliability.ingest.slurm_fields import USED_FIELDS
+
+if TYPE_CHECKING:
+    from reliability.ingest._sacct_reader import SacctReader
+
+__all__ = ["BATCH_ROWS", "read_mapped"]
+
+#: records parsed per batch (bounds the temporary columns of the typed parse)
+BATCH_ROWS = 100_000
+
+
+@dataclass
+class _Window:
+    lo: int  # byte offsets of whole lines [lo, hi)
+    hi: int
+    first_line: int
+    n_lines: int
+    clean: bool
+
+
+class _Mapped:
+    """The mapped file and the line lookups the assembly and the quarantine need."""
+
+    def __init__(self, mm: mmap.mmap) -> None:
+        self.mm = mm
+        self.arr = np.frombuffer(mm, np.uint8)
+        self.windows: list[_Window] = []
+        self._spans: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+    def spans(self, lo: int, hi: int, n_lines: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(starts, ends, separator counts) of the lines in [lo, hi), as absolute offsets."""
+        w = self.arr[lo:hi]
+        ends = np.flatnonzero(w == 10)
+        if ends.size < n_lines:
+            ends = np.append(ends, hi - lo)
+        starts = np.empty_like(ends)
+        starts[:1] = 0
+        starts[1:] = ends[:-1] + 1
+        counts = np.bincount(np.searchsorted(ends, np.flatnonzero(w == 124)), minlength=n_lines)[
+            :n_lines
+        ]
+        return starts + lo, ends + lo, counts
+
+    def release(self, lo: int, hi: int) -> None:
+        """Drop the mapped pages of [lo, hi) from this process (they stay in the page cache),
+        so that reading a large file does not hold it all resident."""
+        if hasattr(mmap, "MADV_DONTNEED"):
+            start = lo - lo % mmap.PAGESIZE
+            with contextlib.suppress(OSError, ValueError):
+                self.mm.madvise(mmap.MADV_DONTNEED, start, hi - start)
+
+    def text(self, start: int, end: int) -> str:
+        raw = self.mm[start:end]
+        if raw.endswith(b"\r"):
+            raw = raw[:-1]
+        return raw.decode("utf-8", errors="replace").replace("\x00", "\ufffd")
+
+    def line(self, line_no: int) -> str:
+        """Text of physical line ``line_no`` (1-based) of the data windows."""
+        k = bisect_right([w.first_line for w in self.windows], line_no) - 1
+        w = self.windows[k]
+        if k not in self._spans:
+            self._spans = {k: self.spans(w.lo, w.hi, w.n_lines)}  # keep one window's spans
+        starts, ends, _ = self._spans[k]
+        i = line_no - w.first_line
+        return self.text(int(starts[i]), int(ends[i]))
+
+
+def _windows(m: _Mapped, start: int, first_line: int, e: int) -> bool:
+    """Split [start, end of file) into windows of whole lines and count them (False if a
+    line is longer than a window)."""
+    mm, arr, size = m.mm, m.arr, len(m.mm)
+    lo, line = start, first_line
+    block = _sacct_io.BLOCK_BYTES
+    while lo < size:
+        hi = min(lo + block, size)
+        if hi < size:
+            cut = mm.rfind(b"\n", lo, hi)
+            if cut < 0:
+                return False
+            hi = cut + 1
+        w = arr[lo:hi]
+        n = int(np.count_nonzero(w == 10))
+        n += 0 if w[-1] == 10 else 1
+        pipes = int(np.count_nonzero(w == 124))
+        clean = pipes == n * e and mm.find(b"\x00", lo, hi) < 0
+        m.windows.append(_Window(lo, hi, line, n, clean))
+        m.release(lo, hi)
+        line += n
+        lo = hi
+    return True
+
+
+def _assemble(reader: SacctReader, m: _Mapped, layout: Layout, data_start: int) -> bool:
+    """Run the record assembly over the windows that are not clean (False: fall back)."""
+    e, windows = layout.expected, m.windows
+    k = 0
+    while k < len(windows):
+        if windows[k].clean:
+            k += 1
+            continue
+        w = windows[k]
+        lo, first = w.lo, w.first_line
+        if lo > data_start and (first - 1) not in reader.consumed:
+            lo = m.mm.rfind(b"\n", data_start, lo - 1) + 1 if lo - 1 > data_start else data_start
+            lo = max(lo, data_start)
+            first -= 1
+        j, hi = k, w.hi
+        while True:
+            n = windows[j].first_line + windows[j].n_lines - first
+            starts, ends, counts = m.spans(lo, hi, n)
+            lead = m.arr[starts.clip(0, len(m.mm) - 1)] | 0x20
+            marks = counts != e
+            marks |= lead == ord("j")  # the assembly checks the lines that may be headers
+            if np.count_nonzero(m.arr[lo:hi] == 0):
+                nul = np.searchsorted(ends, np.flatnonzero(m.arr[lo:hi] == 0) + lo)
+                marks[nul[nul < n]] = True
+            anomalies = np.flatnonzero(marks).tolist()
+            final = j == len(windows) - 1
+            asm = assemble(
+                lambda i, s=starts, t=ends: m.text(int(s[i]), int(t[i])),
+                counts.tolist(), anomalies, layout, final=final,
+                line_no=lambda i, f=first: f + i,
+            )  # fmt: skip
+            if asm.new_section is not None:
+                return False
+            cut = n if asm.carry_from is None else asm.carry_from
+            for r in asm.records:
+                if r.first < cut:
+                    reader.take_window_record(first + r.first, r)
+            reader.consumed.update(first + i for i in asm.consumed if i < cut)
+            reader.notes.extend(asm.notes)
+            reader.comments += asm.comments
+            if asm.carry_from is None or final:
+                break
+            # a record may continue in the next window: decide it with that window
+            lo, first = int(starts[asm.carry_from]), first + asm.carry_from
+            j += 1
+            hi = windows[j].hi
+            windows[j].clean = False
+        k = j + 1
+    return True
+
+
+def read_mapped(reader: SacctReader, path: str | Path) -> bool:
+    """Read ``path`` into ``reader`` through the mapped front end; False if the caller must
+    use the block stream instead (nothing of the file has then been kept)."""
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 - closed below
+    except OSError:
+        return False
+    with fh:
+        if os.fstat(fh.fileno()).st_size == 0:
+            return False
+        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    m = _Mapped(mm)
+    try:
+        return _read(reader, path, m)
+    finally:
+        reader.mapped = None
+        m.arr = np.empty(0, np.uint8)
+        m._spans.clear()
+        # a view may still be alive (an exception's traceback): then GC closes the map
+        with contextlib.suppress(BufferError):
+            mm.close()
+
+
+def _read(reader: SacctReader, path: str | Path, m: _Mapped) -> bool:
+    mm = m.mm
+    # the first non-blank line: the header (or, with fields=, the first record)
+    pos, line = 0, 1
+    while True:
+        nl = mm.find(b"\n", pos)
+        end = len(mm) if nl < 0 else nl
+        text = m.text(pos, end).lstrip("\ufeff")
+        if text.strip():
+            break
+        if nl < 0:
+            return False
+        pos, line = nl + 1, line + 1
+    if reader.fields is None:
+        layout = parse_header(text)
+        if layout is None:
+            reader.no_header(text, line)
+        assert layout is not None
+        data_start, data_line = (end + 1, line + 1)
+    else:
+        layout = reader.fields_layout(m.text(pos, min(len(mm), pos + 65536)))
+        data_start, data_line = pos, line
+    reader.set_layout(layout, line)
+    if data_start >= len(mm):
+        return True  # a header and no records
+    if not _windows(m, data_start, data_line, layout.expected):
+        return False
+    reader.mapped = m
+    if any(not w.clean for w in m.windows) and not _assemble(reader, m, layout, data_start):
+        return False
+    n_fields = len(layout.names) + int(layout.trailing)
+    cols = sorted({0} | {i for i, n in enumerate(layout.names) if n in USED_FIELDS})
+    schema = {f"column_{i + 1}": pl.String for i in range(n_fields)}
+    consumed = pl.Series(sorted(reader.consumed), dtype=pl.Int64)
+    lf = pl.scan_csv(
+        path, has_header=False, separator="|", quote_char=None, schema=schema,
+        skip_lines=data_line - 1, encoding="utf8-lossy", truncate_ragged_lines=True,
+        raise_if_empty=False, missing_columns="insert", extra_columns="ignore",
+        row_index_name="line_no", row_index_offset=data_line,
+    ).select(
+        pl.col("line_no").cast(pl.Int64),
+        *(pl.col(f"column_{i + 1}").alias(layout.names[i]) for i in cols),
+    )  # fmt: skip
+    if consumed.len():
+        lf = lf.filter(~pl.col("line_no").is_in(consumed.implode()))
+    first = pl.col(layout.names[0])
+    lf = lf.with_columns(_headerish=first.str.contains(_sacct_io.HEADERISH_PATTERN))
+    used = {layout.names[i] for i in cols}
+    lf = typed_plan(lf, used, tz=reader.tz, cluster=reader.cluster, keep=["_headerish"])
+    names = list(layout.names)
+
+    def raw_fields(lines: list[int]) -> pl.DataFrame:
+        rows = [m.line(ln).split("|") for ln in lines]
+        return pl.DataFrame(
+            {"line_no": lines, **{n: [r[i] if i < len(r) else None for r in rows]
+                                  for i, n in enumerate(names)}},
+            schema={"line_no": pl.Int64, **dict.fromkeys(names, pl.String)},
+        )  # fmt: skip
+
+    n_rows = len(consumed)
+    total = sum(w.n_lines for w in m.windows)
+    try:
+        for batch in lf.collect_batches(chunk_size=BATCH_ROWS):
+            n_rows += batch.height
+            if bool(batch.get_column("_headerish").fill_null(False).any()):
+                return False  # a header the window counts did not see: read it the other way
+            reader.n_records += batch.height
+            first_line = int(batch.item(0, "line_no")) if batch.height else 0
+            reader.take(batch.drop("_headerish"), raw_fields, m.line, first_line)
+    except pl.exceptions.PolarsError:
+        return False
+    if n_rows != total:
+        return False
+    reader.parse_window_records()
+    return True

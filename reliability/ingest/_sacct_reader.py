@@ -1,0 +1,536 @@
+"""The streaming reader behind :func:`reliability.ingest.slurm.read_sacct`.
+
+Two front ends feed the same typed parse (:mod:`reliability.ingest._sacct_parse`) and the
+same attempt semantics (:mod:`reliability.ingest._sacct_post`):
+
+* a plain file is memory-mapped; numpy counts the separators of each window of whole lines
+  without copying it (a window whose every line has the header's count is clean), the record
+  assembly (:mod:`reliability.ingest._sacct_records`) handles the lines around anomalies,
+  and polars reads the file itself in batches (:meth:`SacctReader.run_mapped`);
+* anything else (gzip, UTF-16, concatenated exports with several headers, or whatever the
+  first front end did not expect) is read as a stream of blocks of whole lines
+  (:meth:`SacctReader.run_blocks`).
+
+Either way memory stays bounded by a few blocks plus the output, whatever the file holds.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from reliability import schema
+from reliability.errors import IngestError
+from reliability.ingest import hostlist
+from reliability.ingest._bounds import MAX_HOSTLIST_NODES
+from reliability.ingest._common import ReadResult, quarantine_frame
+from reliability.ingest._compressed import is_gzip
+from reliability.ingest._sacct_io import (
+    Block,
+    LongLine,
+    block_frame,
+    count_pipes,
+    iter_blocks,
+    line_spans,
+    line_text,
+    utf8_stream,
+    wide_text,
+)
+from reliability.ingest._sacct_mapped import read_mapped
+from reliability.ingest._sacct_parse import Parsed, complete, finish, partial_schema, typed_plan
+from reliability.ingest._sacct_post import (
+    duplicated,
+    exact_duplicates,
+    missing_duplicates_note,
+    number_attempts,
+    resize_segments,
+)
+from reliability.ingest._sacct_records import Layout, Record, assemble, parse_header
+from reliability.ingest.slurm_fields import (
+    REQUIRED_FIELDS,
+    SACCT_EXPORT_COMMAND,
+    USED_FIELDS,
+)
+
+__all__ = ["MAX_NODE_NAMES_PER_INPUT", "SacctReader"]
+
+#: most host names the expanded node lists of one input may hold in total (about 1.6 GB);
+#: beyond it the input is refused (split the export by time) instead of exhausting memory
+MAX_NODE_NAMES_PER_INPUT = 100_000_000
+_HEADERISH = re.compile(r"(?i)^\s*jobid(raw)?\s*$")
+_EXPORT_HINT = f"export with: {SACCT_EXPORT_COMMAND}"
+
+
+class SacctReader:
+    """Reads one export (see the module notes); one instance per input."""
+
+    def __init__(
+        self, src: str, *, cluster: str | None, tz: str | None, names: list[str] | None
+    ) -> None:
+        self.src, self.cluster, self.tz = src, cluster, tz
+        self.fields = names
+        self.layout: Layout | None = None
+        self.layouts: list[Layout] = []
+        self.allocs: list[pl.DataFrame] = []
+        self.steps: list[pl.DataFrame] = []
+        self.quarantine: list[tuple[int, str, str]] = []
+        self.window_raw: dict[int, str] = {}
+        self.notes: list[str] = []
+        self.n_records = 0
+        self.naive = False
+        self.node_names = 0
+        self.replaced = False
+        self.sections = 0
+        self.comments = 0
+        #: lines the record assembly consumed (mapped front end)
+        self.consumed: set[int] = set()
+        self.mapped: object | None = None
+        self._window_records: list[tuple[int, list[str]]] = []
+        self._unsorted = False
+
+    # -- driving --------------------------------------------------------------------------
+    def run(self, path: str | Path) -> ReadResult:
+        """Read ``path``: mapped if it is a plain file the mapped front end can take, else
+        as a block stream."""
+        if not is_gzip(path) and not wide_text(path):
+            mapped = SacctReader(self.src, cluster=self.cluster, tz=self.tz, names=self.fields)
+            if read_mapped(mapped, path):
+                return mapped._result(path)
+        return self.run_blocks(path)
+
+    def run_blocks(self, path: str | Path) -> ReadResult:
+        """Read ``path`` as a stream of blocks of whole lines."""
+        stream = utf8_stream(path, self.notes)
+        pending: Block | None = None
+        saw_data = False
+        try:
+            for item in iter_blocks(stream):
+                if isinstance(item, LongLine):
+                    if pending is not None:
+                        self._feed(pending, final=True)
+                        pending = None
+                    self._long_line(item)
+                    continue
+                saw_data = saw_data or bool(item.data.strip())
+                block = _join(pending, item)
+                pending = self._feed(block, final=False)
+            if pending is not None:
+                left = self._feed(pending, final=True)
+                assert left is None
+        except OSError as exc:
+            raise IngestError(self.src, f"cannot read file: {exc.strerror or exc}") from None
+        finally:
+            stream.close()
+        if not saw_data:
+            raise IngestError(
+                self.src, "empty file (sacct prints a header line even when no job matches)"
+            )
+        if self.layout is None:
+            raise IngestError(self.src, "no sacct header line and no data")
+        return self._result(path)
+
+    def _feed(self, block: Block, *, final: bool) -> Block | None:
+        """Process ``block``; return the lines left for the next block (None if none)."""
+        if self.layout is None:
+            block = self._start(block, final=final)
+            if block is None or self.layout is None:
+                return block
+        if not final:
+            # hold the last line back: it may be the start of a record the next block ends
+            cut = block.data.rfind(b"\n", 0, len(block.data) - 1)
+            if cut < 0:
+                return block
+            keep = Block(block.data[cut + 1 :], block.first_line + block.n_lines - 1, 1)
+            block = Block(block.data[: cut + 1], block.first_line, block.n_lines - 1)
+        else:
+            keep = None
+        left = self._block(block, final=final)
+        if left is None:
+            return keep
+        return _join(left, keep) if keep is not None else left
+
+    def _start(self, block: Block, *, final: bool) -> Block | None:
+        """Find the header (or apply ``fields=``) at the start of the input."""
+        data, pos, line = block.data, 0, block.first_line
+        while pos < len(data):
+            nl = data.find(b"\n", pos)
+            end = len(data) if nl < 0 else nl
+            text = line_text(data, pos, end).lstrip("\ufeff")
+            if text.strip():
+                break
+            pos, line = end + 1, line + 1
+        else:
+            return None if final else block
+        if nl < 0 and not final:
+            return block  # the first line is not complete yet
+        if self.fields is not None:
+            sample = data[pos : pos + 65536].decode("utf-8", "replace")
+            self.set_layout(self.fields_layout(sample), line)
+            rest = data[pos:]
+            return Block(rest, line, block.n_lines - (line - block.first_line))
+        layout = parse_header(text)
+        if layout is None:
+            self.no_header(text, line)
+        assert layout is not None
+        self.set_layout(layout, line)
+        rest = data[end + 1 :] if nl >= 0 else b""
+        return Block(rest, line + 1, max(block.n_lines - (line - block.first_line) - 1, 0))
+
+    def fields_layout(self, sample: str) -> Layout:
+        """The layout of ``fields=`` (--noheader output); ``--parsable``'s trailing '|' is
+        recognised from the first lines (``sample``)."""
+        assert self.fields is not None
+        lines = [
+            ln.rstrip("\r")
+            for ln in sample.split("\n")[:64]
+            if ln.strip() and not ln.startswith("#")
+        ]
+        n = len(self.fields)
+        trailing = sum(x.endswith("|") and x.count("|") == n for x in lines) > len(lines) / 2
+        return Layout(tuple(self.fields), trailing)
+
+    def take_window_record(self, line_no: int, rec: Record) -> None:
+        """A record the assembly made (mapped front end): quarantined, or kept for the
+        typed parse of :meth:`parse_window_records`."""
+        self.n_records += 1
+        if rec.values is None:
+            self.quarantine.append((line_no, rec.raw, rec.reason))
+            return
+        self.window_raw[line_no] = rec.raw
+        self._window_records.append((line_no, rec.values))
+
+    def parse_window_records(self) -> None:
+        """Typed parse of the records the assembly kept (mapped front end)."""
+        layout = self.layout
+        if not self._window_records or layout is None:
+            return
+        cols = sorted({0} | {i for i, n in enumerate(layout.names) if n in USED_FIELDS})
+        recs = pl.DataFrame(
+            {
+                "line_no": [ln for ln, _ in self._window_records],
+                **{
+                    layout.names[i]: [v[i] if v[i] != "" else None for _, v in self._window_records]
+                    for i in cols
+                },
+            },
+            schema={"line_no": pl.Int64, **{layout.names[i]: pl.String for i in cols}},
+        )
+        first = int(recs.item(0, "line_no"))
+        self._parse(recs, lambda ln: self.window_raw.get(ln, ""), first)
+        self._window_records = []
+        self._unsorted = True
+
+    def no_header(self, text: str, line: int) -> None:
+        for sep in (",", "\t", ";"):
+            if re.match(rf"(?i)^\s*jobid(raw)?\s*{re.escape(sep)}", text):
+                raise IngestError(
+                    self.src,
+                    f"wrong delimiter {sep!r}: expected '|' (sacct --parsable2)",
+                    line=line,
+                )
+        if re.match(r"(?i)^\s*jobid(raw)?\s+\S", text):
+            raise IngestError(
+                self.src,
+                "wrong delimiter ' ': this is sacct's fixed-width table, which cuts values to "
+                f"their column width; use --parsable2: {SACCT_EXPORT_COMMAND}",
+                line=line,
+            )
+        raise IngestError(
+            self.src,
+            "no sacct header line (the first field should be JobID); for --noheader output "
+            f"pass fields=[...] in the --format order; {_EXPORT_HINT}",
+            line=line,
+        )
+
+    def set_layout(self, layout: Layout, line: int) -> None:
+        missing = [f for f in REQUIRED_FIELDS if f not in layout.names]
+        if missing:
+            raise IngestError(
+                self.src,
+                f"required sacct field missing from the header; {_EXPORT_HINT}",
+                field=missing[0],
+                line=line,
+            )
+        if "Cluster" not in layout.names and self.cluster is None:
+            raise IngestError(
+                self.src, "the export has no Cluster field: pass cluster=", field="Cluster"
+            )
+        self.layout = layout
+        self.layouts.append(layout)
+        self.sections += 1
+
+    def _long_line(self, item: LongLine) -> None:
+        self.n_records += 1
+        self.quarantine.append(
+            (item.line_no, item.prefix,
+             f"line of {item.n_bytes:,} bytes, longer than any sacct record: not read")
+        )  # fmt: skip
+
+    # -- one block ------------------------------------------------------------------------
+    def _block(self, block: Block, *, final: bool) -> Block | None:
+        layout = self.layout
+        assert layout is not None
+        if block.n_lines == 0 or not block.data:
+            return None
+        data = block.data
+        n_fields = len(layout.names) + int(layout.trailing)
+        cols = sorted({0} | {i for i, n in enumerate(layout.names) if n in USED_FIELDS})
+        frame = block_frame(data, n_fields, cols)
+        if frame.height != block.n_lines:  # pragma: no cover - polars kept one row per line
+            raise IngestError(
+                self.src, "internal error: lines and rows disagree", line=block.first_line
+            )
+        e = layout.expected
+        headerish = frame.get_column("f0").str.contains(_HEADERISH.pattern).fill_null(False)
+        has_nul = b"\x00" in data
+        clean = count_pipes(data) == block.n_lines * e and not has_nul and not bool(headerish.any())
+        spans = None
+        if clean:
+            bulk = frame
+            records: list = []
+            cut = block.n_lines
+            new_section = None
+            carry = None
+        else:
+            spans = line_spans(data, block.n_lines)
+            starts, ends, counts = spans
+            marks = (counts != e) | headerish.to_numpy()
+            if has_nul:
+                arr = np.frombuffer(data, np.uint8)
+                nul_lines = np.searchsorted(ends, np.flatnonzero(arr == 0))
+                marks[nul_lines[nul_lines < block.n_lines]] = True
+            anomalies = np.flatnonzero(marks).tolist()
+            asm = assemble(
+                lambda i: line_text(data, int(starts[i]), int(ends[i])),
+                counts.tolist(),
+                anomalies,
+                layout,
+                final=final,
+                line_no=lambda i: block.first_line + i,
+            )
+            self.notes.extend(asm.notes)
+            self.comments += asm.comments
+            cut = block.n_lines
+            carry = asm.carry_from
+            new_section = asm.new_section
+            if carry is not None:
+                cut = min(cut, carry)
+            if new_section is not None:
+                cut = min(cut, new_section[0])
+            keep = np.ones(block.n_lines, dtype=bool)
+            if asm.consumed:
+                keep[np.fromiter(asm.consumed, dtype=np.int64)] = False
+            keep[cut:] = False
+            bulk = frame.filter(pl.Series(keep))
+            records = [r for r in asm.records if r.first < cut]
+        bulk = bulk.with_columns(
+            line_no=(pl.int_range(pl.len(), dtype=pl.Int64) + block.first_line)
+            if clean
+            else pl.Series(np.flatnonzero(keep).astype(np.int64) + block.first_line)
+        )
+        names = {f"f{i}": layout.names[i] for i in cols}
+        bulk = bulk.rename(names).select("line_no", *names.values())
+        parts = [bulk]
+        for r in records:
+            ln = block.first_line + r.first
+            self.n_records += 1
+            if r.values is None:
+                self.quarantine.append((ln, r.raw, r.reason))
+                continue
+            self.window_raw[ln] = r.raw
+        kept = [r for r in records if r.values is not None]
+        if kept:
+            win = pl.DataFrame(
+                {
+                    "line_no": [block.first_line + r.first for r in kept],
+                    **{
+                        layout.names[i]: [r.values[i] if r.values[i] != "" else None for r in kept]
+                        for i in cols
+                    },
+                },
+                schema={"line_no": pl.Int64, **dict.fromkeys(names.values(), pl.String)},
+            )
+            parts.append(win)
+        recs = pl.concat(parts, how="vertical") if len(parts) > 1 else bulk
+        if len(parts) > 1:
+            recs = recs.sort("line_no")
+        self.n_records += bulk.height
+        span_cache: list = [spans]
+
+        def raw_of(ln: int) -> str:
+            if span_cache[0] is None:
+                span_cache[0] = line_spans(data, block.n_lines)
+            starts, ends, _ = span_cache[0]
+            i = ln - block.first_line
+            return line_text(data, int(starts[i]), int(ends[i]))
+
+        self._parse(recs, raw_of, block.first_line)
+        if new_section is not None:
+            idx, new = new_section
+            self.set_layout(new, block.first_line + idx)
+            rest_start = int(spans[1][idx]) + 1 if spans is not None else len(data)
+            rest = Block(data[rest_start:], block.first_line + idx + 1, block.n_lines - idx - 1)
+            return self._block(rest, final=final)
+        if carry is not None and spans is not None:
+            return Block(
+                data[int(spans[0][carry]) :], block.first_line + carry, block.n_lines - carry
+            )
+        return None
+
+    def _parse(self, recs: pl.DataFrame, raw_of: Callable[[int], str], first_line: int) -> None:
+        """Typed parse of a frame of string records; ``raw_of(line_no)`` gives a bulk
+        record's text for the quarantine (window records keep theirs in ``window_raw``)."""
+        if recs.height == 0:
+            return
+        typed = typed_plan(recs.lazy(), set(recs.columns), tz=self.tz, cluster=self.cluster)
+        typed = typed.collect()
+
+        def raw_fields(lines: list[int]) -> pl.DataFrame:
+            return recs.filter(pl.col("line_no").is_in(pl.Series(lines, dtype=pl.Int64).implode()))
+
+        self.take(typed, raw_fields, raw_of, first_line)
+
+    def take(
+        self,
+        typed: pl.DataFrame,
+        raw_fields: Callable[[list[int]], pl.DataFrame],
+        raw_of: Callable[[int], str],
+        first_line: int,
+    ) -> None:
+        """Finish the parse of a batch of :func:`typed_plan` columns and keep its rows."""
+        layout = self.layout
+        assert layout is not None
+        if typed.height == 0:
+            return
+        has_gpu = any("TRES" in n or "GRES" in n for n in layout.names)
+        parsed: Parsed = finish(typed, raw_fields, tz=self.tz, gpu=has_gpu)
+        self.naive |= parsed.naive
+        if parsed.allocs.height:
+            self.allocs.append(parsed.allocs)
+        if parsed.steps.height:
+            self.steps.append(parsed.steps)
+        if not self.replaced:
+            for frame in (parsed.allocs, parsed.steps):
+                names = frame.get_column("name")
+                if frame.height and names.str.contains("\ufffd", literal=True).any():
+                    self.replaced = True
+        for ln, reason in parsed.bad.iter_rows():
+            raw = self.window_raw.pop(ln, None)
+            self.quarantine.append((ln, raw if raw is not None else raw_of(ln), reason))
+
+    # -- the result -----------------------------------------------------------------------
+    def _result(self, path: str | Path) -> ReadResult:
+        src = self.src
+        if self.naive and self.tz is None:
+            raise IngestError(
+                src,
+                "sacct prints local times without a zone: pass tz= (e.g. 'UTC' or the "
+                "cluster's zone), or export with SLURM_TIME_FORMAT=%s",
+                field="Submit",
+            )
+        notes = list(self.notes)
+        if self.sections > 1:
+            notes.append(
+                f"{self.sections} header lines with different fields: read as {self.sections} "
+                "concatenated exports"
+            )
+        if self.comments:
+            notes.append(
+                f"{self.comments} comment line(s) starting with '#' skipped (not sacct output)"
+            )
+        if self.replaced:
+            notes.append("input is not valid UTF-8: undecodable bytes were replaced by U+FFFD")
+        if not any("TRES" in n or "GRES" in n for lay in self.layouts for n in lay.names):
+            notes.append(
+                "no AllocTRES/ReqTRES/GRES field: n_accelerators set to 0 (GPU count unknown)"
+            )
+        allocs = (
+            pl.concat(self.allocs) if self.allocs else pl.DataFrame(schema=partial_schema("allocs"))
+        )
+        steps = (
+            pl.concat(self.steps) if self.steps else pl.DataFrame(schema=partial_schema("steps"))
+        )
+        self.allocs, self.steps = [], []
+        if self._unsorted:
+            allocs, steps = allocs.sort("line_no"), steps.sort("line_no")
+        try:
+            allocs, steps, late_parse, self.node_names = complete(
+                allocs, steps, node_budget=MAX_NODE_NAMES_PER_INPUT
+            )
+        except hostlist.NodeBudgetError:
+            raise IngestError(
+                self.src,
+                f"the node lists expand to more than {MAX_NODE_NAMES_PER_INPUT:,} host names "
+                f"in total (each at most {MAX_HOSTLIST_NODES:,}): refused before expanding them, "
+                "to bound memory; split the export by --starttime/--endtime",
+            ) from None
+        late: list[tuple[int, str]] = list(late_parse)
+        allocs, resize_bad, resize_notes = resize_segments(allocs)
+        late += resize_bad
+        notes += resize_notes
+        allocs, rep_a = exact_duplicates(allocs, lambda lines: self._fetch_raw(path, lines))
+        steps, rep_s = exact_duplicates(steps, lambda lines: self._fetch_raw(path, lines))
+        late += [(r, f"exact duplicate of line {f}") for r, f in rep_a + rep_s]
+        if rep_a or rep_s:
+            notes.append(
+                f"{len(rep_a) + len(rep_s)} record(s) repeat an earlier record exactly "
+                "(concatenated exports?): counted once, the repeats quarantined"
+            )
+        if late:
+            raw = self._fetch_raw(path, [ln for ln, _ in late])
+            for ln, reason in late:
+                self.quarantine.append((ln, raw.get(ln, ""), reason))
+        dup = duplicated(allocs, ["cluster", "job_id"])
+        note = missing_duplicates_note(allocs, dup=dup)
+        if note:
+            notes.append(note)
+        jobs = allocs.with_columns(
+            number_attempts(allocs, dup), topology=pl.lit(None, pl.String)
+        ).select(list(schema.TABLES["jobs"].schema))
+        steps = steps.select(list(schema.TABLES["job_steps"].schema))
+        q = sorted(self.quarantine)
+        qf = quarantine_frame(src, [x[0] for x in q], [x[1] for x in q], [x[2] for x in q])
+        kept = jobs.height + steps.height
+        # rows read is counted record by record as the blocks were split; ReadResult checks
+        # that every one of them was kept or quarantined
+        return ReadResult(src, {"jobs": jobs, "job_steps": steps}, qf, self.n_records, kept, notes)
+
+    def _fetch_raw(self, path: str | Path, line_nos: list[int]) -> dict[int, str]:
+        """Raw text of the records at ``line_nos`` (a second pass over the input)."""
+        out = {ln: self.window_raw[ln] for ln in line_nos if ln in self.window_raw}
+        want = sorted(set(line_nos) - set(out))
+        if not want:
+            return out
+        stream = utf8_stream(path, [])
+        try:
+            k = 0
+            for item in iter_blocks(stream):
+                if isinstance(item, LongLine):
+                    continue
+                lo, hi = item.first_line, item.end_line
+                if k < len(want) and want[k] < hi:
+                    starts, ends, _ = line_spans(item.data, item.n_lines)
+                    while k < len(want) and want[k] < hi:
+                        i = want[k] - lo
+                        if i >= 0:
+                            out[want[k]] = line_text(item.data, int(starts[i]), int(ends[i]))
+                        k += 1
+                if k >= len(want):
+                    break
+        finally:
+            stream.close()
+        return out
+
+
+def _join(a: Block | None, b: Block | None) -> Block:
+    """Two consecutive blocks as one (either may be None, not both)."""
+    if a is None:
+        assert b is not None
+        return b
+    if b is None:
+        return a
+    return Block(a.data + b.data, a.first_line, a.n_lines + b.n_lines)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import codecs
-import gzip
 import io
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -15,6 +14,7 @@ import polars as pl
 from reliability import schema
 from reliability.errors import IngestError, ReliabilityError
 from reliability.ingest._bounds import TIME_MAX, TIME_MIN
+from reliability.ingest._compressed import read_all
 
 __all__ = [
     "NULL_SENTINELS",
@@ -118,18 +118,12 @@ def _time_span(tables: dict[str, pl.DataFrame]) -> tuple[datetime | None, dateti
 
 
 def read_bytes(path: str | Path) -> bytes:
-    """Read a file (transparently gunzipping ``.gz``), raising :class:`IngestError` if unreadable."""
-    p = Path(path)
-    try:
-        data = p.read_bytes()
-    except OSError as exc:
-        raise IngestError(str(path), f"cannot read file: {exc.strerror or exc}") from None
-    if data[:2] == b"\x1f\x8b":
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError) as exc:
-            raise IngestError(str(path), f"corrupt gzip file: {exc}") from None
-    return data
+    """Read a file, gunzipping it if it is gzip, raising :class:`IngestError` if unreadable.
+
+    gzip input is inflated in a stream with a decompressed-size limit and a compression-ratio
+    guard (:mod:`reliability.ingest._compressed`): a gzip bomb is a clear error, not GBs of RAM.
+    """
+    return read_all(path)
 
 
 _BOMS = (

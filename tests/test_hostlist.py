@@ -88,3 +88,60 @@ def test_vectorised_expansion_matches_reference(groups):
             assert e not in got
         else:
             assert got[e] == expand(e), e
+
+
+@settings(deadline=None)
+@given(st.lists(_hosts(), min_size=1, max_size=4))
+def test_sizes_are_the_expanded_lengths(groups):
+    """count() and the vectorised sizes() agree with the length of the expansion."""
+    import polars as pl
+
+    from reliability.ingest.hostlist import count, sizes
+
+    exprs = [compress(h) for h in groups] + ["r[1-2]n[1-3],x", "a[01-03]b[5,7]", "None assigned"]
+    got = sizes(pl.Series(exprs)).to_list()
+    assert got == [len(expand(e)) for e in exprs]
+    assert [count(e) for e in exprs] == got
+
+
+@pytest.mark.parametrize(
+    ("expr", "n"),
+    [
+        ("r[1-100000]n[1-100000]", 10**10),
+        ("n[1-100000000]", 10**8),
+        ("a[1-1000]b[1-1000]c[1-10]", 10**7),
+    ],
+)
+def test_huge_expressions_are_refused_before_expansion(expr, n):
+    """Sized arithmetically (a product over bracket groups): refused without building a name."""
+    import polars as pl
+
+    from reliability.ingest._bounds import MAX_HOSTLIST_NODES
+    from reliability.ingest.hostlist import count, expand_table, node_lists, sizes
+
+    assert count(expr) == n > MAX_HOSTLIST_NODES
+    with pytest.raises(HostlistError, match=f"names {n:,} hosts"):
+        expand(expr)
+    assert sizes(pl.Series([expr])).item() == n
+    table, errors = expand_table(pl.Series([expr, "ok[1-2]"]))
+    assert expr in errors
+    assert table.filter(pl.col("nodelist") == "ok[1-2]").item(0, "_expanded").to_list() == [
+        "ok1",
+        "ok2",
+    ]
+    nodes, errors, names = node_lists(pl.Series([expr, "ok[1-2]", None]), budget=10)
+    assert nodes.to_list() == [[], ["ok1", "ok2"], []]
+    assert names == 2
+
+
+def test_the_node_budget_counts_rows_before_expanding():
+    import polars as pl
+
+    from reliability.ingest.hostlist import NodeBudgetError, node_lists
+
+    col = pl.Series(["n[1-600000]"] * 200)  # each allowed, together 1.2e8 names
+    with pytest.raises(NodeBudgetError, match="120,000,000 host names"):
+        node_lists(col, budget=100_000_000)
+    nodes, _, names = node_lists(pl.Series(["n[1-3]"] * 4), budget=12)
+    assert names == 12
+    assert nodes.to_list() == [["n1", "n2", "n3"]] * 4

@@ -80,21 +80,33 @@ def _per_value(
     fn: Callable[[pl.Expr], pl.Expr],
     dtype: pl.DataType,
     where: pl.Series | None = None,
+    cache: dict[str, tuple[pl.Series, pl.Series]] | None = None,
 ) -> pl.Series:
     """``fn`` applied once per distinct value of ``col`` and mapped back to the rows (fast
     for fields such as Timelimit or AllocTRES that take few distinct values); with
-    ``where``, only for the rows where it is True (null elsewhere)."""
+    ``where``, only for the rows where it is True (null elsewhere). ``cache`` keeps the
+    values already parsed (by column) from one batch to the next."""
     s = frame.get_column(col)
     if where is not None:
         if not where.any():
             return pl.repeat(None, s.len(), dtype=dtype, eager=True)
         if not where.all():
             idx = where.arg_true()
-            part = _per_value(frame.filter(where), col, fn, dtype)
+            part = _per_value(frame.filter(where), col, fn, dtype, cache=cache)
             return pl.repeat(None, s.len(), dtype=dtype, eager=True).scatter(idx, part)
     keys = s.drop_nulls().unique()
-    vals = pl.DataFrame({"k": keys}).select(fn(pl.col("k")).cast(dtype).alias("v")).get_column("v")
-    return s.replace_strict(keys, vals, default=None, return_dtype=dtype)
+    known = cache.get(col) if cache is not None else None
+    if known is not None:
+        new = keys.filter(~keys.is_in(known[0].implode()))
+        if new.len():
+            vals = pl.DataFrame({"k": new}).select(fn(pl.col("k")).cast(dtype)).to_series()
+            known = (pl.concat([known[0], new]), pl.concat([known[1], vals]))
+    else:
+        vals = pl.DataFrame({"k": keys}).select(fn(pl.col("k")).cast(dtype)).to_series()
+        known = (keys, vals)
+    if cache is not None:
+        cache[col] = known
+    return s.replace_strict(known[0], known[1], default=None, return_dtype=dtype)
 
 
 def _duration_s(expr: pl.Expr) -> pl.Expr:
@@ -302,24 +314,28 @@ def _times(out: pl.DataFrame) -> pl.DataFrame:
     return out.with_columns(**fix)
 
 
-def _alloc_fields(allocs: pl.DataFrame, gpu: bool) -> pl.DataFrame:
+def _alloc_fields(
+    allocs: pl.DataFrame, gpu: bool, cache: dict[str, tuple[pl.Series, pl.Series]] | None = None
+) -> pl.DataFrame:
     """Time limit and GPU count of allocation rows (parsed once per distinct value)."""
     cols = set(allocs.columns)
     extra: dict[str, pl.Series] = {}
     if "_raw_Timelimit" in cols:
-        extra["_limit"] = _per_value(allocs, "_raw_Timelimit", _duration_s, pl.Int64())
+        extra["_limit"] = _per_value(allocs, "_raw_Timelimit", _duration_s, pl.Int64(), cache=cache)
     # ReqTRES only where there is no AllocTRES (jobs that never got an allocation)
     need: pl.Series | None = None
     for name in ("AllocTRES", "ReqTRES"):
         if f"_raw_{name}" in cols:
             extra[f"_gpu_{name}"] = _per_value(
-                allocs, f"_raw_{name}", _gpu_count, pl.Int64(), where=need
+                allocs, f"_raw_{name}", _gpu_count, pl.Int64(), where=need, cache=cache
             )
             got = allocs.get_column(f"_raw_{name}").is_not_null()
             need = ~got if need is None else need & ~got
     for name in ("AllocGRES", "ReqGRES", "Gres"):
         if f"_raw_{name}" in cols:
-            extra[f"_gpu_{name}"] = _per_value(allocs, f"_raw_{name}", _gres_count, pl.Int64())
+            extra[f"_gpu_{name}"] = _per_value(
+                allocs, f"_raw_{name}", _gres_count, pl.Int64(), cache=cache
+            )
     frame = allocs.with_columns(**extra) if extra else allocs
     limit = pl.col("_limit") if "_limit" in extra else pl.lit(None, pl.Int64)
     limit_raw = (
@@ -394,6 +410,7 @@ def finish(
     *,
     tz: str | None,
     gpu: bool,
+    cache: dict[str, tuple[pl.Series, pl.Series]] | None = None,
 ) -> Parsed:
     """The per-batch part of the parse: epoch and poison times, allocation fields (time
     limit, GPU count: parsed once per distinct value), and the row checks.
@@ -405,6 +422,7 @@ def finish(
         (``line_no`` + field columns), for the quarantine reasons of the few bad rows
     tz : the time zone the times were printed in (for messages)
     gpu : the export has a TRES or GRES field (else the GPU count is 0)
+    cache : the values of per-value fields parsed in earlier batches of the same input
 
     Returns
     -------
@@ -442,7 +460,7 @@ def finish(
         reasons.append(_reasons(bad_rows, raw, {}, tz))
         out = out.filter(~flag)
     is_step = out.get_column("step").is_not_null()
-    allocs = _alloc_fields(out.filter(~is_step), gpu)
+    allocs = _alloc_fields(out.filter(~is_step), gpu, cache)
     msgs = _alloc_msgs(allocs)
     late = allocs.select(pl.any_horizontal([f for f, _ in msgs])).to_series()
     if late.any():

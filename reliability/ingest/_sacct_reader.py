@@ -91,6 +91,8 @@ class SacctReader:
         self.mapped: object | None = None
         self._window_records: list[tuple[int, list[str]]] = []
         self._unsorted = False
+        #: per-value fields parsed so far (finish's cache)
+        self._values: dict[str, tuple[pl.Series, pl.Series]] = {}
 
     # -- driving --------------------------------------------------------------------------
     def run(self, path: str | Path) -> ReadResult:
@@ -407,7 +409,7 @@ class SacctReader:
         if typed.height == 0:
             return
         has_gpu = any("TRES" in n or "GRES" in n for n in layout.names)
-        parsed: Parsed = finish(typed, raw_fields, tz=self.tz, gpu=has_gpu)
+        parsed: Parsed = finish(typed, raw_fields, tz=self.tz, gpu=has_gpu, cache=self._values)
         self.naive |= parsed.naive
         if parsed.allocs.height:
             self.allocs.append(parsed.allocs)

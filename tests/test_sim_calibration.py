@@ -154,7 +154,12 @@ def test_headline_shape_on_scaled_rsc1(backtests):
     checked here (informational rows), and the benchmark checks them at full size."""
     cfg = _test_cluster()
     runs = [
-        measure(attribute_failures(ds), n_nodes=cfg.n_nodes, gpus_per_node=8, days=cfg.days)
+        measure(
+            attribute_failures(ds, requeue_exit_codes=[99]),
+            n_nodes=cfg.n_nodes,
+            gpus_per_node=8,
+            days=cfg.days,
+        )
         for _, ds, _ in backtests
     ]
     for run in runs:
@@ -177,7 +182,8 @@ def test_small_preset_shape(tmp_path):
     job started within a week."""
     cfg = load_preset("small")
     _, ds = simulate_to_dataset(cfg, 5, tmp_path)
-    m = measure(attribute_failures(ds), n_nodes=cfg.n_nodes, gpus_per_node=8, days=cfg.days)
+    jobs = attribute_failures(ds, requeue_exit_codes=[99])
+    m = measure(jobs, n_nodes=cfg.n_nodes, gpus_per_node=8, days=cfg.days)
     for state, paper in (
         ("COMPLETED", 0.60),
         ("FAILED", 0.24),

@@ -252,8 +252,9 @@ def calibration_run(
     (against the simulator's lemon labels) and footprint."""
     cfg = cfg if isinstance(cfg, ClusterConfig) else load_preset(cfg)
     work = Path(work)
+    codes = [cfg.workload.app_requeue_exit_code]  # the site's RequeueExit (slurm.conf)
     _, ds = simulate_to_dataset(cfg, seed, work / "base")
-    jobs = attribute_failures(ds)
+    jobs = attribute_failures(ds, requeue_exit_codes=codes)
     out = measure(jobs, n_nodes=cfg.n_nodes, gpus_per_node=cfg.gpus_per_node, days=cfg.days)
     if not quarantine:
         return out
@@ -271,7 +272,7 @@ def calibration_run(
         cfg, seed, work / "quarantined", quarantine=dict.fromkeys(flagged, split)
     )
     before = large_job_effect(_as_attempts(jobs), split)
-    after = large_job_effect(_as_attempts(attribute_failures(qds)), split)
+    after = large_job_effect(_as_attempts(attribute_failures(qds, requeue_exit_codes=codes)), split)
     out["quarantine_job_before"] = before["job_share"]
     out["quarantine_job_after"] = after["job_share"]
     out["quarantine_job_ratio"] = after["job_share"] / before["job_share"]

@@ -28,6 +28,7 @@ import numpy as np
 import polars as pl
 
 from reliability import references as ref
+from reliability._result import Result
 from reliability.models.lemon import (
     NODE_DOWN_CLASS,
     LemonDetector,
@@ -95,38 +96,48 @@ def train_on_simulation(
 
 
 @dataclass
-class LemonBacktest:
+class LemonBacktest(Result):
     """Detection quality and the effect of quarantine, with the paper's figures beside.
 
     Attributes
     ----------
-    summary : ``metric, value, paper`` rows (shares are fractions, rates per 1000 node-days)
+    summary : ``metric, value, paper`` rows (shares are fractions, rates per 1000 node-days;
+        null where not measurable)
     flagged : the flagged nodes with their score, dominant logged component and truth
     root_causes : flagged nodes by dominant component, with how many are true lemons
     notes : the split, window and seed
     """
 
+    title = "Lemon backtest: the simulator re-run with the flagged nodes drained"
     summary: pl.DataFrame
     flagged: pl.DataFrame
     root_causes: pl.DataFrame
     notes: list[str] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        self.summary = self.summary.with_columns(pl.col("value").fill_nan(None))
+
     def metric(self, name: str) -> float:
-        """The value of the summary row ``name``."""
+        """The value of the summary row ``name`` (nan where not measurable)."""
         rows = self.summary.filter(pl.col("metric") == name)
         if rows.height == 0:
             raise KeyError(f"no metric {name!r}; have {self.summary['metric'].to_list()}")
-        return float(rows["value"][0])
+        v = rows["value"][0]
+        return float("nan") if v is None else float(v)
 
-    def __str__(self) -> str:
+    @property
+    def sample_sizes(self) -> dict[str, int | float]:
+        return {"flagged nodes": self.flagged.height}
+
+    def tables(self) -> dict[str, pl.DataFrame]:
+        return {"summary": self.summary, "root causes": self.root_causes}
+
+    def _lines(self) -> list[str]:
         lines = ["Lemon backtest (simulator re-run with the flagged nodes drained):"]
         for m, v, p in self.summary.select("metric", "value", "paper").iter_rows():
             shown = "not measurable" if v is None or not np.isfinite(v) else f"{v:>10.4g}"
             lines.append(f"  {m:<52} {shown:>14}   {p or ''}")
-        return "\n".join(lines + self.notes)
-
-    def _repr_html_(self) -> str:
-        return "<pre>" + str(self).replace("&", "&amp;").replace("<", "&lt;") + "</pre>"
+        return lines
 
 
 def large_job_effect(

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from reliability._result import Result
 from reliability.sim.pod_jobs import PodJobConfig, simulate_pod_jobs
 from reliability.topology import DIMS, FACE_LINKS, HOSTS_PER_CUBE
 
@@ -136,7 +137,7 @@ def _draw(
 
 
 @dataclass
-class PodResult:
+class PodResult(Result):
     """Events of a pod run (``events``: time_s, event, component_type, component_id, detail)
     plus the config, seed and the in-service time per component type (truth)."""
 
@@ -146,6 +147,27 @@ class PodResult:
     truth: pl.DataFrame
     jobs: pl.DataFrame = field(default_factory=pl.DataFrame)
     job_stats: dict = field(default_factory=dict)
+    title = "Simulated pod"
+
+    @property
+    def summary(self) -> pl.DataFrame:
+        """Events by kind and component type (``event, component_type, events``)."""
+        if self.events.height == 0:
+            return pl.DataFrame(
+                schema={"event": pl.String, "component_type": pl.String, "events": pl.Int64}
+            )
+        return (
+            self.events.group_by("event", "component_type")
+            .agg(events=pl.len().cast(pl.Int64))
+            .sort("event", "component_type", nulls_last=True)
+        )
+
+    def _lines(self) -> list[str]:
+        c = self.config
+        return [
+            f"Simulated pod {c.name} for {c.days:g} days (seed {self.seed}): {self.events.height:,} events, "
+            f"{self.jobs.height:,} job records"
+        ]
 
     def write(self, out: str | Path) -> Path:
         """Write ``pod_events.jsonl`` and ``truth/`` under ``out``."""

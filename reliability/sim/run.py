@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from reliability._result import Result
 from reliability.sim.cluster import ClusterSim
 from reliability.sim.config import ClusterConfig, load_preset
 from reliability.sim.emit import write_cluster
@@ -21,7 +22,7 @@ __all__ = ["ClusterResult", "simulate_cluster"]
 
 
 @dataclass
-class ClusterResult:
+class ClusterResult(Result):
     """What a cluster simulation produced.
 
     Attributes
@@ -43,6 +44,25 @@ class ClusterResult:
     lemon: np.ndarray
     log: EventLog
     events_processed: int
+    title = "Simulated cluster"
+
+    @property
+    def summary(self) -> pl.DataFrame:
+        """One row: nodes, days, seed, jobs, failures drawn, lemon nodes, events processed."""
+        c = self.config
+        return self._mapping_frame({
+            "cluster": c.name, "nodes": c.n_nodes, "gpus_per_node": c.gpus_per_node, "days": float(c.days),
+            "seed": self.seed, "jobs": self.jobs.height, "failures": self.failures.height,
+            "lemon_nodes": int(np.asarray(self.lemon).sum()), "events_processed": self.events_processed,
+        })  # fmt: skip
+
+    def _lines(self) -> list[str]:
+        c = self.config
+        return [
+            f"Simulated {c.name}: {c.n_nodes:,} nodes x {c.gpus_per_node} GPUs for {c.days:g} days (seed {self.seed}): "
+            f"{self.jobs.height:,} jobs, {self.failures.height:,} failure events drawn, "
+            f"{int(np.asarray(self.lemon).sum())} lemon nodes; {self.events_processed:,} events processed"
+        ]
 
     def write(self, out: str | Path) -> Path:
         """Write raw logs (``sacct.psv``, ``sacctmgr_events.psv``, ``kernel/*.log``,

@@ -20,7 +20,8 @@ import html
 import math
 import sys
 from collections.abc import Iterable, Mapping
-from typing import IO, Any, ClassVar
+from pathlib import Path
+from typing import IO, Any, ClassVar, Self
 
 import polars as pl
 
@@ -138,11 +139,9 @@ class Result:
     #: heading of the text and HTML forms
     title: ClassVar[str] = "Result"
     notes: list[str]
-
-    @property
-    def summary(self) -> pl.DataFrame:
-        """The headline numbers as a table (not-estimable values are null)."""
-        raise NotImplementedError
+    #: the headline numbers as a table (not-estimable values are null, never nan or inf): a
+    #: property or a dataclass field of the subclass
+    summary: pl.DataFrame
 
     @property
     def sample_sizes(self) -> dict[str, int | float]:
@@ -188,6 +187,23 @@ class Result:
             parts.append("<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>")
         parts.append("</div>")
         return "".join(parts)
+
+    def to_disk(self, folder: str | Path) -> None:
+        """Save the result into ``folder`` (frames as parquet, the rest as JSON; no pickle).
+        :meth:`from_disk` rebuilds it."""
+        from reliability._result_io import save_result
+
+        save_result(self, folder)
+
+    @classmethod
+    def from_disk(cls, folder: str | Path) -> Self:
+        """The result :meth:`to_disk` saved in ``folder``; refuses a result of another class."""
+        from reliability._result_io import load_result
+
+        got = load_result(folder)
+        if not isinstance(got, cls):
+            raise TypeError(f"{folder}: holds a {type(got).__name__}, not a {cls.__name__}")
+        return got
 
     def print_summary(self, file: IO[str] | None = None) -> None:
         """Print the text form, the sample sizes and the summary table (lifelines' style)."""

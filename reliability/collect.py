@@ -30,7 +30,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import polars as pl
+
 from reliability._atomic import write_json_atomic
+from reliability._result import Result
 from reliability.errors import ReliabilityError
 from reliability.ingest.slurm_fields import sacct_export_args, sacctmgr_events_args
 from reliability.store import Dataset, IngestOutcome
@@ -56,7 +59,7 @@ class CollectError(ReliabilityError):
 
 
 @dataclass(frozen=True)
-class CollectResult:
+class CollectResult(Result):
     """What one collection did.
 
     Attributes
@@ -82,8 +85,20 @@ class CollectResult:
     requeue_exit_codes: tuple[int, ...] | None = None
     dry_run: bool = False
     notes: tuple[str, ...] = field(default=())
+    title = "Slurm collection"
 
-    def __str__(self) -> str:
+    @property
+    def summary(self) -> pl.DataFrame:
+        """One row per raw export ingested: ``path, status, rows_read, rows_kept,
+        rows_quarantined``."""
+        return pl.DataFrame(
+            [{"path": o.path, "status": o.status, "rows_read": o.rows_read, "rows_kept": o.rows_kept,
+              "rows_quarantined": o.rows_quarantined} for o in self.outcomes],
+            schema={"path": pl.String, "status": pl.String, "rows_read": pl.Int64, "rows_kept": pl.Int64,
+                    "rows_quarantined": pl.Int64},
+        )  # fmt: skip
+
+    def _lines(self) -> list[str]:
         lines = [
             f"window {self.since:%Y-%m-%dT%H:%M:%SZ} .. {self.until:%Y-%m-%dT%H:%M:%SZ} "
             f"({self.since_basis})"
@@ -92,7 +107,7 @@ class CollectResult:
             lines.append("would run:")
             lines += [f"  {c}" for c in self.commands]
             lines.append(f"and ingest the exports into {self.dataset} (dry run: nothing was run)")
-            return "\n".join(lines)
+            return lines
         lines += [f"ran: {c}" for c in self.commands]
         lines.append(f"raw exports: {self.raw_dir}")
         for o in self.outcomes:
@@ -101,8 +116,7 @@ class CollectResult:
         if self.requeue_exit_codes is not None:
             codes = ",".join(map(str, self.requeue_exit_codes)) or "none"
             lines.append(f"RequeueExit/RequeueExitHold codes on this cluster: {codes}")
-        lines += [f"note: {n}" for n in self.notes]
-        return "\n".join(lines)
+        return lines
 
 
 def _utc(value: datetime | str, name: str) -> datetime:

@@ -45,6 +45,7 @@ import polars as pl
 from scipy import stats
 
 from reliability._atomic import write_json_atomic, write_parquet_atomic
+from reliability._result import Result
 from reliability.errors import ReliabilityError
 from reliability.parallel import BACKENDS, Executor, TaskFailure
 from reliability.pipeline.config import read_toml
@@ -298,16 +299,36 @@ def load_sweep(path: str | Path) -> SweepSpec:
 
 # -- running ----------------------------------------------------------------------------
 @dataclass
-class SweepResult:
-    """Tidy results (a row per cell, seed and key), aggregates per cell and key, failures."""
+class SweepResult(Result):
+    """Tidy results (a row per cell, seed and key), aggregates per cell and key, failures.
 
+    Attributes
+    ----------
+    results : ``cell, seed, key, value`` and the cell's parameters
+    aggregates : per cell and key: ``n`` (seeds), ``mean``, ``sd``, ``ci_low``, ``ci_high``
+        (95% t-interval; null with one seed)
+    failures : the tasks that raised
+    tasks_run, tasks_skipped : tasks run now, and resumed from disk
+    """
+
+    title = "Sweep"
     results: pl.DataFrame
     aggregates: pl.DataFrame
     failures: list[TaskFailure] = field(default_factory=list)
     tasks_run: int = 0
     tasks_skipped: int = 0
 
-    def __str__(self) -> str:
+    @property
+    def summary(self) -> pl.DataFrame:
+        """The aggregates (see the class doc)."""
+        return self.aggregates
+
+    @property
+    def sample_sizes(self) -> dict[str, int | float]:
+        return {"result rows": self.results.height, "tasks run": self.tasks_run,
+                "tasks resumed": self.tasks_skipped, "failed tasks": len(self.failures)}  # fmt: skip
+
+    def _lines(self) -> list[str]:
         lines = [
             f"{self.results.height:,} result rows ({self.tasks_run} tasks run, {self.tasks_skipped} resumed from disk)"
         ]
@@ -320,7 +341,7 @@ class SweepResult:
                 value = f"{r['mean']:.5f}  [{r['ci_low']:.5f}, {r['ci_high']:.5f}]"
             lines.append(f"  {r['cell']:<48} {r['key']:<28} {value}  n={r['n']}")
         lines += [f"FAILED {f}" for f in self.failures]
-        return "\n".join(lines)
+        return lines
 
 
 def _aggregate(results: pl.DataFrame) -> pl.DataFrame:

@@ -232,7 +232,9 @@ def test_recovery_paths_break_even():
             assert f"{60 * cost:.1f} min per failure" in line
             assert f"goodput loss {100 * count * rate * cost / 24:.3f}%" in line
     assert f"less than {0.75 / 0.05:.1f} h" in text
-    assert r._repr_html_() == "<pre>" + text + "</pre>"  # nothing in it needs escaping
+    html = r._repr_html_()  # the one result base: the text, then the summary as a real table
+    assert "<pre>" + text + "</pre>" in html  # nothing in it needs escaping
+    assert html.count("<tr>") == r.summary.height + 1
 
 
 @pytest.mark.parametrize(

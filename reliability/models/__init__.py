@@ -1,7 +1,8 @@
 """Models: attribution-based failure rates, MTTF by job size, rates over time, workload breakdowns,
 ETTR (from logs, closed form, Monte Carlo), checkpoint intervals, the checkpoint planner, the
 cost of a TPU pod's recovery paths, pod job availability (analytic and measured) and slice
-all-to-all routing throughput."""
+all-to-all routing throughput, node health (out-of-service time, open drains, repeat
+offenders), per-job failure impact (crash loops, secondary preemptions) and pod identification."""
 
 from reliability.models.availability import (
     PODS,
@@ -28,6 +29,12 @@ from reliability.models.ettr import (
 )
 from reliability.models.ettr_logs import RunETTR, job_run_ettr
 from reliability.models.ettr_mc import ESTIMANDS, ETTRSimulation, simulate_ettr
+from reliability.models.jobs import (
+    CRASH_LOOP_MIN_REQUEUES,
+    crash_loops,
+    hardware_failed_jobs,
+    job_interruptions,
+)
 from reliability.models.lemon import (
     LemonDetector,
     ModelFileError,
@@ -56,9 +63,11 @@ from reliability.models.mttf import (
     mttf_h,
     poisson_ci,
 )
+from reliability.models.node_health import OUT_OF_SERVICE, NodeHealth, node_health
 from reliability.models.planner import PlanResult, plan
 from reliability.models.pod_measure import MeasuredAvailability, measured_job_availability
 from reliability.models.pod_recovery import RecoveryComparison, recovery_paths
+from reliability.models.pods import PodJobStats, identify_pods, pod_job_stats
 from reliability.models.rates import (
     RateSeries,
     component_failure_rates,
@@ -74,18 +83,22 @@ from reliability.models.repairable import (
 )
 from reliability.models.routing import ThroughputResult, all_to_all_throughput, dimension_order_load
 from reliability.models.workload import (
+    WorkloadResult,
     failure_taxonomy,
     hardware_share,
     job_size_distribution,
     job_state_breakdown,
     secondary_preemptions,
     signal_cooccurrence,
+    workload_summary,
 )
 
 __all__ = [
     "CPU_ONLY_BUCKET",
+    "CRASH_LOOP_MIN_REQUEUES",
     "ESTIMANDS",
     "LEMON_FEATURES",
+    "OUT_OF_SERVICE",
     "PODS",
     "SIZE_BUCKETS",
     "VARIANTS",
@@ -99,7 +112,9 @@ __all__ = [
     "MTTFResult",
     "MeasuredAvailability",
     "ModelFileError",
+    "NodeHealth",
     "PlanResult",
+    "PodJobStats",
     "PodSpec",
     "RateEstimate",
     "RateSeries",
@@ -107,10 +122,12 @@ __all__ = [
     "RunETTR",
     "ThroughputResult",
     "TrendTest",
+    "WorkloadResult",
     "all_to_all_throughput",
     "availability_curve",
     "component_failure_rates",
     "count_baseline",
+    "crash_loops",
     "crow_amsaa",
     "daly_interval_h",
     "dimension_order_load",
@@ -124,11 +141,14 @@ __all__ = [
     "fit_mttf",
     "fit_weibull",
     "glm_slope",
+    "hardware_failed_jobs",
     "hardware_share",
     "hazard_verdict",
+    "identify_pods",
     "interfailure_times",
     "interruption_rate_per_h",
     "job_availability",
+    "job_interruptions",
     "job_run_ettr",
     "job_size_distribution",
     "job_state_breakdown",
@@ -136,9 +156,11 @@ __all__ = [
     "measured_job_availability",
     "mttf_h",
     "node_features",
+    "node_health",
     "node_mttf",
     "optimal_interval_h",
     "plan",
+    "pod_job_stats",
     "poisson_ci",
     "poisson_regression",
     "rate_interval",
@@ -152,5 +174,6 @@ __all__ = [
     "steady_state_availability",
     "trend_test",
     "weibull_mle",
+    "workload_summary",
     "young_interval_h",
 ]

@@ -412,7 +412,7 @@ def fit_mttf(
         largest = int(exp.get_column("n_accelerators").max() or 0) if exp.height else 0
         notes.append(
             f"no exposure from jobs of >= {min_gpus} GPUs (largest job: {largest:,} GPUs): r_f not estimable; "
-            "lower min_gpus to estimate it from smaller jobs"
+            f"pass min_gpus={max(largest, 1)} or lower to estimate it from smaller jobs"
         )
     weekly = period_counts(big, every="1w")
     rate = estimate_rate(weekly["failures"].to_numpy(), weekly["exposure"].to_numpy(), alpha=alpha,

@@ -15,13 +15,14 @@ Host ids follow the pod simulator: ``cCC-hHH`` (cube CC, host HH), links ``cCC-.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
 
+from reliability._result import Result
 from reliability.models.availability import CHIPS_PER_HOST, HOSTS_PER_CUBE
 
 if TYPE_CHECKING:
@@ -31,17 +32,43 @@ __all__ = ["MeasuredAvailability", "measured_job_availability"]
 
 
 @dataclass
-class MeasuredAvailability:
-    """Measured availability by job size (``curve``) and the component availabilities."""
+class MeasuredAvailability(Result):
+    """Measured availability by job size (``curve``) and the component availabilities.
 
+    Attributes
+    ----------
+    curve : ``n_chips, mode, ft_routing, measured`` (fraction of samples the job could be
+        placed), ``stderr`` (batch means)
+    host_availability, link_availability, ocs_availability : time-average availability of one
+        host, optical link and OCS
+    n_cubes : cubes in the pod
+    samples : state samples taken
+    """
+
+    title = "Measured job availability of a pod (Zu et al. NSDI'24 Fig. 1, from its history)"
     curve: pl.DataFrame
     host_availability: float
     link_availability: float
     ocs_availability: float
     n_cubes: int
     samples: int
+    notes: list[str] = field(default_factory=list)
 
-    def __str__(self) -> str:
+    @property
+    def sample_sizes(self) -> dict[str, int | float]:
+        return {"samples": self.samples, "cubes": self.n_cubes}
+
+    @property
+    def summary(self) -> pl.DataFrame:
+        return self._mapping_frame({
+            "n_cubes": self.n_cubes, "samples": self.samples, "host_availability": self.host_availability,
+            "link_availability": self.link_availability, "ocs_availability": self.ocs_availability,
+        })  # fmt: skip
+
+    def tables(self) -> dict[str, pl.DataFrame]:
+        return {"summary": self.summary, "by job size": self.curve}
+
+    def _lines(self) -> list[str]:
         lines = [
             f"{self.samples:,} samples of a {self.n_cubes}-cube pod: host availability {100 * self.host_availability:.3f}%, "
             f"link {100 * self.link_availability:.4f}%, OCS {100 * self.ocs_availability:.4f}%"
@@ -51,7 +78,7 @@ class MeasuredAvailability:
             lines.append(
                 f"  {r['n_chips']:>5} chips {r['mode']}{ft}: {100 * r['measured']:.2f}% ± {100 * r['stderr']:.2f}"
             )
-        return "\n".join(lines)
+        return lines
 
 
 def _down_matrix(

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from reliability._result import Result
+
 from reliability.models.availability import LINKS_PER_CUBE, N_OCS
 from reliability.topology import HOSTS_PER_CUBE
 
@@ -29,14 +31,27 @@ __all__ = ["RecoveryComparison", "recovery_paths"]
 
 
 @dataclass
-class RecoveryComparison:
-    """Per failure type and path: rate, cost per failure and goodput loss (``summary``)."""
+class RecoveryComparison(Result):
+    """Per failure type and path: rate, cost per failure and goodput loss (``summary``).
 
+    Attributes
+    ----------
+    summary : per component and path: ``components_used``, ``failures_per_day``,
+        ``cost_per_failure_h`` [h], ``goodput_loss`` [fraction of the job's time]
+    break_even_repair_h : OCS repair time below which rerouting beats reconfiguring [h]
+    n_cubes : the job's size [cubes]
+    """
+
+    title = "Recovery paths: reconfigure vs reroute (Zu et al. NSDI'24 §4-5)"
     summary: pl.DataFrame
     break_even_repair_h: float
     n_cubes: int
 
-    def __str__(self) -> str:
+    @property
+    def sample_sizes(self) -> dict[str, int | float]:
+        return {"cubes": self.n_cubes}
+
+    def _lines(self) -> list[str]:
         lines = [f"Recovery paths for a {self.n_cubes}-cube job ({64 * self.n_cubes:,} chips):"]
         for r in self.summary.iter_rows(named=True):
             lines.append(
@@ -47,10 +62,7 @@ class RecoveryComparison:
             f"rerouting around an OCS beats reconfiguring while its repair takes less than "
             f"{self.break_even_repair_h:.1f} h"
         )
-        return "\n".join(lines)
-
-    def _repr_html_(self) -> str:
-        return "<pre>" + str(self).replace("&", "&amp;").replace("<", "&lt;") + "</pre>"
+        return lines
 
 
 def recovery_paths(

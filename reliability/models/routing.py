@@ -26,6 +26,7 @@ import numpy as np
 import polars as pl
 from scipy import optimize, sparse
 
+from reliability._result import Result
 from reliability.topology import DIMS, FACE_LINKS, Slice, links_broken_by_ocs
 
 __all__ = ["ThroughputResult", "all_to_all_throughput", "dimension_order_load"]
@@ -38,7 +39,7 @@ TABLE2 = {  # NSDI'24 Table 2, all-to-all GB/s per chip: healthy, one OCS failed
 
 
 @dataclass
-class ThroughputResult:
+class ThroughputResult(Result):
     """All-to-all throughput of a slice, healthy and with ``failed_ocs`` down.
 
     Attributes
@@ -70,6 +71,7 @@ class ThroughputResult:
     links_total: int
     solve_s: float
     lp_variables: int
+    title = "All-to-all throughput with an OCS down (Zu et al. NSDI'24 Table 2)"
 
     @property
     def ratio(self) -> float | None:
@@ -93,18 +95,19 @@ class ThroughputResult:
             "links_total": [self.links_total], "lp_variables": [self.lp_variables], "solve_s": [self.solve_s],
         })  # fmt: skip
 
-    def __str__(self) -> str:
+    @property
+    def sample_sizes(self) -> dict[str, int | float]:
+        return {"links": self.links_total, "LP variables": self.lp_variables}
+
+    def _lines(self) -> list[str]:
         name = "x".join(map(str, self.shape)) + (" twisted" if self.twisted else "")
         s = f"{name}: all-to-all {self.healthy_per_chip:.4f} link-bandwidths per chip healthy"
-        if self.failed_per_chip is not None:
+        if self.failed_per_chip is not None and self.ratio is not None:
             s += (f", {self.failed_per_chip:.4f} with OCS {self.failed_ocs} down ({self.links_lost} of {self.links_total} links): "
                   f"{100 * self.ratio:.1f}%")  # fmt: skip
             if self.paper_ratio is not None:
                 s += f" (NSDI'24 Table 2: {100 * self.paper_ratio:.1f}%)"
-        return s
-
-    def _repr_html_(self) -> str:
-        return "<pre>" + str(self).replace("&", "&amp;").replace("<", "&lt;") + "</pre>"
+        return [s]
 
 
 def _graph(slc: Slice, failed: set[tuple[str, int]]):

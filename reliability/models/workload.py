@@ -8,82 +8,114 @@ the 1-GPU bucket, and outside the GPU-job shares of :func:`hardware_share`.
 
 from __future__ import annotations
 
-from datetime import timedelta
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 
 import polars as pl
 
+from reliability._result import Result, fmt_num
+from reliability.models.jobs import (
+    crash_loops,
+    gpu_hours,
+    hardware_failed_jobs,
+    job_interruptions,
+    match_secondary_preemptions,
+)
 from reliability.models.mttf import HARDWARE, size_bucket
 
 __all__ = [
+    "WorkloadResult",
+    "failure_taxonomy",
     "hardware_share",
     "job_size_distribution",
     "job_state_breakdown",
     "secondary_preemptions",
+    "signal_cooccurrence",
+    "workload_summary",
 ]
 
 
-def _gpu_hours(frame: pl.DataFrame) -> pl.DataFrame:
-    return frame.with_columns(
-        gpu_hours=(pl.col("n_accelerators").cast(pl.Float64)
-                   * (pl.col("end_time") - pl.col("start_time")).dt.total_seconds().fill_null(0.0) / 3600.0)
-    )  # fmt: skip
+def _share(num: pl.Expr, den: pl.Expr) -> pl.Expr:
+    """num / den, null (not nan) where den is 0."""
+    return pl.when(den > 0).then(num / den)
 
 
-def job_state_breakdown(jobs: pl.DataFrame) -> pl.DataFrame:
-    """Attempts by final state: count and share, GPU-hours and share (HPCA'25 Fig. 3)."""
+def job_state_breakdown(
+    jobs: pl.DataFrame, *, observation_end: datetime | None = None
+) -> pl.DataFrame:
+    """Attempts by final state: count and share, GPU-hours and share (HPCA'25 Fig. 3).
+
+    Parameters
+    ----------
+    jobs : one row per attempt
+    observation_end : attempts still running then count their GPU time up to it [UTC]
+        (without it a running attempt has no GPU time)
+
+    Returns
+    -------
+    ``state, attempts, gpu_hours, share, gpu_share`` (``gpu_share`` null when there is no GPU
+    time at all), most attempts first
+    """
     g = (
-        _gpu_hours(jobs)
+        gpu_hours(jobs, observation_end)
         .group_by(pl.col("state").cast(pl.String))
         .agg(attempts=pl.len(), gpu_hours=pl.col("gpu_hours").sum())
     )
     return g.with_columns(
-        share=pl.col("attempts") / pl.col("attempts").sum(),
-        gpu_share=pl.col("gpu_hours") / pl.col("gpu_hours").sum(),
-    ).sort("attempts", descending=True)
+        share=_share(pl.col("attempts"), pl.col("attempts").sum()),
+        gpu_share=_share(pl.col("gpu_hours"), pl.col("gpu_hours").sum()),
+    ).sort("attempts", "state", descending=[True, False])
 
 
-def job_size_distribution(jobs: pl.DataFrame) -> pl.DataFrame:
+def job_size_distribution(
+    jobs: pl.DataFrame, *, observation_end: datetime | None = None
+) -> pl.DataFrame:
     """Jobs (first attempts) and GPU time by size bucket (HPCA'25 Fig. 6).
 
     ``bucket`` is the lower edge [GPUs] of :data:`~reliability.models.SIZE_BUCKETS`, 0 for
-    CPU-only jobs; ``job_share`` is over all jobs, ``gpu_share`` over GPU time."""
-    g = _gpu_hours(jobs).with_columns(bucket=size_bucket(pl.col("n_accelerators")))
+    CPU-only jobs; ``job_share`` is over all jobs, ``gpu_share`` over GPU time (null when
+    there is none)."""
+    g = gpu_hours(jobs, observation_end).with_columns(bucket=size_bucket(pl.col("n_accelerators")))
     out = (
         g.group_by("bucket")
         .agg(jobs=(pl.col("attempt") == 0).sum(), gpu_hours=pl.col("gpu_hours").sum())
         .sort("bucket")
     )
     return out.with_columns(
-        job_share=pl.col("jobs") / pl.col("jobs").sum(),
-        gpu_share=pl.col("gpu_hours") / pl.col("gpu_hours").sum(),
+        job_share=_share(pl.col("jobs"), pl.col("jobs").sum()),
+        gpu_share=_share(pl.col("gpu_hours"), pl.col("gpu_hours").sum()),
     )
 
 
-def hardware_share(attributed: pl.DataFrame) -> dict[str, float]:
+def hardware_share(
+    attributed: pl.DataFrame, *, observation_end: datetime | None = None
+) -> dict[str, float | None]:
     """Share of GPU-job attempts ended by hardware and their share of GPU runtime
     (HPCA'25 Fig. 3: 0.2% / 18.7%).
 
     CPU-only attempts (0 GPUs) are counted apart (``cpu_only_attempts``,
     ``cpu_only_hardware_attempts``): they have no GPU time, and counting them among the
     attempts would set a share of attempts beside a share of GPU time they cannot have.
+    Attempts still running are not counted (they have not ended); ``observation_end`` only
+    bounds GPU time.
 
     Returns
     -------
-    dict: ``attempt_share`` (of ended GPU-job attempts), ``gpu_time_share`` (nan when there
-    is no GPU time), ``gpu_attempts``, ``hardware_attempts``, ``cpu_only_attempts``,
-    ``cpu_only_hardware_attempts``
+    dict: ``attempt_share`` (of ended GPU-job attempts; None when there is none),
+    ``gpu_time_share`` (None when there is no GPU time), ``gpu_attempts``,
+    ``hardware_attempts``, ``cpu_only_attempts``, ``cpu_only_hardware_attempts``
     """
-    g = _gpu_hours(attributed.filter(pl.col("end_time").is_not_null()))
+    g = gpu_hours(attributed.filter(pl.col("end_time").is_not_null()), observation_end)
     gpu_job = g.get_column("n_accelerators").fill_null(0) > 0
     hw_all = g.get_column("failure_domain").is_in(HARDWARE)
     gg = g.filter(gpu_job)
     hw = gg.get_column("failure_domain").is_in(HARDWARE)
-    total = gg.get_column("gpu_hours").sum()
+    total = float(gg.get_column("gpu_hours").sum())
     return {
-        "attempt_share": float(hw.mean() or 0.0),
-        "gpu_time_share": float(gg.filter(hw).get_column("gpu_hours").sum() / total)
-        if total
-        else float("nan"),
+        "attempt_share": float(hw.mean()) if gg.height else None,  # type: ignore[arg-type]
+        "gpu_time_share": float(gg.filter(hw).get_column("gpu_hours").sum()) / total
+        if total > 0
+        else None,
         "gpu_attempts": float(gg.height),
         "hardware_attempts": float(hw.sum()),
         "cpu_only_attempts": float((~gpu_job).sum()),
@@ -92,50 +124,33 @@ def hardware_share(attributed: pl.DataFrame) -> dict[str, float]:
 
 
 def secondary_preemptions(
-    attributed: pl.DataFrame, *, tolerance_s: float = 60.0
-) -> dict[str, float]:
+    attributed: pl.DataFrame, *, tolerance_s: float = 60.0, observation_end: datetime | None = None
+) -> dict[str, float | None]:
     """Preemptions caused by the requeue of hardware-failed jobs (HPCA'25 Fig. 8; paper: 16%
     of the failure overhead).
 
     A preemption counts as secondary when it ends within ``tolerance_s`` before the start of
-    an attempt that follows a hardware-ended attempt of the same job, on a shared node.
-    Failure overhead = GPU-hours of hardware-ended attempts + GPU-hours of secondary
-    preemptions.
+    an attempt that follows a hardware-ended attempt of another job, on a shared node
+    (:func:`reliability.models.jobs.match_secondary_preemptions`). Failure overhead =
+    GPU-hours of hardware-ended attempts + GPU-hours of secondary preemptions.
+
+    Returns
+    -------
+    dict: ``count``, ``gpu_hours`` (of the secondary preemptions), ``hardware_gpu_hours``,
+    ``share_of_failure_overhead`` (None when there is no failure overhead at all)
     """
-    g = _gpu_hours(attributed)
-    hw_prev = g.sort("cluster", "job_id", "attempt").with_columns(
-        prev_hw=pl.col("failure_domain").is_in(HARDWARE).shift(1).over("cluster", "job_id")
+    hit = match_secondary_preemptions(
+        attributed, tolerance_s=tolerance_s, observation_end=observation_end
     )
-    restarts = (
-        hw_prev.filter(pl.col("prev_hw").fill_null(False) & pl.col("start_time").is_not_null())
-        .select("cluster", restart_start="start_time", node=pl.col("nodes"))
-        .explode("node")
-    )
-    pre = (
-        g.filter(pl.col("state").cast(pl.String) == "PREEMPTED")
-        .with_row_index("__p")
-        .select("__p", "cluster", "end_time", "gpu_hours", node=pl.col("nodes"))
-        .explode("node")
-    )
-    tol = timedelta(seconds=tolerance_s)
-    # for each preempted (node, end), the next restart on that node within the tolerance
-    hit = (
-        pre.drop_nulls("end_time").sort("end_time")
-        .join_asof(
-            restarts.sort("restart_start"), left_on="end_time", right_on="restart_start",
-            by=["cluster", "node"], strategy="forward", tolerance=tol, check_sortedness=False,
-        )
-        .filter(pl.col("restart_start").is_not_null())
-        .unique("__p")
-    )  # fmt: skip
     secondary_h = float(hit.get_column("gpu_hours").sum())
-    hw_h = float(g.filter(pl.col("failure_domain").is_in(HARDWARE)).get_column("gpu_hours").sum())
+    g = gpu_hours(attributed.filter(pl.col("failure_domain").is_in(HARDWARE)), observation_end)
+    hw_h = float(g.get_column("gpu_hours").sum())
     total = secondary_h + hw_h
     return {
         "count": float(hit.height),
         "gpu_hours": secondary_h,
         "hardware_gpu_hours": hw_h,
-        "share_of_failure_overhead": secondary_h / total if total else float("nan"),
+        "share_of_failure_overhead": secondary_h / total if total > 0 else None,
     }
 
 
@@ -154,7 +169,7 @@ def failure_taxonomy(attributed: pl.DataFrame) -> pl.DataFrame:
     return out.join(
         failing.select("failure_domain", "failure_cause", share_of_failures=pl.col("attempts") / total),
         on=["failure_domain", "failure_cause"], how="left",
-    ).sort("attempts", descending=True)  # fmt: skip
+    ).sort(["attempts", "failure_domain", "failure_cause"], descending=[True, False, False])  # fmt: skip
 
 
 def signal_cooccurrence(health_events: pl.DataFrame, *, window_min: float = 10.0) -> pl.DataFrame:
@@ -172,3 +187,191 @@ def signal_cooccurrence(health_events: pl.DataFrame, *, window_min: float = 10.0
         .agg(pairs=pl.len(), nodes=pl.col("node").n_unique())
         .sort("pairs", descending=True)
     )
+
+
+@dataclass
+class WorkloadResult(Result):
+    """Job states, sizes, failure taxonomy, the hardware share of attempts and GPU time,
+    secondary preemptions and the jobs that lost most (HPCA'25 Figs. 3, 6 and 8).
+
+    Attributes
+    ----------
+    states, sizes, taxonomy : :func:`job_state_breakdown`, :func:`job_size_distribution`,
+        :func:`failure_taxonomy`
+    jobs : :func:`reliability.models.jobs.job_interruptions` (interrupted or requeued jobs)
+    hardware_failed : :func:`reliability.models.jobs.hardware_failed_jobs`
+    attempts, n_jobs : attempts and distinct jobs
+    gpu_attempts, hardware_attempts : ended GPU-job attempts, and those ended by hardware
+    cpu_only_attempts, cpu_only_hardware_attempts : the same for CPU-only jobs
+    attempt_share, gpu_time_share : hardware-ended share of GPU-job attempts and of GPU time
+        (None when not defined)
+    secondary_count, secondary_gpu_hours : secondary preemptions and their GPU-hours
+    hardware_gpu_hours : GPU-hours of hardware-ended attempts
+    secondary_share : secondary share of the failure overhead (None without overhead)
+    open_attempts : attempts still running at ``observation_end`` (GPU time counted up to it)
+    """
+
+    title = "Workload and failure impact (Kokolis et al. HPCA'25 Figs. 3, 6, 8)"
+    states: pl.DataFrame
+    sizes: pl.DataFrame
+    taxonomy: pl.DataFrame
+    jobs: pl.DataFrame
+    hardware_failed: pl.DataFrame
+    attempts: int
+    n_jobs: int
+    gpu_attempts: int
+    hardware_attempts: int
+    cpu_only_attempts: int
+    cpu_only_hardware_attempts: int
+    attempt_share: float | None
+    gpu_time_share: float | None
+    secondary_count: int
+    secondary_gpu_hours: float
+    hardware_gpu_hours: float
+    secondary_share: float | None
+    open_attempts: int = 0
+    observation_end: datetime | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def crash_loops(self) -> pl.DataFrame:
+        """Jobs requeued at least :data:`~reliability.models.jobs.CRASH_LOOP_MIN_REQUEUES` times
+        for something other than a preemption."""
+        return crash_loops(self.jobs)
+
+    @property
+    def sample_sizes(self) -> dict[str, int | float]:
+        return {"jobs": self.n_jobs, "attempts": self.attempts, "GPU-job attempts ended": self.gpu_attempts,
+                "hardware-ended": self.hardware_attempts}  # fmt: skip
+
+    @property
+    def summary(self) -> pl.DataFrame:
+        return self._mapping_frame({
+            "jobs": self.n_jobs, "attempts": self.attempts, "gpu_attempts": self.gpu_attempts,
+            "hardware_attempts": self.hardware_attempts, "attempt_share": self.attempt_share,
+            "gpu_time_share": self.gpu_time_share, "cpu_only_attempts": self.cpu_only_attempts,
+            "cpu_only_hardware_attempts": self.cpu_only_hardware_attempts,
+            "secondary_preemptions": self.secondary_count, "secondary_gpu_hours": self.secondary_gpu_hours,
+            "hardware_gpu_hours": self.hardware_gpu_hours, "secondary_share": self.secondary_share,
+            "crash_looping_jobs": self.crash_loops.height,
+        })  # fmt: skip
+
+    def tables(self) -> dict[str, pl.DataFrame]:
+        return {"summary": self.summary, "job states": self.states, "job sizes": self.sizes,
+                "failure taxonomy": self.taxonomy, "crash-looping jobs": self.crash_loops.head(20)}  # fmt: skip
+
+    def hardware_sentence(self) -> str:
+        """What hardware ended, in words, with a conclusion only where the data carry one."""
+        if self.gpu_attempts == 0:
+            return "No GPU-job attempt ended in the window: no hardware share to give."
+        k, n = self.hardware_attempts, self.gpu_attempts
+        if k == 0:
+            return f"No GPU-job attempt of {n:,} ended by hardware."
+        a = self.attempt_share or 0.0
+        text = f"Hardware ended {100 * a:.2g}% of GPU-job attempts ({k:,} of {n:,})"
+        g = self.gpu_time_share
+        if g is None:
+            return text + "; they ran no GPU time."
+        text += f" and {100 * g:.2g}% of their GPU time (HPCA'25 RSC-1: 0.2% and 18.7%)"
+        if k >= 5 and g > 2 * a:
+            text += ": hardware failures fall on the larger, longer attempts"
+        elif k >= 5 and g < a / 2:
+            text += ": hardware failures fall on the smaller, shorter attempts"
+        return text + "."
+
+    def secondary_sentence(self) -> str:
+        """Secondary preemptions in words (HPCA'25: 16% of the failure overhead)."""
+        if self.hardware_attempts + self.cpu_only_hardware_attempts == 0:
+            return "No hardware-ended attempts: no secondary preemptions to count."
+        share = self.secondary_share
+        tail = (
+            ""
+            if share is None
+            else f", {100 * share:.2g}% of the failure overhead in GPU-hours (HPCA'25: 16%)"
+        )
+        n = self.secondary_count
+        return (f"Restarts of hardware-failed jobs preempted {n:,} other attempt{'s' if n != 1 else ''} "
+                f"({fmt_num(self.secondary_gpu_hours)} GPU-hours){tail}.")  # fmt: skip
+
+    def _lines(self) -> list[str]:
+        lines = [f"{self.n_jobs:,} jobs ran {self.attempts:,} attempts.", self.hardware_sentence(),
+                 self.secondary_sentence()]  # fmt: skip
+        if self.cpu_only_attempts:
+            lines.append(
+                f"{self.cpu_only_attempts:,} attempts of CPU-only jobs (0 GPUs), {self.cpu_only_hardware_attempts:,} "
+                "ended by hardware: counted apart"
+            )
+        loops = self.crash_loops
+        if loops.height:
+            lines.append(
+                f"{loops.height} jobs crash-loop (requeued 3+ times for something other than a preemption):"
+            )
+            for r in loops.head(5).iter_rows(named=True):
+                lines.append(
+                    f"  job {r['job_id']} ({r['user'] or '?'}, {r['name'] or '?'}, {r['gpus']} GPUs): "
+                    f"{r['self_requeues']} requeues, {r['hw_interruptions']} by hardware, "
+                    f"{r['secondary_caused']} secondary preemptions caused"
+                )
+        return lines
+
+
+def workload_summary(
+    attributed: pl.DataFrame,
+    *,
+    observation_end: datetime | None = None,
+    tolerance_s: float = 60.0,
+    top: int = 10,
+) -> WorkloadResult:
+    """Every workload breakdown of the attributed jobs as one result.
+
+    Parameters
+    ----------
+    attributed : the output of :func:`reliability.attribute_failures`
+    observation_end : attempts still running then count their GPU time up to it [UTC]
+        (default: the latest timestamp in the jobs, noted)
+    tolerance_s : secondary-preemption window [s]
+    top : rows of the hardware-failed job names
+
+    Returns
+    -------
+    WorkloadResult
+    """
+    from reliability.models.counts import resolve_observation_end
+
+    end, note = resolve_observation_end(attributed, attributed, observation_end)
+    notes = [note] if note else []
+    running = attributed.filter(pl.col("start_time").is_not_null())
+    n_open = int(
+        running.filter(
+            pl.col("end_time").is_null() | ((pl.col("end_time") > end) if end else pl.lit(False))
+        ).height
+    )
+    if n_open:
+        notes.append(
+            f"{n_open:,} attempts still running at the observation end: GPU time counted up to it"
+        )
+    hs = hardware_share(attributed, observation_end=end)
+    sp = secondary_preemptions(attributed, tolerance_s=tolerance_s, observation_end=end)
+    if hs["gpu_attempts"] and hs["gpu_time_share"] is None:
+        notes.append(
+            "the ended GPU-job attempts ran no GPU time (all ended at their start): no GPU-time share"
+        )
+    if sp["share_of_failure_overhead"] is None and hs["hardware_attempts"]:
+        notes.append(
+            "the hardware-ended attempts ran no GPU time: no share of the failure overhead"
+        )
+    return WorkloadResult(
+        states=job_state_breakdown(attributed, observation_end=end),
+        sizes=job_size_distribution(attributed, observation_end=end),
+        taxonomy=failure_taxonomy(attributed),
+        jobs=job_interruptions(attributed, observation_end=end, tolerance_s=tolerance_s),
+        hardware_failed=hardware_failed_jobs(attributed, top=top, observation_end=end),
+        attempts=attributed.height, n_jobs=attributed.select("cluster", "job_id").n_unique(),
+        gpu_attempts=int(hs["gpu_attempts"] or 0), hardware_attempts=int(hs["hardware_attempts"] or 0),
+        cpu_only_attempts=int(hs["cpu_only_attempts"] or 0),
+        cpu_only_hardware_attempts=int(hs["cpu_only_hardware_attempts"] or 0),
+        attempt_share=hs["attempt_share"], gpu_time_share=hs["gpu_time_share"],
+        secondary_count=int(sp["count"] or 0), secondary_gpu_hours=float(sp["gpu_hours"] or 0.0),
+        hardware_gpu_hours=float(sp["hardware_gpu_hours"] or 0.0), secondary_share=sp["share_of_failure_overhead"],
+        open_attempts=n_open, observation_end=end, notes=notes,
+    )  # fmt: skip

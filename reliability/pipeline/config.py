@@ -22,17 +22,19 @@ options = { }                      # other reader options (fields, node, year, .
 [analysis]                         # every key optional; defaults below
 before_min = 10.0                  # attribution window before a job's end
 after_min = 5.0                    # ... and after
+requeue_exit_codes = []            # RequeueExit / RequeueExitHold (scontrol show config)
 min_gpus = 129                     # jobs that enter r_f (paper: > 128 GPUs)
 gpus_per_node = 8
 ckpt_interval_min = 60.0           # assumed checkpoint interval for ETTR from logs
 restart_min = 5.0                  # assumed restart overhead u0
 ckpt_min_gpus = 0                  # runs below this size are assumed not to checkpoint
 target_ettr = 0.9                  # the planner's target
+plan_gpus = []                     # job sizes to plan for; [] = the cluster's own sizes
 host_availability = "measured"     # pod analytic curves: "measured" or a number
 routing_shapes = ["4x4x4", "4x4x8t", "4x8x8t"]   # Table 2 slices ("t" = twisted)
 lemon_window_days = 56              # rolling window of the lemon features
-lemon_model = ""                    # a saved detector (reliability lemon train); "" = train on a
-                                    # separate run of the simulated cluster input
+lemon_model = ""                    # a saved detector (reliability lemon train); "" = the
+                                    # bundled detector
 
 [report]
 title = "Cluster reliability report"
@@ -41,7 +43,8 @@ sweeps = ["sweep-checkpoint.toml"]  # include these sweeps' figures (run them wi
 ```
 
 :func:`load_pipeline` validates every key and raises :class:`PipelineError` naming the file,
-the key and what was expected.
+the key and what was expected; ``[analysis]`` becomes an
+:class:`~reliability.pipeline.analysis.AnalysisConfig`.
 """
 
 from __future__ import annotations
@@ -56,29 +59,24 @@ from pathlib import Path
 from typing import Any
 
 from reliability.errors import OPTION_NAMES, ReliabilityError, spell_options
+from reliability.pipeline.analysis import ANALYSIS_DEFAULTS, AnalysisConfig, parse_shape
 from reliability.store.inputs import reader_options
 
-__all__ = ["ANALYSIS_DEFAULTS", "InputSpec", "PipelineConfig", "PipelineError", "load_pipeline"]
+__all__ = [
+    "ANALYSIS_DEFAULTS",
+    "AnalysisConfig",
+    "InputSpec",
+    "PipelineConfig",
+    "PipelineError",
+    "load_pipeline",
+    "parse_shape",
+]
 
 
 class PipelineError(ReliabilityError):
     """A pipeline file is missing, malformed or has a bad value."""
 
 
-ANALYSIS_DEFAULTS: dict[str, Any] = {
-    "before_min": 10.0,
-    "after_min": 5.0,
-    "min_gpus": 129,
-    "gpus_per_node": 8,
-    "ckpt_interval_min": 60.0,
-    "restart_min": 5.0,
-    "ckpt_min_gpus": 0,
-    "target_ettr": 0.9,
-    "host_availability": "measured",
-    "routing_shapes": ["4x4x4", "4x4x8t", "4x8x8t"],
-    "lemon_window_days": 56,
-    "lemon_model": "",
-}
 _INPUT_KINDS = ("simulate-cluster", "simulate-pod", "files")
 _READERS = ("slurm", "events", "nodes", "kernel", "dcgm", "health", "lanl", "pod")
 
@@ -161,7 +159,7 @@ class PipelineConfig:
     name: str
     out: Path
     inputs: tuple[InputSpec, ...]
-    analysis: dict[str, Any]
+    analysis: AnalysisConfig
     title: str
     formats: tuple[str, ...]
     raw: dict[str, Any]
@@ -239,67 +237,6 @@ def _input(where: str, i: int, item: object, base: Path) -> InputSpec:
     return spec
 
 
-def _analysis(where: str, table: object) -> dict[str, Any]:
-    if not isinstance(table, dict):
-        raise PipelineError(f"{where}: [analysis]: expected a table, got {_type_name(table)}")
-    extra = sorted(set(table) - set(ANALYSIS_DEFAULTS))
-    if extra:
-        raise PipelineError(
-            f"{where}: [analysis]: unknown key(s) {extra}; known: {sorted(ANALYSIS_DEFAULTS)}"
-        )
-    out = dict(ANALYSIS_DEFAULTS)
-    for key, value in table.items():
-        default = ANALYSIS_DEFAULTS[key]
-        loc = f"[analysis].{key}"
-        if key == "host_availability":
-            if value != "measured" and (
-                isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1
-            ):
-                raise PipelineError(
-                    f'{where}: {loc}: expected "measured" or a number in (0, 1], got {value!r}'
-                )
-        elif key == "routing_shapes":
-            if not isinstance(value, list) or not all(isinstance(s, str) for s in value):
-                raise PipelineError(
-                    f'{where}: {loc}: expected a list like ["4x4x4", "4x4x8t"], got {value!r}'
-                )
-            for s in value:
-                try:
-                    parse_shape(s)
-                except ValueError as exc:
-                    raise PipelineError(f"{where}: {loc}: {exc}") from None
-        elif key == "lemon_model":
-            _expect(where, loc, value, str, "a path to a saved detector (JSON)")
-            if value and not (Path(where).resolve().parent / value).is_file():
-                raise PipelineError(f"{where}: {loc}: no such file {value!r}")
-            out[key] = str((Path(where).resolve().parent / value).resolve()) if value else ""
-            continue
-        elif isinstance(default, int) and not isinstance(default, bool):
-            _expect(where, loc, value, int, "an integer")
-        else:
-            _expect(where, loc, value, (int, float), "a number")
-        if (
-            key
-            in (
-                "ckpt_interval_min",
-                "restart_min",
-                "before_min",
-                "after_min",
-                "min_gpus",
-                "gpus_per_node",
-                "lemon_window_days",
-            )
-            and value < 0
-        ):
-            raise PipelineError(f"{where}: {loc}: expected a non-negative value, got {value}")
-        if key == "target_ettr" and not 0 < value < 1:
-            raise PipelineError(f"{where}: {loc}: expected a number in (0, 1), got {value}")
-        out[key] = float(value) if isinstance(default, float) else value
-    if out["ckpt_interval_min"] <= 0:
-        raise PipelineError(f"{where}: [analysis].ckpt_interval_min: expected a positive number")
-    return out
-
-
 def read_toml(path: Path, error: type[ReliabilityError], what: str) -> dict[str, Any]:
     """The TOML table of ``path``; a missing or malformed file raises ``error`` naming it."""
     try:
@@ -308,17 +245,6 @@ def read_toml(path: Path, error: type[ReliabilityError], what: str) -> dict[str,
         raise error(f"{path}: no such {what} file") from None
     except tomllib.TOMLDecodeError as exc:
         raise error(f"{path}: not valid TOML: {exc}") from None
-
-
-def parse_shape(text: str) -> tuple[tuple[int, int, int], bool]:
-    """``"4x4x8t"`` -> ((4, 4, 8), True)."""
-    twisted = text.endswith("t")
-    parts = text.rstrip("t").split("x")
-    if len(parts) != 3 or not all(p.isdigit() and int(p) > 0 and int(p) % 4 == 0 for p in parts):
-        raise ValueError(
-            f"slice shape {text!r}: expected AxBxC in chips, multiples of 4, optional 't' for twisted"
-        )
-    return (int(parts[0]), int(parts[1]), int(parts[2])), twisted
 
 
 def load_pipeline(path: str | Path) -> PipelineConfig:
@@ -343,7 +269,7 @@ def load_pipeline(path: str | Path) -> PipelineConfig:
     if not isinstance(inputs, list) or not inputs:
         raise PipelineError(f"{where}: [[inputs]]: expected at least one input table")
     specs = tuple(_input(where, i, item, base) for i, item in enumerate(inputs))
-    analysis = _analysis(where, raw.get("analysis", {}))
+    analysis = AnalysisConfig.from_table(raw.get("analysis", {}), where, base)
     rep = raw.get("report", {})
     if not isinstance(rep, dict):
         raise PipelineError(f"{where}: [report]: expected a table")

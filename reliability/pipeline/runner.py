@@ -1,8 +1,10 @@
 """Run a pipeline: stages in order, each cached by a hash of its parameters and its inputs.
 
 A stage's cache key is the SHA-256 of its name, its parameters (JSON), its upstream stages'
-keys, the package version and a hash of the package's code; its outputs live in ``OUT/.cache/<stage>-<key16>/`` (parquet
-frames, ``meta.json`` with scalars, timing and row counts, written last as the commit point).
+keys, the package version and a hash of the package's code; its typed result lives in
+``OUT/.cache/<stage>-<key16>/`` (its frames as parquet and ``result.json``, no pickle:
+:mod:`reliability._result_io`), with ``meta.json`` (timing and row counts) written last as the
+commit point.
 A rerun with nothing changed loads every stage from the cache; changing one parameter reruns
 only the stages whose key it enters. The report is written atomically beside a run manifest
 (``run_manifest.json``: config, package and dependency versions, per-stage timings and rows).
@@ -21,12 +23,11 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-import polars as pl
-
-from reliability._atomic import write_json_atomic, write_parquet_atomic
+from reliability._atomic import write_json_atomic
+from reliability._result_io import count_rows, load_result, save_result
 from reliability._version import __version__
 from reliability.pipeline.config import PipelineConfig, load_pipeline
-from reliability.pipeline.stages import STAGES, StageOutput
+from reliability.pipeline.stages import STAGES
 
 __all__ = ["RunResult", "run_pipeline"]
 
@@ -43,10 +44,11 @@ _DEPENDENCIES = (
 
 @dataclass
 class RunResult:
-    """Outputs of every stage that ran, per-stage records, and the files written."""
+    """The typed result of every stage that ran (by stage name), per-stage records, and the
+    files written."""
 
     config: PipelineConfig
-    outputs: dict[str, StageOutput]
+    outputs: dict[str, Any]
     stages: list[dict[str, Any]]
     files: dict[str, Path] = field(default_factory=dict)
     pdf_pages: int | None = None
@@ -78,25 +80,37 @@ def _code_hash() -> str:
 
 
 def _key(name: str, params: dict[str, Any], upstream: list[str]) -> str:
-    blob = json.dumps({"stage": name, "params": params, "upstream": upstream, "version": __version__,
-                       "code": _code_hash()}, sort_keys=True, default=str)  # fmt: skip
+    blob = json.dumps(
+        {
+            "stage": name,
+            "params": params,
+            "upstream": upstream,
+            "version": __version__,
+            "code": _code_hash(),
+        },
+        sort_keys=True,
+        default=str,
+    )
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def _load(folder: Path) -> StageOutput | None:
-    meta = folder / "meta.json"
-    if not meta.is_file():
+def _load(folder: Path) -> Any | None:
+    """The result cached in ``folder`` (None when there is none, or it cannot be read: a
+    result written by another version of a class is recomputed, not trusted)."""
+    if not (folder / "meta.json").is_file():
         return None
-    m = json.loads(meta.read_text(encoding="utf-8"))
-    frames = {n: pl.read_parquet(folder / f"{n}.parquet") for n in m["frames"]}
-    return StageOutput(frames=frames, scalars=m["scalars"], folder=folder)
+    try:
+        return load_result(folder)
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
 
 
-def _save(folder: Path, out: StageOutput, seconds: float) -> None:
-    for name, frame in out.frames.items():
-        write_parquet_atomic(frame, folder / f"{name}.parquet")
-    write_json_atomic({"frames": sorted(out.frames), "scalars": out.scalars, "seconds": seconds,
-                       "rows": out.rows}, folder / "meta.json")  # fmt: skip
+def _save(folder: Path, result: Any, seconds: float) -> None:
+    save_result(result, folder)
+    write_json_atomic(
+        {"result": type(result).__name__, "seconds": seconds, "rows": count_rows(result)},
+        folder / "meta.json",
+    )
 
 
 def _versions() -> dict[str, str]:
@@ -124,7 +138,7 @@ def run_pipeline(
     cache.mkdir(parents=True, exist_ok=True)
     say = progress or (lambda line: None)
     keys: dict[str, str] = {}
-    outputs: dict[str, StageOutput] = {}
+    outputs: dict[str, Any] = {}
     records: list[dict[str, Any]] = []
     active = [s for s in STAGES if s.optional(cfg)]
     live: set[str] = set()
@@ -141,14 +155,21 @@ def run_pipeline(
                 shutil.rmtree(work)
             work.mkdir(parents=True)
             got = stage.run(cfg, outputs, work)
-            got.folder = work
             _save(work, got, time.perf_counter() - t0)
         secs = time.perf_counter() - t0
         outputs[stage.name] = got
-        records.append({"stage": stage.name, "key": key[:16], "cached": cached, "seconds": round(secs, 3),
-                        "rows": got.rows})  # fmt: skip
+        rows = count_rows(got)
+        records.append(
+            {
+                "stage": stage.name,
+                "key": key[:16],
+                "cached": cached,
+                "seconds": round(secs, 3),
+                "rows": rows,
+            }
+        )
         say(
-            f"[{i}/{len(active) + int(report)}] {stage.name:<13} {'cached' if cached else 'ran'} in {secs:6.2f} s, {got.rows:,} rows"
+            f"[{i}/{len(active) + int(report)}] {stage.name:<13} {'cached' if cached else 'ran'} in {secs:6.2f} s, {rows:,} rows"
         )
     # stale cache entries of this output folder (older parameters) are removed
     for old in cache.iterdir():
@@ -168,8 +189,11 @@ def run_pipeline(
             sweeps.append(
                 hashlib.sha256(agg.read_bytes()).hexdigest() if agg.is_file() else "missing"
             )
-        report_key = _key("report", {"title": cfg.title, "formats": list(cfg.formats), "sweeps": sweeps},
-                          list(keys.values()))  # fmt: skip
+        report_key = _key(
+            "report",
+            {"title": cfg.title, "formats": list(cfg.formats), "sweeps": sweeps},
+            list(keys.values()),
+        )
         files = {f: folder / f"report.{f}" for f in cfg.formats}
         previous = _previous(folder)
         cached = previous.get("report_key") == report_key and all(
@@ -194,10 +218,20 @@ def run_pipeline(
         say(
             f"[{len(active) + 1}/{len(active) + 1}] {'report':<13} {verb} {', '.join(p.name for p in result.files.values())} in {secs:.2f} s"
         )
-    write_json_atomic({"pipeline": str(cfg.path), "name": cfg.name, "config": cfg.raw, "analysis": cfg.analysis,
-                       "versions": _versions(), "stages": records, "report_key": report_key,
-                       "pdf_pages": result.pdf_pages,
-                       "files": {k: str(v) for k, v in result.files.items()}}, folder / "run_manifest.json")  # fmt: skip
+    write_json_atomic(
+        {
+            "pipeline": str(cfg.path),
+            "name": cfg.name,
+            "config": cfg.raw,
+            "analysis": cfg.analysis.as_dict(),
+            "versions": _versions(),
+            "stages": records,
+            "report_key": report_key,
+            "pdf_pages": result.pdf_pages,
+            "files": {k: str(v) for k, v in result.files.items()},
+        },
+        folder / "run_manifest.json",
+    )
     return result
 
 

@@ -15,6 +15,7 @@ from reliability.plots.cluster import (
     plot_secondary_preemptions,
 )
 from reliability.plots.ettr import plot_ettr_by_size, plot_ettr_grid
+from reliability.plots.health import plot_fleet_availability, plot_node_timeline
 from reliability.plots.lifetimes import plot_lifetimes
 from reliability.plots.pod import (
     plot_availability,
@@ -33,11 +34,13 @@ __all__ = [
     "plot_ettr_grid",
     "plot_failure_rate",
     "plot_failure_taxonomy",
+    "plot_fleet_availability",
     "plot_job_sizes",
     "plot_job_states",
     "plot_lemon_suspects",
     "plot_lifetimes",
     "plot_mttf",
+    "plot_node_timeline",
     "plot_recovery",
     "plot_routing",
     "plot_secondary_preemptions",

@@ -8,37 +8,85 @@ import numpy as np
 import polars as pl
 from matplotlib.axes import Axes
 
-from reliability.plots.style import colour, frame_of, new_axes, percent_axis
+from reliability.plots.cluster import bucket_label
+from reliability.plots.style import (
+    colour,
+    frame_of,
+    legend_outside,
+    new_axes,
+    no_data,
+    percent_axis,
+)
 
 __all__ = ["plot_ettr_by_size", "plot_ettr_grid"]
 
 
 def plot_ettr_by_size(result: Any, ax: Axes | None = None) -> Axes:
-    """ETTR by job size, by run (median, 10-90% range) and by GPU time (HPCA'25 Fig. 9); a
-    :class:`~reliability.models.RunETTR` or its ``by_size`` frame."""
+    """ETTR by job size, by run (median, 10-90% range) and by GPU time (HPCA'25 Fig. 9).
+
+    Parameters
+    ----------
+    result : a :class:`~reliability.models.RunETTR` (or its ``by_size`` frame)
+
+    Returns
+    -------
+    the axes: an ``errorbar`` at x = 0, 1, ... (one per bucket) of ``ettr_median`` with the
+    ``ettr_p10``-``ettr_p90`` range, and ``s`` markers of ``ettr_by_gpu_time`` for the buckets
+    where it is defined (not for CPU-only jobs)
+    """
     ax = new_axes(ax)
     by = frame_of(result, "by_size").sort("bucket")
+    title = "Effective training time ratio by job size"
+    if by.height == 0:
+        return no_data(ax, "no job runs with wall time to measure", title)
     x = np.arange(by.height)
     med = by["ettr_median"].to_numpy()
-    ax.errorbar(x - 0.1, med, yerr=[med - by["ettr_p10"].to_numpy(), by["ettr_p90"].to_numpy() - med],
-                fmt="o", color=colour(0), capsize=3, label="per run: median, 10-90%")  # fmt: skip
-    ax.plot(x + 0.1, by["ettr_by_gpu_time"], "s", color=colour(3), label="GPU-time weighted")
-    ax.set_xticks(x, [str(b) for b in by["bucket"].to_list()])
+    ax.errorbar(
+        x - 0.1,
+        med,
+        yerr=[med - by["ettr_p10"].to_numpy(), by["ettr_p90"].to_numpy() - med],
+        fmt="o",
+        color=colour(0),
+        capsize=3,
+        label="per run: median, 10-90%",
+    )
+    g = by.with_row_index("i").drop_nulls("ettr_by_gpu_time")
+    if g.height:
+        ax.plot(
+            g["i"].to_numpy() + 0.1,
+            g["ettr_by_gpu_time"].to_numpy(),
+            "s",
+            color=colour(3),
+            label="GPU-time weighted",
+        )
+    ax.set_xticks(x, [bucket_label(b) for b in by["bucket"].to_list()])
     ax.set_xlabel("job size [GPUs, bucket lower edge]")
     ax.set_ylabel("ETTR")
     ax.set_ylim(0, 1.05)
     percent_axis(ax)
-    ax.set_title("Effective training time ratio by job size")
-    ax.legend(loc="lower left")
+    ax.set_title(title)
+    legend_outside(ax)
     return ax
 
 
 def plot_ettr_grid(plan: Any, ax: Axes | None = None, target: float | None = None) -> Axes:
-    """Expected ETTR vs job size for several checkpoint intervals (HPCA'25 Fig. 10); a
-    :class:`~reliability.models.PlanResult` or its ``grid`` frame."""
+    """Expected ETTR vs job size for several checkpoint intervals (HPCA'25 Fig. 10).
+
+    Parameters
+    ----------
+    plan : a :class:`~reliability.models.PlanResult` (or its ``grid`` frame)
+    target : the target ETTR line (default: the plan's)
+
+    Returns
+    -------
+    the axes: one line per checkpoint interval (shortest first), x = ``n_gpus``, y = ``ettr``
+    """
     ax = new_axes(ax)
     grid = frame_of(plan, "grid")
     target = target if target is not None else getattr(plan, "target_ettr", None)
+    title = "What-if: expected ETTR vs job size and checkpoint interval"
+    if grid.height == 0:
+        return no_data(ax, "no plan", title)
     for i, (dt,) in enumerate(
         grid.select("interval_min").unique().sort("interval_min").iter_rows()
     ):
@@ -52,19 +100,13 @@ def plot_ettr_grid(plan: Any, ax: Axes | None = None, target: float | None = Non
             label=f"checkpoint every {dt:g} min",
         )
     if target:
-        ax.axhline(target, color="grey", linestyle="--", linewidth=1)
-        ax.annotate(
-            f"target {target:.2f}",
-            (grid["n_gpus"].min(), target),
-            xytext=(2, 3),
-            textcoords="offset points",
-            fontsize=7,
-        )
+        ax.axhline(target, color="grey", linestyle="--", linewidth=1, label=f"target {target:.2f}")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("job size [GPUs]")
     ax.set_ylabel("expected ETTR")
+    ax.set_ylim(0, 1.02)
     percent_axis(ax)
     restart = grid["restart_min"][0]
-    ax.set_title(f"What-if: ETTR vs size and checkpoint interval (restart {restart:g} min)")
-    ax.legend(loc="lower left")
+    ax.set_title(f"{title} (restart {restart:g} min)", fontsize=9)
+    legend_outside(ax)
     return ax

@@ -53,13 +53,27 @@ def plot_lifetimes(result: Any, group: str | None = None, ax: Axes | None = None
     km = fit.km
     t = km["time"].to_numpy()
     ax.step(t, km["survival"].to_numpy(), where="post", color=colour(7), label="Kaplan-Meier")
-    ax.fill_between(t, km["ci_low"].to_numpy(), km["ci_high"].to_numpy(), step="post", color=colour(7),
-                    alpha=0.15, linewidth=0, label=f"{100 * (1 - result.alpha):.0f}% band")  # fmt: skip
+    ax.fill_between(
+        t,
+        km["ci_low"].to_numpy(),
+        km["ci_high"].to_numpy(),
+        step="post",
+        color=colour(7),
+        alpha=0.15,
+        linewidth=0,
+        label=f"{100 * (1 - result.alpha):.0f}% band",
+    )
     grid = np.linspace(max(t.max(), 1e-9) / 400, max(t.max(), 1e-9), 400)
     for i, (name, m) in enumerate(fit.models.items()):
         best = " (best AIC)" if name == fit.best else ""
-        ax.plot(grid, model_survival(name, m["params"], grid), color=colour(i), linewidth=1.4,
-                linestyle="-" if best else "--", label=f"{name}{best}")  # fmt: skip
+        ax.plot(
+            grid,
+            model_survival(name, m["params"], grid),
+            color=colour(i),
+            linewidth=1.4,
+            linestyle="-" if best else "--",
+            label=f"{name}{best}",
+        )
     ax.set_ylim(0, 1.02)
     ax.set_xlabel(f"time in service [{result.time_unit}]")
     ax.set_ylabel("surviving fraction")

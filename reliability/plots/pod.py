@@ -1,4 +1,4 @@
-"""Figures of a TPU pod (Zu et al. NSDI'24 Figs. 1 and 12, Table 2)."""
+"""Figures of a TPU pod (Zu et al. NSDI'24 Figs. 1 and 12, Table 2) and of sweeps."""
 
 from __future__ import annotations
 
@@ -8,7 +8,14 @@ import numpy as np
 import polars as pl
 from matplotlib.axes import Axes
 
-from reliability.plots.style import colour, frame_of, new_axes, percent_axis
+from reliability.plots.style import (
+    colour,
+    frame_of,
+    legend_outside,
+    new_axes,
+    no_data,
+    percent_axis,
+)
 
 __all__ = [
     "plot_availability",
@@ -20,27 +27,41 @@ __all__ = [
 
 
 def plot_component_rates(rates: pl.DataFrame, ax: Axes | None = None) -> Axes:
-    """Failure rate per component type and period, %/day (NSDI'24 Fig. 12); from
-    :func:`reliability.models.component_failure_rates`."""
+    """Failure rate per component type and period, per component-day (NSDI'24 Fig. 12).
+
+    Parameters
+    ----------
+    rates : :func:`reliability.models.component_failure_rates`'s frame
+
+    Returns
+    -------
+    the axes (log y): one line per component type (alphabetical), x = ``period``, y =
+    ``rate_per_day`` of the periods with at least one failure (a log scale has no zero)
+    """
     ax = new_axes(ax)
+    title = "Component failure rates by week"
+    pos = rates.filter(pl.col("rate_per_day") > 0)
+    if pos.height == 0:
+        return no_data(ax, "no component failures", title)
     for i, (ctype,) in enumerate(
         rates.select("component_type").unique().sort("component_type").iter_rows()
     ):
-        r = rates.filter(pl.col("component_type") == ctype).sort("period")
-        ax.plot(
-            r["period"],
-            r["rate_per_day"],
-            marker="o",
-            markersize=2,
-            linewidth=1,
-            color=colour(i),
-            label=ctype,
-        )
+        r = pos.filter(pl.col("component_type") == ctype).sort("period")
+        if r.height:
+            ax.plot(
+                r["period"].to_list(),
+                r["rate_per_day"].to_numpy(),
+                marker="o",
+                markersize=2,
+                linewidth=1,
+                color=colour(i),
+                label=ctype,
+            )
     ax.set_yscale("log")
     ax.set_ylabel("failures per component-day")
     percent_axis(ax, "y", 3)
-    ax.set_title("Component failure rates by week")
-    ax.legend()
+    ax.set_title(title)
+    legend_outside(ax)
     ax.figure.autofmt_xdate()
     return ax
 
@@ -48,10 +69,22 @@ def plot_component_rates(rates: pl.DataFrame, ax: Axes | None = None) -> Axes:
 def plot_availability(
     curves: pl.DataFrame, measured: pl.DataFrame | None = None, ax: Axes | None = None
 ) -> Axes:
-    """Job availability vs job size (NSDI'24 Fig. 1). ``curves``: ``pod, mode, ft_routing,
-    n_chips, availability`` (analytic); ``measured``: ``pod, mode, ft_routing, n_chips,
-    measured, stderr`` (points)."""
+    """Job availability vs job size (NSDI'24 Fig. 1).
+
+    Parameters
+    ----------
+    curves : ``pod, mode, ft_routing, n_chips, availability`` (analytic)
+    measured : ``pod, mode, ft_routing, n_chips, measured, stderr`` (points)
+
+    Returns
+    -------
+    the axes: per (pod, mode, ft_routing) of ``curves`` in order, a line (x = ``n_chips``,
+    y = ``availability``) and, where measured, an ``errorbar`` of ``measured`` ± 1.96 stderr
+    """
     ax = new_axes(ax)
+    title = "Job availability vs size (lines: model; points: simulated pod)"
+    if curves.height == 0:
+        return no_data(ax, "no pod to model", title)
     keys = curves.select("pod", "mode", "ft_routing").unique(maintain_order=True)
     for i, (pod, mode, ft) in enumerate(keys.iter_rows()):
         c = curves.filter(
@@ -72,23 +105,38 @@ def plot_availability(
                 (pl.col("pod") == pod)
                 & (pl.col("mode") == mode)
                 & pl.col("ft_routing").eq_missing(ft)
-            )
+            ).sort("n_chips")
             if m.height:
-                ax.errorbar(m["n_chips"], m["measured"], yerr=1.96 * m["stderr"].to_numpy(), fmt="o", markersize=3,
-                            color=colour(i), capsize=2)  # fmt: skip
+                ax.errorbar(
+                    m["n_chips"],
+                    m["measured"],
+                    yerr=1.96 * m["stderr"].to_numpy(),
+                    fmt="o",
+                    markersize=3,
+                    color=colour(i),
+                    capsize=2,
+                )
     ax.set_xscale("log", base=2)
     ax.set_xlabel("job size [chips]")
     ax.set_ylabel("job availability")
     percent_axis(ax)
     ax.set_ylim(-0.02, 1.02)
-    ax.set_title("Job availability vs size (lines: model; points: simulated pod)")
-    ax.legend(loc="lower left")
+    ax.set_title(title, fontsize=9)
+    legend_outside(ax)
     return ax
 
 
 def plot_recovery(result: Any, ax: Axes | None = None) -> Axes:
-    """Goodput lost per failure type and recovery path (reconfigure vs reroute); a
-    :class:`~reliability.models.RecoveryComparison` or its ``summary`` frame."""
+    """Goodput lost per failure type and recovery path (reconfigure vs reroute).
+
+    Parameters
+    ----------
+    result : a :class:`~reliability.models.RecoveryComparison` (or its ``summary`` frame)
+
+    Returns
+    -------
+    the axes: one ``barh`` container of ``goodput_loss``, one bar per summary row in order
+    """
     ax = new_axes(ax, figsize=(6.4, 3.0))
     s = frame_of(result, "summary")
     labels = [f"{c} / {p}" for c, p in s.select("component", "path").iter_rows()]
@@ -101,49 +149,80 @@ def plot_recovery(result: Any, ax: Axes | None = None) -> Axes:
     return ax
 
 
-def plot_routing(table: pl.DataFrame, ax: Axes | None = None) -> Axes:
-    """All-to-all throughput kept with one OCS down, ours (LP optimum) beside NSDI'24 Table 2;
-    ``table`` stacks :attr:`ThroughputResult.summary` rows."""
+def plot_routing(table: Any, ax: Axes | None = None) -> Axes:
+    """All-to-all throughput kept with one OCS down, ours (LP optimum) beside NSDI'24 Table 2.
+
+    Parameters
+    ----------
+    table : a list of :class:`~reliability.models.ThroughputResult`, or their stacked
+        ``summary`` rows
+
+    Returns
+    -------
+    the axes: bar containers ``max concurrent flow`` (``ratio``) and ``NSDI'24 Table 2``
+    (``paper_ratio``; nan where the paper has no figure), one bar per slice
+    """
+    if not isinstance(table, pl.DataFrame):
+        table = pl.concat([r.summary for r in table]) if table else pl.DataFrame()
     ax = new_axes(ax, figsize=(6.4, 3.0))
+    title = "All-to-all throughput with one OCS down"
+    if table.height == 0:
+        return no_data(ax, "no slices", title)
     x = np.arange(table.height)
     ax.bar(
         x - 0.2,
-        table["ratio"],
+        table["ratio"].fill_null(np.nan),
         width=0.4,
         color=colour(0),
         label="max concurrent flow (this model)",
     )
-    paper = table["paper_ratio"].fill_null(np.nan)
-    ax.bar(x + 0.2, paper, width=0.4, color=colour(1), label="NSDI'24 Table 2 (measured)")
+    ax.bar(
+        x + 0.2,
+        table["paper_ratio"].fill_null(np.nan),
+        width=0.4,
+        color=colour(1),
+        label="NSDI'24 Table 2 (measured)",
+    )
     names = [s + (" twisted" if t else "") for s, t in table.select("shape", "twisted").iter_rows()]
     ax.set_xticks(x, names)
     ax.set_ylim(0.85, 1.05)
     ax.axhline(1.0, color="grey", linewidth=0.8)
     ax.set_ylabel("throughput failed / healthy")
     percent_axis(ax)
-    ax.set_title("All-to-all throughput with one OCS down")
-    ax.legend(loc="lower right")
+    ax.set_title(title)
+    legend_outside(ax)
     return ax
 
 
-def plot_sweep(
-    aggregates: pl.DataFrame, ax: Axes | None = None, keys: list[str] | None = None
-) -> Axes:
-    """A sweep's aggregates: mean and 95% interval per cell and metric
-    (:attr:`reliability.sweep.SweepResult.aggregates`)."""
-    a = aggregates if keys is None else aggregates.filter(pl.col("key").is_in(keys))
+def plot_sweep(aggregates: Any, ax: Axes | None = None, keys: list[str] | None = None) -> Axes:
+    """A sweep's aggregates: mean and 95% interval per cell and metric.
+
+    Parameters
+    ----------
+    aggregates : a :class:`~reliability.sweep.SweepResult` (or its ``aggregates`` frame)
+    keys : metrics to show (default: all)
+
+    Returns
+    -------
+    the axes: one ``errorbar`` per metric (alphabetical), x = ``mean`` with the
+    ``ci_low``-``ci_high`` interval (none with one seed), y = the row of each cell and metric
+    """
+    frame = frame_of(aggregates, "aggregates")
+    a = frame if keys is None else frame.filter(pl.col("key").is_in(keys))
     ax = new_axes(ax, figsize=(6.4, max(2.4, 0.22 * a.height + 1)))
+    if a.height == 0:
+        return no_data(ax, "no sweep results", "Sweep results")
     labels = [f"{c}  {k}" for c, k in a.select("cell", "key").iter_rows()]
     y = np.arange(a.height)
-    m = a["mean"].to_numpy()
+    m = a["mean"].fill_null(np.nan).to_numpy()
     err = np.vstack(
         [
             m - a["ci_low"].fill_null(np.nan).to_numpy(),
             a["ci_high"].fill_null(np.nan).to_numpy() - m,
         ]
     )
-    keys_all = sorted(set(a["key"].to_list()))
-    for i, k in enumerate(keys_all):
+    err = np.nan_to_num(err, nan=0.0)
+    for i, k in enumerate(sorted(set(a["key"].to_list()))):
         sel = (a["key"] == k).to_numpy()
         ax.errorbar(
             m[sel],
@@ -158,4 +237,5 @@ def plot_sweep(
     ax.set_yticks(y, labels, fontsize=6)
     ax.set_xlabel("value (mean over seeds, 95% interval)")
     ax.set_title("Sweep results")
+    legend_outside(ax)
     return ax

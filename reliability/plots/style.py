@@ -1,12 +1,24 @@
-"""Shared look of the figures: the Okabe-Ito colour-blind-safe palette and small helpers."""
+"""Shared look of the figures: the Okabe-Ito colour-blind-safe palette and small helpers
+(legends outside the data, an honest "no data" panel, time axes that fit the data's span)."""
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any
 
+import polars as pl
 from matplotlib.axes import Axes
 
-__all__ = ["PALETTE", "new_axes", "percent_axis"]
+__all__ = [
+    "PALETTE",
+    "colour",
+    "frame_of",
+    "legend_outside",
+    "new_axes",
+    "no_data",
+    "percent_axis",
+    "time_axis",
+]
 
 #: Okabe & Ito (2008), safe for the common colour-vision deficiencies
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
@@ -30,7 +42,7 @@ def _style(ax: Axes) -> None:
     ax.set_axisbelow(True)
 
 
-def percent_axis(ax: Axes, axis: str = "y", decimals: int = 0) -> None:
+def percent_axis(ax: Axes, axis: str = "y", decimals: int | None = 0) -> None:
     """Format an axis holding fractions as percentages."""
     from matplotlib.ticker import PercentFormatter
 
@@ -40,17 +52,69 @@ def percent_axis(ax: Axes, axis: str = "y", decimals: int = 0) -> None:
 
 
 def colour(i: int) -> str:
+    """The ``i``-th palette colour (cycling)."""
     return PALETTE[i % len(PALETTE)]
 
 
-def frame_of(obj: Any, attr: str):
-    """The polars frame behind a result object (``obj.attr``), or ``obj`` if it is a frame."""
-    import polars as pl
+def legend_outside(ax: Axes, **kw: Any) -> None:
+    """A legend to the right of the axes, outside the data (nothing is drawn under it); no
+    legend when nothing is labelled."""
+    handles, _labels = ax.get_legend_handles_labels()
+    if not handles:
+        return
+    ax.legend(
+        loc="upper left",
+        bbox_to_anchor=(1.02, 1.0),
+        borderaxespad=0.0,
+        frameon=False,
+        fontsize=8,
+        **kw,
+    )
 
+
+def no_data(ax: Axes, message: str, title: str | None = None) -> Axes:
+    """Axes that say why there is nothing to draw (instead of an empty or misleading chart);
+    ``ax.reliability_no_data`` holds the message (a report shows it as a note instead)."""
+    ax.reliability_no_data = message  # type: ignore[attr-defined]
+    ax.text(
+        0.5,
+        0.5,
+        message,
+        ha="center",
+        va="center",
+        transform=ax.transAxes,
+        fontsize=9,
+        color="#555555",
+        wrap=True,
+    )
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.grid(False)
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+def time_axis(ax: Axes, start: datetime, end: datetime, axis: str = "x") -> None:
+    """A UTC time axis from ``start`` to ``end`` (a short span gets minutes, a long one dates;
+    an instant gets a one-hour window around it)."""
+    import matplotlib.dates as mdates
+
+    if end <= start:
+        start, end = start - timedelta(minutes=30), start + timedelta(minutes=30)
+    (ax.set_xlim if axis == "x" else ax.set_ylim)(start, end)
+    loc = mdates.AutoDateLocator(tz="UTC")
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    target.set_major_locator(loc)
+    target.set_major_formatter(mdates.ConciseDateFormatter(loc, tz="UTC"))
+
+
+def frame_of(obj: Any, attr: str) -> pl.DataFrame:
+    """The polars frame behind a result object (``obj.attr``), or ``obj`` if it is a frame."""
     if isinstance(obj, pl.DataFrame):
         return obj
     value = getattr(obj, attr, None)
-    if value is None:
+    if not isinstance(value, pl.DataFrame):
         raise TypeError(
             f"expected a polars DataFrame or an object with .{attr}, got {type(obj).__name__}"
         )

@@ -1,5 +1,6 @@
-"""Reports: the HTML and PDF a pipeline writes (:func:`write_report`), built from
-:mod:`reliability.plots` figures and the pipeline's result frames."""
+"""Reports: the HTML and PDF a pipeline writes (:func:`write_report`): the action list and
+headline numbers (:mod:`reliability.report.actions`), then the sections built next to each
+stage from its typed result, with :mod:`reliability.plots` figures."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ import polars as pl
 
 from reliability.report.build import build_report
 from reliability.report.html import render_html, table_html
-from reliability.report.model import Figure, Report, Section, Table, Text
+from reliability.report.model import Action, Card, Figure, Report, Section, Table, Text
 from reliability.report.pdf import render_pdf
 
 __all__ = [
+    "Action",
+    "Card",
     "Figure",
     "Report",
     "Section",
@@ -79,6 +82,9 @@ def write_report(result: Any, folder: str | Path) -> dict[str, Path]:
     links: dict[str, str] = {}
     for s in report.sections:
         for b in s.blocks:
+            if isinstance(b, Figure):  # lay out once; the SVG and the PDF raster reuse it
+                b.figure.draw_without_rendering()
+                b.figure.set_layout_engine("none")
             frame = b.data if isinstance(b, Figure) else b.frame if isinstance(b, Table) else None
             if frame is not None and frame.height:
                 dest = folder / "data" / f"{b.name}.csv"

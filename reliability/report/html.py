@@ -1,34 +1,43 @@
 """Render a :class:`Report` as one self-contained HTML file: inline CSS, figures as inline SVG,
-no scripts, no network references. Every string is escaped."""
+no scripts, no network references. Every string is escaped; no cell prints nan or inf (a
+value that is not estimable prints as "–")."""
 
 from __future__ import annotations
 
 import html
 import io
-import re
 from datetime import datetime
+from typing import Any
 
 import polars as pl
 
-from reliability.report.model import Figure, Report, Table, Text
+from reliability._result import MISSING, fmt_num
+from reliability.report.model import Figure, Report, Table, Text, anchor
 
-__all__ = ["render_html"]
+__all__ = ["cell_text", "render_html", "table_html"]
 
 CSS = """
-body{font-family:-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;max-width:980px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}
+*{box-sizing:border-box}
+body{font-family:-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;max-width:980px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45;overflow-wrap:anywhere}
 h1{margin-bottom:0}.sub{color:#666;margin-top:.2em}
 h2{border-bottom:2px solid #0072B2;padding-bottom:.2em;margin-top:2em}
 .cards{display:flex;gap:1em;flex-wrap:wrap;margin:1em 0}
-.card{flex:1 1 200px;border:1px solid #ddd;border-radius:6px;padding:.8em;background:#f8fafc}
-.card .v{font-size:1.6em;font-weight:600;color:#0072B2}.card .l{font-weight:600}.card .e{color:#555;font-size:.85em}
-figure{margin:1.2em 0}figure svg{max-width:100%;height:auto}figcaption{color:#444;font-size:.9em}
-table{border-collapse:collapse;font-size:.85em;margin:.6em 0}th,td{border:1px solid #ddd;padding:.25em .5em;text-align:right}
-th{background:#f0f4f8}td.s{text-align:left}caption{caption-side:bottom;color:#555;text-align:left;font-size:.9em;padding-top:.3em}
+.card{flex:1 1 200px;min-width:0;border:1px solid #ddd;border-radius:6px;padding:.8em;background:#f8fafc}
+.card .v{font-size:1.4em;font-weight:600;color:#0072B2}.card .l{font-weight:600}.card .e{color:#555;font-size:.85em}
+ol.actions{padding-left:1.4em}ol.actions li{margin:.5em 0}
+.kind{display:inline-block;font-size:.75em;font-weight:600;text-transform:uppercase;border-radius:3px;padding:0 .4em;margin-right:.4em;color:#fff;background:#0072B2}
+.kind.node{background:#D55E00}.kind.job{background:#CC79A7}.kind.data{background:#555}
+.evidence{display:block;color:#555;font-size:.88em}
+figure{margin:1.2em 0}figure svg{display:block;max-width:100%;height:auto}figcaption{color:#444;font-size:.9em}
+.table-wrap{max-width:100%;overflow-x:auto;margin:.6em 0}
+table{border-collapse:collapse;font-size:.85em}th,td{border:1px solid #ddd;padding:.25em .5em;text-align:right;vertical-align:top}
+th{background:#f0f4f8;white-space:nowrap}td.s{text-align:left;overflow-wrap:anywhere;max-width:32em}caption{caption-side:bottom;color:#555;text-align:left;font-size:.9em;padding-top:.3em}
+p.note{color:#6b4e00;background:#fff8e6;border-left:3px solid #E69F00;padding:.3em .6em}
 nav ol{columns:2}.data{font-size:.8em;color:#666}
 """
 
 
-def _svg(fig) -> str:
+def _svg(fig: Any) -> str:
     buf = io.StringIO()
     fig.savefig(buf, format="svg", metadata={"Date": None})
     svg = buf.getvalue()
@@ -36,39 +45,36 @@ def _svg(fig) -> str:
     return svg[svg.find("<svg") :]
 
 
-def _fmt(v: object) -> str:
+def cell_text(v: object) -> str:
+    """A table cell for people: numbers by :func:`reliability._result.fmt_num` (nan, inf and
+    None print as "–"), times to the minute (to the second for short spans), lists joined."""
     if v is None:
-        return ""
-    if isinstance(v, float):
-        if v != v:
-            return "NaN"
-        if abs(v) >= 1000:
-            return f"{v:,.0f}"
-        return f"{v:.4g}"
-    if isinstance(v, int):
-        return f"{v:,}"
+        return MISSING
     if isinstance(v, datetime):
-        return v.strftime("%Y-%m-%d %H:%M")
+        return v.strftime("%Y-%m-%d %H:%M:%S" if v.second else "%Y-%m-%d %H:%M")
+    if isinstance(v, bool | int | float):
+        return fmt_num(v)
+    if isinstance(v, list | tuple):
+        return ", ".join(cell_text(x) for x in v)
     return str(v)
 
 
 def table_html(frame: pl.DataFrame, caption: str = "", max_rows: int = 25) -> str:
-    """An escaped HTML table of ``frame`` (first ``max_rows`` rows)."""
+    """An escaped HTML table of ``frame`` (first ``max_rows`` rows) in a horizontally
+    scrolling box (a wide table never widens the page)."""
     head = "".join(f"<th>{html.escape(c)}</th>" for c in frame.columns)
     rows = []
     for row in frame.head(max_rows).iter_rows():
         cells = []
         for v in row:
-            cls = ' class="s"' if isinstance(v, str) else ""
-            cells.append(f"<td{cls}>{html.escape(_fmt(v))}</td>")
+            cls = ' class="s"' if isinstance(v, str | datetime | list) else ""
+            cells.append(f"<td{cls}>{html.escape(cell_text(v))}</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
+    if frame.height == 0:
+        rows.append(f'<tr><td class="s" colspan="{max(frame.width, 1)}">(no rows)</td></tr>')
     more = f" (first {max_rows} of {frame.height:,} rows)" if frame.height > max_rows else ""
     cap = f"<caption>{html.escape(caption + more)}</caption>" if caption or more else ""
-    return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
-
-
-def _anchor(title: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
+    return f'<div class="table-wrap"><table>{cap}<thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
 
 
 def render_html(report: Report, data_links: dict[str, str] | None = None) -> str:
@@ -77,28 +83,48 @@ def render_html(report: Report, data_links: dict[str, str] | None = None) -> str
     links = data_links or {}
     e = html.escape
     parts = [
-        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{e(report.title)}</title>", f"<style>{CSS}</style></head><body>",
-        f"<h1>{e(report.title)}</h1>", f'<p class="sub">{e(report.subtitle)}</p>',
-        '<h2 id="summary">Summary</h2>', '<div class="cards">',
-    ]  # fmt: skip
-    for label, value, expl in report.headline:
-        parts.append(f'<div class="card"><div class="l">{e(label)}</div><div class="v">{e(value)}</div>'
-                     f'<div class="e">{e(expl)}</div></div>')  # fmt: skip
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{e(report.title)}</title>",
+        f"<style>{CSS}</style></head><body>",
+        f"<h1>{e(report.title)}</h1>",
+        f'<p class="sub">{e(report.subtitle)}</p>',
+        '<h2 id="actions">What to do</h2>',
+    ]
+    if report.actions:
+        parts.append('<ol class="actions">')
+        for a in report.actions:
+            link = f' <a href="#{anchor(a.section)}">details</a>' if a.section else ""
+            parts.append(
+                f'<li><span class="kind {e(a.kind)}">{e(a.kind)}</span>{e(a.text)}'
+                f'<span class="evidence">{e(a.evidence)}{link}</span></li>'
+            )
+        parts.append("</ol>")
+    else:
+        parts.append(
+            "<p>Nothing to act on: no node out of service for a hardware reason, no flagged lemon, no "
+            "crash-looping job, no quarantined row.</p>"
+        )
+    parts += ['<h2 id="summary">Summary</h2>', '<div class="cards">']
+    for c in report.headline:
+        parts.append(
+            f'<div class="card"><div class="l">{e(c.label)}</div><div class="v">{e(c.value)}</div>'
+            f'<div class="e">{e(c.explanation)}</div></div>'
+        )
     parts.append("</div>")
     parts += [f"<p>{e(p)}</p>" for p in report.summary]
     parts.append(
         "<nav><ol>"
-        + "".join(
-            f'<li><a href="#{_anchor(s.title)}">{e(s.title)}</a></li>' for s in report.sections
-        )
+        + "".join(f'<li><a href="#{s.id}">{e(s.title)}</a></li>' for s in report.sections)
         + "</ol></nav>"
     )
     for s in report.sections:
-        parts.append(f'<section><h2 id="{_anchor(s.title)}">{e(s.title)}</h2>')
+        parts.append(f'<section><h2 id="{s.id}">{e(s.title)}</h2>')
         for b in s.blocks:
             if isinstance(b, Text):
-                parts.append(f"<p>{e(b.text)}</p>")
+                cls = ' class="note"' if b.kind == "note" else ""
+                parts.append(f"<p{cls}>{e(b.text)}</p>")
             elif isinstance(b, Figure):
                 link = links.get(b.name)
                 data = f' <span class="data">Numbers: {e(link)}</span>' if link else ""

@@ -1,20 +1,29 @@
-"""The report as data: sections of text, figures and tables, rendered to HTML and PDF."""
+"""The report as data: an action list, headline cards, and sections of text, figures and
+tables, rendered to HTML and PDF."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import polars as pl
 from matplotlib.figure import Figure as MplFigure
 
-__all__ = ["Figure", "Report", "Section", "Table", "Text"]
+__all__ = ["Action", "Card", "Figure", "Report", "Section", "Table", "Text", "anchor"]
+
+
+def anchor(title: str) -> str:
+    """The HTML id of a section title (``"Node health"`` -> ``"node-health"``)."""
+    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
 
 
 @dataclass
 class Text:
-    """A paragraph (plain text; escaped when rendered)."""
+    """A paragraph (plain text; escaped when rendered). ``kind="note"`` marks what the data
+    could not support (small samples, what was not estimable and why)."""
 
     text: str
+    kind: str = "text"
 
 
 @dataclass
@@ -29,24 +38,64 @@ class Figure:
 
 @dataclass
 class Table:
-    """A table (a polars frame) with a caption; long tables are cut to ``max_rows``."""
+    """A table (a polars frame) with a caption; long tables are cut to ``max_rows``.
+    ``wrap`` names text columns that hold long values (paths, reasons) the PDF wraps."""
 
     name: str
     frame: pl.DataFrame
     caption: str
     max_rows: int = 25
+    wrap: tuple[str, ...] = ()
 
 
 @dataclass
 class Section:
+    """A titled part of the report."""
+
     title: str
     blocks: list[Text | Figure | Table] = field(default_factory=list)
+
+    @property
+    def id(self) -> str:
+        return anchor(self.title)
+
+
+@dataclass
+class Action:
+    """One thing to do, with the evidence it rests on and the section that shows it.
+
+    Attributes
+    ----------
+    kind : ``"node"`` (inspect or drain), ``"checkpoint"``, ``"job"``, ``"data"``
+    text : what to do, in one line
+    evidence : the numbers behind it
+    section : title of the section with the details
+    """
+
+    kind: str
+    text: str
+    evidence: str
+    section: str = ""
+
+
+@dataclass
+class Card:
+    """A headline number: label, value, and what it rests on."""
+
+    label: str
+    value: str
+    explanation: str
+    #: the number behind ``value`` (None when there is none to give)
+    number: float | None = None
 
 
 @dataclass
 class Report:
+    """The whole report."""
+
     title: str
     subtitle: str
-    headline: list[tuple[str, str, str]]  # (label, value, explanation)
-    summary: list[str]
+    actions: list[Action]
+    headline: list[Card]
     sections: list[Section]
+    summary: list[str] = field(default_factory=list)

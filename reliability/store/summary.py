@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from reliability._result import Result
 from reliability.store.parts import DATA_TABLES
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -50,7 +51,7 @@ def reason_kind(reason: pl.Expr) -> pl.Expr:
 
 
 @dataclass
-class DatasetSummary:
+class DatasetSummary(Result):
     """Overview of a Dataset.
 
     Attributes
@@ -81,8 +82,19 @@ class DatasetSummary:
     quarantine_reasons: pl.DataFrame | None = None
     quarantine_examples: pl.DataFrame | None = None
     quarantine_reasons_hidden: int = 0
+    title = "Dataset"
 
-    def __str__(self) -> str:
+    @property
+    def sample_sizes(self) -> dict[str, int | float]:
+        return {"inputs": self.inputs.height, "nodes": self.n_nodes}
+
+    def tables(self) -> dict[str, pl.DataFrame]:
+        t = {"rows per table": self.summary, "inputs": self.inputs}
+        if self.quarantine_reasons is not None and self.quarantine_reasons.height:
+            t["quarantine reasons"] = self.quarantine_reasons
+        return t
+
+    def _lines(self) -> list[str]:
         span = (
             f"{self.first:%Y-%m-%d %H:%M} .. {self.last:%Y-%m-%d %H:%M} UTC"
             if self.first
@@ -125,14 +137,7 @@ class DatasetSummary:
             hidden = self.quarantine_reasons_hidden
             if hidden:
                 head.append(f"  ... and {hidden:,} more reason(s): see Dataset.quarantine")
-        return "\n".join(head)
-
-    def _repr_html_(self) -> str:
-        return f"<pre>{_html_escape(str(self))}</pre>"
-
-
-def _html_escape(s: str) -> str:
-    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        return head
 
 
 def _quarantine(ds: Dataset) -> tuple[pl.DataFrame, pl.DataFrame, int]:

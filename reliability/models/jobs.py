@@ -1,0 +1,207 @@
+"""Per-job failure impact: which jobs were interrupted, how often and why, which requeues
+preempted other jobs, which jobs crash-loop, and which job names lose most to hardware.
+
+Kokolis et al. HPCA'25 §IV-C (Fig. 8): the requeue of a hardware-failed job can preempt
+lower-priority jobs to get its nodes back (a *secondary preemption*; 16% of the failure
+overhead on RSC-1, and "one 1024-GPU job requeued 35 times caused 548 preemptions"). A
+preemption counts as secondary when it ends within ``tolerance_s`` before the start of an
+attempt that follows a hardware-ended attempt of another job, on a node both used; the
+restarting job is its cause.
+
+GPU time is ``n_accelerators × (end − start)`` of each attempt, an attempt still running at
+the observation end counted up to it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import polars as pl
+
+from reliability.models.mttf import HARDWARE
+
+__all__ = [
+    "CRASH_LOOP_MIN_REQUEUES",
+    "crash_loops",
+    "gpu_hours",
+    "hardware_failed_jobs",
+    "job_interruptions",
+    "match_secondary_preemptions",
+]
+
+#: a job crash-loops when at least this many of its attempts ended by something other than a
+#: preemption and were requeued
+CRASH_LOOP_MIN_REQUEUES = 3
+_TS = pl.Datetime("us", "UTC")
+
+
+def gpu_hours(frame: pl.DataFrame, observation_end: datetime | None = None) -> pl.DataFrame:
+    """``frame`` with ``gpu_hours`` (GPUs × hours of each attempt; 0 for attempts that never
+    started; an attempt without an end counts up to ``observation_end``, 0 without one)."""
+    end = pl.col("end_time")
+    if observation_end is not None:
+        end = pl.min_horizontal(
+            end.fill_null(pl.lit(observation_end).cast(_TS)), pl.lit(observation_end).cast(_TS)
+        )
+    hours = ((end - pl.col("start_time")).dt.total_microseconds() / 3.6e9).clip(lower_bound=0.0)
+    return frame.with_columns(
+        gpu_hours=pl.col("n_accelerators").cast(pl.Float64).fill_null(0.0) * hours.fill_null(0.0)
+    )
+
+
+def match_secondary_preemptions(
+    attributed: pl.DataFrame, *, tolerance_s: float = 60.0, observation_end: datetime | None = None
+) -> pl.DataFrame:
+    """The preempted attempts that a hardware-failed job's restart caused (see the module doc).
+
+    Returns
+    -------
+    one row per secondary preemption: ``cluster``, ``job_id`` and ``attempt`` of the preempted
+    attempt, its ``gpu_hours``, and the ``cause_job_id`` whose restart preempted it
+    """
+    g = gpu_hours(attributed, observation_end)
+    hw_prev = g.sort("cluster", "job_id", "attempt").with_columns(
+        prev_hw=pl.col("failure_domain").is_in(HARDWARE).shift(1).over("cluster", "job_id")
+    )
+    restarts = (
+        hw_prev.filter(pl.col("prev_hw").fill_null(False) & pl.col("start_time").is_not_null())
+        .select("cluster", restart_start="start_time", cause_job_id="job_id", node=pl.col("nodes"))
+        .explode("node")
+    )
+    pre = (
+        g.filter(pl.col("state").cast(pl.String) == "PREEMPTED")
+        .with_row_index("__p")
+        .select(
+            "__p", "cluster", "job_id", "attempt", "end_time", "gpu_hours", node=pl.col("nodes")
+        )
+        .explode("node")
+    )
+    tol = timedelta(seconds=tolerance_s)
+    # for each preempted (node, end), the next restart on that node within the tolerance
+    hit = (
+        pre.drop_nulls("end_time")
+        .sort("end_time")
+        .join_asof(
+            restarts.sort("restart_start"),
+            left_on="end_time",
+            right_on="restart_start",
+            by=["cluster", "node"],
+            strategy="forward",
+            tolerance=tol,
+            check_sortedness=False,
+        )
+        .filter(
+            pl.col("restart_start").is_not_null() & (pl.col("cause_job_id") != pl.col("job_id"))
+        )
+        .sort("__p", "restart_start", "cause_job_id")
+        .unique("__p", keep="first", maintain_order=True)
+    )
+    return hit.select("cluster", "job_id", "attempt", "gpu_hours", "cause_job_id")
+
+
+def job_interruptions(
+    attributed: pl.DataFrame,
+    *,
+    observation_end: datetime | None = None,
+    tolerance_s: float = 60.0,
+) -> pl.DataFrame:
+    """Per job that was interrupted, requeued or caused secondary preemptions: what happened.
+
+    Parameters
+    ----------
+    attributed : the output of :func:`reliability.attribute_failures`
+    observation_end : attempts still running then count their GPU time up to it [UTC]
+    tolerance_s : secondary-preemption window [s] (see the module doc)
+
+    Returns
+    -------
+    ``cluster, job_id, name, user, gpus`` (most of any attempt), ``attempts``, ``requeues``
+    (attempts − 1), ``self_requeues`` (requeued attempts not ended by a preemption),
+    ``hw_interruptions``, ``preempted``, ``secondary_caused`` (preemptions its restarts
+    caused), ``secondary_gpu_hours`` [GPU-h], ``gpu_hours`` (all attempts), ``gpu_hours_hw``
+    (its hardware-ended attempts) [GPU-h]; most self-requeues first
+    """
+    g = gpu_hours(attributed, observation_end)
+    last = pl.col("attempt") == pl.col("attempt").max()
+    per = g.group_by("cluster", "job_id").agg(
+        name=pl.col("name").first() if "name" in g.columns else pl.lit(None, pl.String),
+        user=pl.col("user").first() if "user" in g.columns else pl.lit(None, pl.String),
+        gpus=pl.col("n_accelerators").max().cast(pl.Int64),
+        attempts=pl.len().cast(pl.Int64),
+        self_requeues=(~last & (pl.col("failure_domain") != "preemption")).sum().cast(pl.Int64),
+        hw_interruptions=pl.col("failure_domain").is_in(HARDWARE).sum().cast(pl.Int64),
+        preempted=(pl.col("state").cast(pl.String) == "PREEMPTED").sum().cast(pl.Int64),
+        gpu_hours=pl.col("gpu_hours").sum(),
+        gpu_hours_hw=pl.col("gpu_hours").filter(pl.col("failure_domain").is_in(HARDWARE)).sum(),
+    )
+    sec = match_secondary_preemptions(
+        attributed, tolerance_s=tolerance_s, observation_end=observation_end
+    )
+    caused = sec.group_by("cluster", job_id="cause_job_id").agg(
+        secondary_caused=pl.len().cast(pl.Int64), secondary_gpu_hours=pl.col("gpu_hours").sum()
+    )
+    out = (
+        per.join(caused, on=["cluster", "job_id"], how="left", nulls_equal=True)
+        .with_columns(
+            pl.col("secondary_caused").fill_null(0),
+            pl.col("secondary_gpu_hours").fill_null(0.0),
+            requeues=pl.col("attempts") - 1,
+        )
+        .filter(
+            (pl.col("attempts") > 1)
+            | (pl.col("hw_interruptions") > 0)
+            | (pl.col("secondary_caused") > 0)
+        )
+    )
+    cols = [
+        "cluster",
+        "job_id",
+        "name",
+        "user",
+        "gpus",
+        "attempts",
+        "requeues",
+        "self_requeues",
+        "hw_interruptions",
+        "preempted",
+        "secondary_caused",
+        "secondary_gpu_hours",
+        "gpu_hours",
+        "gpu_hours_hw",
+    ]
+    return out.select(cols).sort(
+        ["self_requeues", "secondary_caused", "gpu_hours", "job_id"],
+        descending=[True, True, True, False],
+    )
+
+
+def crash_loops(
+    per_job: pl.DataFrame, *, min_requeues: int = CRASH_LOOP_MIN_REQUEUES
+) -> pl.DataFrame:
+    """The jobs of :func:`job_interruptions` requeued at least ``min_requeues`` times for
+    something other than a preemption (hardware, a RequeueExit code, an admin, a failing
+    node), most requeues first."""
+    return per_job.filter(pl.col("self_requeues") >= min_requeues)
+
+
+def hardware_failed_jobs(
+    attributed: pl.DataFrame, *, top: int = 10, observation_end: datetime | None = None
+) -> pl.DataFrame:
+    """Job names and users with the most hardware-ended attempts.
+
+    Returns
+    -------
+    ``name, user, attempts`` (hardware-ended), ``jobs`` (distinct job ids), ``gpu_hours``
+    [GPU-h of those attempts]; the ``top`` rows, most attempts first
+    """
+    hw = gpu_hours(attributed.filter(pl.col("failure_domain").is_in(HARDWARE)), observation_end)
+    return (
+        hw.group_by("name", "user")
+        .agg(
+            attempts=pl.len().cast(pl.Int64),
+            jobs=pl.col("job_id").n_unique().cast(pl.Int64),
+            gpu_hours=pl.col("gpu_hours").sum(),
+        )
+        .sort(["attempts", "gpu_hours", "name"], descending=[True, True, False], nulls_last=True)
+        .head(top)
+    )

@@ -1,0 +1,521 @@
+"""Stages of a GPU cluster's jobs: ``attribution``, ``mttf``, ``rates``, ``workload``, ``ettr``
+and ``plan``, and the report sections that render them (Kokolis et al. HPCA'25 §III-V)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from reliability import plots
+from reliability import references as ref
+from reliability._result import Result, fmt_duration_h, fmt_num
+from reliability.models import MTTFResult, PlanResult, RateSeries, RunETTR, WorkloadResult
+from reliability.models.mttf import SIZE_BUCKETS
+from reliability.pipeline.config import PipelineConfig
+from reliability.pipeline.steps.common import Context, analysis_terms, notes_blocks, plot_block
+from reliability.report.model import Section, Table, Text
+
+__all__ = [
+    "AttributionResult",
+    "CheckpointPlan",
+    "attribution",
+    "attribution_caption",
+    "checkpoint_plan",
+    "ettr",
+    "ettr_section",
+    "mttf",
+    "mttf_section",
+    "plan_section",
+    "plan_sizes",
+    "rates",
+    "rates_section",
+    "workload",
+    "workload_sections",
+]
+
+#: at most this many job sizes are planned for by default (the largest ones)
+MAX_PLAN_SIZES = 6
+
+
+@dataclass
+class AttributionResult(Result):
+    """Every attempt with how it ended (:func:`reliability.attribute_failures`).
+
+    Attributes
+    ----------
+    jobs : the attributed attempts
+    before_min, after_min : the evidence window around each end [min]
+    requeue_exit_codes : RequeueExit / RequeueExitHold codes taken as the user's requests
+    observation_end : the data's end [UTC] (attempts open then are censored downstream)
+    """
+
+    title = "Failure attribution (Kokolis et al. HPCA'25 §III)"
+    jobs: pl.DataFrame
+    before_min: float
+    after_min: float
+    requeue_exit_codes: tuple[int, ...]
+    observation_end: datetime | None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def summary(self) -> pl.DataFrame:
+        """Attempts by failure domain (``failure_domain``, ``attempts``)."""
+        return (
+            self.jobs.group_by(pl.col("failure_domain").cast(pl.String))
+            .agg(attempts=pl.len().cast(pl.Int64))
+            .sort("attempts", "failure_domain", descending=[True, False])
+        )
+
+    @property
+    def sample_sizes(self) -> dict[str, int | float]:
+        return {"attempts": self.jobs.height}
+
+    def _lines(self) -> list[str]:
+        return [
+            f"{self.jobs.height:,} attempts attributed (evidence from {self.before_min:g} min before an "
+            f"attempt's end to {self.after_min:g} min after)"
+        ]
+
+
+def attribution_caption(a: AttributionResult | None, before_min: float, after_min: float) -> str:
+    """The attribution rule with the window the run used."""
+    b, f = (a.before_min, a.after_min) if a is not None else (before_min, after_min)
+    return (
+        f"NODE_FAIL, or FAILED with a critical health event on one of the job's nodes from {b:g} min before "
+        f"its end to {f:g} min after (the paper uses 10 and 5; {ref.HPCA25.short} §III)"
+    )
+
+
+# ---------------------------------------------------------------- stages
+
+
+def attribution(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> AttributionResult:
+    """Stage ``attribution``."""
+    from reliability.attribution import attribute_failures
+
+    a = cfg.analysis
+    data = deps["cluster_data"]
+    jobs = attribute_failures(
+        data.open(),
+        before_min=a.before_min,
+        after_min=a.after_min,
+        requeue_exit_codes=a.requeue_exit_codes,
+    )
+    return AttributionResult(
+        jobs=jobs,
+        before_min=a.before_min,
+        after_min=a.after_min,
+        requeue_exit_codes=a.requeue_exit_codes,
+        observation_end=data.observation_end,
+    )
+
+
+def mttf(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> MTTFResult:
+    """Stage ``mttf``: r_f and MTTF by job size, censored at the observation end."""
+    from reliability.models import fit_mttf
+
+    a = deps["attribution"]
+    return fit_mttf(
+        a.jobs,
+        min_gpus=cfg.analysis.min_gpus,
+        gpus_per_node=cfg.analysis.gpus_per_node,
+        observation_end=a.observation_end,
+    )
+
+
+def rates(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> RateSeries:
+    """Stage ``rates``: the weekly failure rate and its trend."""
+    from reliability.models import failure_rate_series
+
+    a = deps["attribution"]
+    return failure_rate_series(
+        a.jobs, min_gpus=cfg.analysis.min_gpus, observation_end=a.observation_end
+    )
+
+
+def workload(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> WorkloadResult:
+    """Stage ``workload``: job states, sizes, taxonomy, secondary preemptions, crash loops."""
+    from reliability.models import workload_summary
+
+    a = deps["attribution"]
+    return workload_summary(a.jobs, observation_end=a.observation_end)
+
+
+def ettr(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> RunETTR:
+    """Stage ``ettr``: ETTR of every job run, with the assumed checkpoint interval and restart."""
+    from reliability.models import job_run_ettr
+
+    a, c = deps["attribution"], cfg.analysis
+    return job_run_ettr(
+        a.jobs,
+        c.ckpt_interval_h,
+        c.restart_h,
+        ckpt_min_gpus=c.ckpt_min_gpus,
+        observation_end=a.observation_end,
+    )
+
+
+@dataclass
+class CheckpointPlan(Result):
+    """The checkpoint interval per job size that reaches the target ETTR at the cluster's rate.
+
+    Attributes
+    ----------
+    sizes : per job size: ``n_gpus``, ``basis`` (which rate), ``rate_per_1000_node_days``,
+        ``mttf_h``, ``recommended_interval_min`` (null: out of reach), ``ettr_at_recommended``,
+        ``at_upper_bound_min`` (the same at the rate's upper bound), ``status``
+    plans : the :class:`~reliability.models.PlanResult` of each size, in order
+    target_ettr, restart_h : the target and the assumed restart overhead [h]
+    sizes_basis : where the sizes come from
+    refusal : why nothing could be planned (None when something was)
+    """
+
+    title = "Checkpoint plan per job size (Kokolis et al. HPCA'25 §V, Fig. 10)"
+    sizes: pl.DataFrame
+    plans: list[PlanResult]
+    target_ettr: float
+    restart_h: float
+    sizes_basis: str
+    refusal: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def summary(self) -> pl.DataFrame:
+        return self.sizes
+
+    @property
+    def sample_sizes(self) -> dict[str, int | float]:
+        return self.plans[0].sample_sizes if self.plans else {}
+
+    @property
+    def largest(self) -> PlanResult | None:
+        """The plan of the largest size (the what-if figure's)."""
+        return self.plans[-1] if self.plans else None
+
+    def _lines(self) -> list[str]:
+        if self.refusal:
+            return [f"No checkpoint plan: {self.refusal}"]
+        lines = [
+            f"Checkpoint intervals for ETTR {self.target_ettr:.2f} with a {fmt_duration_h(self.restart_h)} restart:"
+        ]
+        lines += [
+            f"  {r['n_gpus']:>7,} GPUs: {r['status']}" for r in self.sizes.iter_rows(named=True)
+        ]
+        return lines
+
+
+def plan_sizes(attributed: pl.DataFrame, cfg: PipelineConfig) -> tuple[list[int], str]:
+    """Job sizes to plan for [GPUs]: ``[analysis].plan_gpus``, else the size buckets of the
+    cluster's GPU jobs of at least one node and its largest GPU job (the largest
+    :data:`MAX_PLAN_SIZES`)."""
+    a = cfg.analysis
+    if a.plan_gpus:
+        return sorted(set(a.plan_gpus)), "[analysis].plan_gpus"
+    g = attributed.get_column("n_accelerators").drop_nulls()
+    g = g.filter(g > 0)
+    if g.len() == 0:
+        return [], "no GPU jobs"
+    largest = int(g.max())  # type: ignore[arg-type]
+    edges = {b for b in SIZE_BUCKETS if b >= a.gpus_per_node and (g >= b).any()}
+    sizes = sorted(edges | {largest})[-MAX_PLAN_SIZES:]
+    return sizes, "the cluster's job sizes (size buckets of one node and more, and the largest job)"
+
+
+def _status(p: PlanResult) -> str:
+    conservative = (
+        " (conservative: planned at the rate's upper bound, no failures seen)"
+        if p.basis.startswith("upper")
+        else ""
+    )
+    if p.recommended_interval_h is not None:
+        return (
+            f"checkpoint at least every {fmt_duration_h(p.recommended_interval_h)} "
+            f"(expected ETTR {p.ettr_at_recommended:.3f}){conservative}"
+        )
+    if p.basis.startswith("upper"):
+        return "too little exposure to plan: no failures seen, but rates that put the target out of reach are not ruled out"
+    return f"target out of reach with a {fmt_duration_h(p.restart_h)} restart at this rate: restart faster"
+
+
+def checkpoint_plan(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> CheckpointPlan:
+    """Stage ``plan``: plan each job size with the fitted r_f (the recent rate, the window's, or
+    the upper bound when no failures were seen: :func:`reliability.models.plan` says which)."""
+    from reliability.models import plan
+
+    a = cfg.analysis
+    m: MTTFResult = deps["mttf"]
+    sizes, basis = plan_sizes(deps["attribution"].jobs, cfg)
+    schema = {
+        "n_gpus": pl.Int64,
+        "basis": pl.String,
+        "rate_per_1000_node_days": pl.Float64,
+        "mttf_h": pl.Float64,
+        "recommended_interval_min": pl.Float64,
+        "ettr_at_recommended": pl.Float64,
+        "at_upper_bound_min": pl.Float64,
+        "status": pl.String,
+    }
+    empty = pl.DataFrame(schema=schema)
+    common = {"target_ettr": a.target_ettr, "restart_h": a.restart_h, "sizes_basis": basis}
+    if not sizes:
+        return CheckpointPlan(
+            sizes=empty, plans=[], refusal="the cluster ran no GPU jobs", **common
+        )
+    if m.node_days_ <= 0:
+        largest = int(deps["attribution"].jobs.get_column("n_accelerators").max() or 0)
+        why = (
+            f"r_f is not estimable: no exposure from jobs of >= {m.min_gpus} GPUs; pass min_gpus={max(largest, 1)} "
+            "(the largest GPU job) or lower to estimate it from smaller jobs"
+        )
+        return CheckpointPlan(sizes=empty, plans=[], refusal=why, **common)
+    plans, rows = [], []
+    for n in sizes:
+        p = plan(n, m, a.target_ettr, restart_h=a.restart_h, gpus_per_node=a.gpus_per_node)
+        plans.append(p)
+        mins = lambda h: None if h is None else 60.0 * h  # noqa: E731
+        rows.append(
+            {
+                "n_gpus": n,
+                "basis": p.basis,
+                "rate_per_1000_node_days": 1000 * p.rate_per_node_day,
+                "mttf_h": p.mttf_h,
+                "recommended_interval_min": mins(p.recommended_interval_h),
+                "ettr_at_recommended": p.ettr_at_recommended,
+                "at_upper_bound_min": mins(p.recommended_at_upper_h),
+                "status": _status(p),
+            }
+        )
+    notes = list(dict.fromkeys(n for p in plans for n in p.notes))
+    return CheckpointPlan(
+        sizes=pl.DataFrame(rows, schema=schema), plans=plans, notes=notes, **common
+    )
+
+
+# ---------------------------------------------------------------- sections
+
+
+def workload_sections(w: WorkloadResult, ctx: Context) -> list[Section]:
+    """ "Job states and sizes", "Failure taxonomy", "Secondary preemptions and crash loops"."""
+    a = ctx.analysis
+    states = Section("Job states and sizes")
+    states.blocks.append(
+        Text(f"{w.n_jobs:,} jobs ran {w.attempts:,} attempts. {w.hardware_sentence()}")
+    )
+    states.blocks.append(
+        plot_block(
+            "job_states",
+            lambda ax: plots.plot_job_states(w, ax=ax),
+            (6.4, 3.6),
+            "Share of attempts and of GPU time by final state "
+            f"({ref.JOB_STATE_SHARES.cite()}: RSC-1 completed 60%, failed 24%, preempted 10%).",
+            w.states,
+        )
+    )
+    states.blocks.append(
+        plot_block(
+            "job_sizes",
+            lambda ax: plots.plot_job_sizes(w, ax=ax),
+            (6.4, 3.6),
+            f"Jobs and GPU time by job size ({ref.ONE_GPU_JOB_SHARE.cite()}: "
+            "most jobs are small, most GPU time is in large jobs). CPU = CPU-only jobs.",
+            w.sizes,
+        )
+    )
+    states.blocks += notes_blocks(w)
+    tax = Section("Failure taxonomy")
+    tax.blocks.append(
+        plot_block(
+            "failure_taxonomy",
+            lambda ax: plots.plot_failure_taxonomy(w, ax=ax),
+            (6.4, 4.0),
+            "Attempts that failed for a non-user reason, by attributed "
+            f"domain and cause. Attribution: {attribution_caption(ctx.get('attribution'), a.before_min, a.after_min)}.",
+            w.taxonomy,
+        )
+    )
+    if w.hardware_failed.height:
+        tax.blocks.append(
+            Table(
+                "hardware_failed_jobs",
+                w.hardware_failed,
+                "Job names and users with the most hardware-ended attempts (names and users as "
+                "logged; GPU-hours of those attempts).",
+                wrap=("name",),
+            )
+        )
+    else:
+        tax.blocks.append(Text("No attempt ended by hardware: no job names to rank."))
+    sec = Section("Secondary preemptions and crash loops")
+    sec.blocks.append(Text(w.secondary_sentence()))
+    sec.blocks.append(
+        plot_block(
+            "secondary_preemptions",
+            lambda ax: plots.plot_secondary_preemptions(w, ax=ax),
+            (6.4, 2.4),
+            "Failure overhead in GPU-hours: attempts ended by hardware, "
+            f"and the preemptions their requeues caused ({ref.SECONDARY_PREEMPTION_SHARE.cite()}).",
+            w.summary.select(
+                "hardware_gpu_hours",
+                "secondary_gpu_hours",
+                "secondary_preemptions",
+                "secondary_share",
+            ),
+        )
+    )
+    loops = w.crash_loops
+    if loops.height:
+        sec.blocks.append(
+            Table(
+                "crash_loops",
+                loops.drop("cluster"),
+                "Jobs requeued 3 or more times for something other than a preemption (self_requeues), "
+                "with the preemptions their restarts caused; HPCA'25 Fig. 8: one 1,024-GPU job "
+                "requeued 35 times caused 548 preemptions.",
+                wrap=("name",),
+            )
+        )
+    else:
+        sec.blocks.append(
+            Text("No job was requeued 3 or more times for something other than a preemption.")
+        )
+    return [states, tax, sec]
+
+
+def rates_section(s: RateSeries, ctx: Context) -> list[Section]:
+    """ "Failure rate over time"."""
+    sec = Section("Failure rate over time")
+    sec.blocks.append(
+        plot_block(
+            "failure_rate_weekly",
+            lambda ax: plots.plot_failure_rate(s, ax=ax),
+            (6.4, 3.6),
+            f"Weekly hardware failure rate of jobs of {s.min_gpus:,}+ GPUs with exact 95% Poisson "
+            f"intervals ({ref.FAILURE_RATE_RANGE.cite()}: RSC-1 rose from about 2.5 to 17.5).",
+            s.series,
+        )
+    )
+    sec.blocks += [
+        Text("r_f " + s.rate_.describe() + "."),
+        Text("r_f " + s.recent_rate_.describe() + "."),
+        Text("Trend: " + s.trend_.describe() + "."),
+    ]
+    sec.blocks += notes_blocks(s)
+    return [sec]
+
+
+def mttf_section(m: MTTFResult, ctx: Context) -> list[Section]:
+    """ "MTTF vs job size"."""
+    sec = Section("MTTF vs job size")
+    sec.blocks.append(Text(f"r_f (jobs of {m.min_gpus:,}+ GPUs) {m.rate_.describe()}."))
+    sec.blocks.append(
+        plot_block(
+            "mttf_by_size",
+            lambda ax: plots.plot_mttf(m, ax=ax),
+            (6.4, 4.0),
+            "Measured MTTF per size bucket (95% intervals; triangles: lower bounds where no failure "
+            "was seen) and, where r_f is estimable, the model MTTF = 1/(N r_f) with r_f's interval "
+            f"({ref.MTTF_PROJECTED_16K_GPUS.cite()}: 1.8 h at 16k GPUs and 0.23 h at 131k for r_f = 6.5).",
+            m.by_size,
+        )
+    )
+    sec.blocks.append(
+        Table(
+            "projections",
+            m.projection(),
+            "Model MTTF [h] at the paper's projection sizes with the interval from r_f's interval "
+            "(– where not estimable or unbounded).",
+        )
+    )
+    sec.blocks.append(
+        Table(
+            "constant_rate_check",
+            m.survival,
+            "Constant-rate check: Weibull shape of the time to a hardware interruption per size class "
+            "(1 = constant rate, which MTTF = 1/(N r_f) assumes).",
+            wrap=("verdict",),
+        )
+    )
+    line = next((ln for ln in m._lines() if ln.startswith("GLM slope")), None)
+    if line:
+        sec.blocks.append(Text(line + "."))
+    sec.blocks += notes_blocks(m)
+    return [sec]
+
+
+def ettr_section(r: RunETTR, ctx: Context) -> list[Section]:
+    """ "ETTR of job runs"."""
+    a = ctx.analysis
+    sec = Section("ETTR of job runs")
+    sec.blocks.append(
+        Text(
+            "ETTR (productive time over wall time, queue included) of every job run, assuming a checkpoint every "
+            f"{a.ckpt_interval_min:g} min and a {a.restart_min:g}-min restart ([analysis].ckpt_interval_min and "
+            "restart_min; the paper assumes 60 and 5 when logs do not say); "
+            + (
+                f"runs under {a.ckpt_min_gpus:,} GPUs are assumed not to checkpoint ([analysis].ckpt_min_gpus)."
+                if a.ckpt_min_gpus
+                else "every run is assumed to checkpoint ([analysis].ckpt_min_gpus = 0)."
+            )
+        )
+    )
+    sec.blocks += [Text(ln) for ln in r._lines()[:2]]
+    sec.blocks.append(
+        plot_block(
+            "ettr_by_size",
+            lambda ax: plots.plot_ettr_by_size(r, ax=ax),
+            (6.4, 3.6),
+            "ETTR by job size: per-run median and 10-90% range, and the "
+            f"GPU-time-weighted ETTR ({ref.ETTR_LARGE_JOBS_MEASURED.cite()}).",
+            r.by_size,
+        )
+    )
+    sec.blocks.append(Table("ettr_by_priority", r.by_priority, "ETTR by QoS / priority class."))
+    sec.blocks += notes_blocks(r)
+    return [sec]
+
+
+def plan_section(p: CheckpointPlan, ctx: Context) -> list[Section]:
+    """ "Checkpoint planning"."""
+    sec = Section("Checkpoint planning")
+    if p.refusal:
+        sec.blocks.append(Text(analysis_terms(f"No checkpoint plan: {p.refusal}."), kind="note"))
+        return [sec]
+    sec.blocks.append(
+        Table(
+            "checkpoint_plan",
+            p.sizes,
+            f"Checkpoint interval per job size for ETTR {p.target_ettr:.2f} with a "
+            f"{fmt_duration_h(p.restart_h)} restart (exact renewal form; sizes: {p.sizes_basis}).",
+            wrap=("status", "basis"),
+        )
+    )
+    big = p.largest
+    assert big is not None
+    sec.blocks += [
+        Text(ln) for ln in big._lines() if ln and not ln.startswith(("restart overhead", "  "))
+    ]
+    sec.blocks.append(
+        plot_block(
+            "ettr_what_if",
+            lambda ax: plots.plot_ettr_grid(big, ax=ax),
+            (6.4, 3.6),
+            f"Expected ETTR vs job size and checkpoint interval at the rate "
+            f"planned with ({fmt_num(1000 * big.rate_per_node_day)} per 1000 node-days, {big.basis}; "
+            f"{ref.ETTR_100K_GPUS_INTERVAL.cite()}).",
+            big.grid,
+        )
+    )
+    sec.blocks.append(
+        Table(
+            "plan_frontier",
+            big.frontier,
+            f"Planner frontier at {big.n_gpus:,} GPUs: for each restart overhead, the longest "
+            "checkpoint interval that reaches the target (– unreachable).",
+        )
+    )
+    sec.blocks += notes_blocks(p)
+    return [sec]

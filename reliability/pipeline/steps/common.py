@@ -1,0 +1,84 @@
+"""What the stages and section builders share: the context a section sees, figure and table
+helpers, and library notes respelled in a pipeline's terms."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+from matplotlib.figure import Figure as MplFigure
+
+from reliability.errors import spell_options
+from reliability.pipeline.analysis import AnalysisConfig
+from reliability.pipeline.config import PipelineConfig
+from reliability.report.model import Figure, Table, Text
+
+__all__ = ["Context", "analysis_terms", "figure", "notes_blocks", "plot_block", "table"]
+
+
+@dataclass
+class Context:
+    """What a section builder sees: the configuration and every stage's result by name."""
+
+    config: PipelineConfig
+    results: dict[str, Any]
+
+    @property
+    def analysis(self) -> AnalysisConfig:
+        return self.config.analysis
+
+    def get(self, name: str) -> Any:
+        """The result of stage ``name`` (None when the stage did not run)."""
+        return self.results.get(name)
+
+
+def analysis_terms(message: str) -> str:
+    """A library note in a pipeline's terms: ``min_gpus=4`` -> ``[analysis].min_gpus = 4``."""
+    names = [f.name for f in dataclasses.fields(AnalysisConfig)]
+    alts = "|".join(names)
+    message = re.sub(rf"\bpass (?=({alts})=)", "set ", message)
+
+    def spell(name: str, value: str | None) -> str:
+        return f"[analysis].{name}" + ("" if value is None else f" = {value}")
+
+    return spell_options(message, spell, names)
+
+
+def figure(size: tuple[float, float] = (6.4, 3.6)) -> tuple[MplFigure, Any]:
+    """A figure (not pyplot's: nothing global) with constrained layout, and its axes."""
+    fig = MplFigure(figsize=size, layout="constrained")
+    return fig, fig.subplots()
+
+
+def plot_block(
+    name: str,
+    draw: Callable[[Any], Any],
+    size: tuple[float, float],
+    caption: str,
+    data: pl.DataFrame | None = None,
+) -> Figure | Text:
+    """A report figure drawn by ``draw(ax)``; when the plot has nothing to draw (see
+    :func:`reliability.plots.style.no_data`), a note saying why instead of an empty chart."""
+    fig, ax = figure(size)
+    draw(ax)
+    message = getattr(ax, "reliability_no_data", None)
+    if message:
+        return Text(f"{ax.get_title() or name}: {message}.", kind="note")
+    return Figure(name, fig, caption, data)
+
+
+def table(name: str, frame: pl.DataFrame, caption: str, **kw: Any) -> Table:
+    """A report table."""
+    return Table(name, frame, caption, **kw)
+
+
+def notes_blocks(result: Any) -> list[Text]:
+    """A result's notes (what it could not estimate and why) as note paragraphs."""
+    return [
+        Text(analysis_terms(n[:1].upper() + n[1:]) + ("" if n.endswith(".") else "."), kind="note")
+        for n in (getattr(result, "notes", None) or [])
+    ]

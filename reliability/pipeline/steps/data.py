@@ -1,0 +1,223 @@
+"""Stages ``cluster_data`` and ``pod_data``: read or simulate the inputs into a Dataset; the
+report's "Data and quarantine" section."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from reliability._result import Result, fmt_num
+from reliability.errors import ReliabilityError
+from reliability.pipeline.config import InputSpec, PipelineConfig
+from reliability.pipeline.steps.common import Context
+from reliability.report.model import Section, Table, Text
+from reliability.store import Dataset, DatasetSummary
+
+__all__ = ["DataResult", "cluster_data", "data_section", "pod_data"]
+
+#: a reader note that says an export lacks attempts (``sacct`` without ``--duplicates``)
+MISSING_DUPLICATES = "without --duplicates"
+
+
+@dataclass
+class DataResult(Result):
+    """A Dataset the pipeline read or simulated, with what each input gave.
+
+    Attributes
+    ----------
+    kind : ``"cluster"`` or ``"pod"``
+    dataset : the Dataset's summary (rows per table, inputs, quarantine)
+    path : the Dataset folder
+    raw : per input, the folder a simulator wrote its raw logs to (None for files)
+    inputs : per input: ``input`` (as the pipeline describes it), ``path`` (full path),
+        ``reader``, ``rows_read``, ``rows_kept``, ``rows_quarantined``
+    reader_notes : ``path``, ``note``: what the readers decided that a user should know
+    observation_start, observation_end : the Dataset's observation window [UTC]
+    observation_basis : how the end is known (``sacct --endtime``, or the latest timestamp)
+    """
+
+    title = "Data and quarantine"
+    kind: str
+    dataset: DatasetSummary
+    path: Path
+    raw: list[Path | None]
+    inputs: pl.DataFrame
+    reader_notes: pl.DataFrame
+    observation_start: datetime | None
+    observation_end: datetime | None
+    observation_basis: str
+    notes: list[str] = field(default_factory=list)
+
+    def open(self) -> Dataset:
+        """The Dataset."""
+        return Dataset(self.path)
+
+    @property
+    def quarantined(self) -> int:
+        return int(self.inputs.get_column("rows_quarantined").sum()) if self.inputs.height else 0
+
+    @property
+    def rows_read(self) -> int:
+        return int(self.inputs.get_column("rows_read").sum()) if self.inputs.height else 0
+
+    @property
+    def missing_duplicates(self) -> pl.DataFrame:
+        """The reader notes that say an export was made without ``--duplicates``."""
+        return self.reader_notes.filter(
+            pl.col("note").str.contains(MISSING_DUPLICATES, literal=True)
+        )
+
+    @property
+    def summary(self) -> pl.DataFrame:
+        return self.inputs
+
+    @property
+    def sample_sizes(self) -> dict[str, int | float]:
+        return {
+            "inputs": self.inputs.height,
+            "rows read": self.rows_read,
+            "quarantined": self.quarantined,
+        }
+
+    def tables(self) -> dict[str, pl.DataFrame]:
+        return {
+            "inputs": self.inputs,
+            "rows per table": self.dataset.summary,
+            "reader notes": self.reader_notes,
+        }
+
+    def _lines(self) -> list[str]:
+        d = self.dataset
+        if d.first is None:
+            return [f"{self.inputs.height} input(s), no timestamped records"]
+        span = f"{d.first:%Y-%m-%d %H:%M} to {d.last:%Y-%m-%d %H:%M} UTC"
+        what = "GPU-hours" if self.kind == "cluster" else "accelerator-hours"
+        return [
+            f"{', '.join(d.clusters) or 'no cluster'}: {d.n_nodes:,} nodes, {span}, {fmt_num(d.accelerator_hours)} {what}",
+            f"{self.rows_read:,} rows read from {self.inputs.height} input(s); {self.quarantined:,} quarantined "
+            "(rows read = kept + quarantined for every input)",
+            f"observation ends {self.observation_end:%Y-%m-%d %H:%M:%S} UTC ({self.observation_basis})"
+            if self.observation_end
+            else "observation end unknown",
+        ]
+
+
+def _ingest(specs: list[InputSpec], work: Path, kind: str) -> DataResult:
+    from reliability.sim.pod import simulate_pod
+    from reliability.sim.run import simulate_cluster
+    from reliability.simulated import ingest_simulation
+
+    ds = Dataset(work / "dataset")
+    raw: list[Path | None] = []
+    for i, spec in enumerate(specs):
+        if spec.kind == "simulate-cluster":
+            simulate_cluster(spec.preset, days=spec.days, seed=spec.seed).write(work / f"raw{i}")
+            ingest_simulation(work / f"raw{i}", ds.path)
+            raw.append(work / f"raw{i}")
+        elif spec.kind == "simulate-pod":
+            simulate_pod(spec.preset, days=spec.days, seed=spec.seed).write(work / f"raw{i}")
+            ds.ingest("pod", [work / f"raw{i}" / "pod_events.jsonl"])
+            raw.append(work / f"raw{i}")
+        else:
+            try:
+                ds.ingest(
+                    spec.reader, list(spec.paths), cluster=spec.cluster, tz=spec.tz, **spec.options
+                )
+            except ReliabilityError as exc:  # name the pipeline keys, not Python keywords
+                raise spec.error(exc) from None
+            raw.append(None)
+    entries = ds.inputs if (ds.path / "manifest.json").exists() else []
+    rows = [
+        {
+            "input": e.get("name") or "?",
+            "path": e.get("path") or e.get("name") or "?",
+            "reader": e["kind"],
+            "rows_read": int(e["rows_read"]),
+            "rows_kept": int(e["rows_kept"]),
+            "rows_quarantined": int(e["rows_quarantined"]),
+        }
+        for e in entries
+    ]
+    inputs = pl.DataFrame(
+        rows,
+        schema={
+            "input": pl.String,
+            "path": pl.String,
+            "reader": pl.String,
+            "rows_read": pl.Int64,
+            "rows_kept": pl.Int64,
+            "rows_quarantined": pl.Int64,
+        },
+    )
+    notes = [
+        {"path": e.get("path") or e.get("name") or "?", "note": n}
+        for e in entries
+        for n in e.get("notes") or []
+    ]
+    reader_notes = pl.DataFrame(notes, schema={"path": pl.String, "note": pl.String})
+    start, end = ds.observation_window() if entries else (None, None)
+    bases = sorted({(e.get("observation") or {}).get("basis") or "" for e in entries} - {""})
+    return DataResult(
+        kind=kind,
+        dataset=ds.summary(),
+        path=ds.path,
+        raw=raw,
+        inputs=inputs,
+        reader_notes=reader_notes,
+        observation_start=start,
+        observation_end=end,
+        observation_basis="; ".join(bases) or "unknown",
+    )
+
+
+def cluster_data(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> DataResult:
+    """Stage ``cluster_data``: the cluster inputs (files or a simulated cluster)."""
+    return _ingest([s for s in cfg.inputs if not s.is_pod], work, "cluster")
+
+
+def pod_data(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> DataResult:
+    """Stage ``pod_data``: the pod inputs (pod logs or a simulated pod)."""
+    return _ingest([s for s in cfg.inputs if s.is_pod], work, "pod")
+
+
+def data_section(data: DataResult, ctx: Context) -> list[Section]:
+    """ "Data and quarantine" (cluster inputs) or "Pod data" (pod inputs)."""
+    sec = Section("Data and quarantine" if data.kind == "cluster" else "Pod data")
+    sec.blocks += [Text(line + ("" if line.endswith(".") else ".")) for line in data._lines()]
+    sec.blocks.append(
+        Table(
+            "inputs" if data.kind == "cluster" else "pod_inputs",
+            data.inputs.select("path", "reader", "rows_read", "rows_kept", "rows_quarantined"),
+            "Rows read, kept and quarantined per input (full paths).",
+            wrap=("path",),
+        )
+    )
+    q = data.dataset.quarantine_reasons
+    if q is not None and q.height:
+        sec.blocks.append(
+            Table(
+                f"{data.kind}_quarantine_reasons",
+                q,
+                "Quarantined rows by reason (row-specific values blanked); `reliability info` "
+                "shows example rows.",
+                wrap=("reason",),
+            )
+        )
+    if data.reader_notes.height:
+        sec.blocks.append(
+            Table(
+                f"{data.kind}_reader_notes",
+                data.reader_notes,
+                "What the readers decided that you should know, per input.",
+                max_rows=40,
+                wrap=("path", "note"),
+            )
+        )
+    sec.blocks.append(
+        Table(f"{data.kind}_tables", data.dataset.summary, "Rows per canonical table.")
+    )
+    return [sec]

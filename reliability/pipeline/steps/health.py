@@ -1,0 +1,134 @@
+"""Stage ``node_health`` (out-of-service intervals, open drains, repeat offenders, fleet
+availability: :func:`reliability.models.node_health`) and the "Node health" section."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from reliability import plots
+from reliability._result import fmt_duration_h, fmt_num
+from reliability.models import OUT_OF_SERVICE, NodeHealth
+from reliability.pipeline.config import PipelineConfig
+from reliability.pipeline.steps.common import Context, notes_blocks, plot_block
+from reliability.report.model import Section, Table, Text
+
+__all__ = ["health_section", "node_health"]
+
+
+def node_health(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> NodeHealth:
+    """Stage ``node_health``: per node, out-of-service time by state and reason, over the
+    Dataset's observation window; repeat offenders from the attributed jobs."""
+    from reliability.models import node_health as fit
+
+    return fit(deps["cluster_data"].open(), attributed=deps["attribution"].jobs)
+
+
+def _n(k: int, what: str) -> str:
+    return f"{k:,} {what}" + ("" if k == 1 else "s")
+
+
+def _drop_zero_states(frame: pl.DataFrame) -> pl.DataFrame:
+    """The per-node table without the hours-by-state columns that are zero for every node."""
+    zero = [
+        f"{s.lower()}_h"
+        for s in OUT_OF_SERVICE
+        if f"{s.lower()}_h" in frame.columns and not (frame[f"{s.lower()}_h"] > 0).any()
+    ]
+    return frame.drop(zero)
+
+
+def health_section(h: NodeHealth, ctx: Context) -> list[Section]:
+    """ "Node health"."""
+    sec = Section("Node health")
+    if h.window_h <= 0:
+        sec.blocks.append(Text("No observation window: node health not assessed.", kind="note"))
+        return [sec]
+    fa = h.fleet_availability
+    sec.blocks.append(
+        Text(
+            f"{h.n_nodes:,} nodes ({h.inventory_basis}) over {fmt_duration_h(h.window_h)}, from "
+            f"{h.start:%Y-%m-%d %H:%M} to {h.end:%Y-%m-%d %H:%M} UTC: {h.intervals.height:,} out-of-service intervals "
+            "(DOWN, DRAIN, FAIL, MAINT, REPAIR)"
+            + (f"; fleet availability {100 * fa:.2f}% of node-hours." if fa is not None else ".")
+        )
+    )
+    now = h.open_now
+    if now.height:
+        hw = now.filter(pl.col("hardware"))
+        sec.blocks.append(
+            Text(
+                f"{now.select('cluster', 'node').n_unique()} node(s) out of service at the observation end"
+                + (
+                    f", {hw.height} for a hardware reason ({', '.join(hw['node'].to_list()[:10])})"
+                    if hw.height
+                    else ""
+                )
+                + "."
+            )
+        )
+        sec.blocks.append(
+            Table(
+                "out_of_service_now",
+                now.drop("cluster"),
+                "Nodes out of service at the observation end: state, reason and since when "
+                "(hours up to the end); hardware = the reason names a hardware signal.",
+                max_rows=40,
+                wrap=("reason", "signal"),
+            )
+        )
+    else:
+        sec.blocks.append(Text("No node was out of service at the observation end."))
+    sec.blocks.append(
+        plot_block(
+            "node_timeline",
+            lambda ax: plots.plot_node_timeline(h, ax=ax),
+            (6.4, 0.22 * min(max(int((h.by_node["intervals"] > 0).sum()), 1), 30) + 1.6),
+            "When nodes were out of service, by state (hatched: still open at "
+            "the observation end); nodes out of service now first, then by downtime.",
+            h.intervals.drop("cluster"),
+        )
+    )
+    sec.blocks.append(
+        plot_block(
+            "fleet_availability",
+            lambda ax: plots.plot_fleet_availability(h, ax=ax),
+            (6.4, 2.8),
+            "Share of the fleet's nodes in service over time (exact step function; per "
+            f"{h.every} mean and minimum when there are many changes).",
+            h.by_period,
+        )
+    )
+    if h.offenders.height:
+        top = h.offenders.head(1).row(0, named=True)
+        sec.blocks.append(
+            Text(
+                f"Repeat offenders: {h.offenders.height} node(s) ended hardware-attributed attempts; {top['node']} ended "
+                f"the most ({_n(top['failures'], 'attempt')} of {top['jobs_hit']} job(s), {fmt_num(top['gpu_hours_failed'])} "
+                "GPU-hours of those attempts)."
+            )
+        )
+        sec.blocks.append(
+            Table(
+                "repeat_offenders",
+                h.offenders.drop("cluster"),
+                "Nodes by hardware-attributed failures (culprit of the attempt, or its only node), "
+                "the jobs they hit and the GPU-hours of the failed attempts (an upper bound of the "
+                "work lost: the logs do not say when the last checkpoint was written).",
+            )
+        )
+    else:
+        sec.blocks.append(Text("No hardware-attributed failure names a node: no repeat offenders."))
+    sec.blocks.append(
+        Table(
+            "node_downtime",
+            _drop_zero_states(h.by_node.filter(pl.col("intervals") > 0).drop("cluster")),
+            "Per node: out-of-service intervals, hours by state, downtime (the union of its "
+            "intervals) and availability over the window.",
+            max_rows=30,
+        )
+    )
+    sec.blocks += notes_blocks(h)
+    return [sec]

@@ -1,0 +1,241 @@
+"""Stage ``lemon`` (lemon-node scores on the last feature window and, for a simulated cluster,
+the quarantine backtest) and the "Lemon nodes" section (Kokolis et al. HPCA'25 §VI)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from reliability import plots
+from reliability import references as ref
+from reliability._result import Result, fmt_duration_h
+from reliability.pipeline.config import InputSpec, PipelineConfig
+from reliability.pipeline.steps.common import Context, notes_blocks, plot_block
+from reliability.report.model import Section, Table, Text
+from reliability.sim.experiments import LemonBacktest
+
+__all__ = ["LemonReport", "lemon", "lemon_section"]
+
+
+@dataclass
+class LemonReport(Result):
+    """Lemon-node scores and, where a simulator stands behind the data, the quarantine backtest.
+
+    Attributes
+    ----------
+    scores : every node scored on the last window: ``cluster, node, window_end, probability,
+        flagged, drivers`` (highest first); empty when there is too little history
+    threshold : the detector's threshold on P(lemon) (flagged at or above it)
+    detector : which detector, and its out-of-fold precision / recall
+    window_days : the feature window [days]
+    span_h : how much history the data hold [h]
+    backtest : the quarantine backtest (None when not run; ``notes`` say why)
+    """
+
+    title = "Lemon nodes (Kokolis et al. HPCA'25 §VI)"
+    scores: pl.DataFrame
+    threshold: float | None
+    detector: str
+    window_days: int
+    span_h: float
+    backtest: LemonBacktest | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def flagged(self) -> pl.DataFrame:
+        """The flagged nodes (probability at or above the threshold)."""
+        if self.scores.height == 0:
+            return self.scores
+        return self.scores.filter(pl.col("flagged"))
+
+    @property
+    def window_end(self) -> datetime | None:
+        return self.scores["window_end"].max() if self.scores.height else None  # type: ignore[return-value]
+
+    @property
+    def summary(self) -> pl.DataFrame:
+        return self._mapping_frame(
+            {
+                "nodes_scored": self.scores.height,
+                "flagged": self.flagged.height,
+                "threshold": self.threshold,
+                "window_days": self.window_days,
+            }
+        )
+
+    @property
+    def sample_sizes(self) -> dict[str, int | float]:
+        return {"nodes": self.scores.height}
+
+    def tables(self) -> dict[str, pl.DataFrame]:
+        return {
+            "summary": self.summary,
+            "flagged": self.flagged,
+            "top scores": self.scores.head(20),
+        }
+
+    def _lines(self) -> list[str]:
+        if self.scores.height == 0:
+            return [
+                f"No lemon scores: the data hold {fmt_duration_h(self.span_h)}, less than one {self.window_days}-day window."
+            ]
+        f = self.flagged
+        share = f.height / self.scores.height
+        lines = [
+            f"{f.height} of {self.scores.height:,} nodes flagged ({100 * share:.1f}%; {ref.LEMON_FOOTPRINT.cite()}: "
+            "1.2-1.7% of nodes) on the window ending "
+            f"{self.window_end:%Y-%m-%d} ({self.window_days} days); threshold {self.threshold:.2f}."
+        ]
+        if f.height:
+            lines.append(
+                "Flagged: "
+                + ", ".join(f["node"].to_list()[:20])
+                + ("" if f.height <= 20 else ", ...")
+            )
+        return lines
+
+
+def _span_h(data: Any) -> float:
+    if data.observation_start is None or data.observation_end is None:
+        return 0.0
+    return max((data.observation_end - data.observation_start).total_seconds() / 3600.0, 0.0)
+
+
+def _cluster_config(spec: InputSpec) -> Any:
+    """The simulator config of a ``simulate-cluster`` input (preset, with its days override)."""
+    from reliability.sim.config import load_preset
+
+    sim_cfg = load_preset(spec.preset)
+    return sim_cfg.with_days(spec.days) if spec.days else sim_cfg
+
+
+def lemon(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> LemonReport:
+    """Stage ``lemon``: score every node with the detector on the last window; for a single
+    simulated cluster input long enough, re-run it with the flagged nodes drained (the
+    backtest reuses the run ``cluster_data`` already simulated as its baseline)."""
+    from reliability.models import LemonDetector, node_features, score_nodes
+    from reliability.models.lemon import default_detector
+
+    a = cfg.analysis
+    window = a.lemon_window_days
+    data = deps["cluster_data"]
+    notes: list[str] = []
+    if a.lemon_model:
+        det = LemonDetector.load(a.lemon_model)
+        source = f"detector loaded from {a.lemon_model}"
+    else:
+        det = default_detector()
+        source = "the bundled detector (trained on simulated RSC-1-like clusters with their true lemon labels)"
+    desc = (
+        f"{source}; threshold {det.threshold_:.2f} for out-of-fold precision {det.oof_precision_:.2f} at recall "
+        f"{det.oof_recall_:.2f}. Train your own with `reliability lemon train`"
+    )
+    span = _span_h(data)
+    empty = pl.DataFrame(
+        schema={
+            "cluster": pl.String,
+            "node": pl.String,
+            "window_end": pl.Datetime("us", "UTC"),
+            "probability": pl.Float64,
+            "flagged": pl.Boolean,
+            "drivers": pl.String,
+        }
+    )
+    common = {
+        "threshold": float(det.threshold_),
+        "detector": desc,
+        "window_days": window,
+        "span_h": span,
+    }
+    try:
+        feats = node_features(data.open(), window_days=window, step_days=7)
+    except ValueError as exc:  # less history than one window
+        notes.append(
+            f"no lemon scores: the data hold {fmt_duration_h(span)}, less than one {window}-day feature "
+            f"window ({exc}); pass lemon_window_days= (a multiple of 7) within the data's span, "
+            "or collect more history"
+        )
+        return LemonReport(scores=empty, notes=notes, **common)
+    scores = score_nodes(det, feats)
+    sims = [s for s in cfg.inputs if s.kind == "simulate-cluster"]
+    backtest = None
+    sim_cfg = _cluster_config(sims[0]) if sims else None
+    if sim_cfg is not None and sim_cfg.days / 2 < window:
+        notes.append(
+            f"no quarantine backtest: the simulated run ({sim_cfg.days:g} days) is shorter than two "
+            f"{window}-day windows"
+        )
+    elif sim_cfg is not None:
+        from reliability.sim.experiments import lemon_backtest
+
+        # the run as is is the one cluster_data already simulated and ingested (when it is the
+        # only cluster input): reuse it, so only the quarantined variant is simulated
+        cluster_inputs = [s for s in cfg.inputs if not s.is_pod]
+        baseline = None
+        if cluster_inputs == sims[:1] and data.raw and data.raw[0] is not None:
+            baseline = (data.raw[0], data.open())
+        backtest = lemon_backtest(
+            sim_cfg,
+            det,
+            seed=sims[0].seed,
+            split_day=sim_cfg.days / 2,
+            window_days=window,
+            work=work / "backtest",
+            baseline=baseline,
+        )
+    return LemonReport(scores=scores, backtest=backtest, notes=notes, **common)
+
+
+def lemon_section(r: LemonReport, ctx: Context) -> list[Section]:
+    """ "Lemon nodes"."""
+    sec = Section("Lemon nodes")
+    sec.blocks.append(Text("Detector: " + r.detector + "."))
+    sec.blocks += [Text(ln) for ln in r._lines()]
+    if r.scores.height:
+        size = (6.4, 0.25 * min(15, r.scores.height) + 1.2)
+        sec.blocks.append(
+            plot_block(
+                "lemon_suspects",
+                lambda ax: plots.plot_lemon_suspects(r.scores, ax=ax, threshold=r.threshold),
+                size,
+                "The highest lemon probabilities, flagged nodes in vermillion, the threshold dashed "
+                "(nodes that fail jobs repeatedly yet pass health checks; "
+                f"{ref.LEMONS_FOUND.cite()}).",
+                r.scores.head(15).drop("window_end"),
+            )
+        )
+        shown = r.flagged if r.flagged.height else r.scores.head(5)
+        caption = (
+            "Flagged nodes, with the features that raised each score most."
+            if r.flagged.height
+            else "No node flagged; the five highest scores, with their drivers."
+        )
+        sec.blocks.append(
+            Table("lemon_suspects_table", shown.drop("window_end"), caption, wrap=("drivers",))
+        )
+    bt = r.backtest
+    if bt is not None:
+        sec.blocks.append(
+            Table(
+                "lemon_backtest",
+                bt.summary,
+                "Backtest: the simulator re-run with the flagged nodes drained at mid-run, compared "
+                "after the split with the run as is (same seed, same faults); the paper's figures beside "
+                "(– not measurable).",
+                max_rows=30,
+            )
+        )
+        sec.blocks.append(
+            Table(
+                "lemon_root_causes",
+                bt.root_causes,
+                "Flagged nodes by the component their logs point at (node down = no component logged).",
+            )
+        )
+        sec.blocks += notes_blocks(bt)
+    sec.blocks += notes_blocks(r)
+    return [sec]

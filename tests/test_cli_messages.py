@@ -225,11 +225,11 @@ def test_pipeline_errors_name_the_keys(tmp_path):
     ):
         load_pipeline(pipe('tz = "UTC"\noptions = { year = 2024 }'))
     # an error found while reading (no zone given): the key to set
-    from reliability.pipeline.stages import _ingest_inputs
+    from reliability.pipeline.steps.data import _ingest
 
     spec = load_pipeline(pipe("")).inputs[0]
     with pytest.raises(PipelineError, match=r"set inputs\[0\].tz") as err:
-        _ingest_inputs([spec], tmp_path / "work")
+        _ingest([spec], tmp_path / "work", "cluster")
     assert "tz=" not in str(err.value)
 
 

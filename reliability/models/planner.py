@@ -144,7 +144,7 @@ class PlanResult(Result):
             if self.recommended_interval_h is None and self.basis.startswith("upper"):
                 lines.append(
                     f"No hardware failures were observed, but too little exposure to rule out rates at which ETTR "
-                    f"{self.target_ettr:.2f} is out of reach with a {_fmt_h(self.restart_h)} restart: collect more "
+                    f"{self.target_ettr:.2f} cannot be reached with a {_fmt_h(self.restart_h)} restart: collect more "
                     "data or give r_f."
                 )
             elif self.recommended_interval_h is None:

@@ -56,6 +56,13 @@ class RunResult:
     def cached(self, name: str) -> bool:
         return next(s["cached"] for s in self.stages if s["stage"] == name)
 
+    def build_report(self) -> Any:
+        """The run's :class:`~reliability.report.Report` (action list, headline numbers, one
+        section per analysis: :func:`reliability.pipeline.report.build_report`)."""
+        from reliability.pipeline.report import build_report
+
+        return build_report(self)
+
 
 _CODE: str | None = None
 

@@ -317,7 +317,7 @@ def headline_cards(results: dict[str, Any]) -> list[Card]:
             cards.append(
                 Card(
                     f"Checkpoint at {p.n_gpus:,} GPUs",
-                    "out of reach" if not p.basis.startswith("upper") else "too little data",
+                    "not reachable" if not p.basis.startswith("upper") else "too little data",
                     row["status"],
                     None,
                 )

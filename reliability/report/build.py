@@ -1,95 +1,24 @@
-"""Assemble the report of a pipeline run: the action list and headline numbers at the top
-(:mod:`reliability.report.actions`), then one section per analysis, each built next to the
-stage it renders (:data:`reliability.pipeline.stages.SECTIONS`), then the sweeps."""
+"""The report of a pipeline run, as data (:class:`~reliability.report.model.Report`).
+
+The report layer does not know the stages: a pipeline's
+:class:`~reliability.pipeline.RunResult` assembles its own report
+(:func:`reliability.pipeline.report.build_report`: the action list, the headline numbers, and
+one section per analysis, each built next to the stage it renders), and this layer renders it.
+"""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
-import polars as pl
-from matplotlib.figure import Figure as MplFigure
-
-from reliability import plots
-from reliability._version import __version__
-from reliability.report.actions import (
-    checkpoint_actions,
-    data_actions,
-    headline_cards,
-    job_actions,
-    node_actions,
-)
-from reliability.report.model import Card, Figure, Report, Section, Text
+from reliability.report.model import Report
 
 __all__ = ["build_report"]
 
 
-def _sweep_sections(cfg: Any) -> list[Section]:
-    from reliability.sweep import load_sweep
-
-    out = []
-    for sweep_file in getattr(cfg, "sweeps", ()):
-        spec = load_sweep(sweep_file)
-        agg_path = spec.out / "aggregates.parquet"
-        sec = Section(f"Sweep: {spec.name}")
-        if agg_path.is_file():
-            agg = pl.read_parquet(agg_path)
-            fig = MplFigure(figsize=(6.4, max(2.4, 0.22 * agg.height + 1)), layout="constrained")
-            plots.plot_sweep(agg, ax=fig.subplots())
-            sec.blocks.append(
-                Figure(
-                    f"sweep_{spec.name}",
-                    fig,
-                    f"Sweep {spec.name} ({spec.model}, {len(spec.seeds)} "
-                    "seeds per cell): mean over seeds with a 95% t-interval per parameter cell and "
-                    "metric.",
-                    agg,
-                )
-            )
-        else:
-            sec.blocks.append(
-                Text(f"No results yet: run `reliability sweep {sweep_file.name}`.", kind="note")
-            )
-        out.append(sec)
-    return out
-
-
 def build_report(run: Any) -> Report:
-    """A :class:`Report` from a :class:`~reliability.pipeline.RunResult`.
-
-    The action list, the headline numbers and every section are computed from the run's typed
-    results; a stage that did not run leaves its section out and says so where it matters.
-    """
-    from reliability.pipeline.stages import SECTIONS
-    from reliability.pipeline.steps.common import Context, analysis_terms
-
-    cfg = run.config
-    results = run.outputs
-    ctx = Context(cfg, results)
-    cluster, pods = results.get("cluster_data"), results.get("pod_data")
-    actions = [
-        *node_actions(results.get("node_health"), results.get("lemon")),
-        *checkpoint_actions(results.get("plan"), results.get("mttf")),
-        *job_actions(results.get("workload")),
-        *data_actions(
-            [cluster, pods], dataset_hint=str(cluster.path) if cluster is not None else ""
-        ),
-    ]
-    for a in actions:
-        a.text, a.evidence = analysis_terms(a.text), analysis_terms(a.evidence)
-    cards = headline_cards(results)
-    for c in cards:
-        c.explanation = analysis_terms(c.explanation)
-    if not cards:
-        cards.append(
-            Card("Inputs", f"{len(cfg.inputs)}", "no cluster job data: cluster figures are omitted")
-        )
-    sections: list[Section] = []
-    for stage, builder in SECTIONS:
-        if stage in results:
-            sections += builder(results[stage], ctx)
-    sections += _sweep_sections(cfg)
-    subtitle = f"Pipeline {cfg.name} - generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by reliability {__version__}"
-    return Report(
-        title=cfg.title, subtitle=subtitle, actions=actions, headline=cards, sections=sections
-    )
+    """The :class:`Report` of ``run`` (anything with a ``build_report()`` method returning one,
+    e.g. a :class:`~reliability.pipeline.RunResult`)."""
+    report = run.build_report()
+    if not isinstance(report, Report):
+        raise TypeError(f"{type(run).__name__}.build_report() returned {type(report).__name__}")
+    return report

@@ -124,10 +124,6 @@ class _Page:
             ]
 
         step = TABLE_PT / 72 / A4[1] * 1.3
-        x0 = [
-            LEFT + sum(widths[:i]) * (RIGHT - LEFT) / avail + i * gap * (RIGHT - LEFT) / avail
-            for i in range(shown)
-        ]
 
         def draw(values: list[list[str]], weight: str) -> None:
             n = max(len(v) for v in values)

@@ -166,7 +166,7 @@ class CheckpointPlan(Result):
     Attributes
     ----------
     sizes : per job size: ``n_gpus``, ``basis`` (which rate), ``rate_per_1000_node_days``,
-        ``mttf_h``, ``recommended_interval_min`` (null: out of reach), ``ettr_at_recommended``,
+        ``mttf_h``, ``recommended_interval_min`` (null: no interval reaches the target), ``ettr_at_recommended``,
         ``at_upper_bound_min`` (the same at the rate's upper bound), ``status``
     plans : the :class:`~reliability.models.PlanResult` of each size, in order
     target_ettr, restart_h : the target and the assumed restart overhead [h]
@@ -237,8 +237,14 @@ def _status(p: PlanResult) -> str:
             f"(expected ETTR {p.ettr_at_recommended:.3f}){conservative}"
         )
     if p.basis.startswith("upper"):
-        return "too little exposure to plan: no failures seen, but rates that put the target out of reach are not ruled out"
-    return f"target out of reach with a {fmt_duration_h(p.restart_h)} restart at this rate: restart faster"
+        return (
+            "too little exposure to plan: no failures seen, and the data do not rule out rates at which "
+            "no checkpoint interval reaches the target; collect more history"
+        )
+    return (
+        f"no checkpoint interval reaches ETTR {p.target_ettr:.2f} with a {fmt_duration_h(p.restart_h)} "
+        "restart at this rate: shorten the restart"
+    )
 
 
 def checkpoint_plan(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> CheckpointPlan:
@@ -427,7 +433,7 @@ def mttf_section(m: MTTFResult, ctx: Context) -> list[Section]:
             "projections",
             m.projection(),
             "Model MTTF [h] at the paper's projection sizes with the interval from r_f's interval "
-            "(– where not estimable or unbounded).",
+            "(– where not estimable; an interval with no upper end when no failure bounds it).",
         )
     )
     sec.blocks.append(

@@ -84,6 +84,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     an.add_argument("--before-min", type=float, default=10.0)
     an.add_argument("--after-min", type=float, default=5.0)
+    an.add_argument(
+        "--requeue-exit-codes",
+        type=int,
+        nargs="*",
+        default=[],
+        metavar="CODE",
+        help="the cluster's RequeueExit / RequeueExitHold codes (scontrol show config): requeues "
+        "the application asked for count as the user's, not the machine's",
+    )
     sim = sub.add_parser("simulate", help="run a bundled simulator and write its raw logs")
     simsub = sim.add_subparsers(dest="simulator", required=True)
     cl = simsub.add_parser("cluster", help="Slurm-like GPU research cluster (HPCA'25)")
@@ -266,35 +275,29 @@ def _ingest(args: argparse.Namespace) -> int:
 def _analyze(args: argparse.Namespace) -> int:
     from reliability._atomic import write_parquet_atomic
     from reliability.attribution import attribute_failures
-    from reliability.models import (
-        failure_rate_series,
-        fit_mttf,
-        hardware_share,
-        job_size_distribution,
-        job_state_breakdown,
-        secondary_preemptions,
-    )
+    from reliability.models import failure_rate_series, fit_mttf, workload_summary
 
+    bad = [c for c in args.requeue_exit_codes if not 0 <= c <= 255]
+    if bad:
+        raise ReliabilityError(f"--requeue-exit-codes: exit codes are 0-255, got {bad}")
     ds = _dataset(args.dataset)
-    jobs = attribute_failures(ds, before_min=args.before_min, after_min=args.after_min)
-    m = fit_mttf(jobs, min_gpus=args.min_gpus)
-    series = failure_rate_series(jobs, min_gpus=args.min_gpus)
-    states = job_state_breakdown(jobs)
-    hs = hardware_share(jobs)
-    sp = secondary_preemptions(jobs)
-    print(m)
-    print(f"weekly rate: {series}")
-    print("job states (attempts, GPU time):")
-    for state, n, _, share, gshare in states.iter_rows():
-        print(f"  {state:<14} {n:>10,}  {100 * share:6.2f}%  {100 * gshare:6.2f}% of GPU time")
-    print(f"hardware-ended attempts: {100 * hs['attempt_share']:.2f}% of attempts, "
-          f"{100 * hs['gpu_time_share']:.1f}% of GPU time (HPCA'25: 0.2% / 18.7%)")  # fmt: skip
-    print(f"secondary preemptions: {sp['count']:,.0f}, {100 * sp['share_of_failure_overhead']:.1f}% of the "
-          "failure overhead (HPCA'25: 16%)")  # fmt: skip
+    end = ds.observation_end
+    jobs = attribute_failures(
+        ds,
+        before_min=args.before_min,
+        after_min=args.after_min,
+        requeue_exit_codes=args.requeue_exit_codes,
+    )
+    m = fit_mttf(jobs, min_gpus=args.min_gpus, observation_end=end)
+    series = failure_rate_series(jobs, min_gpus=args.min_gpus, observation_end=end)
+    w = workload_summary(jobs, observation_end=end)
+    # the results' text forms: what could not be estimated is said, never printed as nan
+    for result in (m, series, w):
+        print(_cli_terms(str(result), args))
     out = args.dataset / "analysis"
     frames = {"attributed_jobs": jobs, "mttf_by_size": m.by_size, "mttf_summary": m.summary,
-              "survival": m.survival, "failure_rate_weekly": series.series, "job_states": states,
-              "job_sizes": job_size_distribution(jobs), "projections": m.projection()}  # fmt: skip
+              "survival": m.survival, "failure_rate_weekly": series.series, "job_states": w.states,
+              "job_sizes": w.sizes, "projections": m.projection()}  # fmt: skip
     for name, frame in frames.items():
         write_parquet_atomic(frame, out / f"{name}.parquet")
     print(f"wrote {len(frames)} tables to {out}")

@@ -224,3 +224,86 @@ def test_shipped_pipelines_load():
             continue  # a template: its paths point at the user's exports
         cfg = load_pipeline(root / name)
         assert cfg.inputs
+
+
+# ---------------------------------------------------------------- headline values (issue 19 item 6)
+
+_UNIT_H = {"s": 1 / 3600, "min": 1 / 60, "h": 1.0, "days": 24.0, "years": 8766.0}
+
+
+def _hours(text: str) -> float:
+    """``"6.8 h"`` / ``"7.0 days"`` / ``"55.7 min"`` -> hours (the first duration in ``text``)."""
+    m = re.search(r"([\d,]+(?:\.\d+)?) (s|min|h|days|years)\b", text)
+    assert m, text
+    return float(m.group(1).replace(",", "")) * _UNIT_H[m.group(2)]
+
+
+def _cards(doc: str) -> dict[str, tuple[str, str]]:
+    """label -> (value, explanation) of the headline cards in the written HTML."""
+    from html import unescape
+
+    found = re.findall(
+        r'<div class="card"><div class="l">(.*?)</div><div class="v">(.*?)</div>'
+        r'<div class="e">(.*?)</div></div>',
+        doc,
+    )
+    return {unescape(label): (unescape(v), unescape(e)) for label, v, e in found}
+
+
+def test_headline_values_equal_direct_calls(tiny):
+    """The report's headline numbers are the library's own answers on the same data: r_f and
+    MTTF from fit_mttf (and MTTF = 1/(N r_f) in closed form), the checkpoint intervals from
+    plan(), the lemon count and probabilities from the detector's predict_proba."""
+    import polars as pl
+
+    from reliability.attribution import attribute_failures
+    from reliability.models import fit_mttf, node_features, plan
+    from reliability.models.lemon import default_detector
+    from reliability.models.lemon_features import FEATURES
+
+    tmp, res, _ = tiny
+    a = res.config.analysis
+    ds = res.outputs["cluster_data"].open()
+    end = ds.observation_end
+    jobs = attribute_failures(
+        ds, before_min=a.before_min, after_min=a.after_min, requeue_exit_codes=a.requeue_exit_codes
+    )
+    m = fit_mttf(jobs, min_gpus=a.min_gpus, gpus_per_node=a.gpus_per_node, observation_end=end)
+    assert m.failures_ >= 2  # the data have hardware failures
+    assert m.rate_.rate is not None
+    doc = res.files["html"].read_text(encoding="utf-8")
+    cards = _cards(doc)
+
+    rate_card = cards[f"Failure rate r_f (jobs of {a.min_gpus:,}+ GPUs)"][0]
+    shown = float(rate_card.split()[0].replace(",", ""))
+    assert shown == pytest.approx(1000 * m.rate_.rate, rel=5e-3)
+    assert shown == pytest.approx(1000 * m.failures_ / m.node_days_, rel=5e-3)  # k / exposure
+
+    largest = int(jobs["n_accelerators"].max())
+    mttf_card = cards[f"MTTF of a {largest:,}-GPU job (the largest)"][0]
+    closed_form_h = 24.0 / ((largest / a.gpus_per_node) * m.rate_.rate)  # 1/(N r_f), r_f per day
+    assert _hours(mttf_card) == pytest.approx(closed_form_h, rel=0.01)
+
+    p = plan(largest, m, a.target_ettr, restart_h=a.restart_h, gpus_per_node=a.gpus_per_node)
+    assert p.recommended_interval_h is not None
+    ck = cards[f"Checkpoint at {largest:,} GPUs"][0]
+    assert _hours(ck) == pytest.approx(p.recommended_interval_h, rel=0.01)
+    # the action list gives the interval for every planned size, each equal to plan()'s
+    actions = re.search(r"Checkpoint at least: (.*?)<", doc).group(1)
+    for n, interval in re.findall(r"([\d,]+) GPUs every ([^;]+)", actions):
+        q = plan(int(n.replace(",", "")), m, a.target_ettr, restart_h=a.restart_h)
+        assert _hours(interval) == pytest.approx(q.recommended_interval_h, rel=0.01), n
+
+    det = default_detector()
+    feats = node_features(ds, window_days=a.lemon_window_days, step_days=7)
+    last = feats.filter(pl.col("window_end") == feats["window_end"].max())
+    prob = det.predict_proba(last.select(FEATURES))[:, 1]
+    flagged = int((prob >= det.threshold_).sum())
+    assert cards["Lemon nodes flagged"][0] == f"{flagged} of {last.height:,}"
+    shown_p = pl.read_csv(tmp / "out" / "data" / "lemon_suspects.csv")
+    direct = dict(zip(last["node"].to_list(), prob.tolist(), strict=True))
+    assert shown_p.height == min(15, last.height)
+    for node, q in zip(shown_p["node"], shown_p["probability"], strict=True):
+        assert q == pytest.approx(direct[node], abs=1e-9)
+    top = sorted(direct.values(), reverse=True)[: shown_p.height]
+    assert shown_p["probability"].to_list() == pytest.approx(top, abs=1e-9)

@@ -81,12 +81,23 @@ class _Collect(HTMLParser):
         self.text.append(data)
 
 
+_TINY: dict[str, tuple[Path, object, list[str]]] = {}
+
+
+def tiny_run(tmp_path_factory) -> tuple[Path, object, list[str]]:
+    """The tiny pipeline, run once per test session (the browser test renders its report too);
+    nothing may rerun it in its folder (the caching test works on a copy)."""
+    if "run" not in _TINY:
+        tmp = tmp_path_factory.mktemp("pipe")
+        lines: list[str] = []
+        first = run_pipeline(_pipeline(tmp), progress=lines.append)
+        _TINY["run"] = (tmp, first, lines)
+    return _TINY["run"]
+
+
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("pipe")
-    lines: list[str] = []
-    first = run_pipeline(_pipeline(tmp), progress=lines.append)
-    return tmp, first, lines
+    return tiny_run(tmp_path_factory)
 
 
 def test_report_files_and_html(tiny):
@@ -146,8 +157,11 @@ def test_pdf_pages_and_text(tiny):
     }
 
 
-def test_stage_caching(tiny):
-    tmp, _, _ = tiny
+def test_stage_caching(tiny, tmp_path):
+    import shutil
+
+    tmp = tmp_path / "copy"  # the cache is keyed by content, not by folder
+    shutil.copytree(tiny[0], tmp)
     again = run_pipeline(_pipeline(tmp))
     assert all(s["cached"] for s in again.stages)
     # a parameter that only ETTR uses reruns ETTR (and the report), nothing else

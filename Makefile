@@ -19,8 +19,10 @@ $(STAMP): $(BIN)/python pyproject.toml
 report: $(STAMP)  ## run pipelines/demo.toml: simulated cluster + pods -> reports/demo/report.{html,pdf}
 	$(BIN)/reliability run pipelines/demo.toml
 
-test: $(STAMP)  ## run the test suite
-	$(BIN)/python -m pytest
+# one worker per core; a test module stays on one worker (its module fixtures run once)
+TEST_JOBS ?= auto
+test: $(STAMP)  ## run the test suite (TEST_JOBS=1 for one process)
+	$(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadfile
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -294,3 +294,21 @@ def test_times_are_utc_aware_in_every_table(tmp_path, run1):
     assert ds.observation_end is not None
     assert ds.observation_end.tzinfo is not None
     assert ds.observation_end <= datetime(2026, 12, 1, tzinfo=UTC)
+
+
+def test_summary_counts_running_attempts_up_to_the_observation_end(tmp_path):
+    """An attempt still RUNNING when the export was taken has accelerator time up to the
+    observation end (the export's --endtime here), counted by hand: 2 GPUs x 60 s finished plus
+    4 GPUs x 90 s running until 00:03:00, i.e. 0.1333 h; the text keeps three significant
+    digits (not "0.0")."""
+    rows = [
+        "1|a|COMPLETED|0:0|2025-01-01T00:00:00|2025-01-01T00:00:30|2025-01-01T00:01:30|1|gres/gpu=2|n1|c",
+        "2|b|RUNNING|0:0|2025-01-01T00:00:00|2025-01-01T00:01:30|Unknown|1|gres/gpu=4|n2|c",
+    ]  # fmt: skip
+    ds = Dataset(tmp_path / "ds")
+    ds.ingest("slurm", [_export(tmp_path / "s.psv", rows)], tz="UTC",
+              window_end=datetime(2025, 1, 1, 0, 3, tzinfo=UTC))  # fmt: skip
+    s = ds.summary()
+    want_h = (2 * 60 + 4 * 90) / 3600
+    assert s.accelerator_hours == pytest.approx(want_h)
+    assert f"accelerator-hours: {want_h:.3g}" in str(s)

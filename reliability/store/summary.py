@@ -63,7 +63,8 @@ class DatasetSummary(Result):
     n_nodes : distinct node names in jobs, health events and node states
     first, last : earliest and latest time in the data [UTC]
     accelerators_per_node : most accelerators seen on one node of one job attempt
-    accelerator_hours : accelerator-hours of all started attempts [h]
+    accelerator_hours : accelerator-hours of all started attempts, running ones up to the
+        observation end [h]
     quarantine_reasons : ``reason`` (row-specific values blanked), ``rows``, ``inputs``, most
         frequent first
     quarantine_examples : the first rows of each of the top reasons: ``reason``,
@@ -104,7 +105,7 @@ class DatasetSummary(Result):
             f"clusters: {', '.join(self.clusters) or '-'}",
             f"time span: {span}",
             f"nodes: {self.n_nodes}, accelerators per node (max seen): {self.accelerators_per_node}, "
-            f"accelerator-hours: {self.accelerator_hours:,.1f}",
+            f"accelerator-hours: {_hours(self.accelerator_hours)}",
             "",
             "rows per table:",
             *(f"  {t:<20} {n:>12,}" for t, n in self.summary.iter_rows()),
@@ -138,6 +139,11 @@ class DatasetSummary(Result):
             if hidden:
                 head.append(f"  ... and {hidden:,} more reason(s): see Dataset.quarantine")
         return head
+
+
+def _hours(h: float) -> str:
+    """Hours with three significant digits below 100 (0.0406, not 0.0), else thousands grouped."""
+    return f"{h:,.0f}" if h >= 100 else f"{h:.3g}"
 
 
 def _quarantine(ds: Dataset) -> tuple[pl.DataFrame, pl.DataFrame, int]:
@@ -206,11 +212,15 @@ def summarise(ds: Dataset) -> DatasetSummary:
         .select(pl.col("t").min().alias("first"), pl.col("t").max().alias("last"))
         .collect()
     )
+    # attempts still running are counted up to the observation end (censored, not dropped)
+    obs_end = ds.observation_end
+    end = pl.col("end_time")
+    if obs_end is not None:
+        end = pl.coalesce(end, pl.lit(obs_end).cast(jobs.collect_schema()["end_time"]))
     acc = jobs.select(
         per_node=(pl.col("n_accelerators") / pl.col("n_nodes").clip(lower_bound=1)).ceil().max(),
         hours=(
-            pl.col("n_accelerators")
-            * (pl.col("end_time") - pl.col("start_time")).dt.total_seconds()
+            pl.col("n_accelerators") * (end - pl.col("start_time")).dt.total_seconds().clip(0)
         ).sum()
         / 3600.0,
     ).collect()

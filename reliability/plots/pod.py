@@ -80,13 +80,20 @@ def plot_availability(
     -------
     the axes: per (pod, mode, ft_routing) of ``curves`` in order, a line (x = ``n_chips``,
     y = ``availability``) and, where measured, an ``errorbar`` of ``measured`` ± 1.96 stderr
+    (sizes measured with ``ft_routing`` null, where routing makes no difference, with the
+    first line of their pod and mode): every measured row is drawn once
     """
     ax = new_axes(ax)
     title = "Job availability vs size (lines: model; points: simulated pod)"
     if curves.height == 0:
         return no_data(ax, "no pod to model", title)
     keys = curves.select("pod", "mode", "ft_routing").unique(maintain_order=True)
+    seen: set[tuple[Any, Any]] = set()
     for i, (pod, mode, ft) in enumerate(keys.iter_rows()):
+        # a measured size where routing makes no difference (ft_routing null: a job inside one
+        # cube) is drawn once, with the first curve of its pod and mode
+        first = (pod, mode) not in seen
+        seen.add((pod, mode))
         c = curves.filter(
             (pl.col("pod") == pod) & (pl.col("mode") == mode) & pl.col("ft_routing").eq_missing(ft)
         ).sort("n_chips")
@@ -104,7 +111,10 @@ def plot_availability(
             m = measured.filter(
                 (pl.col("pod") == pod)
                 & (pl.col("mode") == mode)
-                & pl.col("ft_routing").eq_missing(ft)
+                & (
+                    pl.col("ft_routing").eq_missing(ft)
+                    | (pl.col("ft_routing").is_null() & pl.lit(first))
+                )
             ).sort("n_chips")
             if m.height:
                 ax.errorbar(

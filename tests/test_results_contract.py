@@ -66,9 +66,12 @@ def _results(case: str) -> list[Result]:
 
 
 def _clean(text: str) -> None:
-    low = text.lower().replace("infant", "")
+    """No nan, inf or "unbounded" as a word ("maintenance", "infant" are fine)."""
+    import re
+
+    low = text.lower()
     for word in ("nan", "inf", "unbounded"):
-        assert word not in low, (word, text)
+        assert not re.search(rf"\b{word}\b", low), (word, text)
 
 
 @pytest.mark.parametrize("case", list(INPUTS))
@@ -248,3 +251,127 @@ def test_lemon_features_censor_at_the_observation_end():
     assert row["attempts"] == 2
     assert row["failed"] == 1
     assert row["hours_out"] == pytest.approx(10.0)
+
+
+# ---------------------------------------------------------------- every result class
+
+#: public classes that look like results but are not on the base, and why
+NOT_RESULTS = {
+    "reliability.ingest._common.ReadResult": "a reader's rows and quarantine, consumed by the store",
+    "reliability.ingest._delimited.SplitResult": "an internal of the delimited-file splitter",
+    "reliability.models.lemon.LemonDetector": "an estimator (fit/predict), not a result",
+    "reliability.pipeline.runner.RunResult": "holds the stages' results (each on the base)",
+    "reliability.report.model.Report": "the report's document model",
+    "reliability.report.model.Table": "a report block",
+    "reliability.store.integrity.VerifyReport": "the store's integrity check (own text form)",
+    "reliability.store.integrity.RepairReport": "the store's repair log (own text form)",
+}
+_LOOKS_LIKE = ("Result", "Report", "Analysis", "Stats", "Series", "Comparison", "Backtest",
+               "Summary", "Plan", "Health", "Table", "Test", "Simulation", "ETTR")  # fmt: skip
+
+
+def _public_classes() -> dict[str, type]:
+    import importlib
+    import inspect
+    import pkgutil
+
+    import reliability
+
+    out = {}
+    for m in pkgutil.walk_packages(reliability.__path__, "reliability."):
+        if m.name == "reliability.__main__":
+            continue
+        mod = importlib.import_module(m.name)
+        for name, obj in vars(mod).items():
+            if inspect.isclass(obj) and obj.__module__ == m.name and not name.startswith("_"):
+                out[f"{m.name}.{name}"] = obj
+    return out
+
+
+def _walk(value, seen: dict[type, list]) -> None:
+    """Every Result inside ``value`` (fields of results, lists, dicts), by class."""
+    import dataclasses
+
+    if isinstance(value, Result):
+        seen.setdefault(type(value), []).append(value)
+    if isinstance(value, list | tuple):
+        for v in value:
+            _walk(v, seen)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _walk(v, seen)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            _walk(getattr(value, f.name), seen)
+    if isinstance(value, Result):
+        for name in ("dataset",):  # properties that hold results
+            _walk(getattr(value, name, None), seen)
+
+
+@pytest.fixture(scope="module")
+def every_result(tmp_path_factory) -> dict[type, list]:
+    """At least one instance of every result class: the tiny pipeline's stages (and the
+    results inside them), the statistics results above, and small ones built here."""
+    from datetime import UTC, datetime
+    from pathlib import Path
+
+    from test_pipeline import tiny_run
+
+    from reliability.collect import CollectResult
+    from reliability.sim.experiments import LemonBacktest
+    from reliability.sim.pod import simulate_pod
+    from reliability.sim.run import simulate_cluster
+    from reliability.sweep import SweepResult
+
+    seen: dict[type, list] = {}
+    _walk(tiny_run(tmp_path_factory)[1].outputs, seen)
+    for case in ("normal", "one failure"):
+        _walk(_results(case), seen)
+    _walk(simulate_cluster("small", days=1, seed=0), seen)
+    _walk(simulate_pod("tpuv4", days=3, seed=0), seen)
+    t = datetime(2025, 1, 1, tzinfo=UTC)
+    _walk(CollectResult(Path("ds"), t, t + timedelta(days=1), "given", ("sacct ...",), dry_run=True), seen)  # fmt: skip
+    agg = pl.DataFrame({"cell": ["a"], "key": ["ettr"], "n": [1], "mean": [0.9], "sd": [None],
+                        "ci_low": [None], "ci_high": [None]}, schema_overrides={"sd": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64})  # fmt: skip
+    res = pl.DataFrame({"cell": ["a"], "seed": [0], "key": ["ettr"], "value": [0.9]})
+    _walk(SweepResult(results=res, aggregates=agg, tasks_run=1), seen)
+    summary = pl.DataFrame({"metric": ["precision", "large-job failure rate cut"],
+                            "value": [0.5, float("nan")], "paper": ["0.9", None]})  # fmt: skip
+    flagged = pl.DataFrame({"node": ["n1"], "score": [0.9], "component": ["gpu"], "lemon": [True]})
+    roots = pl.DataFrame({"component": ["gpu"], "flagged": [1], "true_lemons": [1]})
+    _walk(LemonBacktest(summary=summary, flagged=flagged, root_causes=roots), seen)
+    return seen
+
+
+def test_every_result_class_is_on_the_base_and_keeps_the_contract(every_result):
+    classes = _public_classes()
+    results = {k: v for k, v in classes.items() if issubclass(v, Result) and v is not Result}
+    looks = {
+        k
+        for k, v in classes.items()
+        if not issubclass(v, Result)
+        and (k.endswith(_LOOKS_LIKE) or hasattr(v, "_repr_html_") or hasattr(v, "print_summary"))
+    }
+    # a new result-like class must adopt the base (or be listed here with the reason)
+    assert looks - set(NOT_RESULTS) == set()
+    assert len(results) >= 25
+    missing = sorted(k for k, v in results.items() if v not in every_result)
+    assert missing == [], "no instance of these result classes is checked: add one above"
+    for cls, instances in every_result.items():
+        for r in instances[:3]:
+            name = cls.__name__
+            s = r.summary
+            assert isinstance(s, pl.DataFrame), name
+            assert frame_is_finite(s), name
+            _clean(str(r))
+            html = r._repr_html_()
+            _clean(html)
+            assert "<table" in html, name
+            buf = io.StringIO()
+            r.print_summary(file=buf)
+            _clean(buf.getvalue())
+            assert r.title in buf.getvalue(), name
+            for frame in r.tables().values():
+                assert isinstance(frame, pl.DataFrame), name
+                assert frame_is_finite(frame), name
+            assert isinstance(r.sample_sizes, dict), name

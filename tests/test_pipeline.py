@@ -144,9 +144,20 @@ def test_pdf_pages_and_text(tiny):
     reader = PdfReader(res.files["pdf"])
     manifest = json.loads((tmp / "out" / "run_manifest.json").read_text())
     assert len(reader.pages) == manifest["pdf_pages"] == res.pdf_pages
-    text = "\n".join(page.extract_text() for page in reader.pages)
+    pages = [page.extract_text() for page in reader.pages]
+    text = "\n".join(pages)
     for title in SECTIONS:
         assert title in text, title
+    # no blank or nearly blank page: the first holds the action list and the headline numbers
+    assert "What to do" in pages[0]
+    assert "Summary" in pages[0]
+    for i, page in enumerate(pages):
+        assert len(page) > 300, (i, page)
+    # input paths are printed in full (wrapped inside their column, never cut)
+    flat = re.sub(r"\s+", "", text)
+    assert re.sub(r"\s+", "", str((tmp / "evil.psv").resolve())) in flat
+    # hostile text is printed as text
+    assert HOSTILE in flat
     assert manifest["versions"]["polars"]
     assert {s["stage"] for s in manifest["stages"]} >= {
         "cluster_data",

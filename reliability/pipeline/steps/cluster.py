@@ -446,7 +446,7 @@ def mttf_section(m: MTTFResult, ctx: Context) -> list[Section]:
         )
     )
     line = next((ln for ln in m._lines() if ln.startswith("GLM slope")), None)
-    if line:
+    if line and "not estimable" not in line:  # the notes say why it is not
         sec.blocks.append(Text(line + "."))
     sec.blocks += notes_blocks(m)
     return [sec]

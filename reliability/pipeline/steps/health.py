@@ -13,6 +13,7 @@ from reliability._result import fmt_duration_h, fmt_num
 from reliability.models import OUT_OF_SERVICE, NodeHealth
 from reliability.pipeline.config import PipelineConfig
 from reliability.pipeline.steps.common import Context, notes_blocks, plot_block
+from reliability.report.actions import REPEAT_OFFENDER_MIN_FAILURES
 from reliability.report.model import Section, Table, Text
 
 __all__ = ["health_section", "node_health"]
@@ -105,9 +106,18 @@ def health_section(h: NodeHealth, ctx: Context) -> list[Section]:
         top = h.offenders.head(1).row(0, named=True)
         sec.blocks.append(
             Text(
-                f"Repeat offenders: {h.offenders.height} node(s) ended hardware-attributed attempts; {top['node']} ended "
-                f"the most ({_n(top['failures'], 'attempt')} of {top['jobs_hit']} job(s), {fmt_num(top['gpu_hours_failed'])} "
-                "GPU-hours of those attempts)."
+                f"{_n(h.offenders.height, 'node')} ended hardware-attributed attempts; {top['node']} ended "
+                f"the most ({_n(top['failures'], 'attempt')} of {_n(top['jobs_hit'], 'job')}, {fmt_num(top['gpu_hours_failed'])} "
+                "GPU-hours of those attempts)"
+                + (
+                    f"; {_n(repeat, 'node')} ended {REPEAT_OFFENDER_MIN_FAILURES} or more (repeat offenders)."
+                    if (
+                        repeat := int(
+                            (h.offenders["failures"] >= REPEAT_OFFENDER_MIN_FAILURES).sum()
+                        )
+                    )
+                    else f"; none ended {REPEAT_OFFENDER_MIN_FAILURES} or more (no repeat offender)."
+                )
             )
         )
         sec.blocks.append(

@@ -194,7 +194,8 @@ def lemon_section(r: LemonReport, ctx: Context) -> list[Section]:
     """ "Lemon nodes"."""
     sec = Section("Lemon nodes")
     sec.blocks.append(Text("Detector: " + r.detector + "."))
-    sec.blocks += [Text(ln) for ln in r._lines()]
+    if r.scores.height or not r.notes:  # without scores, the notes say why
+        sec.blocks += [Text(ln) for ln in r._lines()]
     if r.scores.height:
         size = (6.4, 0.25 * min(15, r.scores.height) + 1.2)
         sec.blocks.append(

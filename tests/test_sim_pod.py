@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 import polars as pl
@@ -12,11 +13,17 @@ from reliability.ingest import read_pod_log
 from reliability.models import component_failure_rates
 from reliability.sim.pod import load_pod_preset, simulate_pod
 
+#: one simulated year of the preset's pod (the preset runs two): ~28,000 jobs, ~300 jobs on
+#: an interruption, ~150 jobs rerouting around an OCS, ~300 machine failures; every check
+#: below is an exact identity or an interval sized for its own count, so a year has the power
+#: the two years had (the interval widths scale with the counts)
+POD_DAYS = 365
+
 
 @pytest.fixture(scope="module")
 def pod(tmp_path_factory):
     out = tmp_path_factory.mktemp("pod")
-    r = simulate_pod("tpuv4", seed=3)
+    r = simulate_pod("tpuv4", seed=3, days=POD_DAYS)
     r.write(out)
     return r, read_pod_log(out / "pod_events.jsonl")
 
@@ -63,12 +70,18 @@ def test_host_availability_about_99_percent(pod):
 
 
 def test_component_rates_series(pod):
-    _, rr = pod
+    _r, rr = pod
     weekly = component_failure_rates(
         rr.tables["component_failures"], rr.tables["inventory"], every="1w"
     )
     machines = weekly.filter(pl.col("component_type") == "machine")
-    assert machines.height == 105  # two years of weeks (730 days, the first and last partial)
+    # one row per calendar week (Monday-based) that the window touches, first and last partial
+    start = _r.config.start
+    mondays = {
+        (start + timedelta(days=d) - timedelta(days=(start + timedelta(days=d)).weekday())).date()
+        for d in range(int(_r.config.days))
+    }
+    assert machines.height == len(mondays)
     mean = machines.get_column("rate_per_day").mean()
     assert mean == pytest.approx(0.0008, rel=0.2)
 
@@ -222,10 +235,12 @@ def test_fault_tolerant_routing_covers_exactly_the_ocs_outages(pod):
         if total > 0:
             want[job] = total
     steps = rr.tables["job_steps"].with_columns(
-        s=(pl.col("end_time") - pl.col("start_time")).dt.total_seconds()
+        # fractional seconds: the log has microseconds, and whole seconds per step would
+        # drop up to a second per reroute
+        s=(pl.col("end_time") - pl.col("start_time")).dt.total_microseconds() / 1e6
     )
     got = dict(steps.group_by("job_id").agg(pl.col("s").sum()).iter_rows())
-    assert len(want) > 50  # two years hold many OCS outages under running jobs
+    assert len(want) > 50  # a year holds many OCS outages under running jobs (~150)
     assert set(got) == set(want)
     assert all(abs(got[j] - want[j]) < 1.0 for j in want)
 
@@ -244,10 +259,17 @@ def test_calibration_against_the_paper(pod):
     ft_s = (steps["end_time"] - steps["start_time"]).dt.total_seconds().sum()
     assert ft_s / run_s < 0.02
     s = r.job_stats["reroute_samples"]
-    # at an OCS failure, the jobs that reroute are the FT ones: 95% opt in (NSDI'24)
-    at_fault = s.filter(pl.col("running") > 20)
-    share = (at_fault["rerouted"] / at_fault["running"]).median()
-    assert share == pytest.approx(0.95, abs=0.05)
+    # at an OCS failure, the jobs that reroute are the FT ones: 95% opt in (NSDI'24); pooled
+    # over the year's OCS failures (about 7, a dozen jobs running at each), the rerouted count
+    # lies in the binomial 99.9% interval around 95% of the jobs running
+    fails = r.events.filter(
+        (pl.col("event") == "component_fail") & (pl.col("component_type") == "ocs")
+    )["time_s"]
+    at_fault = s.filter(pl.col("time_s").is_in(fails.to_list()) & (pl.col("running") > 0))
+    assert at_fault.height >= 3
+    n = int(at_fault["running"].sum())
+    lo, hi = stats.binom.ppf([0.0005, 0.9995], n, 0.95)
+    assert lo <= at_fault["rerouted"].sum() <= hi
 
 
 def test_static_mode_and_no_ft_routing_options():
@@ -279,13 +301,17 @@ def test_static_mode_and_no_ft_routing_options():
         assert cubes[0] % size == 0
         assert cubes == list(range(cubes[0], cubes[0] + len(cubes)))
     assert static.events.filter(pl.col("event") == "crossconnect").height == 0
-    no_ft = simulate_pod("tpuv4", days=40, seed=4, ft_routing=False)
+    # OCS failures are rare (48 x 0.04% a day: 0.8 in 40 days): ten times the rate makes the
+    # check meet about eight of them
+    cfg = load_pod_preset("tpuv4")
+    cfg = replace(cfg, failures=replace(cfg.failures, ocs_rate_per_day=0.004))
+    no_ft = simulate_pod(cfg, days=40, seed=4, ft_routing=False)
     ev = no_ft.events
     assert ev.filter(pl.col("event") == "reroute_start").height == 0
     ocs_fail = ev.filter(
         (pl.col("event") == "component_fail") & (pl.col("component_type") == "ocs")
     )
-    assert ocs_fail.height > 0
+    assert ocs_fail.height >= 3
     ends = ev.filter(pl.col("event") == "job_end")
     for t in ocs_fail["time_s"].to_list():
         running = _running_at(ev, t)
@@ -308,8 +334,6 @@ def test_crossconnect_changes_grow_with_submissions():
     """NSDI'24 Fig. 13: OCS reconfigurations grow with the job submissions. Doubling the
     arrival rate multiplies at least 1.5x and at most 3.5x the cross-connect changes per
     day (a busier pod also preempts and restarts more, each restart re-cabling its slice)."""
-    from dataclasses import replace
-
     per_day = []
     for rate in (15.0, 30.0):
         cfg = load_pod_preset("tpuv4")

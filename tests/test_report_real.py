@@ -8,6 +8,7 @@ no nan/inf/"unbounded"/"out of reach", and its node-health numbers must equal wh
 from __future__ import annotations
 
 import re
+import shutil
 from datetime import UTC, datetime
 from html.parser import HTMLParser
 from pathlib import Path
@@ -164,3 +165,22 @@ def test_real_export_node_health_names_the_drained_node(real):
     assert h.fleet_availability == pytest.approx(expected, abs=1e-9)
     card = " ".join(p.text["summary"])
     assert f"{100 * expected:.2f}%" in card
+
+
+def test_analyze_on_the_real_export_says_which_flag_helps(real, tmp_path, capsys):
+    """``reliability analyze`` with its defaults on the same export: every analysis that does
+    not need large jobs is printed, r_f's refusal names the CLI flag, nothing prints nan."""
+    from reliability.cli import main
+
+    res = real[0]
+    ds = tmp_path / "ds"
+    shutil.copytree(res.outputs["cluster_data"].path, ds)
+    assert main(["analyze", str(ds), "--requeue-exit-codes", "99", "100"]) == 0
+    out = capsys.readouterr().out
+    assert "pass --min-gpus 4 or lower" in out
+    assert "min_gpus=" not in out  # the library's spelling does not leak
+    assert re.search(r"\d+ jobs ran \d+ attempts", out)  # the workload analyses still run
+    for bad in BAD:
+        assert not re.search(rf"\b{bad}\b", out, re.IGNORECASE), bad
+    assert main(["analyze", str(ds), "--requeue-exit-codes", "300"]) == 2
+    assert "--requeue-exit-codes: exit codes are 0-255, got [300]" in capsys.readouterr().err

@@ -117,6 +117,8 @@ def test_sweep_cli(tmp_path, capsys):
 
 @pytest.fixture(scope="module")
 def sim_logs(tmp_path_factory):
+    from dataclasses import replace
+
     from reliability.sim.config import load_preset
     from reliability.sim.run import simulate_cluster
 
@@ -124,6 +126,14 @@ def sim_logs(tmp_path_factory):
     cfg = load_preset(
         Path(__file__).resolve().parents[1] / "pipelines" / "demo-cluster.toml"
     ).with_days(40)
+    # partitioned ingestion needs many kernel logs (one per node that logged an Xid): the
+    # calibrated demo puts 73% of its failures on three lemons (~6 nodes log an Xid in 40
+    # days), so here the failures are spread over every node at 20 per 1000 node-days
+    # (~200 failures, a third with an Xid: some 60 kernel logs)
+    cfg = replace(cfg, failures=replace(cfg.failures, lemon_fraction=0.0, lemon_failure_share=None,
+                                        rate_start_per_1000_node_days=20.0,
+                                        rate_end_per_1000_node_days=20.0,
+                                        rate_mean_per_1000_node_days=None))  # fmt: skip
     simulate_cluster(cfg, seed=5).write(out)
     kernel = sorted((out / "kernel").glob("*.log"))
     assert len(kernel) >= 20

@@ -12,7 +12,7 @@ from typing import Any
 import polars as pl
 
 from reliability.report.build import build_report
-from reliability.report.html import render_html, table_html
+from reliability.report.html import figure_svg, render_html, table_html
 from reliability.report.model import Action, Card, Figure, Report, Section, Table, Text
 from reliability.report.pdf import render_pdf
 
@@ -82,8 +82,8 @@ def write_report(result: Any, folder: str | Path) -> dict[str, Path]:
     links: dict[str, str] = {}
     for s in report.sections:
         for b in s.blocks:
-            if isinstance(b, Figure):  # lay out once; the SVG and the PDF raster reuse it
-                b.figure.draw_without_rendering()
+            if isinstance(b, Figure):  # lay out once (drawing the SVG); the PDF raster reuses it
+                b.svg = figure_svg(b.figure)
                 b.figure.set_layout_engine("none")
             frame = b.data if isinstance(b, Figure) else b.frame if isinstance(b, Table) else None
             if frame is not None and frame.height:

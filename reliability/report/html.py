@@ -14,7 +14,7 @@ import polars as pl
 from reliability._result import MISSING, fmt_num
 from reliability.report.model import Figure, Report, Table, Text, anchor
 
-__all__ = ["cell_text", "render_html", "table_html"]
+__all__ = ["cell_text", "figure_svg", "render_html", "table_html"]
 
 CSS = """
 *{box-sizing:border-box}
@@ -35,6 +35,11 @@ th{background:#f0f4f8;white-space:nowrap}td.s{text-align:left;overflow-wrap:anyw
 p.note{color:#6b4e00;background:#fff8e6;border-left:3px solid #E69F00;padding:.3em .6em}
 nav ol{columns:2}.data{font-size:.8em;color:#666}
 """
+
+
+def figure_svg(fig: Any) -> str:
+    """``fig`` as an inline SVG element (no XML prolog; deterministic: no date)."""
+    return _svg(fig)
 
 
 def _svg(fig: Any) -> str:
@@ -129,7 +134,7 @@ def render_html(report: Report, data_links: dict[str, str] | None = None) -> str
                 link = links.get(b.name)
                 data = f' <span class="data">Numbers: {e(link)}</span>' if link else ""
                 parts.append(
-                    f'<figure id="fig-{e(b.name)}">{_svg(b.figure)}<figcaption>{e(b.caption)}{data}</figcaption></figure>'
+                    f'<figure id="fig-{e(b.name)}">{b.svg or _svg(b.figure)}<figcaption>{e(b.caption)}{data}</figcaption></figure>'
                 )
             elif isinstance(b, Table):
                 link = links.get(b.name)

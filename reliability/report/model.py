@@ -34,6 +34,9 @@ class Figure:
     figure: MplFigure
     caption: str
     data: pl.DataFrame | None = None
+    #: the figure as inline SVG, once rendered (the HTML reuses it; the PDF rasterises the
+    #: same layout)
+    svg: str | None = None
 
 
 @dataclass

@@ -292,8 +292,15 @@ def _analyze(args: argparse.Namespace) -> int:
     series = failure_rate_series(jobs, min_gpus=args.min_gpus, observation_end=end)
     w = workload_summary(jobs, observation_end=end)
     # the results' text forms: what could not be estimated is said, never printed as nan
-    for result in (m, series, w):
+    for result in (m, series):
         print(_cli_terms(str(result), args))
+    print("job states (attempts, GPU time):")
+    pct = lambda x: "–" if x is None else f"{100 * x:.2f}%"  # noqa: E731 - null: no GPU time
+    for r in w.states.iter_rows(named=True):
+        print(
+            f"  {r['state']:<14} {r['attempts']:>10,}  {pct(r['share']):>7}  {pct(r['gpu_share']):>7} of GPU time"
+        )
+    print(_cli_terms(str(w), args))
     out = args.dataset / "analysis"
     frames = {"attributed_jobs": jobs, "mttf_by_size": m.by_size, "mttf_summary": m.summary,
               "survival": m.survival, "failure_rate_weekly": series.series, "job_states": w.states,

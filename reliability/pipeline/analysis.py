@@ -208,9 +208,6 @@ class AnalysisConfig:
         """Every key and value (JSON-ready)."""
         return self.pick(*(f.name for f in dataclasses.fields(self)))
 
-    def __getitem__(self, key: str) -> Any:  # TRANSITIONAL: until stages.py uses attributes
-        return getattr(self, key)
-
     @property
     def ckpt_interval_h(self) -> float:
         return self.ckpt_interval_min / 60.0

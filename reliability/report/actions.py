@@ -105,11 +105,12 @@ def node_actions(health: Any | None, lemon: Any | None) -> list[Action]:
         if node in seen or r["failures"] < REPEAT_OFFENDER_MIN_FAILURES:
             continue
         seen.add(node)
+        evidence = cost(node).removeprefix("; ")
         actions.append(
             Action(
                 "node",
                 f"Inspect {node}: a repeat offender",
-                cost(node).lstrip("; ").capitalize(),
+                evidence[:1].upper() + evidence[1:],  # (str.capitalize would lower "GPU")
                 "Node health",
             )
         )

@@ -146,6 +146,14 @@ def test_threshold_reaches_target_precision_and_persistence(tmp_path):
         LemonDetector().fit(X.to_numpy(), y).save(tmp_path / "x.json")
 
 
+@pytest.fixture(scope="module")
+def fitted_doc() -> dict:
+    """A detector fitted once on separable data, as its file document (each test edits a
+    deep copy)."""
+    X, y = _separable()
+    return LemonDetector().fit(X, y).to_dict()
+
+
 def _resealed(doc: dict) -> dict:
     """The document with its checksum recomputed, as anyone editing the file can do."""
     import hashlib
@@ -169,22 +177,24 @@ def _resealed(doc: dict) -> dict:
         (lambda m: m["params"].update(C=-1.0), "invalid parameters"),
     ],
 )
-def test_resealed_hostile_model_is_refused(tmp_path, edit, reason):
+def test_resealed_hostile_model_is_refused(tmp_path, fitted_doc, edit, reason):
     """The checksum has no key, so an edited file can be resealed; the parameter checks on
     load still refuse a model that would flag every node, rank nodes backwards, or read other
     features (issue 16)."""
-    X, y = _separable()
-    doc = LemonDetector().fit(X, y).to_dict()
+    import copy
+
+    doc = copy.deepcopy(fitted_doc)
     edit(doc["model"])
     (tmp_path / "m.json").write_text(json.dumps(_resealed(doc)))
     with pytest.raises(ModelFileError, match="refused: .*" + reason):
         LemonDetector.load(tmp_path / "m.json")
 
 
-def test_a_resealed_valid_model_loads(tmp_path):
+def test_a_resealed_valid_model_loads(tmp_path, fitted_doc):
     """Resealing alone is not refused: the checks are on the values, not on who wrote them."""
-    X, y = _separable()
-    doc = LemonDetector().fit(X, y).to_dict()
+    import copy
+
+    doc = copy.deepcopy(fitted_doc)
     doc["model"]["threshold"] = 0.5
     (tmp_path / "m.json").write_text(json.dumps(_resealed(doc)))
     assert LemonDetector.load(tmp_path / "m.json").threshold_ == 0.5

@@ -4,8 +4,9 @@ width), and the page logs no console errors.
 
 The report holds no script (``test_pipeline`` checks that), so the test renders a copy with
 a probe: a script first in ``<head>`` that records error events (a resource that fails to
-load, an exception), and one last in ``<body>`` that measures the laid-out page and writes
-the measurements into the DOM, which ``chromium --dump-dom`` prints. Console messages come
+load, an exception), and one last in ``<body>`` that, on the load event (after every
+resource has loaded or failed), measures the laid-out page and writes the measurements into
+the DOM, which ``chromium --dump-dom`` prints. Console messages come
 from Chromium's own log (``--enable-logging=stderr``). A control page with a console error,
 an exception, a broken image and an overflowing block checks that the probe sees each.
 """
@@ -24,7 +25,7 @@ from test_pipeline import tiny_run
 
 HEAD_PROBE = """<script>window.__errors=[];window.addEventListener('error',function(e){
 window.__errors.push(e.message||((e.target&&(e.target.src||e.target.href))||'error'));},true);</script>"""
-BODY_PROBE = """<script>(function(){
+BODY_PROBE = """<script>window.addEventListener("load",function(){
 var W=document.documentElement.clientWidth,out={W:W,scrollWidth:document.documentElement.scrollWidth,
 figures:[],overflow:[],errors:window.__errors};
 document.querySelectorAll('figure').forEach(function(f){
@@ -41,7 +42,7 @@ document.querySelectorAll('body *').forEach(function(e){
  var r=e.getBoundingClientRect(); if(r.width&&r.right>W+0.5)out.overflow.push(t+'#'+e.id+'.'+e.className+' right='+r.right);
 });
 var pre=document.createElement('pre');pre.id='layout-probe';pre.textContent=JSON.stringify(out);document.body.appendChild(pre);
-})();</script>"""
+});</script>"""
 
 FLAGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

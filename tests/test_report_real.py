@@ -184,3 +184,30 @@ def test_analyze_on_the_real_export_says_which_flag_helps(real, tmp_path, capsys
         assert not re.search(rf"\b{bad}\b", out, re.IGNORECASE), bad
     assert main(["analyze", str(ds), "--requeue-exit-codes", "300"]) == 2
     assert "--requeue-exit-codes: exit codes are 0-255, got [300]" in capsys.readouterr().err
+
+
+def test_real_export_charts_span_the_minutes_of_data(real):
+    """Seven minutes of data get a seven-minute time axis (not years), the node timeline one
+    row per node with out-of-service time, node08's bar open up to the end."""
+    import matplotlib.dates as mdates
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from reliability import plots
+
+    h = real[0].outputs["node_health"]
+    fig = Figure()
+    FigureCanvasAgg(fig)
+    ax = plots.plot_fleet_availability(h, ax=fig.subplots())
+    left, right = ax.get_xlim()
+    assert (left, right) == pytest.approx((mdates.date2num(h.start), mdates.date2num(h.end)))
+    assert (right - left) * 1440 == pytest.approx((h.end - h.start).total_seconds() / 60)
+    fig = Figure()
+    FigureCanvasAgg(fig)
+    ax = plots.plot_node_timeline(h, ax=fig.subplots())
+    rows = [t.get_text() for t in ax.get_yticklabels()]
+    assert rows[-1] == "node08"  # out of service now: the top row
+    assert set(rows) == {"node02", "node03", "node04", "node07", "node08", "node10"}
+    (open_bar,) = [c for c in ax.collections if "open at the end" in c.get_label()]
+    x = open_bar.get_paths()[0].vertices[:, 0]
+    assert x.max() == pytest.approx(mdates.date2num(h.end))

@@ -169,10 +169,19 @@ def test_headline_shape_on_scaled_rsc1(backtests):
     checked = table.filter(pl.col("ok").is_not_null() & ~pl.col("figure").is_in(list(skip)))
     bad = checked.filter(~pl.col("ok"))
     assert bad.height == 0, bad.select("figure", "paper", "mean", "low", "high", "target")
-    # every row of the table was measured (the lemon rows come from the backtest)
+    # every row of the table was measured (the lemon rows come from the backtest), and every
+    # row with a target was checked
     keys = {r.label for r in ROWS if not r.key.startswith(("quarantine", "lemon_"))}
     assert keys <= set(table["figure"])
-    assert checked.height >= 20
+    targets = {
+        r.label
+        for r in ROWS
+        if r.kind != "info"
+        and r.paper[0] is not None
+        and not r.key.startswith(("quarantine", "lemon_"))
+    }
+    assert set(checked["figure"]) == targets - skip
+    assert checked.height == 19
 
 
 def test_small_preset_shape(tmp_path):

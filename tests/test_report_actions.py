@@ -172,3 +172,15 @@ def test_data_actions_name_the_inputs_and_the_fix():
     assert "`reliability info out/ds`" in q.evidence
     assert "events.psv" not in q.evidence
     assert dup.text == "Re-export /exports/sacct-2025.psv with sacct --duplicates"
+
+
+def test_attribution_caption_uses_the_configured_window():
+    from reliability.pipeline.steps.cluster import AttributionResult, attribution_caption
+
+    a = AttributionResult(
+        jobs=pl.DataFrame(), before_min=20.0, after_min=2.5, requeue_exit_codes=(99,),
+        observation_end=T,
+    )  # fmt: skip
+    text = attribution_caption(a, 10.0, 5.0)
+    assert "from 20 min before its end to 2.5 min after" in text
+    assert "the paper uses 10 and 5" in text

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 import polars as pl
 
 from reliability._result import Result
-
 from reliability.models.availability import LINKS_PER_CUBE, N_OCS
 from reliability.topology import HOSTS_PER_CUBE
 

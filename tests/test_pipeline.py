@@ -29,6 +29,12 @@ def _sacct(path: Path) -> None:
     rows = [
         f"9001|{HOSTILE}|mallory|NODE_FAIL|0:0|2025-01-02T00:00:00|2025-01-02T00:01:00|2025-01-02T05:00:00|2|gres/gpu=16,node=2|evil[01-02]|evil",
         "9002|fine|alice|COMPLETED|0:0|2025-01-02T00:00:00|2025-01-02T00:01:00|2025-01-02T03:00:00|1|gres/gpu=8,node=1|evil03|evil",
+        # hardware failures of large jobs written here, so the headline test has failures to
+        # check whatever the simulator's calibration gives: 3 NODE_FAIL attempts of 64+ GPUs
+        "9003|big|bob|NODE_FAIL|0:0|2025-01-03T00:00:00|2025-01-03T00:01:00|2025-01-03T06:00:00|8|gres/gpu=64,node=8|evil[01-08]|evil",
+        "9004|big|bob|NODE_FAIL|0:0|2025-01-04T00:00:00|2025-01-04T00:01:00|2025-01-04T09:00:00|8|gres/gpu=64,node=8|evil[01-08]|evil",
+        "9005|bigger|carol|NODE_FAIL|0:0|2025-01-05T00:00:00|2025-01-05T00:01:00|2025-01-05T12:00:00|16|gres/gpu=128,node=16|evil[01-16]|evil",
+        "9006|big|bob|COMPLETED|0:0|2025-01-06T00:00:00|2025-01-06T00:01:00|2025-01-08T00:00:00|8|gres/gpu=64,node=8|evil[01-08]|evil",
     ]  # fmt: skip
     path.write_text("\n".join([head, *rows]) + "\n", encoding="utf-8")
 
@@ -150,7 +156,6 @@ def test_pdf_pages_and_text(tiny):
         assert title in text, title
     # no blank or nearly blank page: the first holds the action list and the headline numbers
     assert "What to do" in pages[0]
-    assert "Summary" in pages[0]
     for i, page in enumerate(pages):
         assert len(page) > 300, (i, page)
     # input paths are printed in full (wrapped inside their column, never cut)
@@ -294,7 +299,7 @@ def test_headline_values_equal_direct_calls(tiny):
         ds, before_min=a.before_min, after_min=a.after_min, requeue_exit_codes=a.requeue_exit_codes
     )
     m = fit_mttf(jobs, min_gpus=a.min_gpus, gpus_per_node=a.gpus_per_node, observation_end=end)
-    assert m.failures_ >= 2  # the data have hardware failures
+    assert m.failures_ >= 3  # the data have hardware failures (at least evil.psv's three)
     assert m.rate_.rate is not None
     doc = res.files["html"].read_text(encoding="utf-8")
     cards = _cards(doc)

@@ -348,7 +348,17 @@ def headline_cards(results: dict[str, Any]) -> list[Card]:
             )
         )
     if lemon is not None:
-        if lemon.scores.height == 0:
+        if lemon.scores.height and not getattr(lemon, "calibrated", True):
+            cards.append(
+                Card(
+                    "Lemon nodes",
+                    "not assessed",
+                    f"the detector's probabilities are not calibrated for a {lemon.window_days}-day "
+                    "window: see the lemon section",
+                    None,
+                )
+            )
+        elif lemon.scores.height == 0:
             cards.append(
                 Card(
                     "Lemon nodes",

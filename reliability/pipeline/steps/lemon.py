@@ -18,7 +18,10 @@ from reliability.pipeline.steps.common import Context, notes_blocks, plot_block
 from reliability.report.model import Section, Table, Text
 from reliability.sim.experiments import LemonBacktest
 
-__all__ = ["LemonReport", "lemon", "lemon_section"]
+__all__ = ["BUNDLED_WINDOW_DAYS", "LemonReport", "lemon", "lemon_section"]
+
+#: the feature window the bundled detector was trained on [days] (benchmarks/train_lemon_model.py)
+BUNDLED_WINDOW_DAYS = 56
 
 
 @dataclass
@@ -34,6 +37,9 @@ class LemonReport(Result):
     window_days : the feature window [days]
     span_h : how much history the data hold [h]
     backtest : the quarantine backtest (None when not run; ``notes`` say why)
+    calibrated : False when the detector's probabilities do not apply to this window (the
+        bundled detector scored on a window other than the 56 days it was trained on): the
+        scores are shown, no node is flagged
     """
 
     title = "Lemon nodes (Kokolis et al. HPCA'25 §VI)"
@@ -44,12 +50,14 @@ class LemonReport(Result):
     span_h: float
     backtest: LemonBacktest | None = None
     notes: list[str] = field(default_factory=list)
+    calibrated: bool = True
 
     @property
     def flagged(self) -> pl.DataFrame:
-        """The flagged nodes (probability at or above the threshold)."""
-        if self.scores.height == 0:
-            return self.scores
+        """The flagged nodes (probability at or above the threshold; none when the scores are
+        not calibrated for the window)."""
+        if self.scores.height == 0 or not self.calibrated:
+            return self.scores.clear()
         return self.scores.filter(pl.col("flagged"))
 
     @property
@@ -82,6 +90,12 @@ class LemonReport(Result):
         if self.scores.height == 0:
             return [
                 f"No lemon scores: the data hold {fmt_duration_h(self.span_h)}, less than one {self.window_days}-day window."
+            ]
+        if not self.calibrated:
+            return [
+                f"{self.scores.height:,} nodes scored on the {self.window_days}-day window ending "
+                f"{self.window_end:%Y-%m-%d}; none flagged: the detector's probabilities are not "
+                "calibrated for this window (see the note)."
             ]
         f = self.flagged
         share = f.height / self.scores.height
@@ -161,6 +175,16 @@ def lemon(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> LemonReport:
         )
         return LemonReport(scores=empty, notes=notes, **common)
     scores = score_nodes(det, feats)
+    calibrated = bool(a.lemon_model) or window == BUNDLED_WINDOW_DAYS
+    if not calibrated:
+        above = int(scores["flagged"].sum())
+        scores = scores.with_columns(flagged=pl.lit(False))
+        notes.append(
+            f"the bundled detector was trained on {BUNDLED_WINDOW_DAYS}-day windows; on a {window}-day window its "
+            f"probabilities are not calibrated ({above:,} of {scores.height:,} nodes reach its threshold), so no "
+            f"node is flagged: set lemon_window_days={BUNDLED_WINDOW_DAYS} with at least {BUNDLED_WINDOW_DAYS} days "
+            "of data, or train a detector on your own windows (`reliability lemon train`) and set lemon_model="
+        )
     sims = [s for s in cfg.inputs if s.kind == "simulate-cluster"]
     backtest = None
     sim_cfg = _cluster_config(sims[0]) if sims else None
@@ -187,7 +211,9 @@ def lemon(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> LemonReport:
             work=work / "backtest",
             baseline=baseline,
         )
-    return LemonReport(scores=scores, backtest=backtest, notes=notes, **common)
+    return LemonReport(
+        scores=scores, backtest=backtest, notes=notes, calibrated=calibrated, **common
+    )
 
 
 def lemon_section(r: LemonReport, ctx: Context) -> list[Section]:

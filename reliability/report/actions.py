@@ -184,8 +184,8 @@ def job_actions(workload: Any | None, top: int = 5) -> list[Action]:
             Action(
                 "job",
                 f"Look at job {r['job_id']} ({who}, {r['gpus']:,} GPUs): it crash-loops",
-                f"requeued {r['self_requeues']} times for something other than a preemption ({r['hw_interruptions']} "
-                f"attempt(s) ended by hardware); its restarts preempted {r['secondary_caused']} other attempt(s) "
+                f"requeued {r['self_requeues']:,} times for something other than a preemption ({r['hw_interruptions']} "
+                f"attempt(s) ended by hardware); its restarts preempted {r['secondary_caused']:,} other attempt(s) "
                 f"({fmt_num(r['secondary_gpu_hours'])} GPU-hours); {fmt_num(r['gpu_hours'])} GPU-hours in all attempts "
                 f"({ref.CRASH_LOOP_REQUEUES.cite()}: one job requeued 35 times caused 548 preemptions)",
                 "Secondary preemptions and crash loops",

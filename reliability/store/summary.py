@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from reliability._result import Result
+from reliability._result import Result, fmt_num
 from reliability.store.parts import DATA_TABLES
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -105,7 +105,7 @@ class DatasetSummary(Result):
             f"clusters: {', '.join(self.clusters) or '-'}",
             f"time span: {span}",
             f"nodes: {self.n_nodes}, accelerators per node (max seen): {self.accelerators_per_node}, "
-            f"accelerator-hours: {_hours(self.accelerator_hours)}",
+            f"accelerator-hours: {fmt_num(self.accelerator_hours, digits=3)}",
             "",
             "rows per table:",
             *(f"  {t:<20} {n:>12,}" for t, n in self.summary.iter_rows()),
@@ -139,11 +139,6 @@ class DatasetSummary(Result):
             if hidden:
                 head.append(f"  ... and {hidden:,} more reason(s): see Dataset.quarantine")
         return head
-
-
-def _hours(h: float) -> str:
-    """Hours with three significant digits below 100 (0.0406, not 0.0), else thousands grouped."""
-    return f"{h:,.0f}" if h >= 100 else f"{h:.3g}"
 
 
 def _quarantine(ds: Dataset) -> tuple[pl.DataFrame, pl.DataFrame, int]:

@@ -86,7 +86,19 @@ class IngestError(ReliabilityError, ValueError):
         super().__init__(f"{where}: {problem}")
 
     def renamed(self, path: str) -> IngestError:
-        """The same error naming the input ``path`` (e.g. ``<stdin>`` for a spooled copy)."""
+        """Return the same error naming another input path.
+
+        Parameters
+        ----------
+        path : str
+            The name the user knows the input by (e.g. ``<stdin>`` for a spooled copy of standard
+            input); replaces this error's path in its message too.
+
+        Returns
+        -------
+        IngestError
+            A new error with the same problem, line and field.
+        """
         return IngestError(
             path, self.problem.replace(self.path, path), line=self.line, field=self.field
         )

@@ -56,6 +56,26 @@ def read_node_snapshot(path: str | Path, *, cluster: str, tz: str | None = None)
 
     Any other Slurm output (``sinfo -N -l``, plain ``sinfo``, ``sacctmgr`` tables, YAML...) is
     refused with what the file is and the accepted forms.
+
+    Parameters
+    ----------
+    path : str or Path
+        The saved command output (plain or compressed).
+    cluster : str
+        Cluster name recorded on every row.
+    tz : str or None
+        Time zone of the timestamps in the file (IANA name, e.g. ``"Europe/Paris"``); None: the
+        reader's default (see :func:`read_scontrol_nodes`, :func:`read_sinfo_reasons`).
+
+    Returns
+    -------
+    ReadResult
+        The node-state rows, quarantined lines and notes.
+
+    Raises
+    ------
+    IngestError
+        If the file is empty or holds another kind of output.
     """
     data, _ = decode_text(read_bytes(path))
     fmt = identify(data[:65536].decode("utf-8", errors="replace"))

@@ -1,5 +1,7 @@
-"""Sane bounds on input values: a value outside them is a poison value, quarantined with the
-reason, never kept (one such value would otherwise break every later analysis).
+"""Sane bounds on input values: a value outside them is a poison value, quarantined.
+
+It is quarantined with the reason, never kept: one such value would otherwise break every
+later analysis.
 
 Every reader checks its times and counts against these named constants.
 """
@@ -34,6 +36,18 @@ MAX_HOSTLIST_NODES = MAX_NODES_PER_JOB
 
 
 def out_of_range_time(col: str) -> pl.Expr:
-    """True where the (UTC-aware) datetime column ``col`` lies outside [TIME_MIN, TIME_MAX]."""
+    """Flag datetimes outside the sane range [TIME_MIN, TIME_MAX].
+
+    Parameters
+    ----------
+    col : str
+        Name of a UTC-aware datetime column.
+
+    Returns
+    -------
+    polars.Expr
+        True where the column is set and lies outside [TIME_MIN, TIME_MAX]; False where it is
+        inside or null.
+    """
     c = pl.col(col)
     return c.is_not_null() & ((c < TIME_MIN) | (c > TIME_MAX))

@@ -143,14 +143,27 @@ def split_delimited(
     text_fields: Sequence[str],
     patterns: Mapping[str, re.Pattern[str]],
 ) -> SplitResult:
-    """Split ``lines`` (``line_no``, ``line``; data lines only) into ``fields``.
+    """Split ``|``-delimited lines into fields, repairing lines with stray separators.
 
     Parameters
     ----------
-    fields : column names, in file order
-    trailing : True for ``--parsable`` output (every line ends with a spare ``|``)
-    text_fields : fields that may legitimately contain ``|`` or newlines, most likely first
-    patterns : full-match regex per field, used to choose among repairs
+    lines : polars.DataFrame
+        ``line_no``, ``line``: the data lines only (no header).
+    fields : sequence of str
+        Column names, in file order.
+    trailing : bool
+        True for ``--parsable`` output (every line ends with a spare ``|``).
+    text_fields : sequence of str
+        Fields that may legitimately contain ``|`` or newlines, most likely first: a line with
+        too many separators is repaired by joining them back into one of these.
+    patterns : mapping of str to re.Pattern
+        Full-match regex per field, used to choose among repairs.
+
+    Returns
+    -------
+    SplitResult
+        The split rows (one string column per field) and the lines that could not be split, with
+        the reason.
     """
     n = len(fields)
     expected = n - 1 + int(trailing)

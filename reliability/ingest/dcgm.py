@@ -65,9 +65,21 @@ _FP64_BLANK = 140737488355328.0
 
 
 def is_blank(value: float) -> bool:
-    """True for DCGM's "blank" sentinels (not supported / not found / not permissioned).
+    """Tell whether a DCGM value is one of its "blank" sentinels.
 
-    Non-finite values (NaN, +Inf, -Inf) are not sentinels: the reader quarantines them."""
+    The sentinels mean not supported / not found / not permissioned. Non-finite values (NaN,
+    +Inf, -Inf) are not sentinels: the reader quarantines them.
+
+    Parameters
+    ----------
+    value : float
+        A field value as exported by DCGM.
+
+    Returns
+    -------
+    bool
+        True for a blank sentinel (int32, int64 or fp64 blank range).
+    """
     if not math.isfinite(value):
         return False
     return (
@@ -112,7 +124,7 @@ class _Sample:
 
 
 def _parse_time(text: str) -> tuple[datetime | None, str | None]:
-    """A ``# scraped_at`` value -> (UTC time, None) or (None, why)."""
+    """Parse a ``# scraped_at`` value into (UTC time, None) or (None, why)."""
     try:
         t = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:

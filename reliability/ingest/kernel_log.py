@@ -168,8 +168,10 @@ class _Clock:
         return None, None, line.strip(), "no timestamp on the line"
 
     def _year_for(self, month: int) -> int:
-        """Year of a syslog line (syslog prints none): the ``year=`` option, plus one each
-        time the log crosses New Year, i.e. the month jumps back by six months or more.
+        """Return the year of a syslog line (syslog prints none).
+
+        The ``year=`` option, plus one each time the log crosses New Year, i.e. the month jumps back
+        by six months or more.
 
         One line cannot move every later line to another year: a line whose month jumps
         away from its neighbours and straight back (a corrupt or out-of-order line) keeps

@@ -171,7 +171,7 @@ def read_lanl(path: str | Path, *, tz: str = "America/Denver") -> ReadResult:
 def _complete_inventory(
     inv: dict[tuple[str, str], dict[str, object]], sizes: dict[str, set[str]]
 ) -> tuple[list[dict[str, object]], list[str]]:
-    """Recorded nodes plus the nodes of each system that never failed (see the module doc)."""
+    """List recorded nodes plus the nodes of each system that never failed (see the module doc)."""
     notes: list[str] = []
     by_system: dict[str, list[dict[str, object]]] = {}
     for (cluster, _), row in inv.items():

@@ -54,7 +54,26 @@ _HEALTHD = {"machine_unhealthy": ("machine", "critical"), "ici_link_down": ("ici
 
 
 def read_pod_log(path: str | Path, *, cluster: str | None = None) -> ReadResult:
-    """Read a pod event log (see the module notes)."""
+    """Read a pod event log (see the module notes for the event types and their fields).
+
+    Parameters
+    ----------
+    path : str or Path
+        The JSON-lines event log (plain or compressed).
+    cluster : str or None
+        Cluster name to record on every row; None: the name the log's events carry.
+
+    Returns
+    -------
+    ReadResult
+        Inventory, component failures, state intervals, health events, jobs and steps; every
+        malformed line quarantined with the reason.
+
+    Raises
+    ------
+    IngestError
+        If the file is empty or ``cluster`` is not a valid name.
+    """
     src = str(path)
     check_name_option(src, cluster, "cluster")
     lines, notes = read_lines(path)

@@ -152,7 +152,7 @@ def _check_fields(src: str, fields: Sequence[str] | None) -> list[str] | None:
 
 
 def _window_time(src: str, name: str, value: datetime | str | None) -> datetime | None:
-    """An export window bound as an aware UTC datetime (ISO strings must carry a zone)."""
+    """Convert an export window bound to an aware UTC datetime (ISO strings must carry a zone)."""
     if value is None:
         return None
     if isinstance(value, str):

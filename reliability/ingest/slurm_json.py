@@ -53,7 +53,7 @@ def _obj(v: Any, what: str) -> dict[str, Any]:
 
 
 def _num(v: Any) -> int | None:
-    """A number, unwrapping ``{"set": .., "infinite": .., "number": ..}``; None if unset/infinite."""
+    """Return a number, unwrapping ``{"set": .., "infinite": .., "number": ..}``; None if unset/infinite."""
     if isinstance(v, dict):
         if v.get("infinite") or not v.get("set", True):
             return None
@@ -148,7 +148,7 @@ def _job_id(j: dict[str, Any]) -> str:
 
 
 def _row(j: dict[str, Any], cluster: str | None, old_parser: bool) -> dict[str, Any]:
-    """The jobs row of one job record (raises :class:`_Bad`, TypeError... if malformed)."""
+    """Build the jobs row of one job record (raises :class:`_Bad`, TypeError... if malformed)."""
     t = _obj(j.get("time"), "time")
     tres = _obj(j.get("tres"), "tres")
     nodes = j.get("nodes")

@@ -1,8 +1,11 @@
-"""Models: attribution-based failure rates, MTTF by job size, rates over time, workload breakdowns,
+"""Models: failure rates, MTTF, ETTR, checkpoint planning, pod availability and node health.
+
+Attribution-based failure rates, MTTF by job size, rates over time, workload breakdowns,
 ETTR (from logs, closed form, Monte Carlo), checkpoint intervals, the checkpoint planner, the
 cost of a TPU pod's recovery paths, pod job availability (analytic and measured) and slice
 all-to-all routing throughput, node health (out-of-service time, open drains, repeat
-offenders), per-job failure impact (crash loops, secondary preemptions) and pod identification."""
+offenders), per-job failure impact (crash loops, secondary preemptions) and pod identification.
+"""
 
 from reliability.models.availability import (
     PODS,

@@ -109,7 +109,10 @@ def optimal_interval_h(
     variant: str = "renewal",
     bounds_h: tuple[float, float] = (1.0 / 3600.0, 24.0 * 7),
 ) -> tuple[float, float]:
-    """The checkpoint interval that maximises expected ETTR, and that ETTR.
+    """Find the checkpoint interval that maximises expected ETTR, and that ETTR.
+
+    Kokolis et al., HPCA '25, §V (the ETTR model of :func:`reliability.models.ettr.expected_ettr`),
+    maximised numerically over the interval.
 
     Parameters
     ----------

@@ -94,7 +94,7 @@ def interruption_rate_per_h(
 
 
 def _segment_time(lam: np.ndarray, s: np.ndarray, u0: float, q: float) -> np.ndarray:
-    """Expected wall time to commit a segment of ``s`` hours started right after a commit.
+    """Return the expected wall time to commit a segment of ``s`` hours started right after a commit.
 
     Failures at rate λ during running time; each failure costs a wait q, then the restart u0
     and the whole segment again (both exposed to failures). With f(L) = (1 − e^{−λL})/λ the mean
@@ -143,7 +143,9 @@ def expected_ettr(
     initial_queue_h: float = 0.0,
     check: bool = True,
 ) -> np.ndarray:
-    """Expected ETTR of a job (Kokolis et al. HPCA'25 §V; the variants in the module docstring).
+    """Compute the expected ETTR of a job (Kokolis et al., HPCA '25, §V).
+
+    The variants are described in the module docstring.
 
     Parameters
     ----------

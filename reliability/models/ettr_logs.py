@@ -123,12 +123,20 @@ class RunETTR(Result):
 
     @property
     def sample_sizes(self) -> dict[str, int | float]:
+        """Counts behind the result: runs, attempts, hardware interruptions, open (censored) runs."""
         r = self.runs
         return {"runs": r.height, "attempts": int(r.get_column("attempts").sum()) if r.height else 0,
                 "hardware interruptions": int(r.get_column("hw_interruptions").sum()) if r.height else 0,
                 "open runs (censored)": int(r.get_column("open").sum()) if r.height else 0}  # fmt: skip
 
     def tables(self) -> dict[str, pl.DataFrame]:
+        """Return the result's tables by name.
+
+        Returns
+        -------
+        dict of str to polars.DataFrame
+            ``"summary"`` (the headline ETTR figures) and ``"by size"`` (ETTR per job-size bucket).
+        """
         return {"summary": self.summary, "by size": self.by_size}
 
     def _lines(self) -> list[str]:

@@ -92,23 +92,30 @@ def node_features(
     end: datetime | None = None,
     observation_end: datetime | None = None,
 ) -> pl.DataFrame:
-    """Rolling per-node features: one row per (cluster, node, window_end) for every node seen in
-    the data and every window end from ``start + window_days`` to ``end`` (default: the data's
-    span, windows aligned to ``start``). ``window_days`` must be a multiple of ``step_days``.
+    """Compute rolling per-node features for the lemon classifier.
+
+    One row per (cluster, node, window_end) for every node seen in the data and every window end
+    from ``start + window_days`` to ``end`` (default: the data's span, windows aligned to
+    ``start``). ``window_days`` must be a multiple of ``step_days``. Kokolis et al., HPCA '25,
+    §IV-D (lemon nodes).
 
     Parameters
     ----------
-    source : a Dataset (attributed here) or a dict with ``jobs`` (attributed or not),
-        ``health_events`` and ``node_states``
-    window_days, step_days : window length and step [days]
-    start, end : first window start and last window end [UTC]
-    observation_end : when the data end [UTC]: open attempts and intervals are censored there
-        (see the module doc). Default: the Dataset's observation end, else the latest
-        timestamp in the tables
+    source : Dataset or dict
+        A Dataset (attributed here) or a dict with ``jobs`` (attributed or not),
+        ``health_events`` and ``node_states``.
+    window_days, step_days : float
+        Window length and the step between window ends [days].
+    start, end : datetime or None
+        First window start and last window end [UTC]; None: the data's span.
+    observation_end : datetime or None
+        When the data end [UTC]: open attempts and intervals are censored there (see the module
+        doc). Default: the Dataset's observation end, else the latest timestamp in the tables.
 
     Returns
     -------
-    one row per (cluster, node, window_end) with :data:`FEATURES`
+    polars.DataFrame
+        One row per (cluster, node, window_end) with :data:`FEATURES`.
     """
     if window_days <= 0 or step_days <= 0 or window_days % step_days:
         raise ValueError("window_days must be a positive multiple of step_days")

@@ -48,6 +48,7 @@ class RecoveryComparison(Result):
 
     @property
     def sample_sizes(self) -> dict[str, int | float]:
+        """Counts behind the result: the job size [cubes]."""
         return {"cubes": self.n_cubes}
 
     def _lines(self) -> list[str]:
@@ -75,7 +76,9 @@ def recovery_paths(
     ocs_repair_h: float = 6.0 * math.exp(0.8**2 / 2),
     reroute_tax: float = (0.005 + 0.086) / 2,
 ) -> RecoveryComparison:
-    """Expected goodput loss of reconfigure vs reroute for a job of ``n_cubes`` cubes.
+    """Compare the expected goodput loss of reconfigure vs reroute for a job of ``n_cubes`` cubes.
+
+    Zu et al., NSDI '24, §6 (recovery by reconfiguration vs fault-tolerant routing, Table 3).
 
     Parameters
     ----------

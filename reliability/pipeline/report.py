@@ -1,7 +1,10 @@
-"""Assemble the report of a pipeline run: the action list and headline numbers at the top
-(:mod:`reliability.report.actions`), then one section per analysis, each built next to the
-stage it renders (:data:`reliability.pipeline.stages.SECTIONS`), then the sweeps. The report
-layer renders it (:func:`reliability.report.write_report`)."""
+"""Assemble the report of a pipeline run.
+
+The action list and headline numbers at the top (:mod:`reliability.report.actions`), then one
+section per analysis, each built next to the stage it renders
+(:data:`reliability.pipeline.stages.SECTIONS`), then the sweeps. The report layer renders it
+(:func:`reliability.report.write_report`).
+"""
 
 from __future__ import annotations
 
@@ -58,10 +61,20 @@ def _sweep_sections(cfg: Any) -> list[Section]:
 
 
 def build_report(run: Any) -> Report:
-    """The :class:`~reliability.report.Report` of a :class:`~reliability.pipeline.RunResult`.
+    """Build the :class:`~reliability.report.Report` of a pipeline run.
 
     The action list, the headline numbers and every section are computed from the run's typed
     results; a stage that did not run leaves its section out and says so where it matters.
+
+    Parameters
+    ----------
+    run : RunResult
+        A finished :class:`~reliability.pipeline.RunResult` (its config and stage outputs).
+
+    Returns
+    -------
+    Report
+        Actions, headline cards, summary lines and sections, ready to render.
     """
     cfg = run.config
     results = run.outputs

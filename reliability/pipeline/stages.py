@@ -1,7 +1,9 @@
-"""The stages of a pipeline run: each is a pure function of the configuration and its upstream
-stages' typed results (cached by :mod:`reliability.pipeline.runner`, each result saved as
-parquet + JSON and rebuilt from it), and each has the report sections that render it, next to
-it in :mod:`reliability.pipeline.steps`.
+"""The stages of a pipeline run, and the report sections that render them.
+
+Each stage is a pure function of the configuration and its upstream stages' typed results
+(cached by :mod:`reliability.pipeline.runner`, each result saved as parquet + JSON and rebuilt
+from it), and each has the report sections that render it, next to it in
+:mod:`reliability.pipeline.steps`.
 
 Stage          needs                         makes (a result object)
 -------------  ----------------------------  ---------------------------------------------------
@@ -36,8 +38,11 @@ __all__ = ["SECTIONS", "STAGES", "Stage"]
 
 @dataclass(frozen=True)
 class Stage:
-    """A named step: ``params(config)`` picks the parameters its cache key covers; ``run``
-    returns its result; ``optional(config)`` says whether the pipeline runs it."""
+    """A named pipeline step.
+
+    ``params(config)`` picks the parameters its cache key covers; ``run`` returns its result;
+    ``optional(config)`` says whether the pipeline runs it.
+    """
 
     name: str
     needs: tuple[str, ...]

@@ -22,17 +22,23 @@ __all__ = ["plot_ettr_by_size", "plot_ettr_grid"]
 
 
 def plot_ettr_by_size(result: Any, ax: Axes | None = None) -> Axes:
-    """ETTR by job size, by run (median, 10-90% range) and by GPU time (HPCA'25 Fig. 9).
+    """Plot ETTR by job size, by run (median, 10-90% range) and by GPU time.
+
+    Kokolis et al., HPCA '25, §V, Fig. 9.
 
     Parameters
     ----------
-    result : a :class:`~reliability.models.RunETTR` (or its ``by_size`` frame)
+    result : RunETTR or polars.DataFrame
+        A :class:`~reliability.models.RunETTR` (or its ``by_size`` frame).
+    ax : matplotlib.axes.Axes or None
+        Axes to draw on; None: a new figure.
 
     Returns
     -------
-    the axes: an ``errorbar`` at x = 0, 1, ... (one per bucket) of ``ettr_median`` with the
-    ``ettr_p10``-``ettr_p90`` range, and ``s`` markers of ``ettr_by_gpu_time`` for the buckets
-    where it is defined (not for CPU-only jobs)
+    matplotlib.axes.Axes
+        An ``errorbar`` at x = 0, 1, ... (one per bucket) of ``ettr_median`` with the
+        ``ettr_p10``-``ettr_p90`` range, and ``s`` markers of ``ettr_by_gpu_time`` for the buckets
+        where it is defined (not for CPU-only jobs).
     """
     ax = new_axes(ax)
     by = frame_of(result, "by_size").sort("bucket")
@@ -70,16 +76,23 @@ def plot_ettr_by_size(result: Any, ax: Axes | None = None) -> Axes:
 
 
 def plot_ettr_grid(plan: Any, ax: Axes | None = None, target: float | None = None) -> Axes:
-    """Expected ETTR vs job size for several checkpoint intervals (HPCA'25 Fig. 10).
+    """Plot expected ETTR vs job size for several checkpoint intervals.
+
+    Kokolis et al., HPCA '25, §V, Fig. 10.
 
     Parameters
     ----------
-    plan : a :class:`~reliability.models.PlanResult` (or its ``grid`` frame)
-    target : the target ETTR line (default: the plan's)
+    plan : PlanResult or polars.DataFrame
+        A :class:`~reliability.models.PlanResult` (or its ``grid`` frame).
+    ax : matplotlib.axes.Axes or None
+        Axes to draw on; None: a new figure.
+    target : float or None
+        The target ETTR drawn as a dashed line, in (0, 1); None: the plan's ``target_ettr``.
 
     Returns
     -------
-    the axes: one line per checkpoint interval (shortest first), x = ``n_gpus``, y = ``ettr``
+    matplotlib.axes.Axes
+        One line per checkpoint interval (shortest first), x = ``n_gpus`` (log2), y = ``ettr``.
     """
     ax = new_axes(ax)
     grid = frame_of(plan, "grid")

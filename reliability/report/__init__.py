@@ -1,6 +1,8 @@
-"""Reports: the HTML and PDF a pipeline writes (:func:`write_report`): the action list and
-headline numbers (:mod:`reliability.report.actions`), then the sections built next to each
-stage from its typed result, with :mod:`reliability.plots` figures."""
+"""Reports: the HTML and PDF a pipeline writes (:func:`write_report`).
+
+The action list and headline numbers (:mod:`reliability.report.actions`), then the sections
+built next to each stage from its typed result, with :mod:`reliability.plots` figures.
+"""
 
 from __future__ import annotations
 
@@ -74,8 +76,23 @@ def csv_safe(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def write_report(result: Any, folder: str | Path) -> dict[str, Path]:
-    """Write ``report.html``, ``report.pdf`` (as the pipeline's formats ask) and every figure's
-    and table's numbers as ``data/<name>.csv`` into ``folder``; returns the paths."""
+    """Write a run's report and the numbers behind it into a folder.
+
+    Writes ``report.html`` and ``report.pdf`` (as the pipeline's ``formats`` ask) and every
+    figure's and table's numbers as ``data/<name>.csv``.
+
+    Parameters
+    ----------
+    result : RunResult
+        A finished pipeline run (see :func:`build_report`).
+    folder : str or Path
+        Output folder; created if missing.
+
+    Returns
+    -------
+    dict of str to Path
+        The files written, by format (``"html"``, ``"pdf"``).
+    """
     folder = Path(folder)
     (folder / "data").mkdir(parents=True, exist_ok=True)
     report = build_report(result)

@@ -16,8 +16,24 @@ __all__ = ["build_report"]
 
 
 def build_report(run: Any) -> Report:
-    """The :class:`Report` of ``run`` (anything with a ``build_report()`` method returning one,
-    e.g. a :class:`~reliability.pipeline.RunResult`)."""
+    """Return the :class:`Report` of a run.
+
+    Parameters
+    ----------
+    run : object
+        Anything with a ``build_report()`` method returning a :class:`Report`, e.g. a
+        :class:`~reliability.pipeline.RunResult`.
+
+    Returns
+    -------
+    Report
+        What ``run.build_report()`` returned.
+
+    Raises
+    ------
+    TypeError
+        If ``run.build_report()`` returns anything else.
+    """
     report = run.build_report()
     if not isinstance(report, Report):
         raise TypeError(f"{type(run).__name__}.build_report() returned {type(report).__name__}")

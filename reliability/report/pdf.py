@@ -1,7 +1,10 @@
-"""Render a :class:`Report` as a paginated A4 PDF with matplotlib's PDF backend (no system
-packages). The text flows: the action list and headline numbers, then each section, a new
-page only when the next block does not fit (no blank pages). Tables are drawn as wrapped
-monospace text, so no cell is cut: long paths and reasons wrap inside their column."""
+"""Render a :class:`Report` as a paginated A4 PDF with matplotlib's PDF backend.
+
+No system packages are needed. The text flows: the action list and headline numbers, then
+each section, a new page only when the next block does not fit (no blank pages). Tables are
+drawn as wrapped monospace text, so no cell is cut: long paths and reasons wrap inside their
+column.
+"""
 
 from __future__ import annotations
 
@@ -154,7 +157,20 @@ class _Page:
 
 
 def render_pdf(report: Report, path: Path) -> int:
-    """Write the PDF to ``path``; returns the number of pages."""
+    """Write a report as a PDF.
+
+    Parameters
+    ----------
+    report : Report
+        The report to render.
+    path : Path
+        Destination ``.pdf`` file.
+
+    Returns
+    -------
+    int
+        The number of pages written.
+    """
     with (
         matplotlib.rc_context({"pdf.fonttype": 42}),
         PdfPages(path, metadata={"Title": report.title, "CreationDate": None}) as pdf,

@@ -170,12 +170,22 @@ def _footer_bytes(path: str | Path) -> bytes:
 
 
 def read_num_rows(path: str | Path) -> int:
-    """Row count recorded in the footer of the parquet file ``path`` (reads only up to it).
+    """Read the row count recorded in a parquet file's footer (reads only the footer).
+
+    Parameters
+    ----------
+    path : str or Path
+        A parquet file.
+
+    Returns
+    -------
+    int
+        Number of rows the file holds.
 
     Raises
     ------
     FooterError
-        as :func:`read_footer`.
+        As :func:`read_footer`, or if the footer has no row count.
     """
     r = _Reader(_footer_bytes(path))
     for fid, ftype in r.fields():
@@ -186,12 +196,22 @@ def read_num_rows(path: str | Path) -> int:
 
 
 def read_footer(path: str | Path) -> Footer:
-    """Row count and key-value metadata of the parquet file ``path``.
+    """Read the row count and key-value metadata of a parquet file.
+
+    Parameters
+    ----------
+    path : str or Path
+        A parquet file.
+
+    Returns
+    -------
+    Footer
+        Its row count and key-value metadata.
 
     Raises
     ------
     FooterError
-        if the file is too short, does not end with ``PAR1``, or its footer cannot be parsed
+        If the file is too short, does not end with ``PAR1``, or its footer cannot be parsed
         (a truncated or overwritten file).
     """
     return _parse(_footer_bytes(path))

@@ -1,5 +1,7 @@
-"""Results to disk and back, without pickle: every polars frame of a result becomes a parquet
-file, everything else one JSON document that names the result's classes.
+"""Results to disk and back, without pickle.
+
+Every polars frame of a result becomes a parquet file, everything else one JSON document that
+names the result's classes.
 
 The JSON form of a value:
 
@@ -92,8 +94,17 @@ class _Writer:
 
 
 def save_result(result: Any, folder: str | Path) -> None:
-    """Write ``result`` (a dataclass of this package) into ``folder``: its frames as parquet,
-    then :data:`RESULT_FILE` (atomically, last)."""
+    """Write a result into a folder: its frames as parquet, then :data:`RESULT_FILE`.
+
+    The JSON document is written atomically and last, so a folder with it is complete.
+
+    Parameters
+    ----------
+    result : dataclass
+        A result dataclass of this package.
+    folder : str or Path
+        Destination folder; created if missing.
+    """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     w = _Writer(folder)
@@ -143,7 +154,23 @@ def _decode(value: Any, folder: Path) -> Any:
 
 
 def load_result(folder: str | Path) -> Any:
-    """The result saved in ``folder`` by :func:`save_result`."""
+    """Load the result saved in a folder by :func:`save_result`.
+
+    Parameters
+    ----------
+    folder : str or Path
+        The folder holding :data:`RESULT_FILE` and the frames' parquet files.
+
+    Returns
+    -------
+    object
+        The rebuilt result dataclass.
+
+    Raises
+    ------
+    ValueError
+        If the file has an unknown format version.
+    """
     folder = Path(folder)
     doc = json.loads((folder / RESULT_FILE).read_text(encoding="utf-8"))
     if doc.get("format") != 1:
@@ -152,7 +179,18 @@ def load_result(folder: str | Path) -> Any:
 
 
 def count_rows(value: Any) -> int:
-    """Rows of every polars frame inside ``value`` (a result), for progress lines."""
+    """Count the rows of every polars frame inside a result, for progress lines.
+
+    Parameters
+    ----------
+    value : object
+        A result (dataclass), frame, or list/tuple/dict of them.
+
+    Returns
+    -------
+    int
+        Total rows of the frames found (0 when there are none).
+    """
     if isinstance(value, pl.DataFrame):
         return value.height
     if isinstance(value, list | tuple):

@@ -95,8 +95,10 @@ _SNAPSHOT_KINDS = ("nodes",)
 
 
 def _frames(source: Dataset | pl.DataFrame | pl.LazyFrame, health, states):
-    """(jobs, health events, node states, node-state history known?) as LazyFrames (None
-    where there are none)."""
+    """Return (jobs, health events, node states, node-state history known?) as LazyFrames.
+
+    None where there are none.
+    """
     if isinstance(source, (pl.DataFrame, pl.LazyFrame)):
         known = states is not None
         lazy = lambda f: None if f is None else (f.lazy() if isinstance(f, pl.DataFrame) else f)  # noqa: E731
@@ -208,11 +210,13 @@ def attribute_failures(
     def nearest(
         events: pl.LazyFrame, kind: int, after: timedelta, attempts: pl.LazyFrame = ended
     ) -> pl.LazyFrame:
-        """Per (attempt, node): the event nearest the attempt's end within the window, as two
-        as-of joins (latest at or before the end, earliest at or after it) instead of a
-        many-to-many join, so memory stays linear in the input even on nodes with thousands
-        of events. The latest event before the end is the only candidate on that side: if
-        it precedes the attempt's start, every earlier one does too."""
+        """Find, per (attempt, node), the event nearest the attempt's end within the window.
+
+        Two as-of joins (latest at or before the end, earliest at or after it) instead of a
+        many-to-many join, so memory stays linear in the input even on nodes with thousands of
+        events. The latest event before the end is the only candidate on that side: if it precedes
+        the attempt's start, every earlier one does too.
+        """
         # one event per node and time: a known cause before "unknown", then by name
         ev = (
             events.with_columns(__unk=pl.col("__cause") == "unknown")
@@ -318,13 +322,24 @@ def attribute_failures(
 
 
 def attribution_quality(attributed: pl.DataFrame, truth: pl.DataFrame) -> dict[str, float | None]:
-    """Precision and recall of the ``hardware``/``infrastructure`` label against a simulator's
-    ``truth/attempts.parquet`` (column ``hardware``), matched on job id and attempt.
+    """Score the ``hardware``/``infrastructure`` label against a simulator's ground truth.
+
+    Precision and recall, matched on job id and attempt.
+
+    Parameters
+    ----------
+    attributed : polars.DataFrame
+        Attributed attempts (:func:`attribute_failures`): ``job_id``, ``attempt``,
+        ``failure_domain``.
+    truth : polars.DataFrame
+        The simulator's ``truth/attempts.parquet``: ``job_id``, ``attempt``, ``hardware`` (True
+        when the attempt truly ended in a hardware failure).
 
     Returns
     -------
-    ``precision``, ``recall`` (None when undefined: nothing flagged / no true failures),
-    ``true_positives``, ``false_positives``, ``false_negatives`` [attempts]
+    dict of str to float or None
+        ``precision``, ``recall`` (None when undefined: nothing flagged / no true failures),
+        ``true_positives``, ``false_positives``, ``false_negatives`` [attempts].
     """
     got = attributed.select(
         "job_id", pl.col("attempt").cast(pl.Int64),

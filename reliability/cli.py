@@ -459,8 +459,10 @@ def _flags(args: argparse.Namespace) -> dict[str, str]:
 
 
 def _cli_terms(message: str, args: argparse.Namespace) -> str:
-    """A library message in the CLI's terms: ``pass tz=`` -> ``pass --tz``,
-    ``tz='UTC'`` -> ``--tz UTC``."""
+    """Translate a library message into the CLI's terms.
+
+    ``pass tz=`` -> ``pass --tz``, ``tz='UTC'`` -> ``--tz UTC``.
+    """
     import shlex
 
     flags = _flags(args)
@@ -475,7 +477,7 @@ def _cli_terms(message: str, args: argparse.Namespace) -> str:
 
 
 def _dataset(path: Path) -> Dataset:
-    """An existing Dataset folder (a clear error if there is none)."""
+    """Open an existing Dataset folder (a clear error if there is none)."""
     if not path.is_dir():
         raise ReliabilityError(f"{path}: no such Dataset folder")
     ds = Dataset(path)
@@ -486,7 +488,19 @@ def _dataset(path: Path) -> Dataset:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``reliability`` command; returns the exit code."""
+    """Run the ``reliability`` command.
+
+    Parameters
+    ----------
+    argv : sequence of str or None
+        Command-line arguments without the program name; None: ``sys.argv[1:]``.
+
+    Returns
+    -------
+    int
+        The exit code: 0 on success, non-zero on a refusal or failed check (the error is printed
+        to stderr in the CLI's terms).
+    """
     args = _parser().parse_args(argv)
     try:
         if args.command == "ingest":

@@ -19,7 +19,18 @@ SAMPLE_BOOT_TIME = datetime(2025, 3, 1, tzinfo=UTC)
 
 
 def data_dir() -> Path:
-    """Folder holding the bundled data files."""
+    """Locate the folder holding the bundled data files.
+
+    Returns
+    -------
+    Path
+        ``reliability/_bundled`` in an installed wheel, else ``datasets/`` of the source tree.
+
+    Raises
+    ------
+    FileNotFoundError
+        If neither exists.
+    """
     here = Path(__file__).resolve().parent
     for cand in (here / "_bundled", here.parent / "datasets"):
         if (cand / "README.md").is_file():
@@ -28,7 +39,13 @@ def data_dir() -> Path:
 
 
 def sample_files() -> dict[str, Path]:
-    """Name -> path of every bundled data file."""
+    """List every bundled data file.
+
+    Returns
+    -------
+    dict of str to Path
+        Path relative to :func:`data_dir` (POSIX form) -> absolute path, sorted.
+    """
     root = data_dir()
     return {
         p.relative_to(root).as_posix(): p
@@ -38,10 +55,20 @@ def sample_files() -> dict[str, Path]:
 
 
 def load_sample_dataset(path: str | Path) -> Dataset:
-    """Ingest every bundled sample into a Dataset at ``path`` (a no-op for inputs already there).
+    """Ingest every bundled sample into a Dataset (a no-op for inputs already there).
 
     The GC3Pie sample is headerless ``--parsable`` output of the fields GC3Pie asks for; the
     dmesg samples are read as node ``gpu-node-01`` / ``gpu-node-02``.
+
+    Parameters
+    ----------
+    path : str or Path
+        The Dataset folder; created if missing.
+
+    Returns
+    -------
+    Dataset
+        The Dataset holding the samples.
     """
     root = data_dir()
     ds = Dataset(path)
@@ -76,10 +103,25 @@ def load_sample_dataset(path: str | Path) -> Dataset:
 
 
 def simulated_demo(folder: str | Path, *, preset: str = "small", seed: int = 0) -> Dataset:
-    """Run the bundled cluster simulator (``preset``, ``seed``), write its raw logs to
-    ``folder/sim`` and ingest them, with the bundled real samples, into ``folder/dataset``.
+    """Simulate a cluster and ingest its logs, with the bundled real samples, into a Dataset.
 
-    Rerunning with the same arguments rewrites identical files, so the ingest is a no-op.
+    Runs the bundled cluster simulator, writes its raw logs to ``folder/sim`` and ingests them
+    into ``folder/dataset``. Rerunning with the same arguments rewrites identical files, so the
+    ingest is a no-op.
+
+    Parameters
+    ----------
+    folder : str or Path
+        Working folder for ``sim/`` and ``dataset/``.
+    preset : str
+        Simulator preset name (e.g. ``"small"``).
+    seed : int
+        Simulator seed (same seed, same logs).
+
+    Returns
+    -------
+    Dataset
+        The Dataset at ``folder/dataset``.
     """
     from reliability.sim.run import simulate_cluster
     from reliability.simulated import ingest_simulation

@@ -92,7 +92,13 @@ class Reference:
     note: str = ""
 
     def cite(self) -> str:
-        """Short citation for captions: ``"Kokolis et al., HPCA'25, Fig. 7"``."""
+        """Return a short citation for captions, e.g. ``"Kokolis et al., HPCA'25, Fig. 7"``.
+
+        Returns
+        -------
+        str
+            The paper's short name and where in it the value is.
+        """
         return f"{self.paper.short}, {self.where}"
 
 
@@ -340,13 +346,25 @@ TBF_WEIBULL_SHAPE = Reference(
 
 
 def all_references() -> dict[str, Reference]:
-    """Every :class:`Reference` of this module by its constant name."""
+    """Collect every :class:`Reference` of this module by its constant name.
+
+    Returns
+    -------
+    dict of str to Reference
+        Constant name -> reference.
+    """
     return {k: v for k, v in globals().items() if isinstance(v, Reference)}
 
 
 def table() -> pl.DataFrame:
-    """All references as a table: ``name``, ``value`` (as printed), ``unit``, ``what``,
-    ``paper``, ``where``, ``doi``, ``note``."""
+    """Tabulate all references.
+
+    Returns
+    -------
+    polars.DataFrame
+        One row per reference, all strings: ``name``, ``value`` (as printed), ``unit``, ``what``,
+        ``paper``, ``where``, ``doi``, ``note``.
+    """
     rows = [
         {"name": k, "value": ", ".join(f"{x:g}" for x in (r.value if isinstance(r.value, tuple) else (r.value,))),
          "unit": r.unit, "what": r.what, "paper": r.paper.short, "where": r.where,

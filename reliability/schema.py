@@ -108,7 +108,13 @@ class TableSpec:
     key: tuple[str, ...]
 
     def empty(self) -> pl.DataFrame:
-        """A zero-row frame with this table's schema."""
+        """Return a zero-row frame with this table's schema.
+
+        Returns
+        -------
+        polars.DataFrame
+            No rows, every canonical column with its dtype.
+        """
         return pl.DataFrame(schema=self.schema)
 
 
@@ -226,7 +232,18 @@ TABLES: dict[str, TableSpec] = {
 
 
 def empty(table: str) -> pl.DataFrame:
-    """A zero-row frame of a canonical table."""
+    """Return a zero-row frame of a canonical table.
+
+    Parameters
+    ----------
+    table : str
+        A canonical table name (``jobs``, ``health_events``, ``node_states``, ...).
+
+    Returns
+    -------
+    polars.DataFrame
+        No rows, every canonical column with its dtype.
+    """
     return _table(table).empty()
 
 
@@ -238,11 +255,27 @@ def _table(table: str) -> TableSpec:
 
 
 def validate(frame: pl.DataFrame, table: str) -> pl.DataFrame:
-    """Check ``frame`` against canonical ``table`` and return it unchanged.
+    """Check a frame against a canonical table's schema.
 
     Checks: every column present with the exact dtype, no extra columns, no nulls in
-    non-nullable columns, times UTC-aware. Raises :class:`SchemaError` naming the table,
-    column and problem on the first violation.
+    non-nullable columns, times UTC-aware.
+
+    Parameters
+    ----------
+    frame : polars.DataFrame
+        The frame to check.
+    table : str
+        The canonical table it should match.
+
+    Returns
+    -------
+    polars.DataFrame
+        ``frame`` unchanged but for its columns in the canonical order.
+
+    Raises
+    ------
+    SchemaError
+        Naming the table, column and problem on the first violation.
     """
     spec = _table(table)
     missing = [c for c in spec.schema if c not in frame.columns]

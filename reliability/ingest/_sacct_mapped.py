@@ -63,7 +63,7 @@ class _Mapped:
         self._spans: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
     def spans(self, lo: int, hi: int, n_lines: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(starts, ends, separator counts) of the lines in [lo, hi), as absolute offsets."""
+        """Return (starts, ends, separator counts) of the lines in [lo, hi), as absolute offsets."""
         w = self.arr[lo:hi]
         ends = np.flatnonzero(w == 10)
         if ends.size < n_lines:
@@ -77,8 +77,10 @@ class _Mapped:
         return starts + lo, ends + lo, counts
 
     def release(self, lo: int, hi: int) -> None:
-        """Drop the mapped pages of [lo, hi) from this process (they stay in the page cache),
-        so that reading a large file does not hold it all resident."""
+        """Drop the mapped pages of [lo, hi) from this process (they stay in the page cache).
+
+        So reading a large file does not hold it all resident.
+        """
         if hasattr(mmap, "MADV_DONTNEED"):
             start = lo - lo % mmap.PAGESIZE
             with contextlib.suppress(OSError, ValueError):
@@ -102,8 +104,10 @@ class _Mapped:
 
 
 def _windows(m: _Mapped, start: int, first_line: int, e: int) -> bool:
-    """Split [start, end of file) into windows of whole lines and count them (False if a
-    line is longer than a window)."""
+    """Split [start, end of file) into windows of whole lines and count them.
+
+    False if a line is longer than a window.
+    """
     mm, arr, size = m.mm, m.arr, len(m.mm)
     lo, line = start, first_line
     block = _sacct_io.BLOCK_BYTES
@@ -178,8 +182,22 @@ def _assemble(reader: SacctReader, m: _Mapped, layout: Layout, data_start: int) 
 
 
 def read_mapped(reader: SacctReader, path: str | Path) -> bool:
-    """Read ``path`` into ``reader`` through the mapped front end; False if the caller must
-    use the block stream instead (nothing of the file has then been kept)."""
+    """Read a sacct export into a reader through the memory-mapped front end.
+
+    Parameters
+    ----------
+    reader : SacctReader
+        The reader accumulating rows and quarantine.
+    path : str or Path
+        The (uncompressed) export file.
+
+    Returns
+    -------
+    bool
+        True when read; False if the caller must use the block stream instead (the file cannot be
+        opened or mapped, is empty, or has a line longer than a window); nothing of the file has
+        then been kept.
+    """
     try:
         fh = open(path, "rb")  # noqa: SIM115 - closed below
     except OSError:

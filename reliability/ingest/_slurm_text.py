@@ -1,5 +1,7 @@
-"""What Slurm text output a file holds, so that a reader given the wrong one refuses it with
-what the file is and what to export or which reader to use instead.
+"""Recognise which Slurm text output a file holds.
+
+So that a reader given the wrong one refuses it with what the file is and what to export or
+which reader to use instead.
 
 Recognised from the first lines: YAML and JSON output, ``sacctmgr show event`` (parsable and
 fixed-width), ``scontrol show node`` / ``show job``, ``sinfo -R``, ``sinfo -N -l``, plain
@@ -35,11 +37,20 @@ def _first_lines(head: str, n: int = 3) -> list[str]:
 
 
 def identify(head: str) -> str | None:
-    """Which Slurm output ``head`` (the start of a file, decoded) looks like, or None.
+    """Tell which Slurm output the start of a file looks like.
 
-    Returns one of ``yaml``, ``json``, ``sacctmgr_event``, ``sacctmgr_event_fixed``,
-    ``sacctmgr_other``, ``sacctmgr_other_parsable``, ``scontrol_node``, ``scontrol_job``, ``sinfo_reasons``,
-    ``sinfo_nodes_long``, ``sinfo_summary``, ``squeue``, ``sacct``, ``sacct_fixed``.
+    Parameters
+    ----------
+    head : str
+        The start of a file, decoded (the first 64 KiB is plenty).
+
+    Returns
+    -------
+    str or None
+        One of ``yaml``, ``json``, ``sacctmgr_event``, ``sacctmgr_event_fixed``,
+        ``sacctmgr_other``, ``sacctmgr_other_parsable``, ``scontrol_node``, ``scontrol_job``,
+        ``sinfo_reasons``, ``sinfo_nodes_long``, ``sinfo_summary``, ``squeue``, ``sacct``,
+        ``sacct_fixed``; None when the text is empty or none of these.
     """
     lines = _first_lines(head)
     if not lines:
@@ -133,7 +144,20 @@ _KIND = {
 
 
 def refusal(fmt: str | None, kind: str) -> str:
-    """Message for a ``kind`` reader (CLI kind: ``events``, ``nodes``) that got ``fmt``."""
+    """Word the refusal of a reader given the wrong Slurm output.
+
+    Parameters
+    ----------
+    fmt : str or None
+        What :func:`identify` said the file holds (None: unknown).
+    kind : str
+        The reader's CLI kind: ``events`` or ``nodes``.
+
+    Returns
+    -------
+    str
+        What the file is and which reader or export command to use instead.
+    """
     if fmt is None:
         return f"unknown format for `reliability ingest {kind}`; {NODE_INPUT_FORMS}"
     what = _WHAT.get(fmt, fmt)

@@ -1,6 +1,9 @@
-"""Slurm accounting (sacct) field map: required and used fields, free-text fields, the shape
-of every structured field, sentinels, and the one export command every message, the README,
-the template pipeline and ``reliability collect`` quote. Shared by the sacct readers."""
+"""Slurm accounting (sacct) field map, shared by the sacct readers.
+
+Required and used fields, free-text fields, the shape of every structured field, sentinels,
+and the one export command every message, the README, the template pipeline and
+``reliability collect`` quote.
+"""
 
 from __future__ import annotations
 
@@ -56,8 +59,20 @@ SACCTMGR_EVENTS_COMMAND = (
 
 
 def sacct_export_args(start: str, end: str) -> list[str]:
-    """``sacct`` arguments of :data:`SACCT_EXPORT_COMMAND` for the window [start, end)
-    (sacct's time syntax, e.g. ``2025-01-01T00:00:00``; run with ``SLURM_TIME_FORMAT=%s``)."""
+    """Build the ``sacct`` arguments of :data:`SACCT_EXPORT_COMMAND` for a window.
+
+    Run them with ``SLURM_TIME_FORMAT=%s``.
+
+    Parameters
+    ----------
+    start, end : str
+        The window [start, end) in sacct's time syntax, e.g. ``2025-01-01T00:00:00``.
+
+    Returns
+    -------
+    list of str
+        The argument vector, ``sacct`` first.
+    """
     return [
         "sacct", "--allusers", "--duplicates", "--parsable2", "--starttime", start,
         "--endtime", end, f"--format={RECOMMENDED_FORMAT}",
@@ -65,7 +80,18 @@ def sacct_export_args(start: str, end: str) -> list[str]:
 
 
 def sacctmgr_events_args(start: str, end: str) -> list[str]:
-    """``sacctmgr`` arguments of :data:`SACCTMGR_EVENTS_COMMAND` for the window [start, end)."""
+    """Build the ``sacctmgr`` arguments of :data:`SACCTMGR_EVENTS_COMMAND` for a window.
+
+    Parameters
+    ----------
+    start, end : str
+        The window [start, end) in Slurm's time syntax, e.g. ``2025-01-01T00:00:00``.
+
+    Returns
+    -------
+    list of str
+        The argument vector, ``sacctmgr`` first.
+    """
     return [
         "sacctmgr", "--parsable2", "show", "event", f"Start={start}", f"End={end}",
         f"Format={SACCTMGR_EVENTS_FORMAT}",

@@ -92,9 +92,24 @@ _EVENT_PATTERNS = {
 
 
 def reduce_state(flags: str) -> str | None:
-    """Most severe out-of-service state in a Slurm state string (``IDLE+DRAIN`` -> DRAIN).
+    """Reduce a Slurm node state string to its most severe out-of-service state.
 
-    Returns None for in-service states (IDLE, MIXED, ...); raises ValueError for unknown flags.
+    Parameters
+    ----------
+    flags : str
+        A state as Slurm prints it, flags joined by ``+`` and possibly suffixed (``IDLE+DRAIN``,
+        ``down*``).
+
+    Returns
+    -------
+    str or None
+        The canonical out-of-service state (``IDLE+DRAIN`` -> ``DRAIN``), by
+        :data:`STATE_PRECEDENCE`; None for in-service states (IDLE, MIXED, ...).
+
+    Raises
+    ------
+    ValueError
+        For an empty state or an unknown flag.
     """
     parts = [p.strip("*~#!%$@^-").upper() for p in flags.split("+") if p.strip()]
     if not parts:
@@ -348,12 +363,31 @@ _REASON = re.compile(
 def read_scontrol_nodes(path: str | Path, *, cluster: str, tz: str | None = None) -> ReadResult:
     """Read ``scontrol show node`` (multi-line or ``--oneliner``) into open ``node_states``.
 
-    A record per ``NodeName=`` line and its indented continuation lines (a line that is
-    neither is a damaged record of its own, quarantined). Nodes whose ``State=`` flags hold DOWN / DRAIN / FAIL / MAINT
-    give one interval starting at the time in ``Reason=... [user@time]`` and still open
-    (``end`` null), plus a health event per hardware signal in the reason. In-service nodes
-    are kept (counted) and give no interval. Lines before the first ``NodeName=`` (e.g. a
-    shell prompt) are not records; the notes say how many.
+    A record per ``NodeName=`` line and its indented continuation lines (a line that is neither
+    is a damaged record of its own, quarantined). Nodes whose ``State=`` flags hold DOWN / DRAIN /
+    FAIL / MAINT give one interval starting at the time in ``Reason=... [user@time]`` and still
+    open (``end`` null), plus a health event per hardware signal in the reason. In-service nodes
+    are kept (counted) and give no interval. Lines before the first ``NodeName=`` (e.g. a shell
+    prompt) are not records; the notes say how many.
+
+    Parameters
+    ----------
+    path : str or Path
+        The saved ``scontrol show node`` output (plain or compressed).
+    cluster : str
+        Cluster name recorded on every row.
+    tz : str or None
+        IANA time zone of the reason timestamps (scontrol prints local time without a zone).
+
+    Returns
+    -------
+    ReadResult
+        ``node_states`` (open intervals) and ``health_events``, quarantined records and notes.
+
+    Raises
+    ------
+    IngestError
+        If the file is empty, holds no ``NodeName=`` record, or an option is invalid.
     """
     src = str(path)
     check_zone(src, tz)
@@ -461,10 +495,30 @@ def read_sinfo_reasons(path: str | Path, *, cluster: str, tz: str | None = None)
     """Read ``sinfo -R`` (REASON USER TIMESTAMP NODELIST [STATE]) into open ``node_states``.
 
     Either sinfo's aligned columns or ``|``-separated output (``sinfo -R -o
-    '%E|%U|%H|%N|%T'``, header included). Plain ``sinfo -R`` has no state column; those
-    nodes are recorded as DRAIN and the notes say so (the ``-o`` form adds the exact state).
-    The reason column is cut to 20 characters by sinfo's default format (``%E`` in ``-o`` is
-    not). A hardware signal in a reason also gives a health event.
+    '%E|%U|%H|%N|%T'``, header included). Plain ``sinfo -R`` has no state column; those nodes are
+    recorded as DRAIN and the notes say so (the ``-o`` form adds the exact state). The reason
+    column is cut to 20 characters by sinfo's default format (``%E`` in ``-o`` is not). A hardware
+    signal in a reason also gives a health event.
+
+    Parameters
+    ----------
+    path : str or Path
+        The saved ``sinfo -R`` output (plain or compressed).
+    cluster : str
+        Cluster name recorded on every row.
+    tz : str or None
+        IANA time zone of the TIMESTAMP column (sinfo prints local time without a zone).
+
+    Returns
+    -------
+    ReadResult
+        ``node_states`` (open intervals) and ``health_events``, quarantined lines and notes.
+
+    Raises
+    ------
+    IngestError
+        If the file is empty, has no ``REASON ... NODELIST`` header (another output is named), or
+        an option is invalid.
     """
     src = str(path)
     check_zone(src, tz)

@@ -59,10 +59,12 @@ class PodSpec:
 
     @property
     def n_hosts(self) -> int:
+        """Hosts in the pod (cubes × hosts per cube)."""
         return self.n_cubes * HOSTS_PER_CUBE
 
     @property
     def n_chips(self) -> int:
+        """Chips in the pod (hosts × chips per host)."""
         return self.n_hosts * CHIPS_PER_HOST
 
 
@@ -209,8 +211,28 @@ def availability_curve(
     ocs_availability: float | None = None,
     link_availability: float | None = None,
 ) -> pl.DataFrame:
-    """Job availability vs size for every mode the pod supports (Figure 1): columns
-    ``n_chips, mode, ft_routing, availability``."""
+    """Tabulate job availability vs job size for every mode the pod supports.
+
+    Zu et al., NSDI '24, §5, Figure 1.
+
+    Parameters
+    ----------
+    host_availability : float
+        Probability that one host is up, in (0, 1].
+    pod : str or PodSpec
+        The pod (``"tpuv4"``, ...) or its spec.
+    sizes_chips : list of int or None
+        Job sizes [chips]; None: powers of two from 4 to 4096 plus 1024-4096 slices. Sizes above
+        the pod's are dropped.
+    ocs_availability, link_availability : float or None
+        Availability of one OCS and of one ICI link, as in :func:`job_availability`.
+
+    Returns
+    -------
+    polars.DataFrame
+        ``n_chips``, ``mode`` (``reconfigurable`` / ``static``), ``ft_routing`` (null for
+        static), ``availability`` in [0, 1].
+    """
     spec = _pod(pod)
     sizes = sizes_chips or sorted(
         {*(2**i for i in range(2, 13)), 1024, 2048, 3072, 3200, 3584, 4096}
@@ -248,7 +270,9 @@ def required_host_availability(
     ocs_availability: float | None = None,
     link_availability: float | None = None,
 ) -> float:
-    """The smallest host availability at which a job of ``n_chips`` reaches ``target``.
+    """Find the smallest host availability at which a job of ``n_chips`` reaches ``target``.
+
+    Zu et al., NSDI '24, §5 (the inverse of :func:`job_availability`).
 
     Parameters
     ----------

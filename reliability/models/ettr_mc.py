@@ -122,10 +122,12 @@ class ETTRSimulation(Result):
 
     @property
     def sample_sizes(self) -> dict[str, int | float]:
+        """Counts behind the result: the number of simulated runs."""
         return {"runs": len(self.ettr)}
 
     @property
     def summary(self) -> pl.DataFrame:
+        """One row: the estimate with its standard error, both estimands, ETTR quantiles, mean interruptions and wall time [h]."""
         q = np.quantile(self.ettr, [0.05, 0.5, 0.95])
         return pl.DataFrame({
             "runs": [len(self.ettr)], "estimand": [self.estimand], "estimate": [self.estimate],
@@ -173,28 +175,50 @@ def simulate_ettr(
 ) -> ETTRSimulation:
     """Simulate ``n_runs`` runs of a job needing ``job_h`` productive hours (see module doc).
 
+    The Monte Carlo check of the closed forms of :func:`reliability.models.ettr.expected_ettr`
+    (Kokolis et al., HPCA '25, §V).
+
     Parameters
     ----------
-    n_gpus : job size [GPUs]
-    rate_per_node_day : r_f [failures per node-day]
-    ckpt_interval_h : Δt, compute between checkpoints [h]
-    restart_h : u0, restart overhead after each interruption [h]
-    job_h : W, productive hours the job needs
-    queue_h : q, queue wait after each interruption [h]
-    ckpt_write_h : w, blocking checkpoint write [h]
-    initial_queue_h : q0, wait before the first start [h]
-    gpus_per_node : GPUs per node
-    distribution : ``"exponential"`` (Poisson interruptions) or ``"weibull"`` (shape
-        ``weibull_shape``, scale set so the mean is 1/λ)
-    n_runs : runs simulated
-    seed : random seed (same seed, same result)
-    max_interruptions : refuse (RuntimeError) when one run needs more
-    estimand : ``"ratio_of_means"`` (default; the closed forms') or ``"mean_of_ratios"``
-    alpha : 1 − confidence level of ``ci``
+    n_gpus : float
+        Job size [GPUs].
+    rate_per_node_day : float
+        r_f [failures per node-day].
+    ckpt_interval_h : float
+        Δt, compute time between checkpoints [h], > 0.
+    restart_h : float
+        u0, restart overhead after each interruption [h].
+    job_h : float
+        W, productive hours the job needs [h], > 0.
+    queue_h : float
+        q, queue wait after each interruption [h].
+    ckpt_write_h : float
+        w, blocking checkpoint write time [h].
+    initial_queue_h : float
+        q0, wait before the first start [h].
+    gpus_per_node : int
+        GPUs per node.
+    distribution : {"exponential", "weibull"}
+        Time between interruptions: ``"exponential"`` (Poisson interruptions) or ``"weibull"``
+        (shape ``weibull_shape``, scale set so the mean is 1/λ).
+    weibull_shape : float
+        Weibull shape k (< 1: infant mortality, > 1: wear-out); used only with
+        ``distribution="weibull"``.
+    n_runs : int
+        Runs simulated, >= 1.
+    seed : int
+        Random seed (same seed, same result).
+    max_interruptions : int
+        Refuse (RuntimeError) when one run needs more interruptions than this.
+    estimand : {"ratio_of_means", "mean_of_ratios"}
+        ``"ratio_of_means"`` (default; the closed forms' quantity) or ``"mean_of_ratios"``.
+    alpha : float
+        1 − confidence level of ``ci``, in (0, 1).
 
     Returns
     -------
     ETTRSimulation
+        Per-run ETTR, interruptions and wall time, and the estimate with its standard error.
     """
     if estimand not in ESTIMANDS:
         raise ValueError(f"estimand must be one of {ESTIMANDS}, got {estimand!r}")

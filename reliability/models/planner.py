@@ -89,6 +89,7 @@ class PlanResult(Result):
 
     @property
     def sample_sizes(self) -> dict[str, int | float]:
+        """Counts behind the rate: hardware failures and node-days (empty without rates)."""
         if self.rates is None or self.rates.height == 0:
             return {}
         r = self.rates.row(0, named=True)
@@ -96,6 +97,7 @@ class PlanResult(Result):
 
     @property
     def summary(self) -> pl.DataFrame:
+        """One row: job size, r_f, target ETTR, MTTF [h], equal-cost, restart and recommended intervals [min], ETTR there."""
         return self._mapping_frame({
             "n_gpus": self.n_gpus, "rate_per_node_day": self.rate_per_node_day, "basis": self.basis,
             "target_ettr": self.target_ettr, "mttf_h": self.mttf_h,
@@ -108,6 +110,13 @@ class PlanResult(Result):
         })  # fmt: skip
 
     def tables(self) -> dict[str, pl.DataFrame]:
+        """Return the result's tables by name.
+
+        Returns
+        -------
+        dict of str to polars.DataFrame
+            ``"rates"`` (when known), ``"summary"`` and ``"frontier"`` (ETTR per interval).
+        """
         t = {"summary": self.summary, "frontier": self.frontier}
         if self.rates is not None:
             t = {"rates": self.rates, **t}
@@ -295,8 +304,10 @@ def plan(
         )
 
     def interval_range(u0_h: float) -> tuple[float | None, float | None, float, float]:
-        """(shortest, longest) interval reaching the target (None: unreachable), and the
-        ETTR-optimal interval with its ETTR."""
+        """Return the (shortest, longest) interval reaching the target, and the ETTR-optimal one.
+
+        None for an unreachable target; the optimum comes with its ETTR.
+        """
         if ckpt_write_h > 0:
             best, top = optimal_interval_h(
                 n_gpus, rate_per_node_day, u0_h, ckpt_write_h=ckpt_write_h, queue_h=queue_h,

@@ -22,17 +22,18 @@ __all__ = ["PodJobStats", "identify_pods", "pod_job_stats"]
 
 
 def identify_pods(inventory: pl.DataFrame) -> pl.DataFrame:
-    """Per cluster of a pod inventory: ``cluster``, ``pod`` (``tpuv4``, ``tpuv3``,
-    ``tpuv4-static``), ``mode`` (``reconfigurable`` / ``static``), ``n_cubes``.
+    """Identify the pod type of each cluster of a pod inventory.
 
     Parameters
     ----------
-    inventory : one row per component: ``cluster``, ``component_type`` (``machine``,
-        ``ocs``, ...)
+    inventory : polars.DataFrame
+        One row per component: ``cluster``, ``component_type`` (``machine``, ``ocs``, ...).
 
     Returns
     -------
-    one row per cluster, sorted by name
+    polars.DataFrame
+        One row per cluster, sorted by name: ``cluster``, ``pod`` (``tpuv4``, ``tpuv3``,
+        ``tpuv4-static``), ``mode`` (``reconfigurable`` / ``static``), ``n_cubes``.
     """
     if inventory.height == 0:
         return pl.DataFrame(
@@ -81,6 +82,7 @@ class PodJobStats(Result):
 
     @property
     def sample_sizes(self) -> dict[str, int | float]:
+        """Counts behind the result: jobs and running hours [h]."""
         return {
             "jobs": int(self.per_pod.get_column("jobs").sum()) if self.per_pod.height else 0,
             "running hours": self.run_h,
@@ -88,6 +90,7 @@ class PodJobStats(Result):
 
     @property
     def summary(self) -> pl.DataFrame:
+        """The per-pod table (one row per pod)."""
         return self.per_pod
 
     def _lines(self) -> list[str]:

@@ -75,18 +75,20 @@ class ThroughputResult(Result):
 
     @property
     def ratio(self) -> float | None:
-        """failed / healthy (Table 2's last column)."""
+        """Failed / healthy (Table 2's last column)."""
         if self.failed_per_chip is None:
             return None
         return self.failed_per_chip / self.healthy_per_chip
 
     @property
     def paper_ratio(self) -> float | None:
+        """Failed/healthy throughput ratio of Zu et al., NSDI '24, Table 2 for this shape (None if not listed)."""
         ref = TABLE2.get((tuple(sorted(self.shape)), self.twisted))
         return None if ref is None else ref[1] / ref[0]
 
     @property
     def summary(self) -> pl.DataFrame:
+        """One row: shape, twist, failed OCS, per-chip throughput healthy and failed, their ratio and the paper's."""
         return pl.DataFrame({
             "shape": ["x".join(map(str, self.shape))], "twisted": [self.twisted],
             "failed_ocs": [None if self.failed_ocs is None else f"{self.failed_ocs[0]}{self.failed_ocs[1]}"],
@@ -97,6 +99,7 @@ class ThroughputResult(Result):
 
     @property
     def sample_sizes(self) -> dict[str, int | float]:
+        """Counts behind the result: links and LP variables."""
         return {"links": self.links_total, "LP variables": self.lp_variables}
 
     def _lines(self) -> list[str]:
@@ -128,8 +131,10 @@ def _translate(
     v: tuple[int, int, int],
     sign: tuple[int, int, int] = (1, 1, 1),
 ) -> tuple[int, int, int]:
-    """sign ⊙ p + v on the (twisted) torus: short twisted dims carry their wrap offset into
-    the long ones."""
+    """Compute sign ⊙ p + v on the (twisted) torus.
+
+    Short twisted dims carry their wrap offset into the long ones.
+    """
     shape = slc.shape
     q = [sign[i] * p[i] + v[i] for i in range(3)]
     twist = slc.twist if slc.twisted else None

@@ -1,5 +1,7 @@
-"""Figures of node health: a timeline of node states and the fleet's availability over time
-(from :func:`reliability.models.node_health`)."""
+"""Figures of node health: a timeline of node states and the fleet's availability over time.
+
+From :func:`reliability.models.node_health`.
+"""
 
 from __future__ import annotations
 
@@ -41,26 +43,44 @@ def _num(t: datetime) -> float:
 
 
 def timeline_nodes(health: Any, top: int) -> list[tuple[str, str]]:
-    """The (cluster, node) rows of the timeline: every node out of service now, then the
-    nodes with the most downtime, at most ``top``, in that order."""
+    """Choose the (cluster, node) rows of the node-state timeline.
+
+    Parameters
+    ----------
+    health : NodeHealth
+        A :class:`~reliability.models.NodeHealth`.
+    top : int
+        Most rows shown.
+
+    Returns
+    -------
+    list of (str, str)
+        Every node out of service now, then the nodes with the most downtime, at most ``top``, in
+        that order.
+    """
     by = health.by_node.filter(pl.col("intervals") > 0)
     ranked = by.sort(["out_now", "downtime_h", "node"], descending=[True, True, False])
     return [(c, n) for c, n in ranked.select("cluster", "node").head(top).iter_rows()]
 
 
 def plot_node_timeline(health: Any, ax: Axes | None = None, top: int = 30) -> Axes:
-    """When each node was out of service, by state (DOWN, DRAIN, FAIL, MAINT, REPAIR).
+    """Plot when each node was out of service, by state (DOWN, DRAIN, FAIL, MAINT, REPAIR).
 
     Parameters
     ----------
-    health : a :class:`~reliability.models.NodeHealth`
-    top : most nodes shown (those out of service now first, then by downtime)
+    health : NodeHealth
+        A :class:`~reliability.models.NodeHealth`.
+    ax : matplotlib.axes.Axes or None
+        Axes to draw on; None: a new figure sized to the number of rows.
+    top : int
+        Most nodes shown (those out of service now first, then by downtime).
 
     Returns
     -------
-    the axes: one ``broken_barh`` collection per state, its bars spanning each interval from
-    its start to its end (or the observation end while open; open ones hatched), one row per
-    node (the first at the top)
+    matplotlib.axes.Axes
+        One ``broken_barh`` collection per state, its bars spanning each interval from its start
+        to its end (or the observation end while open; open ones hatched), one row per node (the
+        first at the top).
     """
     nodes = timeline_nodes(health, top) if health.by_node.height else []
     ax = new_axes(ax, figsize=(6.4, 0.22 * max(len(nodes), 1) + 1.6))
@@ -113,18 +133,21 @@ def plot_node_timeline(health: Any, ax: Axes | None = None, top: int = 30) -> Ax
 
 
 def plot_fleet_availability(health: Any, ax: Axes | None = None) -> Axes:
-    """Share of the fleet's nodes in service over time.
+    """Plot the share of the fleet's nodes in service over time.
 
     Parameters
     ----------
-    health : a :class:`~reliability.models.NodeHealth`
+    health : NodeHealth
+        A :class:`~reliability.models.NodeHealth`.
+    ax : matplotlib.axes.Axes or None
+        Axes to draw on; None: a new figure.
 
     Returns
     -------
-    the axes: with at most :data:`MAX_STEPS` changes, the exact step function (a ``step``
-    line, x = ``fleet.time`` plus the observation end, y = ``fleet.availability``); else per
-    period the time-weighted mean (a line at each period's start) and the minimum (a
-    dashed line)
+    matplotlib.axes.Axes
+        With at most :data:`MAX_STEPS` changes, the exact step function (a ``step`` line, x =
+        ``fleet.time`` plus the observation end, y = ``fleet.availability``); else per period the
+        time-weighted mean (a line at each period's start) and the minimum (a dashed line).
     """
     ax = new_axes(ax, figsize=(6.4, 2.8))
     title = "Fleet availability (share of nodes in service)"

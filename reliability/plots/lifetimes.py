@@ -1,5 +1,8 @@
-"""Figure of component lifetimes: Kaplan-Meier survival with its confidence band and the fitted
-exponential / Weibull / log-normal survival curves (from :func:`reliability.models.fit_lifetimes`)."""
+"""Figure of component lifetimes: Kaplan-Meier survival and the fitted models' curves.
+
+Kaplan-Meier survival with its confidence band and the fitted exponential / Weibull /
+log-normal survival curves (from :func:`reliability.models.fit_lifetimes`).
+"""
 
 from __future__ import annotations
 
@@ -15,13 +18,29 @@ __all__ = ["model_survival", "plot_lifetimes"]
 
 
 def model_survival(model: str, params: dict[str, float], t: np.ndarray) -> np.ndarray:
-    """Survival ``S(t)`` of a fitted model in lifelines' parametrisation.
+    """Evaluate the survival ``S(t)`` of a fitted model in lifelines' parametrisation.
+
+    Exponential ``exp(−t/λ)``, Weibull ``exp(−(t/λ)^ρ)``, log-normal ``1 − Φ((ln t − μ)/σ)``.
 
     Parameters
     ----------
-    model : ``"exponential"``, ``"weibull"`` or ``"lognormal"``
-    params : the model's parameters as in ``LifetimeFit.models[model]["params"]``
-    t : times [the table's unit]
+    model : {"exponential", "weibull", "lognormal"}
+        The model's name.
+    params : dict of str to float
+        The model's parameters as in ``LifetimeFit.models[model]["params"]`` (``lambda_``,
+        ``rho_``, ``mu_``, ``sigma_``).
+    t : numpy.ndarray
+        Times [the lifetime table's unit], >= 0.
+
+    Returns
+    -------
+    numpy.ndarray
+        S(t), in [0, 1], same shape as ``t``.
+
+    Raises
+    ------
+    ValueError
+        For an unknown model.
     """
     t = np.asarray(t, float)
     if model == "exponential":
@@ -35,18 +54,22 @@ def model_survival(model: str, params: dict[str, float], t: np.ndarray) -> np.nd
 
 
 def plot_lifetimes(result: Any, group: str | None = None, ax: Axes | None = None) -> Axes:
-    """Kaplan-Meier survival (step, with its confidence band) and the fitted models' survival
-    curves of one group of a :class:`~reliability.models.LifetimeResult`.
+    """Plot Kaplan-Meier survival and the fitted models' survival curves of one group.
 
     Parameters
     ----------
-    result : the :class:`~reliability.models.LifetimeResult`
-    group : which group (default: the first)
-    ax : axes to draw on (default: a new figure)
+    result : LifetimeResult
+        The :class:`~reliability.models.LifetimeResult`.
+    group : str or None
+        Which group (default: the first).
+    ax : matplotlib.axes.Axes or None
+        Axes to draw on (default: a new figure).
 
     Returns
     -------
-    the axes; the Kaplan-Meier line is labelled ``"Kaplan-Meier"``, each model by its name
+    matplotlib.axes.Axes
+        The Kaplan-Meier step with its confidence band, labelled ``"Kaplan-Meier"``, and each
+        model's curve labelled by its name.
     """
     ax = new_axes(ax)
     fit = result.fits[0] if group is None else result.fit_of(group)

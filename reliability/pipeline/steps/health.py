@@ -1,5 +1,8 @@
-"""Stage ``node_health`` (out-of-service intervals, open drains, repeat offenders, fleet
-availability: :func:`reliability.models.node_health`) and the "Node health" section."""
+"""Stage ``node_health`` and the "Node health" section.
+
+Out-of-service intervals, open drains, repeat offenders, fleet availability
+(:func:`reliability.models.node_health`).
+"""
 
 from __future__ import annotations
 
@@ -20,8 +23,25 @@ __all__ = ["health_section", "node_health"]
 
 
 def node_health(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> NodeHealth:
-    """Stage ``node_health``: per node, out-of-service time by state and reason, over the
-    Dataset's observation window; repeat offenders from the attributed jobs."""
+    """Run stage ``node_health``.
+
+    Per node, out-of-service time by state and reason over the Dataset's observation window;
+    repeat offenders from the attributed jobs.
+
+    Parameters
+    ----------
+    cfg : PipelineConfig
+        The pipeline configuration (this stage takes no parameters of its own).
+    deps : dict of str to object
+        Upstream results: ``cluster_data`` (DataResult) and ``attribution`` (AttributionResult).
+    work : Path
+        The stage's work folder (unused).
+
+    Returns
+    -------
+    NodeHealth
+        Intervals, per-node totals, open drains, repeat offenders and fleet availability.
+    """
     from reliability.models import node_health as fit
 
     return fit(deps["cluster_data"].open(), attributed=deps["attribution"].jobs)
@@ -32,7 +52,7 @@ def _n(k: int, what: str) -> str:
 
 
 def _drop_zero_states(frame: pl.DataFrame) -> pl.DataFrame:
-    """The per-node table without the hours-by-state columns that are zero for every node."""
+    """Drop the hours-by-state columns that are zero for every node from the per-node table."""
     zero = [
         f"{s.lower()}_h"
         for s in OUT_OF_SERVICE
@@ -42,7 +62,21 @@ def _drop_zero_states(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def health_section(h: NodeHealth, ctx: Context) -> list[Section]:
-    """ "Node health"."""
+    """Build the "Node health" report section.
+
+    Parameters
+    ----------
+    h : NodeHealth
+        The ``node_health`` stage's result.
+    ctx : Context
+        The report context (configuration and every stage's result).
+
+    Returns
+    -------
+    list of Section
+        The one section: window and fleet availability, nodes out now, repeat offenders,
+        timeline and availability figures (or a note that there is no window).
+    """
     sec = Section("Node health")
     if h.window_h <= 0:
         sec.blocks.append(Text("No observation window: node health not assessed.", kind="note"))

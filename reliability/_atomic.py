@@ -37,7 +37,19 @@ def _prefix(dest: Path) -> str:
 
 
 def temp_owner(name: str) -> tuple[str, int] | None:
-    """(host tag, pid) of the writer of a temporary file made here, or None if ``name`` is not one."""
+    """Tell who wrote a temporary file made by this module, from its name.
+
+    Parameters
+    ----------
+    name : str
+        A file name (no folder), e.g. ``.manifest.json.ab12cd34-4242.x7k2q9.tmp``.
+
+    Returns
+    -------
+    (str, int) or None
+        The writer's host tag (8 characters) and process id, or None if ``name`` is not a
+        temporary file of this module.
+    """
     if not (name.startswith(".") and name.endswith(".tmp")):
         return None
     parts = name[1:-4].split(".")
@@ -49,7 +61,18 @@ def temp_owner(name: str) -> tuple[str, int] | None:
 
 
 def file_sha256(path: str | Path) -> tuple[str, int]:
-    """(sha256 hex digest, size [bytes]) of a file, read in 1 MiB blocks."""
+    """Hash a file, reading it in 1 MiB blocks.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file.
+
+    Returns
+    -------
+    (str, int)
+        Its sha256 hex digest and size [bytes].
+    """
     h = hashlib.sha256()
     size = 0
     with open(path, "rb") as fh:
@@ -72,7 +95,7 @@ def _replace(tmp: str, dest: Path) -> None:
 
 
 def _explain(exc: OSError, dest: Path) -> OSError:
-    """The same OSError with a message that names ``dest`` and what was kept."""
+    """Return the same OSError with a message that names ``dest`` and what was kept."""
     if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
         what = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "disk quota exceeded",
                 errno.EFBIG: "file too large for this file system or limit"}[exc.errno]  # fmt: skip
@@ -120,7 +143,24 @@ def write_parquet_atomic(
 
 
 def write_bytes_atomic(data: bytes, dest: Path) -> None:
-    """Write ``data`` to ``dest`` atomically."""
+    """Write bytes to a file atomically.
+
+    A temporary file in the same folder is written, fsynced and renamed over ``dest``, so a
+    reader sees the old content or the new, never a part; on failure the temporary file is
+    removed and ``dest`` is left as it was.
+
+    Parameters
+    ----------
+    data : bytes
+        The new content.
+    dest : Path
+        The file to (over)write; its folder is created if missing.
+
+    Raises
+    ------
+    OSError
+        With a message naming ``dest``, if the write or rename fails.
+    """
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=_prefix(dest), suffix=".tmp", dir=dest.parent)
     try:
@@ -138,6 +178,14 @@ def write_bytes_atomic(data: bytes, dest: Path) -> None:
 
 
 def write_json_atomic(obj: Any, dest: Path) -> None:
-    """Write ``obj`` as indented JSON to ``dest`` atomically."""
+    """Write an object as indented JSON to a file atomically (see :func:`write_bytes_atomic`).
+
+    Parameters
+    ----------
+    obj : object
+        A JSON-serialisable value (anything else is written as its ``str``).
+    dest : Path
+        The file to (over)write.
+    """
     text = json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n"
     write_bytes_atomic(text.encode("utf-8"), dest)

@@ -115,6 +115,7 @@ class Executor:
         self.close()
 
     def close(self) -> None:
+        """Shut down the worker pool or the dask client (a no-op when already closed)."""
         if self._client is not None:
             self._client.close()
             self._client = None
@@ -143,8 +144,32 @@ class Executor:
         names: Sequence[str] | None = None,
         progress: Callable[[str], None] | None = None,
     ) -> tuple[dict[str, Any], list[TaskFailure]]:
-        """Run ``fn(*a)`` for every ``a`` in ``args``; returns ({name: result}, failures).
-        ``progress`` is called with each task's name as it finishes."""
+        """Run a function over argument tuples, collecting results and failures by task name.
+
+        A task that raises is retried up to ``retries`` more times, then reported in the failures;
+        it never stops the other tasks.
+
+        Parameters
+        ----------
+        fn : callable
+            The task function (module-level, so that spawned workers can import it).
+        args : sequence of tuple
+            One argument tuple per task: each task runs ``fn(*a)``.
+        names : sequence of str or None
+            Unique task names, in the order of ``args``; None: ``"0"``, ``"1"``, ...
+        progress : callable or None
+            Called with each task's name as it finishes.
+
+        Returns
+        -------
+        (dict of str to object, list of TaskFailure)
+            The results by task name, and the tasks that still failed after their retries.
+
+        Raises
+        ------
+        ValueError
+            If task names repeat.
+        """
         names = list(names) if names is not None else [str(i) for i in range(len(args))]
         if len(set(names)) != len(names):
             raise ValueError("task names must be unique")

@@ -67,8 +67,11 @@ class SweepError(ReliabilityError):
 
 # -- models: module-level so that worker processes can import them -----------------------
 def _pod_availability(params: dict[str, Any], seed: int) -> list[dict[str, Any]]:
-    """One simulated pod run: measured host availability and, per job size, the measured
-    fraction of time it could be placed beside the analytic value at that availability."""
+    """Run one simulated pod and measure its host and job availability.
+
+    Per job size, the measured fraction of time it could be placed beside the analytic value at
+    the measured host availability.
+    """
     import tempfile
     from dataclasses import replace
 
@@ -203,7 +206,8 @@ def _run_task(
     """Worker: rows for ``seeds`` of one cell, written to ``dest``; returns the row count.
 
     ``model`` is the function itself (pickled by reference), so models registered with
-    :func:`register_model` in the parent process run in workers too."""
+    :func:`register_model` in the parent process run in workers too.
+    """
     rows = []
     for seed in seeds:
         for r in model(params, seed):
@@ -232,7 +236,13 @@ class SweepSpec:
     workers: int | None = None
 
     def cells(self) -> list[tuple[str, dict[str, Any]]]:
-        """(cell id, parameters) for every grid combination, in a stable order."""
+        """List every grid combination of the sweep.
+
+        Returns
+        -------
+        list of (str, dict of str to object)
+            (cell label, parameters: the fixed ones and the combination), in a stable order.
+        """
         keys = sorted(self.grid)
         out = []
         for combo in itertools.product(*(self.grid[k] for k in keys)):
@@ -243,7 +253,23 @@ class SweepSpec:
 
 
 def load_sweep(path: str | Path) -> SweepSpec:
-    """Read and validate a sweep file; errors name the file and the key."""
+    """Read and validate a sweep file.
+
+    Parameters
+    ----------
+    path : str or Path
+        The sweep's TOML file.
+
+    Returns
+    -------
+    SweepSpec
+        The validated sweep.
+
+    Raises
+    ------
+    SweepError
+        Naming the file and the key for every invalid or missing value.
+    """
     path = Path(path)
     where = str(path)
     raw = read_toml(path, SweepError, "sweep")
@@ -325,6 +351,7 @@ class SweepResult(Result):
 
     @property
     def sample_sizes(self) -> dict[str, int | float]:
+        """Counts behind the result: result rows, tasks run, resumed and failed."""
         return {"result rows": self.results.height, "tasks run": self.tasks_run,
                 "tasks resumed": self.tasks_skipped, "failed tasks": len(self.failures)}  # fmt: skip
 
@@ -370,7 +397,30 @@ def run_sweep(
     retries: int = 2,
     progress: Callable[[str], None] | None = None,
 ) -> SweepResult:
-    """Run (or resume) a sweep; arguments override the file's backend, workers, scheduler, out."""
+    """Run (or resume) a sweep; parts already written are not run again.
+
+    Parameters
+    ----------
+    spec : SweepSpec or str or Path
+        The sweep, or its TOML file.
+    backend : str or None
+        Executor backend (``serial``, ``processes``, ``dask``); None: the file's.
+    workers : int or None
+        Number of workers; None: the file's.
+    scheduler : str or None
+        dask scheduler address; None: the file's.
+    out : str or Path or None
+        Output folder; None: the file's ``out``.
+    retries : int
+        Extra attempts per task before it is reported as failed.
+    progress : callable or None
+        Called with each task's name as it finishes.
+
+    Returns
+    -------
+    SweepResult
+        Per-seed results, per-cell aggregates, and the failed tasks.
+    """
     spec = spec if isinstance(spec, SweepSpec) else load_sweep(spec)
     folder = Path(out) if out is not None else spec.out
     parts = folder / "parts"

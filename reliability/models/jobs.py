@@ -1,5 +1,7 @@
-"""Per-job failure impact: which jobs were interrupted, how often and why, which requeues
-preempted other jobs, which jobs crash-loop, and which job names lose most to hardware.
+"""Per-job failure impact: interruptions, secondary preemptions, crash loops, costly job names.
+
+Which jobs were interrupted, how often and why, which requeues preempted other jobs, which
+jobs crash-loop, and which job names lose most to hardware.
 
 Kokolis et al. HPCA'25 §IV-C (Fig. 8): the requeue of a hardware-failed job can preempt
 lower-priority jobs to get its nodes back (a *secondary preemption*; 16% of the failure
@@ -36,8 +38,23 @@ _TS = pl.Datetime("us", "UTC")
 
 
 def gpu_hours(frame: pl.DataFrame, observation_end: datetime | None = None) -> pl.DataFrame:
-    """``frame`` with ``gpu_hours`` (GPUs × hours of each attempt; 0 for attempts that never
-    started; an attempt without an end counts up to ``observation_end``, 0 without one)."""
+    """Add the GPU time of each attempt.
+
+    GPU time is ``n_accelerators × (end − start)``: 0 for an attempt that never started; an
+    attempt without an end counts up to ``observation_end`` (0 without one).
+
+    Parameters
+    ----------
+    frame : polars.DataFrame
+        Attempts with ``n_accelerators``, ``start_time``, ``end_time``.
+    observation_end : datetime or None
+        When the data end [UTC]; ends are also capped there.
+
+    Returns
+    -------
+    polars.DataFrame
+        ``frame`` with a ``gpu_hours`` column [GPU-h].
+    """
     end = pl.col("end_time")
     if observation_end is not None:
         end = pl.min_horizontal(
@@ -52,12 +69,26 @@ def gpu_hours(frame: pl.DataFrame, observation_end: datetime | None = None) -> p
 def match_secondary_preemptions(
     attributed: pl.DataFrame, *, tolerance_s: float = 60.0, observation_end: datetime | None = None
 ) -> pl.DataFrame:
-    """The preempted attempts that a hardware-failed job's restart caused (see the module doc).
+    """Find the preempted attempts that a hardware-failed job's restart caused.
+
+    Kokolis et al., HPCA '25, §IV-C, Fig. 8 (see the module doc for the matching rule).
+
+    Parameters
+    ----------
+    attributed : polars.DataFrame
+        Attributed attempts (:func:`reliability.attribution.attribute_failures`).
+    tolerance_s : float
+        How long before the restart's start a preemption may end and still count as caused by it
+        [s].
+    observation_end : datetime or None
+        When the data end [UTC], for the GPU time of attempts still running.
 
     Returns
     -------
-    one row per secondary preemption: ``cluster``, ``job_id`` and ``attempt`` of the preempted
-    attempt, its ``gpu_hours``, and the ``cause_job_id`` whose restart preempted it
+    polars.DataFrame
+        One row per secondary preemption: ``cluster``, ``job_id`` and ``attempt`` of the
+        preempted attempt, its ``gpu_hours`` [GPU-h], and the ``cause_job_id`` whose restart
+        preempted it.
     """
     g = gpu_hours(attributed, observation_end)
     hw_prev = g.sort("cluster", "job_id", "attempt").with_columns(
@@ -178,21 +209,44 @@ def job_interruptions(
 def crash_loops(
     per_job: pl.DataFrame, *, min_requeues: int = CRASH_LOOP_MIN_REQUEUES
 ) -> pl.DataFrame:
-    """The jobs of :func:`job_interruptions` requeued at least ``min_requeues`` times for
-    something other than a preemption (hardware, a RequeueExit code, an admin, a failing
-    node), most requeues first."""
+    """Select the crash-looping jobs.
+
+    Parameters
+    ----------
+    per_job : polars.DataFrame
+        The per-job table of :func:`job_interruptions`.
+    min_requeues : int
+        Fewest requeues for something other than a preemption (hardware, a RequeueExit code, an
+        admin, a failing node) that make a crash loop.
+
+    Returns
+    -------
+    polars.DataFrame
+        The rows of ``per_job`` with ``self_requeues >= min_requeues``, in its order (most
+        requeues first).
+    """
     return per_job.filter(pl.col("self_requeues") >= min_requeues)
 
 
 def hardware_failed_jobs(
     attributed: pl.DataFrame, *, top: int = 10, observation_end: datetime | None = None
 ) -> pl.DataFrame:
-    """Job names and users with the most hardware-ended attempts.
+    """Rank job names and users by their hardware-ended attempts.
+
+    Parameters
+    ----------
+    attributed : polars.DataFrame
+        Attributed attempts (:func:`reliability.attribution.attribute_failures`).
+    top : int
+        Rows kept.
+    observation_end : datetime or None
+        When the data end [UTC], for the GPU time of attempts still running.
 
     Returns
     -------
-    ``name, user, attempts`` (hardware-ended), ``jobs`` (distinct job ids), ``gpu_hours``
-    [GPU-h of those attempts]; the ``top`` rows, most attempts first
+    polars.DataFrame
+        ``name, user, attempts`` (hardware-ended), ``jobs`` (distinct job ids), ``gpu_hours``
+        [GPU-h of those attempts]; the ``top`` rows, most attempts first.
     """
     hw = gpu_hours(attributed.filter(pl.col("failure_domain").is_in(HARDWARE)), observation_end)
     return (

@@ -56,16 +56,25 @@ class MeasuredAvailability(Result):
 
     @property
     def sample_sizes(self) -> dict[str, int | float]:
+        """Counts behind the result: availability samples and cubes."""
         return {"samples": self.samples, "cubes": self.n_cubes}
 
     @property
     def summary(self) -> pl.DataFrame:
+        """One row: cubes, samples, and the measured host, link and OCS availability."""
         return self._mapping_frame({
             "n_cubes": self.n_cubes, "samples": self.samples, "host_availability": self.host_availability,
             "link_availability": self.link_availability, "ocs_availability": self.ocs_availability,
         })  # fmt: skip
 
     def tables(self) -> dict[str, pl.DataFrame]:
+        """Return the result's tables by name.
+
+        Returns
+        -------
+        dict of str to polars.DataFrame
+            ``"summary"`` and ``"by job size"`` (measured availability per size and mode).
+        """
         return {"summary": self.summary, "by job size": self.curve}
 
     def _lines(self) -> list[str]:
@@ -90,8 +99,11 @@ def _down_matrix(
     e_col: str,
     unit: dict[str, int] | None = None,
 ) -> np.ndarray:
-    """Boolean (units, len(t)): some component of the unit is inside one of its intervals at t.
-    Units are the components themselves unless ``unit`` maps component id -> unit index."""
+    """Return a boolean (units, len(t)) matrix: some component of the unit is down at t.
+
+    Down means inside one of its intervals. Units are the components themselves unless ``unit``
+    maps component id -> unit index.
+    """
     index = unit if unit is not None else {c: i for i, c in enumerate(ids)}
     n_units = (max(index.values()) + 1) if index else 0
     diff = np.zeros((n_units, len(t) + 1), dtype=np.int32)
@@ -124,11 +136,39 @@ def measured_job_availability(
     end: datetime | None = None,
     batches: int = 20,
 ) -> MeasuredAvailability:
-    """Fraction of time a job of each size could be placed (see module doc).
+    """Measure the fraction of time a job of each size could be placed (see module doc).
 
-    ``source``: a Dataset of an ingested pod log, or its ``inventory``, ``component_failures``
-    and ``node_states`` frames. ``mode="reconfigurable"`` reports both with and without
-    fault-tolerant routing.
+    The measured counterpart of Zu et al., NSDI '24, §5, Figure 1.
+
+    Parameters
+    ----------
+    source : Dataset or dict of str to polars.DataFrame
+        A Dataset of an ingested pod log, or its ``inventory``, ``component_failures`` and
+        ``node_states`` frames.
+    sizes_chips : list of int
+        Job sizes [chips].
+    mode : {"reconfigurable", "static"}
+        Pod placement mode; ``"reconfigurable"`` reports both with and without fault-tolerant
+        routing.
+    step_h : float
+        Time between availability samples [h].
+    start, end : datetime or None
+        The window measured [UTC]; None: from the first component's ``in_service`` to the last
+        recorded failure, repair or state change.
+    batches : int
+        Batches of consecutive samples for the standard error (batch means).
+
+    Returns
+    -------
+    MeasuredAvailability
+        Measured host, link and OCS availability and, per size and mode, the measured job
+        availability with its standard error.
+
+    Raises
+    ------
+    ValueError
+        For an unknown mode, an inventory without machines, or a window holding fewer samples
+    than ``batches``.
     """
     if mode not in ("reconfigurable", "static"):
         raise ValueError(f"mode must be 'reconfigurable' or 'static', got {mode!r}")

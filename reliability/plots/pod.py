@@ -27,16 +27,23 @@ __all__ = [
 
 
 def plot_component_rates(rates: pl.DataFrame, ax: Axes | None = None) -> Axes:
-    """Failure rate per component type and period, per component-day (NSDI'24 Fig. 12).
+    """Plot the failure rate per component type and period, per component-day.
+
+    Zu et al., NSDI '24, Fig. 12.
 
     Parameters
     ----------
-    rates : :func:`reliability.models.component_failure_rates`'s frame
+    rates : polars.DataFrame
+        The frame of :func:`reliability.models.component_failure_rates` (``component_type``,
+        ``period``, ``rate_per_day`` [failures per component-day]).
+    ax : matplotlib.axes.Axes or None
+        Axes to draw on; None: a new figure.
 
     Returns
     -------
-    the axes (log y): one line per component type (alphabetical), x = ``period``, y =
-    ``rate_per_day`` of the periods with at least one failure (a log scale has no zero)
+    matplotlib.axes.Axes
+        Log y: one line per component type (alphabetical), x = ``period``, y = ``rate_per_day`` of
+        the periods with at least one failure (a log scale has no zero).
     """
     ax = new_axes(ax)
     title = "Component failure rates by week"
@@ -69,19 +76,26 @@ def plot_component_rates(rates: pl.DataFrame, ax: Axes | None = None) -> Axes:
 def plot_availability(
     curves: pl.DataFrame, measured: pl.DataFrame | None = None, ax: Axes | None = None
 ) -> Axes:
-    """Job availability vs job size (NSDI'24 Fig. 1).
+    """Plot job availability vs job size, analytic lines and measured points.
+
+    Zu et al., NSDI '24, §5, Fig. 1.
 
     Parameters
     ----------
-    curves : ``pod, mode, ft_routing, n_chips, availability`` (analytic)
-    measured : ``pod, mode, ft_routing, n_chips, measured, stderr`` (points)
+    curves : polars.DataFrame
+        Analytic availability: ``pod, mode, ft_routing, n_chips, availability``.
+    measured : polars.DataFrame or None
+        Measured points: ``pod, mode, ft_routing, n_chips, measured, stderr``.
+    ax : matplotlib.axes.Axes or None
+        Axes to draw on; None: a new figure.
 
     Returns
     -------
-    the axes: per (pod, mode, ft_routing) of ``curves`` in order, a line (x = ``n_chips``,
-    y = ``availability``) and, where measured, an ``errorbar`` of ``measured`` ± 1.96 stderr
-    (sizes measured with ``ft_routing`` null, where routing makes no difference, with the
-    first line of their pod and mode): every measured row is drawn once
+    matplotlib.axes.Axes
+        Per (pod, mode, ft_routing) of ``curves`` in order, a line (x = ``n_chips``, y =
+        ``availability``) and, where measured, an ``errorbar`` of ``measured`` ± 1.96 stderr
+        (sizes measured with ``ft_routing`` null, where routing makes no difference, with the
+        first line of their pod and mode): every measured row is drawn once.
     """
     ax = new_axes(ax)
     title = "Job availability vs size (lines: model; points: simulated pod)"
@@ -137,15 +151,22 @@ def plot_availability(
 
 
 def plot_recovery(result: Any, ax: Axes | None = None) -> Axes:
-    """Goodput lost per failure type and recovery path (reconfigure vs reroute).
+    """Plot the goodput lost per failure type and recovery path (reconfigure vs reroute).
+
+    Zu et al., NSDI '24, §6.
 
     Parameters
     ----------
-    result : a :class:`~reliability.models.RecoveryComparison` (or its ``summary`` frame)
+    result : RecoveryComparison or polars.DataFrame
+        A :class:`~reliability.models.RecoveryComparison` (or its ``summary`` frame).
+    ax : matplotlib.axes.Axes or None
+        Axes to draw on; None: a new figure.
 
     Returns
     -------
-    the axes: one ``barh`` container of ``goodput_loss``, one bar per summary row in order
+    matplotlib.axes.Axes
+        One ``barh`` container of ``goodput_loss`` [fraction of job time], one bar per summary
+        row in order.
     """
     ax = new_axes(ax, figsize=(6.4, 3.0))
     s = frame_of(result, "summary")
@@ -160,17 +181,22 @@ def plot_recovery(result: Any, ax: Axes | None = None) -> Axes:
 
 
 def plot_routing(table: Any, ax: Axes | None = None) -> Axes:
-    """All-to-all throughput kept with one OCS down, ours (LP optimum) beside NSDI'24 Table 2.
+    """Plot the all-to-all throughput kept with one OCS down, ours (LP optimum) beside the paper's.
+
+    Zu et al., NSDI '24, Table 2.
 
     Parameters
     ----------
-    table : a list of :class:`~reliability.models.ThroughputResult`, or their stacked
-        ``summary`` rows
+    table : list of ThroughputResult or polars.DataFrame
+        :class:`~reliability.models.ThroughputResult` objects, or their stacked ``summary`` rows.
+    ax : matplotlib.axes.Axes or None
+        Axes to draw on; None: a new figure.
 
     Returns
     -------
-    the axes: bar containers ``max concurrent flow`` (``ratio``) and ``NSDI'24 Table 2``
-    (``paper_ratio``; nan where the paper has no figure), one bar per slice
+    matplotlib.axes.Axes
+        Bar containers ``max concurrent flow`` (``ratio``) and ``NSDI'24 Table 2``
+        (``paper_ratio``; nan where the paper has no figure), one bar per slice.
     """
     if not isinstance(table, pl.DataFrame):
         table = pl.concat([r.summary for r in table]) if table else pl.DataFrame()
@@ -205,17 +231,22 @@ def plot_routing(table: Any, ax: Axes | None = None) -> Axes:
 
 
 def plot_sweep(aggregates: Any, ax: Axes | None = None, keys: list[str] | None = None) -> Axes:
-    """A sweep's aggregates: mean and 95% interval per cell and metric.
+    """Plot a sweep's aggregates: mean and 95% interval per cell and metric.
 
     Parameters
     ----------
-    aggregates : a :class:`~reliability.sweep.SweepResult` (or its ``aggregates`` frame)
-    keys : metrics to show (default: all)
+    aggregates : SweepResult or polars.DataFrame
+        A :class:`~reliability.sweep.SweepResult` (or its ``aggregates`` frame).
+    ax : matplotlib.axes.Axes or None
+        Axes to draw on; None: a new figure sized to the number of rows.
+    keys : list of str or None
+        Metrics to show (default: all).
 
     Returns
     -------
-    the axes: one ``errorbar`` per metric (alphabetical), x = ``mean`` with the
-    ``ci_low``-``ci_high`` interval (none with one seed), y = the row of each cell and metric
+    matplotlib.axes.Axes
+        One ``errorbar`` per metric (alphabetical), x = ``mean`` with the ``ci_low``-``ci_high``
+        interval (none with one seed), y = the row of each cell and metric.
     """
     frame = frame_of(aggregates, "aggregates")
     a = frame if keys is None else frame.filter(pl.col("key").is_in(keys))

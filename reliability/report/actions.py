@@ -40,9 +40,24 @@ def _when(t: Any) -> str:
 
 
 def node_actions(health: Any | None, lemon: Any | None) -> list[Action]:
-    """Nodes to inspect or drain: open out-of-service intervals with a hardware reason (or a
-    DOWN / FAIL / REPAIR state), nodes the lemon detector flagged, and repeat offenders (at
-    least :data:`REPEAT_OFFENDER_MIN_FAILURES` hardware-attributed failures)."""
+    """List the nodes to inspect or drain.
+
+    Open out-of-service intervals with a hardware reason (or a DOWN / FAIL / REPAIR state), nodes
+    the lemon detector flagged, and repeat offenders (at least
+    :data:`REPEAT_OFFENDER_MIN_FAILURES` hardware-attributed failures).
+
+    Parameters
+    ----------
+    health : NodeHealth or None
+        The ``node_health`` stage's result (None: not run).
+    lemon : LemonReport or None
+        The ``lemon`` stage's result (None: not run).
+
+    Returns
+    -------
+    list of Action
+        One action per node (a node is named once), with the evidence and the jobs it cost.
+    """
     actions: list[Action] = []
     seen: set[str] = set()
     offenders = health.offenders if health is not None and health.offenders.height else None
@@ -129,8 +144,20 @@ def node_actions(health: Any | None, lemon: Any | None) -> list[Action]:
 
 
 def checkpoint_actions(plan: Any | None, mttf: Any | None) -> list[Action]:
-    """The checkpoint interval per job size for the target ETTR at the current rate, or why
-    there is none."""
+    """State the checkpoint interval per job size for the target ETTR at the current rate.
+
+    Parameters
+    ----------
+    plan : CheckpointPlan or None
+        The ``plan`` stage's result (None: not run).
+    mttf : MTTFResult or None
+        The ``mttf`` stage's result, for the rate quoted as evidence.
+
+    Returns
+    -------
+    list of Action
+        The intervals per job size, or why there is no plan; empty without a plan.
+    """
     if plan is None:
         return []
     rate = f"r_f {mttf.rate_.describe()}" if mttf is not None else ""
@@ -173,7 +200,21 @@ def checkpoint_actions(plan: Any | None, mttf: Any | None) -> list[Action]:
 
 
 def job_actions(workload: Any | None, top: int = 5) -> list[Action]:
-    """Crash-looping jobs: requeue count, what ended the attempts, secondary preemptions caused."""
+    """List the crash-looping jobs to look at.
+
+    Parameters
+    ----------
+    workload : WorkloadResult or None
+        The ``workload`` stage's result (None: not run).
+    top : int
+        Most jobs named; one more action says how many others there are.
+
+    Returns
+    -------
+    list of Action
+        Per job: requeue count, what ended the attempts, secondary preemptions caused and GPU
+        time.
+    """
     if workload is None:
         return []
     loops = workload.crash_loops
@@ -204,7 +245,20 @@ def job_actions(workload: Any | None, top: int = 5) -> list[Action]:
 
 
 def data_actions(data: list[Any], dataset_hint: str = "") -> list[Action]:
-    """Data problems: quarantined rows (by input), exports that lack ``--duplicates``."""
+    """List the data problems: quarantined rows (by input), exports that lack ``--duplicates``.
+
+    Parameters
+    ----------
+    data : list of DataResult or None
+        The ``cluster_data`` and ``pod_data`` results (None entries are skipped).
+    dataset_hint : str
+        The Dataset folder, quoted in the commands the actions suggest.
+
+    Returns
+    -------
+    list of Action
+        One action per kind of problem found.
+    """
     out = []
     for d in data:
         if d is None:
@@ -280,7 +334,19 @@ def _rate_card(m: Any) -> Card:
 
 
 def headline_cards(results: dict[str, Any]) -> list[Card]:
-    """The headline numbers, from the results of a run (stage name -> result)."""
+    """Compute the headline numbers of a run.
+
+    Parameters
+    ----------
+    results : dict of str to object
+        Stage name -> result of a run.
+
+    Returns
+    -------
+    list of Card
+        r_f, the MTTF of the largest job, the checkpoint plan, node health and lemon counts, as
+        far as the stages ran.
+    """
     cards: list[Card] = []
     m, plan, health, lemon, attr = (
         results.get(k) for k in ("mttf", "plan", "node_health", "lemon", "attribution")

@@ -1,6 +1,8 @@
-"""Render a :class:`Report` as one self-contained HTML file: inline CSS, figures as inline SVG,
-no scripts, no network references. Every string is escaped; no cell prints nan or inf (a
-value that is not estimable prints as "–")."""
+"""Render a :class:`Report` as one self-contained HTML file.
+
+Inline CSS, figures as inline SVG, no scripts, no network references. Every string is
+escaped; no cell prints nan or inf (a value that is not estimable prints as "–").
+"""
 
 from __future__ import annotations
 
@@ -38,7 +40,18 @@ nav ol{columns:2}.data{font-size:.8em;color:#666}
 
 
 def figure_svg(fig: Any) -> str:
-    """``fig`` as an inline SVG element (no XML prolog; deterministic: no date)."""
+    """Render a matplotlib figure as an inline SVG element.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        The figure.
+
+    Returns
+    -------
+    str
+        The ``<svg>`` element (no XML prolog; deterministic: no date).
+    """
     return _svg(fig)
 
 
@@ -51,8 +64,19 @@ def _svg(fig: Any) -> str:
 
 
 def cell_text(v: object) -> str:
-    """A table cell for people: numbers by :func:`reliability._result.fmt_num` (nan, inf and
-    None print as "–"), times to the minute (to the second for short spans), lists joined."""
+    """Format a table cell for people.
+
+    Parameters
+    ----------
+    v : object
+        The cell's value.
+
+    Returns
+    -------
+    str
+        Numbers by :func:`reliability._result.fmt_num` (nan, inf and None print as "–"), times
+        to the minute (to the second when they have seconds), lists joined by ", ".
+    """
     if v is None:
         return MISSING
     if isinstance(v, datetime):
@@ -65,8 +89,24 @@ def cell_text(v: object) -> str:
 
 
 def table_html(frame: pl.DataFrame, caption: str = "", max_rows: int = 25) -> str:
-    """An escaped HTML table of ``frame`` (first ``max_rows`` rows) in a horizontally
-    scrolling box (a wide table never widens the page)."""
+    """Render a frame as an escaped HTML table in a horizontally scrolling box.
+
+    A wide table never widens the page.
+
+    Parameters
+    ----------
+    frame : polars.DataFrame
+        The table.
+    caption : str
+        Caption text; a note of the rows shown is added when the table is cut.
+    max_rows : int
+        Most rows shown.
+
+    Returns
+    -------
+    str
+        The ``<div class="table-wrap"><table>...</table></div>`` markup.
+    """
     head = "".join(f"<th>{html.escape(c)}</th>" for c in frame.columns)
     rows = []
     for row in frame.head(max_rows).iter_rows():
@@ -83,8 +123,21 @@ def table_html(frame: pl.DataFrame, caption: str = "", max_rows: int = 25) -> st
 
 
 def render_html(report: Report, data_links: dict[str, str] | None = None) -> str:
-    """The whole report as an HTML string. ``data_links`` maps a figure/table name to the file
-    holding its numbers (shown as text, relative to the report)."""
+    """Render the whole report as an HTML string.
+
+    Parameters
+    ----------
+    report : Report
+        The report.
+    data_links : dict of str to str or None
+        Figure/table name -> the file holding its numbers, relative to the report (shown as
+        text).
+
+    Returns
+    -------
+    str
+        A complete, self-contained HTML document.
+    """
     links = data_links or {}
     e = html.escape
     parts = [

@@ -1,5 +1,7 @@
-"""The report as data: an action list, headline cards, and sections of text, figures and
-tables, rendered to HTML and PDF."""
+"""The report as data: an action list, headline cards, and sections.
+
+Sections hold text, figures and tables, rendered to HTML and PDF.
+"""
 
 from __future__ import annotations
 
@@ -13,14 +15,28 @@ __all__ = ["Action", "Card", "Figure", "Report", "Section", "Table", "Text", "an
 
 
 def anchor(title: str) -> str:
-    """The HTML id of a section title (``"Node health"`` -> ``"node-health"``)."""
+    """Make the HTML id of a section title.
+
+    Parameters
+    ----------
+    title : str
+        The section title, e.g. ``"Node health"``.
+
+    Returns
+    -------
+    str
+        Lower-case words joined by ``-``, e.g. ``"node-health"``.
+    """
     return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
 
 
 @dataclass
 class Text:
-    """A paragraph (plain text; escaped when rendered). ``kind="note"`` marks what the data
-    could not support (small samples, what was not estimable and why)."""
+    """A paragraph (plain text; escaped when rendered).
+
+    ``kind="note"`` marks what the data could not support (small samples, what was not
+    estimable and why).
+    """
 
     text: str
     kind: str = "text"
@@ -42,7 +58,9 @@ class Figure:
 @dataclass
 class Table:
     """A table (a polars frame) with a caption; long tables are cut to ``max_rows``.
-    ``wrap`` names text columns that hold long values (paths, reasons) the PDF wraps."""
+
+    ``wrap`` names text columns that hold long values (paths, reasons) the PDF wraps.
+    """
 
     name: str
     frame: pl.DataFrame
@@ -60,6 +78,7 @@ class Section:
 
     @property
     def id(self) -> str:
+        """The section's HTML id (:func:`anchor` of its title)."""
         return anchor(self.title)
 
 

@@ -1,5 +1,6 @@
-"""The inputs of an ingest call: reader options checked up front, files and standard input,
-and the reader run so that a failure is an :class:`IngestError` naming the input.
+"""The inputs of an ingest call: options checked up front, files and standard input.
+
+The reader is run so that a failure is an :class:`IngestError` naming the input.
 
 Messages name options as ``name=`` (Python's spelling); the CLI and pipelines respell them
 (:func:`reliability.errors.spell_options`).
@@ -57,9 +58,33 @@ def _check_time(name: str, value: object) -> None:
 def reader_options(
     kind: str, cluster: str | None, tz: str | None, options: dict[str, Any]
 ) -> dict[str, Any]:
-    """The keyword arguments for the reader of ``kind``, checked: each applies to it, the
-    required ones are there, and the values are sane (a known time zone, a year within
-    bounds, aware times). Errors name options as ``name=`` (see :func:`reliability.errors.spell_options`).
+    """Check and assemble the keyword arguments for the reader of an input kind.
+
+    Each option must apply to the reader, the required ones must be there, and the values must
+    be sane (a known time zone, a year within bounds, aware times). Errors name options as
+    ``name=`` (see :func:`reliability.errors.spell_options`).
+
+    Parameters
+    ----------
+    kind : str
+        The input kind (a key of ``READERS``: ``slurm``, ``kernel``, ``dcgm``, ...).
+    cluster : str or None
+        Cluster name, for readers that take one.
+    tz : str or None
+        IANA time zone of the input's local timestamps.
+    options : dict of str to object
+        The reader's other options (``node=``, ``year=``, ``window_start=``, ...).
+
+    Returns
+    -------
+    dict of str to object
+        The keyword arguments to pass to the reader (unset options left out).
+
+    Raises
+    ------
+    ReliabilityError
+        For an unknown kind, an option the reader does not take, a missing required one, or an
+        insane value.
     """
     reader = READERS.get(kind)
     if reader is None:
@@ -99,9 +124,36 @@ def reader_options(
 def read_input(
     kind: str, path: Path, shown: str, kwargs: dict[str, Any], strict: bool
 ) -> ReadResult:
-    """Read one input; reader failures become :class:`IngestError` naming the input (a reader
-    bug is reported as one, never as a traceback). With ``strict``, refuse an input that
-    would quarantine anything, naming its first bad line."""
+    """Read one input with its reader.
+
+    Reader failures become :class:`IngestError` naming the input (a reader bug is reported as
+    one, never as a traceback).
+
+    Parameters
+    ----------
+    kind : str
+        The input kind (a key of ``READERS``).
+    path : Path
+        The file to read (a spooled copy for standard input).
+    shown : str
+        The name the user knows the input by (``<stdin>`` for standard input), used in errors
+        and the quarantine's ``source_file``.
+    kwargs : dict of str to object
+        The reader's keyword arguments (:func:`reader_options`).
+    strict : bool
+        Refuse an input that would quarantine anything, naming its first bad line.
+
+    Returns
+    -------
+    ReadResult
+        The reader's rows, quarantine and notes.
+
+    Raises
+    ------
+    IngestError
+        If the reader refuses the input, cannot read it, fails, or (``strict``) quarantines a
+        row.
+    """
     try:
         result = READERS[kind](path, **kwargs)
     except IngestError as exc:
@@ -152,8 +204,28 @@ def _spool_stdin(root: Path) -> Path:
 
 @contextlib.contextmanager
 def sources(root: Path, paths: list[str | Path]) -> Iterator[list[Source]]:
-    """The inputs of one call; ``-`` is standard input, spooled to a temp file inside the
-    Dataset folder ``root`` (removed afterwards) and recorded as ``<stdin>``."""
+    """Open the inputs of one ingest call.
+
+    ``-`` is standard input, spooled to a temp file inside the Dataset folder (removed
+    afterwards) and recorded as ``<stdin>``.
+
+    Parameters
+    ----------
+    root : Path
+        The Dataset folder (where standard input is spooled).
+    paths : list of str or Path
+        The inputs as given; ``-`` at most once.
+
+    Yields
+    ------
+    list of Source
+        One per input, in order.
+
+    Raises
+    ------
+    ReliabilityError
+        If ``-`` is given more than once.
+    """
     spools: list[Path] = []
     out: list[Source] = []
     try:
@@ -174,7 +246,23 @@ def sources(root: Path, paths: list[str | Path]) -> Iterator[list[Source]]:
 
 
 def hash_source(src: Source) -> tuple[str, int]:
-    """(sha256, size [bytes]) of an input; a missing or unreadable one is an IngestError."""
+    """Hash an input's content.
+
+    Parameters
+    ----------
+    src : Source
+        The input.
+
+    Returns
+    -------
+    (str, int)
+        Its sha256 hex digest and size [bytes].
+
+    Raises
+    ------
+    IngestError
+        If it is missing, not a file, or unreadable.
+    """
     if not src.path.exists():
         raise IngestError(src.shown, "no such file")
     if not src.path.is_file():

@@ -94,17 +94,26 @@ def _rank(table: str) -> list[tuple[pl.Expr, str]]:
 
 
 def _first_of_runs(cols: list[str]) -> pl.Expr:
-    """True on the first row of each run of equal ``cols`` (null equals null)."""
+    """Flag the first row of each run of equal ``cols`` (null equals null)."""
     changed = pl.any_horizontal([pl.col(c).ne_missing(pl.col(c).shift(1)) for c in cols])
     return changed | (pl.int_range(pl.len()) == 0)
 
 
 def merge_rows(lf: pl.LazyFrame, table: str) -> pl.LazyFrame:
-    """Keep one row per natural key of ``table`` by the rules of this module.
+    """Keep one row per natural key of a table, by the rules of this module.
 
-    ``lf`` is the concatenation of the parts in ingest order, with an ``__input`` column (the
-    input's position in the manifest). The result is sorted by the key; it keeps the columns
-    of ``lf``.
+    Parameters
+    ----------
+    lf : polars.LazyFrame
+        The concatenation of the table's parts in ingest order, with an ``__input`` column (the
+        input's position in the manifest).
+    table : str
+        The canonical table (its natural key is ``schema.TABLES[table].key``).
+
+    Returns
+    -------
+    polars.LazyFrame
+        One row per key, sorted by the key, with the columns of ``lf``.
     """
     spec = schema.TABLES[table]
     key = list(spec.key)
@@ -125,8 +134,19 @@ def merge_rows(lf: pl.LazyFrame, table: str) -> pl.LazyFrame:
 
 
 def renumber_attempts(lf: pl.LazyFrame) -> pl.LazyFrame:
-    """``attempt`` = 0, 1, ... per (cluster, job_id) in start order (never started last,
-    then by submit time); sorted by cluster, job_id, attempt."""
+    """Renumber the attempts of each job in start order.
+
+    Parameters
+    ----------
+    lf : polars.LazyFrame
+        Merged job rows.
+
+    Returns
+    -------
+    polars.LazyFrame
+        ``lf`` with ``attempt`` = 0, 1, ... per (cluster, job_id) in start order (never started
+        last, then by submit time); sorted by cluster, job_id, attempt.
+    """
     cols = lf.collect_schema().names()
     i = pl.int_range(pl.len(), dtype=pl.Int64)
     first = pl.when(_first_of_runs(["cluster", "job_id"])).then(i)
@@ -141,16 +161,29 @@ def renumber_attempts(lf: pl.LazyFrame) -> pl.LazyFrame:
 def reconcile_reason_events(
     lf: pl.LazyFrame, inputs: list[int], tolerance: timedelta = NODE_STATE_TOLERANCE
 ) -> pl.LazyFrame:
-    """One health event per node-state reason seen by several sources.
+    """Keep one health event per node-state reason seen by several sources.
 
     Readers turn hardware signals in node-state reasons (``GPU ECC errors <xid 79>``) into
     health events of source ``slurm``; the same drain seen by ``scontrol show node``,
     ``sinfo -R`` (reason cut at 20 characters) and ``sacctmgr show event`` (a minute later)
-    gives one such event per view. Two ``slurm`` events from two of ``inputs`` (the
-    positions of the node-state inputs: kinds ``events`` and ``nodes``) of the same cluster
-    and node are one when their times are within ``tolerance`` and one message begins the
-    other. The event kept is the one with the longest message (its code, component, device,
+    gives one such event per view. Two ``slurm`` events from two of ``inputs`` of the same
+    cluster and node are one when their times are within ``tolerance`` and one message begins
+    the other. The event kept is the one with the longest message (its code, component, device,
     severity), at the earliest time of the two. Other events are not touched.
+
+    Parameters
+    ----------
+    lf : polars.LazyFrame
+        Health events with an ``__input`` column.
+    inputs : list of int
+        The positions of the node-state inputs (kinds ``events`` and ``nodes``).
+    tolerance : datetime.timedelta
+        Largest time difference between two views of one event.
+
+    Returns
+    -------
+    polars.LazyFrame
+        ``lf`` without the duplicate views, same columns.
     """
     cols = lf.collect_schema().names()
     is_reason = (pl.col("source") == "slurm") & pl.col(INPUT).is_in(
@@ -189,19 +222,18 @@ def reconcile_reason_events(
 def reconcile_node_states(
     lf: pl.LazyFrame, tolerance: timedelta = NODE_STATE_TOLERANCE
 ) -> pl.LazyFrame:
-    """One interval per out-of-service period seen by a snapshot and by the history.
+    """Merge into one interval each out-of-service period seen by a snapshot and by the history.
 
-    ``lf`` has the node_states columns and a boolean ``__history`` (False for rows from
-    snapshot inputs, :data:`SNAPSHOT_KINDS`). A snapshot row (always open: a snapshot never
-    sees an end) and a history row are the same interval when they have the same cluster,
-    node and state, and the snapshot's start lies in ``[h.start - tolerance, h.end +
-    tolerance]`` (``h.end`` open = no upper bound); or, whatever the states, when the
-    snapshot's reason begins the history's reason and the starts are within ``tolerance``
-    (``sinfo -R`` prints no state and cuts reasons at 20 characters: the same reason at the
-    same time is the same event, and the history's state is kept). ``scontrol show node`` stamps a drain
-    with the time its reason was set, ``sacctmgr show event`` with the time the node became
-    DRAINED (a minute or more later on a busy node). Each snapshot row joins the matching
-    history row with the nearest start. The merged interval takes:
+    A snapshot row (always open: a snapshot never sees an end) and a history row are the same
+    interval when they have the same cluster, node and state, and the snapshot's start lies in
+    ``[h.start - tolerance, h.end + tolerance]`` (``h.end`` open = no upper bound); or, whatever
+    the states, when the snapshot's reason begins the history's reason and the starts are within
+    ``tolerance`` (``sinfo -R`` prints no state and cuts reasons at 20 characters: the same
+    reason at the same time is the same event, and the history's state is kept).
+    ``scontrol show node`` stamps a drain with the time its reason was set, ``sacctmgr show
+    event`` with the time the node became DRAINED (a minute or more later on a busy node). Each
+    snapshot row joins the matching history row with the nearest start. The merged interval
+    takes:
 
     - ``start`` and ``user`` from the earliest of them (when the state was set, and by whom:
       the event of a drain on a busy node names ``slurm``, the snapshot the admin);
@@ -209,6 +241,19 @@ def reconcile_node_states(
     - ``reason`` from the history (printed in full), else the longest snapshot reason.
 
     Snapshot rows that match no history row are kept as they are.
+
+    Parameters
+    ----------
+    lf : polars.LazyFrame
+        Node-state rows with a boolean ``__history`` column (False for rows from snapshot
+        inputs, :data:`SNAPSHOT_KINDS`).
+    tolerance : datetime.timedelta
+        Largest gap between a snapshot's start and the history interval it belongs to.
+
+    Returns
+    -------
+    polars.LazyFrame
+        The reconciled intervals, without ``__history``.
     """
     cols = [c for c in lf.collect_schema().names() if c != HISTORY]
     on = ["cluster", "node"]

@@ -25,8 +25,23 @@ _RAW_WIDTH = 100
 
 
 def display_path(entry: dict[str, Any], root: Path) -> str:
-    """An input's path relative to the Dataset's parent folder (absolute if it lies
-    outside it), so that two snapshots' ``sacct.psv`` can be told apart."""
+    """Show an input's path relative to the Dataset's parent folder.
+
+    So that two snapshots' ``sacct.psv`` can be told apart.
+
+    Parameters
+    ----------
+    entry : dict of str to object
+        The input's manifest entry (``path`` or ``name``).
+    root : Path
+        The Dataset folder.
+
+    Returns
+    -------
+    str
+        The relative path, the absolute one if it lies outside the parent folder, or the
+        recorded name for ``<stdin>``.
+    """
     path = entry.get("path") or entry.get("name") or "?"
     if path.startswith("<"):
         return path
@@ -39,7 +54,18 @@ def display_path(entry: dict[str, Any], root: Path) -> str:
 
 
 def reason_kind(reason: pl.Expr) -> pl.Expr:
-    """A reason with its row-specific values (quoted text, numbers) blanked, for counting."""
+    """Blank the row-specific values of a quarantine reason, for counting reasons by kind.
+
+    Parameters
+    ----------
+    reason : polars.Expr
+        A string expression of reasons.
+
+    Returns
+    -------
+    polars.Expr
+        The reason with quoted text as ``'…'``, timestamps as ``<time>`` and numbers as ``N``.
+    """
     return (
         reason.str.replace_all(r"'[^']*'", "'…'")
         .str.replace_all(r'"[^"]*"', '"…"')
@@ -87,9 +113,18 @@ class DatasetSummary(Result):
 
     @property
     def sample_sizes(self) -> dict[str, int | float]:
+        """Counts behind the summary: inputs and nodes."""
         return {"inputs": self.inputs.height, "nodes": self.n_nodes}
 
     def tables(self) -> dict[str, pl.DataFrame]:
+        """Return the summary's tables by name.
+
+        Returns
+        -------
+        dict of str to polars.DataFrame
+            ``"rows per table"``, ``"inputs"`` and, when rows were quarantined,
+            ``"quarantine reasons"``.
+        """
         t = {"rows per table": self.summary, "inputs": self.inputs}
         if self.quarantine_reasons is not None and self.quarantine_reasons.height:
             t["quarantine reasons"] = self.quarantine_reasons
@@ -166,7 +201,18 @@ def _quarantine(ds: Dataset) -> tuple[pl.DataFrame, pl.DataFrame, int]:
 
 
 def summarise(ds: Dataset) -> DatasetSummary:
-    """Row counts, time span, clusters, nodes, accelerators, inputs and the quarantine."""
+    """Summarise a Dataset.
+
+    Parameters
+    ----------
+    ds : Dataset
+        The Dataset.
+
+    Returns
+    -------
+    DatasetSummary
+        Row counts, time span, clusters, nodes, accelerators, inputs and the quarantine reasons.
+    """
     tables = (*DATA_TABLES, "quarantine")
     counts = pl.DataFrame(
         {

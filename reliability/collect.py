@@ -89,8 +89,7 @@ class CollectResult(Result):
 
     @property
     def summary(self) -> pl.DataFrame:
-        """One row per raw export ingested: ``path, status, rows_read, rows_kept,
-        rows_quarantined``."""
+        """One row per raw export ingested: ``path, status, rows_read, rows_kept, rows_quarantined``."""
         return pl.DataFrame(
             [{"path": o.path, "status": o.status, "rows_read": o.rows_read, "rows_kept": o.rows_kept,
               "rows_quarantined": o.rows_quarantined} for o in self.outcomes],
@@ -120,7 +119,7 @@ class CollectResult(Result):
 
 
 def _utc(value: datetime | str, name: str) -> datetime:
-    """An aware UTC datetime from a datetime or ISO 8601 text (no offset: read as UTC)."""
+    """Convert a datetime or ISO 8601 text to an aware UTC datetime (no offset: read as UTC)."""
     if isinstance(value, str):
         text = value.strip()
         try:
@@ -135,8 +134,21 @@ def _utc(value: datetime | str, name: str) -> datetime:
 
 
 def last_collected(dataset: Dataset, cluster: str | None = None) -> datetime | None:
-    """End of the latest ``sacct --endtime`` window ingested into ``dataset`` [UTC] (for
-    ``cluster`` when given), or None when there is none."""
+    """Find the end of the latest ``sacct --endtime`` window ingested into a Dataset.
+
+    Parameters
+    ----------
+    dataset : Dataset
+        The Dataset (one without a manifest has none).
+    cluster : str or None
+        Only windows collected for this cluster (``--clusters``); None: those collected without
+        a cluster name.
+
+    Returns
+    -------
+    datetime or None
+        The window end [UTC], or None when there is none.
+    """
     ends = []
     for entry in dataset.inputs if (dataset.path / "manifest.json").exists() else []:
         obs = entry.get("observation") or {}
@@ -228,22 +240,41 @@ def collect_slurm(
 
     Parameters
     ----------
-    into : the Dataset folder (created on the first collection)
-    cluster : Slurm cluster name (``sacct --clusters``, ``sacctmgr ... Clusters=``); default:
-        the cluster of the local slurm.conf
-    since : window start [UTC; ISO 8601, a time without offset is read as UTC], or ``"auto"``
-        / None: the end of the last collection recorded in the Dataset minus ``overlap_h``
-    until : window end [UTC]; default now
-    overlap_h : overlap with the previous collection for ``since="auto"`` [h]
-    dry_run : only work out the window and the commands
-    env : extra environment for the commands (e.g. ``SLURM_CONF``); ``TZ`` and
-        ``SLURM_TIME_FORMAT`` are always set to UTC / epoch seconds
-    sacct, sacctmgr, scontrol : the commands (paths or names on PATH)
-    timeout_s : per command [s]
+    into : str or Path
+        The Dataset folder (created on the first collection).
+    cluster : str or None
+        Slurm cluster name (``sacct --clusters``, ``sacctmgr ... Clusters=``); default: the
+        cluster of the local slurm.conf.
+    since : datetime or str or None
+        Window start [UTC; ISO 8601, a time without offset is read as UTC], or ``"auto"`` /
+        None: the end of the last collection recorded in the Dataset minus ``overlap_h``.
+    until : datetime or str or None
+        Window end [UTC], not in the future; default now.
+    overlap_h : float
+        Overlap with the previous collection for ``since="auto"`` [h], >= 0.
+    dry_run : bool
+        Only work out the window and the commands; run nothing.
+    env : mapping of str to str or None
+        Extra environment for the commands (e.g. ``SLURM_CONF``); ``TZ`` and
+        ``SLURM_TIME_FORMAT`` are always set to UTC / epoch seconds.
+    sacct, sacctmgr, scontrol : str
+        The commands (paths or names on PATH).
+    timeout_s : float
+        Time limit per command [s].
+    now : callable or None
+        Clock returning the current aware datetime (tests pass a fixed one); None: the system
+        clock in UTC.
 
     Returns
     -------
-    :class:`CollectResult` (its text form is what the CLI prints).
+    CollectResult
+        The window, the commands run and one row per export ingested (its text form is what the
+        CLI prints).
+
+    Raises
+    ------
+    CollectError
+        For a window ending in the future, a negative overlap, or a command that fails.
     """
     into = Path(into)
     ds = Dataset(into)
@@ -322,12 +353,13 @@ def collect_slurm(
 def _window(
     ds: Dataset, export: Path, since: datetime, until: datetime
 ) -> tuple[datetime, datetime, bool, list[str]]:
-    """The observation window to record for an export, and whether it replaces an input.
+    """Work out the observation window to record for an export, and whether it replaces an input.
 
     An export byte-identical to one already ingested (nothing happened in between, e.g. a
     quiet cluster) says that the same records were all there was over both windows: when the
     windows overlap, the input is re-recorded over their union (``replace``: same rows, a
-    longer observation), so that the Dataset's observation end moves on."""
+    longer observation), so that the Dataset's observation end moves on.
+    """
     h = hashlib.sha256()
     with open(export, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
@@ -351,9 +383,11 @@ def _window(
 
 
 def _place(tmp: Path, raw_root: Path, until: datetime, meta: dict[str, Any]) -> Path:
-    """Move a finished export from ``tmp`` to ``raw/<until>/`` (atomically, by rename). An
-    earlier export of the same window with the same bytes is reused; different bytes (records
-    that arrived since) go to ``raw/<until>-2/``..., so no ingested file is ever rewritten."""
+    """Move a finished export from ``tmp`` to ``raw/<until>/`` (atomically, by rename).
+
+    An earlier export of the same window with the same bytes is reused; different bytes (records
+    that arrived since) go to ``raw/<until>-2/``..., so no ingested file is ever rewritten.
+    """
     stem = until.strftime("%Y%m%dT%H%M%SZ")
     exports = ("sacct.psv", "sacctmgr_events.psv")
     for n in range(1, 1000):

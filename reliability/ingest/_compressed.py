@@ -1,5 +1,6 @@
-"""Opening an input file as a stream of bytes: plain, or gzip decompressed on the fly with a
-decompressed-size limit and a compression-ratio guard.
+"""Open an input file as a stream of bytes: plain, or gunzipped on the fly with guards.
+
+The gzip stream has a decompressed-size limit and a compression-ratio guard.
 
 A gzip bomb (a small file that inflates to many GB) is a clear :class:`IngestError`, raised
 while streaming, after at most :data:`RATIO_CHECK_AFTER` bytes beyond the ratio limit have been
@@ -44,13 +45,37 @@ _READ = 1 << 16
 class ByteStream(Protocol):
     """What :func:`open_input` returns: ``read(n)`` (b"" at the end) and ``close()``."""
 
-    def read(self, n: int, /) -> bytes: ...
+    def read(self, n: int, /) -> bytes:
+        """Read up to ``n`` bytes.
 
-    def close(self) -> None: ...
+        Parameters
+        ----------
+        n : int
+            Most bytes returned.
+
+        Returns
+        -------
+        bytes
+            The next bytes; empty at the end of the stream.
+        """
+
+    def close(self) -> None:
+        """Close the stream and the file under it."""
 
 
 def is_gzip(path: str | Path) -> bool:
-    """True if the file starts with the gzip magic bytes (False if unreadable)."""
+    """Tell whether a file starts with the gzip magic bytes.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file.
+
+    Returns
+    -------
+    bool
+        True for a gzip file; False otherwise or if it is unreadable.
+    """
     try:
         with open(path, "rb") as fh:
             return fh.read(2) == _GZIP_MAGIC
@@ -123,10 +148,25 @@ class _Gunzip:
 
 
 def open_input(path: str | Path, *, limit: int = MAX_DECOMPRESSED_BYTES) -> ByteStream:
-    """Open ``path`` for reading bytes, gunzipping it on the fly if it is gzip.
+    """Open a file for reading bytes, gunzipping it on the fly if it is gzip.
 
-    Raises :class:`IngestError` if the file cannot be opened; reads raise it for a corrupt
-    gzip stream or one that breaks the limits (``limit`` decompressed bytes, :data:`MAX_RATIO`).
+    Parameters
+    ----------
+    path : str or Path
+        The input file.
+    limit : int
+        Most decompressed bytes a gzip file may produce [bytes].
+
+    Returns
+    -------
+    ByteStream
+        The open stream; the caller closes it. Its reads raise :class:`IngestError` for a
+        corrupt gzip stream or one that breaks the limits (``limit``, :data:`MAX_RATIO`).
+
+    Raises
+    ------
+    IngestError
+        If the file cannot be opened or read.
     """
     src = str(path)
     try:
@@ -145,7 +185,25 @@ def open_input(path: str | Path, *, limit: int = MAX_DECOMPRESSED_BYTES) -> Byte
 
 
 def read_all(path: str | Path, *, limit: int = MAX_IN_MEMORY_BYTES) -> bytes:
-    """The whole (decompressed) content of ``path``, with the guards of :func:`open_input`."""
+    """Read the whole (decompressed) content of a file, with the guards of :func:`open_input`.
+
+    Parameters
+    ----------
+    path : str or Path
+        The input file.
+    limit : int
+        Most bytes held in memory [bytes].
+
+    Returns
+    -------
+    bytes
+        The content.
+
+    Raises
+    ------
+    IngestError
+        If the file cannot be read, is corrupt gzip, or breaks the limits.
+    """
     stream = open_input(path, limit=limit)
     try:
         if not isinstance(stream, _Gunzip):

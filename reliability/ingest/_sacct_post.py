@@ -44,8 +44,23 @@ RESIZE_TOLERANCE = timedelta(seconds=1)
 
 
 def duplicated(frame: pl.DataFrame, cols: Sequence[str]) -> np.ndarray:
-    """Boolean mask of the rows whose ``cols`` values occur more than once (a superset:
-    rows whose 64-bit hash of ``cols`` collides are included; callers compare exactly)."""
+    """Mask the rows whose values in some columns occur more than once.
+
+    The mask is a superset: rows whose 64-bit hash of ``cols`` collides are included; callers
+    compare exactly.
+
+    Parameters
+    ----------
+    frame : polars.DataFrame
+        The rows.
+    cols : sequence of str
+        The columns compared (list columns are compared joined).
+
+    Returns
+    -------
+    numpy.ndarray
+        Boolean, one entry per row.
+    """
     n = frame.height
     if n < 2:
         return np.zeros(n, dtype=bool)
@@ -71,10 +86,20 @@ def exact_duplicates(
 ) -> tuple[pl.DataFrame, list[tuple[int, int]]]:
     """Find the records that repeat an earlier record of the same input exactly.
 
-    ``frame`` holds typed records with ``line_no``; records that agree on the identifying
-    columns are candidates, and ``raw_of(line_nos)`` gives their raw text: a candidate whose
-    text equals an earlier one's is a repeat. Returns (frame without the repeats,
-    [(repeat line, line of the first record)]).
+    Records that agree on the identifying columns are candidates; a candidate whose raw text
+    equals an earlier one's is a repeat.
+
+    Parameters
+    ----------
+    frame : polars.DataFrame
+        Typed records with ``line_no``.
+    raw_of : callable
+        ``raw_of(line_nos)`` returns ``{line_no: raw text}`` of those records.
+
+    Returns
+    -------
+    (polars.DataFrame, list of (int, int))
+        The frame without the repeats, and (repeat line, line of the first record) per repeat.
     """
     cols = [c for c in _KEY_COLS if c in frame.columns]
     mask = duplicated(frame, cols)
@@ -103,8 +128,18 @@ def resize_segments(
 ) -> tuple[pl.DataFrame, list[tuple[int, str]], list[str]]:
     """Keep the records after a resize as segments; quarantine other Submit-after-Start records.
 
-    ``unit`` names what ``line_no`` counts in notes (``line``, or ``record`` for JSON).
-    Returns (allocations, [(line_no, reason)] to quarantine, notes).
+    Parameters
+    ----------
+    allocs : polars.DataFrame
+        Allocation records with ``line_no``, ``cluster``, ``job_id``, ``state``, ``submit_time``,
+        ``start_time``, ``end_time``.
+    unit : str
+        What ``line_no`` counts, in notes (``line``, or ``record`` for JSON).
+
+    Returns
+    -------
+    (polars.DataFrame, list of (int, str), list of str)
+        The allocations kept, (line_no, reason) of the records to quarantine, and notes.
     """
     late = pl.col("submit_time") > pl.col("start_time")
     odd = allocs.filter(late.fill_null(False))
@@ -145,8 +180,21 @@ def resize_segments(
 
 
 def number_attempts(allocs: pl.DataFrame, dup: np.ndarray | None = None) -> pl.Series:
-    """Attempt number of each row: 0 for a job id seen once; by start time otherwise
-    (``dup``: :func:`duplicated` of cluster and job id, if already known)."""
+    """Assign attempt numbers: 0 for a job id seen once, by start time otherwise.
+
+    Parameters
+    ----------
+    allocs : polars.DataFrame
+        Allocation records with ``cluster``, ``job_id``, ``start_time``, ``submit_time``,
+        ``line_no``.
+    dup : numpy.ndarray or None
+        :func:`duplicated` of cluster and job id, if already known.
+
+    Returns
+    -------
+    polars.Series
+        ``attempt`` (UInt16), one per row of ``allocs``.
+    """
     attempt = pl.repeat(0, allocs.height, dtype=pl.UInt16, eager=True).alias("attempt")
     if dup is None:
         dup = duplicated(allocs, ["cluster", "job_id"])
@@ -162,9 +210,11 @@ def number_attempts(allocs: pl.DataFrame, dup: np.ndarray | None = None) -> pl.S
 
 
 def _resubmitted(allocs: pl.DataFrame) -> list[str]:
-    """Job ids (plain, not array tasks) whose Submit is later than the Submit of some job with
-    a higher id (of one cluster): Slurm hands out ids in submission order and resets Submit
-    only when it requeues or resizes a job."""
+    """Find job ids (plain, not array tasks) whose Submit is later than that of a higher id.
+
+    Slurm hands out ids in submission order (per cluster) and resets Submit only when it
+    requeues or resizes a job.
+    """
     head = pl.col("job_id").str.split_exact("_", 1).struct.field("field_0")
     frame = allocs.select(
         base=head.str.split_exact("+", 1).struct.field("field_0").cast(pl.Int64, strict=False),
@@ -189,8 +239,22 @@ def _resubmitted(allocs: pl.DataFrame) -> list[str]:
 def missing_duplicates_note(
     allocs: pl.DataFrame, *, example_count: int = 5, dup: np.ndarray | None = None
 ) -> str | None:
-    """A note when the export looks like it was made without ``--duplicates`` (see the
-    module notes), else None (``dup``: :func:`duplicated` of cluster and job id)."""
+    """Warn when an export looks like it was made without ``--duplicates`` (see the module notes).
+
+    Parameters
+    ----------
+    allocs : polars.DataFrame
+        The export's allocation records.
+    example_count : int
+        Most job ids quoted as examples.
+    dup : numpy.ndarray or None
+        :func:`duplicated` of cluster and job id, if already known.
+
+    Returns
+    -------
+    str or None
+        The note, with example job ids, or None when nothing suggests it.
+    """
     if allocs.height < 2:
         return None
     resized = allocs.filter(pl.col("state") == "RESIZING").select("cluster", "job_id").unique()

@@ -1,5 +1,7 @@
-"""Node health: when each node was out of service, why, for how long, which nodes are out right
-now, which nodes cost the most jobs, and the fleet's availability over time.
+"""Node health: out-of-service time, open drains, repeat offenders and fleet availability.
+
+When each node was out of service, why, for how long, which nodes are out right now, which
+nodes cost the most jobs, and the fleet's availability over time.
 
 From the ``node_states`` intervals (DOWN, DRAIN, FAIL, MAINT, REPAIR with their reasons) over
 the observation window ``[start, end]``:
@@ -50,8 +52,19 @@ _TS = pl.Datetime("us", "UTC")
 
 
 def reason_domains(reasons: list[str | None]) -> pl.DataFrame:
-    """Classification of node-state reasons: ``reason``, ``component``, ``domain`` (null when
-    the reason names no known signal), ``signal`` (e.g. ``Xid 79``)."""
+    """Classify node-state reasons by the hardware or Slurm signal they name.
+
+    Parameters
+    ----------
+    reasons : list of str or None
+        Node-state reasons as Slurm records them.
+
+    Returns
+    -------
+    polars.DataFrame
+        ``reason``, ``component``, ``domain`` (null when the reason names no known signal),
+        ``signal`` (e.g. ``Xid 79``).
+    """
     from reliability.taxonomy import classify_slurm_reason, reason_signals
 
     rows = []
@@ -93,8 +106,10 @@ def reason_domains(reasons: list[str | None]) -> pl.DataFrame:
 
 @dataclass
 class NodeHealth(Result):
-    """Out-of-service intervals, per-node downtime and availability, the nodes out of service
-    at the observation end, repeat offenders and the fleet's availability over time.
+    """Node health over an observation window.
+
+    Out-of-service intervals, per-node downtime and availability, the nodes out of service at
+    the observation end, repeat offenders and the fleet's availability over time.
 
     Attributes
     ----------
@@ -151,6 +166,7 @@ class NodeHealth(Result):
 
     @property
     def sample_sizes(self) -> dict[str, int | float]:
+        """Counts behind the result: nodes, out-of-service intervals, window hours, intervals open now."""
         return {
             "nodes": self.n_nodes,
             "out-of-service intervals": self.intervals.height,
@@ -160,6 +176,7 @@ class NodeHealth(Result):
 
     @property
     def summary(self) -> pl.DataFrame:
+        """One row: nodes, window [h], intervals, node-hours out, fleet availability, nodes out now and with hardware failures."""
         out_h = float(self.by_node.get_column("downtime_h").sum()) if self.by_node.height else 0.0
         return self._mapping_frame(
             {
@@ -179,6 +196,14 @@ class NodeHealth(Result):
         )
 
     def tables(self) -> dict[str, pl.DataFrame]:
+        """Return the result's tables by name.
+
+        Returns
+        -------
+        dict of str to polars.DataFrame
+            ``"summary"``, ``"out of service now"``, ``"repeat offenders"`` and ``"by node"`` (the
+            50 nodes with the most downtime).
+        """
         return {
             "summary": self.summary,
             "out of service now": self.open_now,

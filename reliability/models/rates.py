@@ -69,14 +69,17 @@ class RateSeries(Result):
 
     @property
     def trend_per_week_(self) -> float:
+        """Fitted change of the rate per week [failures per 1000 node-days per week]; nan when not estimable."""
         return math.nan if self.trend_.per_period is None else self.trend_.per_period
 
     @property
     def trend_p_(self) -> float:
+        """p-value of the trend (null hypothesis: a constant rate); nan when not estimable."""
         return math.nan if self.trend_.p is None else self.trend_.p
 
     @property
     def sample_sizes(self) -> dict[str, int | float]:
+        """Counts behind the result: weeks, hardware failures, node-days, open (censored) attempts."""
         return {"weeks": self.series.height, "hardware failures": self.rate_.failures,
                 "node-days": self.rate_.exposure, "open attempts (censored)": self.open_attempts_}  # fmt: skip
 
@@ -86,6 +89,13 @@ class RateSeries(Result):
         return self.series
 
     def tables(self) -> dict[str, pl.DataFrame]:
+        """Return the result's tables by name.
+
+        Returns
+        -------
+        dict of str to polars.DataFrame
+            ``"rates"`` (whole-window and recent r_f), ``"trend"`` and ``"weekly"`` (the series).
+        """
         return {
             "rates": pl.concat([self.rate_.summary, self.recent_rate_.summary], how="diagonal_relaxed"),
             "trend": self.trend_.summary, "weekly": self.series,
@@ -156,11 +166,34 @@ def component_failure_rates(
     every: str = "1d",
     alpha: float = 0.05,
 ) -> pl.DataFrame:
-    """Failures per component-day per component type and period (NSDI'24 Fig. 12).
+    """Compute failures per component-day per component type and period.
 
-    Returns ``component_type``, ``period``, ``failures``, ``component_days``,
-    ``rate_per_day`` (daily-average failure rate, e.g. 0.0008 for machines), ``ci_low``,
-    ``ci_high``. Components count as in service from ``in_service`` to ``out_of_service``.
+    Zu et al., NSDI '24, Fig. 12. Components count as in service from ``in_service`` to
+    ``out_of_service``.
+
+    Parameters
+    ----------
+    component_failures : polars.DataFrame
+        One row per failure: ``component_type``, ``failed_at``.
+    inventory : polars.DataFrame
+        One row per component, failed or not (the denominator): ``component_type``,
+        ``in_service``, ``out_of_service``.
+    every : str
+        Period length as a polars duration (``"1d"``, ``"1w"``); periods are aligned like
+        ``dt.truncate`` (weeks start on Monday).
+    alpha : float
+        1 − confidence level of the interval.
+
+    Returns
+    -------
+    polars.DataFrame
+        ``component_type``, ``period``, ``failures``, ``component_days``, ``rate_per_day``
+        [failures per component-day, e.g. 0.0008 for machines], ``ci_low``, ``ci_high``.
+
+    Raises
+    ------
+    ValueError
+        For an empty inventory.
     """
     if inventory.height == 0:
         raise ValueError("component rates need an inventory (the denominator)")
@@ -207,8 +240,10 @@ def node_mttf(
     end: datetime | None = None,
     alpha: float = 0.05,
 ) -> pl.DataFrame:
-    """Per cluster: components, failures, component-days in service (censored at ``end``)
-    and the mean time to failure of one component [days] with an exact Poisson interval.
+    """Compute per cluster the mean time to failure of one component, with an exact Poisson interval.
+
+    Components, failures and component-days in service (censored at ``end``), and the MTTF of
+    one component [days].
 
     Parameters
     ----------

@@ -18,7 +18,24 @@ __all__ = ["ANALYSIS_DEFAULTS", "AnalysisConfig", "parse_shape"]
 
 
 def parse_shape(text: str) -> tuple[tuple[int, int, int], bool]:
-    """``"4x4x8t"`` -> ((4, 4, 8), True)."""
+    """Parse a TPU slice shape.
+
+    Parameters
+    ----------
+    text : str
+        ``AxBxC`` in chips, each a multiple of 4, with an optional ``t`` for a twisted torus,
+        e.g. ``"4x4x8t"``.
+
+    Returns
+    -------
+    ((int, int, int), bool)
+        The shape and whether it is twisted, e.g. ``((4, 4, 8), True)``.
+
+    Raises
+    ------
+    ValueError
+        For any other text.
+    """
     twisted = text.endswith("t")
     parts = text.rstrip("t").split("x")
     if len(parts) != 3 or not all(p.isdigit() and int(p) > 0 and int(p) % 4 == 0 for p in parts):
@@ -175,8 +192,27 @@ class AnalysisConfig:
 
     @classmethod
     def from_table(cls, table: object, where: str, base: Path) -> AnalysisConfig:
-        """Validate a pipeline's ``[analysis]`` table (``where`` names the file for errors,
-        ``base`` is the folder relative paths start from)."""
+        """Validate a pipeline's ``[analysis]`` table.
+
+        Parameters
+        ----------
+        table : object
+            The parsed ``[analysis]`` TOML table.
+        where : str
+            The pipeline file's name, for errors.
+        base : Path
+            The folder relative paths start from (the pipeline file's).
+
+        Returns
+        -------
+        AnalysisConfig
+            The checked values, defaults for the keys not given.
+
+        Raises
+        ------
+        PipelineError
+            Naming the file and the key for an unknown key or an invalid value.
+        """
         from reliability.pipeline.config import PipelineError
 
         if not isinstance(table, dict):
@@ -198,22 +234,41 @@ class AnalysisConfig:
         return cls(**values)
 
     def pick(self, *keys: str) -> dict[str, Any]:
-        """The values of ``keys`` (JSON-ready: tuples as lists), e.g. for a stage's cache key."""
+        """Return some keys' values, JSON-ready (tuples as lists), e.g. for a stage's cache key.
+
+        Parameters
+        ----------
+        *keys : str
+            Field names.
+
+        Returns
+        -------
+        dict of str to object
+            Key -> value.
+        """
         return {
             k: list(v) if isinstance(v, tuple) else v
             for k, v in ((k, getattr(self, k)) for k in keys)
         }
 
     def as_dict(self) -> dict[str, Any]:
-        """Every key and value (JSON-ready)."""
+        """Return every key and value, JSON-ready.
+
+        Returns
+        -------
+        dict of str to object
+            Field name -> value (tuples as lists).
+        """
         return self.pick(*(f.name for f in dataclasses.fields(self)))
 
     @property
     def ckpt_interval_h(self) -> float:
+        """The checkpoint interval ``ckpt_interval_min`` in hours [h]."""
         return self.ckpt_interval_min / 60.0
 
     @property
     def restart_h(self) -> float:
+        """The restart overhead ``restart_min`` in hours [h]."""
         return self.restart_min / 60.0
 
 

@@ -41,7 +41,13 @@ MANIFEST_VERSION = 2
 
 
 def empty_manifest() -> dict[str, Any]:
-    """A manifest with no inputs."""
+    """Make a manifest with no inputs.
+
+    Returns
+    -------
+    dict of str to object
+        The format, schema and manifest versions and an empty ``inputs`` list.
+    """
     return {"format": FORMAT, "schema_version": schema.SCHEMA_VERSION,
             "manifest_version": MANIFEST_VERSION, "inputs": []}  # fmt: skip
 
@@ -60,10 +66,24 @@ def _normalise_entry(entry: dict[str, Any]) -> dict[str, Any]:
 
 
 def load_manifest(root: Path) -> dict[str, Any] | None:
-    """The manifest of the Dataset at ``root`` (None if there is no manifest file).
+    """Load the manifest of a Dataset.
 
-    Raises :class:`DatasetDamagedError` if it is unreadable, :class:`DatasetError` if it is
-    not a Dataset manifest or of another schema version.
+    Parameters
+    ----------
+    root : Path
+        The Dataset folder.
+
+    Returns
+    -------
+    dict of str to object or None
+        The manifest, or None if there is no manifest file.
+
+    Raises
+    ------
+    DatasetDamagedError
+        If it is unreadable (``reliability repair`` rebuilds it).
+    DatasetError
+        If it cannot be read, is not a Dataset manifest, or is of another schema version.
     """
     p = root / MANIFEST
     try:
@@ -94,7 +114,17 @@ def load_manifest(root: Path) -> dict[str, Any] | None:
 
 
 def write_manifest(root: Path, manifest: dict[str, Any]) -> None:
-    """Write the manifest atomically (temp file, fsync, rename): the commit point."""
+    """Write the manifest atomically (temp file, fsync, rename): the commit point.
+
+    Stamps it with the manifest version, the package version and the time of the update.
+
+    Parameters
+    ----------
+    root : Path
+        The Dataset folder.
+    manifest : dict of str to object
+        The manifest (updated in place with the stamps).
+    """
     manifest["manifest_version"] = MANIFEST_VERSION
     manifest["package_version"] = __version__
     manifest["updated"] = datetime.now(UTC).isoformat(timespec="microseconds")
@@ -102,7 +132,18 @@ def write_manifest(root: Path, manifest: dict[str, Any]) -> None:
 
 
 def manifest_stamp(root: Path) -> tuple[int, int, int] | None:
-    """(inode, size, mtime [ns]) of the manifest file: changes on every commit."""
+    """Return a stamp of the manifest file that changes on every commit.
+
+    Parameters
+    ----------
+    root : Path
+        The Dataset folder.
+
+    Returns
+    -------
+    (int, int, int) or None
+        (inode, size [bytes], mtime [ns]) of the manifest file, or None if there is none.
+    """
     try:
         st = os.stat(root / MANIFEST)
     except FileNotFoundError:
@@ -119,13 +160,39 @@ def _norm(value: Any) -> str:
 
 
 def normalise_options(options: dict[str, Any]) -> dict[str, str]:
-    """Reader options as the manifest records them (strings; None dropped)."""
+    """Convert reader options to the form the manifest records (strings; None dropped).
+
+    Parameters
+    ----------
+    options : dict of str to object
+        Reader options as passed.
+
+    Returns
+    -------
+    dict of str to str
+        Sorted by name.
+    """
     return {k: _norm(v) for k, v in sorted(options.items()) if v is not None}
 
 
 def option_changes(entry: dict[str, Any], kind: str, options: dict[str, str]) -> list[str]:
-    """How (kind, options) differ from the way ``entry`` was ingested, in words
-    (``tz='UTC' then, tz='America/New_York' now``); empty if they are the same."""
+    """Describe how an ingest's kind and options differ from the way an input was ingested.
+
+    Parameters
+    ----------
+    entry : dict of str to object
+        The input's manifest entry.
+    kind : str
+        The input kind now.
+    options : dict of str to str
+        The options now (:func:`normalise_options`).
+
+    Returns
+    -------
+    list of str
+        One phrase per difference (``tz='UTC' then, tz='America/New_York' now``); empty if they
+        are the same.
+    """
     out: list[str] = []
     if entry.get("kind") != kind:
         out.append(f"read as {entry.get('kind')!r} inputs then, as {kind!r} now")

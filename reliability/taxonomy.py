@@ -1,5 +1,4 @@
-"""Versioned failure taxonomy: NVIDIA Xid / SXid codes and DCGM fields -> component,
-failure domain and severity.
+"""Versioned failure taxonomy: NVIDIA Xid / SXid codes and DCGM fields -> component, domain, severity.
 
 Sources: NVIDIA "XID Errors" documentation (docs.nvidia.com/deploy/xid-errors), the NVSwitch
 SXid list in the Fabric Manager user guide, and Kokolis et al. HPCA'25 §III (which Xids mark
@@ -125,7 +124,19 @@ DCGM_FIELDS: dict[str, tuple[Classification, str]] = {
 
 
 def classify_xid(code: int | str) -> Classification:
-    """Classification of an Xid code; unknown codes give component ``unknown``, never an error."""
+    """Classify an Xid code.
+
+    Parameters
+    ----------
+    code : int or str
+        The Xid number.
+
+    Returns
+    -------
+    Classification
+        Component, domain, severity and description; an unknown (or non-numeric) code gives
+        component ``unknown``, severity ``warning``, never an error.
+    """
     try:
         return XID.get(int(code), _UNKNOWN)
     except (TypeError, ValueError):
@@ -133,8 +144,21 @@ def classify_xid(code: int | str) -> Classification:
 
 
 def classify_sxid(code: int | str, fatal: bool | None = None) -> Classification:
-    """Classification of an NVSwitch SXid; an unlisted one is an NVLink fault whose severity
-    follows the line's own ``Fatal`` / ``Non-fatal`` marker."""
+    """Classify an NVSwitch SXid code.
+
+    Parameters
+    ----------
+    code : int or str
+        The SXid number.
+    fatal : bool or None
+        The line's own ``Fatal`` / ``Non-fatal`` marker, used for an unlisted SXid.
+
+    Returns
+    -------
+    Classification
+        The listed classification, else an NVLink hardware fault, ``critical`` when ``fatal``
+        and ``warning`` otherwise.
+    """
     try:
         c = SXID.get(int(code))
     except (TypeError, ValueError):
@@ -147,8 +171,13 @@ def classify_sxid(code: int | str, fatal: bool | None = None) -> Classification:
 
 
 def xid_table() -> pl.DataFrame:
-    """The Xid taxonomy as a frame (``code``, ``component``, ``domain``, ``severity``,
-    ``description``), for joins in attribution and for reports."""
+    """Tabulate the Xid taxonomy, for joins in attribution and for reports.
+
+    Returns
+    -------
+    polars.DataFrame
+        ``code``, ``component``, ``domain``, ``severity``, ``description``, one row per Xid.
+    """
     rows = [
         (str(k), v.component, v.domain, v.severity, v.description) for k, v in sorted(XID.items())
     ]
@@ -202,8 +231,18 @@ SLURM_NODE_REASONS: tuple[tuple[str, Classification], ...] = (
 
 
 def classify_slurm_reason(reason: str | None) -> Classification | None:
-    """Classification of a node-state reason that Slurm itself sets (``Prolog error``,
-    ``Kill task failed``...), or None for any other reason (operators' free text)."""
+    """Classify a node-state reason that Slurm itself sets (``Prolog error``, ``Kill task failed``...).
+
+    Parameters
+    ----------
+    reason : str or None
+        A node-state reason.
+
+    Returns
+    -------
+    Classification or None
+        The classification, or None for any other reason (operators' free text).
+    """
     if not reason:
         return None
     for pattern, c in SLURM_NODE_REASONS:
@@ -224,9 +263,12 @@ REASON_SYMPTOMS: dict[str, Classification] = {
 
 @dataclass(frozen=True)
 class ReasonSignal:
-    """A hardware signal found in a node-state reason: the code (an Xid number such as
-    ``79``, ``SXid20034``, or a :data:`REASON_SYMPTOMS` key), its classification, and the
-    device the reason names (``gpu:1``, a PCI bus id ``0000:3b:00``), if any."""
+    """A hardware signal found in a node-state reason.
+
+    The code (an Xid number such as ``79``, ``SXid20034``, or a :data:`REASON_SYMPTOMS` key), its
+    classification, and the device the reason names (``gpu:1``, a PCI bus id ``0000:3b:00``), if
+    any.
+    """
 
     code: str
     classification: Classification
@@ -253,8 +295,9 @@ _BUS_ID = re.compile(
 
 
 def reason_signals(reason: str | None) -> list[ReasonSignal]:
-    """Hardware signals named in a Slurm node-state reason (``Reason=`` of ``scontrol show
-    node``, ``sacctmgr show event``, ``sinfo -R``), read conservatively.
+    """Find the hardware signals named in a Slurm node-state reason, read conservatively.
+
+    The reason is ``Reason=`` of ``scontrol show node``, ``sacctmgr show event`` or ``sinfo -R``.
 
     - ``Xid N`` / ``xid N`` / ``XID:N`` / ``<xid 79>``: the Xid, classified by :data:`XID`;
       several different Xids give several signals;
@@ -263,9 +306,19 @@ def reason_signals(reason: str | None) -> list[ReasonSignal]:
     - without an Xid: ``ECC`` (uncorrectable / double-bit / DBE, correctable / single-bit /
       SBE, else type not given) and ``NVLink`` give the :data:`REASON_SYMPTOMS` codes.
 
-    The device is ``gpu:N`` when the reason names a GPU index (``gpu:1``, ``GPU 1``,
-    ``gpu1``), else a PCI bus id when it names one. Other reasons (``Not responding``,
-    ``Kill task failed``, free text) give no signal: see :func:`classify_slurm_reason`.
+    The device is ``gpu:N`` when the reason names a GPU index (``gpu:1``, ``GPU 1``, ``gpu1``),
+    else a PCI bus id when it names one. Other reasons (``Not responding``, ``Kill task
+    failed``, free text) give no signal: see :func:`classify_slurm_reason`.
+
+    Parameters
+    ----------
+    reason : str or None
+        A node-state reason.
+
+    Returns
+    -------
+    list of ReasonSignal
+        One per signal found, in order; empty when there is none.
     """
     if not reason:
         return []

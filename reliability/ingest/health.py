@@ -1,5 +1,4 @@
-"""Reader of canonical CSV / JSONL files: ``health_events``, ``component_failures``,
-``inventory``.
+"""Reader of canonical CSV / JSONL files of ``health_events``, ``component_failures``, ``inventory``.
 
 This is the door for sources without a dedicated reader (ticket systems, custom health
 checks, other schedulers) and the format the simulators write. Columns are the data
@@ -55,7 +54,23 @@ _UNTERMINATED = (
 
 
 def detect_table(columns: list[str]) -> str:
-    """Which canonical table a header describes (by its distinctive columns)."""
+    """Tell which canonical table a header describes, by its distinctive columns.
+
+    Parameters
+    ----------
+    columns : list of str
+        The header's column names.
+
+    Returns
+    -------
+    str
+        ``component_failures``, ``inventory`` or ``health_events``.
+
+    Raises
+    ------
+    ValueError
+        If the columns match none of them (the message lists what each needs).
+    """
     cols = set(columns)
     if {"component_type", "failed_at"} <= cols:
         return "component_failures"
@@ -70,8 +85,11 @@ def detect_table(columns: list[str]) -> str:
 
 
 def _scan(text: str) -> tuple[list[str], str | None]:
-    """Split one CSV record (RFC 4180 quoting). Returns the fields and ``None`` (complete),
-    ``"open"`` (a quoted field is still open at the end) or the reason it is malformed."""
+    """Split one CSV record (RFC 4180 quoting).
+
+    Returns the fields and ``None`` (complete), ``"open"`` (a quoted field is still open at the
+    end) or the reason it is malformed.
+    """
     fields: list[str] = []
     i, n = 0, len(text)
     while True:
@@ -108,8 +126,11 @@ def _scan(text: str) -> tuple[list[str], str | None]:
 
 
 def _split(line: str) -> tuple[list[str], str | None]:
-    """:func:`_scan` of one line; the C csv module first (the same rules in strict mode:
-    it fails exactly where :func:`_scan` reports an open or malformed field)."""
+    """Split one line as :func:`_scan` does, trying the C csv module first.
+
+    The C module applies the same rules in strict mode: it fails exactly where :func:`_scan`
+    reports an open or malformed field.
+    """
     if '"' not in line:
         return line.split(","), None
     if "\r" in line or "\n" in line:
@@ -123,9 +144,10 @@ def _split(line: str) -> tuple[list[str], str | None]:
 def _csv_records(
     lines: pl.DataFrame, src: str
 ) -> tuple[list[str], pl.DataFrame, tuple[list[int], list[str], list[str]], int]:
-    """Header, well-formed records (``line_no``, ``raw``, one String column per header
-    field, ``""`` read as null), bad records (line numbers, raw text, reasons) and the
-    number of records of a CSV.
+    """Read a CSV's header, well-formed records, bad records and number of records.
+
+    Well-formed records have ``line_no``, ``raw`` and one String column per header field (``""``
+    read as null); bad records are line numbers, raw text and reasons.
 
     Lines without a quote character are split in bulk (polars); only lines with quotes, and
     the lines a quoted field runs into, are read one by one.
@@ -253,7 +275,7 @@ def _time(expr: pl.Expr, tz: str | None) -> tuple[pl.Expr, pl.Expr]:
 
 
 def _json_value(col: str, v: object) -> tuple[str | None, str | None]:
-    """(string value, None) or (None, reason) for one JSON value."""
+    """Convert one JSON value to (string value, None) or (None, reason)."""
     if type(v) is str:
         return (v or None), None
     if v is None:
@@ -317,15 +339,27 @@ def read_health(
 
     Parameters
     ----------
-    table : ``health_events``, ``component_failures`` or ``inventory``; detected from the
-        columns (JSONL: from the keys most lines have) when None
-    cluster : fills a missing or empty ``cluster`` column
-    tz : IANA zone of naive times (ISO strings without offset)
+    path : str or Path
+        The file (plain or gzip); its suffix says CSV or JSON lines.
+    table : str or None
+        ``health_events``, ``component_failures`` or ``inventory``; None: detected from the
+        columns (JSONL: from the keys most lines have).
+    cluster : str or None
+        Fills a missing or empty ``cluster`` column.
+    tz : str or None
+        IANA zone of naive times (ISO strings without offset).
 
     Returns
     -------
-    ReadResult with the one table. Rows read are the records of the file (a CSV record
-    may span lines inside a quoted field); blank lines are not records.
+    ReadResult
+        The one table. Rows read are the records of the file (a CSV record may span lines inside
+        a quoted field); blank lines are not records.
+
+    Raises
+    ------
+    IngestError
+        For an empty file, an unknown ``table=``, a header with columns outside the contract, or
+        JSON lines that match no single table.
     """
     src = str(path)
     check_zone(src, tz)

@@ -85,7 +85,7 @@ def _range_items(body: str, expr: str) -> list[tuple[str, str, int, int]]:
 
 
 def _pieces(part: str, expr: str) -> list[str | list[tuple[str, str, int, int]]]:
-    """A name split into literal text and parsed bracket groups."""
+    """Split a name into literal text and parsed bracket groups."""
     if "[" not in part:
         if "]" in part:
             raise HostlistError(f"unbalanced ']' in hostlist {expr!r}")
@@ -118,9 +118,22 @@ def _size(pieces: list[str | list[tuple[str, str, int, int]]]) -> int:
 
 
 def count(expr: str | None) -> int:
-    """How many host names ``expr`` stands for, computed without expanding it.
+    """Count the host names a hostlist expression stands for, without expanding it.
 
-    Raises :class:`HostlistError` on a malformed expression (not on a large one).
+    Parameters
+    ----------
+    expr : str or None
+        A Slurm hostlist, e.g. ``gpu[001-128],login1``.
+
+    Returns
+    -------
+    int
+        The number of names; 0 for None or an empty hostlist.
+
+    Raises
+    ------
+    HostlistError
+        On a malformed expression (not on a large one).
     """
     if expr is None or expr.strip() in _EMPTY:
         return 0
@@ -177,9 +190,19 @@ def expand(expr: str | None) -> list[str]:
 def compress(hosts: Iterable[str]) -> str:
     """Compress host names into a hostlist expression (inverse of :func:`expand`).
 
-    Hosts sharing a prefix and a numeric suffix of the same width are merged into ranges;
-    the order of first appearance of each prefix is kept, and duplicates are dropped.
+    Hosts sharing a prefix and a numeric suffix of the same width are merged into ranges; the
+    order of first appearance of each prefix is kept, and duplicates are dropped.
     ``expand(compress(h)) == sorted-within-prefix unique h``.
+
+    Parameters
+    ----------
+    hosts : iterable of str
+        Host names.
+
+    Returns
+    -------
+    str
+        The hostlist expression (``""`` for no hosts).
     """
     groups: dict[tuple[str, int], list[int]] = {}
     order: list[tuple[str, int] | str] = []
@@ -237,8 +260,18 @@ class NodeBudgetError(ValueError):
 
 
 def sizes(exprs: pl.Series) -> pl.Series:
-    """Number of host names of each expression (0 for null or empty), computed without
-    expanding any; -1 for a malformed expression."""
+    """Count the host names of each expression of a column, without expanding any.
+
+    Parameters
+    ----------
+    exprs : polars.Series
+        Hostlist expressions (strings).
+
+    Returns
+    -------
+    polars.Series
+        Int64 ``n``: the number of names, 0 for null or empty, -1 for a malformed expression.
+    """
     if exprs.len() == 0:
         return pl.Series("n", [], dtype=pl.Int64)
     frame = (
@@ -295,16 +328,28 @@ def node_lists(
 ) -> tuple[pl.Series, dict[str, str], int]:
     """Expand a column of hostlists into ``list[str]`` (null or empty hostlist -> ``[]``).
 
-    Each distinct expression is expanded once (:func:`expand_table`) and gathered back to
-    the rows. Sizes are checked arithmetically before anything is expanded: an expression
-    of more than :data:`~reliability.ingest._bounds.MAX_HOSTLIST_NODES` names is an error
-    (its rows get ``[]``), and if the rows would hold more than ``budget`` names in total,
-    :class:`NodeBudgetError` is raised before any list is built.
+    Each distinct expression is expanded once (:func:`expand_table`) and gathered back to the
+    rows. Sizes are checked arithmetically before anything is expanded: an expression of more
+    than :data:`~reliability.ingest._bounds.MAX_HOSTLIST_NODES` names is an error (its rows get
+    ``[]``).
+
+    Parameters
+    ----------
+    nodelist : polars.Series
+        Hostlist expressions, one per row.
+    budget : int or None
+        Most host names all rows may hold in total; None: no limit.
 
     Returns
     -------
-    (nodes, {hostlist: error} for expressions that are not valid, total number of names in
-    the returned lists).
+    (polars.Series, dict of str to str, int)
+        The node lists, {hostlist: error} for expressions that are not valid, and the total
+        number of names in the returned lists.
+
+    Raises
+    ------
+    NodeBudgetError
+        If the rows would hold more than ``budget`` names, before any list is built.
     """
     keys, idx = _index(nodelist)
     if budget is not None and keys.len():
@@ -337,7 +382,15 @@ def node_lists(
 def expand_column(frame: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, str]]:
     """Add ``nodes`` (list[str]) from ``nodelist`` (see :func:`node_lists`).
 
-    Returns the frame and {hostlist: error} for expressions that are not valid.
+    Parameters
+    ----------
+    frame : polars.DataFrame
+        A frame with a ``nodelist`` column of hostlists.
+
+    Returns
+    -------
+    (polars.DataFrame, dict of str to str)
+        The frame with ``nodes``, and {hostlist: error} for expressions that are not valid.
     """
     nodes, errors, _ = node_lists(frame.get_column("nodelist"))
     return frame.with_columns(nodes), errors
@@ -350,11 +403,22 @@ _SIMPLE_HOSTLIST = (
 
 
 def expand_table(exprs: pl.Series) -> tuple[pl.DataFrame, dict[str, str]]:
-    """Expand distinct hostlist expressions: (frame ``nodelist`` -> ``_expanded``, errors).
+    """Expand distinct hostlist expressions.
 
-    Expressions made of ``prefix[ranges]`` parts (one bracket group per part, the common
-    case) are expanded with polars, after their sizes are checked; others go through
-    :func:`expand`. Both follow the same zero-padding rule, checked by the tests.
+    Expressions made of ``prefix[ranges]`` parts (one bracket group per part, the common case)
+    are expanded with polars, after their sizes are checked; others go through :func:`expand`.
+    Both follow the same zero-padding rule, checked by the tests.
+
+    Parameters
+    ----------
+    exprs : polars.Series
+        Distinct hostlist expressions (nulls are dropped).
+
+    Returns
+    -------
+    (polars.DataFrame, dict of str to str)
+        A frame ``nodelist`` -> ``_expanded`` (list of names), and {hostlist: error} for
+        expressions that are not valid.
     """
     exprs = exprs.drop_nulls()
     schema = {"nodelist": pl.String, "_expanded": pl.List(pl.String)}

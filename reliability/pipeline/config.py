@@ -100,9 +100,17 @@ class InputSpec:
 
     @property
     def is_pod(self) -> bool:
+        """True for a pod input (a simulated pod or a pod event log)."""
         return self.kind == "simulate-pod" or self.reader == "pod"
 
     def describe(self) -> str:
+        """Describe the input in a few words for progress lines.
+
+        Returns
+        -------
+        str
+            E.g. ``slurm: 3 file(s)`` or ``simulate small seed 0, 30 days``.
+        """
         if self.kind == "files":
             return f"{self.reader}: {len(self.paths)} file(s)"
         return f"{self.kind} {self.preset} seed {self.seed}" + (
@@ -110,8 +118,19 @@ class InputSpec:
         )
 
     def error(self, exc: Exception) -> PipelineError:
-        """``exc`` (raised while reading this input) as a :class:`PipelineError` that names
-        this input and its keys (``pass tz=`` -> ``set inputs[0].tz``)."""
+        """Restate an error raised while reading this input in the pipeline's terms.
+
+        Parameters
+        ----------
+        exc : Exception
+            The error.
+
+        Returns
+        -------
+        PipelineError
+            Naming the pipeline file, this input and its keys (``pass tz=`` -> ``set
+            inputs[0].tz``).
+        """
         return PipelineError(
             f"{self.where}: inputs[{self.index}] ({self.reader} files): "
             + pipeline_terms(str(exc), self.index)
@@ -119,8 +138,23 @@ class InputSpec:
 
 
 def pipeline_terms(message: str, index: int) -> str:
-    """A library message in a pipeline's terms: option ``tz=`` of input ``index`` becomes the
-    key ``inputs[index].tz``, a reader option ``year=`` becomes ``inputs[index].options.year``."""
+    """Translate a library message into a pipeline's terms.
+
+    Option ``tz=`` of input ``index`` becomes the key ``inputs[index].tz``, a reader option
+    ``year=`` becomes ``inputs[index].options.year``.
+
+    Parameters
+    ----------
+    message : str
+        The library's message.
+    index : int
+        Position of the input in the pipeline's ``[[inputs]]``.
+
+    Returns
+    -------
+    str
+        The message with the options respelled.
+    """
 
     def spell(name: str, value: str | None) -> str:
         key = (
@@ -139,8 +173,10 @@ def pipeline_terms(message: str, index: int) -> str:
 
 
 def _glob(pattern: str, base: Path) -> list[Path]:
-    """Files matching ``pattern`` (relative to ``base`` unless absolute); wildcards work in
-    every path component, ``**`` matches any depth."""
+    """List the files matching ``pattern`` (relative to ``base`` unless absolute).
+
+    Wildcards work in every path component, ``**`` matches any depth.
+    """
     if not any(c in pattern for c in "*?["):
         p = Path(pattern)
         return [p if p.is_absolute() else Path(os.path.normpath(base / p))]
@@ -238,7 +274,27 @@ def _input(where: str, i: int, item: object, base: Path) -> InputSpec:
 
 
 def read_toml(path: Path, error: type[ReliabilityError], what: str) -> dict[str, Any]:
-    """The TOML table of ``path``; a missing or malformed file raises ``error`` naming it."""
+    """Read the TOML table of a file.
+
+    Parameters
+    ----------
+    path : Path
+        The file.
+    error : type of ReliabilityError
+        The error class raised (e.g. :class:`PipelineError`).
+    what : str
+        What the file is, for the message (``"pipeline"``, ``"sweep"``).
+
+    Returns
+    -------
+    dict of str to object
+        The parsed table.
+
+    Raises
+    ------
+    ReliabilityError
+        ``error``, naming the file, if it is missing or not valid TOML.
+    """
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -248,7 +304,23 @@ def read_toml(path: Path, error: type[ReliabilityError], what: str) -> dict[str,
 
 
 def load_pipeline(path: str | Path) -> PipelineConfig:
-    """Read and validate a pipeline file (see the module doc for the keys)."""
+    """Read and validate a pipeline file (see the module doc for the keys).
+
+    Parameters
+    ----------
+    path : str or Path
+        The pipeline's TOML file; relative paths in it start from its folder.
+
+    Returns
+    -------
+    PipelineConfig
+        The validated configuration.
+
+    Raises
+    ------
+    PipelineError
+        Naming the file and the key for every unknown section or key and every invalid value.
+    """
     path = Path(path)
     where = str(path)
     raw = read_toml(path, PipelineError, "pipeline")

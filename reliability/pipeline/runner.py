@@ -44,8 +44,11 @@ _DEPENDENCIES = (
 
 @dataclass
 class RunResult:
-    """The typed result of every stage that ran (by stage name), per-stage records, and the
-    files written."""
+    """The result of a pipeline run.
+
+    The typed result of every stage that ran (by stage name), per-stage records, and the files
+    written.
+    """
 
     config: PipelineConfig
     outputs: dict[str, Any]
@@ -54,11 +57,30 @@ class RunResult:
     pdf_pages: int | None = None
 
     def cached(self, name: str) -> bool:
+        """Tell whether a stage's result came from the cache.
+
+        Parameters
+        ----------
+        name : str
+            The stage name.
+
+        Returns
+        -------
+        bool
+            True if the stage was not recomputed.
+        """
         return next(s["cached"] for s in self.stages if s["stage"] == name)
 
     def build_report(self) -> Any:
-        """The run's :class:`~reliability.report.Report` (action list, headline numbers, one
-        section per analysis: :func:`reliability.pipeline.report.build_report`)."""
+        """Build the run's :class:`~reliability.report.Report`.
+
+        See :func:`reliability.pipeline.report.build_report`.
+
+        Returns
+        -------
+        Report
+            Action list, headline numbers, one section per analysis.
+        """
         from reliability.pipeline.report import build_report
 
         return build_report(self)
@@ -68,8 +90,11 @@ _CODE: str | None = None
 
 
 def _code_hash() -> str:
-    """Hash of the package's own files: a code change invalidates every cached stage, even
-    without a version bump (a stale result would be worse than a rerun)."""
+    """Hash the package's own files.
+
+    A code change invalidates every cached stage, even without a version bump (a stale result
+    would be worse than a rerun).
+    """
     global _CODE
     if _CODE is None:
         root = Path(__file__).resolve().parents[1]
@@ -102,8 +127,11 @@ def _key(name: str, params: dict[str, Any], upstream: list[str]) -> str:
 
 
 def _load(folder: Path) -> Any | None:
-    """The result cached in ``folder`` (None when there is none, or it cannot be read: a
-    result written by another version of a class is recomputed, not trusted)."""
+    """Load the result cached in ``folder``.
+
+    None when there is none, or it cannot be read: a result written by another version of a
+    class is recomputed, not trusted.
+    """
     if not (folder / "meta.json").is_file():
         return None
     try:
@@ -137,8 +165,27 @@ def run_pipeline(
     progress: Callable[[str], None] | None = None,
     report: bool = True,
 ) -> RunResult:
-    """Run ``pipeline`` (a file or a loaded config); write the report into ``out`` (default
-    the pipeline's ``[pipeline].out``). ``progress`` receives one line per stage."""
+    """Run a pipeline and write its report.
+
+    Each stage is recomputed only when its parameters, its upstream stages or the package's code
+    changed; otherwise its cached result is reused.
+
+    Parameters
+    ----------
+    pipeline : str or Path or PipelineConfig
+        The pipeline file, or a loaded configuration.
+    out : str or Path or None
+        Output folder; None: the pipeline's ``[pipeline].out``.
+    progress : callable or None
+        Receives one line per stage.
+    report : bool
+        Write the report (HTML/PDF and data files); False: only run the stages.
+
+    Returns
+    -------
+    RunResult
+        Every stage's result, the per-stage records and the files written.
+    """
     cfg = pipeline if isinstance(pipeline, PipelineConfig) else load_pipeline(pipeline)
     folder = Path(out).resolve() if out is not None else cfg.out
     cache = folder / ".cache"
@@ -243,7 +290,7 @@ def run_pipeline(
 
 
 def _previous(folder: Path) -> dict[str, Any]:
-    """The folder's previous run manifest ({} if there is none)."""
+    """Read the folder's previous run manifest ({} if there is none)."""
     try:
         return json.loads((folder / "run_manifest.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):

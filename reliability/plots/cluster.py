@@ -37,7 +37,18 @@ __all__ = [
 
 
 def bucket_label(bucket: Any) -> str:
-    """A size bucket's tick label: ``"CPU"`` for CPU-only jobs (bucket 0), else the lower edge."""
+    """Make a size bucket's tick label.
+
+    Parameters
+    ----------
+    bucket : object
+        A job-size bucket (its lower edge [GPUs], 0 or ``"CPU-only"`` for CPU-only jobs).
+
+    Returns
+    -------
+    str
+        ``"CPU"`` for CPU-only jobs, else the lower edge.
+    """
     return "CPU" if str(bucket) in ("0", "CPU-only") else str(bucket)
 
 
@@ -72,17 +83,23 @@ def plot_job_states(states: Any, ax: Axes | None = None) -> Axes:
 
 
 def plot_job_sizes(sizes: Any, ax: Axes | None = None) -> Axes:
-    """Jobs and GPU time by job size (HPCA'25 Fig. 6).
+    """Plot jobs and GPU time by job size.
+
+    Kokolis et al., HPCA '25, §IV, Fig. 6.
 
     Parameters
     ----------
-    sizes : a :class:`~reliability.models.WorkloadResult` or
-        :func:`~reliability.models.job_size_distribution`'s frame
+    sizes : WorkloadResult or polars.DataFrame
+        A :class:`~reliability.models.WorkloadResult` or the frame of
+        :func:`~reliability.models.job_size_distribution`.
+    ax : matplotlib.axes.Axes or None
+        Axes to draw on; None: a new figure.
 
     Returns
     -------
-    the axes: bar containers ``jobs`` (``job_share``) and ``GPU time`` (``gpu_share``, 0 where
-    null), one bar per bucket in bucket order (``CPU`` = CPU-only jobs)
+    matplotlib.axes.Axes
+        Bar containers ``jobs`` (``job_share``) and ``GPU time`` (``gpu_share``, 0 where null),
+        one bar per bucket in bucket order (``CPU`` = CPU-only jobs).
     """
     ax = new_axes(ax)
     s = frame_of(sizes, "sizes").sort("bucket")
@@ -102,17 +119,22 @@ def plot_job_sizes(sizes: Any, ax: Axes | None = None) -> Axes:
 
 
 def plot_failure_taxonomy(taxonomy: Any, ax: Axes | None = None, top: int = 12) -> Axes:
-    """Attempts that failed for a non-user reason, by domain and cause.
+    """Plot the attempts that failed for a non-user reason, by domain and cause.
 
     Parameters
     ----------
-    taxonomy : a :class:`~reliability.models.WorkloadResult` or
-        :func:`~reliability.models.failure_taxonomy`'s frame
-    top : most frequent causes shown
+    taxonomy : WorkloadResult or polars.DataFrame
+        A :class:`~reliability.models.WorkloadResult` or the frame of
+        :func:`~reliability.models.failure_taxonomy`.
+    ax : matplotlib.axes.Axes or None
+        Axes to draw on; None: a new figure.
+    top : int
+        Most frequent causes shown.
 
     Returns
     -------
-    the axes: one ``barh`` container of ``attempts``, most frequent at the top
+    matplotlib.axes.Axes
+        One ``barh`` container of ``attempts``, most frequent at the top.
     """
     ax = new_axes(ax)
     t = (
@@ -137,17 +159,23 @@ def plot_failure_taxonomy(taxonomy: Any, ax: Axes | None = None, top: int = 12) 
 
 
 def plot_failure_rate(series: Any, ax: Axes | None = None) -> Axes:
-    """Weekly hardware failure rate of large jobs with its 95% interval (HPCA'25 Fig. 5).
+    """Plot the weekly hardware failure rate of large jobs with its 95% interval.
+
+    Kokolis et al., HPCA '25, §IV-B, Fig. 5.
 
     Parameters
     ----------
-    series : a :class:`~reliability.models.RateSeries` (or its ``series`` frame)
+    series : RateSeries or polars.DataFrame
+        A :class:`~reliability.models.RateSeries` (or its ``series`` frame).
+    ax : matplotlib.axes.Axes or None
+        Axes to draw on; None: a new figure.
 
     Returns
     -------
-    the axes: an ``errorbar`` of the weeks with exposure, x = the middle of each week's
-    observed part, y = ``rate_per_1000_node_days``, its interval ``ci_low``-``ci_high``; the
-    whole window's rate as a horizontal line when estimable (labelled ``window average``)
+    matplotlib.axes.Axes
+        An ``errorbar`` of the weeks with exposure, x = the middle of each week's observed part,
+        y = ``rate_per_1000_node_days``, its interval ``ci_low``-``ci_high``; the whole window's
+        rate as a horizontal line when estimable (labelled ``window average``).
     """
     ax = new_axes(ax)
     s = frame_of(series, "series").sort("week").filter(pl.col("node_days") > 0)
@@ -204,21 +232,28 @@ def _bucket_gpus(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def plot_mttf(result: Any, ax: Axes | None = None, project_to: int = 131072) -> Axes:
-    """MTTF by job size: measured per size bucket (95% interval) and the fitted model
-    ``1/(N r_f)`` projected to ``project_to`` GPUs (HPCA'25 Fig. 7).
+    """Plot MTTF by job size, measured and modelled.
+
+    Measured per size bucket (95% interval) and the fitted model ``1/(N r_f)`` projected to
+    ``project_to`` GPUs (Kokolis et al., HPCA '25, §IV-B, Eq. 1, Fig. 7).
 
     Parameters
     ----------
-    result : a :class:`~reliability.models.MTTFResult` (or its ``by_size`` frame: measured
-        points only)
-    project_to : largest job size of the model line [GPUs]
+    result : MTTFResult or polars.DataFrame
+        A :class:`~reliability.models.MTTFResult` (or its ``by_size`` frame: measured points
+        only).
+    ax : matplotlib.axes.Axes or None
+        Axes to draw on; None: a new figure.
+    project_to : int
+        Largest job size of the model line [GPUs].
 
     Returns
     -------
-    the axes: an ``errorbar`` of the buckets with failures (x = bucket lower edge [GPUs],
-    y = ``mttf_h``), ``^`` markers at the lower bound ``mttf_h_low`` of buckets without
-    failures, and, when r_f is estimable, the model line ``result.mttf_h(n)`` with the band
-    of r_f's interval
+    matplotlib.axes.Axes
+        An ``errorbar`` of the buckets with failures (x = bucket lower edge [GPUs], y =
+        ``mttf_h``), ``^`` markers at the lower bound ``mttf_h_low`` of buckets without failures,
+        and, when r_f is estimable, the model line ``result.mttf_h(n)`` with the band of r_f's
+        interval.
     """
     ax = new_axes(ax, figsize=(6.4, 4.0))
     title = "Mean time to failure vs job size"
@@ -286,19 +321,24 @@ def plot_mttf(result: Any, ax: Axes | None = None, project_to: int = 131072) -> 
 
 
 def plot_secondary_preemptions(stats: Any, ax: Axes | None = None) -> Axes:
-    """Failure overhead split into hardware-failed GPU-hours and the secondary preemptions
-    their requeues cause (HPCA'25 Fig. 8).
+    """Plot the failure overhead: hardware-failed GPU-hours and the secondary preemptions they cause.
+
+    Kokolis et al., HPCA '25, §IV-C, Fig. 8.
 
     Parameters
     ----------
-    stats : a :class:`~reliability.models.WorkloadResult`, or the dict of
-        :func:`~reliability.models.secondary_preemptions`
+    stats : WorkloadResult or dict
+        A :class:`~reliability.models.WorkloadResult`, or the dict of
+        :func:`~reliability.models.secondary_preemptions`.
+    ax : matplotlib.axes.Axes or None
+        Axes to draw on; None: a new figure.
 
     Returns
     -------
-    the axes: two stacked ``barh`` containers, ``hardware-failed attempts`` (width =
-    hardware GPU-hours) and ``secondary preemptions`` (width = their GPU-hours, left edge at
-    the first's width)
+    matplotlib.axes.Axes
+        Two stacked ``barh`` containers, ``hardware-failed attempts`` (width = hardware
+        GPU-hours) and ``secondary preemptions`` (width = their GPU-hours, left edge at the
+        first's width).
     """
     ax = new_axes(ax, figsize=(6.4, 2.2))
     if isinstance(stats, dict):
@@ -332,19 +372,25 @@ def plot_secondary_preemptions(stats: Any, ax: Axes | None = None) -> Axes:
 def plot_lemon_suspects(
     scores: Any, ax: Axes | None = None, top: int = 15, threshold: float | None = None
 ) -> Axes:
-    """Lemon probability of the top-ranked nodes, flagged ones highlighted.
+    """Plot the lemon probability of the top-ranked nodes, flagged ones highlighted.
 
     Parameters
     ----------
-    scores : :func:`reliability.models.score_nodes`'s frame, or a result with ``scores`` and
-        ``threshold``
-    top : nodes shown
-    threshold : the detector's threshold (drawn as a dashed line)
+    scores : polars.DataFrame or object
+        The frame of :func:`reliability.models.score_nodes`, or a result with ``scores`` and
+        ``threshold``.
+    ax : matplotlib.axes.Axes or None
+        Axes to draw on; None: a new figure sized to ``top``.
+    top : int
+        Nodes shown.
+    threshold : float or None
+        The detector's threshold, drawn as a dashed line; None: the result's, if any.
 
     Returns
     -------
-    the axes: one ``barh`` container of ``probability``, the highest at the top, flagged bars
-    in the palette's vermillion
+    matplotlib.axes.Axes
+        One ``barh`` container of ``probability``, the highest at the top, flagged bars in the
+        palette's vermillion.
     """
     frame = frame_of(scores, "scores")
     threshold = threshold if threshold is not None else getattr(scores, "threshold", None)

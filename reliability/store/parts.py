@@ -47,7 +47,13 @@ def _iso(t: datetime | None) -> str | None:
 
 
 def writer_identity() -> dict[str, Any]:
-    """Who is writing: pid, host and when this process started writing [UTC]."""
+    """Say who is writing: pid, host and when this process started writing.
+
+    Returns
+    -------
+    dict of str to object
+        ``pid``, ``host``, ``at`` [UTC, ISO 8601].
+    """
     return {"pid": os.getpid(), "host": socket.gethostname(),
             "at": datetime.now(UTC).isoformat(timespec="seconds")}  # fmt: skip
 
@@ -61,7 +67,28 @@ def new_entry(
     result: ReadResult,
     options: dict[str, str],
 ) -> dict[str, Any]:
-    """The manifest entry of one input (its ``parts`` are filled by :func:`write_parts`)."""
+    """Make the manifest entry of one input (its ``parts`` are filled by :func:`write_parts`).
+
+    Parameters
+    ----------
+    kind : str
+        The input kind.
+    name : str
+        The input's file name (``<stdin>`` for standard input).
+    path : str
+        The input's absolute path as given.
+    sha, size : str, int
+        The input's sha256 hex digest and size [bytes].
+    result : ReadResult
+        What the reader returned: row counts, notes and observation window are recorded.
+    options : dict of str to str
+        The reader options (:func:`~reliability.store.manifest.normalise_options`).
+
+    Returns
+    -------
+    dict of str to object
+        The entry, with a fresh id and empty ``parts``.
+    """
     return {
         "id": f"{sha[:16]}-{os.urandom(4).hex()}",
         "kind": kind,
@@ -90,11 +117,27 @@ def new_entry(
 def write_parts(
     root: Path, entry: dict[str, Any], result: ReadResult, writer: dict[str, Any]
 ) -> dict[str, Any]:
-    """Write one input's parts under ``root`` and record them in ``entry`` (returned).
+    """Write one input's parts under ``root`` and record them in ``entry``.
 
-    Each part's footer carries the entry (without the parts' own hashes, which cannot be
-    inside the file they hash). If a write fails, the parts already written for this input
-    are removed and the error is raised: nothing of the input remains.
+    Each part's footer carries the entry (without the parts' own hashes, which cannot be inside
+    the file they hash). If a write fails, the parts already written for this input are removed
+    and the error is raised: nothing of the input remains.
+
+    Parameters
+    ----------
+    root : Path
+        The Dataset folder.
+    entry : dict of str to object
+        The input's manifest entry (:func:`new_entry`), updated in place.
+    result : ReadResult
+        The tables (and quarantine) to write.
+    writer : dict of str to object
+        :func:`writer_identity`, recorded in each footer.
+
+    Returns
+    -------
+    dict of str to object
+        ``entry``, its ``parts`` filled (file, rows, bytes, sha256 per table).
     """
     frames = {t: f for t, f in result.tables.items()}
     if result.rows_quarantined:
@@ -121,13 +164,30 @@ def write_parts(
 
 
 def remove_parts(paths: list[Path]) -> None:
-    """Delete part files (missing ones are fine)."""
+    """Delete part files (missing ones are fine).
+
+    Parameters
+    ----------
+    paths : list of Path
+        The part files.
+    """
     for p in paths:
         p.unlink(missing_ok=True)
 
 
 def part_files(root: Path) -> list[Path]:
-    """Every ``part-*.parquet`` file under the table folders of ``root``."""
+    """List every ``part-*.parquet`` file under the table folders of a Dataset.
+
+    Parameters
+    ----------
+    root : Path
+        The Dataset folder.
+
+    Returns
+    -------
+    list of Path
+        Sorted within each table folder.
+    """
     out: list[Path] = []
     for sub in PART_DIRS:
         d = root / sub
@@ -139,8 +199,26 @@ def part_files(root: Path) -> list[Path]:
 
 
 def read_part_meta(path: Path) -> dict[str, Any]:
-    """The ``reliability.part`` description in a part's footer, plus ``num_rows`` (the
-    footer's row count). Raises :class:`FooterError` or ValueError if unreadable."""
+    """Read the ``reliability.part`` description in a part's footer.
+
+    Parameters
+    ----------
+    path : Path
+        A part file.
+
+    Returns
+    -------
+    dict of str to object
+        The description (format, table, rows, input entry, writer) plus ``num_rows``, the
+        footer's row count.
+
+    Raises
+    ------
+    FooterError
+        If the footer is unreadable.
+    ValueError
+        If it has no or an unknown ``reliability.part`` description.
+    """
     footer = read_footer(path)
     raw = footer.metadata.get(PART_KEY)
     if raw is None:
@@ -153,10 +231,24 @@ def read_part_meta(path: Path) -> dict[str, Any]:
 
 
 def check_part(root: Path, table: str, part: dict[str, Any]) -> None:
-    """Cheap check of one committed part before it is read: it exists, its size is the one
-    recorded, and its footer's row count is the one recorded.
+    """Check one committed part cheaply before it is read.
 
-    Raises :class:`DatasetDamagedError` naming the file and what to run.
+    It must exist, its size must be the one recorded, and its footer's row count the one
+    recorded.
+
+    Parameters
+    ----------
+    root : Path
+        The Dataset folder.
+    table : str
+        The part's table, for the message.
+    part : dict of str to object
+        The part's manifest record (``file``, ``bytes``, ``rows``).
+
+    Raises
+    ------
+    DatasetDamagedError
+        Naming the file and what to run (``reliability verify`` / ``repair``).
     """
     path = root / part["file"]
     hint = f"run `reliability verify {root}` for details and `reliability repair {root}` to fix"

@@ -1,5 +1,7 @@
-"""The one result base: every model result has a ``summary`` table, a text form, an HTML form,
-``print_summary()``, its sample sizes and notes on what could not be estimated and why.
+"""The one result base: summary table, text and HTML forms, sample sizes, notes.
+
+Every model result has a ``summary`` table, a text form, an HTML form, ``print_summary()``,
+its sample sizes and notes on what could not be estimated and why.
 
 A subclass implements
 
@@ -32,8 +34,22 @@ MISSING = "–"
 
 
 def fmt_num(x: Any, digits: int = 4) -> str:
-    """A number for people: ``digits`` significant digits, thousands separators for large
-    values, ``MISSING`` for None; never ``nan`` or ``inf`` (those print as ``MISSING``)."""
+    """Format a number for people.
+
+    Parameters
+    ----------
+    x : object
+        A number, bool or None.
+    digits : int
+        Significant digits of a float.
+
+    Returns
+    -------
+    str
+        ``digits`` significant digits, thousands separators for large values and integers,
+        ``yes``/``no`` for booleans, ``MISSING`` for None; never ``nan`` or ``inf`` (those print
+        as ``MISSING``).
+    """
     if x is None:
         return MISSING
     if isinstance(x, bool):
@@ -53,7 +69,19 @@ def fmt_num(x: Any, digits: int = 4) -> str:
 
 
 def fmt_duration_h(h: float | None) -> str:
-    """A duration given in hours, in the unit a person would use (s, min, h, days, years)."""
+    """Format a duration in the unit a person would use (s, min, h, days, years).
+
+    Parameters
+    ----------
+    h : float or None
+        The duration [h].
+
+    Returns
+    -------
+    str
+        E.g. ``"42 s"``, ``"3.5 min"``, ``"7.2 h"``, ``"12.0 days"``, ``"2.1 years"``;
+        ``MISSING`` for None or a non-finite value.
+    """
     if h is None or not math.isfinite(h):
         return MISSING
     if h < 0.5 / 3600.0:
@@ -78,7 +106,20 @@ def _cell(x: Any) -> str:
 
 
 def format_table(frame: pl.DataFrame, max_rows: int = 40) -> str:
-    """A frame as a fixed-width text table (numbers formatted by :func:`fmt_num`)."""
+    """Format a frame as a fixed-width text table (numbers formatted by :func:`fmt_num`).
+
+    Parameters
+    ----------
+    frame : polars.DataFrame
+        The table.
+    max_rows : int
+        Most rows shown; a last line says how many more there are.
+
+    Returns
+    -------
+    str
+        The table's text.
+    """
     if frame.width == 0:
         return "(empty table)"
     head = frame.head(max_rows)
@@ -124,7 +165,18 @@ def _html_table(frame: pl.DataFrame, max_rows: int = 200) -> str:
 
 
 def frame_is_finite(frame: pl.DataFrame) -> bool:
-    """True when no float column of ``frame`` holds nan or ±inf (nulls are fine)."""
+    """Tell whether no float column of a frame holds nan or ±inf (nulls are fine).
+
+    Parameters
+    ----------
+    frame : polars.DataFrame
+        The frame.
+
+    Returns
+    -------
+    bool
+        True when every float value is finite or null.
+    """
     for name, dtype in frame.schema.items():
         if dtype.is_float():
             col = frame.get_column(name).drop_nulls()
@@ -149,7 +201,13 @@ class Result:
         return {}
 
     def tables(self) -> dict[str, pl.DataFrame]:
-        """Named frames the HTML form shows (default: the summary)."""
+        """Return the named frames the HTML form shows (default: the summary).
+
+        Returns
+        -------
+        dict of str to polars.DataFrame
+            Name -> frame.
+        """
         return {"summary": self.summary}
 
     def _lines(self) -> list[str]:
@@ -189,15 +247,38 @@ class Result:
         return "".join(parts)
 
     def to_disk(self, folder: str | Path) -> None:
-        """Save the result into ``folder`` (frames as parquet, the rest as JSON; no pickle).
-        :meth:`from_disk` rebuilds it."""
+        """Save the result into a folder (frames as parquet, the rest as JSON; no pickle).
+
+        :meth:`from_disk` rebuilds it.
+
+        Parameters
+        ----------
+        folder : str or Path
+            Destination folder; created if missing.
+        """
         from reliability._result_io import save_result
 
         save_result(self, folder)
 
     @classmethod
     def from_disk(cls, folder: str | Path) -> Self:
-        """The result :meth:`to_disk` saved in ``folder``; refuses a result of another class."""
+        """Load the result :meth:`to_disk` saved in a folder.
+
+        Parameters
+        ----------
+        folder : str or Path
+            The folder.
+
+        Returns
+        -------
+        Result
+            The rebuilt result.
+
+        Raises
+        ------
+        TypeError
+            If the folder holds a result of another class.
+        """
         from reliability._result_io import load_result
 
         got = load_result(folder)
@@ -206,7 +287,13 @@ class Result:
         return got
 
     def print_summary(self, file: IO[str] | None = None) -> None:
-        """Print the text form, the sample sizes and the summary table (lifelines' style)."""
+        """Print the text form, the sample sizes and the summary table (lifelines' style).
+
+        Parameters
+        ----------
+        file : file-like or None
+            Where to print; None: standard output.
+        """
         out = file or sys.stdout
         bar = "=" * 78
         print(bar, file=out)

@@ -88,7 +88,13 @@ class ReadResult:
         return self.quarantine.height
 
     def summary_line(self) -> str:
-        """One line: file, read / kept / quarantined, rows per table."""
+        """Summarise the read in one line.
+
+        Returns
+        -------
+        str
+            File, rows read / kept / quarantined, rows per table.
+        """
         out = ", ".join(f"{t}={f.height}" for t, f in self.tables.items())
         return (
             f"{self.source}: read {self.rows_read}, kept {self.rows_kept}, "
@@ -118,10 +124,25 @@ def _time_span(tables: dict[str, pl.DataFrame]) -> tuple[datetime | None, dateti
 
 
 def read_bytes(path: str | Path) -> bytes:
-    """Read a file, gunzipping it if it is gzip, raising :class:`IngestError` if unreadable.
+    """Read a file, gunzipping it if it is gzip.
 
     gzip input is inflated in a stream with a decompressed-size limit and a compression-ratio
     guard (:mod:`reliability.ingest._compressed`): a gzip bomb is a clear error, not GBs of RAM.
+
+    Parameters
+    ----------
+    path : str or Path
+        The input file.
+
+    Returns
+    -------
+    bytes
+        The (decompressed) content.
+
+    Raises
+    ------
+    IngestError
+        If the file is unreadable, corrupt gzip, or breaks the limits.
     """
     return read_all(path)
 
@@ -149,10 +170,20 @@ def _looks_utf16(data: bytes) -> str | None:
 
 
 def decode_text(data: bytes) -> tuple[bytes, list[str]]:
-    """Re-encode UTF-16/UTF-32 input (with a byte-order mark, or BOM-less UTF-16) as UTF-8
-    and drop a UTF-8 byte-order mark; other input is returned unchanged.
+    """Re-encode UTF-16/UTF-32 input as UTF-8 and drop a UTF-8 byte-order mark.
 
-    Returns the bytes and notes about what was done (empty for plain UTF-8).
+    UTF-16/UTF-32 is recognised by its byte-order mark, or for UTF-16 without one by every
+    other byte being NUL (mostly ASCII text); other input is returned unchanged.
+
+    Parameters
+    ----------
+    data : bytes
+        The raw content of an input.
+
+    Returns
+    -------
+    (bytes, list of str)
+        UTF-8 bytes, and notes about what was done (empty for plain UTF-8).
     """
     for bom, codec in _BOMS:
         if data.startswith(bom):
@@ -170,10 +201,29 @@ def decode_text(data: bytes) -> tuple[bytes, list[str]]:
 
 
 def check_zone(src: str, tz: str | None, option: str = "tz") -> ZoneInfo | None:
-    """The zone named by the ``tz`` option, or :class:`IngestError` naming the option.
+    """Check a time-zone option and return its zone.
 
     The name must be known to both Python's zoneinfo and polars (which bundles its own
     database), so that every reader can use it.
+
+    Parameters
+    ----------
+    src : str
+        The input's name, for the error.
+    tz : str or None
+        An IANA time-zone name, e.g. ``"Europe/Berlin"``.
+    option : str
+        The option's name, for the error.
+
+    Returns
+    -------
+    zoneinfo.ZoneInfo or None
+        The zone; None when ``tz`` is None.
+
+    Raises
+    ------
+    IngestError
+        Naming the option, for an empty or unknown zone.
     """
     if tz is None:
         return None
@@ -192,8 +242,28 @@ def check_zone(src: str, tz: str | None, option: str = "tz") -> ZoneInfo | None:
 
 
 def check_time_option(src: str, value: object, option: str) -> datetime | None:
-    """Validate a UTC-aware datetime option (``boot_time``, ``scraped_at``): aware, and within
-    the sane bounds of :mod:`reliability.ingest._bounds`; :class:`IngestError` names the option."""
+    """Validate a UTC-aware datetime option (``boot_time``, ``scraped_at``).
+
+    Parameters
+    ----------
+    src : str
+        The input's name, for the error.
+    value : object
+        The option's value.
+    option : str
+        The option's name, for the error.
+
+    Returns
+    -------
+    datetime or None
+        ``value`` unchanged; None when it is None.
+
+    Raises
+    ------
+    IngestError
+        Naming the option, unless the value is an aware datetime within the sane bounds of
+        :mod:`reliability.ingest._bounds`.
+    """
     if value is None:
         return None
     if not isinstance(value, datetime):
@@ -210,7 +280,27 @@ def check_time_option(src: str, value: object, option: str) -> datetime | None:
 
 
 def check_name_option(src: str, value: object, option: str) -> str | None:
-    """Validate a name option (``cluster``, ``node``): a non-empty string without newlines."""
+    """Validate a name option (``cluster``, ``node``): a non-empty string without newlines.
+
+    Parameters
+    ----------
+    src : str
+        The input's name, for the error.
+    value : object
+        The option's value.
+    option : str
+        The option's name, for the error.
+
+    Returns
+    -------
+    str or None
+        ``value`` unchanged; None when it is None.
+
+    Raises
+    ------
+    IngestError
+        Naming the option, for anything else.
+    """
     if value is None:
         return None
     if not isinstance(value, str) or not value.strip() or any(c in value for c in "\n\r\0"):
@@ -224,8 +314,18 @@ def read_lines(path: str | Path, data: bytes | None = None) -> tuple[pl.DataFram
     UTF-16 / UTF-32 input (with a byte-order mark, or BOM-less UTF-16) is decoded first and a
     UTF-8 byte-order mark is dropped (:func:`decode_text`).
 
-    Returns a frame ``line_no`` (1-based, i64), ``line`` (str; blank lines are ``""``;
-    invalid UTF-8 replaced by U+FFFD) and notes about the decoding.
+    Parameters
+    ----------
+    path : str or Path
+        The input file (read with :func:`read_bytes` unless ``data`` is given).
+    data : bytes or None
+        Its content, when already read.
+
+    Returns
+    -------
+    (polars.DataFrame, list of str)
+        A frame ``line_no`` (1-based, i64), ``line`` (str; blank lines are ``""``; invalid UTF-8
+        replaced by U+FFFD), and notes about the decoding.
     """
     if data is None:
         data = read_bytes(path)
@@ -260,7 +360,24 @@ def read_lines(path: str | Path, data: bytes | None = None) -> tuple[pl.DataFram
 def quarantine_frame(
     source: str, line_no: list[int], raw: list[str], reason: list[str]
 ) -> pl.DataFrame:
-    """Build a quarantine table from parallel lists."""
+    """Build a quarantine table from parallel lists.
+
+    Parameters
+    ----------
+    source : str
+        The input's name, on every row.
+    line_no : list of int
+        Line (or record) numbers, 1-based.
+    raw : list of str
+        The raw text of each bad line.
+    reason : list of str
+        Why each was quarantined.
+
+    Returns
+    -------
+    polars.DataFrame
+        The canonical ``quarantine`` table.
+    """
     return pl.DataFrame(
         {"source_file": [source] * len(line_no), "line_no": line_no, "raw": raw, "reason": reason},
         schema=schema.TABLES["quarantine"].schema,

@@ -48,7 +48,20 @@ _RAW_PREFIX = 4096
 
 
 def head(path: str | Path, n: int = 65536) -> bytes:
-    """The first ``n`` bytes of a file (decompressed if gzip); b"" if unreadable."""
+    """Read the first bytes of a file (decompressed if gzip).
+
+    Parameters
+    ----------
+    path : str or Path
+        The file.
+    n : int
+        Most bytes read.
+
+    Returns
+    -------
+    bytes
+        Up to ``n`` bytes; ``b""`` if unreadable.
+    """
     try:
         stream = open_input(path)
     except IngestError:
@@ -85,13 +98,39 @@ def _wide_codec(start: bytes) -> tuple[str, int] | None:
 
 
 def wide_text(path: str | Path) -> bool:
-    """True if the file is UTF-16/32 text (see :func:`utf8_stream`)."""
+    """Tell whether a file is UTF-16/32 text (see :func:`utf8_stream`).
+
+    Parameters
+    ----------
+    path : str or Path
+        The file.
+
+    Returns
+    -------
+    bool
+        True for UTF-16/32 text.
+    """
     return _wide_codec(head(path, 4096)) is not None
 
 
 def utf8_stream(path: str | Path, notes: list[str]) -> ByteStream:
-    """The input as a UTF-8 byte stream: UTF-16/32 text (rare: re-encoded by Windows tools)
-    is decoded whole and re-encoded, with a note; anything else is streamed as it is."""
+    """Open an input as a UTF-8 byte stream.
+
+    UTF-16/32 text (rare: re-encoded by Windows tools) is decoded whole and re-encoded, with a
+    note; anything else is streamed as it is.
+
+    Parameters
+    ----------
+    path : str or Path
+        The input (plain or gzip).
+    notes : list of str
+        The reader's notes, appended to.
+
+    Returns
+    -------
+    ByteStream
+        The stream; the caller closes it.
+    """
     start = head(path, 4096)
     wide = _wide_codec(start)
     if wide is None:
@@ -104,8 +143,11 @@ def utf8_stream(path: str | Path, notes: list[str]) -> ByteStream:
 
 @dataclass(frozen=True)
 class Block:
-    """Whole physical lines of the input: ``data`` ends with a newline except at the end of
-    the input; ``first_line`` is the 1-based number of its first line."""
+    """Whole physical lines of the input.
+
+    ``data`` ends with a newline except at the end of the input; ``first_line`` is the 1-based
+    number of its first line.
+    """
 
     data: bytes
     first_line: int
@@ -136,10 +178,29 @@ def _count_lines(data: bytes) -> int:
 def iter_blocks(
     stream: ByteStream, *, block_bytes: int | None = None, first_line: int = 1
 ) -> Iterator[Block | LongLine]:
-    """Yield the input as blocks of whole lines (and over-long lines as :class:`LongLine`).
+    """Split a stream into blocks of whole lines.
 
-    Raises :class:`IngestError` (from the stream) for corrupt or oversized gzip input and
-    ``OSError`` for read errors.
+    Parameters
+    ----------
+    stream : ByteStream
+        The input.
+    block_bytes : int or None
+        Bytes read per block; None: :data:`BLOCK_BYTES`.
+    first_line : int
+        Number of the stream's first line.
+
+    Yields
+    ------
+    Block or LongLine
+        Blocks of whole lines, and lines longer than :data:`MAX_LINE_BYTES` as
+        :class:`LongLine` (only their start is kept).
+
+    Raises
+    ------
+    IngestError
+        From the stream, for corrupt or oversized gzip input.
+    OSError
+        For read errors.
     """
     size = block_bytes or BLOCK_BYTES
     carry = b""
@@ -182,8 +243,23 @@ def iter_blocks(
 
 
 def block_frame(data: bytes, n_fields: int, columns: Sequence[int]) -> pl.DataFrame:
-    """Columns ``columns`` (0-based field positions) of every physical line of ``data``, as
-    strings named ``f<position>`` (empty or missing fields are null). One row per line."""
+    """Read some fields of every physical line of a block.
+
+    Parameters
+    ----------
+    data : bytes
+        Whole lines.
+    n_fields : int
+        Fields per line (``|``-separated).
+    columns : sequence of int
+        0-based positions of the fields read.
+
+    Returns
+    -------
+    polars.DataFrame
+        One row per line, one String column ``f<position>`` per field read (empty or missing
+        fields are null).
+    """
     schema = {f"column_{i + 1}": pl.String for i in range(n_fields)}
     frame = pl.read_csv(
         data, has_header=False, separator="|", quote_char=None, schema=schema,
@@ -195,12 +271,36 @@ def block_frame(data: bytes, n_fields: int, columns: Sequence[int]) -> pl.DataFr
 
 
 def count_pipes(data: bytes) -> int:
-    """Number of ``|`` bytes in ``data``."""
+    """Count the ``|`` bytes in a buffer.
+
+    Parameters
+    ----------
+    data : bytes
+        The buffer.
+
+    Returns
+    -------
+    int
+        The number of ``|``.
+    """
     return int(np.count_nonzero(np.frombuffer(data, np.uint8) == 124))
 
 
 def line_spans(data: bytes, n_lines: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(start offset, end offset (the newline), number of ``|``) of every physical line."""
+    """Locate every physical line of a buffer and count its separators.
+
+    Parameters
+    ----------
+    data : bytes
+        Whole lines.
+    n_lines : int
+        Their number.
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray, numpy.ndarray)
+        Start offset, end offset (the newline) and number of ``|`` of every line.
+    """
     arr = np.frombuffer(data, np.uint8)
     ends = np.flatnonzero(arr == 10)
     if ends.size < n_lines:  # last line without a newline
@@ -214,7 +314,20 @@ def line_spans(data: bytes, n_lines: int) -> tuple[np.ndarray, np.ndarray, np.nd
 
 
 def line_text(data: bytes, start: int, end: int) -> str:
-    """One physical line as text (invalid UTF-8 and NUL replaced by U+FFFD, ``\\r`` dropped)."""
+    r"""Decode one physical line (invalid UTF-8 and NUL replaced by U+FFFD, ``\r`` dropped).
+
+    Parameters
+    ----------
+    data : bytes
+        The buffer.
+    start, end : int
+        The line's offsets (end: its newline).
+
+    Returns
+    -------
+    str
+        The line's text.
+    """
     raw = data[start:end]
     if raw.endswith(b"\r"):
         raw = raw[:-1]

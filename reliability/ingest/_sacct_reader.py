@@ -96,8 +96,18 @@ class SacctReader:
 
     # -- driving --------------------------------------------------------------------------
     def run(self, path: str | Path) -> ReadResult:
-        """Read ``path``: mapped if it is a plain file the mapped front end can take, else
-        as a block stream."""
+        """Read a sacct export: memory-mapped if the front end can take it, else as a block stream.
+
+        Parameters
+        ----------
+        path : str or Path
+            The export (plain or gzip; UTF-16/32 text is streamed).
+
+        Returns
+        -------
+        ReadResult
+            Jobs rows, quarantine and notes.
+        """
         if not is_gzip(path) and not wide_text(path):
             mapped = SacctReader(self.src, cluster=self.cluster, tz=self.tz, names=self.fields)
             if read_mapped(mapped, path):
@@ -105,7 +115,18 @@ class SacctReader:
         return self.run_blocks(path)
 
     def run_blocks(self, path: str | Path) -> ReadResult:
-        """Read ``path`` as a stream of blocks of whole lines."""
+        """Read a sacct export as a stream of blocks of whole lines.
+
+        Parameters
+        ----------
+        path : str or Path
+            The export (plain or gzip).
+
+        Returns
+        -------
+        ReadResult
+            Jobs rows, quarantine and notes.
+        """
         stream = utf8_stream(path, self.notes)
         pending: Block | None = None
         saw_data = False
@@ -183,8 +204,19 @@ class SacctReader:
         return Block(rest, line + 1, max(block.n_lines - (line - block.first_line) - 1, 0))
 
     def fields_layout(self, sample: str) -> Layout:
-        """The layout of ``fields=`` (--noheader output); ``--parsable``'s trailing '|' is
-        recognised from the first lines (``sample``)."""
+        """Build the layout of ``fields=`` for ``--noheader`` output.
+
+        Parameters
+        ----------
+        sample : str
+            The first lines of the export, from which ``--parsable``'s trailing ``|`` is
+            recognised.
+
+        Returns
+        -------
+        Layout
+            The given fields, and whether lines end with a spare ``|``.
+        """
         assert self.fields is not None
         lines = [
             ln.rstrip("\r")
@@ -196,8 +228,17 @@ class SacctReader:
         return Layout(tuple(self.fields), trailing)
 
     def take_window_record(self, line_no: int, rec: Record) -> None:
-        """A record the assembly made (mapped front end): quarantined, or kept for the
-        typed parse of :meth:`parse_window_records`."""
+        """Take a record the assembly made (mapped front end).
+
+        It is quarantined, or kept for the typed parse of :meth:`parse_window_records`.
+
+        Parameters
+        ----------
+        line_no : int
+            The record's first line number.
+        rec : Record
+            The assembled record (``values`` None when malformed, with the reason).
+        """
         self.n_records += 1
         if rec.values is None:
             self.quarantine.append((line_no, rec.raw, rec.reason))
@@ -227,6 +268,21 @@ class SacctReader:
         self._unsorted = True
 
     def no_header(self, text: str, line: int) -> None:
+        """Refuse an export whose first data line is not a sacct header, saying what it is.
+
+        Parameters
+        ----------
+        text : str
+            The first non-comment line.
+        line : int
+            Its line number.
+
+        Raises
+        ------
+        IngestError
+            Always: a wrong delimiter (``,``, tab, ``;``), sacct's fixed-width table, or no header
+            (with how to pass ``fields=`` for ``--noheader`` output).
+        """
         for sep in (",", "\t", ";"):
             if re.match(rf"(?i)^\s*jobid(raw)?\s*{re.escape(sep)}", text):
                 raise IngestError(
@@ -249,6 +305,20 @@ class SacctReader:
         )
 
     def set_layout(self, layout: Layout, line: int) -> None:
+        """Start a section of the export with a header's layout.
+
+        Parameters
+        ----------
+        layout : Layout
+            The header's fields.
+        line : int
+            The header's line number.
+
+        Raises
+        ------
+        IngestError
+            If a required field is missing, or there is no ``Cluster`` field and no ``cluster=``.
+        """
         missing = [f for f in REQUIRED_FIELDS if f not in layout.names]
         if missing:
             raise IngestError(
@@ -384,8 +454,11 @@ class SacctReader:
         return None
 
     def _parse(self, recs: pl.DataFrame, raw_of: Callable[[int], str], first_line: int) -> None:
-        """Typed parse of a frame of string records; ``raw_of(line_no)`` gives a bulk
-        record's text for the quarantine (window records keep theirs in ``window_raw``)."""
+        """Parse a frame of string records into typed rows.
+
+        ``raw_of(line_no)`` gives a bulk record's text for the quarantine (window records keep theirs
+        in ``window_raw``).
+        """
         if recs.height == 0:
             return
         typed = typed_plan(recs.lazy(), set(recs.columns), tz=self.tz, cluster=self.cluster)
@@ -403,7 +476,20 @@ class SacctReader:
         raw_of: Callable[[int], str],
         first_line: int,
     ) -> None:
-        """Finish the parse of a batch of :func:`typed_plan` columns and keep its rows."""
+        """Finish the parse of a batch of :func:`typed_plan` columns and keep its rows.
+
+        Parameters
+        ----------
+        typed : polars.DataFrame
+            The batch's columns parsed by :func:`typed_plan`.
+        raw_fields : callable
+            ``raw_fields(line_nos)`` gives those records' raw fields (for the fields the plan could
+            not type).
+        raw_of : callable
+            ``raw_of(line_no)`` gives a record's raw text, for the quarantine.
+        first_line : int
+            Line number of the batch's first record.
+        """
         layout = self.layout
         assert layout is not None
         if typed.height == 0:

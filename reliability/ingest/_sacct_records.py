@@ -85,26 +85,69 @@ class Layout:
         return tuple(i for i, n in enumerate(self.names) if n in TEXT_FIELDS)
 
     def pattern(self, i: int) -> re.Pattern[str] | None:
-        """Full-match pattern of field ``i`` (None for fields of any shape)."""
+        """Return the full-match pattern of a field.
+
+        Parameters
+        ----------
+        i : int
+            The field's position.
+
+        Returns
+        -------
+        re.Pattern or None
+            Its pattern; None for fields of any shape.
+        """
         return FIELD_PATTERNS.get(self.names[i])
 
     def starts_record(self, first: str) -> bool:
-        """True if ``first`` can be the first field of a record."""
+        """Tell whether a value can be the first field of a record.
+
+        Parameters
+        ----------
+        first : str
+            The text before a line's first ``|``.
+
+        Returns
+        -------
+        bool
+            True if it matches the first field's pattern (or that field has none).
+        """
         pat = self.pattern(0)
         return (pat.fullmatch(first) is not None) if pat is not None else True
 
     def same_as(self, other: Layout) -> bool:
-        """Same fields (case-insensitively) in the same order."""
+        """Tell whether another layout has the same fields (case-insensitively) in the same order.
+
+        Parameters
+        ----------
+        other : Layout
+            The other layout.
+
+        Returns
+        -------
+        bool
+            True when the fields and the trailing ``|`` agree.
+        """
         return self.trailing == other.trailing and [n.lower() for n in self.names] == [
             n.lower() for n in other.names
         ]
 
 
 def parse_header(line: str) -> Layout | None:
-    """The layout of a sacct header line, or None if ``line`` is not one.
+    """Parse a sacct header line.
 
     A header's first field is ``JobID`` or ``JobIDRaw``; duplicate names are numbered
     (``JobName_2``) as sacct prints a field once per mention in ``--format``.
+
+    Parameters
+    ----------
+    line : str
+        A line of the export.
+
+    Returns
+    -------
+    Layout or None
+        Its layout, or None if ``line`` is not a header.
     """
     if "|" not in line:
         return None
@@ -125,7 +168,18 @@ def parse_header(line: str) -> Layout | None:
 
 
 def known_header(layout: Layout) -> bool:
-    """True if every field is one sacct prints, each once, and the required ones are there."""
+    """Tell whether a header is one sacct prints.
+
+    Parameters
+    ----------
+    layout : Layout
+        A parsed header.
+
+    Returns
+    -------
+    bool
+        True if every field is one sacct prints, each once, and the required ones are there.
+    """
     lower = [n.lower() for n in layout.names]
     return (
         len(set(lower)) == len(lower)
@@ -140,11 +194,22 @@ def _valid(layout: Layout, i: int, value: str) -> bool:
 
 
 def place(parts: Sequence[str], layout: Layout) -> tuple[list[str] | None, str]:
-    """Assign ``parts`` (the record split at every ``|``) to the layout's fields.
+    """Assign the parts of a record split at every ``|`` to the layout's fields.
 
     Surplus parts go to free-text fields; structured fields must match their patterns.
-    Returns (values, "") for the one placement (after Slurm-aware tie-breaks), or
-    (None, reason).
+
+    Parameters
+    ----------
+    parts : sequence of str
+        The record split at every ``|``.
+    layout : Layout
+        The section's fields.
+
+    Returns
+    -------
+    (list of str or None, str)
+        (values, ``""``) for the one placement (after Slurm-aware tie-breaks), or (None,
+        reason).
     """
     names, n, total = layout.names, len(layout.names), len(parts)
     if total < n:
@@ -434,7 +499,7 @@ class _Assembler:
         return j + 1
 
     def span_from(self, i: int, j: int) -> int | None:
-        """A record from line i that spans full-count lines up to a closing line.
+        """Find a record from line i that spans full-count lines up to a closing line.
 
         First choice: the nearest closing line that cannot be a clean record itself. Else
         (a name can end in a line that looks like a clean record, e.g. one relabelling the
@@ -542,21 +607,29 @@ def assemble(
     final: bool,
     line_no: Callable[[int], int],
 ) -> Assembly:
-    """Assemble the records around ``anomalies`` (sorted indexes of the block's lines that
-    do not have ``layout.expected`` separators or look like headers).
+    """Assemble the records around the anomalous lines of a block.
 
     Parameters
     ----------
-    text : ``text(i)`` -> the decoded physical line ``i`` of the block
-    counts : separators per line of the block
-    layout : the current section's fields
-    final : the block ends the input (else a decision that needs lines past the block end
-        is left for the next block: ``carry_from``)
-    line_no : ``line_no(i)`` -> the line's 1-based number in the input, for messages
+    text : callable
+        ``text(i)`` returns the decoded physical line ``i`` of the block.
+    counts : sequence of int
+        Separators per line of the block.
+    anomalies : sequence of int
+        Sorted indexes of the block's lines that do not have ``layout.expected`` separators or
+        look like headers.
+    layout : Layout
+        The current section's fields.
+    final : bool
+        The block ends the input (else a decision that needs lines past the block end is left
+        for the next block: ``carry_from``).
+    line_no : callable
+        ``line_no(i)`` returns the line's 1-based number in the input, for messages.
 
     Returns
     -------
-    The records made from the lines around the anomalies; the other lines are untouched.
+    Assembly
+        The records made from the lines around the anomalies; the other lines are untouched.
     """
     asm = _Assembler(text, counts, layout, final, line_no)
     n, cursor = len(counts), 0

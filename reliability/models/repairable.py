@@ -1,5 +1,6 @@
-"""Repairable systems: the time between failures per node and per system, and the trend of a
-system's failure intensity (Crow-AMSAA, the power-law NHPP).
+"""Repairable systems: time between failures per node and per system, and intensity trends.
+
+The trend of a system's failure intensity is Crow-AMSAA's (the power-law NHPP).
 
 A node that is repaired and put back fails again: its failures form a point process, not one
 lifetime. Two views (Schroeder & Gibson, DSN'06, who find Weibull shapes of about 0.7-0.8 for
@@ -138,8 +139,10 @@ class CrowAMSAA(Result):
 
     @property
     def trend(self) -> str:
-        """``"improving"`` (β < 1), ``"constant"`` or ``"deteriorating"`` (β > 1), from the
-        interval; ``"not estimable"``."""
+        """The trend read from β's interval.
+
+        ``"improving"`` (β < 1), ``"constant"`` or ``"deteriorating"`` (β > 1); ``"not estimable"``.
+        """
         if self.beta is None or self.beta_low is None or self.beta_high is None:
             return "not estimable"
         if self.beta_high < 1:
@@ -150,10 +153,12 @@ class CrowAMSAA(Result):
 
     @property
     def sample_sizes(self) -> dict[str, int | float]:
+        """Counts behind the fit: failures and hours observed."""
         return {"failures": self.failures, "hours": self.exposure_h}
 
     @property
     def summary(self) -> pl.DataFrame:
+        """One row: system, failures, exposure [h], β with its interval and unbiased value, λ, p-value of β = 1, trend."""
         return self._mapping_frame({
             "system": self.system, "failures": self.failures, "exposure_h": self.exposure_h,
             "beta": self.beta, "beta_low": self.beta_low, "beta_high": self.beta_high,
@@ -240,14 +245,23 @@ class InterFailureResult(Result):
 
     @property
     def sample_sizes(self) -> dict[str, int | float]:
+        """Counts behind the result: systems and failures."""
         s = self.systems
         return {"systems": s.height, "failures": int(s["failures"].sum()) if s.height else 0}
 
     @property
     def summary(self) -> pl.DataFrame:
+        """The per-system table."""
         return self.systems
 
     def tables(self) -> dict[str, pl.DataFrame]:
+        """Return the result's tables by name.
+
+        Returns
+        -------
+        dict of str to polars.DataFrame
+            ``"systems"`` and ``"nodes (first 50)"``.
+        """
         return {"systems": self.systems, "nodes (first 50)": self.nodes.head(50)}
 
     def _lines(self) -> list[str]:
@@ -304,8 +318,10 @@ def fit_interfailure(
     measure: str = "start_to_start",
     alpha: float = 0.05,
 ) -> InterFailureResult:
-    """Weibull shape of the time between failures per node and per system, and each system's
-    Crow-AMSAA trend (see the module doc).
+    """Fit the time between failures per node and per system, and each system's trend.
+
+    Weibull shape per node and per system, and Crow-AMSAA per system (see the module doc;
+    Schroeder & Gibson, DSN '06; Crow 1974).
 
     Parameters
     ----------

@@ -1,5 +1,7 @@
-"""Shared look of the figures: the Okabe-Ito colour-blind-safe palette and small helpers
-(legends outside the data, an honest "no data" panel, time axes that fit the data's span)."""
+"""Shared look of the figures: the Okabe-Ito colour-blind-safe palette and small helpers.
+
+Legends outside the data, an honest "no data" panel, time axes that fit the data's span.
+"""
 
 from __future__ import annotations
 
@@ -25,7 +27,20 @@ PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F
 
 
 def new_axes(ax: Axes | None, figsize: tuple[float, float] = (6.4, 3.6)) -> Axes:
-    """``ax`` itself, or the axes of a new figure (pyplot, for notebooks) styled like the report."""
+    """Return the given axes, or the axes of a new figure, styled like the report.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes or None
+        Axes to draw on; None: a new pyplot figure (for notebooks).
+    figsize : (float, float)
+        Size of a new figure [inches].
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The styled axes.
+    """
     if ax is not None:
         _style(ax)
         return ax
@@ -43,7 +58,17 @@ def _style(ax: Axes) -> None:
 
 
 def percent_axis(ax: Axes, axis: str = "y", decimals: int | None = 0) -> None:
-    """Format an axis holding fractions as percentages."""
+    """Format an axis holding fractions as percentages.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        The axes.
+    axis : {"x", "y"}
+        Which axis.
+    decimals : int or None
+        Decimals shown; None: matplotlib chooses.
+    """
     from matplotlib.ticker import PercentFormatter
 
     (ax.yaxis if axis == "y" else ax.xaxis).set_major_formatter(
@@ -52,13 +77,33 @@ def percent_axis(ax: Axes, axis: str = "y", decimals: int | None = 0) -> None:
 
 
 def colour(i: int) -> str:
-    """The ``i``-th palette colour (cycling)."""
+    """Return a palette colour (cycling).
+
+    Parameters
+    ----------
+    i : int
+        Index into :data:`PALETTE`.
+
+    Returns
+    -------
+    str
+        The colour's hex code.
+    """
     return PALETTE[i % len(PALETTE)]
 
 
 def legend_outside(ax: Axes, **kw: Any) -> None:
-    """A legend to the right of the axes, outside the data (nothing is drawn under it); no
-    legend when nothing is labelled."""
+    """Draw a legend to the right of the axes, outside the data (nothing is drawn under it).
+
+    No legend is drawn when nothing is labelled.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        The axes.
+    **kw
+        Passed to ``Axes.legend``.
+    """
     handles, _labels = ax.get_legend_handles_labels()
     if not handles:
         return
@@ -73,8 +118,24 @@ def legend_outside(ax: Axes, **kw: Any) -> None:
 
 
 def no_data(ax: Axes, message: str, title: str | None = None) -> Axes:
-    """Axes that say why there is nothing to draw (instead of an empty or misleading chart);
-    ``ax.reliability_no_data`` holds the message (a report shows it as a note instead)."""
+    """Make axes say why there is nothing to draw (instead of an empty or misleading chart).
+
+    ``ax.reliability_no_data`` holds the message (a report shows it as a note instead).
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        The axes.
+    message : str
+        Why there is nothing to draw.
+    title : str or None
+        The plot's title.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        ``ax``, with the message and no ticks.
+    """
     ax.reliability_no_data = message  # type: ignore[attr-defined]
     ax.text(
         0.5,
@@ -96,8 +157,19 @@ def no_data(ax: Axes, message: str, title: str | None = None) -> Axes:
 
 
 def time_axis(ax: Axes, start: datetime, end: datetime, axis: str = "x") -> None:
-    """A UTC time axis from ``start`` to ``end`` (a short span gets minutes, a long one dates;
-    an instant gets a one-hour window around it)."""
+    """Make a UTC time axis from ``start`` to ``end``.
+
+    A short span gets minutes, a long one dates; an instant gets a one-hour window around it.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        The axes.
+    start, end : datetime
+        The span shown [UTC].
+    axis : {"x", "y"}
+        Which axis.
+    """
     import matplotlib.dates as mdates
 
     if end <= start:
@@ -110,7 +182,25 @@ def time_axis(ax: Axes, start: datetime, end: datetime, axis: str = "x") -> None
 
 
 def frame_of(obj: Any, attr: str) -> pl.DataFrame:
-    """The polars frame behind a result object (``obj.attr``), or ``obj`` if it is a frame."""
+    """Return the polars frame behind a result object, or the object if it is a frame.
+
+    Parameters
+    ----------
+    obj : object
+        A result or a polars frame.
+    attr : str
+        The result's attribute holding the frame.
+
+    Returns
+    -------
+    polars.DataFrame
+        ``obj`` or ``obj.<attr>``.
+
+    Raises
+    ------
+    TypeError
+        If neither is a frame.
+    """
     if isinstance(obj, pl.DataFrame):
         return obj
     value = getattr(obj, attr, None)

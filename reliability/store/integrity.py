@@ -1,5 +1,6 @@
-"""``reliability verify`` and ``reliability repair``: the Dataset checked against its manifest,
-and a manifest rebuilt from the parts.
+"""``reliability verify`` and ``reliability repair``: check a Dataset, rebuild its manifest.
+
+The Dataset is checked against its manifest, and a manifest is rebuilt from the parts.
 
 - :func:`verify` reads every part in full: it exists, its size and sha256 are the ones the
   manifest records, its footer's row count is the recorded one, and its footer names the
@@ -78,7 +79,7 @@ class VerifyReport:
 def _part_problem(
     root: Path, entry: dict[str, Any], table: str, part: dict[str, Any]
 ) -> str | None:
-    """What is wrong with one committed part (None if nothing)."""
+    """Say what is wrong with one committed part (None if nothing)."""
     path = root / part["file"]
     if not path.is_file():
         return f"{part['file']}: missing"
@@ -107,7 +108,18 @@ def _part_problem(
 
 
 def verify(ds: Dataset) -> VerifyReport:
-    """Check every part of ``ds`` against its manifest (reads every part in full)."""
+    """Check every part of a Dataset against its manifest (reads every part in full).
+
+    Parameters
+    ----------
+    ds : Dataset
+        The Dataset.
+
+    Returns
+    -------
+    VerifyReport
+        Inputs and parts checked, the problems found, and part files no entry names.
+    """
     report = VerifyReport(ds.path)
     try:
         m = load_manifest(ds.path)
@@ -174,7 +186,7 @@ class RepairReport:
 
 
 def _again(entry: dict[str, Any], root: Path) -> str:
-    """The CLI command that ingests ``entry`` again."""
+    """Return the CLI command that ingests ``entry`` again."""
     opts = entry.get("options") or {}
     args = ["reliability", "ingest", entry.get("kind", "?"), entry.get("path") or entry.get("name", "?"),
             "--into", str(root)]  # fmt: skip
@@ -186,8 +198,10 @@ def _again(entry: dict[str, Any], root: Path) -> str:
 
 
 def _complete_inputs(root: Path) -> tuple[dict[str, dict[str, Any]], list[str]]:
-    """Inputs whose every part is present and whole, rebuilt from the part footers:
-    {input id: manifest entry}; and descriptions of the incomplete ones."""
+    """Rebuild from the part footers the inputs whose every part is present and whole.
+
+    Returns {input id: manifest entry}, and descriptions of the incomplete ones.
+    """
     by_id: dict[str, dict[str, dict[str, Any]]] = {}
     meta_of: dict[str, dict[str, Any]] = {}
     for f in part_files(root):
@@ -233,8 +247,26 @@ def _order(entry: dict[str, Any]) -> tuple[str, int, str]:
 
 
 def repair(ds: Dataset) -> RepairReport:
-    """Rebuild the manifest of ``ds`` from its parts if it is missing or unreadable; else drop
-    the entries whose parts are damaged. Holds the writer lock."""
+    """Repair a Dataset's manifest, holding the writer lock.
+
+    The manifest is rebuilt from the parts if it is missing or unreadable (the unreadable one is
+    moved aside); else the entries whose parts are damaged or missing are dropped.
+
+    Parameters
+    ----------
+    ds : Dataset
+        The Dataset.
+
+    Returns
+    -------
+    RepairReport
+        Whether the manifest was rebuilt, the inputs kept, dropped and left out as incomplete.
+
+    Raises
+    ------
+    DatasetError
+        If the folder does not exist.
+    """
     report = RepairReport(ds.path)
     if not ds.path.is_dir():
         raise DatasetError(f"{ds.path}: no such Dataset folder")

@@ -1,5 +1,8 @@
-"""What the stages and section builders share: the context a section sees, figure and table
-helpers, and library notes respelled in a pipeline's terms."""
+"""What the stages and section builders share.
+
+The context a section sees, figure and table helpers, and library notes respelled in a
+pipeline's terms.
+"""
 
 from __future__ import annotations
 
@@ -29,15 +32,38 @@ class Context:
 
     @property
     def analysis(self) -> AnalysisConfig:
+        """The pipeline's ``[analysis]`` settings."""
         return self.config.analysis
 
     def get(self, name: str) -> Any:
-        """The result of stage ``name`` (None when the stage did not run)."""
+        """Return the result of a stage.
+
+        Parameters
+        ----------
+        name : str
+            The stage name.
+
+        Returns
+        -------
+        object or None
+            Its result; None when the stage did not run.
+        """
         return self.results.get(name)
 
 
 def analysis_terms(message: str) -> str:
-    """A library note in a pipeline's terms: ``min_gpus=4`` -> ``[analysis].min_gpus = 4``."""
+    """Translate a library note into a pipeline's terms: ``min_gpus=4`` -> ``[analysis].min_gpus = 4``.
+
+    Parameters
+    ----------
+    message : str
+        The library's note.
+
+    Returns
+    -------
+    str
+        The note with options respelled as ``[analysis]`` keys.
+    """
     names = [f.name for f in dataclasses.fields(AnalysisConfig)]
     alts = "|".join(names)
     message = re.sub(rf"\bpass (?=({alts})=)", "set ", message)
@@ -49,7 +75,18 @@ def analysis_terms(message: str) -> str:
 
 
 def figure(size: tuple[float, float] = (6.4, 3.6)) -> tuple[MplFigure, Any]:
-    """A figure (not pyplot's: nothing global) with constrained layout, and its axes."""
+    """Make a figure (not pyplot's: nothing global) with constrained layout, and its axes.
+
+    Parameters
+    ----------
+    size : (float, float)
+        Figure size [inches].
+
+    Returns
+    -------
+    (matplotlib.figure.Figure, matplotlib.axes.Axes)
+        The figure and its one axes.
+    """
     fig = MplFigure(figsize=size, layout="constrained")
     return fig, fig.subplots()
 
@@ -61,8 +98,29 @@ def plot_block(
     caption: str,
     data: pl.DataFrame | None = None,
 ) -> Figure | Text:
-    """A report figure drawn by ``draw(ax)``; when the plot has nothing to draw (see
-    :func:`reliability.plots.style.no_data`), a note saying why instead of an empty chart."""
+    """Draw a report figure, or say why there is nothing to draw.
+
+    When the plot has nothing to draw (see :func:`reliability.plots.style.no_data`), a note
+    saying why replaces an empty chart.
+
+    Parameters
+    ----------
+    name : str
+        The figure's name (its data file is ``data/<name>.csv``).
+    draw : callable
+        ``draw(ax)`` draws on the figure's axes.
+    size : (float, float)
+        Figure size [inches].
+    caption : str
+        The figure's caption.
+    data : polars.DataFrame or None
+        The numbers behind the figure, written beside the report.
+
+    Returns
+    -------
+    Figure or Text
+        The figure block, or a note.
+    """
     fig, ax = figure(size)
     draw(ax)
     message = getattr(ax, "reliability_no_data", None)
@@ -72,12 +130,40 @@ def plot_block(
 
 
 def table(name: str, frame: pl.DataFrame, caption: str, **kw: Any) -> Table:
-    """A report table."""
+    """Make a report table block.
+
+    Parameters
+    ----------
+    name : str
+        The table's name (its data file is ``data/<name>.csv``).
+    frame : polars.DataFrame
+        The table.
+    caption : str
+        Its caption.
+    **kw
+        Passed to :class:`~reliability.report.Table` (``max_rows``, ``wrap``).
+
+    Returns
+    -------
+    Table
+        The block.
+    """
     return Table(name, frame, caption, **kw)
 
 
 def notes_blocks(result: Any) -> list[Text]:
-    """A result's notes (what it could not estimate and why) as note paragraphs."""
+    """Turn a result's notes (what it could not estimate and why) into note paragraphs.
+
+    Parameters
+    ----------
+    result : object
+        A result with ``notes`` (a list of str), or without.
+
+    Returns
+    -------
+    list of Text
+        One note per entry, in a pipeline's terms, each a capitalised sentence.
+    """
     return [
         Text(analysis_terms(n[:1].upper() + n[1:]) + ("" if n.endswith(".") else "."), kind="note")
         for n in (getattr(result, "notes", None) or [])

@@ -1,6 +1,8 @@
-"""Stages ``pod`` (component rates, measured and analytic job availability, recovery paths, pod
-jobs) and ``routing`` (all-to-all throughput with an OCS down), and their sections
-(Zu et al. NSDI'24)."""
+"""Stages ``pod`` and ``routing`` and their sections (Zu et al., NSDI '24).
+
+``pod``: component rates, measured and analytic job availability, recovery paths, pod jobs;
+``routing``: all-to-all throughput with an OCS down.
+"""
 
 from __future__ import annotations
 
@@ -68,6 +70,7 @@ class PodAnalysis(Result):
 
     @property
     def measured_curves(self) -> pl.DataFrame:
+        """The measured job availability of every pod, stacked, with a ``pod`` column."""
         parts = [
             m.curve.with_columns(pod=pl.lit(p))
             for p, m in zip(self.pods["pod"], self.measured, strict=True)
@@ -76,10 +79,12 @@ class PodAnalysis(Result):
 
     @property
     def summary(self) -> pl.DataFrame:
+        """The component rates table."""
         return self.components
 
     @property
     def sample_sizes(self) -> dict[str, int | float]:
+        """Counts behind the result: pods and availability samples."""
         return {"pods": self.pods.height, "samples": sum(m.samples for m in self.measured)}
 
     def _lines(self) -> list[str]:
@@ -93,7 +98,26 @@ class PodAnalysis(Result):
 
 
 def pod(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> PodAnalysis:
-    """Stage ``pod``."""
+    """Run stage ``pod``: rates, availability and recovery paths of every pod in the pod data.
+
+    Weekly component failure rates (Zu et al., NSDI '24, Fig. 12), measured and analytic job
+    availability (§5, Fig. 1) at the host availability of ``[analysis].host_availability``
+    (``"measured"``: each pod's own), recovery paths (§6) and pod job statistics.
+
+    Parameters
+    ----------
+    cfg : PipelineConfig
+        The pipeline configuration (``[analysis]`` settings).
+    deps : dict of str to object
+        Upstream results: ``pod_data`` (DataResult).
+    work : Path
+        The stage's work folder (unused).
+
+    Returns
+    -------
+    PodAnalysis
+        The pods, their rates, measured and analytic availability, recovery comparison and jobs.
+    """
     from reliability.models import (
         availability_curve,
         component_failure_rates,
@@ -165,7 +189,20 @@ def pod(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> PodAnalysis:
 
 
 def pod_section(p: PodAnalysis, ctx: Context) -> list[Section]:
-    """ "TPU pod: failures and availability"."""
+    """Build the "TPU pod: failures and availability" report section.
+
+    Parameters
+    ----------
+    p : PodAnalysis
+        The ``pod`` stage's result.
+    ctx : Context
+        The report context.
+
+    Returns
+    -------
+    list of Section
+        The one section: rates, availability and recovery figures and tables.
+    """
     sec = Section("TPU pod: failures and availability")
     sec.blocks += [Text(ln) for ln in p._lines()]
     sec.blocks.append(
@@ -234,6 +271,7 @@ class RoutingTable(Result):
 
     @property
     def summary(self) -> pl.DataFrame:
+        """The slices' throughput summaries, stacked (empty without slices)."""
         return pl.concat([r.summary for r in self.results]) if self.results else pl.DataFrame()
 
     def _lines(self) -> list[str]:
@@ -241,7 +279,24 @@ class RoutingTable(Result):
 
 
 def routing(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> RoutingTable:
-    """Stage ``routing``: the slices of ``[analysis].routing_shapes`` with OCS z5 down."""
+    """Run stage ``routing``: the slices of ``[analysis].routing_shapes`` with OCS z5 down.
+
+    Zu et al., NSDI '24, Table 2.
+
+    Parameters
+    ----------
+    cfg : PipelineConfig
+        The pipeline configuration (``[analysis].routing_shapes``).
+    deps : dict of str to object
+        Upstream results (none are needed).
+    work : Path
+        The stage's work folder (unused).
+
+    Returns
+    -------
+    RoutingTable
+        One throughput result per slice.
+    """
     from reliability.models import all_to_all_throughput
 
     out = []
@@ -252,7 +307,20 @@ def routing(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> RoutingTab
 
 
 def routing_section(r: RoutingTable, ctx: Context) -> list[Section]:
-    """ "Routing around a failed OCS"."""
+    """Build the "Routing around a failed OCS" report section.
+
+    Parameters
+    ----------
+    r : RoutingTable
+        The ``routing`` stage's result.
+    ctx : Context
+        The report context.
+
+    Returns
+    -------
+    list of Section
+        The section, or none without slices.
+    """
     if not r.results:
         return []
     sec = Section("Routing around a failed OCS")

@@ -56,9 +56,11 @@ _TIMES = (("Submit", "submit"), ("Start", "start"), ("End", "end"))
 
 
 class Parsed:
-    """One batch of records, typed: ``allocs`` / ``steps`` (with ``line_no``), ``bad``
-    (``line_no``, ``reason``), ``naive`` (some time was local ISO text), ``node_names``
-    (names in the expanded node lists)."""
+    """One batch of records, typed.
+
+    ``allocs`` / ``steps`` (with ``line_no``), ``bad`` (``line_no``, ``reason``), ``naive`` (some
+    time was local ISO text), ``node_names`` (names in the expanded node lists).
+    """
 
     __slots__ = ("allocs", "bad", "naive", "node_names", "steps")
 
@@ -82,10 +84,12 @@ def _per_value(
     where: pl.Series | None = None,
     cache: dict[str, tuple[pl.Series, pl.Series]] | None = None,
 ) -> pl.Series:
-    """``fn`` applied once per distinct value of ``col`` and mapped back to the rows (fast
-    for fields such as Timelimit or AllocTRES that take few distinct values); with
-    ``where``, only for the rows where it is True (null elsewhere). ``cache`` keeps the
-    values already parsed (by column) from one batch to the next."""
+    """Apply ``fn`` once per distinct value of ``col`` and map the results back to the rows.
+
+    Fast for fields such as Timelimit or AllocTRES that take few distinct values; with ``where``,
+    only for the rows where it is True (null elsewhere). ``cache`` keeps the values already
+    parsed (by column) from one batch to the next.
+    """
     s = frame.get_column(col)
     if where is not None:
         if not where.any():
@@ -110,8 +114,11 @@ def _per_value(
 
 
 def _duration_s(expr: pl.Expr) -> pl.Expr:
-    """Seconds from ``[D-][HH:]MM:SS[.mmm]``; null for sentinels, UNLIMITED, or a value
-    beyond :data:`MAX_DURATION_S`; -1 for a well-formed but absurd duration."""
+    """Convert ``[D-][HH:]MM:SS[.mmm]`` to seconds.
+
+    Null for sentinels, UNLIMITED, or a value beyond :data:`MAX_DURATION_S`; -1 for a
+    well-formed but absurd duration.
+    """
     g = expr.str.extract_groups(DURATION)
     parts = [g.struct.field(str(i)).cast(pl.Int64, strict=False) for i in (1, 2, 3, 4)]
     too_big = parts[0].fill_null(0) > MAX_DURATION_S // 86400
@@ -126,8 +133,10 @@ def _duration_s(expr: pl.Expr) -> pl.Expr:
 
 
 def _gpu_count(tres: pl.Expr) -> pl.Expr:
-    """GPU count of a TRES string (``gres/gpu=8``, or typed ``gres/gpu:a100=8`` summed);
-    null when it names no GPUs, -1 when a count does not fit 64 bits."""
+    """Count the GPUs of a TRES string (``gres/gpu=8``, or typed ``gres/gpu:a100=8`` summed).
+
+    Null when it names no GPUs, -1 when a count does not fit 64 bits.
+    """
     plain_s = tres.str.extract(r"(?:^|,)gres/gpu=(\d+)", 1)
     plain = plain_s.cast(pl.Int64, strict=False)
     typed_s = tres.str.extract_all(r"gres/gpu:[^=,]+=\d+").list.eval(
@@ -171,11 +180,29 @@ def typed_plan(
     cluster: str | None,
     keep: Sequence[str] = (),
 ) -> pl.LazyFrame:
-    """Row-wise stages from the string columns ``cols`` of ``lf`` (plus ``line_no``) to
-    typed columns and check flags (``_c_*``: True = bad; ``_bad``: any of them). They run
-    inside polars' scan of the file (or of a block), fused with the CSV parse, in stages so
-    that no value is computed twice; :func:`finish` does the rest on each batch. Columns
-    ``keep`` pass through."""
+    """Plan the row-wise parse of string sacct fields into typed columns and check flags.
+
+    The stages run inside polars' scan of the file (or of a block), fused with the CSV parse, in
+    stages so that no value is computed twice; :func:`finish` does the rest on each batch.
+
+    Parameters
+    ----------
+    lf : polars.LazyFrame
+        String columns named by sacct field, plus ``line_no``.
+    cols : set of str
+        The fields present (absent ones are read as null).
+    tz : str or None
+        IANA time zone of local ISO times in the export.
+    cluster : str or None
+        Cluster name for an export without a ``Cluster`` field.
+    keep : sequence of str
+        Columns passed through unchanged.
+
+    Returns
+    -------
+    polars.LazyFrame
+        Typed columns and check flags (``_c_*``: True = bad; ``_bad``: any of them).
+    """
 
     def c(name: str) -> pl.Expr:
         return pl.col(name) if name in cols else pl.lit(None, pl.String)
@@ -282,8 +309,11 @@ def typed_plan(
 
 
 def _times(out: pl.DataFrame) -> pl.DataFrame:
-    """Epoch-second times (``SLURM_TIME_FORMAT=%s``) and poison times, for the rows whose
-    text was not an ISO time; every time outside the sane bounds is nulled and flagged."""
+    """Parse epoch-second times (``SLURM_TIME_FORMAT=%s``) and flag poison times.
+
+    For the rows whose text was not an ISO time; every time outside the sane bounds is nulled and
+    flagged.
+    """
     fix: dict[str, pl.Series | pl.Expr] = {}
     for _, key in _TIMES:
         other = out.get_column(f"_other_{key}")
@@ -396,7 +426,18 @@ _STEP_KEEP = [c for c in STEP_COLS if c not in ("n_nodes", "nodes")] + ["_nnodes
 
 
 def partial_schema(kind: str) -> dict[str, pl.DataType]:
-    """Schema of an empty ``allocs`` or ``steps`` frame as :func:`finish` returns it."""
+    """Return the schema of an empty ``allocs`` or ``steps`` frame as :func:`finish` returns it.
+
+    Parameters
+    ----------
+    kind : {"allocs", "steps"}
+        Which frame.
+
+    Returns
+    -------
+    dict of str to polars.DataType
+        Column -> dtype.
+    """
     cols = {
         "line_no": pl.Int64(), **schema.TABLES["jobs"].schema, **schema.TABLES["job_steps"].schema,
         "_nnodes": pl.Int64(), "nodelist": pl.String(),
@@ -412,8 +453,9 @@ def finish(
     gpu: bool,
     cache: dict[str, tuple[pl.Series, pl.Series]] | None = None,
 ) -> Parsed:
-    """The per-batch part of the parse: epoch and poison times, allocation fields (time
-    limit, GPU count: parsed once per distinct value), and the row checks.
+    """Finish the parse of one batch: epoch and poison times, allocation fields, row checks.
+
+    Time limit and GPU count are parsed once per distinct value.
 
     Parameters
     ----------
@@ -477,13 +519,27 @@ _NO_REASONS = pl.DataFrame(schema={"line_no": pl.Int64, "reason": pl.String})
 def complete(
     allocs: pl.DataFrame, steps: pl.DataFrame, *, node_budget: int | None
 ) -> tuple[pl.DataFrame, pl.DataFrame, list[tuple[int, str]], int]:
-    """The whole-input part of the parse, once over every record :func:`finish` kept: the
-    node lists (each distinct hostlist expanded once, sizes checked first).
+    """Finish the parse of the whole input: expand the node lists of every record kept.
 
-    Returns (allocations, steps in the canonical columns with ``line_no``, [(line_no,
-    reason)] of the records to quarantine, number of host names expanded). Raises
-    :class:`~reliability.ingest.hostlist.NodeBudgetError` before expanding if the node lists
-    would hold more than ``node_budget`` names.
+    Each distinct hostlist is expanded once, sizes checked first.
+
+    Parameters
+    ----------
+    allocs, steps : polars.DataFrame
+        The allocation and step rows :func:`finish` kept, node lists still text.
+    node_budget : int or None
+        Most host names the node lists may hold in total; None: no limit.
+
+    Returns
+    -------
+    (polars.DataFrame, polars.DataFrame, list of (int, str), int)
+        Allocations and steps in the canonical columns with ``line_no``, (line_no, reason) of the
+        records to quarantine, and the number of host names expanded.
+
+    Raises
+    ------
+    NodeBudgetError
+        Before expanding, if the node lists would hold more than ``node_budget`` names.
     """
     both = pl.concat([allocs.get_column("nodelist"), steps.get_column("nodelist")])
     nodes, hl_errors, node_names = hostlist.node_lists(both, budget=node_budget)
@@ -516,13 +572,28 @@ def parse_records(
     has_gpu_field: bool,
     node_budget: int | None = None,
 ) -> Parsed:
-    """Parse a frame of records (``line_no`` + string columns named by sacct field) at once:
-    :func:`typed_plan`, :func:`finish` and :func:`complete` (for tests and small inputs).
+    """Parse a frame of records at once, for tests and small inputs.
+
+    Runs :func:`typed_plan`, :func:`finish` and :func:`complete`.
+
+    Parameters
+    ----------
+    recs : polars.DataFrame
+        ``line_no`` and string columns named by sacct field.
+    tz : str or None
+        IANA time zone of local ISO times.
+    cluster : str or None
+        Cluster name for records without a ``Cluster`` field.
+    has_gpu_field : bool
+        The records have a TRES or GRES field (else the GPU count is 0).
+    node_budget : int or None
+        Most host names the node lists may hold in total; None: no limit.
 
     Returns
     -------
-    :class:`Parsed`: allocation and step rows (with ``line_no``), and the ``line_no`` and
-    reason of every record that failed a check.
+    Parsed
+        Allocation and step rows (with ``line_no``), and the ``line_no`` and reason of every
+        record that failed a check.
     """
     typed = typed_plan(recs.lazy(), set(recs.columns), tz=tz, cluster=cluster).collect()
 
@@ -538,8 +609,10 @@ def parse_records(
 def _reasons(
     bad: pl.DataFrame, raw: pl.DataFrame, hl_errors: dict[str, str], tz: str | None
 ) -> pl.DataFrame:
-    """``line_no``, ``reason`` of the rows that failed a check (the first failed check);
-    ``raw`` holds their string fields, for the messages."""
+    """Return ``line_no`` and ``reason`` of the rows that failed a check (the first one failed).
+
+    ``raw`` holds their string fields, for the messages.
+    """
     if bad.height == 0:
         return pl.DataFrame(schema={"line_no": pl.Int64, "reason": pl.String})
     cols = set(raw.columns)

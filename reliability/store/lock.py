@@ -42,7 +42,18 @@ LOCK_NAME = ".lock"
 
 
 def pid_alive(pid: int) -> bool:
-    """True if a process with this pid exists on this host."""
+    """Tell whether a process with this pid exists on this host.
+
+    Parameters
+    ----------
+    pid : int
+        A process id.
+
+    Returns
+    -------
+    bool
+        True if it exists (also when owned by another user).
+    """
     if pid <= 0:
         return False
     try:
@@ -65,6 +76,19 @@ class LockInfo:
 
     @classmethod
     def parse(cls, text: str) -> LockInfo:
+        """Parse the content of a lock file.
+
+        Parameters
+        ----------
+        text : str
+            The lock file's text: JSON (pid, host, started, command) or, from versions before 0.3,
+            the pid alone.
+
+        Returns
+        -------
+        LockInfo
+            What it names; every field None when it cannot be parsed.
+        """
         text = text.strip()
         if text.isdigit():  # written by versions before 0.3: the pid only
             return cls(int(text), None, None, None)
@@ -80,9 +104,17 @@ class LockInfo:
 
     @property
     def local(self) -> bool:
+        """True if the lock was taken on this host (or names no host)."""
         return self.host in (None, socket.gethostname())
 
     def describe(self) -> str:
+        """Describe the lock's holder in words, for messages.
+
+        Returns
+        -------
+        str
+            E.g. ``pid 4242 on node1, started 2025-03-01T08:00:00+00:00 (reliability ingest ...)``.
+        """
         who = f"pid {self.pid}" if self.pid is not None else "an unknown process"
         if self.host:
             who += f" on {self.host}"
@@ -140,14 +172,26 @@ class DatasetLock:
         return fd, info
 
     def holder(self) -> LockInfo | None:
-        """Who the lock file names (None if there is no lock file)."""
+        """Read who the lock file names.
+
+        Returns
+        -------
+        LockInfo or None
+            The holder, or None if there is no lock file.
+        """
         try:
             return LockInfo.parse(self.path.read_text(encoding="utf-8", errors="replace"))
         except FileNotFoundError:
             return None
 
     def is_held_by_other(self) -> bool:
-        """True if another process holds the lock now (does not take it)."""
+        """Tell whether another process holds the lock now (does not take it).
+
+        Returns
+        -------
+        bool
+            True when the lock file exists and another process holds its lock.
+        """
         if self.fd is not None or not self.path.exists():
             return False
         try:
@@ -188,8 +232,10 @@ class DatasetLock:
             )
 
     def ensure_held(self) -> None:
-        """Before a commit: if the lock file was removed or replaced while we worked, take
-        the lock again (waiting for any other writer to finish)."""
+        """Take the lock again before a commit if the lock file was removed or replaced meanwhile.
+
+        Waits for any other writer to finish.
+        """
         assert self.fd is not None
         try:
             same = os.path.samestat(os.fstat(self.fd), os.stat(self.path))
@@ -222,6 +268,13 @@ class DatasetLock:
 
     @contextlib.contextmanager
     def held(self) -> Iterator[DatasetLock]:
+        """Hold the lock for the duration of a ``with`` block.
+
+        Yields
+        ------
+        DatasetLock
+            This lock, acquired; released on exit.
+        """
         self.acquire()
         try:
             yield self

@@ -1,5 +1,7 @@
-"""Stages ``cluster_data`` and ``pod_data``: read or simulate the inputs into a Dataset; the
-report's "Data and quarantine" section."""
+"""Stages ``cluster_data`` and ``pod_data`` and the report's "Data and quarantine" section.
+
+The stages read or simulate the inputs into a Dataset.
+"""
 
 from __future__ import annotations
 
@@ -53,15 +55,23 @@ class DataResult(Result):
     notes: list[str] = field(default_factory=list)
 
     def open(self) -> Dataset:
-        """The Dataset."""
+        """Open the stage's Dataset.
+
+        Returns
+        -------
+        Dataset
+            The Dataset at ``path``.
+        """
         return Dataset(self.path)
 
     @property
     def quarantined(self) -> int:
+        """Rows quarantined over all inputs."""
         return int(self.inputs.get_column("rows_quarantined").sum()) if self.inputs.height else 0
 
     @property
     def rows_read(self) -> int:
+        """Rows read over all inputs."""
         return int(self.inputs.get_column("rows_read").sum()) if self.inputs.height else 0
 
     @property
@@ -73,10 +83,12 @@ class DataResult(Result):
 
     @property
     def summary(self) -> pl.DataFrame:
+        """The per-input table (rows read, kept and quarantined)."""
         return self.inputs
 
     @property
     def sample_sizes(self) -> dict[str, int | float]:
+        """Counts behind the result: inputs, rows read, rows quarantined."""
         return {
             "inputs": self.inputs.height,
             "rows read": self.rows_read,
@@ -84,6 +96,13 @@ class DataResult(Result):
         }
 
     def tables(self) -> dict[str, pl.DataFrame]:
+        """Return the result's tables by name.
+
+        Returns
+        -------
+        dict of str to polars.DataFrame
+            ``"inputs"``, ``"rows per table"`` and ``"reader notes"``.
+        """
         return {
             "inputs": self.inputs,
             "rows per table": self.dataset.summary,
@@ -175,17 +194,60 @@ def _ingest(specs: list[InputSpec], work: Path, kind: str) -> DataResult:
 
 
 def cluster_data(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> DataResult:
-    """Stage ``cluster_data``: the cluster inputs (files or a simulated cluster)."""
+    """Run stage ``cluster_data``: ingest the cluster inputs (files or a simulated cluster).
+
+    Parameters
+    ----------
+    cfg : PipelineConfig
+        The pipeline configuration (its ``[[inputs]]`` that are not pod inputs).
+    deps : dict of str to object
+        Upstream results (none are needed).
+    work : Path
+        The stage's work folder: the Dataset (and any simulated logs) are written there.
+
+    Returns
+    -------
+    DataResult
+        The Dataset and the per-input row counts, notes and quarantine.
+    """
     return _ingest([s for s in cfg.inputs if not s.is_pod], work, "cluster")
 
 
 def pod_data(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> DataResult:
-    """Stage ``pod_data``: the pod inputs (pod logs or a simulated pod)."""
+    """Run stage ``pod_data``: ingest the pod inputs (pod logs or a simulated pod).
+
+    Parameters
+    ----------
+    cfg : PipelineConfig
+        The pipeline configuration (its pod ``[[inputs]]``).
+    deps : dict of str to object
+        Upstream results (none are needed).
+    work : Path
+        The stage's work folder: the Dataset (and any simulated logs) are written there.
+
+    Returns
+    -------
+    DataResult
+        The Dataset and the per-input row counts, notes and quarantine.
+    """
     return _ingest([s for s in cfg.inputs if s.is_pod], work, "pod")
 
 
 def data_section(data: DataResult, ctx: Context) -> list[Section]:
-    """ "Data and quarantine" (cluster inputs) or "Pod data" (pod inputs)."""
+    """Build the "Data and quarantine" (cluster inputs) or "Pod data" (pod inputs) section.
+
+    Parameters
+    ----------
+    data : DataResult
+        The ``cluster_data`` or ``pod_data`` stage's result.
+    ctx : Context
+        The report context.
+
+    Returns
+    -------
+    list of Section
+        The one section: what was read, the per-input table, quarantine reasons and notes.
+    """
     sec = Section("Data and quarantine" if data.kind == "cluster" else "Pod data")
     sec.blocks += [Text(line + ("" if line.endswith(".") else ".")) for line in data._lines()]
     sec.blocks.append(

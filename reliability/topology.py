@@ -96,7 +96,18 @@ class CrossConnect:
 
 
 def all_links(n_cubes: int = CUBES_PER_POD) -> list[Link]:
-    """Every optical link end of a pod (``n_cubes x 96``)."""
+    """List every optical link end of a pod.
+
+    Parameters
+    ----------
+    n_cubes : int
+        Cubes in the pod.
+
+    Returns
+    -------
+    list of Link
+        ``n_cubes × 96`` link ends (3 dims × 16 face links × 2 directions per cube).
+    """
     return [
         Link(c, d, i, p)
         for c in range(n_cubes)
@@ -107,12 +118,34 @@ def all_links(n_cubes: int = CUBES_PER_POD) -> list[Link]:
 
 
 def all_ocs() -> list[tuple[str, int]]:
-    """The 48 OCS ids ``(dim, index)``."""
+    """List the 48 OCS ids ``(dim, index)``.
+
+    Returns
+    -------
+    list of (str, int)
+        One per dimension and face-link index.
+    """
     return [(d, i) for d in DIMS for i in range(FACE_LINKS)]
 
 
 def host_chips(host: int) -> list[tuple[int, int, int]]:
-    """Chip coordinates (within its cube) of host ``host`` (0..15), a 2x2x1 block."""
+    """List the chip coordinates (within its cube) of a host, a 2x2x1 block.
+
+    Parameters
+    ----------
+    host : int
+        Host index in its cube, 0..15.
+
+    Returns
+    -------
+    list of (int, int, int)
+        The host's 4 chips.
+
+    Raises
+    ------
+    ValueError
+        For a host outside 0..15.
+    """
     if not 0 <= host < HOSTS_PER_CUBE:
         raise ValueError(f"host {host} outside 0..15")
     hx, hy, hz = host % 2, (host // 2) % 2, host // 4
@@ -120,7 +153,18 @@ def host_chips(host: int) -> list[tuple[int, int, int]]:
 
 
 def host_links(host: int) -> list[tuple[tuple[int, int, int], str, int]]:
-    """The 24 unidirectional ICI links a host watches: (chip, dim, direction +1/-1)."""
+    """List the 24 unidirectional ICI links a host watches.
+
+    Parameters
+    ----------
+    host : int
+        Host index in its cube, 0..15.
+
+    Returns
+    -------
+    list of ((int, int, int), str, int)
+        (chip, dim, direction +1/-1) per link.
+    """
     return [(chip, d, s) for chip in host_chips(host) for d in DIMS for s in (+1, -1)]
 
 
@@ -165,6 +209,7 @@ class Slice:
 
     @property
     def n_cubes(self) -> int:
+        """Cubes in the slice."""
         a, b, c = self.grid
         return a * b * c
 
@@ -181,21 +226,49 @@ class Slice:
         return {d: offset for d in shorts}  # type: ignore[misc]
 
     def position(self, cube: int) -> tuple[int, int, int]:
-        """Grid position of a cube of this slice."""
+        """Return the grid position of a cube of this slice.
+
+        Parameters
+        ----------
+        cube : int
+            A cube id of the slice.
+
+        Returns
+        -------
+        (int, int, int)
+            Its position in the slice's cube grid.
+        """
         i = self.cubes.index(cube)
         a, b, _ = self.grid
         return (i % a, (i // a) % b, i // (a * b))
 
     def cube_at(self, pos: Sequence[int]) -> int:
+        """Return the cube at a grid position (wrapping around the torus).
+
+        Parameters
+        ----------
+        pos : sequence of int
+            A grid position; each coordinate is taken modulo the grid's size.
+
+        Returns
+        -------
+        int
+            The cube id.
+        """
         a, b, c = self.grid
         x, y, z = (p % g for p, g in zip(pos, (a, b, c), strict=True))
         return self.cubes[x + a * (y + b * z)]
 
     def neighbours(self) -> list[tuple[int, int, str, bool]]:
-        """Cube hops ``(from, to, dim, wraps)``: ``from``'s ``+dim`` face to ``to``'s ``-dim`` face.
+        """List the cube hops: ``from``'s ``+dim`` face to ``to``'s ``-dim`` face.
 
-        A dimension one cube long still wraps (the cube's ``+`` face joins its own ``-`` face
-        through the OCS). Twisted wrap-arounds land on the shifted cube.
+        A dimension one cube long still wraps (the cube's ``+`` face joins its own ``-`` face through
+        the OCS). Twisted wrap-arounds land on the shifted cube.
+
+        Returns
+        -------
+        list of (int, int, str, bool)
+            ``(from, to, dim, wraps)`` per hop.
         """
         twist = self.twist if self.twisted else None
         out = []
@@ -211,7 +284,13 @@ class Slice:
         return out
 
     def crossconnects(self) -> set[CrossConnect]:
-        """The OCS circuits this slice needs: for every cube hop, one per face index."""
+        """List the OCS circuits this slice needs: for every cube hop, one per face index.
+
+        Returns
+        -------
+        set of CrossConnect
+            The circuits.
+        """
         return {
             CrossConnect(d, i, a, b) for a, b, d, _ in self.neighbours() for i in range(FACE_LINKS)
         }
@@ -219,10 +298,15 @@ class Slice:
     def chip_links(
         self,
     ) -> list[tuple[tuple[int, int, int], tuple[int, int, int], str, tuple[str, int] | None]]:
-        """Chip-level torus links ``(chip, next chip, dim, ocs or None)`` in slice coordinates.
+        """List the chip-level torus links in slice coordinates.
 
-        Links that cross a cube face go through OCS ``(dim, face index)``; the rest are
-        electrical (None).
+        Links that cross a cube face go through OCS ``(dim, face index)``; the rest are electrical
+        (None).
+
+        Returns
+        -------
+        list of ((int, int, int), (int, int, int), str, (str, int) or None)
+            ``(chip, next chip, dim, ocs or None)`` per link.
         """
         twist = self.twist if self.twisted else None
         links = []
@@ -244,7 +328,20 @@ class Slice:
 def links_broken_by_ocs(
     slc: Slice, ocs: Iterable[tuple[str, int]]
 ) -> list[tuple[tuple[int, int, int], tuple[int, int, int], str]]:
-    """Chip-level links of ``slc`` that go down when the given OCSes fail."""
+    """List the chip-level links of a slice that go down when some OCSes fail.
+
+    Parameters
+    ----------
+    slc : Slice
+        The slice.
+    ocs : iterable of (str, int)
+        The failed OCS ids ``(dim, index)``.
+
+    Returns
+    -------
+    list of ((int, int, int), (int, int, int), str)
+        ``(chip, next chip, dim)`` of every broken link.
+    """
     down = set(ocs)
     return [(a, b, d) for a, b, d, o in slc.chip_links() if o is not None and o in down]
 
@@ -252,11 +349,23 @@ def links_broken_by_ocs(
 def crossconnect_diff(
     current: Iterable[CrossConnect], wanted: Iterable[CrossConnect]
 ) -> tuple[set[CrossConnect], set[CrossConnect]]:
-    """(circuits to tear down, circuits to set up) to go from ``current`` to ``wanted``.
+    """Work out the circuits to switch to go from one set of cross-connects to another.
 
-    Only changed circuits are switched (NSDI'24 §3.4.1): a circuit already in place stays.
-    A port can hold one circuit, so an existing circuit that conflicts on a port with a wanted
-    one is torn down even if the job that made it is still listed.
+    Only changed circuits are switched (Zu et al., NSDI '24, §3.4.1): a circuit already in place
+    stays. A port can hold one circuit, so an existing circuit that conflicts on a port with a
+    wanted one is torn down even if the job that made it is still listed.
+
+    Parameters
+    ----------
+    current : iterable of CrossConnect
+        The circuits in place.
+    wanted : iterable of CrossConnect
+        The circuits needed.
+
+    Returns
+    -------
+    (set of CrossConnect, set of CrossConnect)
+        (circuits to tear down, circuits to set up).
     """
     cur, want = set(current), set(wanted)
     add = want - cur
@@ -266,8 +375,25 @@ def crossconnect_diff(
 
 
 def subcube_placements(shape: tuple[int, int, int]) -> list[tuple[int, int, int]]:
-    """Origins (chip coordinates) where a sub-cube slice fits inside one cube, on host
-    boundaries (x and y in steps of 2, z in steps of 1); mesh only, no OCS."""
+    """List where a sub-cube slice fits inside one cube, on host boundaries.
+
+    x and y in steps of 2, z in steps of 1; mesh only, no OCS.
+
+    Parameters
+    ----------
+    shape : (int, int, int)
+        The slice shape [chips], each side at most 4; x and y multiples of 2.
+
+    Returns
+    -------
+    list of (int, int, int)
+        Origins (chip coordinates) of the placements.
+
+    Raises
+    ------
+    ValueError
+        For a shape that does not fit in 4x4x4 or is not whole hosts.
+    """
     if any(s <= 0 or s > CHIPS_PER_CUBE_SIDE for s in shape):
         raise ValueError(f"sub-cube shape {shape} must fit in 4x4x4")
     if shape[0] % 2 or shape[1] % 2:

@@ -1,7 +1,9 @@
-"""Component lifetimes: Kaplan-Meier with confidence bands, exponential / Weibull / log-normal
-fits (lifelines) with AIC and a likelihood-ratio test against the exponential, the hazard-shape
-verdict, MTTF and B10 life, for any lifetime table (one row per component: time in service,
-failed or censored, optional left-truncation entry age).
+"""Component lifetimes: Kaplan-Meier, parametric fits, the hazard-shape verdict, MTTF and B10.
+
+Kaplan-Meier with confidence bands, exponential / Weibull / log-normal fits (lifelines) with
+AIC and a likelihood-ratio test against the exponential, the hazard-shape verdict, MTTF and
+B10 life, for any lifetime table (one row per component: time in service, failed or
+censored, optional left-truncation entry age).
 
 Models (``t`` in the table's time unit; lifelines' parametrisations):
 
@@ -59,10 +61,23 @@ _MODELS = ("exponential", "weibull", "lognormal")
 def hazard_verdict(
     shape: float | None, low: float | None, high: float | None, *, short: bool = False
 ) -> str:
-    """Verdict on the hazard from a Weibull shape's interval (see the module doc).
+    """Read the hazard's shape from a Weibull shape's interval (see the module doc).
 
-    ``short``: ``"decreasing hazard"`` / ``"constant hazard"`` / ``"increasing hazard"``
-    instead of naming the failure mode (infant mortality / random / wear-out)."""
+    Parameters
+    ----------
+    shape : float or None
+        The Weibull shape ρ.
+    low, high : float or None
+        Its confidence interval.
+    short : bool
+        Say ``"decreasing hazard"`` / ``"constant hazard"`` / ``"increasing hazard"`` instead of
+        naming the failure mode (infant mortality / random / wear-out).
+
+    Returns
+    -------
+    str
+        The verdict; ``"not estimable"`` when any input is None.
+    """
     if shape is None or low is None or high is None:
         return "not estimable"
     if high < 1.0:
@@ -264,8 +279,10 @@ class LifetimeFit:
 def _km_numpy(
     t: np.ndarray, e: np.ndarray, entry: np.ndarray | None, z: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Product-limit estimate with left truncation (at risk at τ: entry < τ ≤ t) and the
-    exponential-Greenwood band, at every distinct failure time (plus 0)."""
+    """Compute the product-limit estimate with left truncation and the exponential-Greenwood band.
+
+    At risk at τ: entry < τ ≤ t; evaluated at every distinct failure time (plus 0).
+    """
     a = np.zeros_like(t) if entry is None else entry
     times = np.unique(t[e])
     ts, as_ = np.sort(t), np.sort(a)
@@ -393,12 +410,15 @@ class LifetimeResult(Result):
 
     @property
     def weibull_shape_(self) -> float | dict[str, float | None] | None:
+        """Fitted Weibull shape ρ (a dict by group when grouped; None when not estimable)."""
         if self.by is None:
             return self.fits[0].shape
         return {f.group: f.shape for f in self.fits}
 
     @property
     def weibull_shape_ci_(self) -> tuple | dict[str, tuple | None] | None:
+        """Confidence interval (low, high) of the Weibull shape (a dict by group when grouped)."""
+
         def ci(f: LifetimeFit) -> tuple | None:
             return None if f.shape is None else (f.shape_low, f.shape_high)
 
@@ -407,7 +427,23 @@ class LifetimeResult(Result):
         return {f.group: ci(f) for f in self.fits}
 
     def fit_of(self, group: str = "all") -> LifetimeFit:
-        """The :class:`LifetimeFit` of one group."""
+        """Return the :class:`LifetimeFit` of one group.
+
+        Parameters
+        ----------
+        group : str
+            The group (``"all"`` when ungrouped).
+
+        Returns
+        -------
+        LifetimeFit
+            Its fits, sizes and verdict.
+
+        Raises
+        ------
+        KeyError
+            For an unknown group (the message lists the groups).
+        """
         for f in self.fits:
             if f.group == group:
                 return f
@@ -415,19 +451,24 @@ class LifetimeResult(Result):
 
     @property
     def km(self) -> pl.DataFrame:
-        """Kaplan-Meier curves of every group: ``group``, ``time``, ``survival``, ``ci_low``,
-        ``ci_high``, ``at_risk``."""
+        """Kaplan-Meier curves of every group.
+
+        Columns ``group``, ``time``, ``survival``, ``ci_low``, ``ci_high``, ``at_risk``.
+        """
         return pl.concat([f.km for f in self.fits])
 
     @property
     def sample_sizes(self) -> dict[str, int | float]:
+        """Counts behind the result: components, failures, groups."""
         return {"components": sum(f.n for f in self.fits), "failures": sum(f.failures for f in self.fits),
                 "groups": len(self.fits)}  # fmt: skip
 
     @property
     def summary(self) -> pl.DataFrame:
-        """One row per group and model: sizes, AIC, LR test, shape, MTTF and B10 with
-        intervals [time unit], best model, verdict (null where not estimable)."""
+        """One row per group and model: sizes, AIC, LR test, shape, MTTF and B10 with intervals.
+
+        Times are in the table's unit; best model and verdict; null where not estimable.
+        """
         rows = []
         for f in self.fits:
             for m in _MODELS if f.models else (None,):
@@ -456,6 +497,13 @@ class LifetimeResult(Result):
         return out.with_columns(pl.when(pl.col(pl.Float64).is_finite()).then(pl.col(pl.Float64)))
 
     def tables(self) -> dict[str, pl.DataFrame]:
+        """Return the result's tables by name.
+
+        Returns
+        -------
+        dict of str to polars.DataFrame
+            ``"summary"``.
+        """
         return {"summary": self.summary}
 
     def _lines(self) -> list[str]:
@@ -591,8 +639,10 @@ def lifetime_table(
     observation_start: datetime | None = None,
     observation_end: datetime | None = None,
 ) -> tuple[pl.DataFrame, list[str]]:
-    """One row per inventory component: time from entering service to its first failure,
-    censored at leaving service or at the observation end.
+    """Build the lifetime table: per inventory component, the time to its first failure.
+
+    Time from entering service to the first failure, censored at leaving service or at the
+    observation end.
 
     Parameters
     ----------

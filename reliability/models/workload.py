@@ -36,14 +36,16 @@ __all__ = [
 
 
 def _share(num: pl.Expr, den: pl.Expr) -> pl.Expr:
-    """num / den, null (not nan) where den is 0."""
+    """Num / den, null (not nan) where den is 0."""
     return pl.when(den > 0).then(num / den)
 
 
 def job_state_breakdown(
     jobs: pl.DataFrame, *, observation_end: datetime | None = None
 ) -> pl.DataFrame:
-    """Attempts by final state: count and share, GPU-hours and share (HPCA'25 Fig. 3).
+    """Count attempts by final state: count and share, GPU-hours and share.
+
+    Kokolis et al., HPCA '25, §IV-A, Fig. 3.
 
     Parameters
     ----------
@@ -70,11 +72,25 @@ def job_state_breakdown(
 def job_size_distribution(
     jobs: pl.DataFrame, *, observation_end: datetime | None = None
 ) -> pl.DataFrame:
-    """Jobs (first attempts) and GPU time by size bucket (HPCA'25 Fig. 6).
+    """Count jobs (first attempts) and GPU time by size bucket.
 
-    ``bucket`` is the lower edge [GPUs] of :data:`~reliability.models.SIZE_BUCKETS`, 0 for
-    CPU-only jobs; ``job_share`` is over all jobs, ``gpu_share`` over GPU time (null when
-    there is none)."""
+    Kokolis et al., HPCA '25, §IV-A, Fig. 6.
+
+    Parameters
+    ----------
+    jobs : polars.DataFrame
+        One row per attempt (``attempt``, ``n_accelerators``, ``start_time``, ``end_time``).
+    observation_end : datetime or None
+        Attempts still running then count their GPU time up to it [UTC] (without it a running
+        attempt has no GPU time).
+
+    Returns
+    -------
+    polars.DataFrame
+        ``bucket`` (the lower edge [GPUs] of :data:`~reliability.models.SIZE_BUCKETS`, 0 for
+        CPU-only jobs), ``jobs``, ``gpu_hours`` [GPU-h], ``job_share`` (over all jobs),
+        ``gpu_share`` (over GPU time; null when there is none).
+    """
     g = gpu_hours(jobs, observation_end).with_columns(bucket=size_bucket(pl.col("n_accelerators")))
     out = (
         g.group_by("bucket")
@@ -90,20 +106,28 @@ def job_size_distribution(
 def hardware_share(
     attributed: pl.DataFrame, *, observation_end: datetime | None = None
 ) -> dict[str, float | None]:
-    """Share of GPU-job attempts ended by hardware and their share of GPU runtime
-    (HPCA'25 Fig. 3: 0.2% / 18.7%).
+    """Compute the share of GPU-job attempts ended by hardware and their share of GPU runtime.
+
+    Kokolis et al., HPCA '25, §IV-A, Fig. 3 (RSC-1: 0.2% of attempts, 18.7% of GPU runtime).
 
     CPU-only attempts (0 GPUs) are counted apart (``cpu_only_attempts``,
-    ``cpu_only_hardware_attempts``): they have no GPU time, and counting them among the
-    attempts would set a share of attempts beside a share of GPU time they cannot have.
-    Attempts still running are not counted (they have not ended); ``observation_end`` only
-    bounds GPU time.
+    ``cpu_only_hardware_attempts``): they have no GPU time, and counting them among the attempts
+    would set a share of attempts beside a share of GPU time they cannot have. Attempts still
+    running are not counted (they have not ended); ``observation_end`` only bounds GPU time.
+
+    Parameters
+    ----------
+    attributed : polars.DataFrame
+        Attributed attempts (:func:`reliability.attribution.attribute_failures`).
+    observation_end : datetime or None
+        Caps the GPU time of attempts [UTC].
 
     Returns
     -------
-    dict: ``attempt_share`` (of ended GPU-job attempts; None when there is none),
-    ``gpu_time_share`` (None when there is no GPU time), ``gpu_attempts``,
-    ``hardware_attempts``, ``cpu_only_attempts``, ``cpu_only_hardware_attempts``
+    dict of str to float or None
+        ``attempt_share`` (of ended GPU-job attempts; None when there is none),
+        ``gpu_time_share`` (None when there is no GPU time), ``gpu_attempts``,
+        ``hardware_attempts``, ``cpu_only_attempts``, ``cpu_only_hardware_attempts``.
     """
     g = gpu_hours(attributed.filter(pl.col("end_time").is_not_null()), observation_end)
     gpu_job = g.get_column("n_accelerators").fill_null(0) > 0
@@ -126,18 +150,29 @@ def hardware_share(
 def secondary_preemptions(
     attributed: pl.DataFrame, *, tolerance_s: float = 60.0, observation_end: datetime | None = None
 ) -> dict[str, float | None]:
-    """Preemptions caused by the requeue of hardware-failed jobs (HPCA'25 Fig. 8; paper: 16%
-    of the failure overhead).
+    """Measure the preemptions caused by the requeue of hardware-failed jobs.
 
-    A preemption counts as secondary when it ends within ``tolerance_s`` before the start of
-    an attempt that follows a hardware-ended attempt of another job, on a shared node
-    (:func:`reliability.models.jobs.match_secondary_preemptions`). Failure overhead =
-    GPU-hours of hardware-ended attempts + GPU-hours of secondary preemptions.
+    Kokolis et al., HPCA '25, §IV-C, Fig. 8 (RSC-1: 16% of the failure overhead).
+
+    A preemption counts as secondary when it ends within ``tolerance_s`` before the start of an
+    attempt that follows a hardware-ended attempt of another job, on a shared node
+    (:func:`reliability.models.jobs.match_secondary_preemptions`). Failure overhead = GPU-hours
+    of hardware-ended attempts + GPU-hours of secondary preemptions.
+
+    Parameters
+    ----------
+    attributed : polars.DataFrame
+        Attributed attempts (:func:`reliability.attribution.attribute_failures`).
+    tolerance_s : float
+        How long before the restart's start a preemption may end and still count [s].
+    observation_end : datetime or None
+        Caps the GPU time of attempts still running [UTC].
 
     Returns
     -------
-    dict: ``count``, ``gpu_hours`` (of the secondary preemptions), ``hardware_gpu_hours``,
-    ``share_of_failure_overhead`` (None when there is no failure overhead at all)
+    dict of str to float or None
+        ``count``, ``gpu_hours`` (of the secondary preemptions) [GPU-h], ``hardware_gpu_hours``
+        [GPU-h], ``share_of_failure_overhead`` (None when there is no failure overhead at all).
     """
     hit = match_secondary_preemptions(
         attributed, tolerance_s=tolerance_s, observation_end=observation_end
@@ -155,8 +190,20 @@ def secondary_preemptions(
 
 
 def failure_taxonomy(attributed: pl.DataFrame) -> pl.DataFrame:
-    """Attempts by failure domain and cause: counts and shares (of all attempts, and of the
-    attempts that failed for a non-user reason)."""
+    """Count attempts by failure domain and cause.
+
+    Parameters
+    ----------
+    attributed : polars.DataFrame
+        Attributed attempts (``failure_domain``, ``failure_cause``).
+
+    Returns
+    -------
+    polars.DataFrame
+        ``failure_domain``, ``failure_cause`` (``-`` when none), ``attempts``, ``share`` (of all
+        attempts) and ``share_of_failures`` (of the attempts that failed for a non-user reason:
+        hardware, infrastructure, system software, unknown; null for the others).
+    """
     out = (
         attributed.group_by("failure_domain", pl.col("failure_cause").fill_null("-"))
         .agg(attempts=pl.len())
@@ -173,8 +220,22 @@ def failure_taxonomy(attributed: pl.DataFrame) -> pl.DataFrame:
 
 
 def signal_cooccurrence(health_events: pl.DataFrame, *, window_min: float = 10.0) -> pl.DataFrame:
-    """How often two signal codes appear on the same node within ``window_min`` minutes
-    (e.g. PCIe errors with Xid 79): ``code_a``, ``code_b`` (a < b), ``pairs``, ``nodes``."""
+    """Count how often two signal codes appear on the same node close in time.
+
+    E.g. PCIe errors with Xid 79.
+
+    Parameters
+    ----------
+    health_events : polars.DataFrame
+        Health events (``cluster``, ``node``, ``time``, ``source``, ``code``).
+    window_min : float
+        Largest time between the two events [min].
+
+    Returns
+    -------
+    polars.DataFrame
+        ``code_a``, ``code_b`` (``source:code``, a < b), ``pairs``, ``nodes``; most pairs first.
+    """
     e = health_events.select(
         "cluster", "node", "time", code=pl.format("{}:{}", pl.col("source").cast(pl.String), "code")
     )
@@ -191,8 +252,10 @@ def signal_cooccurrence(health_events: pl.DataFrame, *, window_min: float = 10.0
 
 @dataclass
 class WorkloadResult(Result):
-    """Job states, sizes, failure taxonomy, the hardware share of attempts and GPU time,
-    secondary preemptions and the jobs that lost most (HPCA'25 Figs. 3, 6 and 8).
+    """What the cluster's jobs did and what failures cost them.
+
+    Job states, sizes, failure taxonomy, the hardware share of attempts and GPU time, secondary
+    preemptions and the jobs that lost most (Kokolis et al., HPCA '25, Figs. 3, 6 and 8).
 
     Attributes
     ----------
@@ -235,17 +298,21 @@ class WorkloadResult(Result):
 
     @property
     def crash_loops(self) -> pl.DataFrame:
-        """Jobs requeued at least :data:`~reliability.models.jobs.CRASH_LOOP_MIN_REQUEUES` times
-        for something other than a preemption."""
+        """Jobs requeued at least :data:`~reliability.models.jobs.CRASH_LOOP_MIN_REQUEUES` times.
+
+        Requeued for something other than a preemption.
+        """
         return crash_loops(self.jobs)
 
     @property
     def sample_sizes(self) -> dict[str, int | float]:
+        """Counts behind the result: jobs, attempts, ended GPU-job attempts, hardware-ended attempts."""
         return {"jobs": self.n_jobs, "attempts": self.attempts, "GPU-job attempts ended": self.gpu_attempts,
                 "hardware-ended": self.hardware_attempts}  # fmt: skip
 
     @property
     def summary(self) -> pl.DataFrame:
+        """One row: jobs, attempts, hardware shares of attempts and GPU time, secondary preemptions and their share, crash loops."""
         return self._mapping_frame({
             "jobs": self.n_jobs, "attempts": self.attempts, "gpu_attempts": self.gpu_attempts,
             "hardware_attempts": self.hardware_attempts, "attempt_share": self.attempt_share,
@@ -257,11 +324,26 @@ class WorkloadResult(Result):
         })  # fmt: skip
 
     def tables(self) -> dict[str, pl.DataFrame]:
+        """Return the result's tables by name.
+
+        Returns
+        -------
+        dict of str to polars.DataFrame
+            ``"summary"``, ``"job states"``, ``"job sizes"``, ``"failure taxonomy"`` and
+            ``"crash-looping jobs"`` (the first 20).
+        """
         return {"summary": self.summary, "job states": self.states, "job sizes": self.sizes,
                 "failure taxonomy": self.taxonomy, "crash-looping jobs": self.crash_loops.head(20)}  # fmt: skip
 
     def hardware_sentence(self) -> str:
-        """What hardware ended, in words, with a conclusion only where the data carry one."""
+        """Say what hardware ended, in words, with a conclusion only where the data carry one.
+
+        Returns
+        -------
+        str
+            The hardware share of GPU-job attempts and GPU time beside the paper's (or why there is
+            none).
+        """
         if self.gpu_attempts == 0:
             return "No GPU-job attempt ended in the window: no hardware share to give."
         k, n = self.hardware_attempts, self.gpu_attempts
@@ -280,7 +362,15 @@ class WorkloadResult(Result):
         return text + "."
 
     def secondary_sentence(self) -> str:
-        """Secondary preemptions in words (HPCA'25: 16% of the failure overhead)."""
+        """Say how many attempts the restarts of hardware-failed jobs preempted, in words.
+
+        Kokolis et al., HPCA '25, §IV-C: 16% of the failure overhead.
+
+        Returns
+        -------
+        str
+            The count, GPU-hours and share of the failure overhead (or why there are none).
+        """
         if self.hardware_attempts + self.cpu_only_hardware_attempts == 0:
             return "No hardware-ended attempts: no secondary preemptions to count."
         share = self.secondary_share

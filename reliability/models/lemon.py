@@ -77,16 +77,40 @@ def _transform(X: np.ndarray) -> np.ndarray:
 class LemonDetector(ClassifierMixin, BaseEstimator):
     """Calibrated lemon-node classifier (see the module doc).
 
+    A scikit-learn estimator: a regularised logistic regression on transformed, standardised
+    node-window features (:data:`FEATURES`), its out-of-fold scores calibrated by Platt scaling,
+    and a threshold chosen for a target precision (Kokolis et al., HPCA '25, §IV-D).
+
     Parameters
     ----------
-    C : inverse regularisation strength of the logistic regression
-    target_precision : the threshold is the lowest whose out-of-fold precision reaches this
-    cv : folds for the out-of-fold scores (reduced when a class has fewer members)
-    random_state : seed of the fold split
+    C : float
+        Inverse regularisation strength of the logistic regression, > 0.
+    target_precision : float
+        The threshold is the lowest whose out-of-fold precision reaches this, in (0, 1].
+    cv : int
+        Folds for the out-of-fold scores (reduced when a class has fewer members).
+    random_state : int
+        Seed of the fold split.
 
-    Fitted attributes: ``classes_``, ``n_features_in_``, ``feature_names_in_`` (when X has
-    column names), ``mean_``, ``scale_``, ``coef_``, ``intercept_``, ``platt_`` (slope,
-    intercept), ``threshold_``, ``oof_precision_``, ``oof_recall_``.
+    Attributes
+    ----------
+    classes_ : numpy.ndarray
+        The two labels; the second is "lemon".
+    mean_, scale_ : numpy.ndarray
+        Standardisation of the transformed features.
+    coef_ : numpy.ndarray
+        Coefficients on the standardised features.
+    intercept_ : float
+        Intercept of the linear score.
+    platt_ : (float, float)
+        Platt scaling slope and intercept.
+    threshold_ : float
+        Probability at and above which a node-window is flagged.
+    oof_precision_, oof_recall_ : float
+        Precision and recall of the threshold on the out-of-fold scores (in-sample when a class
+        is too small for two folds).
+    n_features_in_, feature_names_in_
+        As in scikit-learn (names when X has column names).
     """
 
     def __init__(
@@ -114,6 +138,26 @@ class LemonDetector(ClassifierMixin, BaseEstimator):
         return mean, scale, lr.coef_[0].copy(), float(lr.intercept_[0])
 
     def fit(self, X: Any, y: Any) -> LemonDetector:
+        """Fit the classifier, its calibration and its threshold.
+
+        Parameters
+        ----------
+        X : array-like or polars.DataFrame, shape (n_windows, n_features)
+            Node-window features, e.g. :func:`reliability.models.node_features` (columns
+            :data:`FEATURES`).
+        y : array-like, shape (n_windows,)
+            Two classes: whether each node-window's node is a lemon (the larger label is "lemon").
+
+        Returns
+        -------
+        LemonDetector
+            ``self``, fitted.
+
+        Raises
+        ------
+        ValueError
+            Unless ``y`` holds exactly two classes.
+        """
         X, y = validate_data(self, X, y, dtype=np.float64)
         y_type = type_of_target(y, input_name="y", raise_unknown=True)
         if len(unique_labels(y)) > 2:
@@ -153,33 +197,89 @@ class LemonDetector(ClassifierMixin, BaseEstimator):
         return ((_transform(X) - self.mean_) / self.scale_) @ self.coef_ + self.intercept_
 
     def predict_proba(self, X: Any) -> np.ndarray:
-        """Calibrated probabilities ``[P(not lemon), P(lemon)]``."""
+        """Return calibrated probabilities ``[P(not lemon), P(lemon)]``.
+
+        Parameters
+        ----------
+        X : array-like, shape (n_windows, n_features)
+            Node-window features, in the columns the detector was fitted on.
+
+        Returns
+        -------
+        numpy.ndarray, shape (n_windows, 2)
+            Probabilities of each class.
+        """
         s = self._score(X)
         p = 1.0 / (1.0 + np.exp(-(self.platt_[0] * s + self.platt_[1])))
         return np.column_stack([1.0 - p, p])
 
     def decision_function(self, X: Any) -> np.ndarray:
-        """Calibrated log-odds minus those of the threshold: positive exactly when flagged."""
+        """Return the calibrated log-odds minus those of the threshold: positive exactly when flagged.
+
+        Parameters
+        ----------
+        X : array-like, shape (n_windows, n_features)
+            Node-window features.
+
+        Returns
+        -------
+        numpy.ndarray, shape (n_windows,)
+            The decision values.
+        """
         p = np.clip(self.predict_proba(X)[:, 1], 1e-15, 1 - 1e-15)
         t = min(max(self.threshold_, 1e-15), 1 - 1e-15)
         return np.log(p / (1 - p)) - np.log(t / (1 - t))
 
     def predict(self, X: Any) -> np.ndarray:
-        """Flag (class 1) where P(lemon) reaches ``threshold_`` (not 0.5: the threshold is chosen
-        for the target precision)."""
+        """Flag (class 1) where P(lemon) reaches ``threshold_``.
+
+        Not 0.5: the threshold is chosen for the target precision.
+
+        Parameters
+        ----------
+        X : array-like, shape (n_windows, n_features)
+            Node-window features.
+
+        Returns
+        -------
+        numpy.ndarray, shape (n_windows,)
+            The predicted labels (``classes_[1]`` where flagged).
+        """
         flagged = self.predict_proba(X)[:, 1] >= self.threshold_
         return self.classes_[flagged.astype(int)]
 
     def contributions(self, X: Any) -> np.ndarray:
-        """Per-feature contribution to each row's score (standardised value x coefficient):
-        what drove the decision."""
+        """Return each feature's contribution to each row's score: what drove the decision.
+
+        Parameters
+        ----------
+        X : array-like, shape (n_windows, n_features)
+            Node-window features.
+
+        Returns
+        -------
+        numpy.ndarray, shape (n_windows, n_features)
+            Standardised value × coefficient per feature.
+        """
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
         return ((_transform(X) - self.mean_) / self.scale_) * self.coef_
 
     # -- persistence -----------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        """The detector as a JSON-able document (format, checksum, model body)."""
+        """Return the detector as a JSON-able document (format, checksum, model body).
+
+        Returns
+        -------
+        dict of str to object
+            The document :meth:`save` writes.
+
+        Raises
+        ------
+        ValueError
+            Unless the detector was fitted on a :func:`node_features` frame (columns
+            :data:`FEATURES`, in order).
+        """
         check_is_fitted(self)
         names = [str(f) for f in getattr(self, "feature_names_in_", [])]
         if names != list(FEATURES):
@@ -205,7 +305,18 @@ class LemonDetector(ClassifierMixin, BaseEstimator):
         }
 
     def save(self, path: str | Path) -> Path:
-        """Write the detector as JSON (no pickle)."""
+        """Write the detector as JSON (no pickle), atomically.
+
+        Parameters
+        ----------
+        path : str or Path
+            Destination file.
+
+        Returns
+        -------
+        Path
+            ``path``.
+        """
         from reliability._atomic import write_json_atomic
 
         path = Path(path)
@@ -214,7 +325,23 @@ class LemonDetector(ClassifierMixin, BaseEstimator):
 
     @classmethod
     def load(cls, path: str | Path) -> LemonDetector:
-        """Read a detector written by :meth:`save`; anything else raises :class:`ModelFileError`."""
+        """Read a detector written by :meth:`save`.
+
+        Parameters
+        ----------
+        path : str or Path
+            A model file.
+
+        Returns
+        -------
+        LemonDetector
+            The fitted detector.
+
+        Raises
+        ------
+        ModelFileError
+            For anything else: unreadable, another format, a checksum mismatch or a malformed body.
+        """
         path = Path(path)
         try:
             doc = json.loads(path.read_text(encoding="utf-8"))
@@ -289,8 +416,10 @@ def _invalid(det: LemonDetector, body: dict[str, Any]) -> str | None:
 
 
 def _pick_threshold(p: np.ndarray, y: np.ndarray, target: float) -> tuple[float, float, float]:
-    """The lowest threshold whose precision reaches ``target`` (else the most precise one);
-    returns (threshold, precision, recall) on these scores."""
+    """Pick the lowest threshold whose precision reaches ``target`` (else the most precise one).
+
+    Returns (threshold, precision, recall) on these scores.
+    """
     order = np.argsort(-p, kind="stable")
     ps, ys = p[order], y[order]
     tp = np.cumsum(ys)
@@ -314,8 +443,25 @@ def _frame(features: pl.DataFrame) -> pl.DataFrame:
 def rule_baseline(
     features: pl.DataFrame, *, min_out_of_service: int = 2, min_failed: int = 40, min_xid: int = 3
 ) -> np.ndarray:
-    """A hand-tuned rule of the paper's kind: flag a node-window with repeated out-of-service
-    events, or with many failed jobs and repeated Xid evidence."""
+    """Flag node-windows by a hand-tuned rule of the paper's kind.
+
+    Flag a node-window with repeated out-of-service events, or with many failed jobs and repeated
+    Xid evidence (a baseline for the classifier; Kokolis et al., HPCA '25, §IV-D).
+
+    Parameters
+    ----------
+    features : polars.DataFrame
+        Node-window features (:func:`node_features`).
+    min_out_of_service : int
+        Out-of-service events in the window that flag a node.
+    min_failed, min_xid : int
+        Failed jobs and Xid events in the window that, together, flag a node.
+
+    Returns
+    -------
+    numpy.ndarray
+        Boolean, one entry per row.
+    """
     f = _frame(features)
     return (
         (f["out_of_service"] >= min_out_of_service)
@@ -324,14 +470,35 @@ def rule_baseline(
 
 
 def count_baseline(features: pl.DataFrame, threshold: float) -> np.ndarray:
-    """Flag node-windows whose failed-job count reaches ``threshold``."""
+    """Flag node-windows whose failed-job count reaches a threshold (a baseline).
+
+    Parameters
+    ----------
+    features : polars.DataFrame
+        Node-window features (:func:`node_features`).
+    threshold : float
+        Failed jobs in the window that flag a node.
+
+    Returns
+    -------
+    numpy.ndarray
+        Boolean, one entry per row.
+    """
     return (_frame(features)["failed"] >= threshold).to_numpy()
 
 
 def default_detector() -> LemonDetector:
-    """The bundled detector, trained on simulated RSC-1-like clusters (1,024 nodes, 150 days,
-    seeds 101-104, 56-day windows) by ``benchmarks/train_lemon_model.py``, which also reports its
-    precision per node on held-out seeds."""
+    """Load the bundled detector.
+
+    It was trained on simulated RSC-1-like clusters (1,024 nodes, 150 days, seeds 101-104,
+    56-day windows) by ``benchmarks/train_lemon_model.py``, which also reports its precision per
+    node on held-out seeds.
+
+    Returns
+    -------
+    LemonDetector
+        The fitted detector.
+    """
     from importlib import resources
 
     res = resources.files("reliability.models") / "_data" / "lemon_detector.json"
@@ -383,7 +550,8 @@ def score_nodes(
 def dominant_component(
     dataset: Dataset | dict[str, pl.DataFrame], nodes: list[str], end: datetime | None = None
 ) -> pl.DataFrame:
-    """The component with the most critical health events on each node (before ``end``), or
+    """Name the component with the most critical health events on each node (before ``end``).
+
     :data:`NODE_DOWN_CLASS` when the node only went silent (DOWN, no component logged).
 
     Parameters

@@ -76,8 +76,11 @@ _TEMP_MAX_AGE_S = 86400.0
 
 @dataclass
 class IngestOutcome:
-    """What happened to one input: ``ingested``, ``replaced`` (re-read with ``replace``,
-    its old rows dropped) or ``unchanged`` (already ingested the same way)."""
+    """What happened to one input.
+
+    ``ingested``, ``replaced`` (re-read with ``replace``, its old rows dropped) or ``unchanged``
+    (already ingested the same way).
+    """
 
     path: str
     status: str
@@ -89,7 +92,13 @@ class IngestOutcome:
     notes: list[str] = field(default_factory=list)
 
     def line(self) -> str:
-        """One-line summary for the CLI."""
+        """Summarise the outcome in one line for the CLI.
+
+        Returns
+        -------
+        str
+            Path, rows read / kept / quarantined and rows per table, or that nothing was done.
+        """
         if self.status == "unchanged":
             return f"{self.path}: already ingested (sha256 {self.sha256[:12]}), nothing to do"
         out = ", ".join(f"{k}={v}" for k, v in self.rows_out.items())
@@ -107,7 +116,7 @@ def _outcome(entry: dict[str, Any], shown: str, status: str) -> IngestOutcome:
 
 
 def _writer_alive(writer: dict[str, Any] | None, call: str) -> bool:
-    """Could the writer of a part still be working on it (and commit it)?"""
+    """Tell whether the writer of a part could still be working on it (and commit it)."""
     if not writer:
         return True
     if writer.get("host") != socket.gethostname():
@@ -180,8 +189,10 @@ class Dataset:
     # -- writing -------------------------------------------------------------------------
     @contextlib.contextmanager
     def _writer(self) -> Iterator[tuple[DatasetLock, dict[str, Any], str]]:
-        """Hold the lock; yield (lock, manifest as on disk, call id). Refuses a damaged
-        Dataset; removes crash leftovers first."""
+        """Hold the lock; yield (lock, manifest as on disk, call id).
+
+        Refuses a damaged Dataset; removes crash leftovers first.
+        """
         lock = DatasetLock(self.path)
         with lock.held():
             m = self._load()
@@ -193,10 +204,12 @@ class Dataset:
             yield lock, m, call
 
     def _collect_garbage(self, manifest: dict[str, Any], call: str) -> None:
-        """Remove what crashed writers left: their temp files, and part files of an input
-        that is committed under another part id (a retried ingest). Other unreferenced parts
-        are kept (``reliability verify`` lists them): they may be all that is left of data
-        whose manifest entry was lost."""
+        """Remove what crashed writers left.
+
+        Their temp files, and part files of an input that is committed under another part id (a
+        retried ingest). Other unreferenced parts are kept (``reliability verify`` lists them): they
+        may be all that is left of data whose manifest entry was lost.
+        """
         if not self.path.is_dir():
             return
         now = datetime.now(UTC).timestamp()
@@ -230,7 +243,7 @@ class Dataset:
         self, known: dict[str, dict[str, Any]], src: Source, sha: str, kind: str,
         opts: dict[str, str], replace: bool,
     ) -> tuple[str, dict[str, Any] | None]:  # fmt: skip
-        """``new``, ``unchanged`` or ``replace`` (with the entry replaced) for one input."""
+        """Decide ``new``, ``unchanged`` or ``replace`` (with the entry replaced) for one input."""
         old = known.get(sha)
         if old is None:
             return "new", None
@@ -326,10 +339,12 @@ class Dataset:
     def _commit(
         self, lock: DatasetLock, batch: list[tuple[dict[str, Any], IngestOutcome, str | None]]
     ) -> None:
-        """Add ``batch`` to the manifest on disk (re-read under the lock: another writer may
-        have committed since, e.g. after the lock file was deleted), then drop the parts of
-        entries replaced. An entry for an input another writer committed meanwhile is
-        dropped (its parts removed) and its outcome becomes ``unchanged``."""
+        """Add ``batch`` to the manifest on disk, then drop the parts of entries replaced.
+
+        The manifest is re-read under the lock: another writer may have committed since, e.g. after
+        the lock file was deleted. An entry for an input another writer committed meanwhile is
+        dropped (its parts removed) and its outcome becomes ``unchanged``.
+        """
         try:
             lock.ensure_held()
             current = self._load() or empty_manifest()
@@ -369,8 +384,11 @@ class Dataset:
         self, kind: str, paths: list[str | Path], kwargs: dict[str, Any], opts: dict[str, str],
         strict: bool, replace: bool, executor: Any, progress: Callable[[Path], None] | None,
     ) -> list[IngestOutcome]:  # fmt: skip
-        """One task per input on ``executor``: each reads its file and writes its own parts;
-        the manifest is written once, at the end, with every input that succeeded."""
+        """Ingest with one task per input on ``executor``.
+
+        Each task reads its file and writes its own parts; the manifest is written once, at the end,
+        with every input that succeeded.
+        """
         outcomes: dict[int, IngestOutcome] = {}
         started = datetime.now(UTC).isoformat(timespec="microseconds")
         with self._writer() as (lock, manifest, call), sources(self.path, paths) as srcs:
@@ -439,9 +457,28 @@ class Dataset:
         self._checked.add((part["file"], st.st_size, st.st_mtime_ns))
 
     def scan(self, table: str) -> pl.LazyFrame:
-        """A lazy frame over one table, overlapping inputs merged by data (see
-        :mod:`reliability.store.merge`). Each part's size and footer row count are checked
-        against the manifest first (:class:`DatasetDamagedError` names a part that differs)."""
+        """Scan one table lazily, overlapping inputs merged by data (see :mod:`reliability.store.merge`).
+
+        Each part's size and footer row count are checked against the manifest first.
+
+        Parameters
+        ----------
+        table : str
+            A canonical table (``jobs``, ``job_steps``, ``health_events``, ``node_states``,
+            ``quarantine``, ...).
+
+        Returns
+        -------
+        polars.LazyFrame
+            The merged table (empty with the canonical schema when no input has it).
+
+        Raises
+        ------
+        ReliabilityError
+            For an unknown table.
+        DatasetDamagedError
+            Naming a part whose size or row count differs from the manifest.
+        """
         spec = schema.TABLES.get(table)
         if spec is None:
             raise ReliabilityError(
@@ -477,10 +514,15 @@ class Dataset:
         return lf.select(list(spec.schema))
 
     def observation_window(self) -> tuple[datetime | None, datetime | None]:
-        """The window the Dataset's inputs observed [UTC]: earliest start, latest end.
+        """Return the window the Dataset's inputs observed [UTC]: earliest start, latest end.
 
         Each input records its own window (see :class:`reliability.ingest.ReadResult`); models
         censor attempts and intervals still open at the end of it (``observation_end``).
+
+        Returns
+        -------
+        (datetime or None, datetime or None)
+            The window's start and end (None where no input records one).
         """
         lo, hi = [], []
         for i in self.inputs:
@@ -497,7 +539,18 @@ class Dataset:
         return self.observation_window()[1]
 
     def table(self, table: str) -> pl.DataFrame:
-        """One table, collected (see :meth:`scan`)."""
+        """Read one table, collected (see :meth:`scan`).
+
+        Parameters
+        ----------
+        table : str
+            A canonical table.
+
+        Returns
+        -------
+        polars.DataFrame
+            The merged table.
+        """
         return self.scan(table).collect()
 
     @property
@@ -536,8 +589,14 @@ class Dataset:
         return self.table("quarantine")
 
     def summary(self) -> DatasetSummary:
-        """Row counts, time span, clusters, nodes, accelerators, inputs and the quarantine
-        (reasons with counts and their first rows)."""
+        """Summarise the Dataset.
+
+        Returns
+        -------
+        DatasetSummary
+            Row counts, time span, clusters, nodes, accelerators, inputs and the quarantine (reasons
+            with counts and their first rows).
+        """
         return summarise(self)
 
     # -- integrity -----------------------------------------------------------------------
@@ -552,8 +611,10 @@ class Dataset:
         return integrity.verify(self)
 
     def repair(self) -> RepairReport:
-        """Rebuild a lost or unreadable manifest from the parts, or drop the inputs whose
-        parts are damaged (holds the writer lock).
+        """Repair the manifest (holds the writer lock).
+
+        Rebuild a lost or unreadable manifest from the parts, or drop the inputs whose parts are
+        damaged.
 
         Returns
         -------
@@ -571,8 +632,11 @@ def _ingest_task(
     kwargs: dict[str, Any], opts: dict[str, str], strict: bool, writer: dict[str, Any],
     order: list[Any],
 ) -> dict[str, Any]:  # fmt: skip
-    """Worker side of a partitioned ingest: read one input, write its parts (footers name
-    the parent as the writer), return its manifest entry (a plain dict: no frames travel)."""
+    """Run the worker side of a partitioned ingest: read one input, write its parts.
+
+    Footers name the parent as the writer; returns its manifest entry (a plain dict: no frames
+    travel).
+    """
     result = read_input(kind, Path(path), shown, kwargs, strict)
     entry = new_entry(kind, name, recorded, sha, size, result, opts)
     entry["order"] = order

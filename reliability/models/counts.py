@@ -1,6 +1,8 @@
-"""Failure counts over exposure: exact Poisson intervals, intervals and trend tests that stay
-valid when the rate swings from period to period, and exposure split into periods with the
-attempts still open at the observation end censored there.
+"""Failure counts over exposure: exact Poisson intervals, robust intervals and trend tests.
+
+The robust intervals and tests stay valid when the rate swings from period to period;
+exposure is split into periods with the attempts still open at the observation end censored
+there.
 
 Why robust intervals on period counts
 ------------------------------------
@@ -167,7 +169,8 @@ def _poisson_glm(
     """Vectorised Newton fit of ``log μ = b0 + b1 x + log E`` over leading axes.
 
     Returns coefficients ``(..., 2)``, fitted means, the inverse information ``(..., 2, 2)``
-    and a converged flag."""
+    and a converged flag.
+    """
     X = np.stack([np.ones_like(x), x], axis=-1)  # (n, 2)
     w = used.astype(float)
     K = (k * w).sum(-1)
@@ -204,8 +207,9 @@ def poisson_regression(
     min_failures: int = 5,
     min_points: int = 3,
 ) -> dict[str, np.ndarray]:
-    """Poisson regression ``log E[k] = b0 + b1 x + log(exposure)`` with a robust slope
-    variance, vectorised.
+    """Fit the Poisson regression ``log E[k] = b0 + b1 x + log(exposure)`` with a robust slope variance.
+
+    Vectorised over the leading axes.
 
     The slope's variance is the HC3 sandwich ``H⁻¹ (Σ (k − μ)² / (1 − h)² x xᵀ) H⁻¹`` (H the
     Poisson information, h the leverage), valid whatever the variance of the counts, and its
@@ -268,9 +272,10 @@ def poisson_regression(
 
 
 def trend_test(k: np.ndarray, exposure: np.ndarray, alpha: float = 0.05) -> dict[str, np.ndarray]:
-    """Trend of a rate over periods: Poisson GLM of counts on the period index with a
-    log-exposure offset and a robust (HC3) slope variance, Wald t-test of "no trend" on
-    ``n − 2`` degrees of freedom (see the module doc and :func:`poisson_regression`).
+    """Test the trend of a rate over periods, with a robust (HC3) slope variance.
+
+    A Poisson GLM of counts on the period index with a log-exposure offset, Wald t-test of "no
+    trend" on ``n − 2`` degrees of freedom (see the module doc and :func:`poisson_regression`).
     Vectorised like :func:`rate_interval`.
 
     Parameters
@@ -340,6 +345,7 @@ class RateEstimate(Result):
 
     @property
     def sample_sizes(self) -> dict[str, int | float]:
+        """Counts behind the rate: failures, exposure [unit-days], periods."""
         return {
             "failures": self.failures,
             f"{self.unit}-days": self.exposure,
@@ -348,6 +354,7 @@ class RateEstimate(Result):
 
     @property
     def summary(self) -> pl.DataFrame:
+        """One row: the rate per 1000 unit-days with the robust and the Poisson interval, dispersion, failures, exposure, periods."""
         return self._mapping_frame({
             "window": self.label, "rate_per_1000_days": None if self.rate is None else 1000 * self.rate,
             "ci_low": 1000 * self.low, "ci_high": 1000 * self.high,
@@ -357,7 +364,14 @@ class RateEstimate(Result):
         })  # fmt: skip
 
     def describe(self) -> str:
-        """One sentence: the rate per 1000 exposure-days with both intervals and its basis."""
+        """Describe the rate in one sentence: per 1000 exposure-days with both intervals and its basis.
+
+        Returns
+        -------
+        str
+            The sentence, or why the rate is not estimable (with the upper bound when there is
+            exposure).
+        """
         u = f"{self.unit}-days"
         pct = f"{100 * (1 - self.alpha):.0f}%"
         if self.exposure <= 0:
@@ -395,15 +409,25 @@ def estimate_rate(
     label: str = "whole window",
     unit: str = "node",
 ) -> RateEstimate:
-    """:class:`RateEstimate` of one series of period counts (see :func:`rate_interval`).
+    """Estimate the failure rate of one series of period counts (see :func:`rate_interval`).
 
     Parameters
     ----------
-    k : failures per period [count]
-    exposure : exposure per period [``unit``-days]
-    alpha : 1 − confidence level
-    label : name of the window, for the text
-    unit : what the exposure counts (``"node"``: node-days)
+    k : array-like of int
+        Failures per period [count].
+    exposure : array-like of float
+        Exposure per period [``unit``-days].
+    alpha : float
+        1 − confidence level.
+    label : str
+        Name of the window, for the text.
+    unit : str
+        What the exposure counts (``"node"``: node-days).
+
+    Returns
+    -------
+    RateEstimate
+        The rate [failures per unit-day] with the robust and the exact Poisson interval.
     """
     k = np.asarray(k, dtype=float).reshape(-1)
     e = np.asarray(exposure, dtype=float).reshape(-1)
@@ -462,10 +486,12 @@ class TrendTest(Result):
 
     @property
     def sample_sizes(self) -> dict[str, int | float]:
+        """Counts behind the test: failures and periods."""
         return {"failures": self.failures, "periods": self.periods}
 
     @property
     def summary(self) -> pl.DataFrame:
+        """One row: change per period with its interval, robust and Poisson p-values, dispersion, periods, failures."""
         return self._mapping_frame({
             "change_per_period": self.per_period, "ci_low": self.low, "ci_high": self.high,
             "p": self.p, "p_poisson": self.p_poisson, "dispersion": self.dispersion,
@@ -473,7 +499,13 @@ class TrendTest(Result):
         })  # fmt: skip
 
     def describe(self) -> str:
-        """One sentence on the trend, or why there is none."""
+        """Describe the trend in one sentence, or say why there is none.
+
+        Returns
+        -------
+        str
+            The change per period with its interval and p-values, or what is missing.
+        """
         if self.per_period is None:
             return (
                 f"trend not estimable: {self.failures} failures over {self.periods} {self.period}s "
@@ -494,7 +526,25 @@ class TrendTest(Result):
 def trend_of(
     k: np.ndarray, exposure: np.ndarray, *, alpha: float = 0.05, period: str = "week"
 ) -> TrendTest:
-    """:class:`TrendTest` of one series of period counts."""
+    """Test the trend of one series of period counts (see :func:`trend_test`).
+
+    Parameters
+    ----------
+    k : numpy.ndarray
+        Failures per period [count], periods equally spaced.
+    exposure : numpy.ndarray
+        Exposure per period (periods without exposure are ignored).
+    alpha : float
+        1 − confidence level of the interval of the change per period.
+    period : str
+        What a period is, for the text (``"week"``).
+
+    Returns
+    -------
+    TrendTest
+        The multiplicative change per period with its interval and p-values (None where not
+        estimable).
+    """
     k = np.asarray(k, dtype=float).reshape(-1)
     e = np.asarray(exposure, dtype=float).reshape(-1)
     n = int((e > 0).sum())
@@ -511,7 +561,25 @@ def trend_of(
 
 
 def as_utc(t: datetime, name: str = "time") -> datetime:
-    """``t`` in UTC; a naive datetime is refused (its time zone is unknown)."""
+    """Convert an aware datetime to UTC; a naive one is refused (its time zone is unknown).
+
+    Parameters
+    ----------
+    t : datetime
+        A timezone-aware datetime.
+    name : str
+        What it is, for the error.
+
+    Returns
+    -------
+    datetime
+        ``t`` in UTC.
+
+    Raises
+    ------
+    ValueError
+        For a naive datetime.
+    """
     if t.tzinfo is None:
         raise ValueError(
             f"{name} must be timezone-aware (e.g. datetime(..., tzinfo=UTC)), got {t!r}"
@@ -522,10 +590,23 @@ def as_utc(t: datetime, name: str = "time") -> datetime:
 def resolve_observation_end(
     source: Any, frame: pl.DataFrame, observation_end: datetime | None
 ) -> tuple[datetime | None, str | None]:
-    """The observation end to censor at, and a note on where it came from.
+    """Work out the observation end to censor at, and a note on where it came from.
 
-    ``observation_end`` when given; else the Dataset's (``source`` is a Dataset); else the
-    latest timestamp in ``frame`` (submit, start or end), noted as such.
+    Parameters
+    ----------
+    source : object
+        A Dataset or a frame (what the caller was given).
+    frame : polars.DataFrame
+        The attempts (``submit_time``, ``start_time``, ``end_time``).
+    observation_end : datetime or None
+        The caller's observation end [UTC, aware].
+
+    Returns
+    -------
+    (datetime or None, str or None)
+        ``observation_end`` when given; else the Dataset's (``source`` is a Dataset); else the
+        latest timestamp in ``frame`` (submit, start or end), with a note saying so; None when
+        there is none.
     """
     if observation_end is not None:
         return as_utc(observation_end, "observation_end"), None
@@ -549,11 +630,23 @@ def resolve_observation_end(
 def clip_attempts(
     frame: pl.DataFrame, observation_end: datetime | None
 ) -> tuple[pl.DataFrame, int]:
-    """Started attempts with their exposure clipped at the observation end.
+    """Clip the exposure of started attempts at the observation end.
 
-    Adds ``stop`` (end, or the observation end for attempts still open) and ``open`` (no
-    end, or an end after the observation end: censored, not failed). Returns the frame and
-    the number of open attempts. Attempts that start after the observation end are dropped.
+    Attempts that start after the observation end are dropped.
+
+    Parameters
+    ----------
+    frame : polars.DataFrame
+        Attempts with ``start_time`` and ``end_time``.
+    observation_end : datetime or None
+        The observation end [UTC]; None: only ended attempts are kept.
+
+    Returns
+    -------
+    (polars.DataFrame, int)
+        The attempts with ``stop`` (end, or the observation end for attempts still open) and
+        ``open`` (no end, or an end after the observation end: censored, not failed); and the
+        number of open attempts.
     """
     f = frame.filter(pl.col("start_time").is_not_null())
     if observation_end is None:
@@ -573,13 +666,26 @@ def clip_attempts(
 def period_counts(
     attempts: pl.DataFrame, *, every: str = "1w", weight: str = "n_nodes"
 ) -> pl.DataFrame:
-    """Failures and exposure per period from attempts with ``start_time``, ``stop`` and
-    boolean ``failed`` / ``open`` (see :func:`clip_attempts`).
+    """Count failures and exposure per period.
 
     Each attempt's exposure (``weight`` × duration [days], e.g. node-days) is split over the
-    periods it spans; its failure counts in the period it ended in (open attempts never
-    fail). Returns ``period`` (UTC start, aligned with ``dt.truncate(every)``), ``failures``,
-    ``exposure`` [days × weight], sorted, periods without exposure left out.
+    periods it spans; its failure counts in the period it ended in (open attempts never fail).
+
+    Parameters
+    ----------
+    attempts : polars.DataFrame
+        Attempts with ``start_time``, ``stop`` and boolean ``failed`` / ``open`` (see
+        :func:`clip_attempts`).
+    every : str
+        Period length as a polars duration (``"1w"``).
+    weight : str
+        Column the duration is multiplied by (``"n_nodes"``: node-days).
+
+    Returns
+    -------
+    polars.DataFrame
+        ``period`` (UTC start, aligned with ``dt.truncate(every)``), ``failures``, ``exposure``
+        [days × weight], sorted, periods without exposure left out.
     """
     a = attempts.select(
         "start_time", "stop", w=pl.col(weight).cast(pl.Float64),
@@ -614,5 +720,16 @@ def period_counts(
 
 
 def is_dataset(source: Any) -> bool:
-    """Whether ``source`` is a Dataset (duck-typed: has ``observation_end`` and ``jobs``)."""
+    """Tell whether an object is a Dataset (duck-typed: not a frame or dict, and has ``jobs``).
+
+    Parameters
+    ----------
+    source : object
+        What a model was given.
+
+    Returns
+    -------
+    bool
+        True for a Dataset.
+    """
     return not isinstance(source, pl.DataFrame | dict) and hasattr(source, "jobs")

@@ -95,8 +95,20 @@ def mttf_h(
 
 
 def size_bucket(gpus: pl.Expr) -> pl.Expr:
-    """Lower edge of the :data:`SIZE_BUCKETS` bucket holding ``gpus``; CPU-only jobs (0 GPUs)
-    get :data:`CPU_ONLY_BUCKET` (0), never the 1-GPU bucket."""
+    """Map a GPU count to its size bucket: the lower edge of the :data:`SIZE_BUCKETS` bucket.
+
+    CPU-only jobs (0 GPUs) get :data:`CPU_ONLY_BUCKET` (0), never the 1-GPU bucket.
+
+    Parameters
+    ----------
+    gpus : polars.Expr
+        GPUs per job (null counts as 0).
+
+    Returns
+    -------
+    polars.Expr
+        Int64 bucket lower edge [GPUs].
+    """
     edges = np.array(SIZE_BUCKETS)
 
     def f(s: pl.Series) -> pl.Series:
@@ -186,36 +198,65 @@ class MTTFResult(Result):
 
     @property
     def rate_per_node_day_(self) -> float:
+        """r_f [hardware failures per node-day] (Kokolis et al., HPCA '25, §IV-B)."""
         return self.rate_.value
 
     @property
     def estimable_(self) -> bool:
+        """True when r_f is estimable (enough failures)."""
         return self.rate_.rate is not None
 
     @property
     def ci_(self) -> tuple[float, float]:
+        """Interval of r_f [failures per node-day] (robust when there are enough weeks)."""
         return (self.rate_.low, self.rate_.high)
 
     @property
     def poisson_ci_(self) -> tuple[float, float]:
+        """Exact Poisson interval of r_f [failures per node-day] ("if the rate were constant")."""
         return (self.rate_.poisson_low, self.rate_.poisson_high)
 
     @property
     def failures_(self) -> int:
+        """Hardware failures counted in r_f."""
         return self.rate_.failures
 
     @property
     def node_days_(self) -> float:
+        """Exposure behind r_f [node-days]."""
         return self.rate_.exposure
 
     def mttf_h(self, n_gpus: float | np.ndarray) -> np.ndarray:
-        """Model MTTF [h] at ``n_gpus`` from the fitted r_f (``inf`` when r_f = 0: use
-        :meth:`mttf_at` for text)."""
+        """Compute the model MTTF at a job size from the fitted r_f: ``1/(N r_f)``.
+
+        Kokolis et al., HPCA '25, §IV-B, Eq. 1.
+
+        Parameters
+        ----------
+        n_gpus : float or numpy.ndarray
+            Job size [GPUs].
+
+        Returns
+        -------
+        numpy.ndarray
+            MTTF [h]; ``inf`` when r_f = 0 (use :meth:`mttf_at` for text).
+        """
         return mttf_h(n_gpus, self.rate_per_node_day_, self.gpus_per_node)
 
     def mttf_at(self, n_gpus: int) -> dict[str, Any]:
-        """MTTF of a job of ``n_gpus`` GPUs for people: ``mttf_h`` (None when r_f is not
-        estimable), ``low_h``, ``high_h`` (None when unbounded) and ``text``."""
+        """Give the MTTF of a job of ``n_gpus`` GPUs for people, with its interval.
+
+        Parameters
+        ----------
+        n_gpus : int
+            Job size [GPUs].
+
+        Returns
+        -------
+        dict of str to object
+            ``mttf_h`` [h] (None when r_f is not estimable), ``low_h``, ``high_h`` [h] (None when
+            unbounded) and ``text``.
+        """
         lo, hi = self.ci_
         low = float(mttf_h(n_gpus, hi, self.gpus_per_node)) if hi > 0 else None
         high = float(mttf_h(n_gpus, lo, self.gpus_per_node)) if lo > 0 else None
@@ -239,8 +280,19 @@ class MTTFResult(Result):
         }
 
     def projection(self, n_gpus: list[int] | None = None) -> pl.DataFrame:
-        """MTTF [h] at sizes beyond the data with the interval implied by r_f's interval
-        (null where not estimable or unbounded)."""
+        """Project the MTTF to job sizes beyond the data, with the interval implied by r_f's interval.
+
+        Parameters
+        ----------
+        n_gpus : list of int or None
+            Job sizes [GPUs]; None: 1024, 4096, 16384 and 131072.
+
+        Returns
+        -------
+        polars.DataFrame
+            ``n_gpus``, ``mttf_h``, ``mttf_h_low``, ``mttf_h_high`` [h] (null where not estimable or
+            unbounded).
+        """
         sizes = n_gpus or [1024, 4096, 16384, 131072]
         rows = [self.mttf_at(n) for n in sizes]
         return pl.DataFrame(
@@ -251,6 +303,7 @@ class MTTFResult(Result):
 
     @property
     def sample_sizes(self) -> dict[str, int | float]:
+        """Counts behind the result: hardware failures, node-days, weeks, open attempts, attempts."""
         return {
             "hardware failures": self.failures_, "node-days": self.node_days_,
             "weeks": self.rate_.periods, "open attempts (censored)": self.open_attempts_,
@@ -276,6 +329,14 @@ class MTTFResult(Result):
         })  # fmt: skip
 
     def tables(self) -> dict[str, pl.DataFrame]:
+        """Return the result's tables by name.
+
+        Returns
+        -------
+        dict of str to polars.DataFrame
+            ``"summary"``, ``"by size"``, ``"constant-rate check"`` and, when there are any,
+            ``"CPU-only jobs"``.
+        """
         t = {"summary": self.summary, "by size": self.by_size, "constant-rate check": self.survival}
         if self.cpu_only.height:
             t["CPU-only jobs"] = self.cpu_only
@@ -340,7 +401,21 @@ def _size_line(row: dict[str, Any], label: str | None = None) -> str:
 def attributed_jobs(
     source: Any, observation_end: datetime | None
 ) -> tuple[pl.DataFrame, datetime | None, list[str]]:
-    """Attributed jobs, their observation end and notes."""
+    """Attribute a source's jobs and work out their observation end.
+
+    Parameters
+    ----------
+    source : Dataset or polars.DataFrame
+        A Dataset, or a jobs frame (attributed or not).
+    observation_end : datetime or None
+        The caller's observation end [UTC]; None: see
+        :func:`~reliability.models.counts.resolve_observation_end`.
+
+    Returns
+    -------
+    (polars.DataFrame, datetime or None, list of str)
+        Attributed jobs, their observation end, and notes.
+    """
     jobs = source if isinstance(source, pl.DataFrame) else attribute_failures(source)
     if "failure_domain" not in jobs.columns:
         jobs = attribute_failures(jobs, health_events=None, node_states=None)
@@ -351,8 +426,21 @@ def attributed_jobs(
 def exposure_frame(
     jobs: pl.DataFrame, observation_end: datetime | None
 ) -> tuple[pl.DataFrame, int]:
-    """Started attempts clipped at the observation end with ``hours``, ``failed``, ``open``,
-    ``bucket`` (open attempts are censored: never failed)."""
+    """Clip started attempts at the observation end and add what the rate needs.
+
+    Parameters
+    ----------
+    jobs : polars.DataFrame
+        Attributed attempts.
+    observation_end : datetime or None
+        The observation end [UTC].
+
+    Returns
+    -------
+    (polars.DataFrame, int)
+        The attempts with ``hours``, ``failed`` (hardware-ended; open attempts are censored:
+        never failed), ``open``, ``bucket``; and the number of open attempts.
+    """
     a, n_open = clip_attempts(jobs, observation_end)
     a = a.with_columns(
         hours=(pl.col("stop") - pl.col("start_time")).dt.total_microseconds() / 1e6 / 3600.0,
@@ -449,8 +537,24 @@ def fit_mttf(
 def recent_rate(
     attempts: pl.DataFrame, obs_end: datetime | None, alpha: float, *, every: str = "1w"
 ) -> RateEstimate:
-    """Rate over the :data:`RECENT_WEEKS` weeks before the observation end, from clipped
-    attempts (:func:`exposure_frame`); the whole window's when the data span less."""
+    """Estimate the rate over the :data:`RECENT_WEEKS` weeks before the observation end.
+
+    Parameters
+    ----------
+    attempts : polars.DataFrame
+        Clipped attempts (:func:`exposure_frame`).
+    obs_end : datetime or None
+        The observation end [UTC].
+    alpha : float
+        1 − confidence level.
+    every : str
+        Period length of the counts (polars duration).
+
+    Returns
+    -------
+    RateEstimate
+        The recent rate; the whole window's when the data span less (its label says so).
+    """
     label = f"last {RECENT_WEEKS} weeks"
     if obs_end is None or attempts.height == 0:
         return estimate_rate([], [], alpha=alpha, label=label)
@@ -500,9 +604,23 @@ def _by_size(
 
 
 def km_median(durations: np.ndarray, events: np.ndarray) -> float | None:
-    """Kaplan-Meier median [unit of ``durations``]: the first time the product-limit
-    survival falls to 0.5 or below (lifelines' ``median_survival_time_``); None when it never
-    does."""
+    """Compute the Kaplan-Meier median of censored durations.
+
+    The first time the product-limit survival falls to 0.5 or below (lifelines'
+    ``median_survival_time_``).
+
+    Parameters
+    ----------
+    durations : numpy.ndarray
+        Times [any unit].
+    events : numpy.ndarray
+        True where the duration ended in the event, False where it is censored.
+
+    Returns
+    -------
+    float or None
+        The median [unit of ``durations``]; None when the survival never falls to 0.5.
+    """
     t = np.asarray(durations, float)
     e = np.asarray(events, bool)
     order = np.argsort(t)
@@ -517,8 +635,11 @@ def km_median(durations: np.ndarray, events: np.ndarray) -> float | None:
 
 
 def _survival(exp: pl.DataFrame, alpha: float) -> pl.DataFrame:
-    """Per size class: lifelines Weibull shape (interval, verdict), scale [h], exponential rate
-    [1/h], Kaplan-Meier median [h]; classes with too few failures say so."""
+    """Check the constant-rate assumption per size class with lifelines fits.
+
+    Weibull shape (interval, verdict), scale [h], exponential rate [1/h], Kaplan-Meier median
+    [h]; classes with too few failures say so.
+    """
     from reliability.models.lifetimes import fit_weibull, hazard_verdict
 
     rows = []

@@ -213,7 +213,7 @@ def availability_curve(
 ) -> pl.DataFrame:
     """Tabulate job availability vs job size for every mode the pod supports.
 
-    Zu et al., NSDI '24, §5, Figure 1.
+    Zu et al., NSDI '24, Fig. 1.
 
     Parameters
     ----------
@@ -272,7 +272,7 @@ def required_host_availability(
 ) -> float:
     """Find the smallest host availability at which a job of ``n_chips`` reaches ``target``.
 
-    Zu et al., NSDI '24, §5 (the inverse of :func:`job_availability`).
+    Zu et al., NSDI '24, Fig. 1 (the inverse of :func:`job_availability`).
 
     Parameters
     ----------

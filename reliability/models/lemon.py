@@ -79,7 +79,7 @@ class LemonDetector(ClassifierMixin, BaseEstimator):
 
     A scikit-learn estimator: a regularised logistic regression on transformed, standardised
     node-window features (:data:`FEATURES`), its out-of-fold scores calibrated by Platt scaling,
-    and a threshold chosen for a target precision (Kokolis et al., HPCA '25, §IV-D).
+    and a threshold chosen for a target precision (Kokolis et al., HPCA '25, §VI).
 
     Parameters
     ----------
@@ -446,7 +446,7 @@ def rule_baseline(
     """Flag node-windows by a hand-tuned rule of the paper's kind.
 
     Flag a node-window with repeated out-of-service events, or with many failed jobs and repeated
-    Xid evidence (a baseline for the classifier; Kokolis et al., HPCA '25, §IV-D).
+    Xid evidence (a baseline for the classifier; Kokolis et al., HPCA '25, §VI).
 
     Parameters
     ----------

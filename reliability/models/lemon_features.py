@@ -97,7 +97,7 @@ def node_features(
     One row per (cluster, node, window_end) for every node seen in the data and every window end
     from ``start + window_days`` to ``end`` (default: the data's span, windows aligned to
     ``start``). ``window_days`` must be a multiple of ``step_days``. Kokolis et al., HPCA '25,
-    §IV-D (lemon nodes).
+    §VI (lemon nodes).
 
     Parameters
     ----------

@@ -198,7 +198,7 @@ class MTTFResult(Result):
 
     @property
     def rate_per_node_day_(self) -> float:
-        """r_f [hardware failures per node-day] (Kokolis et al., HPCA '25, §IV-B)."""
+        """r_f [hardware failures per node-day] (Kokolis et al., HPCA '25, §IV, Fig. 7)."""
         return self.rate_.value
 
     @property
@@ -229,7 +229,7 @@ class MTTFResult(Result):
     def mttf_h(self, n_gpus: float | np.ndarray) -> np.ndarray:
         """Compute the model MTTF at a job size from the fitted r_f: ``1/(N r_f)``.
 
-        Kokolis et al., HPCA '25, §IV-B, Eq. 1.
+        Kokolis et al., HPCA '25, §IV, Eq. 1.
 
         Parameters
         ----------

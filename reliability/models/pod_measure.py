@@ -138,7 +138,7 @@ def measured_job_availability(
 ) -> MeasuredAvailability:
     """Measure the fraction of time a job of each size could be placed (see module doc).
 
-    The measured counterpart of Zu et al., NSDI '24, §5, Figure 1.
+    The measured counterpart of Zu et al., NSDI '24, Fig. 1.
 
     Parameters
     ----------

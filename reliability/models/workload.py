@@ -45,7 +45,7 @@ def job_state_breakdown(
 ) -> pl.DataFrame:
     """Count attempts by final state: count and share, GPU-hours and share.
 
-    Kokolis et al., HPCA '25, §IV-A, Fig. 3.
+    Kokolis et al., HPCA '25, Fig. 3.
 
     Parameters
     ----------
@@ -74,7 +74,7 @@ def job_size_distribution(
 ) -> pl.DataFrame:
     """Count jobs (first attempts) and GPU time by size bucket.
 
-    Kokolis et al., HPCA '25, §IV-A, Fig. 6.
+    Kokolis et al., HPCA '25, Fig. 6.
 
     Parameters
     ----------
@@ -108,7 +108,7 @@ def hardware_share(
 ) -> dict[str, float | None]:
     """Compute the share of GPU-job attempts ended by hardware and their share of GPU runtime.
 
-    Kokolis et al., HPCA '25, §IV-A, Fig. 3 (RSC-1: 0.2% of attempts, 18.7% of GPU runtime).
+    Kokolis et al., HPCA '25, Fig. 3 (RSC-1: 0.2% of attempts, 18.7% of GPU runtime).
 
     CPU-only attempts (0 GPUs) are counted apart (``cpu_only_attempts``,
     ``cpu_only_hardware_attempts``): they have no GPU time, and counting them among the attempts

@@ -85,7 +85,7 @@ def plot_job_states(states: Any, ax: Axes | None = None) -> Axes:
 def plot_job_sizes(sizes: Any, ax: Axes | None = None) -> Axes:
     """Plot jobs and GPU time by job size.
 
-    Kokolis et al., HPCA '25, §IV, Fig. 6.
+    Kokolis et al., HPCA '25, Fig. 6.
 
     Parameters
     ----------
@@ -161,7 +161,7 @@ def plot_failure_taxonomy(taxonomy: Any, ax: Axes | None = None, top: int = 12) 
 def plot_failure_rate(series: Any, ax: Axes | None = None) -> Axes:
     """Plot the weekly hardware failure rate of large jobs with its 95% interval.
 
-    Kokolis et al., HPCA '25, §IV-B, Fig. 5.
+    Kokolis et al., HPCA '25, Fig. 5.
 
     Parameters
     ----------
@@ -235,7 +235,7 @@ def plot_mttf(result: Any, ax: Axes | None = None, project_to: int = 131072) -> 
     """Plot MTTF by job size, measured and modelled.
 
     Measured per size bucket (95% interval) and the fitted model ``1/(N r_f)`` projected to
-    ``project_to`` GPUs (Kokolis et al., HPCA '25, §IV-B, Eq. 1, Fig. 7).
+    ``project_to`` GPUs (Kokolis et al., HPCA '25, §IV, Eq. 1, Fig. 7).
 
     Parameters
     ----------

@@ -78,7 +78,7 @@ def plot_availability(
 ) -> Axes:
     """Plot job availability vs job size, analytic lines and measured points.
 
-    Zu et al., NSDI '24, §5, Fig. 1.
+    Zu et al., NSDI '24, Fig. 1.
 
     Parameters
     ----------

@@ -1,5 +1,8 @@
-"""Stages of a GPU cluster's jobs: ``attribution``, ``mttf``, ``rates``, ``workload``, ``ettr``
-and ``plan``, and the report sections that render them (Kokolis et al. HPCA'25 §III-V)."""
+"""Stages of a GPU cluster's jobs and the report sections that render them.
+
+``attribution``, ``mttf``, ``rates``, ``workload``, ``ettr`` and ``plan`` (Kokolis et al.,
+HPCA '25, §III-V).
+"""
 
 from __future__ import annotations
 
@@ -72,6 +75,7 @@ class AttributionResult(Result):
 
     @property
     def sample_sizes(self) -> dict[str, int | float]:
+        """Counts behind the result: attempts attributed."""
         return {"attempts": self.jobs.height}
 
     def _lines(self) -> list[str]:
@@ -82,7 +86,20 @@ class AttributionResult(Result):
 
 
 def attribution_caption(a: AttributionResult | None, before_min: float, after_min: float) -> str:
-    """The attribution rule with the window the run used."""
+    """Describe the attribution rule with the window the run used.
+
+    Parameters
+    ----------
+    a : AttributionResult or None
+        The ``attribution`` stage's result (its window wins when given).
+    before_min, after_min : float
+        The window around a job's end, from ``[analysis]`` [min].
+
+    Returns
+    -------
+    str
+        The rule, beside the paper's window (Kokolis et al., HPCA '25, §III: 10 and 5 min).
+    """
     b, f = (a.before_min, a.after_min) if a is not None else (before_min, after_min)
     return (
         f"NODE_FAIL, or FAILED with a critical health event on one of the job's nodes from {b:g} min before "
@@ -94,7 +111,25 @@ def attribution_caption(a: AttributionResult | None, before_min: float, after_mi
 
 
 def attribution(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> AttributionResult:
-    """Stage ``attribution``."""
+    """Run stage ``attribution``: how every attempt ended, and why.
+
+    Kokolis et al., HPCA '25, §III (see :func:`reliability.attribution.attribute_failures`).
+
+    Parameters
+    ----------
+    cfg : PipelineConfig
+        The pipeline configuration (``[analysis].before_min``, ``after_min``,
+        ``requeue_exit_codes``).
+    deps : dict of str to object
+        Upstream results: ``cluster_data`` (DataResult).
+    work : Path
+        The stage's work folder (unused).
+
+    Returns
+    -------
+    AttributionResult
+        Every attempt with its failure domain and cause, the window used and the observation end.
+    """
     from reliability.attribution import attribute_failures
 
     a = cfg.analysis
@@ -115,7 +150,24 @@ def attribution(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> Attrib
 
 
 def mttf(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> MTTFResult:
-    """Stage ``mttf``: r_f and MTTF by job size, censored at the observation end."""
+    """Run stage ``mttf``: r_f and MTTF by job size, censored at the observation end.
+
+    Kokolis et al., HPCA '25, §IV, Fig. 7 (see :func:`reliability.models.fit_mttf`).
+
+    Parameters
+    ----------
+    cfg : PipelineConfig
+        The pipeline configuration (``[analysis].min_gpus``, ``gpus_per_node``).
+    deps : dict of str to object
+        Upstream results: ``attribution`` (AttributionResult).
+    work : Path
+        The stage's work folder (unused).
+
+    Returns
+    -------
+    MTTFResult
+        r_f with its intervals, MTTF by size bucket and the projections.
+    """
     from reliability.models import fit_mttf
 
     a = deps["attribution"]
@@ -128,7 +180,22 @@ def mttf(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> MTTFResult:
 
 
 def rates(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> RateSeries:
-    """Stage ``rates``: the weekly failure rate and its trend."""
+    """Run stage ``rates``: the weekly failure rate and its trend.
+
+    Parameters
+    ----------
+    cfg : PipelineConfig
+        The pipeline configuration (``[analysis].min_gpus``).
+    deps : dict of str to object
+        Upstream results: ``attribution`` (AttributionResult).
+    work : Path
+        The stage's work folder (unused).
+
+    Returns
+    -------
+    RateSeries
+        The weekly series, the window's and the recent rate, and the trend test.
+    """
     from reliability.models import failure_rate_series
 
     a = deps["attribution"]
@@ -138,7 +205,22 @@ def rates(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> RateSeries:
 
 
 def workload(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> WorkloadResult:
-    """Stage ``workload``: job states, sizes, taxonomy, secondary preemptions, crash loops."""
+    """Run stage ``workload``: job states, sizes, taxonomy, secondary preemptions, crash loops.
+
+    Parameters
+    ----------
+    cfg : PipelineConfig
+        The pipeline configuration (this stage takes no parameters of its own).
+    deps : dict of str to object
+        Upstream results: ``attribution`` (AttributionResult).
+    work : Path
+        The stage's work folder (unused).
+
+    Returns
+    -------
+    WorkloadResult
+        See :func:`reliability.models.workload_summary`.
+    """
     from reliability.models import workload_summary
 
     a = deps["attribution"]
@@ -146,7 +228,25 @@ def workload(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> WorkloadR
 
 
 def ettr(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> RunETTR:
-    """Stage ``ettr``: ETTR of every job run, with the assumed checkpoint interval and restart."""
+    """Run stage ``ettr``: ETTR of every job run, with the assumed checkpoint interval and restart.
+
+    Kokolis et al., HPCA '25, §V (see :func:`reliability.models.job_run_ettr`).
+
+    Parameters
+    ----------
+    cfg : PipelineConfig
+        The pipeline configuration (``[analysis].ckpt_interval_min``, ``restart_min``,
+        ``ckpt_min_gpus``).
+    deps : dict of str to object
+        Upstream results: ``attribution`` (AttributionResult).
+    work : Path
+        The stage's work folder (unused).
+
+    Returns
+    -------
+    RunETTR
+        ETTR per run, by size and the summary.
+    """
     from reliability.models import job_run_ettr
 
     a, c = deps["attribution"], cfg.analysis
@@ -185,10 +285,12 @@ class CheckpointPlan(Result):
 
     @property
     def summary(self) -> pl.DataFrame:
+        """The per-size plan table."""
         return self.sizes
 
     @property
     def sample_sizes(self) -> dict[str, int | float]:
+        """Counts behind the plan: those of the rate of the first size planned (empty without a plan)."""
         return self.plans[0].sample_sizes if self.plans else {}
 
     @property
@@ -209,9 +311,22 @@ class CheckpointPlan(Result):
 
 
 def plan_sizes(attributed: pl.DataFrame, cfg: PipelineConfig) -> tuple[list[int], str]:
-    """Job sizes to plan for [GPUs]: ``[analysis].plan_gpus``, else the size buckets of the
-    cluster's GPU jobs of at least one node and its largest GPU job (the largest
-    :data:`MAX_PLAN_SIZES`)."""
+    """Choose the job sizes to plan for.
+
+    Parameters
+    ----------
+    attributed : polars.DataFrame
+        Attributed attempts (``n_accelerators``).
+    cfg : PipelineConfig
+        The pipeline configuration (``[analysis].plan_gpus``, ``gpus_per_node``).
+
+    Returns
+    -------
+    (list of int, str)
+        The sizes [GPUs] and where they came from: ``[analysis].plan_gpus``, else the size
+        buckets of the cluster's GPU jobs of at least one node and its largest GPU job (the
+        largest :data:`MAX_PLAN_SIZES`); empty with ``"no GPU jobs"``.
+    """
     a = cfg.analysis
     if a.plan_gpus:
         return sorted(set(a.plan_gpus)), "[analysis].plan_gpus"
@@ -248,8 +363,26 @@ def _status(p: PlanResult) -> str:
 
 
 def checkpoint_plan(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> CheckpointPlan:
-    """Stage ``plan``: plan each job size with the fitted r_f (the recent rate, the window's, or
-    the upper bound when no failures were seen: :func:`reliability.models.plan` says which)."""
+    """Run stage ``plan``: a checkpoint interval for each job size at the fitted r_f.
+
+    The rate is the recent rate, the window's, or the upper bound when no failures were seen:
+    :func:`reliability.models.plan` says which (Kokolis et al., HPCA '25, §V).
+
+    Parameters
+    ----------
+    cfg : PipelineConfig
+        The pipeline configuration (``[analysis].target_ettr``, ``restart_min``,
+        ``gpus_per_node``, ``plan_gpus``).
+    deps : dict of str to object
+        Upstream results: ``attribution`` (AttributionResult) and ``mttf`` (MTTFResult).
+    work : Path
+        The stage's work folder (unused).
+
+    Returns
+    -------
+    CheckpointPlan
+        One plan per size, the per-size table, or the refusal (why there is no plan).
+    """
     from reliability.models import plan
 
     a = cfg.analysis
@@ -305,7 +438,20 @@ def checkpoint_plan(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> Ch
 
 
 def workload_sections(w: WorkloadResult, ctx: Context) -> list[Section]:
-    """ "Job states and sizes", "Failure taxonomy", "Secondary preemptions and crash loops"."""
+    """Build the "Job states and sizes", "Failure taxonomy" and "Secondary preemptions and crash loops" sections.
+
+    Parameters
+    ----------
+    w : WorkloadResult
+        The ``workload`` stage's result.
+    ctx : Context
+        The report context.
+
+    Returns
+    -------
+    list of Section
+        The three sections.
+    """
     a = ctx.analysis
     states = Section("Job states and sizes")
     states.blocks.append(
@@ -392,7 +538,20 @@ def workload_sections(w: WorkloadResult, ctx: Context) -> list[Section]:
 
 
 def rates_section(s: RateSeries, ctx: Context) -> list[Section]:
-    """ "Failure rate over time"."""
+    """Build the "Failure rate over time" report section.
+
+    Parameters
+    ----------
+    s : RateSeries
+        The ``rates`` stage's result.
+    ctx : Context
+        The report context.
+
+    Returns
+    -------
+    list of Section
+        The one section: the weekly rate figure, the rates and the trend.
+    """
     sec = Section("Failure rate over time")
     sec.blocks.append(
         plot_block(
@@ -414,7 +573,20 @@ def rates_section(s: RateSeries, ctx: Context) -> list[Section]:
 
 
 def mttf_section(m: MTTFResult, ctx: Context) -> list[Section]:
-    """ "MTTF vs job size"."""
+    """Build the "MTTF vs job size" report section.
+
+    Parameters
+    ----------
+    m : MTTFResult
+        The ``mttf`` stage's result.
+    ctx : Context
+        The report context.
+
+    Returns
+    -------
+    list of Section
+        The one section: r_f, the MTTF figure, projections and the constant-rate check.
+    """
     sec = Section("MTTF vs job size")
     sec.blocks.append(Text(f"r_f (jobs of {m.min_gpus:,}+ GPUs) {m.rate_.describe()}."))
     sec.blocks.append(
@@ -453,7 +625,20 @@ def mttf_section(m: MTTFResult, ctx: Context) -> list[Section]:
 
 
 def ettr_section(r: RunETTR, ctx: Context) -> list[Section]:
-    """ "ETTR of job runs"."""
+    """Build the "ETTR of job runs" report section.
+
+    Parameters
+    ----------
+    r : RunETTR
+        The ``ettr`` stage's result.
+    ctx : Context
+        The report context (the assumed checkpoint interval and restart).
+
+    Returns
+    -------
+    list of Section
+        The one section.
+    """
     a = ctx.analysis
     sec = Section("ETTR of job runs")
     sec.blocks.append(
@@ -485,7 +670,21 @@ def ettr_section(r: RunETTR, ctx: Context) -> list[Section]:
 
 
 def plan_section(p: CheckpointPlan, ctx: Context) -> list[Section]:
-    """ "Checkpoint planning"."""
+    """Build the "Checkpoint planning" report section.
+
+    Parameters
+    ----------
+    p : CheckpointPlan
+        The ``plan`` stage's result.
+    ctx : Context
+        The report context.
+
+    Returns
+    -------
+    list of Section
+        The one section: the interval per job size, the ETTR what-if figure and the frontier, or
+        why there is no plan.
+    """
     sec = Section("Checkpoint planning")
     if p.refusal:
         sec.blocks.append(Text(analysis_terms(f"No checkpoint plan: {p.refusal}."), kind="note"))

@@ -1,5 +1,8 @@
-"""Stage ``lemon`` (lemon-node scores on the last feature window and, for a simulated cluster,
-the quarantine backtest) and the "Lemon nodes" section (Kokolis et al. HPCA'25 §VI)."""
+"""Stage ``lemon`` and the "Lemon nodes" section (Kokolis et al., HPCA '25, §VI).
+
+The stage scores the nodes on the last feature window and, for a simulated cluster, runs the
+quarantine backtest.
+"""
 
 from __future__ import annotations
 
@@ -54,18 +57,22 @@ class LemonReport(Result):
 
     @property
     def flagged(self) -> pl.DataFrame:
-        """The flagged nodes (probability at or above the threshold; none when the scores are
-        not calibrated for the window)."""
+        """The flagged nodes (probability at or above the threshold).
+
+        None are flagged when the scores are not calibrated for the window.
+        """
         if self.scores.height == 0 or not self.calibrated:
             return self.scores.clear()
         return self.scores.filter(pl.col("flagged"))
 
     @property
     def window_end(self) -> datetime | None:
+        """End of the scored feature window [UTC] (None without scores)."""
         return self.scores["window_end"].max() if self.scores.height else None  # type: ignore[return-value]
 
     @property
     def summary(self) -> pl.DataFrame:
+        """One row: nodes scored, flagged, threshold, window length [days]."""
         return self._mapping_frame(
             {
                 "nodes_scored": self.scores.height,
@@ -77,9 +84,17 @@ class LemonReport(Result):
 
     @property
     def sample_sizes(self) -> dict[str, int | float]:
+        """Counts behind the result: nodes scored."""
         return {"nodes": self.scores.height}
 
     def tables(self) -> dict[str, pl.DataFrame]:
+        """Return the result's tables by name.
+
+        Returns
+        -------
+        dict of str to polars.DataFrame
+            ``"summary"``, ``"flagged"`` and ``"top scores"`` (the first 20).
+        """
         return {
             "summary": self.summary,
             "flagged": self.flagged,
@@ -120,7 +135,7 @@ def _span_h(data: Any) -> float:
 
 
 def _cluster_config(spec: InputSpec) -> Any:
-    """The simulator config of a ``simulate-cluster`` input (preset, with its days override)."""
+    """Build the simulator config of a ``simulate-cluster`` input (preset, with its days override)."""
     from reliability.sim.config import load_preset
 
     sim_cfg = load_preset(spec.preset)
@@ -128,9 +143,28 @@ def _cluster_config(spec: InputSpec) -> Any:
 
 
 def lemon(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> LemonReport:
-    """Stage ``lemon``: score every node with the detector on the last window; for a single
-    simulated cluster input long enough, re-run it with the flagged nodes drained (the
-    backtest reuses the run ``cluster_data`` already simulated as its baseline)."""
+    """Run stage ``lemon``: score every node with the detector on the last window.
+
+    For a single simulated cluster input long enough (two windows), the run is repeated with the
+    flagged nodes drained (the backtest reuses the run ``cluster_data`` already simulated as its
+    baseline). The bundled detector flags nobody on a window of another length than it was
+    trained on (its probabilities are not calibrated there), and says so.
+
+    Parameters
+    ----------
+    cfg : PipelineConfig
+        The pipeline configuration (``[analysis].lemon_window_days``, ``lemon_model``).
+    deps : dict of str to object
+        Upstream results: ``cluster_data`` (DataResult).
+    work : Path
+        The stage's work folder (the backtest's simulations are written there).
+
+    Returns
+    -------
+    LemonReport
+        Node scores, the flagged nodes, the detector's description, the backtest (or None) and
+        notes on what was not assessed and why.
+    """
     from reliability.models import LemonDetector, node_features, score_nodes
     from reliability.models.lemon import default_detector
 
@@ -217,7 +251,20 @@ def lemon(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> LemonReport:
 
 
 def lemon_section(r: LemonReport, ctx: Context) -> list[Section]:
-    """ "Lemon nodes"."""
+    """Build the "Lemon nodes" report section.
+
+    Parameters
+    ----------
+    r : LemonReport
+        The ``lemon`` stage's result.
+    ctx : Context
+        The report context.
+
+    Returns
+    -------
+    list of Section
+        The one section: the detector, the suspects figure and table, and the backtest when run.
+    """
     sec = Section("Lemon nodes")
     sec.blocks.append(Text("Detector: " + r.detector + "."))
     if r.scores.height or not r.notes:  # without scores, the notes say why

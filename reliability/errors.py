@@ -64,6 +64,17 @@ class IngestError(ReliabilityError, ValueError):
     """An input cannot be read at all (as opposed to a bad row, which is quarantined).
 
     The message names the file, and the line and field when they are known.
+
+    Parameters
+    ----------
+    path : str
+        The input's name as the user knows it.
+    problem : str
+        What is wrong, in the user's terms.
+    line : int or None
+        1-based line (or record) number where the problem is, when known.
+    field : str or None
+        The field or column the problem is in, when known.
     """
 
     def __init__(

@@ -58,8 +58,16 @@ _TIMES = (("Submit", "submit"), ("Start", "start"), ("End", "end"))
 class Parsed:
     """One batch of records, typed.
 
-    ``allocs`` / ``steps`` (with ``line_no``), ``bad`` (``line_no``, ``reason``), ``naive`` (some
-    time was local ISO text), ``node_names`` (names in the expanded node lists).
+    Parameters
+    ----------
+    allocs, steps : polars.DataFrame
+        Allocation and step rows, with ``line_no``.
+    bad : polars.DataFrame
+        ``line_no``, ``reason`` of the records that failed a check.
+    naive : bool
+        Some time was local ISO text (read in the ``tz=`` zone).
+    node_names : int
+        Host names in the expanded node lists.
     """
 
     __slots__ = ("allocs", "bad", "naive", "node_names", "steps")

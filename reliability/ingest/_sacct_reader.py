@@ -66,7 +66,20 @@ _EXPORT_HINT = f"export with: {SACCT_EXPORT_COMMAND}"
 
 
 class SacctReader:
-    """Reads one export (see the module notes); one instance per input."""
+    """Read one sacct export (see the module notes); one instance per input.
+
+    Parameters
+    ----------
+    src : str
+        The input's name, for errors and the quarantine.
+    cluster : str or None
+        Cluster name for an export without a ``Cluster`` field.
+    tz : str or None
+        IANA time zone of local ISO times in the export.
+    names : list of str or None
+        The fields of ``--noheader`` output, in ``--format`` order (``fields=``); None: the
+        export has header lines.
+    """
 
     def __init__(
         self, src: str, *, cluster: str | None, tz: str | None, names: list[str] | None

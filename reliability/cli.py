@@ -498,8 +498,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns
     -------
     int
-        The exit code: 0 on success, non-zero on a refusal or failed check (the error is printed
-        to stderr in the CLI's terms).
+        The exit code: 0 on success; 1 when a check fails (``verify`` finds a problem, a sweep
+        has failures); 2 on an error, printed to stderr in the CLI's terms (``error: ...``).
     """
     args = _parser().parse_args(argv)
     try:

@@ -194,8 +194,8 @@ def read_mapped(reader: SacctReader, path: str | Path) -> bool:
     Returns
     -------
     bool
-        True when read; False if the caller must use the block stream instead (the file cannot be
-        opened or mapped, is empty, or has a line longer than a window); nothing of the file has
+        True when read; False if the caller must use the block stream instead (e.g. the file
+        cannot be opened, is empty, or has a line longer than a window); nothing of the file has
         then been kept.
     """
     try:

@@ -222,8 +222,8 @@ def availability_curve(
     pod : str or PodSpec
         The pod (``"tpuv4"``, ...) or its spec.
     sizes_chips : list of int or None
-        Job sizes [chips]; None: powers of two from 4 to 4096 plus 1024-4096 slices. Sizes above
-        the pod's are dropped.
+        Job sizes [chips]; None: powers of two from 4 to 4096 plus 3072, 3200 and 3584. Sizes
+        above the pod's are dropped.
     ocs_availability, link_availability : float or None
         Availability of one OCS and of one ICI link, as in :func:`job_availability`.
 

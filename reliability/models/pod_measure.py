@@ -168,7 +168,7 @@ def measured_job_availability(
     ------
     ValueError
         For an unknown mode, an inventory without machines, or a window holding fewer samples
-    than ``batches``.
+        than ``batches``.
     """
     if mode not in ("reconfigurable", "static"):
         raise ValueError(f"mode must be 'reconfigurable' or 'static', got {mode!r}")

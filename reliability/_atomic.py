@@ -110,13 +110,17 @@ def write_parquet_atomic(
 
     Parameters
     ----------
-    frame : the rows
-    dest : final path
-    metadata : parquet key-value metadata stored in the footer
+    frame : polars.DataFrame
+        The rows.
+    dest : Path
+        Final path.
+    metadata : dict of str to str or None
+        Parquet key-value metadata stored in the footer.
 
     Returns
     -------
-    (size [bytes], sha256 hex digest) of the file written.
+    (int, str)
+        (size [bytes], sha256 hex digest) of the file written.
     """
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=_prefix(dest), suffix=".tmp", dir=dest.parent)

@@ -152,27 +152,32 @@ def attribute_failures(
 
     Parameters
     ----------
-    source : a Dataset (read lazily), or a jobs frame (then pass ``health_events`` /
-        ``node_states``)
-    before_min, after_min : health-event window around the attempt's end [minutes], never
-        reaching before the attempt's start (Kokolis et al. HPCA'25 §III: 10 and 5);
-        ``before_min`` also bounds node-state changes before the end
-    state_slack_s : how long after the attempt's end a node-state change still counts [s]
-        (the two records' clock granularity; Slurm stamps both to the second)
-    requeue_exit_codes : exit codes the cluster's ``RequeueExit`` / ``RequeueExitHold``
-        name (``scontrol show config``; ``reliability collect`` reads them); a REQUEUED
-        attempt that exited with one of them was requeued at the application's request
-        (domain ``user``). Slurm's default is none.
-    health_events, node_states : evidence tables for a jobs frame. ``node_states=None``
-        means "no node-state history known": unexplained requeues are then ``unknown``
-        rather than ``admin``; pass an empty frame to say there were no node-state changes.
-    lazy : return the query as a LazyFrame instead of collecting it, so that an analysis on
-        top of it can run on polars' streaming engine over data larger than memory
+    source : Dataset or polars.DataFrame or polars.LazyFrame
+        A Dataset (read lazily), or a jobs frame (then pass ``health_events`` / ``node_states``).
+    before_min, after_min : float
+        Health-event window around the attempt's end [minutes], never reaching before the attempt's
+        start (Kokolis et al. HPCA'25 §III: 10 and 5); ``before_min`` also bounds node-state changes
+        before the end.
+    state_slack_s : float
+        How long after the attempt's end a node-state change still counts [s] (the two records'
+        clock granularity; Slurm stamps both to the second).
+    requeue_exit_codes : iterable of int
+        Exit codes the cluster's ``RequeueExit`` / ``RequeueExitHold`` name (``scontrol show
+        config``; ``reliability collect`` reads them); a REQUEUED attempt that exited with one of
+        them was requeued at the application's request (domain ``user``). Slurm's default is none.
+    health_events, node_states : polars.DataFrame or polars.LazyFrame or None
+        Evidence tables for a jobs frame. ``node_states=None`` means "no node-state history known":
+        unexplained requeues are then ``unknown`` rather than ``admin``; pass an empty frame to say
+        there were no node-state changes.
+    lazy : bool
+        Return the query as a LazyFrame instead of collecting it, so that an analysis on top of it
+        can run on polars' streaming engine over data larger than memory.
 
     Returns
     -------
-    The jobs frame with ``failure_domain``, ``failure_cause``, ``culprit_node``,
-    ``evidence`` and ``resource_class`` added (same rows, same order).
+    polars.DataFrame or polars.LazyFrame
+        The jobs frame with ``failure_domain``, ``failure_cause``, ``culprit_node``, ``evidence``
+        and ``resource_class`` added (same rows, same order).
     """
     if min(before_min, after_min, state_slack_s) < 0:
         raise ValueError(

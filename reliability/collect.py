@@ -64,15 +64,23 @@ class CollectResult(Result):
 
     Attributes
     ----------
-    dataset : the Dataset folder
-    since, until : the window exported [UTC]
-    since_basis : where ``since`` came from (given, or the last collection minus the overlap)
-    commands : the commands, as shell lines with their environment
-    raw_dir : where the raw exports were written (None for a dry run)
-    outcomes : one ingest outcome per raw export (empty for a dry run)
-    requeue_exit_codes : RequeueExit / RequeueExitHold of the cluster, when ``scontrol show
-        config`` could be read (pass them to :func:`reliability.attribute_failures`)
-    dry_run : nothing was run
+    dataset : Path
+        The Dataset folder.
+    since, until : datetime
+        The window exported [UTC].
+    since_basis : str
+        Where ``since`` came from (given, or the last collection minus the overlap).
+    commands : tuple of str
+        The commands, as shell lines with their environment.
+    raw_dir : Path or None
+        Where the raw exports were written (None for a dry run).
+    outcomes : tuple of IngestOutcome
+        One ingest outcome per raw export (empty for a dry run).
+    requeue_exit_codes : tuple of int or None
+        RequeueExit / RequeueExitHold of the cluster, when ``scontrol show config`` could be read
+        (pass them to :func:`reliability.attribute_failures`).
+    dry_run : bool
+        Nothing was run.
     """
 
     dataset: Path

@@ -47,9 +47,12 @@ class SchemaError(ReliabilityError, ValueError):
 
     Parameters
     ----------
-    table : name of the canonical table (``jobs``, ``health_events``...)
-    column : the offending column, or None for table-level problems
-    problem : what is wrong, in words
+    table : str
+        Name of the canonical table (``jobs``, ``health_events``...).
+    column : str or None
+        The offending column, or None for table-level problems.
+    problem : str
+        What is wrong, in words.
     """
 
     def __init__(self, table: str, column: str | None, problem: str) -> None:
@@ -143,14 +146,18 @@ def spell_options(
 
     Parameters
     ----------
-    message : an error message or note in Python's spelling (``pass tz=``, ``tz='UTC'``)
-    spell : ``spell(name, value)`` -> the front end's spelling; ``value`` is the text after
-        ``=`` with quotes removed (None when there is none; ``"..."`` for ``[...]``)
-    names : the option names to rewrite
+    message : str
+        An error message or note in Python's spelling (``pass tz=``, ``tz='UTC'``).
+    spell : callable
+        ``spell(name, value)`` -> the front end's spelling; ``value`` is the text after ``=`` with
+        quotes removed (None when there is none; ``"..."`` for ``[...]``).
+    names : iterable of str
+        The option names to rewrite.
 
     Returns
     -------
-    the message with each mention respelled; other text is unchanged.
+    str
+        The message with each mention respelled; other text is unchanged.
     """
     alts = "|".join(re.escape(n) for n in sorted(set(names), key=len, reverse=True))
     if not alts:

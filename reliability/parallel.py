@@ -84,10 +84,14 @@ class Executor:
 
     Parameters
     ----------
-    backend : ``serial``, ``processes`` (default: all local cores) or ``dask``
-    workers : worker processes (``processes``, or the ``LocalCluster`` for ``dask``)
-    scheduler : a Dask scheduler address (``tcp://host:8786``); None starts a ``LocalCluster``
-    retries : extra attempts per task before it is reported as failed
+    backend : str
+        ``serial``, ``processes`` (default: all local cores) or ``dask``.
+    workers : int or None
+        Worker processes (``processes``, or the ``LocalCluster`` for ``dask``).
+    scheduler : str or None
+        A Dask scheduler address (``tcp://host:8786``); None starts a ``LocalCluster``.
+    retries : int
+        Extra attempts per task before it is reported as failed.
     """
 
     def __init__(

@@ -55,11 +55,16 @@ class Paper:
 
     Attributes
     ----------
-    short : how captions cite it, e.g. ``"Kokolis et al., HPCA'25"``
-    title, venue : full title and venue (with volume and pages where known)
-    year : publication year
-    doi : DOI (None when the venue issues none, e.g. USENIX)
-    url : where to read it
+    short : str
+        How captions cite it, e.g. ``"Kokolis et al., HPCA'25"``.
+    title, venue : str
+        Full title and venue (with volume and pages where known).
+    year : int
+        Publication year.
+    doi : str or None
+        DOI (None when the venue issues none, e.g. USENIX).
+    url : str
+        Where to read it.
     """
 
     short: str
@@ -76,12 +81,18 @@ class Reference:
 
     Attributes
     ----------
-    value : the number as printed (a float, or a tuple for a pair or range)
-    unit : its unit, as printed (``"h"``, ``"fraction"``, ``"failures per 1000 node-days"``)
-    what : what it measures, in one line
-    paper : the :class:`Paper`
-    where : section, table or figure
-    note : conditions, rounding, or how the package derives it
+    value : float or tuple of float
+        The number as printed (a float, or a tuple for a pair or range).
+    unit : str
+        Its unit, as printed (``"h"``, ``"fraction"``, ``"failures per 1000 node-days"``).
+    what : str
+        What it measures, in one line.
+    paper : Paper
+        The :class:`Paper`.
+    where : str
+        Section, table or figure.
+    note : str
+        Conditions, rounding, or how the package derives it.
     """
 
     value: float | tuple[float, ...]

@@ -25,14 +25,16 @@ def ingest_simulation(out: str | Path, dataset: str | Path) -> list[IngestOutcom
 
     Parameters
     ----------
-    out : folder written by :meth:`reliability.sim.ClusterResult.write` (it holds
-        ``manifest.json``)
-    dataset : Dataset folder (created if missing)
+    out : str or Path
+        Folder written by :meth:`reliability.sim.ClusterResult.write` (it holds ``manifest.json``).
+    dataset : str or Path
+        Dataset folder (created if missing).
 
     Returns
     -------
-    The ingest outcomes, one per input file, in the order ingested (sacct, node events, kernel
-    logs, health checks).
+    list of IngestOutcome
+        The ingest outcomes, one per input file, in the order ingested (sacct, node events, kernel
+        logs, health checks).
     """
     out = Path(out)
     try:

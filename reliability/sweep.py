@@ -330,11 +330,15 @@ class SweepResult(Result):
 
     Attributes
     ----------
-    results : ``cell, seed, key, value`` and the cell's parameters
-    aggregates : per cell and key: ``n`` (seeds), ``mean``, ``sd``, ``ci_low``, ``ci_high``
-        (95% t-interval; null with one seed)
-    failures : the tasks that raised
-    tasks_run, tasks_skipped : tasks run now, and resumed from disk
+    results : polars.DataFrame
+        ``cell, seed, key, value`` and the cell's parameters.
+    aggregates : polars.DataFrame
+        Per cell and key: ``n`` (seeds), ``mean``, ``sd``, ``ci_low``, ``ci_high`` (95% t-interval;
+        null with one seed).
+    failures : list of TaskFailure
+        The tasks that raised.
+    tasks_run, tasks_skipped : int
+        Tasks run now, and resumed from disk.
     """
 
     title = "Sweep"

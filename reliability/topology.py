@@ -306,7 +306,8 @@ class Slice:
         Returns
         -------
         list of ((int, int, int), (int, int, int), str, (str, int) or None)
-            ``(chip, next chip, dim, ocs or None)`` per link.
+            List of ((int, int, int), (int, int, int), str, (str, int) or None) ``(chip, next chip,
+            dim, ocs or None)`` per link.
         """
         twist = self.twist if self.twisted else None
         links = []
@@ -340,7 +341,8 @@ def links_broken_by_ocs(
     Returns
     -------
     list of ((int, int, int), (int, int, int), str)
-        ``(chip, next chip, dim)`` of every broken link.
+        List of ((int, int, int), (int, int, int), str) ``(chip, next chip, dim)`` of every broken
+        link.
     """
     down = set(ocs)
     return [(a, b, d) for a, b, d, o in slc.chip_links() if o is not None and o in down]

@@ -38,20 +38,28 @@ class ReadResult:
 
     Attributes
     ----------
-    source : path of the input as given
-    tables : canonical tables produced (``{"jobs": ..., "job_steps": ...}``), validated
-    quarantine : rows that were not kept, with ``source_file``, ``line_no``, ``raw``, ``reason``
-    rows_read : records read from the input (logical records: a job whose name holds a newline
-        is one record over two physical lines; blank lines, comments and headers are not records)
-    rows_kept : records accepted (a kept record may produce no output row, e.g. a healthy node
-        in a snapshot, or a DCGM sample that is not an error)
-    notes : what the reader decided that a user should know (assumptions, skipped lines)
-    observed_from, observed_until : the window the input observed [UTC]. A reader that knows
-        it (sacct's ``--starttime``/``--endtime``, given by the user or by ``collect``) sets
-        it; otherwise it is the earliest / latest timestamp in the tables produced.
-        Models censor still-open attempts and intervals at ``observed_until``.
-    observation_basis : how the window was found (``"latest timestamp in the input"`` when
-        it was inferred, else what gave it, e.g. ``"sacct --endtime"``)
+    source : str
+        Path of the input as given.
+    tables : dict of str to polars.DataFrame
+        Canonical tables produced (``{"jobs": ..., "job_steps": ...}``), validated.
+    quarantine : polars.DataFrame
+        Rows that were not kept, with ``source_file``, ``line_no``, ``raw``, ``reason``.
+    rows_read : int
+        Records read from the input (logical records: a job whose name holds a newline is one record
+        over two physical lines; blank lines, comments and headers are not records).
+    rows_kept : int
+        Records accepted (a kept record may produce no output row, e.g. a healthy node in a
+        snapshot, or a DCGM sample that is not an error).
+    notes : list of str
+        What the reader decided that a user should know (assumptions, skipped lines).
+    observed_from, observed_until : datetime or None
+        The window the input observed [UTC]. A reader that knows it (sacct's
+        ``--starttime``/``--endtime``, given by the user or by ``collect``) sets it; otherwise it is
+        the earliest / latest timestamp in the tables produced. Models censor still-open attempts
+        and intervals at ``observed_until``.
+    observation_basis : str
+        How the window was found (``"latest timestamp in the input"`` when it was inferred, else
+        what gave it, e.g. ``"sacct --endtime"``).
     """
 
     source: str

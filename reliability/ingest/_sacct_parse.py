@@ -467,17 +467,23 @@ def finish(
 
     Parameters
     ----------
-    typed : the batch, with the columns of :func:`typed_plan` and ``line_no``
-    raw_fields : ``raw_fields(line_nos)`` -> the input's string fields of those records
-        (``line_no`` + field columns), for the quarantine reasons of the few bad rows
-    tz : the time zone the times were printed in (for messages)
-    gpu : the export has a TRES or GRES field (else the GPU count is 0)
-    cache : the values of per-value fields parsed in earlier batches of the same input
+    typed : polars.DataFrame
+        The batch, with the columns of :func:`typed_plan` and ``line_no``.
+    raw_fields : callable
+        ``raw_fields(line_nos)`` -> the input's string fields of those records (``line_no`` + field
+        columns), for the quarantine reasons of the few bad rows.
+    tz : str or None
+        The time zone the times were printed in (for messages).
+    gpu : bool
+        The export has a TRES or GRES field (else the GPU count is 0).
+    cache : dict of str to (polars.Series, polars.Series) or None
+        The values of per-value fields parsed in earlier batches of the same input.
 
     Returns
     -------
-    :class:`Parsed` with allocation and step rows whose node lists are still text
-    (:func:`complete` expands them once for the whole input).
+    Parsed
+        :class:`Parsed` with allocation and step rows whose node lists are still text
+        (:func:`complete` expands them once for the whole input).
     """
     naive = bool(typed.select(pl.any_horizontal(f"_iso_{k}" for _, k in _TIMES).any()).item())
     fixed = any(

@@ -162,17 +162,22 @@ def read_dcgm(
 
     Parameters
     ----------
-    path : Prometheus text (one or more scrapes), plain or gzip
-    cluster : cluster name for every event
-    node : host for samples without a ``Hostname`` (or similar) label; default file name stem
-    scraped_at : UTC-aware time of a single-scrape file without timestamps
+    path : str or Path
+        Prometheus text (one or more scrapes), plain or gzip.
+    cluster : str
+        Cluster name for every event.
+    node : str or None
+        Host for samples without a ``Hostname`` (or similar) label; default file name stem.
+    scraped_at : datetime or None
+        UTC-aware time of a single-scrape file without timestamps.
 
     Returns
     -------
-    ReadResult with ``health_events`` (source ``dcgm``). Rows read are sample lines
-    (comments and ``# HELP``/``# TYPE`` are not rows); a sample is kept when it is a reading
-    (it parses, is finite, is not a duplicate; a counter or Xid is not negative), whether or
-    not it produces an event.
+    ReadResult
+        The read, with ``health_events`` (source ``dcgm``). Rows read are sample lines (comments
+        and ``# HELP``/``# TYPE`` are not rows); a sample is kept when it is a reading (it parses,
+        is finite, is not a duplicate; a counter or Xid is not negative), whether or not it produces
+        an event.
     """
     src = str(path)
     check_name_option(src, cluster, "cluster")

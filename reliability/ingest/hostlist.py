@@ -170,14 +170,15 @@ def expand(expr: str | None) -> list[str]:
 
     Parameters
     ----------
-    expr : a Slurm hostlist (``node[01-03],fat01``); None, ``""`` and ``None assigned``
-        mean no hosts.
+    expr : str or None
+        A Slurm hostlist (``node[01-03],fat01``); None, ``""`` and ``None assigned`` mean no hosts.
 
     Returns
     -------
-    list of host names; raises :class:`HostlistError` on a malformed expression or one of
-    more than :data:`~reliability.ingest._bounds.MAX_HOSTLIST_NODES` names (checked before
-    anything is expanded).
+    list of str
+        List of host names; raises :class:`HostlistError` on a malformed expression or one of more
+        than :data:`~reliability.ingest._bounds.MAX_HOSTLIST_NODES` names (checked before anything
+        is expanded).
     """
     if expr is None:
         return []

@@ -217,18 +217,25 @@ def read_kernel_log(
 
     Parameters
     ----------
-    path : the log (plain or gzip)
-    cluster : cluster name for every event
-    node : host name for lines that carry none (dmesg); default: the host in syslog lines,
-        else the file name without extension (recorded in the notes)
-    tz : IANA zone of local timestamps (``dmesg -T``, syslog)
-    year : year of the first syslog line (syslog prints none)
-    boot_time : UTC-aware boot time, for ``[seconds since boot]`` prefixes
+    path : str or Path
+        The log (plain or gzip).
+    cluster : str
+        Cluster name for every event.
+    node : str or None
+        Host name for lines that carry none (dmesg); default: the host in syslog lines, else the
+        file name without extension (recorded in the notes).
+    tz : str or None
+        IANA zone of local timestamps (``dmesg -T``, syslog).
+    year : int or None
+        Year of the first syslog line (syslog prints none).
+    boot_time : datetime or None
+        UTC-aware boot time, for ``[seconds since boot]`` prefixes.
 
     Returns
     -------
-    ReadResult with ``health_events`` (source ``kernel_log``), classified with
-    :mod:`reliability.taxonomy`.
+    ReadResult
+        The read, with ``health_events`` (source ``kernel_log``), classified with
+        :mod:`reliability.taxonomy`.
     """
     src = str(path)
     check_name_option(src, cluster, "cluster")

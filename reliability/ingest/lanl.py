@@ -74,15 +74,18 @@ def read_lanl(path: str | Path, *, tz: str = "America/Denver") -> ReadResult:
 
     Parameters
     ----------
-    path : the CSV (UTF-8, UTF-16 or with a byte-order mark; ``.gz`` is read transparently)
-    tz : time zone of the records' local times
+    path : str or Path
+        The CSV (UTF-8, UTF-16 or with a byte-order mark; ``.gz`` is read transparently).
+    tz : str
+        Time zone of the records' local times.
 
     Returns
     -------
-    ReadResult with ``component_failures`` (one row per record) and ``inventory`` (every
-    node of every system, see the module doc). Each line is one record, parsed on its own:
-    a damaged line (a stray quote, a wrong field count, a bad time) is quarantined without
-    touching its neighbours.
+    ReadResult
+        The read, with ``component_failures`` (one row per record) and ``inventory`` (every node of
+        every system, see the module doc). Each line is one record, parsed on its own: a damaged
+        line (a stray quote, a wrong field count, a bad time) is quarantined without touching its
+        neighbours.
     """
     import csv
 

@@ -70,21 +70,27 @@ def read_sacct(
 
     Parameters
     ----------
-    path : the export (plain or gzip)
-    cluster : cluster name, used where the export has no ``Cluster`` field or it is empty
-    tz : IANA time zone the times were printed in (sacct prints local time without a zone);
-        not needed for ``SLURM_TIME_FORMAT=%s`` output
-    fields : field names in ``--format`` order, for ``--noheader`` output
-    window_start, window_end : the export's ``--starttime`` / ``--endtime`` [UTC; ISO 8601
-        with a zone, or an aware datetime], when known: they become the input's observation
-        window (attempts still running are censored at ``window_end``). Without them the
-        window is inferred from the earliest / latest timestamp in the export.
+    path : str or Path
+        The export (plain or gzip).
+    cluster : str or None
+        Cluster name, used where the export has no ``Cluster`` field or it is empty.
+    tz : str or None
+        IANA time zone the times were printed in (sacct prints local time without a zone); not
+        needed for ``SLURM_TIME_FORMAT=%s`` output.
+    fields : sequence of str or None
+        Field names in ``--format`` order, for ``--noheader`` output.
+    window_start, window_end : datetime or str or None
+        The export's ``--starttime`` / ``--endtime`` [UTC; ISO 8601 with a zone, or an aware
+        datetime], when known: they become the input's observation window (attempts still running
+        are censored at ``window_end``). Without them the window is inferred from the earliest /
+        latest timestamp in the export.
 
     Returns
     -------
-    ReadResult with ``jobs`` (one row per allocation record = attempt, or resize segment)
-    and ``job_steps``. Attempts of a job (``--duplicates``) are numbered 0, 1, ... by start
-    time. Records that cannot be read are quarantined with the reason.
+    ReadResult
+        The read, with ``jobs`` (one row per allocation record = attempt, or resize segment) and
+        ``job_steps``. Attempts of a job (``--duplicates``) are numbered 0, 1, ... by start time.
+        Records that cannot be read are quarantined with the reason.
     """
     src = str(path)
     _check_zone(src, tz)

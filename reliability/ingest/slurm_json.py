@@ -228,13 +228,16 @@ def read_sacct_json(path: str | Path, *, cluster: str | None = None) -> ReadResu
 
     Parameters
     ----------
-    path : the export (plain or gzip)
-    cluster : used where a job record has no ``cluster``
+    path : str or Path
+        The export (plain or gzip).
+    cluster : str or None
+        Used where a job record has no ``cluster``.
 
     Returns
     -------
-    ReadResult with ``jobs`` and ``job_steps``; a job record of the wrong shape or with a
-    poison value is one quarantined record (with its steps), named by its position.
+    ReadResult
+        The read, with ``jobs`` and ``job_steps``; a job record of the wrong shape or with a poison
+        value is one quarantined record (with its steps), named by its position.
     """
     src = str(path)
     try:

@@ -250,17 +250,21 @@ def read_sacctmgr_events(
 
     Parameters
     ----------
-    path : the export, with its header line (any subset/order of the event fields)
-    cluster : used where the export has no Cluster field
-    tz : IANA zone of the printed times (sacctmgr prints local time without a zone)
+    path : str or Path
+        The export, with its header line (any subset/order of the event fields).
+    cluster : str or None
+        Used where the export has no Cluster field.
+    tz : str or None
+        IANA zone of the printed times (sacctmgr prints local time without a zone).
 
     Returns
     -------
-    ReadResult with ``node_states`` and ``health_events`` (hardware signals named in the
-    reasons). Cluster-level events (no node name, e.g. "Cluster Registered TRES") are read
-    and kept but produce no interval; the notes say how many. An open event (TimeEnd
-    ``Unknown``) gives ``end = null``. A bad time (unreadable, outside 1990-2200), state or
-    node list quarantines that row only.
+    ReadResult
+        The read, with ``node_states`` and ``health_events`` (hardware signals named in the
+        reasons). Cluster-level events (no node name, e.g. "Cluster Registered TRES") are read and
+        kept but produce no interval; the notes say how many. An open event (TimeEnd ``Unknown``)
+        gives ``end = null``. A bad time (unreadable, outside 1990-2200), state or node list
+        quarantines that row only.
     """
     src = str(path)
     check_zone(src, tz)

@@ -91,12 +91,15 @@ def poisson_ci(k: int | np.ndarray, alpha: float = 0.05) -> tuple[np.ndarray, np
 
     Parameters
     ----------
-    k : observed count(s)
-    alpha : 1 − confidence level
+    k : int or numpy.ndarray
+        Observed count(s).
+    alpha : float
+        1 − confidence level.
 
     Returns
     -------
-    (low, high) : ``[chi2(α/2, 2k)/2, chi2(1−α/2, 2k+2)/2]`` (low = 0 when k = 0)
+    (numpy.ndarray, numpy.ndarray)
+        (low, high): ``[chi2(α/2, 2k)/2, chi2(1−α/2, 2k+2)/2]`` (low = 0 when k = 0).
 
     References
     ----------
@@ -118,18 +121,21 @@ def rate_interval(
 
     Parameters
     ----------
-    k : failures per period [count], shape ``(..., n_periods)``
-    exposure : exposure per period [e.g. node-days], same shape; periods with no exposure are
-        ignored
-    alpha : 1 − confidence level
+    k : numpy.ndarray
+        Failures per period [count], shape ``(..., n_periods)``.
+    exposure : numpy.ndarray
+        Exposure per period [e.g. node-days], same shape; periods with no exposure are ignored.
+    alpha : float
+        1 − confidence level.
 
     Returns
     -------
-    dict of arrays over the leading axes: ``rate`` (Σk/ΣE), ``low``, ``high`` (robust HC2,
-    falling back to the exact Poisson interval where the dispersion cannot be estimated),
-    ``poisson_low``, ``poisson_high`` (exact, "if the rate were constant"), ``dispersion``
-    (nan where not estimable), ``robust`` (bool: the interval is the robust one),
-    ``failures``, ``exposure``, ``periods``.
+    dict of str to numpy.ndarray
+        Dict of arrays over the leading axes: ``rate`` (Σk/ΣE), ``low``, ``high`` (robust HC2,
+        falling back to the exact Poisson interval where the dispersion cannot be estimated),
+        ``poisson_low``, ``poisson_high`` (exact, "if the rate were constant"), ``dispersion`` (nan
+        where not estimable), ``robust`` (bool: the interval is the robust one), ``failures``,
+        ``exposure``, ``periods``.
     """
     k = np.asarray(k, dtype=float)
     e = np.asarray(exposure, dtype=float)
@@ -219,21 +225,27 @@ def poisson_regression(
 
     Parameters
     ----------
-    k : counts [failures], shape ``(..., n_points)``
-    exposure : exposure of each point, same shape (points without exposure are ignored)
-    x : covariate, shape ``(n_points,)``
-    alpha : 1 − confidence level of the slope's interval
-    null_slope : slope under the null hypothesis of ``p``
-    min_failures, min_points : below these (total failures, points with exposure) the fit is
-        not attempted (``valid`` False)
+    k : numpy.ndarray
+        Counts [failures], shape ``(..., n_points)``.
+    exposure : numpy.ndarray
+        Exposure of each point, same shape (points without exposure are ignored).
+    x : numpy.ndarray
+        Covariate, shape ``(n_points,)``.
+    alpha : float
+        1 − confidence level of the slope's interval.
+    null_slope : float
+        Slope under the null hypothesis of ``p``.
+    min_failures, min_points : int
+        Below these (total failures, points with exposure) the fit is not attempted (``valid``
+        False).
 
     Returns
     -------
-    dict of arrays over the leading axes: ``slope``, ``low``, ``high``, ``se`` (robust),
-    ``p`` (robust p-value of slope = ``null_slope``), ``p_poisson`` (the same test if the
-    counts were Poisson), ``dispersion`` (Pearson ``X² / (n − 2)``, for information),
-    ``valid`` (enough data and the fit converged; a fit with every failure in one point
-    diverges and is invalid).
+    dict of str to numpy.ndarray
+        Dict of arrays over the leading axes: ``slope``, ``low``, ``high``, ``se`` (robust), ``p``
+        (robust p-value of slope = ``null_slope``), ``p_poisson`` (the same test if the counts were
+        Poisson), ``dispersion`` (Pearson ``X² / (n − 2)``, for information), ``valid`` (enough data
+        and the fit converged; a fit with every failure in one point diverges and is invalid).
     """
     k = np.asarray(k, dtype=float)
     e = np.asarray(exposure, dtype=float)
@@ -280,17 +292,21 @@ def trend_test(k: np.ndarray, exposure: np.ndarray, alpha: float = 0.05) -> dict
 
     Parameters
     ----------
-    k : failures per period [count], shape ``(..., n_periods)``, periods equally spaced
-    exposure : exposure per period, same shape (periods without exposure are ignored)
-    alpha : 1 − confidence level of the interval of the change per period
+    k : numpy.ndarray
+        Failures per period [count], shape ``(..., n_periods)``, periods equally spaced.
+    exposure : numpy.ndarray
+        Exposure per period, same shape (periods without exposure are ignored).
+    alpha : float
+        1 − confidence level of the interval of the change per period.
 
     Returns
     -------
-    dict of arrays: ``per_period`` (multiplicative change of the rate per period,
-    ``exp(slope)``), ``low``, ``high`` (its interval), ``p`` (robust p-value of "no
-    trend"), ``p_poisson`` (the same test if counts were Poisson), ``dispersion``, ``valid``
-    (at least :data:`MIN_FAILURES_FOR_TREND` failures over :data:`MIN_PERIODS_FOR_TREND`
-    periods, and the fit converged).
+    dict of str to numpy.ndarray
+        Dict of arrays: ``per_period`` (multiplicative change of the rate per period,
+        ``exp(slope)``), ``low``, ``high`` (its interval), ``p`` (robust p-value of "no trend"),
+        ``p_poisson`` (the same test if counts were Poisson), ``dispersion``, ``valid`` (at least
+        :data:`MIN_FAILURES_FOR_TREND` failures over :data:`MIN_PERIODS_FOR_TREND` periods, and the
+        fit converged).
     """
     k = np.asarray(k, dtype=float)
     r = poisson_regression(
@@ -311,15 +327,24 @@ class RateEstimate(Result):
 
     Attributes
     ----------
-    label : which window (``"whole window"``, ``"last 4 weeks"``)
-    failures : failures counted [count]
-    exposure : exposure [``unit`` days, e.g. node-days]
-    periods : periods with exposure (weeks)
-    rate : failures per exposure-day, None when fewer than :data:`MIN_FAILURES_FOR_RATE`
-    low, high : interval at ``1 − alpha`` (robust HC2 when ``robust``, else exact Poisson)
-    poisson_low, poisson_high : exact Poisson interval ("if the rate were constant")
-    dispersion : period-to-period dispersion φ (None when not estimable)
-    robust : whether ``low``/``high`` allow for period-to-period variation
+    label : str
+        Which window (``"whole window"``, ``"last 4 weeks"``).
+    failures : int
+        Failures counted [count].
+    exposure : float
+        Exposure [``unit`` days, e.g. node-days].
+    periods : int
+        Periods with exposure (weeks).
+    rate : float or None
+        Failures per exposure-day, None when fewer than :data:`MIN_FAILURES_FOR_RATE`.
+    low, high : float
+        Interval at ``1 − alpha`` (robust HC2 when ``robust``, else exact Poisson).
+    poisson_low, poisson_high : float
+        Exact Poisson interval ("if the rate were constant").
+    dispersion : float or None
+        Period-to-period dispersion φ (None when not estimable).
+    robust : bool
+        Whether ``low``/``high`` allow for period-to-period variation.
     """
 
     title = "Failure rate"
@@ -463,12 +488,18 @@ class TrendTest(Result):
 
     Attributes
     ----------
-    per_period : multiplicative change of the rate per period (None when not estimable)
-    low, high : its interval at ``1 − alpha``
-    p : robust p-value of "no trend"; ``p_poisson`` the Poisson one
-    dispersion : Pearson dispersion of the trend fit
-    periods, failures : sample sizes
-    period : the period's name (``"week"``)
+    per_period : float or None
+        Multiplicative change of the rate per period (None when not estimable).
+    low, high : float or None
+        Its interval at ``1 − alpha``.
+    p : float or None
+        Robust p-value of "no trend"; ``p_poisson`` the Poisson one.
+    dispersion : float or None
+        Pearson dispersion of the trend fit.
+    periods, failures : int
+        Sample sizes.
+    period : str
+        The period's name (``"week"``).
     """
 
     title = "Trend test"

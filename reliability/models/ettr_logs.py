@@ -62,11 +62,14 @@ class RunETTR(Result):
 
     Attributes
     ----------
-    runs : one row per run: attempts, interruptions by cause (``hw_interruptions``,
-        ``preemptions``, ``other_interruptions``), gpus, wall / scheduled / queue /
-        overhead / lost / productive hours, ``ettr``, ``ettr_hardware``, ``open``, bucket
-    ckpt_interval_h, restart_h, lost_work : the assumptions (see the module doc)
-    observation_end : censoring time of runs still going [UTC]
+    runs : polars.DataFrame
+        One row per run: attempts, interruptions by cause (``hw_interruptions``, ``preemptions``,
+        ``other_interruptions``), gpus, wall / scheduled / queue / overhead / lost / productive
+        hours, ``ettr``, ``ettr_hardware``, ``open``, bucket.
+    ckpt_interval_h, restart_h, lost_work
+        The assumptions (see the module doc).
+    observation_end : datetime or None
+        Censoring time of runs still going [UTC].
     """
 
     title = "ETTR of job runs (Kokolis et al. HPCA'25 Fig. 9)"
@@ -179,18 +182,27 @@ def job_run_ettr(
 
     Parameters
     ----------
-    source : a Dataset, or a jobs frame (attributed or not)
-    ckpt_interval_h : assumed Δt [h]; None = no checkpoints (an interruption loses the attempt)
-    restart_h : assumed u0 [h] per restart
-    run_key : column(s) that identify a run; default (cluster, job_id)
-    lost_work : "aligned" or "expected" (see module doc)
-    ckpt_min_gpus : runs with fewer GPUs are assumed not to checkpoint
-    observation_end : when the data end [UTC]; runs still going then are censored there.
-        Default: the Dataset's observation end, else the latest timestamp (noted)
+    source : Dataset or polars.DataFrame
+        A Dataset, or a jobs frame (attributed or not).
+    ckpt_interval_h : float or None
+        Assumed Δt [h]; None = no checkpoints (an interruption loses the attempt).
+    restart_h : float
+        Assumed u0 [h] per restart.
+    run_key : str or list of str or None
+        Column(s) that identify a run; default (cluster, job_id).
+    lost_work : str
+        "aligned" or "expected" (see module doc).
+    ckpt_min_gpus : int
+        Runs with fewer GPUs are assumed not to checkpoint.
+    observation_end : datetime or None
+        When the data end [UTC]; runs still going then are censored there. Default: the Dataset's
+        observation end, else the latest timestamp (noted).
 
     Returns
     -------
     RunETTR
+        One row per job run (attempts, interruptions by cause, wall and productive time, ETTR),
+        ETTR by job size and the summary (Kokolis et al., HPCA '25, §V).
     """
     if lost_work not in ("aligned", "expected"):
         raise ValueError(f"lost_work must be 'aligned' or 'expected', got {lost_work!r}")

@@ -50,13 +50,20 @@ class ETTRSimulation(Result):
 
     Attributes
     ----------
-    ettr : per-run ETTR (W / wall)
-    wall_h : per-run wall time [h]
-    interruptions : per-run interruption count
-    job_h : productive hours W every run needs
-    estimand : the estimand ``estimate`` / ``stderr`` / ``ci`` refer to
-    alpha : 1 − confidence level of ``ci``
-    params : the simulation's parameters
+    ettr : numpy.ndarray
+        Per-run ETTR (W / wall).
+    wall_h : numpy.ndarray
+        Per-run wall time [h].
+    interruptions : numpy.ndarray
+        Per-run interruption count.
+    job_h : float
+        Productive hours W every run needs.
+    estimand : str
+        The estimand ``estimate`` / ``stderr`` / ``ci`` refer to.
+    alpha : float
+        1 − confidence level of ``ci``.
+    params : dict
+        The simulation's parameters.
     """
 
     title = "Monte Carlo ETTR"

@@ -140,17 +140,21 @@ def job_interruptions(
 
     Parameters
     ----------
-    attributed : the output of :func:`reliability.attribute_failures`
-    observation_end : attempts still running then count their GPU time up to it [UTC]
-    tolerance_s : secondary-preemption window [s] (see the module doc)
+    attributed : polars.DataFrame
+        The output of :func:`reliability.attribute_failures`.
+    observation_end : datetime or None
+        Attempts still running then count their GPU time up to it [UTC].
+    tolerance_s : float
+        Secondary-preemption window [s] (see the module doc).
 
     Returns
     -------
-    ``cluster, job_id, name, user, gpus`` (most of any attempt), ``attempts``, ``requeues``
-    (attempts − 1), ``self_requeues`` (requeued attempts not ended by a preemption),
-    ``hw_interruptions``, ``preempted``, ``secondary_caused`` (preemptions its restarts
-    caused), ``secondary_gpu_hours`` [GPU-h], ``gpu_hours`` (all attempts), ``gpu_hours_hw``
-    (its hardware-ended attempts) [GPU-h]; most self-requeues first
+    polars.DataFrame
+        ``cluster, job_id, name, user, gpus`` (most of any attempt), ``attempts``, ``requeues``
+        (attempts − 1), ``self_requeues`` (requeued attempts not ended by a preemption),
+        ``hw_interruptions``, ``preempted``, ``secondary_caused`` (preemptions its restarts caused),
+        ``secondary_gpu_hours`` [GPU-h], ``gpu_hours`` (all attempts), ``gpu_hours_hw`` (its
+        hardware-ended attempts) [GPU-h]; most self-requeues first.
     """
     g = gpu_hours(attributed, observation_end)
     last = pl.col("attempt") == pl.col("attempt").max()

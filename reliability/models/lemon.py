@@ -516,15 +516,20 @@ def score_nodes(
 
     Parameters
     ----------
-    detector : a fitted :class:`LemonDetector`
-    features : :func:`reliability.models.node_features` output
-    at : window end to score [UTC]; the latest window ending at or before it is used
-    top_features : how many of the features that raised each score most to name
+    detector : LemonDetector
+        A fitted :class:`LemonDetector`.
+    features : polars.DataFrame
+        :func:`reliability.models.node_features` output.
+    at : datetime or None
+        Window end to score [UTC]; the latest window ending at or before it is used.
+    top_features : int
+        How many of the features that raised each score most to name.
 
     Returns
     -------
-    A frame ranked by ``probability``: ``cluster, node, window_end, probability, flagged,
-    drivers`` (the features that drove each score, as ``name=value`` text).
+    polars.DataFrame
+        A frame ranked by ``probability``: ``cluster, node, window_end, probability, flagged,
+        drivers`` (the features that drove each score, as ``name=value`` text).
     """
     when = at if at is not None else features["window_end"].max()
     last = features.filter(pl.col("window_end") <= when)
@@ -556,13 +561,17 @@ def dominant_component(
 
     Parameters
     ----------
-    dataset : a Dataset, or a dict with ``health_events`` and ``node_states``
-    nodes : node names
-    end : only evidence before this time [UTC] counts
+    dataset : Dataset or dict of str to polars.DataFrame
+        A Dataset, or a dict with ``health_events`` and ``node_states``.
+    nodes : list of str
+        Node names.
+    end : datetime or None
+        Only evidence before this time [UTC] counts.
 
     Returns
     -------
-    A frame ``node, dominant`` (one row per node, in the order given).
+    polars.DataFrame
+        A frame ``node, dominant`` (one row per node, in the order given).
     """
     he = dataset["health_events"] if isinstance(dataset, dict) else dataset.health_events
     ns = dataset["node_states"] if isinstance(dataset, dict) else dataset.node_states

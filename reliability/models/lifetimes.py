@@ -133,13 +133,18 @@ def weibull_mle(
 
     Parameters
     ----------
-    durations : time to failure or censoring, positive
-    events : True where failed
-    entry : entry age (left truncation) or None
+    durations : numpy.ndarray
+        Time to failure or censoring, positive.
+    events : numpy.ndarray
+        True where failed.
+    entry : numpy.ndarray or None
+        Entry age (left truncation) or None.
 
     Returns
     -------
-    (scale λ, shape ρ, covariance of (λ, ρ))
+    (float, float, numpy.ndarray)
+        The scale λ [the durations' unit], the shape ρ, and the 2×2 covariance matrix of
+        (λ, ρ).
     """
     from scipy import optimize
 
@@ -205,18 +210,24 @@ def fit_weibull(
 
     Parameters
     ----------
-    durations : time to failure or censoring [any unit], positive
-    events : True where the component failed (False: censored)
-    entry : age when observation began (left truncation), or None
-    alpha : 1 − confidence level
-    engine : ``"lifelines"`` (``WeibullFitter``, started at the numpy MLE) or ``"numpy"``
-        (:func:`weibull_mle` only: the same estimate, for millions of rows)
+    durations : numpy.ndarray
+        Time to failure or censoring [any unit], positive.
+    events : numpy.ndarray
+        True where the component failed (False: censored).
+    entry : numpy.ndarray or None
+        Age when observation began (left truncation), or None.
+    alpha : float
+        1 − confidence level.
+    engine : str
+        ``"lifelines"`` (``WeibullFitter``, started at the numpy MLE) or ``"numpy"``
+        (:func:`weibull_mle` only: the same estimate, for millions of rows).
 
     Returns
     -------
-    dict: ``shape``, ``shape_low``, ``shape_high`` (Wald interval on log ρ), ``scale`` [unit of
-    ``durations``], ``verdict``, ``loglik`` (lifelines only), ``fitter`` (the lifelines
-    ``WeibullFitter``, or None), ``cov`` (covariance of (scale, shape))
+    dict of str to object
+        Dict: ``shape``, ``shape_low``, ``shape_high`` (Wald interval on log ρ), ``scale`` [unit of
+        ``durations``], ``verdict``, ``loglik`` (lifelines only), ``fitter`` (the lifelines
+        ``WeibullFitter``, or None), ``cov`` (covariance of (scale, shape)).
     """
     z = float(stats.norm.ppf(1 - alpha / 2))
     t = np.asarray(durations, float)
@@ -245,17 +256,27 @@ class LifetimeFit:
 
     Attributes
     ----------
-    group : the group's key (``"all"`` without ``by``)
-    n, failures : components and failures [count]
-    total_time : sum of durations [time unit]
-    entry_truncated : components with entry age > 0
-    models : per model ``{"loglik", "aic", "params", "mttf", "mttf_low", "mttf_high", "b10",
-        "b10_low", "b10_high"}`` (empty below :data:`MIN_FAILURES_FOR_FIT` failures)
-    shape, shape_low, shape_high : Weibull shape and interval (None when not estimable)
-    lr_stat, lr_p : likelihood-ratio test of the exponential against the Weibull
-    best : model with the lowest AIC (None when none was fitted)
-    verdict : hazard-shape verdict
-    km : Kaplan-Meier curve: ``time``, ``survival``, ``ci_low``, ``ci_high``, ``at_risk``
+    group : str
+        The group's key (``"all"`` without ``by``).
+    n, failures : int
+        Components and failures [count].
+    total_time : float
+        Sum of durations [time unit].
+    entry_truncated : int
+        Components with entry age > 0.
+    models : dict of str to dict of str to object
+        Per model ``{"loglik", "aic", "params", "mttf", "mttf_low", "mttf_high", "b10", "b10_low",
+        "b10_high"}`` (empty below :data:`MIN_FAILURES_FOR_FIT` failures).
+    shape, shape_low, shape_high : float or None
+        Weibull shape and interval (None when not estimable).
+    lr_stat, lr_p : float or None
+        Likelihood-ratio test of the exponential against the Weibull.
+    best : str or None
+        Model with the lowest AIC (None when none was fitted).
+    verdict : str
+        Hazard-shape verdict.
+    km : polars.DataFrame
+        Kaplan-Meier curve: ``time``, ``survival``, ``ci_low``, ``ci_high``, ``at_risk``.
     """
 
     group: str
@@ -393,12 +414,17 @@ class LifetimeResult(Result):
 
     Attributes
     ----------
-    fits : one :class:`LifetimeFit` per group
-    weibull_shape_ : the Weibull shape (a float without ``by``; a dict by group with ``by``;
-        None / missing where not estimable)
-    weibull_shape_ci_ : its interval (same layout)
-    time_unit : unit of the durations (``"h"``)
-    alpha : 1 − confidence level
+    fits : list of LifetimeFit
+        One :class:`LifetimeFit` per group.
+    weibull_shape_ : float, dict of str to float, or None
+        The Weibull shape (a float without ``by``; a dict by group with ``by``; None / missing where
+        not estimable).
+    weibull_shape_ci_ : tuple, dict of str to tuple, or None
+        Its interval (same layout).
+    time_unit : str
+        Unit of the durations (``"h"``).
+    alpha : float
+        1 − confidence level.
     """
 
     title = "Component lifetimes"
@@ -563,21 +589,31 @@ def fit_lifetimes(
 
     Parameters
     ----------
-    frame : a polars frame, or a Dataset (its ``inventory`` and ``component_failures``
-        through :func:`lifetime_table`; then ``duration``, ``event``, ``entry`` and ``by``
-        default to ``duration_h``, ``failed``, ``entry_h`` and ``component_type``)
-    duration : column of time in service until failure or censoring [``time_unit``], > 0
-    event : boolean (or 0/1) column, true where the component failed
-    entry : column of the age at which observation began (left truncation), ≥ 0 and
-        below the duration; None = every component observed from age 0
-    by : column to fit separately by (e.g. component type, vendor)
-    alpha : 1 − confidence level of every interval
-    time_unit : unit of ``duration`` and ``entry``, for the text
-    observation_end : Dataset only: censor at this time [UTC] (default: the Dataset's end)
+    frame : object
+        A polars frame, or a Dataset (its ``inventory`` and ``component_failures`` through
+        :func:`lifetime_table`; then ``duration``, ``event``, ``entry`` and ``by`` default to
+        ``duration_h``, ``failed``, ``entry_h`` and ``component_type``).
+    duration : str or None
+        Column of time in service until failure or censoring [``time_unit``], > 0.
+    event : str or None
+        Boolean (or 0/1) column, true where the component failed.
+    entry : str or None
+        Column of the age at which observation began (left truncation), ≥ 0 and below the duration;
+        None = every component observed from age 0.
+    by : str or None
+        Column to fit separately by (e.g. component type, vendor).
+    alpha : float
+        1 − confidence level of every interval.
+    time_unit : str
+        Unit of ``duration`` and ``entry``, for the text.
+    observation_end : datetime or None
+        Dataset only: censor at this time [UTC] (default: the Dataset's end).
 
     Returns
     -------
     LifetimeResult
+        One :class:`LifetimeFit` per group (Kaplan-Meier, the parametric fits, the LR test,
+        MTTF and B10 with intervals, the hazard verdict) and the summary.
     """
     notes: list[str] = []
     if not isinstance(frame, pl.DataFrame):
@@ -646,19 +682,23 @@ def lifetime_table(
 
     Parameters
     ----------
-    inventory : ``cluster``, ``component_type``, ``component_id``, ``in_service``,
-        ``out_of_service`` (null while in service)
-    component_failures : ``cluster``, ``component_type``, ``component_id``, ``failed_at``
-    observation_start : when records began [UTC]; a component in service before it enters
-        the data at age ``observation_start − in_service`` (left truncation). Default: no
-        truncation
-    observation_end : censoring time [UTC] for components still in service (default: the
-        latest failure or leaving-service time)
+    inventory : polars.DataFrame
+        ``cluster``, ``component_type``, ``component_id``, ``in_service``, ``out_of_service`` (null
+        while in service).
+    component_failures : polars.DataFrame
+        ``cluster``, ``component_type``, ``component_id``, ``failed_at``.
+    observation_start : datetime or None
+        When records began [UTC]; a component in service before it enters the data at age
+        ``observation_start − in_service`` (left truncation). Default: no truncation.
+    observation_end : datetime or None
+        Censoring time [UTC] for components still in service (default: the latest failure or
+        leaving-service time).
 
     Returns
     -------
-    (table, notes): ``cluster``, ``component_type``, ``component_id``, ``duration_h``,
-    ``failed``, ``entry_h``; notes on rows left out and why
+    (polars.DataFrame, list of str)
+        (table, notes): ``cluster``, ``component_type``, ``component_id``, ``duration_h``,
+        ``failed``, ``entry_h``; notes on rows left out and why.
     """
     key = ["cluster", "component_type", "component_id"]
     notes: list[str] = []

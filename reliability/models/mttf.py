@@ -80,14 +80,17 @@ def mttf_h(
 
     Parameters
     ----------
-    n_gpus : job size [GPUs]; a job smaller than a node counts as one node
-    rate_per_node_day : r_f [failures per node-day]; 0 gives ``inf`` (numeric API only:
-        results never print it)
-    gpus_per_node : GPUs per node
+    n_gpus : float or numpy.ndarray
+        Job size [GPUs]; a job smaller than a node counts as one node.
+    rate_per_node_day : float
+        r_f [failures per node-day]; 0 gives ``inf`` (numeric API only: results never print it).
+    gpus_per_node : int
+        GPUs per node.
 
     Returns
     -------
-    MTTF [h]
+    numpy.ndarray
+        MTTF [h].
     """
     nodes = np.maximum(np.asarray(n_gpus, dtype=float) / gpus_per_node, 1.0)
     with np.errstate(divide="ignore"):
@@ -135,16 +138,21 @@ def glm_slope(
 
     Parameters
     ----------
-    failures : failures per size bucket [count], shape ``(..., n_buckets)``
-    job_hours : exposure per bucket [job-hours]
-    nodes : exposure-weighted mean nodes per bucket, shape ``(n_buckets,)``
-    alpha : 1 − confidence level
+    failures : numpy.ndarray
+        Failures per size bucket [count], shape ``(..., n_buckets)``.
+    job_hours : numpy.ndarray
+        Exposure per bucket [job-hours].
+    nodes : numpy.ndarray
+        Exposure-weighted mean nodes per bucket, shape ``(n_buckets,)``.
+    alpha : float
+        1 − confidence level.
 
     Returns
     -------
-    dict of arrays: ``slope``, ``low``, ``high``, ``p`` (of slope = 1), ``dispersion``,
-    ``valid`` (at least :data:`MIN_BUCKETS_FOR_GLM` buckets and :data:`MIN_FAILURES_FOR_GLM`
-    failures)
+    dict of str to object
+        Dict of arrays: ``slope``, ``low``, ``high``, ``p`` (of slope = 1), ``dispersion``,
+        ``valid`` (at least :data:`MIN_BUCKETS_FOR_GLM` buckets and :data:`MIN_FAILURES_FOR_GLM`
+        failures).
     """
     return poisson_regression(
         np.asarray(failures, float), np.asarray(job_hours, float), np.log(np.asarray(nodes, float)),
@@ -158,26 +166,39 @@ class MTTFResult(Result):
 
     Attributes
     ----------
-    rate_ : r_f over the whole window (:class:`~reliability.models.counts.RateEstimate`)
-    recent_rate_ : r_f over the last :data:`RECENT_WEEKS` weeks before the observation end
-    rate_per_node_day_ : r_f [hardware interruptions per node-day] (0.0 when no failures:
-        check ``estimable_``)
-    estimable_ : whether r_f has a point estimate (at least one failure over some exposure)
-    ci_ : (low, high) interval of r_f at ``1 − alpha``, allowing for week-to-week variation
-        (the exact Poisson one when the variation cannot be assessed)
-    poisson_ci_ : exact Poisson interval ("if the rate were constant")
-    failures_ : hardware-attributed interruptions counted (jobs >= ``min_gpus``)
-    node_days_ : exposure [node-days], open attempts included up to the observation end
-    open_attempts_ : attempts still running at the observation end (censored)
-    by_size : per size bucket [GPUs]: attempts, failures, job-hours, measured MTTF [h] with
-        interval, model MTTF ``1/(N r_f)`` [h] (null where not estimable)
-    cpu_only : the same for CPU-only jobs (0 GPUs; no model MTTF: r_f is per GPU node)
-    glm_slope_, glm_slope_ci_, glm_p_slope_is_1_ : slope of log failures on log(nodes)
-        (1 = proportional to nodes), its interval and the p-value of slope = 1 (nan when not
-        estimable: the text and summary say so instead of printing it)
-    survival : per size class: Weibull shape with interval and verdict, scale [h],
-        exponential rate [1/h], Kaplan-Meier median [h]
-    observation_end : the censoring time [UTC]
+    rate_ : RateEstimate
+        r_f over the whole window (:class:`~reliability.models.counts.RateEstimate`).
+    recent_rate_ : RateEstimate
+        r_f over the last :data:`RECENT_WEEKS` weeks before the observation end.
+    rate_per_node_day_ : float
+        r_f [hardware interruptions per node-day] (0.0 when no failures: check ``estimable_``).
+    estimable_ : bool
+        Whether r_f has a point estimate (at least one failure over some exposure).
+    ci_ : (float, float)
+        (low, high) interval of r_f at ``1 − alpha``, allowing for week-to-week variation (the exact
+        Poisson one when the variation cannot be assessed).
+    poisson_ci_ : (float, float)
+        Exact Poisson interval ("if the rate were constant").
+    failures_ : int
+        Hardware-attributed interruptions counted (jobs >= ``min_gpus``).
+    node_days_ : float
+        Exposure [node-days], open attempts included up to the observation end.
+    open_attempts_ : int
+        Attempts still running at the observation end (censored).
+    by_size : polars.DataFrame
+        Per size bucket [GPUs]: attempts, failures, job-hours, measured MTTF [h] with interval,
+        model MTTF ``1/(N r_f)`` [h] (null where not estimable).
+    cpu_only : polars.DataFrame
+        The same for CPU-only jobs (0 GPUs; no model MTTF: r_f is per GPU node).
+    glm_slope_, glm_slope_ci_, glm_p_slope_is_1_
+        Slope of log failures on log(nodes) (1 = proportional to nodes), its interval and the
+        p-value of slope = 1 (nan when not estimable: the text and summary say so instead of
+        printing it).
+    survival : polars.DataFrame
+        Per size class: Weibull shape with interval and verdict, scale [h], exponential rate [1/h],
+        Kaplan-Meier median [h].
+    observation_end : datetime or None
+        The censoring time [UTC].
     """
 
     title = "Failure rate and MTTF by job size (Kokolis et al. HPCA'25 Fig. 7)"
@@ -465,21 +486,28 @@ def fit_mttf(
 
     Parameters
     ----------
-    source : a Dataset, or the output of :func:`reliability.attribute_failures`
-    min_gpus : only attempts of jobs with at least this many GPUs enter r_f (paper: > 128;
-        CPU-only jobs never do, whatever min_gpus: they are reported apart)
-    gpus_per_node : to turn GPUs into nodes for the model
-    alpha : 1 − confidence level of every interval
-    cluster : restrict to one cluster
-    start, end : restrict to attempts that ended (or are still open) in [start, end) [UTC]
-    observation_end : when the data end [UTC]: attempts still running then are censored
-        there. Default: the Dataset's observation end, else the latest timestamp in the
-        jobs (noted in the result)
+    source : Dataset or polars.DataFrame
+        A Dataset, or the output of :func:`reliability.attribute_failures`.
+    min_gpus : int
+        Only attempts of jobs with at least this many GPUs enter r_f (paper: > 128; CPU-only jobs
+        never do, whatever min_gpus: they are reported apart).
+    gpus_per_node : int
+        To turn GPUs into nodes for the model.
+    alpha : float
+        1 − confidence level of every interval.
+    cluster : str or None
+        Restrict to one cluster.
+    start, end : datetime or None
+        Restrict to attempts that ended (or are still open) in [start, end) [UTC].
+    observation_end : datetime or None
+        When the data end [UTC]: attempts still running then are censored there. Default: the
+        Dataset's observation end, else the latest timestamp in the jobs (noted in the result).
 
     Returns
     -------
-    MTTFResult (says what it cannot estimate and why when data are thin; never raises for
-    lack of failures or exposure)
+    MTTFResult
+        MTTFResult (says what it cannot estimate and why when data are thin; never raises for lack
+        of failures or exposure).
     """
     jobs, obs_end, notes = attributed_jobs(source, observation_end)
     if cluster is not None:

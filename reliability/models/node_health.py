@@ -113,25 +113,35 @@ class NodeHealth(Result):
 
     Attributes
     ----------
-    intervals : one row per out-of-service interval inside the window: ``cluster, node, state,
-        reason, start, end`` (null while open), ``hours`` (clipped to the window), ``open``,
-        ``component``, ``domain``, ``signal`` (the reason's classification)
-    by_node : one row per node of the fleet: ``intervals``, hours by state (``down_h``,
-        ``drain_h``, ``fail_h``, ``maint_h``, ``repair_h``), ``downtime_h`` (union),
-        ``availability``, ``out_now``, hardware-attributed ``failures``, ``jobs_hit``,
-        ``gpu_hours_failed``; sorted by downtime
-    open_now : the intervals open at the observation end: ``node, state, reason, since,
-        hours``, ``hardware`` (the reason names a hardware signal)
-    offenders : nodes with hardware-attributed failures, most first: ``failures``,
-        ``jobs_hit``, ``gpu_hours_failed`` [GPU-h], their ``downtime_h`` and ``out_now``
-    fleet : the fleet availability as a step function: ``time``, ``nodes_out``,
-        ``availability`` (from that time to the next row)
-    by_period : per period: ``period`` (start), ``hours`` observed, ``node_hours_out``,
-        ``availability`` (time-weighted mean) and ``min_availability``
-    start, end : the observation window [UTC]
-    n_nodes : nodes in the fleet; ``inventory_basis`` says where the list came from
-    every : the period of ``by_period`` (polars duration, e.g. ``"1d"``)
-    unattributed_failures : hardware-attributed attempts on several nodes with no culprit
+    intervals : polars.DataFrame
+        One row per out-of-service interval inside the window: ``cluster, node, state, reason,
+        start, end`` (null while open), ``hours`` (clipped to the window), ``open``, ``component``,
+        ``domain``, ``signal`` (the reason's classification).
+    by_node : polars.DataFrame
+        One row per node of the fleet: ``intervals``, hours by state (``down_h``, ``drain_h``,
+        ``fail_h``, ``maint_h``, ``repair_h``), ``downtime_h`` (union), ``availability``,
+        ``out_now``, hardware-attributed ``failures``, ``jobs_hit``, ``gpu_hours_failed``; sorted by
+        downtime.
+    open_now : polars.DataFrame
+        The intervals open at the observation end: ``node, state, reason, since, hours``,
+        ``hardware`` (the reason names a hardware signal).
+    offenders : polars.DataFrame
+        Nodes with hardware-attributed failures, most first: ``failures``, ``jobs_hit``,
+        ``gpu_hours_failed`` [GPU-h], their ``downtime_h`` and ``out_now``.
+    fleet : polars.DataFrame
+        The fleet availability as a step function: ``time``, ``nodes_out``, ``availability`` (from
+        that time to the next row).
+    by_period : polars.DataFrame
+        Per period: ``period`` (start), ``hours`` observed, ``node_hours_out``, ``availability``
+        (time-weighted mean) and ``min_availability``.
+    start, end : datetime or None
+        The observation window [UTC].
+    n_nodes : int
+        Nodes in the fleet; ``inventory_basis`` says where the list came from.
+    every : str
+        The period of ``by_period`` (polars duration, e.g. ``"1d"``).
+    unattributed_failures : int
+        Hardware-attributed attempts on several nodes with no culprit.
     """
 
     title = "Node health: out-of-service time, open drains and repeat offenders"
@@ -459,19 +469,25 @@ def node_health(
 
     Parameters
     ----------
-    source : a Dataset, or its ``node_states`` (and optionally ``jobs``, ``health_events``)
-        frames
-    attributed : the attributed jobs (:func:`reliability.attribute_failures`) for the repeat
-        offenders; None leaves them out
-    start, end : the observation window [UTC]; default: the Dataset's, else the span of the
-        data (an interval open at ``end`` is out of service now)
-    nodes : the fleet's node names (default: every node seen in the data)
-    every : period of the availability table (polars duration); default from the window's
-        length (10 min up to 3 h, hours up to 3 days, days up to 90, else weeks)
+    source : Dataset or dict of str to polars.DataFrame
+        A Dataset, or its ``node_states`` (and optionally ``jobs``, ``health_events``) frames.
+    attributed : polars.DataFrame or None
+        The attributed jobs (:func:`reliability.attribute_failures`) for the repeat offenders; None
+        leaves them out.
+    start, end : datetime or None
+        The observation window [UTC]; default: the Dataset's, else the span of the data (an interval
+        open at ``end`` is out of service now).
+    nodes : list of str or None
+        The fleet's node names (default: every node seen in the data).
+    every : str or None
+        Period of the availability table (polars duration); default from the window's length (10 min
+        up to 3 h, hours up to 3 days, days up to 90, else weeks).
 
     Returns
     -------
     NodeHealth
+        Intervals, per-node downtime and availability, nodes out now, repeat offenders and the
+        fleet's availability over time (see :class:`NodeHealth`).
     """
     frames, ds_start, ds_end = _frames(source)
     notes: list[str] = []

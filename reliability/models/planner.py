@@ -54,17 +54,27 @@ class PlanResult(Result):
 
     Attributes
     ----------
-    n_gpus : job size [GPUs]
-    rate_per_node_day : the r_f planned with [failures per node-day]
-    basis : where that rate comes from (``"given"``, ``"last 4 weeks"``, ``"whole window"``,
-        ``"upper 95% bound (no failures)"``)
-    rates : the candidate rates with intervals [per 1000 node-days] (window, recent)
-    mttf_h : MTTF of the job at that rate [h]
-    equal_cost_h : checkpoint interval = restart overhead that just reaches the target [h]
-    recommended_interval_h : recommendation for ``restart_h`` [h] (None: unreachable)
-    recommended_at_upper_h : the same at the upper bound of the rate's interval [h]
-    frontier : per restart overhead, the interval range reaching the target [min]
-    grid : expected ETTR by job size and interval (Fig. 10)
+    n_gpus : int
+        Job size [GPUs].
+    rate_per_node_day : float
+        The r_f planned with [failures per node-day].
+    basis : str
+        Where that rate comes from (``"given"``, ``"last 4 weeks"``, ``"whole window"``, ``"upper
+        95% bound (no failures)"``).
+    rates : polars.DataFrame or None
+        The candidate rates with intervals [per 1000 node-days] (window, recent).
+    mttf_h : float
+        MTTF of the job at that rate [h].
+    equal_cost_h : float or None
+        Checkpoint interval = restart overhead that just reaches the target [h].
+    recommended_interval_h : float or None
+        Recommendation for ``restart_h`` [h] (None: unreachable).
+    recommended_at_upper_h : float or None
+        The same at the upper bound of the rate's interval [h].
+    frontier : polars.DataFrame
+        Per restart overhead, the interval range reaching the target [min].
+    grid : polars.DataFrame
+        Expected ETTR by job size and interval (Fig. 10).
     """
 
     title = "Checkpoint planner (Kokolis et al. HPCA'25 Fig. 10)"
@@ -260,23 +270,35 @@ def plan(
 
     Parameters
     ----------
-    n_gpus : job size [GPUs]
-    rate_per_node_day : r_f [failures per node-day] (> 0), or a fit to take it from: an
-        :class:`~reliability.models.MTTFResult`, a :class:`~reliability.models.RateSeries`
-        (both: the recent rate when it rests on enough failures) or a
-        :class:`~reliability.models.counts.RateEstimate`
-    target_ettr : the ETTR to reach, in (0, 1)
-    restart_h : u0, restart overhead [h]; None = show the frontier only
-    ckpt_write_h : w, blocking checkpoint write [h]
-    queue_h : q, queue wait after each interruption [h]
-    gpus_per_node : GPUs per node
-    variant : the :func:`expected_ettr` form (default ``"renewal"``, exact for Poisson
-        failures; ``"simplified"`` is the paper's ``1 − N r_f (u0 + Δt/2)``)
-    restart_grid_min, grid_gpus, grid_interval_min : grids of the frontier and of Fig. 10
+    n_gpus : int
+        Job size [GPUs].
+    rate_per_node_day : float or MTTFResult or RateSeries or RateEstimate
+        r_f [failures per node-day] (> 0), or a fit to take it from: an
+        :class:`~reliability.models.MTTFResult`, a :class:`~reliability.models.RateSeries` (both:
+        the recent rate when it rests on enough failures) or a
+        :class:`~reliability.models.counts.RateEstimate`.
+    target_ettr : float
+        The ETTR to reach, in (0, 1).
+    restart_h : float or None
+        u0, restart overhead [h]; None = show the frontier only.
+    ckpt_write_h : float
+        w, blocking checkpoint write [h].
+    queue_h : float
+        q, queue wait after each interruption [h].
+    gpus_per_node : int
+        GPUs per node.
+    variant : str
+        The :func:`expected_ettr` form (default ``"renewal"``, exact for Poisson failures;
+        ``"simplified"`` is the paper's ``1 − N r_f (u0 + Δt/2)``).
+    restart_grid_min, grid_gpus, grid_interval_min
+        Grids of the frontier and of Fig. 10.
 
     Returns
     -------
     PlanResult
+        The recommended interval with its ETTR (None when the target is unreachable), the
+        equal-cost interval, the frontier per restart overhead and the what-if grid (Kokolis et
+        al., HPCA '25, §V, Fig. 10).
     """
     if not 0.0 < target_ettr < 1.0:
         raise ValueError(f"target_ettr must be in (0, 1), got {target_ettr}")

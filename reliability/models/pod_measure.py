@@ -37,12 +37,15 @@ class MeasuredAvailability(Result):
 
     Attributes
     ----------
-    curve : ``n_chips, mode, ft_routing, measured`` (fraction of samples the job could be
-        placed), ``stderr`` (batch means)
+    curve : polars.DataFrame
+        ``n_chips, mode, ft_routing, measured`` (fraction of samples the job could be placed),
+        ``stderr`` (batch means).
     host_availability, link_availability, ocs_availability : time-average availability of one
         host, optical link and OCS
-    n_cubes : cubes in the pod
-    samples : state samples taken
+    n_cubes : int
+        Cubes in the pod.
+    samples : int
+        State samples taken.
     """
 
     title = "Measured job availability of a pod (Zu et al. NSDI'24 Fig. 1, from its history)"

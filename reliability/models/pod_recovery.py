@@ -35,10 +35,13 @@ class RecoveryComparison(Result):
 
     Attributes
     ----------
-    summary : per component and path: ``components_used``, ``failures_per_day``,
-        ``cost_per_failure_h`` [h], ``goodput_loss`` [fraction of the job's time]
-    break_even_repair_h : OCS repair time below which rerouting beats reconfiguring [h]
-    n_cubes : the job's size [cubes]
+    summary : polars.DataFrame
+        Per component and path: ``components_used``, ``failures_per_day``, ``cost_per_failure_h``
+        [h], ``goodput_loss`` [fraction of the job's time].
+    break_even_repair_h : float
+        OCS repair time below which rerouting beats reconfiguring [h].
+    n_cubes : int
+        The job's size [cubes].
     """
 
     title = "Recovery paths: reconfigure vs reroute (Zu et al. NSDI'24 §4-5)"

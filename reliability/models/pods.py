@@ -66,11 +66,13 @@ class PodJobStats(Result):
 
     Attributes
     ----------
-    per_pod : per cluster: ``jobs``, ``interrupted`` (share of jobs with a NODE_FAIL attempt),
-        ``attempts``, ``preempted`` (attempts)
-    ft_share : share of the jobs' running time on fault-tolerant routing (None without
-        running time)
-    run_h, ft_h : running time of ended attempts and of FT-routing steps [h]
+    per_pod : polars.DataFrame
+        Per cluster: ``jobs``, ``interrupted`` (share of jobs with a NODE_FAIL attempt),
+        ``attempts``, ``preempted`` (attempts).
+    ft_share : float or None
+        Share of the jobs' running time on fault-tolerant routing (None without running time).
+    run_h, ft_h : float
+        Running time of ended attempts and of FT-routing steps [h].
     """
 
     title = "Jobs on the pods (Zu et al. NSDI'24 §6)"
@@ -115,12 +117,16 @@ def pod_job_stats(jobs: pl.DataFrame, steps: pl.DataFrame) -> PodJobStats:
 
     Parameters
     ----------
-    jobs : the pod log's jobs (one row per attempt)
-    steps : the pod log's job steps (FT-routing periods: ``start_time``, ``end_time``)
+    jobs : polars.DataFrame
+        The pod log's jobs (one row per attempt).
+    steps : polars.DataFrame
+        The pod log's job steps (FT-routing periods: ``start_time``, ``end_time``).
 
     Returns
     -------
     PodJobStats
+        Per pod: jobs, the share interrupted and the share of running time on fault-tolerant
+        routing.
     """
     schema = {
         "cluster": pl.String,

@@ -47,14 +47,19 @@ class RateSeries(Result):
 
     Attributes
     ----------
-    series : ``week`` (UTC start), ``failures``, ``node_days``, ``rate_per_1000_node_days``,
-        ``ci_low``, ``ci_high`` (exact Poisson interval of that week's rate)
-    rate_ : rate over the whole window (:class:`~reliability.models.counts.RateEstimate`)
-    recent_rate_ : rate over the last :data:`~reliability.models.mttf.RECENT_WEEKS` weeks
-    trend_ : :class:`~reliability.models.counts.TrendTest` of the weekly counts
-    trend_per_week_ : multiplicative change of the rate per week (nan when not estimable)
-    trend_p_ : p-value of "no trend", allowing for week-to-week variation (nan when not
-        estimable)
+    series : polars.DataFrame
+        ``week`` (UTC start), ``failures``, ``node_days``, ``rate_per_1000_node_days``, ``ci_low``,
+        ``ci_high`` (exact Poisson interval of that week's rate).
+    rate_ : RateEstimate
+        Rate over the whole window (:class:`~reliability.models.counts.RateEstimate`).
+    recent_rate_ : RateEstimate
+        Rate over the last :data:`~reliability.models.mttf.RECENT_WEEKS` weeks.
+    trend_ : TrendTest
+        :class:`~reliability.models.counts.TrendTest` of the weekly counts.
+    trend_per_week_ : float
+        Multiplicative change of the rate per week (nan when not estimable).
+    trend_p_ : float
+        p-value of "no trend", allowing for week-to-week variation (nan when not estimable).
     """
 
     title = "Failure rate over time (Kokolis et al. HPCA'25 Fig. 5)"
@@ -122,17 +127,22 @@ def failure_rate_series(
 
     Parameters
     ----------
-    attributed : the output of :func:`reliability.attribute_failures`, or a Dataset
-    min_gpus : jobs smaller than this are left out (HPCA'25: > 128 GPUs); CPU-only jobs
-        always are
-    every : period length (polars duration string; default one week)
-    alpha : 1 − confidence level
-    observation_end : when the data end [UTC]; attempts still running then are censored
-        there. Default: the Dataset's observation end, else the latest timestamp (noted)
+    attributed : polars.DataFrame or Dataset
+        The output of :func:`reliability.attribute_failures`, or a Dataset.
+    min_gpus : int
+        Jobs smaller than this are left out (HPCA'25: > 128 GPUs); CPU-only jobs always are.
+    every : str
+        Period length (polars duration string; default one week).
+    alpha : float
+        1 − confidence level.
+    observation_end : datetime or None
+        When the data end [UTC]; attempts still running then are censored there. Default: the
+        Dataset's observation end, else the latest timestamp (noted).
 
     Returns
     -------
     RateSeries
+        The weekly series of r_f, the whole window's and the recent rate, and the trend test.
     """
     jobs, obs_end, notes = attributed_jobs(attributed, observation_end)
     exp, n_open = exposure_frame(jobs, obs_end)
@@ -247,16 +257,21 @@ def node_mttf(
 
     Parameters
     ----------
-    component_failures : ``cluster``, ``failed_at`` (one row per failure)
-    inventory : ``cluster``, ``in_service``, ``out_of_service`` (one row per component,
-        every component whether it failed or not: the denominator)
-    end : observation end [UTC] (default: the latest failure, a lower bound of the true end)
-    alpha : 1 − confidence level
+    component_failures : polars.DataFrame
+        ``cluster``, ``failed_at`` (one row per failure).
+    inventory : polars.DataFrame
+        ``cluster``, ``in_service``, ``out_of_service`` (one row per component, every component
+        whether it failed or not: the denominator).
+    end : datetime or None
+        Observation end [UTC] (default: the latest failure, a lower bound of the true end).
+    alpha : float
+        1 − confidence level.
 
     Returns
     -------
-    ``cluster``, ``components``, ``component_days``, ``failures``, ``mttf_days`` (null when
-    no failure), ``mttf_days_low``, ``mttf_days_high`` (null when unbounded)
+    polars.DataFrame
+        ``cluster``, ``components``, ``component_days``, ``failures``, ``mttf_days`` (null when no
+        failure), ``mttf_days_low``, ``mttf_days_high`` (null when unbounded).
     """
     stop = (
         as_utc(end, "end") if end is not None else component_failures.get_column("failed_at").max()

@@ -65,17 +65,21 @@ def interfailure_times(
 
     Parameters
     ----------
-    component_failures : ``cluster``, ``component_id``, ``failed_at``, ``repaired_at``
-    inventory : ``cluster``, ``component_id``, ``out_of_service`` (censors the last gap at
-        leaving service); None = censor at the observation end
-    observation_end : end of the records [UTC] (default: the latest failure or repair)
-    measure : ``"start_to_start"`` (failure start to the next failure's start) or
-        ``"up_time"`` (repair to the next failure; gaps of failures that overlap are 0 and
-        left out)
+    component_failures : polars.DataFrame
+        ``cluster``, ``component_id``, ``failed_at``, ``repaired_at``.
+    inventory : polars.DataFrame or None
+        ``cluster``, ``component_id``, ``out_of_service`` (censors the last gap at leaving service);
+        None = censor at the observation end.
+    observation_end : datetime or None
+        End of the records [UTC] (default: the latest failure or repair).
+    measure : str
+        ``"start_to_start"`` (failure start to the next failure's start) or ``"up_time"`` (repair to
+        the next failure; gaps of failures that overlap are 0 and left out).
 
     Returns
     -------
-    ``cluster``, ``component_id``, ``gap_h`` (> 0), ``failed`` (False: the censored last gap)
+    polars.DataFrame
+        ``cluster``, ``component_id``, ``gap_h`` (> 0), ``failed`` (False: the censored last gap).
     """
     if measure not in ("start_to_start", "up_time"):
         raise ValueError(f"measure must be 'start_to_start' or 'up_time', got {measure!r}")
@@ -115,13 +119,18 @@ class CrowAMSAA(Result):
 
     Attributes
     ----------
-    system : the system (cluster)
-    failures : n [count]; ``exposure_h`` : T [h] from the system's start
-    beta, beta_low, beta_high : shape β (MLE) and its exact interval (None below
-        :data:`MIN_FAILURES_CROW_AMSAA` failures)
-    beta_unbiased : ``(n − 1) β̂ / n``
-    lam : scale λ [failures / h^β]
-    p_constant : p-value of β = 1 (constant intensity)
+    system : str
+        The system (cluster).
+    failures, exposure_h : int, float
+        n [count] and T, the time observed since the system's start [h].
+    beta, beta_low, beta_high : float or None
+        Shape β (MLE) and its exact interval (None below :data:`MIN_FAILURES_CROW_AMSAA` failures).
+    beta_unbiased : float or None
+        ``(n − 1) β̂ / n``.
+    lam : float or None
+        Scale λ [failures / h^β].
+    p_constant : float or None
+        p-value of β = 1 (constant intensity).
     """
 
     title = "Crow-AMSAA (power-law NHPP) trend"
@@ -186,14 +195,19 @@ def crow_amsaa(
 
     Parameters
     ----------
-    times_h : failure times since the system's start [h], in ``(0, end_h]``
-    end_h : T, end of observation since the start [h]
-    alpha : 1 − confidence level of β's interval
-    system : name for the text
+    times_h : numpy.ndarray
+        Failure times since the system's start [h], in ``(0, end_h]``.
+    end_h : float
+        T, end of observation since the start [h].
+    alpha : float
+        1 − confidence level of β's interval.
+    system : str
+        Name for the text.
 
     Returns
     -------
     CrowAMSAA
+        β with its exact interval, λ, the test of β = 1 and the trend.
     """
     t = np.asarray(times_h, float)
     if not end_h > 0:
@@ -226,13 +240,17 @@ class InterFailureResult(Result):
 
     Attributes
     ----------
-    systems : per system: nodes (in the inventory, and with failures), failures, gaps,
-        pooled per-node Weibull shape with interval and verdict, system-wide shape with
-        interval and verdict, Crow-AMSAA β with interval and trend
-    nodes : per node with at least :data:`MIN_GAPS_PER_NODE` gaps: its Weibull shape,
-        interval, scale [h]
-    crow_amsaa : per system :class:`CrowAMSAA`
-    measure : how gaps were measured
+    systems : polars.DataFrame
+        Per system: nodes (in the inventory, and with failures), failures, gaps, pooled per-node
+        Weibull shape with interval and verdict, system-wide shape with interval and verdict,
+        Crow-AMSAA β with interval and trend.
+    nodes : polars.DataFrame
+        Per node with at least :data:`MIN_GAPS_PER_NODE` gaps: its Weibull shape, interval, scale
+        [h].
+    crow_amsaa : dict of str to CrowAMSAA
+        Per system :class:`CrowAMSAA`.
+    measure : str
+        How gaps were measured.
     """
 
     title = "Time between failures (repairable systems)"
@@ -325,17 +343,23 @@ def fit_interfailure(
 
     Parameters
     ----------
-    component_failures : ``cluster``, ``component_id``, ``failed_at``, ``repaired_at``
-    inventory : ``cluster``, ``component_id``, ``in_service``, ``out_of_service``: the
-        systems' start (Crow-AMSAA's origin) and node counts; None = the first failure is
-        the origin (and is left out of Crow-AMSAA)
-    observation_end : end of the records [UTC] (default: the latest failure or repair)
-    measure : see :func:`interfailure_times`
-    alpha : 1 − confidence level
+    component_failures : polars.DataFrame
+        ``cluster``, ``component_id``, ``failed_at``, ``repaired_at``.
+    inventory : polars.DataFrame or None
+        ``cluster``, ``component_id``, ``in_service``, ``out_of_service``: the systems' start
+        (Crow-AMSAA's origin) and node counts; None = the first failure is the origin (and is left
+        out of Crow-AMSAA).
+    observation_end : datetime or None
+        End of the records [UTC] (default: the latest failure or repair).
+    measure : str
+        See :func:`interfailure_times`.
+    alpha : float
+        1 − confidence level.
 
     Returns
     -------
     InterFailureResult
+        Per system and per node Weibull shapes of the gaps, and each system's Crow-AMSAA fit.
     """
     notes: list[str] = []
     cf = component_failures

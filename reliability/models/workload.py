@@ -49,14 +49,17 @@ def job_state_breakdown(
 
     Parameters
     ----------
-    jobs : one row per attempt
-    observation_end : attempts still running then count their GPU time up to it [UTC]
-        (without it a running attempt has no GPU time)
+    jobs : polars.DataFrame
+        One row per attempt.
+    observation_end : datetime or None
+        Attempts still running then count their GPU time up to it [UTC] (without it a running
+        attempt has no GPU time).
 
     Returns
     -------
-    ``state, attempts, gpu_hours, share, gpu_share`` (``gpu_share`` null when there is no GPU
-    time at all), most attempts first
+    polars.DataFrame
+        ``state, attempts, gpu_hours, share, gpu_share`` (``gpu_share`` null when there is no GPU
+        time at all), most attempts first.
     """
     g = (
         gpu_hours(jobs, observation_end)
@@ -259,19 +262,28 @@ class WorkloadResult(Result):
 
     Attributes
     ----------
-    states, sizes, taxonomy : :func:`job_state_breakdown`, :func:`job_size_distribution`,
-        :func:`failure_taxonomy`
-    jobs : :func:`reliability.models.jobs.job_interruptions` (interrupted or requeued jobs)
-    hardware_failed : :func:`reliability.models.jobs.hardware_failed_jobs`
-    attempts, n_jobs : attempts and distinct jobs
-    gpu_attempts, hardware_attempts : ended GPU-job attempts, and those ended by hardware
-    cpu_only_attempts, cpu_only_hardware_attempts : the same for CPU-only jobs
-    attempt_share, gpu_time_share : hardware-ended share of GPU-job attempts and of GPU time
-        (None when not defined)
-    secondary_count, secondary_gpu_hours : secondary preemptions and their GPU-hours
-    hardware_gpu_hours : GPU-hours of hardware-ended attempts
-    secondary_share : secondary share of the failure overhead (None without overhead)
-    open_attempts : attempts still running at ``observation_end`` (GPU time counted up to it)
+    states, sizes, taxonomy : polars.DataFrame
+        :func:`job_state_breakdown`, :func:`job_size_distribution`, :func:`failure_taxonomy`.
+    jobs : polars.DataFrame
+        :func:`reliability.models.jobs.job_interruptions` (interrupted or requeued jobs).
+    hardware_failed : polars.DataFrame
+        :func:`reliability.models.jobs.hardware_failed_jobs`.
+    attempts, n_jobs : int
+        Attempts and distinct jobs.
+    gpu_attempts, hardware_attempts : int
+        Ended GPU-job attempts, and those ended by hardware.
+    cpu_only_attempts, cpu_only_hardware_attempts : int
+        The same for CPU-only jobs.
+    attempt_share, gpu_time_share : float or None
+        Hardware-ended share of GPU-job attempts and of GPU time (None when not defined).
+    secondary_count, secondary_gpu_hours
+        Secondary preemptions and their GPU-hours.
+    hardware_gpu_hours : float
+        GPU-hours of hardware-ended attempts.
+    secondary_share : float or None
+        Secondary share of the failure overhead (None without overhead).
+    open_attempts : int
+        Attempts still running at ``observation_end`` (GPU time counted up to it).
     """
 
     title = "Workload and failure impact (Kokolis et al. HPCA'25 Figs. 3, 6, 8)"
@@ -416,15 +428,21 @@ def workload_summary(
 
     Parameters
     ----------
-    attributed : the output of :func:`reliability.attribute_failures`
-    observation_end : attempts still running then count their GPU time up to it [UTC]
-        (default: the latest timestamp in the jobs, noted)
-    tolerance_s : secondary-preemption window [s]
-    top : rows of the hardware-failed job names
+    attributed : polars.DataFrame
+        The output of :func:`reliability.attribute_failures`.
+    observation_end : datetime or None
+        Attempts still running then count their GPU time up to it [UTC] (default: the latest
+        timestamp in the jobs, noted).
+    tolerance_s : float
+        Secondary-preemption window [s].
+    top : int
+        Rows of the hardware-failed job names.
 
     Returns
     -------
     WorkloadResult
+        Job states, sizes, failure taxonomy, hardware shares, secondary preemptions, crash
+        loops and the jobs that lost most (see :class:`WorkloadResult`).
     """
     from reliability.models.counts import resolve_observation_end
 

@@ -150,21 +150,34 @@ class AnalysisConfig:
 
     Attributes
     ----------
-    before_min, after_min : attribution window around a job's end [min] (HPCA'25 §III: 10, 5)
-    requeue_exit_codes : the cluster's RequeueExit / RequeueExitHold codes (requeues the
-        application asked for are the user's, not the machine's)
-    min_gpus : jobs that enter r_f [GPUs] (paper: > 128)
-    gpus_per_node : GPUs per node (turns GPUs into nodes for MTTF = 1/(N r_f))
-    ckpt_interval_min : assumed checkpoint interval of ETTR from logs [min]
-    restart_min : assumed restart overhead u0 [min]
-    ckpt_min_gpus : runs below this size are assumed not to checkpoint [GPUs]
-    target_ettr : the planner's target ETTR, in (0, 1)
-    plan_gpus : job sizes to plan checkpoint intervals for [GPUs] (empty: the cluster's own
-        job sizes of at least one node, and its largest job)
-    host_availability : pod analytic curves: ``"measured"`` or a host availability in (0, 1]
-    routing_shapes : TPU slices for the routing table (``"4x4x8t"``: twisted)
-    lemon_window_days : rolling window of the lemon features [days]
-    lemon_model : a saved detector (``reliability lemon train``); "" = the bundled one
+    before_min, after_min : float
+        Attribution window around a job's end [min] (HPCA'25 §III: 10, 5).
+    requeue_exit_codes : tuple of int
+        The cluster's RequeueExit / RequeueExitHold codes (requeues the application asked for are
+        the user's, not the machine's).
+    min_gpus : int
+        Jobs that enter r_f [GPUs] (paper: > 128).
+    gpus_per_node : int
+        GPUs per node (turns GPUs into nodes for MTTF = 1/(N r_f)).
+    ckpt_interval_min : float
+        Assumed checkpoint interval of ETTR from logs [min].
+    restart_min : float
+        Assumed restart overhead u0 [min].
+    ckpt_min_gpus : int
+        Runs below this size are assumed not to checkpoint [GPUs].
+    target_ettr : float
+        The planner's target ETTR, in (0, 1).
+    plan_gpus : tuple of int
+        Job sizes to plan checkpoint intervals for [GPUs] (empty: the cluster's own job sizes of at
+        least one node, and its largest job).
+    host_availability : str or float
+        Pod analytic curves: ``"measured"`` or a host availability in (0, 1].
+    routing_shapes : tuple of str
+        TPU slices for the routing table (``"4x4x8t"``: twisted).
+    lemon_window_days : int
+        Rolling window of the lemon features [days].
+    lemon_model : str
+        A saved detector (``reliability lemon train``); "" = the bundled one.
     """
 
     before_min: float = _key(10.0, _number(low=0), "attribution window before a job's end [min]")

@@ -57,14 +57,17 @@ def plot_job_states(states: Any, ax: Axes | None = None) -> Axes:
 
     Parameters
     ----------
-    states : a :class:`~reliability.models.WorkloadResult` or
-        :func:`~reliability.models.job_state_breakdown`'s frame
-    ax : axes to draw on (default: a new figure)
+    states : object
+        A :class:`~reliability.models.WorkloadResult` or
+        :func:`~reliability.models.job_state_breakdown`'s frame.
+    ax : matplotlib.axes.Axes or None
+        Axes to draw on (default: a new figure).
 
     Returns
     -------
-    the axes: two ``barh`` containers, ``attempts`` (``share``) and ``GPU time``
-    (``gpu_share``, 0 where null), one bar per state, fewest attempts at the bottom
+    matplotlib.axes.Axes
+        The axes: two ``barh`` containers, ``attempts`` (``share``) and ``GPU time`` (``gpu_share``,
+        0 where null), one bar per state, fewest attempts at the bottom.
     """
     ax = new_axes(ax)
     s = frame_of(states, "states").sort("attempts", "state", descending=[False, True])

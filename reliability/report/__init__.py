@@ -52,14 +52,16 @@ def csv_safe(frame: pl.DataFrame) -> pl.DataFrame:
 
     Parameters
     ----------
-    frame : a table about to be written as CSV; its text cells may come from input data
-        (job names, QoS, users, reasons)
+    frame : polars.DataFrame
+        A table about to be written as CSV; its text cells may come from input data (job names, QoS,
+        users, reasons).
 
     Returns
     -------
-    the frame with every text cell that starts with ``=``, ``+``, ``-``, ``@``, a tab or a
-    carriage return prefixed with a single quote (text and enum columns become text;
-    numbers are unchanged).
+    polars.DataFrame
+        The frame with every text cell that starts with ``=``, ``+``, ``-``, ``@``, a tab or a
+        carriage return prefixed with a single quote (text and enum columns become text; numbers are
+        unchanged).
     """
     text = [
         c

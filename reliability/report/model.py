@@ -88,10 +88,14 @@ class Action:
 
     Attributes
     ----------
-    kind : ``"node"`` (inspect or drain), ``"checkpoint"``, ``"job"``, ``"data"``
-    text : what to do, in one line
-    evidence : the numbers behind it
-    section : title of the section with the details
+    kind : str
+        ``"node"`` (inspect or drain), ``"checkpoint"``, ``"job"``, ``"data"``.
+    text : str
+        What to do, in one line.
+    evidence : str
+        The numbers behind it.
+    section : str
+        Title of the section with the details.
     """
 
     kind: str

@@ -134,7 +134,8 @@ class Dataset:
 
     Parameters
     ----------
-    path : the folder; created on first ingest if missing
+    path : str or Path
+        The folder; created on first ingest if missing.
 
     Examples
     --------
@@ -276,24 +277,33 @@ class Dataset:
 
         Parameters
         ----------
-        kind : ``slurm``, ``events``, ``nodes``, ``kernel``, ``dcgm``, ``health``, ``lanl``, ``pod``
-        paths : one path or several; ``-`` reads standard input (spooled to a temp file
-            inside the Dataset, recorded as ``<stdin>``)
-        cluster, tz : passed to the reader (see each reader for when they are needed)
-        strict : raise :class:`IngestError` (and write nothing for that input) if any row
-            would be quarantined
-        progress : called with each path before it is read (after it is read, with an executor)
-        executor : a :class:`reliability.parallel.Executor`: one task per input, each writing
-            its own parts; the manifest is written once at the end (same invariants)
-        replace : re-read inputs already ingested (e.g. with a corrected ``tz``) and replace
-            their rows; without it, an input ingested with other options is refused
-        options : other reader options (``fields=``, ``node=``, ``year=``, ``boot_time=``,
-            ``window_start=``, ``window_end=``...)
+        kind : str
+            ``slurm``, ``events``, ``nodes``, ``kernel``, ``dcgm``, ``health``, ``lanl``, ``pod``.
+        paths : str or Path or iterable of str or Path
+            One path or several; ``-`` reads standard input (spooled to a temp file inside the
+            Dataset, recorded as ``<stdin>``).
+        cluster, tz : str or None
+            Passed to the reader (see each reader for when they are needed).
+        strict : bool
+            Raise :class:`IngestError` (and write nothing for that input) if any row would be
+            quarantined.
+        progress : callable or None
+            Called with each path before it is read (after it is read, with an executor).
+        executor : Executor or None
+            A :class:`reliability.parallel.Executor`: one task per input, each writing its own
+            parts; the manifest is written once at the end (same invariants).
+        replace : bool
+            Re-read inputs already ingested (e.g. with a corrected ``tz``) and replace their rows;
+            without it, an input ingested with other options is refused.
+        options : object
+            Other reader options (``fields=``, ``node=``, ``year=``, ``boot_time=``,
+            ``window_start=``, ``window_end=``...).
 
         Returns
         -------
-        one :class:`IngestOutcome` per input; an input already recorded with the same sha256,
-        kind and options is ``unchanged``. Inputs read before an error stay committed.
+        list of IngestOutcome
+            One :class:`IngestOutcome` per input; an input already recorded with the same sha256,
+            kind and options is ``unchanged``. Inputs read before an error stay committed.
         """
         kwargs = reader_options(kind, cluster, tz, options)
         opts = normalise_options(kwargs)
@@ -605,8 +615,9 @@ class Dataset:
 
         Returns
         -------
-        a :class:`VerifyReport`: each part's size, sha256, footer row count and footer
-        identity (``report.ok``, ``report.problems``), and part files no entry names.
+        VerifyReport
+            A :class:`VerifyReport`: each part's size, sha256, footer row count and footer identity
+            (``report.ok``, ``report.problems``), and part files no entry names.
         """
         return integrity.verify(self)
 
@@ -618,8 +629,9 @@ class Dataset:
 
         Returns
         -------
-        a :class:`RepairReport`: inputs kept, dropped (with the command that ingests each
-        again) and left out as incomplete.
+        RepairReport
+            A :class:`RepairReport`: inputs kept, dropped (with the command that ingests each again)
+            and left out as incomplete.
         """
         return integrity.repair(self)
 

@@ -42,10 +42,14 @@ class VerifyReport:
 
     Attributes
     ----------
-    path : the Dataset folder
-    inputs, parts : how many manifest entries and part files were checked
-    problems : one line per mismatch, naming the part file and what differs
-    unreferenced : part files no manifest entry names (not part of the Dataset)
+    path : Path
+        The Dataset folder.
+    inputs, parts : int
+        How many manifest entries and part files were checked.
+    problems : list of str
+        One line per mismatch, naming the part file and what differs.
+    unreferenced : list of str
+        Part files no manifest entry names (not part of the Dataset).
     """
 
     path: Path
@@ -151,12 +155,18 @@ class RepairReport:
 
     Attributes
     ----------
-    path : the Dataset folder
-    rebuilt : True if the manifest was rebuilt from the parts (it was missing or unreadable)
-    kept : inputs in the repaired manifest
-    dropped : inputs left out, each with why and the command that ingests it again
-    incomplete : inputs whose parts are not all present (an interrupted ingest), left out
-    moved_aside : where an unreadable manifest was moved (kept for inspection)
+    path : Path
+        The Dataset folder.
+    rebuilt : bool
+        True if the manifest was rebuilt from the parts (it was missing or unreadable).
+    kept : int
+        Inputs in the repaired manifest.
+    dropped : list of str
+        Inputs left out, each with why and the command that ingests it again.
+    incomplete : list of str
+        Inputs whose parts are not all present (an interrupted ingest), left out.
+    moved_aside : Path or None
+        Where an unreadable manifest was moved (kept for inspection).
     """
 
     path: Path

@@ -130,7 +130,8 @@ class DatasetLock:
 
     Parameters
     ----------
-    folder : the Dataset folder (created if missing)
+    folder : Path
+        The Dataset folder (created if missing).
     """
 
     def __init__(self, folder: Path) -> None:

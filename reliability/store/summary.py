@@ -82,20 +82,28 @@ class DatasetSummary(Result):
 
     Attributes
     ----------
-    summary : one row per table: ``table``, ``rows``
-    inputs : one row per input: ``name`` (path relative to the Dataset's parent), ``kind``,
-        ``rows_read``, ``rows_kept``, ``rows_quarantined``
-    clusters : cluster names seen
-    n_nodes : distinct node names in jobs, health events and node states
-    first, last : earliest and latest time in the data [UTC]
-    accelerators_per_node : most accelerators seen on one node of one job attempt
-    accelerator_hours : accelerator-hours of all started attempts, running ones up to the
-        observation end [h]
-    quarantine_reasons : ``reason`` (row-specific values blanked), ``rows``, ``inputs``, most
-        frequent first
-    quarantine_examples : the first rows of each of the top reasons: ``reason``,
-        ``source_file``, ``line_no``, ``raw``, ``detail`` (the full reason)
-    quarantine_reasons_hidden : how many further reasons ``quarantine_reasons`` leaves out
+    summary : polars.DataFrame
+        One row per table: ``table``, ``rows``.
+    inputs : polars.DataFrame
+        One row per input: ``name`` (path relative to the Dataset's parent), ``kind``,
+        ``rows_read``, ``rows_kept``, ``rows_quarantined``.
+    clusters : list of str
+        Cluster names seen.
+    n_nodes : int
+        Distinct node names in jobs, health events and node states.
+    first, last : datetime or None
+        Earliest and latest time in the data [UTC].
+    accelerators_per_node : int
+        Most accelerators seen on one node of one job attempt.
+    accelerator_hours : float
+        Accelerator-hours of all started attempts, running ones up to the observation end [h].
+    quarantine_reasons : polars.DataFrame or None
+        ``reason`` (row-specific values blanked), ``rows``, ``inputs``, most frequent first.
+    quarantine_examples : polars.DataFrame or None
+        The first rows of each of the top reasons: ``reason``, ``source_file``, ``line_no``,
+        ``raw``, ``detail`` (the full reason).
+    quarantine_reasons_hidden : int
+        How many further reasons ``quarantine_reasons`` leaves out.
     """
 
     summary: pl.DataFrame

@@ -50,10 +50,14 @@ class AttributionResult(Result):
 
     Attributes
     ----------
-    jobs : the attributed attempts
-    before_min, after_min : the evidence window around each end [min]
-    requeue_exit_codes : RequeueExit / RequeueExitHold codes taken as the user's requests
-    observation_end : the data's end [UTC] (attempts open then are censored downstream)
+    jobs : polars.DataFrame
+        The attributed attempts.
+    before_min, after_min : float
+        The evidence window around each end [min].
+    requeue_exit_codes : tuple of int
+        RequeueExit / RequeueExitHold codes taken as the user's requests.
+    observation_end : datetime or None
+        The data's end [UTC] (attempts open then are censored downstream).
     """
 
     title = "Failure attribution (Kokolis et al. HPCA'25 §III)"
@@ -265,13 +269,19 @@ class CheckpointPlan(Result):
 
     Attributes
     ----------
-    sizes : per job size: ``n_gpus``, ``basis`` (which rate), ``rate_per_1000_node_days``,
-        ``mttf_h``, ``recommended_interval_min`` (null: no interval reaches the target), ``ettr_at_recommended``,
-        ``at_upper_bound_min`` (the same at the rate's upper bound), ``status``
-    plans : the :class:`~reliability.models.PlanResult` of each size, in order
-    target_ettr, restart_h : the target and the assumed restart overhead [h]
-    sizes_basis : where the sizes come from
-    refusal : why nothing could be planned (None when something was)
+    sizes : polars.DataFrame
+        Per job size: ``n_gpus``, ``basis`` (which rate), ``rate_per_1000_node_days``, ``mttf_h``,
+        ``recommended_interval_min`` (null: no interval reaches the target),
+        ``ettr_at_recommended``, ``at_upper_bound_min`` (the same at the rate's upper bound),
+        ``status``.
+    plans : list of PlanResult
+        The :class:`~reliability.models.PlanResult` of each size, in order.
+    target_ettr, restart_h : float
+        The target and the assumed restart overhead [h].
+    sizes_basis : str
+        Where the sizes come from.
+    refusal : str or None
+        Why nothing could be planned (None when something was).
     """
 
     title = "Checkpoint plan per job size (Kokolis et al. HPCA'25 §V, Fig. 10)"

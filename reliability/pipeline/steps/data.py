@@ -31,15 +31,23 @@ class DataResult(Result):
 
     Attributes
     ----------
-    kind : ``"cluster"`` or ``"pod"``
-    dataset : the Dataset's summary (rows per table, inputs, quarantine)
-    path : the Dataset folder
-    raw : per input, the folder a simulator wrote its raw logs to (None for files)
-    inputs : per input: ``input`` (as the pipeline describes it), ``path`` (full path),
-        ``reader``, ``rows_read``, ``rows_kept``, ``rows_quarantined``
-    reader_notes : ``path``, ``note``: what the readers decided that a user should know
-    observation_start, observation_end : the Dataset's observation window [UTC]
-    observation_basis : how the end is known (``sacct --endtime``, or the latest timestamp)
+    kind : str
+        ``"cluster"`` or ``"pod"``.
+    dataset : DatasetSummary
+        The Dataset's summary (rows per table, inputs, quarantine).
+    path : Path
+        The Dataset folder.
+    raw : list of Path or None
+        Per input, the folder a simulator wrote its raw logs to (None for files).
+    inputs : polars.DataFrame
+        Per input: ``input`` (as the pipeline describes it), ``path`` (full path), ``reader``,
+        ``rows_read``, ``rows_kept``, ``rows_quarantined``.
+    reader_notes : polars.DataFrame
+        ``path``, ``note``: what the readers decided that a user should know.
+    observation_start, observation_end : datetime or None
+        The Dataset's observation window [UTC].
+    observation_basis : str
+        How the end is known (``sacct --endtime``, or the latest timestamp).
     """
 
     title = "Data and quarantine"

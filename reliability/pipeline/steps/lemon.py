@@ -33,16 +33,23 @@ class LemonReport(Result):
 
     Attributes
     ----------
-    scores : every node scored on the last window: ``cluster, node, window_end, probability,
-        flagged, drivers`` (highest first); empty when there is too little history
-    threshold : the detector's threshold on P(lemon) (flagged at or above it)
-    detector : which detector, and its out-of-fold precision / recall
-    window_days : the feature window [days]
-    span_h : how much history the data hold [h]
-    backtest : the quarantine backtest (None when not run; ``notes`` say why)
-    calibrated : False when the detector's probabilities do not apply to this window (the
-        bundled detector scored on a window other than the 56 days it was trained on): the
-        scores are shown, no node is flagged
+    scores : polars.DataFrame
+        Every node scored on the last window: ``cluster, node, window_end, probability, flagged,
+        drivers`` (highest first); empty when there is too little history.
+    threshold : float or None
+        The detector's threshold on P(lemon) (flagged at or above it).
+    detector : str
+        Which detector, and its out-of-fold precision / recall.
+    window_days : int
+        The feature window [days].
+    span_h : float
+        How much history the data hold [h].
+    backtest : LemonBacktest or None
+        The quarantine backtest (None when not run; ``notes`` say why).
+    calibrated : bool
+        False when the detector's probabilities do not apply to this window (the bundled detector
+        scored on a window other than the 56 days it was trained on): the scores are shown, no node
+        is flagged.
     """
 
     title = "Lemon nodes (Kokolis et al. HPCA'25 §VI)"

@@ -37,14 +37,22 @@ class PodAnalysis(Result):
 
     Attributes
     ----------
-    pods : per cluster: ``pod``, ``mode``, ``n_cubes`` (:func:`reliability.models.identify_pods`)
-    component_rates : weekly failure rate per component type
-    measured : per pod, :class:`~reliability.models.MeasuredAvailability`
-    curves : the analytic availability per job size at each pod's host availability
-    recovery : reconfigure vs reroute for a 50-cube job at the measured rates
-    jobs : how the pods' jobs fared (None without jobs in the logs)
-    reference_host_availability : host availability of the TPUv4 pod (the Fig. 1 check's)
-    fig1_tpuv4_3200, fig1_tpuv3_1024 : the model's job availability at those sizes
+    pods : polars.DataFrame
+        Per cluster: ``pod``, ``mode``, ``n_cubes`` (:func:`reliability.models.identify_pods`).
+    component_rates : polars.DataFrame
+        Weekly failure rate per component type.
+    measured : list of MeasuredAvailability
+        Per pod, :class:`~reliability.models.MeasuredAvailability`.
+    curves : polars.DataFrame
+        The analytic availability per job size at each pod's host availability.
+    recovery : RecoveryComparison
+        Reconfigure vs reroute for a 50-cube job at the measured rates.
+    jobs : PodJobStats or None
+        How the pods' jobs fared (None without jobs in the logs).
+    reference_host_availability : float
+        Host availability of the TPUv4 pod (the Fig. 1 check's).
+    fig1_tpuv4_3200, fig1_tpuv3_1024 : float
+        The model's job availability at those sizes.
     """
 
     title = "TPU pods: failures and availability (Zu et al. NSDI'24)"
@@ -262,7 +270,8 @@ class RoutingTable(Result):
 
     Attributes
     ----------
-    results : one :class:`~reliability.models.ThroughputResult` per slice
+    results : list of ThroughputResult
+        One :class:`~reliability.models.ThroughputResult` per slice.
     """
 
     title = "Routing around a failed OCS (Zu et al. NSDI'24 Table 2)"

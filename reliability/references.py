@@ -6,8 +6,8 @@ paper prints it (same unit, same rounding), the unit, what it measures, the pape
 the paper it is (section, table or figure). Values the package *derives* from a published
 number (not printed in the paper) say so in ``note``.
 
-Papers
-------
+References
+----------
 - :data:`HPCA25`: Kokolis et al., "Revisiting Reliability in Large-Scale Machine Learning
   Research Clusters", HPCA 2025 (RSC-1: 16k A100, RSC-2: 8k A100, 11 months, 4M jobs).
 - :data:`NSDI24`: Zu et al., "Resiliency at Scale: Managing Google's TPUv4 Machine Learning

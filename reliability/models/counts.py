@@ -4,9 +4,9 @@ The robust intervals and tests stay valid when the rate swings from period to pe
 exposure is split into periods with the attempts still open at the observation end censored
 there.
 
-Why robust intervals on period counts
-------------------------------------
-Real failure counts are *overdispersed*: the rate itself moves from week to week (new
+Notes
+-----
+**Why robust intervals on period counts.** Real failure counts are *overdispersed*: the rate itself moves from week to week (new
 workloads, software rollouts, bursts; HPCA'25 Fig. 5). A Poisson interval on the total count
 then covers the long-run rate far less often than it claims (about 60% instead of 95% for 26
 weeks with gamma-distributed weekly multipliers of CV 0.5), and a Poisson trend test rejects

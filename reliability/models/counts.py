@@ -6,12 +6,13 @@ there.
 
 Notes
 -----
-**Why robust intervals on period counts.** Real failure counts are *overdispersed*: the
-rate itself moves from week to week (new workloads, software rollouts, bursts; HPCA'25 Fig. 5). A Poisson interval on the total count
-then covers the long-run rate far less often than it claims (about 60% instead of 95% for 26
-weeks with gamma-distributed weekly multipliers of CV 0.5), and a Poisson trend test rejects
-a true "no trend" about 40% of the time instead of 5%. Both are computed here from the counts
-and exposures per period (weeks), treating the periods as independent replicates:
+**Why robust intervals on period counts.** Real failure counts are *overdispersed*: the rate
+itself moves from week to week (new workloads, software rollouts, bursts; HPCA'25 Fig. 5). A
+Poisson interval on the total count then covers the long-run rate far less often than it claims
+(about 60% instead of 95% for 26 weeks with gamma-distributed weekly multipliers of CV 0.5), and
+a Poisson trend test rejects a true "no trend" about 40% of the time instead of 5%. Both are
+computed here from the counts and exposures per period (weeks), treating the periods as
+independent replicates:
 
 - :func:`rate_interval`: the rate ``Σk / ΣE`` with a heteroscedasticity-robust (HC2
   sandwich) variance, the periods as clusters: ``Σ_w (k_w − r E_w)² / (1 − h_w) / E²`` with

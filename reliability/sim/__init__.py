@@ -1,6 +1,9 @@
-"""Simulators: the Slurm-like GPU research cluster (HPCA'25), the TPUv4-like pod (NSDI'24:
-components, jobs, recovery paths) and their building blocks (the event kernel, the pod
-topology)."""
+"""Simulators of the clusters the papers describe, and their building blocks.
+
+The Slurm-like GPU research cluster (Kokolis et al., HPCA'25), the TPUv4-like pod (Zu et al.,
+NSDI'24: components, jobs, recovery paths) and their building blocks (the event kernel, the pod
+topology).
+"""
 
 from reliability import topology
 from reliability.sim.config import (

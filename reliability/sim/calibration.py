@@ -53,11 +53,25 @@ __all__ = ["ROWS", "Row", "calibration_run", "calibration_table", "format_table"
 class Row:
     """One figure of the paper and how close the simulator must come to it.
 
-    key : measurement key; label : what it is; paper : (RSC-1, RSC-2) values (None where the
-    paper gives none for that cluster); kind : ``"rel"`` (within ``tol`` of the paper,
-    relative), ``"min"`` / ``"max"`` (at least / at most the paper's value), ``"info"`` (shown,
-    no target); unit : ``"%"`` (a fraction shown in percent) or a unit name; source : where
-    in the paper
+    Attributes
+    ----------
+    key : str
+        Measurement key (of :func:`measure` / :func:`calibration_run`).
+    label : str
+        What the figure is, as the table shows it.
+    paper : (float or None, float or None)
+        (RSC-1, RSC-2) values (None where the paper gives none for that cluster).
+    kind : str
+        ``"rel"`` (within ``tol`` of the paper, relative), ``"min"`` / ``"max"`` (at least /
+        at most the paper's value), ``"info"`` (shown, no target).
+    tol : float
+        Relative tolerance of a ``"rel"`` row [fraction of the paper's value].
+    unit : str
+        ``"%"`` (a fraction shown in percent) or a unit name.
+    source : str
+        Where in the paper (HPCA'25 figure or section).
+    note : str
+        Shown under the row (e.g. why a figure is not a target).
     """
 
     key: str
@@ -140,17 +154,22 @@ def _is_hw(jobs: pl.DataFrame) -> pl.DataFrame:
 def measure(
     jobs: pl.DataFrame, *, n_nodes: int, gpus_per_node: int, days: float
 ) -> dict[str, float]:
-    """The paper's figures measured on attributed jobs (one row per attempt).
+    """Measure the paper's figures on attributed jobs (one row per attempt).
 
     Parameters
     ----------
-    jobs : :func:`reliability.attribute_failures` output
-    n_nodes, gpus_per_node : the cluster's size (for utilization)
-    days : length of the observation window [days]
+    jobs : polars.DataFrame
+        :func:`reliability.attribute_failures` output.
+    n_nodes, gpus_per_node : int
+        The cluster's size [nodes] and [GPUs per node] (for utilization and the sub-node share).
+    days : float
+        Length of the observation window [days] (for jobs per day and utilization).
 
     Returns
     -------
-    One value per :data:`ROWS` key that the jobs alone determine (shares as fractions).
+    dict of str to float
+        One value per :data:`ROWS` key that the jobs alone determine (shares as fractions; nan
+        where a figure has nothing to be measured on, e.g. no 8-GPU job).
     """
     out: dict[str, float] = {}
     m = fit_mttf(jobs, min_gpus=129, gpus_per_node=gpus_per_node)
@@ -245,11 +264,35 @@ def calibration_run(
     window_days: int = 56,
     quarantine: bool = True,
 ) -> dict[str, float]:
-    """Simulate, ingest, attribute and :func:`measure` one seed; with ``quarantine``, also
-    flag lemon suspects at mid-run with ``detector`` (default: the bundled one), re-run with
+    """Simulate, ingest, attribute and :func:`measure` one seed, with the lemon quarantine.
+
+    With ``quarantine``, also flag lemon suspects at mid-run with ``detector``, re-run with
     them drained and measure the effect on 512+ GPU jobs after the split (both runs measured
-    through the readers and attribution). Also returns the detector's precision per node
-    (against the simulator's lemon labels) and footprint."""
+    through the readers and attribution; HPCA'25 §VI). Also returns the detector's precision
+    per node (against the simulator's lemon labels) and footprint.
+
+    Parameters
+    ----------
+    cfg : ClusterConfig or str
+        The cluster to simulate, or a preset name / TOML path for :func:`load_preset`.
+    seed : int
+        Seed of the simulation (the quarantined run uses the same seed).
+    work : str or pathlib.Path
+        Folder for the raw logs and Datasets (``base/`` and ``quarantined/`` under it).
+    detector : LemonDetector or None
+        Detector that flags the nodes at mid-run (None: the bundled one).
+    window_days : int
+        Feature window of the detector [days], ending at mid-run.
+    quarantine : bool
+        Whether to run the quarantine experiment (False: only :func:`measure` the base run).
+
+    Returns
+    -------
+    dict of str to float
+        :func:`measure`'s figures, plus ``lemon_precision`` (nan when no node is flagged),
+        ``lemon_footprint``, ``quarantine_job_before``, ``quarantine_job_after``,
+        ``quarantine_job_ratio`` and ``quarantine_attempt_ratio`` with ``quarantine``.
+    """
     cfg = cfg if isinstance(cfg, ClusterConfig) else load_preset(cfg)
     work = Path(work)
     codes = [cfg.workload.app_requeue_exit_code]  # the site's RequeueExit (slurm.conf)
@@ -289,19 +332,24 @@ def _as_attempts(jobs: pl.DataFrame) -> pl.DataFrame:
 def calibration_table(
     runs: list[dict[str, float]], *, cluster: int = 0, tol_scale: float = 1.0
 ) -> pl.DataFrame:
-    """The measurements of several seeds beside the paper.
+    """Set the measurements of several seeds beside the paper's figures.
 
     Parameters
     ----------
-    runs : :func:`calibration_run` or :func:`measure` outputs, one per seed
-    cluster : 0 for RSC-1's figures, 1 for RSC-2's
-    tol_scale : multiply every relative tolerance (the shape tests widen them)
+    runs : list of dict of str to float
+        :func:`calibration_run` or :func:`measure` outputs, one per seed (non-finite values
+        are left out of a row's statistics).
+    cluster : int
+        0 for RSC-1's figures, 1 for RSC-2's.
+    tol_scale : float
+        Factor applied to every relative tolerance (the shape tests widen them).
 
     Returns
     -------
-    One row per :data:`ROWS` entry measured: ``figure``, ``paper``, ``mean``, ``low``,
-    ``high`` (min and max over the seeds), ``target`` (text), ``ok`` (null without a target),
-    ``source``, ``note``.
+    polars.DataFrame
+        One row per :data:`ROWS` entry measured in at least one seed: ``figure``, ``unit``,
+        ``paper``, ``mean``, ``low``, ``high`` (min and max over the seeds), ``seeds``,
+        ``target`` (text), ``ok`` (null without a target), ``source``, ``note``.
     """
     rows = []
     for r in ROWS:
@@ -341,7 +389,21 @@ def _fmt(v: float | None, unit: str) -> str:
 
 
 def format_table(table: pl.DataFrame) -> str:
-    """The table as aligned text: figure | paper | simulated mean (min-max) | target | ok."""
+    """Format a calibration table as aligned text.
+
+    Columns: figure | paper | simulated mean (min-max) | target | ok; a row's note follows it
+    in parentheses.
+
+    Parameters
+    ----------
+    table : polars.DataFrame
+        :func:`calibration_table` output.
+
+    Returns
+    -------
+    str
+        The table, one line per row (``NO`` where a target is missed).
+    """
     lines = [
         f"{'figure':<54} {'paper':>10} {'simulated mean (min-max over seeds)':>38} {'target':>9}  ok"
     ]

@@ -29,10 +29,16 @@ __all__ = [
 class Cause:
     """A hardware failure cause and its signature.
 
-    component : taxonomy component (``gpu``, ``ib_link``...)
-    xid : NVIDIA Xid written to the kernel log (None: no driver message)
-    node_down : the node stops responding (jobs end NODE_FAIL) rather than crashing the job
-    reason : drain reason a health check writes (sacctmgr event / scontrol Reason)
+    Attributes
+    ----------
+    component : str
+        Taxonomy component (``gpu``, ``ib_link``...).
+    xid : str or None
+        NVIDIA Xid written to the kernel log (None: no driver message).
+    node_down : bool
+        The node stops responding (jobs end NODE_FAIL) rather than crashing the job.
+    reason : str
+        Drain reason a health check writes (sacctmgr event / scontrol Reason).
     """
 
     component: str
@@ -220,9 +226,24 @@ class FailureConfig:
         return (hi - lo) / (mean - lo) - 1.0
 
     def lemon_multiplier(self, n_nodes: int) -> float:
-        """Lemon rate over the ordinary rate: ``lemon_rate_multiplier``, or the one that makes
-        lemons cause ``lemon_failure_share`` of the failures of ``n_nodes`` nodes (with the
-        drawn number of lemons, ``round(lemon_fraction * n_nodes)``): ``m = s (1 - f) / ((1 - s) f)``."""
+        """Return the lemon failure rate over the ordinary nodes' rate.
+
+        That is ``lemon_rate_multiplier``, or, with ``lemon_failure_share`` = s set, the
+        multiplier that makes lemons cause that share of the failures of ``n_nodes`` nodes
+        with the drawn number of lemons ``round(lemon_fraction * n_nodes)`` (fraction f of
+        the nodes): ``m = s (1 - f) / ((1 - s) f)`` (1 when s = 0).
+
+        Parameters
+        ----------
+        n_nodes : int
+            Nodes in the cluster.
+
+        Returns
+        -------
+        float
+            The multiplier [lemon rate / ordinary rate]; ``lemon_rate_multiplier`` when the
+            share is not set or the cluster draws no lemon.
+        """
         share = self.lemon_failure_share
         n_lemons = round(self.lemon_fraction * n_nodes)
         if share is None or n_lemons == 0:
@@ -246,19 +267,45 @@ class ClusterConfig:
     failures: FailureConfig = field(default_factory=FailureConfig)
 
     def node_names(self) -> list[str]:
-        """Node host names, zero-padded (``gpu001``...)."""
+        """Return the node host names, zero-padded (``gpu001``...).
+
+        Returns
+        -------
+        list of str
+            ``node_prefix`` followed by 1..``n_nodes``, at least 3 digits wide.
+        """
         width = max(3, len(str(self.n_nodes)))
         return [f"{self.node_prefix}{i:0{width}d}" for i in range(1, self.n_nodes + 1)]
 
     @property
     def horizon_s(self) -> float:
+        """Length of the simulated window [s] (``days`` in seconds)."""
         return self.days * 86400.0
 
     def with_days(self, days: float) -> ClusterConfig:
+        """Return a copy of this config with another window length.
+
+        Parameters
+        ----------
+        days : float
+            Length of the simulated window [days].
+
+        Returns
+        -------
+        ClusterConfig
+            The same cluster, workload and failures over ``days``.
+        """
         return replace(self, days=float(days))
 
     def as_dict(self) -> dict[str, Any]:
-        """Plain dict (for truth/config.json)."""
+        """Return the config as a plain dict (for ``truth/config.json``).
+
+        Returns
+        -------
+        dict of str to object
+            One key per field; ``workload`` and ``failures`` as nested dicts, ``start`` as an
+            ISO 8601 string.
+        """
         out: dict[str, Any] = {}
         for f in fields(self):
             v = getattr(self, f.name)
@@ -282,7 +329,28 @@ def _section(cls: type, data: dict[str, Any], where: str) -> Any:
 
 
 def from_dict(data: dict[str, Any], where: str = "config") -> ClusterConfig:
-    """Build a config from a parsed TOML document (``[cluster]``, ``[workload]``, ``[failures]``)."""
+    """Build a config from a parsed TOML document (``[cluster]``, ``[workload]``, ``[failures]``).
+
+    Keys left out keep their defaults.
+
+    Parameters
+    ----------
+    data : dict of str to object
+        The parsed document: one table per section.
+    where : str
+        Names the document in error messages (a file path or ``preset NAME``).
+
+    Returns
+    -------
+    ClusterConfig
+        The configuration.
+
+    Raises
+    ------
+    ValueError
+        On an unknown section or key, a ``cluster.start`` without a UTC offset, or a value the
+        section rejects (e.g. a failure-rate mean outside the schedule), naming ``where``.
+    """
     unknown = sorted(set(data) - {"cluster", "workload", "failures"})
     if unknown:
         raise ValueError(f"{where}: unknown section [{unknown[0]}]")
@@ -306,13 +374,36 @@ def from_dict(data: dict[str, Any], where: str = "config") -> ClusterConfig:
 
 
 def preset_names() -> list[str]:
-    """Bundled presets."""
+    """List the bundled presets.
+
+    Returns
+    -------
+    list of str
+        Preset names (``reliability/sim/presets/*.toml`` without the suffix), sorted.
+    """
     root = resources.files("reliability.sim") / "presets"
     return sorted(p.name.removesuffix(".toml") for p in root.iterdir() if p.name.endswith(".toml"))
 
 
 def load_preset(name_or_path: str | Path) -> ClusterConfig:
-    """A bundled preset by name (``small``, ``rsc1``, ``rsc2``) or a TOML file path."""
+    """Load a bundled preset by name (``small``, ``rsc1``, ``rsc2``) or a TOML file.
+
+    Parameters
+    ----------
+    name_or_path : str or pathlib.Path
+        A path to an existing ``.toml`` file, or the name of a bundled preset.
+
+    Returns
+    -------
+    ClusterConfig
+        The configuration (:func:`from_dict`).
+
+    Raises
+    ------
+    ValueError
+        If neither a file nor a bundled preset has that name (the message lists the presets),
+        or the document is invalid.
+    """
     p = Path(name_or_path)
     if p.suffix == ".toml" and p.is_file():
         return from_dict(tomllib.loads(p.read_text(encoding="utf-8")), str(p))

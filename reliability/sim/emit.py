@@ -78,7 +78,7 @@ def _dhms(seconds: pl.Expr) -> pl.Expr:
 
 
 def _slices(a: pl.DataFrame, rows: int = 250_000) -> Iterator[pl.DataFrame]:
-    """Attempts in slices of about ``rows`` jobs (by raw job id), each slice complete."""
+    """Yield the attempts in slices of about ``rows`` jobs (by raw job id), each slice complete."""
     ids = a.get_column("raw_id").unique().sort()
     bounds = [*ids.gather_every(max(rows, 1)).to_list(), (ids.max() or 0) + 1]
     for lo, hi in pairwise(bounds):
@@ -102,13 +102,28 @@ def write_cluster(
 ) -> Path:
     """Write a run under ``out`` (replacing what a previous run wrote there).
 
+    The files are those of the module docstring; ``kernel/`` and ``truth/`` are removed first,
+    so no file of an earlier run survives in them.
+
     Parameters
     ----------
-    out : output folder
-    config, seed : the run's configuration and seed
-    jobs : the run's jobs (one row per job, as :class:`reliability.sim.ClusterResult.jobs`)
-    log : the run's event log
-    lemon : lemon-node mask (truth)
+    out : pathlib.Path
+        Output folder (created if missing).
+    config : ClusterConfig
+        The run's configuration (cluster name, node names, start, time zone of the logs).
+    seed : int
+        The run's seed (recorded in ``manifest.json`` and ``truth/config.json``).
+    jobs : polars.DataFrame
+        The run's jobs (one row per job, as :class:`reliability.sim.ClusterResult.jobs`).
+    log : EventLog
+        The run's event log (attempts, node states, Xids, health checks, failures).
+    lemon : numpy.ndarray
+        Lemon-node mask, one bool per node in :meth:`ClusterConfig.node_names` order (truth).
+
+    Returns
+    -------
+    pathlib.Path
+        ``out``.
     """
     cfg = config
     out.mkdir(parents=True, exist_ok=True)
@@ -153,7 +168,7 @@ def write_cluster(
                      pl.col("gpus"), pl.col("gpus") * 120, pl.col("n_nodes"))  # fmt: skip
 
     def records(part: pl.DataFrame) -> pl.DataFrame:
-        """sacct records (allocation + .batch + .extern) of a slice of attempts."""
+        """Build the sacct records (allocation + .batch + .extern) of a slice of attempts."""
         alloc = part.select(
             "raw_id", "attempt",
             order=pl.lit(0),
@@ -284,10 +299,27 @@ def write_cluster(
 def truth_attempts(
     cfg: ClusterConfig, jobs: pl.DataFrame, log: EventLog, names: list[str] | None = None
 ) -> pl.DataFrame:
-    """The true end of every attempt (what ``truth/attempts.parquet`` holds): ``job_id``,
-    ``attempt``, ``state``, ``cause``, ``culprit`` (node name), ``hardware`` (a hardware or
-    infrastructure cause ended it), ``start_time``, ``end_time`` (UTC), ``gpus``, ``n_nodes``,
-    ``training``, ``productive_s``, ``lost_s``, ``overhead_s``."""
+    """Return the true end of every attempt (what ``truth/attempts.parquet`` holds).
+
+    Parameters
+    ----------
+    cfg : ClusterConfig
+        The run's configuration (start time, node names).
+    jobs : polars.DataFrame
+        The run's jobs (as :class:`reliability.sim.ClusterResult.jobs`).
+    log : EventLog
+        The run's event log (its ``attempt`` events).
+    names : list of str or None
+        Node names by node index (None: ``cfg.node_names()``).
+
+    Returns
+    -------
+    polars.DataFrame
+        One row per attempt: ``job_id``, ``attempt``, ``state``, ``cause``, ``culprit`` (node
+        name, null when no node caused the end), ``hardware`` (a hardware cause of
+        :data:`~reliability.sim.config.CAUSES` ended it), ``start_time``, ``end_time`` (UTC),
+        ``gpus``, ``n_nodes``, ``training``, ``productive_s``, ``lost_s``, ``overhead_s`` [s].
+    """
     names = names if names is not None else cfg.node_names()
     start_us = int(cfg.start.timestamp() * 1_000_000)
     node_name = pl.Series("n", [*names, None])

@@ -26,12 +26,24 @@ __all__ = ["draw_failures", "rate_schedule"]
 
 
 def rate_schedule(cfg: ClusterConfig, step_s: float = 3600.0) -> pl.DataFrame:
-    """The configured failure rate over the run (truth).
+    """Tabulate the configured failure rate over the run (truth).
+
+    The fleet's schedule ``start + (end - start) (t/T)^k`` (see
+    :class:`~reliability.sim.config.FailureConfig`), with the optional weekly swing, split into
+    the ordinary nodes' rate ``r / (1 - f + f m)`` and the lemons' ``m`` times that.
+
+    Parameters
+    ----------
+    cfg : ClusterConfig
+        The run's configuration (its ``failures`` section, ``days`` and ``n_nodes``).
+    step_s : float
+        Grid step [s] from the start to the end of the run (both included).
 
     Returns
     -------
-    ``t_s`` [s since the start], ``rate_per_node_day`` (the fleet's rate, lemons included),
-    ``ordinary_rate_per_node_day``, ``lemon_rate_per_node_day`` [failures per node-day].
+    polars.DataFrame
+        ``t_s`` [s since the start], ``rate_per_node_day`` (the fleet's rate, lemons included),
+        ``ordinary_rate_per_node_day``, ``lemon_rate_per_node_day`` [failures per node-day].
     """
     f = cfg.failures
     t = np.arange(0.0, cfg.horizon_s + step_s, step_s)
@@ -72,8 +84,10 @@ _EVENT_SCHEMA = {"node": pl.Int64, "time_s": pl.Float64, "kind": pl.String, "cau
 
 
 def _apportion(names: list[str], p: np.ndarray, n: int) -> list[str]:
-    """``n`` items shared out over ``names`` in proportions ``p`` by largest remainders
-    (Hamilton's method): each name gets floor(n p) or one more."""
+    """Share ``n`` items out over ``names`` in proportions ``p`` by largest remainders.
+
+    Hamilton's method: each name gets floor(n p) or one more.
+    """
     quota = p * n
     count = np.floor(quota).astype(int)
     order = np.argsort(-(quota - count), kind="stable")
@@ -84,10 +98,32 @@ def _apportion(names: list[str], p: np.ndarray, n: int) -> list[str]:
 def draw_failures(cfg: ClusterConfig, rng: np.random.Generator) -> tuple[pl.DataFrame, np.ndarray]:
     """Draw every hardware failure and false alarm of the run.
 
-    Returns (events, lemon mask). ``events`` columns: ``node``, ``time_s``, ``kind``
-    (``failure`` or ``false_alarm``), ``cause`` (a key of :data:`reliability.sim.config.CAUSES`,
-    null for false alarms), ``detected`` (a health check will catch it), ``check_phase_s``
-    (the node's health-check phase), ``repair_s``, ``lemon``.
+    The lemon nodes are drawn first (``round(lemon_fraction * n_nodes)`` of them, at random),
+    then the failure times per node (see the module docstring), their causes, whether a health
+    check catches them and their repair times.
+
+    Parameters
+    ----------
+    cfg : ClusterConfig
+        The run's configuration (its ``failures`` section, ``days`` and ``n_nodes``).
+    rng : numpy.random.Generator
+        Source of randomness (the run's seed determines every draw).
+
+    Returns
+    -------
+    events : polars.DataFrame
+        Sorted by time: ``node`` (index), ``time_s`` [s since the start], ``kind``
+        (``failure`` or ``false_alarm``), ``cause`` (a key of
+        :data:`reliability.sim.config.CAUSES`, null for false alarms), ``detected`` (a health
+        check will catch it; always for false alarms), ``repair_s`` [s], ``check_phase_s``
+        (the node's health-check phase [s]), ``lemon``.
+    lemon : numpy.ndarray
+        Lemon-node mask, one bool per node index.
+
+    Raises
+    ------
+    ValueError
+        If ``cause_mix`` or ``lemon_cause_mix`` names a cause that is not in ``CAUSES``.
     """
     f = cfg.failures
     n = cfg.n_nodes

@@ -1,6 +1,8 @@
-"""TPUv4-like pod: component failures, repairs, maintenance and healthd symptoms (Zu et al.
-NSDI'24), and the entry point :func:`simulate_pod` that also runs the job side
-(:mod:`reliability.sim.pod_jobs`: scheduling, preflight, the two recovery paths) on top of it.
+"""TPUv4-like pod: component failures, repairs, maintenance and healthd symptoms (NSDI'24).
+
+The component side of Zu et al. NSDI'24, and the entry point :func:`simulate_pod` that also
+runs the job side (:mod:`reliability.sim.pod_jobs`: scheduling, preflight, the two recovery
+paths) on top of it.
 
 Per component type, failures follow a non-homogeneous Poisson process with the configured
 daily rate, a weekly swing and occasional bursts (NSDI'24 Fig. 12 shows machines swinging
@@ -64,11 +66,18 @@ class PodConfig:
 
     @property
     def horizon_s(self) -> float:
+        """Length of the simulated window [s] (``days`` in seconds)."""
         return self.days * 86400.0
 
     def components(self) -> dict[str, list[str]]:
-        """Component ids per type: ``machine`` (cube-host), ``ici_link`` (cube-dim-index-polarity),
-        ``ocs`` (dim-index; none in a static pod)."""
+        """List the pod's component ids per type.
+
+        Returns
+        -------
+        dict of str to list of str
+            ``machine`` (cube-host, e.g. ``c03-h07``), ``ici_link`` (cube-dim-index-polarity,
+            e.g. ``c03-x05+``), ``ocs`` (dim-index, e.g. ``ocs-x05``; none in a static pod).
+        """
         machines = [
             f"c{c:02d}-h{h:02d}" for c in range(self.n_cubes) for h in range(HOSTS_PER_CUBE)
         ]
@@ -83,7 +92,27 @@ class PodConfig:
 
 
 def load_pod_preset(name_or_path: str | Path) -> PodConfig:
-    """A bundled pod preset (``tpuv4``, ``tpuv3-static``) or a TOML file."""
+    """Load a bundled pod preset (``tpuv4``, ``tpuv3-static``) or a TOML file.
+
+    The document has ``[pod]`` (fields of :class:`PodConfig`), ``[failures]``
+    (:class:`PodFailureConfig`) and ``[jobs]`` (:class:`PodJobConfig`; ``enabled = false``
+    simulates the components alone) sections; keys left out keep their defaults.
+
+    Parameters
+    ----------
+    name_or_path : str or pathlib.Path
+        A path to an existing ``.toml`` file, or the name of a bundled preset.
+
+    Returns
+    -------
+    PodConfig
+        The configuration.
+
+    Raises
+    ------
+    ValueError
+        If neither a file nor a bundled preset has that name.
+    """
     p = Path(name_or_path)
     if p.suffix == ".toml" and p.is_file():
         data = tomllib.loads(p.read_text(encoding="utf-8"))
@@ -123,8 +152,10 @@ def _rate_grid(
 def _draw(
     cfg: PodConfig, n: int, base: float, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(component index, time [s]) of the failures of ``n`` components (not yet thinned for
-    components out of service)."""
+    """Draw (component index, time [s]) of the failures of ``n`` components.
+
+    Not yet thinned for components out of service.
+    """
     if n == 0 or base <= 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0)
     t, r = _rate_grid(cfg, base, rng)
@@ -138,8 +169,25 @@ def _draw(
 
 @dataclass
 class PodResult(Result):
-    """Events of a pod run (``events``: time_s, event, component_type, component_id, detail)
-    plus the config, seed and the in-service time per component type (truth)."""
+    """Events of a pod run, with the config, seed and the truth per component type.
+
+    Attributes
+    ----------
+    config : PodConfig
+        The configuration that was run.
+    seed : int
+        The run's seed.
+    events : polars.DataFrame
+        ``time_s`` [s since the start], ``event``, ``component_type``, ``component_id``,
+        ``detail``: component and job events.
+    truth : polars.DataFrame
+        Per component type: ``components``, ``failures``, ``configured_rate_per_day``,
+        ``in_service_days``, ``availability``.
+    jobs : polars.DataFrame
+        The job records of the job side (empty without it).
+    job_stats : dict
+        Counters of the job side (empty without it).
+    """
 
     config: PodConfig
     seed: int
@@ -170,7 +218,22 @@ class PodResult(Result):
         ]
 
     def write(self, out: str | Path) -> Path:
-        """Write ``pod_events.jsonl`` and ``truth/`` under ``out``."""
+        """Write ``pod_events.jsonl`` and ``truth/`` under ``out``.
+
+        ``pod_events.jsonl`` is read by :func:`reliability.ingest.read_pod_log`; ``truth/``
+        holds ``components.parquet``, ``jobs.parquet`` (with the job side) and
+        ``config.json``.
+
+        Parameters
+        ----------
+        out : str or pathlib.Path
+            Output folder (created if missing; files of the same names are replaced).
+
+        Returns
+        -------
+        pathlib.Path
+            ``out``.
+        """
         out = Path(out)
         (out / "truth").mkdir(parents=True, exist_ok=True)
         start_us = int(self.config.start.timestamp() * 1_000_000)
@@ -218,19 +281,30 @@ def simulate_pod(
 
     Parameters
     ----------
-    config : a :class:`PodConfig`, a preset name (``tpuv4``, ``tpuv3-static``) or a TOML path
-    days : override the run length [days]
-    seed : random seed; the same seed gives the same result (and byte-identical files)
-    mode : ``"reconfigurable"`` (cubes joined by OCSes: any usable cubes make a slice) or
+    config : PodConfig or str or pathlib.Path
+        A :class:`PodConfig`, a preset name (``tpuv4``, ``tpuv3-static``) or a TOML path.
+    days : float or None
+        Run length [days], overriding the config's (None: the config's).
+    seed : int
+        Random seed; the same seed gives the same result (and byte-identical files).
+    mode : str or None
+        ``"reconfigurable"`` (cubes joined by OCSes: any usable cubes make a slice) or
         ``"static"`` (a fixed arrangement without OCSes: a job needs an aligned healthy block);
-        default: the preset's
-    ft_routing : whether the pod offers fault-tolerant routing. ``False``: no job can run
-        around a failed OCS, so every OCS failure interrupts the jobs on the pod (reconfigure
-        path) and jobs wait for OCS repairs (the configured opt-in share applies otherwise)
+        None: the preset's.
+    ft_routing : bool
+        Whether the pod offers fault-tolerant routing. ``False``: no job can run around a
+        failed OCS, so every OCS failure interrupts the jobs on the pod (reconfigure path) and
+        jobs wait for OCS repairs (the configured opt-in share applies otherwise).
 
     Returns
     -------
-    A :class:`PodResult` (write it with :meth:`PodResult.write`).
+    PodResult
+        The run (write it with :meth:`PodResult.write`).
+
+    Raises
+    ------
+    ValueError
+        If ``mode`` is neither ``"reconfigurable"`` nor ``"static"``, or the preset is unknown.
     """
     cfg = config if isinstance(config, PodConfig) else load_pod_preset(config)
     if days is not None:

@@ -1,5 +1,6 @@
-"""TPU pod, job side: Borg-like scheduling, preflight checks and the two recovery paths
-(Zu et al. NSDI'24 §3-5). Phase 2 of the pod simulator, driven by the component timeline of
+"""TPU pod, job side: Borg-like scheduling, preflight checks and the two recovery paths.
+
+Zu et al. NSDI'24 §3-5. Phase 2 of the pod simulator, driven by the component timeline of
 :func:`reliability.sim.pod.simulate_pod`.
 
 - **Jobs** arrive as a Poisson stream; sizes are whole cubes (1-64, mostly small), durations
@@ -67,7 +68,7 @@ class PodJobConfig:
 
 
 def _shape(k: int) -> tuple[int, int, int]:
-    """A compact (a, b, c) cube arrangement with a*b*c == k and each side <= 4."""
+    """Return a compact (a, b, c) cube arrangement with a*b*c == k and each side <= 4."""
     best = None
     for a in range(1, 5):
         for b in range(a, 5):
@@ -135,8 +136,10 @@ class _PodJobs:
 
     # -- jobs -----------------------------------------------------------------------------
     def add_jobs(self, jobs: list[dict]) -> None:
-        """Given jobs instead of a drawn stream: dicts with ``submit_s``, ``cubes``, ``work_h``
-        and optionally ``prod``, ``ft``."""
+        """Schedule given jobs instead of a drawn stream.
+
+        Dicts with ``submit_s``, ``cubes``, ``work_h`` and optionally ``prod``, ``ft``.
+        """
         for i, spec in enumerate(jobs):
             k = int(spec["cubes"])
             a, b, c = _shape(k)
@@ -443,12 +446,42 @@ def simulate_pod_jobs(
     rng: np.random.Generator,
     jobs: list[dict] | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame, dict]:
-    """Run the job side over the component events (``time_s, event, component_type,
-    component_id, detail`` rows); ``jobs`` replaces the drawn job stream (dicts with
-    ``submit_s``, ``cubes``, ``work_h``, optional ``prod``, ``ft``). Returns (job events,
-    per-job truth, stats). ``stats["reroute_samples"]`` has a row per OCS failure and repair:
-    ``time_s``, ``rerouted`` (jobs on fault-tolerant routing just after it) and ``running``
-    (jobs running just before a failure, just after a repair)."""
+    """Run the job side over the component events of a pod run.
+
+    Jobs are scheduled on the cubes, preflighted, preempted and recovered as the module
+    docstring describes, until the end of the run.
+
+    Parameters
+    ----------
+    cfg : PodConfig
+        The pod (``mode``, ``n_cubes``, ``days``).
+    components : polars.DataFrame
+        The component events (``time_s, event, component_type, component_id, detail`` rows,
+        as :func:`reliability.sim.pod.simulate_pod` draws them); failures, repairs and
+        maintenance windows drive the job side.
+    jobs_cfg : PodJobConfig
+        The job stream, scheduling and recovery parameters.
+    rng : numpy.random.Generator
+        Source of randomness (job stream, preflight catches, step-time taxes).
+    jobs : list of dict or None
+        Replaces the drawn job stream: dicts with ``submit_s`` [s since the start], ``cubes``,
+        ``work_h`` [h], optional ``prod`` (bool, default False), ``ft`` (bool, default True).
+
+    Returns
+    -------
+    events : polars.DataFrame
+        The job events (``time_s, event, component_type, component_id, detail``).
+    truth : polars.DataFrame
+        One row per job: ``job_id``, ``cubes``, ``prod``, ``ft_routing``, ``submit_s``,
+        ``attempts``, ``hardware_interruptions``, ``done_h``, ``work_h`` [h], ``completed``
+        (empty without jobs).
+    stats : dict
+        Counters (``interruptions``, ``preemptions``, ``preflight_fails``, ``reroutes``,
+        ``crossconnect_changes``, ``maintenance_evictions``, ``jobs``) and
+        ``reroute_samples``: a row per OCS failure and repair, ``time_s``, ``rerouted`` (jobs
+        on fault-tolerant routing just after it) and ``running`` (jobs running just before a
+        failure, just after a repair).
+    """
     sim = _PodJobs(cfg, jobs_cfg, components, rng)
     if jobs is None:
         sim.generate()

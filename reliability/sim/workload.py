@@ -32,8 +32,10 @@ def _size_mix(cfg: ClusterConfig) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _work_cap_s(cfg: ClusterConfig, sizes: np.ndarray) -> np.ndarray:
-    """Longest work of a job of each size [s]: one job's lifetime, or a training run's
-    ``max_run_days`` (it continues over several jobs)."""
+    """Return the longest work of a job of each size [s].
+
+    One job's lifetime, or a training run's ``max_run_days`` (it continues over several jobs).
+    """
     w = cfg.workload
     training = sizes >= w.training_min_gpus
     return np.where(training, max(w.max_run_days * 86400.0, w.max_lifetime_h * 3600.0),
@@ -46,9 +48,11 @@ def _sigma(cfg: ClusterConfig, sizes: np.ndarray) -> np.ndarray:
 
 
 def _log_median_s(cfg: ClusterConfig, sizes: np.ndarray) -> np.ndarray:
-    """log of the median work [s] of a job of each size: ``median_h * gpus**size_exponent``
-    below ``training_min_gpus``, ``training_median_h * (gpus / training_min_gpus) **
-    training_size_exponent`` from there on."""
+    """Return the log of the median work [s] of a job of each size.
+
+    ``median_h * gpus**size_exponent`` below ``training_min_gpus``, ``training_median_h *
+    (gpus / training_min_gpus) ** training_size_exponent`` from there on.
+    """
     w = cfg.workload
     sizes = np.asarray(sizes, dtype=float)
     small = np.log(w.median_h * 3600.0) + w.size_exponent * np.log(sizes)
@@ -59,9 +63,23 @@ def _log_median_s(cfg: ClusterConfig, sizes: np.ndarray) -> np.ndarray:
 
 
 def expected_gpu_seconds(cfg: ClusterConfig) -> float:
-    """E[GPUs x work done] per job [GPU-s]: work ~ LogNormal capped (see :func:`_work_cap_s`),
+    """Return the expected GPUs x work done per job [GPU-s], over the size mix.
+
+    Work ~ LogNormal capped at the longest work of its size (``E[min(X, c)]`` in closed form),
     of which a job that ends early (fails, is cancelled, runs out of memory or time) does half
-    on average."""
+    on average. :func:`generate_workload` divides the cluster's capacity by it to set the
+    arrival rate.
+
+    Parameters
+    ----------
+    cfg : ClusterConfig
+        The run's configuration (its workload, and the cluster size that caps the job sizes).
+
+    Returns
+    -------
+    float
+        Expected GPU-seconds of work per job [GPU-s].
+    """
     w = cfg.workload
     sizes, p = _size_mix(cfg)
     mu = _log_median_s(cfg, sizes)
@@ -89,14 +107,33 @@ def _draw_qos(mix: dict[str, float], n: int, rng: np.random.Generator) -> np.nda
 def generate_workload(cfg: ClusterConfig, rng: np.random.Generator) -> pl.DataFrame:
     """Draw every job of the run.
 
-    Returns a frame, one row per job in submit order: ``job`` (index), ``submit_s``, ``gpus``,
-    ``n_nodes``, ``work_s``, ``qos``, ``priority``, ``user``, ``time_limit_s``, ``outcome``
-    (see :data:`OUTCOMES`), ``outcome_at`` (fraction of the work at which a non-completing
-    outcome happens), ``training`` (checkpointing multi-node run), ``requeue_kind`` (0 none,
-    1 the job asks to be requeued once through RequeueExit, 2 an admin requeues it once),
-    ``requeue_at`` (fraction of the attempt at which that happens), ``in_array``. Job ids are
-    given after the run, when the continuation jobs of long training runs are known
-    (:func:`assign_ids`).
+    The number of jobs is Poisson with the mean that makes the offered load
+    ``target_utilization`` of the cluster (:func:`expected_gpu_seconds`); submit times are
+    uniform over the run. Job ids are given after the run, when the continuation jobs of long
+    training runs are known (:func:`assign_ids`).
+
+    Parameters
+    ----------
+    cfg : ClusterConfig
+        The run's configuration (its workload section and the cluster size).
+    rng : numpy.random.Generator
+        Source of randomness (the run's seed determines every draw).
+
+    Returns
+    -------
+    polars.DataFrame
+        One row per job in submit order: ``job`` (index), ``submit_s`` [s since the start],
+        ``gpus``, ``n_nodes``, ``work_s`` [s], ``qos``, ``priority``, ``user``,
+        ``time_limit_s`` [s], ``outcome`` (see :data:`OUTCOMES`), ``outcome_at`` (fraction of
+        the work at which a non-completing outcome happens), ``training`` (checkpointing
+        multi-node run), ``requeue_kind`` (0 none, 1 the job asks to be requeued once through
+        RequeueExit, 2 an admin requeues it once), ``requeue_at`` (fraction of the attempt at
+        which that happens), ``in_array``.
+
+    Raises
+    ------
+    ValueError
+        If ``qos_mix`` or ``training_qos_mix`` names a QOS not in :data:`PRIORITY`.
     """
     w = cfg.workload
     horizon = cfg.horizon_s
@@ -161,12 +198,21 @@ def generate_workload(cfg: ClusterConfig, rng: np.random.Generator) -> pl.DataFr
 
 
 def assign_ids(jobs: pl.DataFrame) -> pl.DataFrame:
-    """Slurm job ids in submit order and job names, once every job of the run is known.
+    """Give Slurm job ids in submit order and job names, once every job of the run is known.
 
-    ``jobs`` has the drawn jobs and the continuations of long training runs (with ``run``: the
-    index of the run's first job). Adds ``raw_id`` (1000, 1001, ... by submit time), ``job_id``
-    as sacct prints it (``1234``, or ``1200_7`` for array tasks: runs of consecutive small jobs
-    share the base id of their first task) and ``name`` (a training run's jobs share one name).
+    Parameters
+    ----------
+    jobs : polars.DataFrame
+        The drawn jobs and the continuations of long training runs (with ``run``: the index
+        of the run's first job), as :func:`generate_workload` columns.
+
+    Returns
+    -------
+    polars.DataFrame
+        ``jobs`` sorted by ``job``, plus ``raw_id`` (1000, 1001, ... by submit time),
+        ``job_id`` as sacct prints it (``1234``, or ``1200_7`` for array tasks: runs of
+        consecutive small jobs share the base id of their first task) and ``name`` (a
+        training run's jobs share one name).
     """
     frame = jobs.sort("submit_s", "job", maintain_order=True).with_columns(
         raw_id=pl.int_range(1000, 1000 + pl.len(), dtype=pl.Int64)

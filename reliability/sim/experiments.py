@@ -55,9 +55,29 @@ __all__ = [
 def simulate_to_dataset(
     cfg: ClusterConfig, seed: int, work: str | Path, *, quarantine: dict | None = None
 ) -> tuple[Any, Dataset]:
-    """Simulate ``cfg`` with ``seed``, write the raw logs to ``work/raw`` and ingest them into
-    ``work/ds`` through the readers. Returns (the :class:`~reliability.sim.ClusterResult`, the
-    Dataset)."""
+    """Simulate ``cfg`` with ``seed`` and ingest what it wrote through the ordinary readers.
+
+    The raw logs go to ``work/raw`` and the Dataset to ``work/ds``.
+
+    Parameters
+    ----------
+    cfg : ClusterConfig
+        The cluster to simulate.
+    seed : int
+        Seed of the simulation.
+    work : str or pathlib.Path
+        Folder for ``raw/`` and ``ds/``.
+    quarantine : dict or None
+        Nodes to drain and from when (node name -> UTC time), as ``simulate_cluster``'s
+        ``quarantine``; None: none.
+
+    Returns
+    -------
+    result : ClusterResult
+        The run (:class:`~reliability.sim.ClusterResult`, with its truth).
+    dataset : Dataset
+        The ingested Dataset at ``work/ds``.
+    """
     work = Path(work)
     r = simulate_cluster(cfg, seed=seed, quarantine=quarantine)
     r.write(work / "raw")
@@ -74,12 +94,33 @@ def train_on_simulation(
     work: str | Path | None = None,
     **detector_params: Any,
 ) -> tuple[LemonDetector, pl.DataFrame]:
-    """Simulate ``cfg`` with ``seed``, compute node features from the ingested logs and fit a
-    detector on the simulator's true lemon labels.
+    """Fit a lemon detector on a simulated cluster's true lemon labels.
+
+    Simulates ``cfg`` with ``seed``, computes node features from the ingested logs
+    (:func:`~reliability.models.lemon_features.node_features`) and fits a
+    :class:`~reliability.models.LemonDetector` on them.
+
+    Parameters
+    ----------
+    cfg : ClusterConfig
+        The cluster to simulate.
+    seed : int
+        Seed of the simulation.
+    window_days : int
+        Length of each feature window [days].
+    step_days : int
+        Step between the ends of successive feature windows [days].
+    work : str or pathlib.Path or None
+        Folder for the raw logs and the Dataset (None: a temporary folder, removed after).
+    **detector_params
+        Passed to :class:`~reliability.models.LemonDetector`.
 
     Returns
     -------
-    (the fitted detector, the labelled feature frame: node features plus ``lemon``)
+    detector : LemonDetector
+        The fitted detector.
+    labelled : polars.DataFrame
+        The labelled feature frame: node features plus ``lemon`` (truth).
     """
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(work) if work is not None else Path(tmp)
@@ -99,13 +140,20 @@ def train_on_simulation(
 class LemonBacktest(Result):
     """Detection quality and the effect of quarantine, with the paper's figures beside.
 
+    HPCA'25 §VI: the paper's precision (> 85%), footprint and 512+ GPU job failure share
+    (14% -> 4%) stand in the ``paper`` column.
+
     Attributes
     ----------
-    summary : ``metric, value, paper`` rows (shares are fractions, rates per 1000 node-days;
-        null where not measurable)
-    flagged : the flagged nodes with their score, dominant logged component and truth
-    root_causes : flagged nodes by dominant component, with how many are true lemons
-    notes : the split, window and seed
+    summary : polars.DataFrame
+        ``metric, value, paper`` rows (shares are fractions, rates per 1000 node-days; null
+        where not measurable).
+    flagged : polars.DataFrame
+        The flagged nodes with their score, dominant logged component and truth.
+    root_causes : polars.DataFrame
+        Flagged nodes by dominant component, with how many are true lemons.
+    notes : list of str
+        The split, window and seed.
     """
 
     title = "Lemon backtest: the simulator re-run with the flagged nodes drained"
@@ -118,7 +166,23 @@ class LemonBacktest(Result):
         self.summary = self.summary.with_columns(pl.col("value").fill_nan(None))
 
     def metric(self, name: str) -> float:
-        """The value of the summary row ``name`` (nan where not measurable)."""
+        """Return the value of the summary row ``name``.
+
+        Parameters
+        ----------
+        name : str
+            A ``metric`` of :attr:`summary` (e.g. ``"precision (per node)"``).
+
+        Returns
+        -------
+        float
+            The value (nan where not measurable).
+
+        Raises
+        ------
+        KeyError
+            If no summary row has that name (the message lists the metrics).
+        """
         rows = self.summary.filter(pl.col("metric") == name)
         if rows.height == 0:
             raise KeyError(f"no metric {name!r}; have {self.summary['metric'].to_list()}")
@@ -127,9 +191,17 @@ class LemonBacktest(Result):
 
     @property
     def sample_sizes(self) -> dict[str, int | float]:
+        """How many nodes were flagged (the sample the precision is measured on)."""
         return {"flagged nodes": self.flagged.height}
 
     def tables(self) -> dict[str, pl.DataFrame]:
+        """Return the tables a report shows.
+
+        Returns
+        -------
+        dict of str to polars.DataFrame
+            ``summary`` and ``root causes``.
+        """
         return {"summary": self.summary, "root causes": self.root_causes}
 
     def _lines(self) -> list[str]:
@@ -143,19 +215,30 @@ class LemonBacktest(Result):
 def large_job_effect(
     attempts: pl.DataFrame, split: Any, *, min_gpus: int = 512, hardware: str = "hardware"
 ) -> dict[str, float]:
-    """After ``split`` [UTC]: how large jobs fared, from one attempt per row.
+    """Measure how large jobs fared after ``split``, from one attempt per row.
 
-    ``attempts`` needs ``job_id``, ``start_time``, ``end_time``, ``gpus`` (or
-    ``n_accelerators``), ``n_nodes`` and a boolean column ``hardware`` (this attempt ended by
-    hardware). Jobs count when their first attempt started at or after ``split``; attempts
-    when they started at or after it and ended.
+    Jobs count when their first attempt started at or after ``split``; attempts when they
+    started at or after it and ended.
+
+    Parameters
+    ----------
+    attempts : polars.DataFrame
+        One row per attempt with ``job_id``, ``start_time``, ``end_time``, ``gpus`` (or
+        ``n_accelerators``), ``n_nodes`` and the boolean column ``hardware``.
+    split : datetime
+        Start of the period measured [UTC].
+    min_gpus : int
+        Large jobs are those with at least this many GPUs (HPCA'25 §VI: 512).
+    hardware : str
+        Name of the boolean column that says an attempt was ended by hardware.
 
     Returns
     -------
-    ``jobs``, ``job_share`` (share of those jobs with an attempt ended by hardware),
-    ``attempts``, ``attempt_share``, ``rate_per_1000_node_days`` (hardware-ended attempts per
-    node-day of large attempts) and ``gpu_hours_lost`` (GPU-hours of hardware-ended attempts
-    of every size).
+    dict of str to float
+        ``jobs``, ``job_share`` (share of those jobs with an attempt ended by hardware),
+        ``attempts``, ``attempt_share``, ``rate_per_1000_node_days`` (hardware-ended attempts
+        per 1000 node-days of large attempts) and ``gpu_hours_lost`` (GPU-hours of
+        hardware-ended attempts of every size); nan where there is nothing to divide by.
     """
     gpus = "gpus" if "gpus" in attempts.columns else "n_accelerators"
     ended = attempts.filter(pl.col("end_time").is_not_null() & pl.col("start_time").is_not_null())
@@ -214,26 +297,44 @@ def lemon_backtest(
     work: str | Path | None = None,
     baseline: tuple[str | Path, Dataset | str | Path] | None = None,
 ) -> LemonBacktest:
-    """Flag nodes on the window ending at ``split_day``, re-run with them drained from then on
+    """Run the quarantine backtest of HPCA'25 §VI on a simulated cluster.
+
+    Flag nodes on the window ending at ``split_day``, re-run with them drained from then on
     (same seed), and compare both runs after the split (see the module doc).
 
     Parameters
     ----------
-    cfg, seed : the simulated cluster and seed
-    detector : a fitted lemon detector
-    split_day : when the flagged nodes are drained [days since the start]
-    window_days, step_days : the feature windows [days]
-    min_gpus : large jobs are those with at least this many GPUs (paper: 512)
-    work : folder for the runs (default: a temporary one)
-    baseline : ``(raw folder, Dataset)`` of the run as is, already simulated with ``cfg`` and
+    cfg : ClusterConfig
+        The simulated cluster.
+    detector : LemonDetector
+        A fitted lemon detector; it scores the nodes on the feature window ending at the split.
+    seed : int
+        Seed of both runs (same job stream, same hardware faults).
+    split_day : float
+        When the flagged nodes are drained [days since the start].
+    window_days, step_days : int
+        Length of the feature windows and the step between their ends [days].
+    min_gpus : int
+        Large jobs are those with at least this many GPUs (paper: 512).
+    work : str or pathlib.Path or None
+        Folder for the runs (None: a temporary one, removed after).
+    baseline : (str or pathlib.Path, Dataset or str or pathlib.Path) or None
+        ``(raw folder, Dataset)`` of the run as is, already simulated with ``cfg`` and
         ``seed`` and ingested (a pipeline's): reused instead of simulated again. Its
         ``truth/config.json`` must match ``cfg`` and ``seed``.
 
     Returns
     -------
-    A :class:`LemonBacktest`: detection scored per node against the true lemons (precision,
-    recall, footprint; paper: > 85% on 1.2-1.7% of nodes) and the quarantine's effect on
-    large jobs (paper: the 512+ GPU job failure rate fell from 14% to 4%).
+    LemonBacktest
+        Detection scored per node against the true lemons (precision, recall, footprint;
+        paper: > 85% on 1.2-1.7% of nodes) and the quarantine's effect on large jobs (paper:
+        the 512+ GPU job failure rate fell from 14% to 4%).
+
+    Raises
+    ------
+    ValueError
+        If ``baseline``'s raw folder has no ``truth/`` or was simulated with another
+        configuration or seed.
     """
     split = cfg.start + timedelta(days=split_day)
     with tempfile.TemporaryDirectory() as tmp:

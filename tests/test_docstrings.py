@@ -35,8 +35,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "reliability"
 
-# Subtrees whose docstrings are still being written; the lead empties this when reliability/sim is done.
-PENDING = ("reliability/sim/",)
+# Modules whose docstrings the lead is still writing (code still changing); empty this when done.
+PENDING = ("reliability/sim/cluster.py", "reliability/sim/engine.py", "reliability/sim/run.py")
 
 _HEADER = re.compile(r"^([A-Z][A-Za-z ]+)\n-{3,}\s*$", re.MULTILINE)
 _ENTRY = re.compile(

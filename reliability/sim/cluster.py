@@ -1,12 +1,13 @@
 """A Slurm-like GPU research cluster (Kokolis et al. HPCA'25), run on :mod:`engine`.
 
 Scheduling: a queue in Slurm multifactor order (QOS priority plus an age term, so that no job
-starves; a requeued job keeps its place) scanned by coalesced scheduling passes; gang
+starves; the age counts from the attempt's eligible time, so a requeued job starts aging
+again, as Slurm resets its begin time) scanned by coalesced scheduling passes; gang
 allocation (whole nodes for jobs of one node or more, best-fit GPU packing for smaller ones);
 EASY-style backfill behind a blocked head job (a later job may start if it ends, by its time
 limit, before the head's shadow time, or leaves the head's nodes alone); preemption of
-lower-QOS jobs that have run at least ``preempt_after_h`` when a whole-node head job of higher
-QOS is blocked; automatic requeue (same job id, next attempt, eligible 120 s later) of jobs
+jobs of a lower, preemptible QOS that have run at least ``preempt_after_h`` when a whole-node
+job of higher QOS is blocked (only the jobs on the nodes it takes); automatic requeue (same job id, next attempt, eligible 120 s later) of jobs
 killed by a node failure, a health check, an administrator or preemption, of jobs that ask for
 it (RequeueExit), and of checkpointing training runs that crash on hardware, up to
 ``max_requeues`` times and within the job's lifetime (``max_lifetime_h`` from its first
@@ -33,6 +34,7 @@ import polars as pl
 
 from reliability.sim.config import CAUSES, ClusterConfig
 from reliability.sim.engine import EventLog, Handle, Kernel
+from reliability.sim.workload import PRIORITY
 
 __all__ = ["ClusterSim"]
 
@@ -55,8 +57,10 @@ REQUEUE_CAUSE = {1: "app_requeue", 2: "admin_requeue"}
 
 
 class _Queue:
-    """Pending jobs in Slurm's multifactor order: ``priority + weight * min(age / max_age, 1)``,
-    then submit time, then job index (smaller rank first).
+    """Pending jobs in Slurm's multifactor order.
+
+    The order is ``priority + weight * min(age / max_age, 1)``, then submit time, then job
+    index (smaller rank first).
 
     Among jobs younger than ``max_age`` the order never changes (every age grows alike), and
     among older ones it is by QOS priority then submit time; so two heaps hold the two groups
@@ -115,7 +119,18 @@ class _Queue:
         return (-(self.prio[job] + self.weight * a), s, job)
 
     def pop(self, now: float) -> tuple[float, float, int, int, bool] | None:
-        """The first live entry (key, submit, job, version, from_old), removed; None if empty."""
+        """Remove and return the first live entry (key, submit, job, version, from_old).
+
+        Parameters
+        ----------
+        now : float
+            Simulated time [s] (ages are taken at it).
+
+        Returns
+        -------
+        tuple or None
+            The entry, or None if the queue is empty.
+        """
         young, old, ver = self.young, self.old, self.ver
         while young and ver.get(young[0][2]) != young[0][3]:
             heapq.heappop(young)
@@ -146,7 +161,19 @@ class _Reservation:
 
 
 class ClusterSim:
-    """One simulation run. Build with the drawn workload and failures, then :meth:`run`."""
+    """One simulation run. Build with the drawn workload and failures, then :meth:`run`.
+
+    Parameters
+    ----------
+    cfg : ClusterConfig
+        The cluster, its workload and failure configuration.
+    jobs : polars.DataFrame
+        The drawn workload (:func:`~reliability.sim.workload.generate_workload`).
+    failures : polars.DataFrame
+        The drawn failure and false-alarm events (:func:`~reliability.sim.failures.draw_failures`).
+    quarantine : dict of int to float, optional
+        Node index -> time [s since the start] at which an admin drains it for good.
+    """
 
     def __init__(
         self,
@@ -192,10 +219,19 @@ class ClusterSim:
         self.ckpt_s = w.checkpoint_interval_min * 60.0
         self.u0_s = w.restart_overhead_min * 60.0
         self.preempt_after_s = w.preempt_after_h * 3600.0
+        unknown = sorted(set(w.preemptible_qos) - set(PRIORITY))
+        if unknown:
+            raise ValueError(
+                f"[workload] preemptible_qos: unknown QOS {unknown[0]!r}; known: {sorted(PRIORITY)}"
+            )
+        self.preemptible = frozenset(PRIORITY[q] for q in w.preemptible_qos)
         self.lifetime_s = w.max_lifetime_h * 3600.0
         self.max_requeues = w.max_requeues
         self.app_exit = w.app_requeue_exit_code
-        self.queue = _Queue(self.prio, self.submit, w.age_priority_weight,
+        # the age term counts from the current attempt's eligible time: Slurm resets a requeued
+        # job's begin time, so a preempted job does not keep the age it had (else aged
+        # low-QOS jobs go first, are preempted again, and churn the cluster)
+        self.queue = _Queue(self.prio, self.eligible, w.age_priority_weight,
                             w.age_priority_max_days * 86400.0)  # fmt: skip
         N = cfg.n_nodes
         self.free = [self.G] * N
@@ -316,6 +352,13 @@ class ClusterSim:
         self.submit_job(job)
 
     def submit_job(self, job: int) -> None:
+        """Submit ``job`` now: queue it (or, behind a blocked head job, try to backfill it).
+
+        Parameters
+        ----------
+        job : int
+            Index of the job (a drawn job or a run's continuation).
+        """
         now = self.k.now
         head = self._res_cache
         # Behind a blocked head job, a new job of lower precedence can only backfill: try just
@@ -332,6 +375,7 @@ class ClusterSim:
         self.request_schedule()
 
     def request_schedule(self) -> None:
+        """Ask for a scheduling pass at the current time (once, however often it is asked)."""
         if not self._sched:
             self._sched = True
             self.k.after(0.0, self._schedule, priority=10)
@@ -342,8 +386,11 @@ class ClusterSim:
         return self.u0_s if restarted and self.training[job] else 0.0
 
     def _planned_end(self, job: int, now: float) -> tuple[float, str, str]:
-        """Duration of the attempt starting now, how it ends and why, if nothing interrupts
-        it: its planned outcome, its time limit, the job's lifetime, or a planned requeue."""
+        """Plan the attempt starting now: its duration, how it ends and why.
+
+        If nothing interrupts it, it ends at its planned outcome, its time limit, the job's
+        lifetime, or a planned requeue.
+        """
         outcome = self.outcome[job]
         target = (
             self.work[job]
@@ -440,8 +487,10 @@ class ClusterSim:
         self.request_schedule()
 
     def _continue(self, job: int) -> None:
-        """A training run whose job hit its lifetime or requeue limit resubmits itself: a new
-        job of the same run with the work left, resuming from the last checkpoint."""
+        """Resubmit a training run whose job hit its lifetime or requeue limit.
+
+        The new job of the same run has the work left and resumes from the last checkpoint.
+        """
         work, done = self.work[job], self.progress[job]
         if self.outcome[job] in ("COMPLETED", "TIMEOUT"):
             target_left = 1.0
@@ -565,8 +614,10 @@ class ClusterSim:
         return any(self.part[f] for f in range(g, self.G))
 
     def _would_free(self, job: int, free: dict[int, int]) -> int:
-        """Add ``job``'s GPUs to the hypothetical free counts ``free``; return how many of its
-        (in-service) nodes that makes wholly free."""
+        """Add ``job``'s GPUs to the hypothetical free counts ``free``.
+
+        Returns how many of its (in-service) nodes that makes wholly free.
+        """
         became_whole = 0
         for node, g in self.alloc[job]:
             if not self.up[node]:
@@ -590,7 +641,14 @@ class ClusterSim:
         return _Reservation(math.inf, need)
 
     def _preempt_for(self, job: int) -> bool:
-        """Preempt lower-priority jobs (run >= preempt_after) to start whole-node ``job``."""
+        """Preempt lower-priority jobs (run >= preempt_after) to start whole-node ``job``.
+
+        As Slurm does (select/cons_tres with preemption), the job is placed on nodes first and
+        only the jobs on those nodes are preempted: a node is a candidate when every job on it
+        is preemptable, and the nodes with the fewest jobs (then the lowest priority) are taken
+        until enough nodes are wholly free. Preempting the youngest jobs cluster-wide instead
+        kills many small jobs on nodes that never become free (a preemption storm).
+        """
         if self.gpus[job] < self.G:
             return False
         now = self.k.now
@@ -598,27 +656,29 @@ class ClusterSim:
         if failed is not None and now - failed < REPLAN_S:
             return False
         need = self.nn[job] - self.n_whole
-        lower = [j for j in self.start_s if self.prio[j] < self.prio[job]]
-        victims = sorted(
-            (j for j in lower if now - self.start_s[j] >= self.preempt_after_s),
-            key=lambda j: (self.prio[j], -self.start_s[j], j),
-        )
-        young = [
-            self.start_s[j] + self.preempt_after_s
-            for j in lower
-            if now - self.start_s[j] < self.preempt_after_s
-        ]
+        prio, start = self.prio, self.start_s
+        mine, preemptible = prio[job], self.preemptible
+        lower = [j for j in start if prio[j] < mine and prio[j] in preemptible]
+        ok = {j for j in lower if now - start[j] >= self.preempt_after_s}
+        young = [start[j] + self.preempt_after_s for j in lower if j not in ok]
         if young:  # look again when the next lower-priority job becomes preemptible
             self.k.at(min(young), self.request_schedule, priority=9)
-        if not victims:
-            self._preempt_failed[job] = now
-            return False
+        on_node, up, draining = self.on_node, self.up, self.draining
+        nodes = {n for j in ok for n, _ in self.alloc[j] if up[n] and n not in draining}
+        cands = sorted(
+            (max(prio[j] for j in on_node[n]), len(on_node[n]), n)
+            for n in nodes
+            if on_node[n] <= ok
+        )
         free: dict[int, int] = {}
         chosen: list[int] = []
+        taken: set[int] = set()
         gained = 0
-        for v in victims:
-            chosen.append(v)
-            gained += self._would_free(v, free)
+        for _, _, node in cands:
+            for v in sorted(on_node[node] - taken, key=lambda j: (prio[j], -start[j], j)):
+                taken.add(v)
+                chosen.append(v)
+                gained += self._would_free(v, free)
             if gained >= need:
                 break
         if gained < need:
@@ -764,8 +824,22 @@ class ClusterSim:
     def run(self, progress: Callable[[float], None] | None = None) -> EventLog:
         """Run to the horizon; record what is still running, pending or down then.
 
-        ``progress`` is called with the simulated time [s] after each simulated day.
+        Parameters
+        ----------
+        progress : callable, optional
+            Called with the simulated time [s] after each simulated day.
+
+        Returns
+        -------
+        EventLog
+            Everything the run did.
         """
+        self.begin()
+        self.advance(self.cfg.horizon_s, progress)
+        return self.finish()
+
+    def begin(self) -> None:
+        """Schedule the first submission, every drawn failure and the quarantine drains."""
         k = self.k
         # submissions are fed one at a time (the next is scheduled when one arrives): the
         # event heap stays small instead of holding millions of future arrivals
@@ -782,14 +856,59 @@ class ClusterSim:
                 k.at(t, self._failure, node, cause, detected, repair_s, lemon, phase, priority=-1)
             else:
                 k.at(t, self._false_alarm, node, repair_s, phase, priority=-1)
-        horizon = self.cfg.horizon_s
+
+    def add_quarantine(self, quarantine: dict[int, float]) -> None:
+        """Drain nodes for good at the given times, not before the current time.
+
+        For a run resumed from a checkpoint this is the same as if the drains had been
+        scheduled by :meth:`begin`, since a drain runs before anything else at its time.
+
+        Parameters
+        ----------
+        quarantine : dict of int to float
+            Node index -> time [s since the start] of its drain.
+
+        Raises
+        ------
+        ValueError
+            If a drain time is before the current simulated time.
+        """
+        for node, t in sorted(quarantine.items()):
+            if t < self.k.now:
+                raise ValueError(
+                    f"quarantine of node {node} at {t} s precedes now ({self.k.now} s)"
+                )
+            self.quarantine[node] = t
+            self.k.at(t, self._quarantine, node, priority=-3)
+
+    def advance(self, until: float, progress: Callable[[float], None] | None = None) -> None:
+        """Run the events before ``until``, a simulated day at a time.
+
+        Parameters
+        ----------
+        until : float
+            Simulated time to stop at [s since the start]; at most the horizon.
+        progress : callable, optional
+            Called with the simulated time [s] after each simulated day.
+        """
+        until = min(until, self.cfg.horizon_s)
         day = 86400.0
-        t = 0.0
-        while t < horizon:
-            t = min(t + day, horizon)
-            k.run(until=t)
+        t = self.k.now
+        while t < until:
+            t = min((math.floor(t / day) + 1) * day, until)
+            self.k.run(until=t)
             if progress is not None:
                 progress(t)
+
+    def finish(self) -> EventLog:
+        """Record what is still running, pending or down at the horizon.
+
+        Returns
+        -------
+        EventLog
+            Everything the run did.
+        """
+        horizon = self.cfg.horizon_s
         for job in sorted(self.start_s):
             self.log.add(
                 "attempt", self.start_s[job], job=job, attempt=self.attempt[job], submit_s=self.eligible[job],

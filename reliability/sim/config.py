@@ -100,7 +100,8 @@ class WorkloadConfig:
 
     Queue order (Slurm's multifactor priority): QOS priority plus an age term that grows
     linearly to ``age_priority_weight`` over ``age_priority_max_days`` of waiting, so that no
-    job starves behind a stream of higher-QOS work. Preemption follows QOS alone.
+    job starves behind a stream of higher-QOS work. Preemption follows QOS alone: a job may
+    preempt jobs of a lower QOS listed in ``preemptible_qos`` that have run ``preempt_after_h``.
 
     Requeues that are not hardware failures (Slurm state REQUEUED): a share ``p_app_requeue``
     of jobs ask to be requeued once through Slurm's ``RequeueExit`` (exit code
@@ -148,6 +149,8 @@ class WorkloadConfig:
     checkpoint_interval_min: float = 60.0
     restart_overhead_min: float = 5.0
     preempt_after_h: float = 2.0
+    #: QOS whose jobs a job of a higher QOS may preempt (Slurm's per-QOS ``Preempt`` list)
+    preemptible_qos: tuple[str, ...] = ("normal", "low")
     #: age term of the queue priority: weight reached after this many days of waiting
     age_priority_weight: float = 0.0
     age_priority_max_days: float = 7.0
@@ -325,6 +328,8 @@ def _section(cls: type, data: dict[str, Any], where: str) -> Any:
     for key in ("size_mix",):
         if key in data:
             data[key] = {int(k): float(v) for k, v in data[key].items()}
+    if isinstance(data.get("preemptible_qos"), list):
+        data["preemptible_qos"] = tuple(data["preemptible_qos"])
     return cls(**data)
 
 

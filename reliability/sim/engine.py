@@ -28,7 +28,19 @@ class SchedulingError(ValueError):
 
 
 class Handle:
-    """A scheduled event; pass it to :meth:`Kernel.cancel` to withdraw it."""
+    """A scheduled event; pass it to :meth:`Kernel.cancel` to withdraw it.
+
+    Parameters
+    ----------
+    time : float
+        When it runs [simulated s].
+    priority : int
+        Order among events at the same time (lower first).
+    action : callable
+        What runs.
+    args : tuple
+        The arguments ``action`` is called with.
+    """
 
     __slots__ = ("action", "args", "cancelled", "priority", "time")
 
@@ -63,8 +75,41 @@ class Kernel:
         self._seq = itertools.count()
         self.processed = 0
 
+    def __getstate__(self) -> dict[str, Any]:
+        # the FIFO counter is kept as its next value (pickling an itertools.count is deprecated)
+        state = self.__dict__.copy()
+        state["_seq"] = next(self._seq)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        state = dict(state)
+        state["_seq"] = itertools.count(state["_seq"])
+        self.__dict__.update(state)
+
     def at(self, time: float, action: Callable[..., Any], *args: Any, priority: int = 0) -> Handle:
-        """Schedule ``action(*args)`` at absolute ``time`` (not before :attr:`now`)."""
+        """Schedule ``action(*args)`` at absolute ``time`` (not before :attr:`now`).
+
+        Parameters
+        ----------
+        time : float
+            When it runs [simulated s].
+        action : callable
+            What runs.
+        *args : object
+            The arguments ``action`` is called with.
+        priority : int
+            Order among events at the same time (lower first; then first scheduled first).
+
+        Returns
+        -------
+        Handle
+            The scheduled event (for :meth:`cancel`).
+
+        Raises
+        ------
+        SchedulingError
+            If ``time`` is not finite or is in the past.
+        """
         if not math.isfinite(time):
             raise SchedulingError(f"event time {time!r} is not finite")
         if time < self.now:
@@ -76,14 +121,37 @@ class Kernel:
     def after(
         self, delay: float, action: Callable[..., Any], *args: Any, priority: int = 0
     ) -> Handle:
-        """Schedule ``action(*args)`` ``delay`` time units from now (``delay >= 0``)."""
+        """Schedule ``action(*args)`` ``delay`` time units from now.
+
+        Parameters
+        ----------
+        delay : float
+            How long from now [simulated s]; at least 0.
+        action : callable
+            What runs.
+        *args : object
+            The arguments ``action`` is called with.
+        priority : int
+            Order among events at the same time (lower first).
+
+        Returns
+        -------
+        Handle
+            The scheduled event (for :meth:`cancel`).
+        """
         if delay < 0:
             raise SchedulingError(f"negative delay {delay}")
         return self.at(self.now + delay, action, *args, priority=priority)
 
     @staticmethod
     def cancel(handle: Handle) -> None:
-        """Withdraw a scheduled event (a no-op if it already ran or was cancelled)."""
+        """Withdraw a scheduled event (a no-op if it already ran or was cancelled).
+
+        Parameters
+        ----------
+        handle : Handle
+            The event, as :meth:`at` or :meth:`after` returned it.
+        """
         handle.cancelled = True
 
     @property
@@ -92,13 +160,25 @@ class Kernel:
         return len(self._heap)
 
     def peek(self) -> float:
-        """Time of the next live event, or ``inf`` if none."""
+        """Give the time of the next live event.
+
+        Returns
+        -------
+        float
+            Its time [simulated s], or ``inf`` if none is scheduled.
+        """
         while self._heap and self._heap[0][3].cancelled:
             heapq.heappop(self._heap)
         return self._heap[0][0] if self._heap else math.inf
 
     def step(self) -> bool:
-        """Run the next live event; False if there was none."""
+        """Run the next live event.
+
+        Returns
+        -------
+        bool
+            False if there was none.
+        """
         while self._heap:
             h = heapq.heappop(self._heap)[3]
             if h.cancelled:
@@ -112,7 +192,15 @@ class Kernel:
     def run(self, until: float | None = None) -> int:
         """Run events with time < ``until`` (all if None); then set ``now = until``.
 
-        Returns the number of events processed by this call.
+        Parameters
+        ----------
+        until : float, optional
+            Stop before this time [simulated s]; None runs every event.
+
+        Returns
+        -------
+        int
+            The number of events processed by this call.
         """
         before = self.processed
         if until is None:
@@ -149,7 +237,22 @@ class EventLog:
         self._keys: dict[str, frozenset[str]] = {}
 
     def add(self, kind: str, time: float | None, **fields: Any) -> None:
-        """Record one event of ``kind`` at ``time``."""
+        """Record one event of ``kind`` at ``time``.
+
+        Parameters
+        ----------
+        kind : str
+            The event kind (one table per kind).
+        time : float or None
+            When it happened [simulated s].
+        **fields : object
+            Its fields: the same names for every event of a kind; lists become list columns.
+
+        Raises
+        ------
+        ValueError
+            If the fields differ from those of the kind's first event.
+        """
         cols = self._cols.get(kind)
         if cols is None:
             cols = self._cols[kind] = {"time": []}
@@ -184,7 +287,20 @@ class EventLog:
         return sum(len(c["time"]) for c in self._cols.values())
 
     def frame(self, kind: str, schema: dict[str, pl.DataType] | None = None) -> pl.DataFrame:
-        """The records of ``kind`` as a frame (empty with ``schema`` if none were recorded)."""
+        """Build the records of ``kind`` as a frame.
+
+        Parameters
+        ----------
+        kind : str
+            The event kind.
+        schema : dict of str to polars.DataType, optional
+            Column types (and the columns of the empty frame if none were recorded).
+
+        Returns
+        -------
+        polars.DataFrame
+            One row per event: ``time`` and one column per field.
+        """
         cols = self._cols.get(kind)
         if cols is None:
             return pl.DataFrame(schema=schema or {"time": pl.Float64})

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import pickle
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -10,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from reliability._atomic import write_bytes_atomic
 from reliability._result import Result
 from reliability.sim.cluster import ClusterSim
 from reliability.sim.config import ClusterConfig, load_preset
@@ -18,7 +21,10 @@ from reliability.sim.engine import EventLog
 from reliability.sim.failures import draw_failures, rate_schedule
 from reliability.sim.workload import assign_ids, generate_workload
 
-__all__ = ["ClusterResult", "simulate_cluster"]
+__all__ = ["ClusterResult", "resume_cluster", "simulate_cluster"]
+
+#: version of the checkpoint format written by ``simulate_cluster(checkpoint=...)``
+CHECKPOINT_FORMAT = 1
 
 
 @dataclass
@@ -65,15 +71,34 @@ class ClusterResult(Result):
         ]
 
     def write(self, out: str | Path) -> Path:
-        """Write raw logs (``sacct.psv``, ``sacctmgr_events.psv``, ``kernel/*.log``,
-        ``health_checks.csv``) and ``truth/`` under ``out``; returns ``out``."""
+        """Write the raw logs and the truth under ``out``.
+
+        The raw logs are ``sacct.psv``, ``sacctmgr_events.psv``, ``kernel/*.log`` and
+        ``health_checks.csv``; ``truth/`` holds what only the simulator knows.
+
+        Parameters
+        ----------
+        out : str or Path
+            The folder to write (created).
+
+        Returns
+        -------
+        Path
+            ``out``.
+        """
         return write_cluster(
             Path(out), config=self.config, seed=self.seed, jobs=self.jobs, log=self.log,
             lemon=self.lemon,
         )  # fmt: skip
 
     def rate_schedule(self) -> pl.DataFrame:
-        """The configured failure rate over the run (truth)."""
+        """Give the configured failure rate over the run (truth).
+
+        Returns
+        -------
+        polars.DataFrame
+            The rate schedule (:func:`~reliability.sim.failures.rate_schedule`).
+        """
         return rate_schedule(self.config)
 
 
@@ -84,18 +109,39 @@ def simulate_cluster(
     seed: int = 0,
     progress: Callable[[float], None] | None = None,
     quarantine: dict[str, datetime] | None = None,
+    checkpoint: tuple[float, str | Path] | None = None,
 ) -> ClusterResult:
     """Simulate a GPU research cluster.
 
     Parameters
     ----------
-    config : a :class:`ClusterConfig`, a preset name (``small``, ``rsc1``, ``rsc2``) or a TOML path
-    days : override the run length [days]
-    seed : random seed; the same seed gives the same result (and byte-identical files)
-    progress : called with the simulated time [s] after each simulated day
-    quarantine : node name -> UTC time at which an admin drains it for good (running jobs
-        finish first); same seed, same workload and failures, so a run with and without
-        quarantine differ only by it (the lemon backtest)
+    config : ClusterConfig or str or Path
+        A configuration, a preset name (``small``, ``rsc1``, ``rsc2``) or a TOML path.
+    days : float, optional
+        Override the run length [days].
+    seed : int
+        Random seed; the same seed gives the same result (and byte-identical files).
+    progress : callable, optional
+        Called with the simulated time [s] after each simulated day.
+    quarantine : dict of str to datetime, optional
+        Node name -> UTC time at which an admin drains it for good (running jobs finish
+        first); same seed, same workload and failures, so a run with and without quarantine
+        differ only by it (the lemon backtest, HPCA'25 §VI).
+    checkpoint : tuple of (float, str or Path), optional
+        ``(day, path)``: also save the state of the run at ``day`` [days since the start] to
+        ``path`` (a pickle; only load checkpoints you wrote). :func:`resume_cluster` continues
+        it, with nodes quarantined from then on, to the same result as a run given that
+        quarantine from the start: the lemon backtest simulates only the days after its split.
+
+    Returns
+    -------
+    ClusterResult
+        The jobs, failures, lemon mask and event log of the run.
+
+    Raises
+    ------
+    ValueError
+        If a quarantined node is unknown or the checkpoint day is outside the run.
     """
     cfg = config if isinstance(config, ClusterConfig) else load_preset(config)
     if days is not None:
@@ -103,6 +149,79 @@ def simulate_cluster(
     rng = np.random.default_rng(seed)
     jobs = generate_workload(cfg, rng)
     failures, lemon = draw_failures(cfg, rng)
+    sim = ClusterSim(cfg, jobs, failures, quarantine=_node_times(cfg, quarantine))
+    sim.begin()
+    if checkpoint is not None:
+        day, path = checkpoint
+        if not 0.0 <= day <= cfg.days:
+            raise ValueError(f"checkpoint day {day!r} is outside the run (0-{cfg.days:g} days)")
+        sim.advance(day * 86400.0, progress)
+        state = {"format": CHECKPOINT_FORMAT, "config": _config_doc(cfg, seed), "day": day,
+                 "jobs": jobs, "failures": failures, "lemon": lemon, "sim": sim}  # fmt: skip
+        write_bytes_atomic(pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL), Path(path))
+    sim.advance(cfg.horizon_s, progress)
+    return _result(cfg, seed, jobs, failures, lemon, sim)
+
+
+def resume_cluster(
+    path: str | Path,
+    *,
+    config: ClusterConfig,
+    seed: int,
+    quarantine: dict[str, datetime] | None = None,
+    progress: Callable[[float], None] | None = None,
+) -> ClusterResult:
+    """Continue a run saved by ``simulate_cluster(checkpoint=(day, path))`` to its horizon.
+
+    Parameters
+    ----------
+    path : str or Path
+        The checkpoint file (a pickle written by this package; never load one from elsewhere).
+    config : ClusterConfig
+        The configuration the checkpoint must belong to (refused otherwise).
+    seed : int
+        The seed the checkpoint must belong to (refused otherwise).
+    quarantine : dict of str to datetime, optional
+        Node name -> UTC time, not before the checkpoint, at which an admin drains it for good
+        (as in :func:`simulate_cluster`).
+    progress : callable, optional
+        Called with the simulated time [s] after each simulated day.
+
+    Returns
+    -------
+    ClusterResult
+        The whole run, equal to ``simulate_cluster(config, seed=seed, quarantine=quarantine)``.
+
+    Raises
+    ------
+    ValueError
+        If the file is not a checkpoint, belongs to another run, or a drain precedes it.
+    """
+    path = Path(path)
+    try:
+        state = pickle.loads(path.read_bytes())  # our own checkpoint (see the docstring)
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError) as exc:
+        raise ValueError(f"{path}: not a readable simulator checkpoint ({exc})") from None
+    if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
+        raise ValueError(f"{path}: not a simulator checkpoint of format {CHECKPOINT_FORMAT}")
+    if state["config"] != _config_doc(config, seed):
+        raise ValueError(f"{path}: the checkpoint belongs to another configuration or seed")
+    sim: ClusterSim = state["sim"]
+    q = _node_times(config, quarantine)
+    early = {n: t for n, t in q.items() if t < sim.k.now}
+    if early:
+        names = config.node_names()
+        raise ValueError(
+            f"quarantine of {', '.join(names[n] for n in sorted(early))} precedes the checkpoint "
+            f"(day {state['day']:g}): simulate from the start instead"
+        )
+    sim.add_quarantine(q)
+    sim.advance(config.horizon_s, progress)
+    return _result(config, seed, state["jobs"], state["failures"], state["lemon"], sim)
+
+
+def _node_times(cfg: ClusterConfig, quarantine: dict[str, datetime] | None) -> dict[int, float]:
+    """Node name -> UTC time as node index -> seconds since the start (not before it)."""
     q: dict[int, float] = {}
     if quarantine:
         names = cfg.node_names()
@@ -113,8 +232,22 @@ def simulate_cluster(
                     f"quarantine: unknown node {name!r} (nodes are {names[0]}..{names[-1]})"
                 )
             q[index[name]] = max((when - cfg.start).total_seconds(), 0.0)
-    sim = ClusterSim(cfg, jobs, failures, quarantine=q)
-    log = sim.run(progress)
+    return q
+
+
+def _config_doc(cfg: ClusterConfig, seed: int) -> str:
+    return json.dumps({**cfg.as_dict(), "seed": seed}, default=str, sort_keys=True)
+
+
+def _result(
+    cfg: ClusterConfig,
+    seed: int,
+    jobs: pl.DataFrame,
+    failures: pl.DataFrame,
+    lemon: np.ndarray,
+    sim: ClusterSim,
+) -> ClusterResult:
+    log = sim.finish()
     return ClusterResult(
         cfg, seed, _all_jobs(jobs, sim.continuations, cfg.horizon_s), failures, lemon, log,
         sim.k.processed,
@@ -124,8 +257,11 @@ def simulate_cluster(
 def _all_jobs(
     drawn: pl.DataFrame, continuations: list[tuple[int, int, float, float, float]], horizon: float
 ) -> pl.DataFrame:
-    """The drawn jobs plus the continuation jobs of long training runs (submitted before the
-    horizon), each with its ``run`` (the index of the run's first job), ids and names."""
+    """Join the drawn jobs and the continuation jobs of long training runs.
+
+    Continuations submitted before the horizon are kept, each with its ``run`` (the index of the
+    run's first job), ids and names.
+    """
     jobs = drawn.with_columns(run=pl.col("job"))
     if continuations:
         cont = pl.DataFrame(

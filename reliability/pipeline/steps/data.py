@@ -133,16 +133,32 @@ class DataResult(Result):
         ]
 
 
-def _ingest(specs: list[InputSpec], work: Path, kind: str) -> DataResult:
+def _ingest(
+    specs: list[InputSpec], work: Path, kind: str, backtest_window_days: int | None = None
+) -> DataResult:
+    from reliability.sim.config import load_preset
+    from reliability.sim.experiments import backtest_split_day, checkpoint_path
     from reliability.sim.pod import simulate_pod
     from reliability.sim.run import simulate_cluster
     from reliability.simulated import ingest_simulation
 
     ds = Dataset(work / "dataset")
     raw: list[Path | None] = []
+    # the lemon stage's backtest reruns the only simulated cluster from its split with the
+    # flagged nodes drained: save the run's state there so that only the days after it are
+    # simulated again
+    backtest = backtest_window_days is not None and [s.kind for s in specs] == ["simulate-cluster"]
     for i, spec in enumerate(specs):
         if spec.kind == "simulate-cluster":
-            simulate_cluster(spec.preset, days=spec.days, seed=spec.seed).write(work / f"raw{i}")
+            checkpoint = None
+            if backtest:
+                sim_days = spec.days or load_preset(spec.preset).days
+                split = backtest_split_day(sim_days)
+                if split >= backtest_window_days:
+                    checkpoint = (split, checkpoint_path(work / f"raw{i}"))
+            simulate_cluster(
+                spec.preset, days=spec.days, seed=spec.seed, checkpoint=checkpoint
+            ).write(work / f"raw{i}")
             ingest_simulation(work / f"raw{i}", ds.path)
             raw.append(work / f"raw{i}")
         elif spec.kind == "simulate-pod":
@@ -218,7 +234,9 @@ def cluster_data(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> DataR
     DataResult
         The Dataset and the per-input row counts, notes and quarantine.
     """
-    return _ingest([s for s in cfg.inputs if not s.is_pod], work, "cluster")
+    return _ingest(
+        [s for s in cfg.inputs if not s.is_pod], work, "cluster", cfg.analysis.lemon_window_days
+    )
 
 
 def pod_data(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> DataResult:

@@ -235,22 +235,26 @@ def lemon(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> LemonReport:
             f"{window}-day windows"
         )
     elif sim_cfg is not None:
-        from reliability.sim.experiments import lemon_backtest
+        from reliability.sim.experiments import backtest_split_day, checkpoint_path, lemon_backtest
 
         # the run as is is the one cluster_data already simulated and ingested (when it is the
         # only cluster input): reuse it, so only the quarantined variant is simulated
         cluster_inputs = [s for s in cfg.inputs if not s.is_pod]
-        baseline = None
+        baseline, checkpoint = None, None
         if cluster_inputs == sims[:1] and data.raw and data.raw[0] is not None:
             baseline = (data.raw[0], data.open())
+            # cluster_data saved the run's state at the split: simulate only the days after it
+            saved = checkpoint_path(data.raw[0])
+            checkpoint = saved if saved.is_file() else None
         backtest = lemon_backtest(
             sim_cfg,
             det,
             seed=sims[0].seed,
-            split_day=sim_cfg.days / 2,
+            split_day=backtest_split_day(sim_cfg.days),
             window_days=window,
             work=work / "backtest",
             baseline=baseline,
+            checkpoint=checkpoint,
         )
     return LemonReport(
         scores=scores, backtest=backtest, notes=notes, calibrated=calibrated, **common

@@ -296,13 +296,17 @@ def calibration_run(
     cfg = cfg if isinstance(cfg, ClusterConfig) else load_preset(cfg)
     work = Path(work)
     codes = [cfg.workload.app_requeue_exit_code]  # the site's RequeueExit (slurm.conf)
-    _, ds = simulate_to_dataset(cfg, seed, work / "base")
+    split_day = cfg.days / 2
+    saved = work / "base-checkpoint.pkl"  # the quarantined run continues from the split
+    _, ds = simulate_to_dataset(
+        cfg, seed, work / "base", checkpoint=(split_day, saved) if quarantine else None
+    )
     jobs = attribute_failures(ds, requeue_exit_codes=codes)
     out = measure(jobs, n_nodes=cfg.n_nodes, gpus_per_node=cfg.gpus_per_node, days=cfg.days)
     if not quarantine:
         return out
     det = detector if detector is not None else default_detector()
-    split = cfg.start + timedelta(days=cfg.days / 2)
+    split = cfg.start + timedelta(days=split_day)
     feats = node_features(ds, window_days, 7, end=split)
     flagged = score_nodes(det, feats, at=split).filter(pl.col("flagged"))["node"].to_list()
     truth = pl.read_parquet(work / "base" / "raw" / "truth" / "nodes.parquet")
@@ -312,7 +316,7 @@ def calibration_run(
     )
     out["lemon_footprint"] = len(flagged) / cfg.n_nodes
     _, qds = simulate_to_dataset(
-        cfg, seed, work / "quarantined", quarantine=dict.fromkeys(flagged, split)
+        cfg, seed, work / "quarantined", quarantine=dict.fromkeys(flagged, split), resume=saved
     )
     before = large_job_effect(_as_attempts(jobs), split)
     after = large_job_effect(_as_attempts(attribute_failures(qds, requeue_exit_codes=codes)), split)

@@ -92,7 +92,13 @@ def checkpoint_path(raw: str | Path) -> Path:
 
 
 def simulate_to_dataset(
-    cfg: ClusterConfig, seed: int, work: str | Path, *, quarantine: dict | None = None
+    cfg: ClusterConfig,
+    seed: int,
+    work: str | Path,
+    *,
+    quarantine: dict | None = None,
+    checkpoint: tuple[float, str | Path] | None = None,
+    resume: str | Path | None = None,
 ) -> tuple[Any, Dataset]:
     """Simulate ``cfg`` with ``seed`` and ingest what it wrote through the ordinary readers.
 
@@ -109,6 +115,12 @@ def simulate_to_dataset(
     quarantine : dict or None
         Nodes to drain and from when (node name -> UTC time), as ``simulate_cluster``'s
         ``quarantine``; None: none.
+    checkpoint : tuple of (float, str or Path), optional
+        ``(day, path)``: also save the run's state at ``day`` [days since the start]
+        (``simulate_cluster``'s ``checkpoint``).
+    resume : str or Path, optional
+        A checkpoint of this configuration and seed to continue from instead of simulating
+        from the start (:func:`~reliability.sim.run.resume_cluster`; the same result).
 
     Returns
     -------
@@ -118,7 +130,10 @@ def simulate_to_dataset(
         The ingested Dataset at ``work/ds``.
     """
     work = Path(work)
-    r = simulate_cluster(cfg, seed=seed, quarantine=quarantine)
+    if resume is not None:
+        r = resume_cluster(resume, config=cfg, seed=seed, quarantine=quarantine)
+    else:
+        r = simulate_cluster(cfg, seed=seed, quarantine=quarantine, checkpoint=checkpoint)
     r.write(work / "raw")
     ingest_simulation(work / "raw", work / "ds")
     return r, Dataset(work / "ds")

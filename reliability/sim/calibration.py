@@ -44,7 +44,7 @@ from reliability.models import (
 from reliability.models.lemon import default_detector
 from reliability.models.mttf import HARDWARE
 from reliability.sim.config import ClusterConfig, load_preset
-from reliability.sim.experiments import large_job_effect, simulate_to_dataset
+from reliability.sim.experiments import backtest_split_day, large_job_effect, simulate_to_dataset
 
 __all__ = ["ROWS", "Row", "calibration_run", "calibration_table", "format_table", "measure"]
 
@@ -296,7 +296,7 @@ def calibration_run(
     cfg = cfg if isinstance(cfg, ClusterConfig) else load_preset(cfg)
     work = Path(work)
     codes = [cfg.workload.app_requeue_exit_code]  # the site's RequeueExit (slurm.conf)
-    split_day = cfg.days / 2
+    split_day = backtest_split_day(cfg.days)
     saved = work / "base-checkpoint.pkl"  # the quarantined run continues from the split
     _, ds = simulate_to_dataset(
         cfg, seed, work / "base", checkpoint=(split_day, saved) if quarantine else None

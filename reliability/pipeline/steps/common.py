@@ -17,7 +17,7 @@ from matplotlib.figure import Figure as MplFigure
 
 from reliability.errors import spell_options
 from reliability.pipeline.analysis import AnalysisConfig
-from reliability.pipeline.config import PipelineConfig
+from reliability.pipeline.config import InputSpec, PipelineConfig
 from reliability.report.model import Figure, Table, Text
 
 __all__ = ["Context", "analysis_terms", "figure", "notes_blocks", "plot_block", "table"]
@@ -168,3 +168,23 @@ def notes_blocks(result: Any) -> list[Text]:
         Text(analysis_terms(n[:1].upper() + n[1:]) + ("" if n.endswith(".") else "."), kind="note")
         for n in (getattr(result, "notes", None) or [])
     ]
+
+
+def sim_cluster_config(spec: InputSpec) -> Any:
+    """Build the simulator config of a ``simulate-cluster`` input.
+
+    Parameters
+    ----------
+    spec : InputSpec
+        The input: its preset, with its ``days`` override.
+
+    Returns
+    -------
+    ClusterConfig
+        The configuration the input simulates (the ``cluster_data`` stage and the lemon
+        stage's backtest use the same one).
+    """
+    from reliability.sim.config import load_preset
+
+    sim_cfg = load_preset(spec.preset)
+    return sim_cfg.with_days(spec.days) if spec.days else sim_cfg

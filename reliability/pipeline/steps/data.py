@@ -15,7 +15,7 @@ import polars as pl
 from reliability._result import Result, fmt_num
 from reliability.errors import ReliabilityError
 from reliability.pipeline.config import InputSpec, PipelineConfig
-from reliability.pipeline.steps.common import Context
+from reliability.pipeline.steps.common import Context, sim_cluster_config
 from reliability.report.model import Section, Table, Text
 from reliability.store import Dataset, DatasetSummary
 
@@ -136,7 +136,6 @@ class DataResult(Result):
 def _ingest(
     specs: list[InputSpec], work: Path, kind: str, backtest_window_days: int | None = None
 ) -> DataResult:
-    from reliability.sim.config import load_preset
     from reliability.sim.experiments import backtest_split_day, checkpoint_path
     from reliability.sim.pod import simulate_pod
     from reliability.sim.run import simulate_cluster
@@ -150,15 +149,11 @@ def _ingest(
     backtest = backtest_window_days is not None and [s.kind for s in specs] == ["simulate-cluster"]
     for i, spec in enumerate(specs):
         if spec.kind == "simulate-cluster":
-            checkpoint = None
-            if backtest:
-                sim_days = spec.days or load_preset(spec.preset).days
-                split = backtest_split_day(sim_days)
-                if split >= backtest_window_days:
-                    checkpoint = (split, checkpoint_path(work / f"raw{i}"))
-            simulate_cluster(
-                spec.preset, days=spec.days, seed=spec.seed, checkpoint=checkpoint
-            ).write(work / f"raw{i}")
+            sim_cfg, checkpoint = sim_cluster_config(spec), None
+            split = backtest_split_day(sim_cfg.days)
+            if backtest and split >= backtest_window_days:
+                checkpoint = (split, checkpoint_path(work / f"raw{i}"))
+            simulate_cluster(sim_cfg, seed=spec.seed, checkpoint=checkpoint).write(work / f"raw{i}")
             ingest_simulation(work / f"raw{i}", ds.path)
             raw.append(work / f"raw{i}")
         elif spec.kind == "simulate-pod":

@@ -16,8 +16,8 @@ import polars as pl
 from reliability import plots
 from reliability import references as ref
 from reliability._result import Result, fmt_duration_h
-from reliability.pipeline.config import InputSpec, PipelineConfig
-from reliability.pipeline.steps.common import Context, notes_blocks, plot_block
+from reliability.pipeline.config import PipelineConfig
+from reliability.pipeline.steps.common import Context, notes_blocks, plot_block, sim_cluster_config
 from reliability.report.model import Section, Table, Text
 from reliability.sim.experiments import LemonBacktest
 
@@ -141,14 +141,6 @@ def _span_h(data: Any) -> float:
     return max((data.observation_end - data.observation_start).total_seconds() / 3600.0, 0.0)
 
 
-def _cluster_config(spec: InputSpec) -> Any:
-    """Build the simulator config of a ``simulate-cluster`` input (preset, with its days override)."""
-    from reliability.sim.config import load_preset
-
-    sim_cfg = load_preset(spec.preset)
-    return sim_cfg.with_days(spec.days) if spec.days else sim_cfg
-
-
 def lemon(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> LemonReport:
     """Run stage ``lemon``: score every node with the detector on the last window.
 
@@ -228,7 +220,7 @@ def lemon(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> LemonReport:
         )
     sims = [s for s in cfg.inputs if s.kind == "simulate-cluster"]
     backtest = None
-    sim_cfg = _cluster_config(sims[0]) if sims else None
+    sim_cfg = sim_cluster_config(sims[0]) if sims else None
     if sim_cfg is not None and sim_cfg.days / 2 < window:
         notes.append(
             f"no quarantine backtest: the simulated run ({sim_cfg.days:g} days) is shorter than two "

@@ -47,23 +47,52 @@ def test_pop_order_matches_the_formula(seed):
             if not waiting:
                 break
             want.append(_oracle(prio, submit, waiting, now, weight, max_age)[0])
-            entry = q.pop(now)
-            popped.append(entry[2])
-            waiting.discard(entry[2])
+            job = q.pop(now)
+            popped.append(job)
+            waiting.discard(job)
     assert len(popped) > 100
     assert popped == want
 
 
-def test_push_back_keeps_the_order():
+@pytest.mark.parametrize("seed", range(3))
+def test_scan_walks_the_order_and_takes_nothing_out(seed):
+    """A scheduling pass walks the queue (scan) and takes out only the jobs it starts (remove):
+    the walk is the formula's order, twice the same, and a removal takes out that job alone."""
+    rng = np.random.default_rng(100 + seed)
+    n = 200
+    prio = rng.choice([10000, 20000, 30000], size=n).tolist()
+    submit = np.sort(rng.uniform(0, 5 * 86400, size=n)).tolist()
+    weight, max_age = 25000.0, 2 * 86400.0
+    q = _Queue(prio, submit, weight, max_age)
+    for j in range(n):
+        q.push(j, submit[j])
+    now = 6 * 86400.0
+    q.age(now)
+    want = _oracle(prio, submit, range(n), now, weight, max_age)
+    assert list(q.scan(now)) == want
+    assert list(q.scan(now)) == want
+    assert len(q) == n
+    gone = set(rng.choice(n, size=50, replace=False).tolist())
+    for j in gone:
+        q.remove(j)
+    assert list(q.scan(now)) == [j for j in want if j not in gone]
+    assert len(q) == n - 50
+    assert all((j in q) != (j in gone) for j in range(n))
+
+
+def test_push_of_a_queued_job_moves_it():
+    """Pushing a job that is already queued (a requeue) keeps one entry, at its current key."""
     prio, submit = [10000, 30000, 20000], [0.0, 10.0, 20.0]
     q = _Queue(prio, submit, 25000.0, 100.0)
     for j in range(3):
         q.push(j, submit[j])
-    taken = [q.pop(50.0) for _ in range(3)]
-    assert [e[2] for e in taken] == _oracle(prio, submit, {0, 1, 2}, 50.0, 25000.0, 100.0)
-    q.push_back(taken)
-    assert [q.pop(50.0)[2] for _ in range(3)] == [e[2] for e in taken]
+    submit[1] = 40.0  # requeued: its eligible time is later (the list is the simulator's)
+    q.push(1, 40.0)
+    assert len(q) == 3
+    assert list(q.scan(50.0)) == _oracle(prio, submit, {0, 1, 2}, 50.0, 25000.0, 100.0)
+    assert [q.pop(50.0) for _ in range(3)] == _oracle(prio, submit, {0, 1, 2}, 50.0, 25000.0, 100.0)
     assert q.pop(50.0) is None
+    assert not q
 
 
 def _starvation_run(weight: float) -> float | None:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import polars as pl
@@ -52,6 +52,9 @@ BACKFILL_INTERVAL_S = 180.0  # Slurm bf_interval (default 30 s; coarser here for
 REPLAN_S = 600.0
 EXIT = {"COMPLETED": (0, 0), "FAILED": (1, 0), "CANCELLED": (0, 15), "OUT_OF_MEMORY": (0, 125),
         "TIMEOUT": (0, 1), "NODE_FAIL": (0, 0), "PREEMPTED": (0, 0), "REQUEUED": (0, 0)}  # fmt: skip
+#: the fields of an ``attempt`` event, in :meth:`EventLog.add_row` order
+ATTEMPT_FIELDS = ("job", "attempt", "submit_s", "end_s", "state", "exit_code", "exit_signal",
+                  "nodes", "cause", "culprit", "productive_s", "lost_s", "overhead_s")  # fmt: skip
 #: planned requeues (``requeue_kind`` codes of the workload) and the cause they log
 REQUEUE_CAUSE = {1: "app_requeue", 2: "admin_requeue"}
 
@@ -63,14 +66,14 @@ class _Queue:
     index (smaller rank first).
 
     Among jobs younger than ``max_age`` the order never changes (every age grows alike), and
-    among older ones it is by QOS priority then submit time; so two heaps hold the two groups
-    and a third moves jobs from the young heap to the old one as they reach ``max_age``. An
-    entry is live while its version is the job's current one (a move or a new push supersedes
-    it); a popped entry is out (negative version) until :meth:`push_back` returns it.
-    :meth:`age` runs at the start of a scheduling pass, while no entry is out.
+    among older ones it is by QOS priority then submit time; so two sorted lists hold the two
+    groups (keys that do not depend on the time) and a heap moves jobs from the young list to
+    the old one as they reach ``max_age``. :meth:`scan` walks the merged order without taking
+    anything out (a scheduling pass looks at the first few dozen jobs and starts a few);
+    :meth:`remove` takes out a job that started. :meth:`age` runs at the start of a pass.
     """
 
-    __slots__ = ("aging", "max_age", "old", "prio", "submit", "ver", "weight", "young")
+    __slots__ = ("aging", "entry", "max_age", "old", "prio", "submit", "weight", "young")
 
     def __init__(
         self, prio: list[int], submit: list[float], weight: float, max_age_s: float
@@ -78,80 +81,151 @@ class _Queue:
         self.prio, self.submit = prio, submit
         self.weight = float(weight) if max_age_s > 0 else 0.0
         self.max_age = float(max_age_s)
-        self.young: list[tuple[float, float, int, int]] = []
-        self.old: list[tuple[float, float, int, int]] = []
-        self.aging: list[tuple[float, int, int]] = []
-        self.ver: dict[int, int] = {}
+        self.young: list[tuple[float, float, int]] = []  # (static key, submit, job), sorted
+        self.old: list[tuple[float, float, int]] = []  # (key, submit, job), sorted
+        self.aging: list[tuple[float, int]] = []  # heap of (submit, job) of young entries
+        #: job -> its entry and whether it is in the old list
+        self.entry: dict[int, tuple[tuple[float, float, int], bool]] = {}
 
     def __bool__(self) -> bool:
-        return bool(self.young or self.old)
+        return bool(self.entry)
+
+    def __len__(self) -> int:
+        return len(self.entry)
+
+    def __contains__(self, job: int) -> bool:
+        return job in self.entry
 
     def push(self, job: int, now: float) -> None:
-        v = abs(self.ver.get(job, 0)) + 1
-        self.ver[job] = v
+        """Queue ``job`` (again: a job already queued is moved to its current key).
+
+        Parameters
+        ----------
+        job : int
+            Job index.
+        now : float
+            Simulated time [s].
+        """
+        if job in self.entry:
+            self.remove(job)
         p, s = self.prio[job], self.submit[job]
         if self.weight == 0.0 or now - s >= self.max_age:
-            heapq.heappush(self.old, (-(p + self.weight), s, job, v))
+            e = (-(p + self.weight), s, job)
+            bisect.insort(self.old, e)
+            self.entry[job] = (e, True)
         else:
-            heapq.heappush(self.young, (-(p - self.weight * s / self.max_age), s, job, v))
-            heapq.heappush(self.aging, (s, job, v))
+            e = (-(p - self.weight * s / self.max_age), s, job)
+            bisect.insort(self.young, e)
+            self.entry[job] = (e, False)
+            heapq.heappush(self.aging, (s, job))
 
-    def push_back(self, entries: list[tuple[float, float, int, int, bool]]) -> None:
-        """Return entries taken by :meth:`pop` to their heaps (live again)."""
-        ver = self.ver
-        for key, s, job, v, old in entries:
-            ver[job] = v
-            heapq.heappush(self.old if old else self.young, (key, s, job, v))
+    def remove(self, job: int) -> None:
+        """Take ``job`` out of the queue.
+
+        Parameters
+        ----------
+        job : int
+            Job index (queued).
+        """
+        e, old = self.entry.pop(job)
+        lst = self.old if old else self.young
+        del lst[bisect.bisect_left(lst, e)]
 
     def age(self, now: float) -> None:
-        """Move the jobs that reached the maximum age to the old heap."""
+        """Move the jobs that reached the maximum age to the old list.
+
+        Parameters
+        ----------
+        now : float
+            Simulated time [s].
+        """
         limit = now - self.max_age
-        aging = self.aging
+        aging, entry = self.aging, self.entry
         while aging and aging[0][0] <= limit:
-            s, job, v = heapq.heappop(aging)
-            if self.ver.get(job) == v:
-                self.ver[job] = v + 1
-                heapq.heappush(self.old, (-(self.prio[job] + self.weight), s, job, v + 1))
+            s, job = heapq.heappop(aging)
+            cur = entry.get(job)
+            if cur is not None and not cur[1] and cur[0][1] == s:
+                self.remove(job)
+                e = (-(self.prio[job] + self.weight), s, job)
+                bisect.insort(self.old, e)
+                entry[job] = (e, True)
 
     def rank(self, job: int, now: float) -> tuple[float, float, int]:
+        """Give ``job``'s sort key at ``now`` (smaller first).
+
+        Parameters
+        ----------
+        job : int
+            Job index.
+        now : float
+            Simulated time [s].
+
+        Returns
+        -------
+        tuple of (float, float, int)
+            (-(priority + age term), submit time [s], job).
+        """
         s = self.submit[job]
         a = min(max(now - s, 0.0) / self.max_age, 1.0) if self.weight else 0.0
         return (-(self.prio[job] + self.weight * a), s, job)
 
-    def pop(self, now: float) -> tuple[float, float, int, int, bool] | None:
-        """Remove and return the first live entry (key, submit, job, version, from_old).
+    def scan(self, now: float) -> Iterator[int]:
+        """Walk the queued jobs in order at ``now``, taking none out.
+
+        The queue must not change while the walk goes on (collect what to :meth:`remove`).
 
         Parameters
         ----------
         now : float
             Simulated time [s] (ages are taken at it).
 
+        Yields
+        ------
+        int
+            Job indices, first in order first.
+        """
+        young, old = self.young, self.old
+        ny, no = len(young), len(old)
+        i = j = 0
+        if ny and no:
+            # a young job's key at ``now``: its static key minus weight * now / max_age
+            shift = self.weight * now / self.max_age
+            y, o = young[0], old[0]
+            while True:
+                if (y[0] - shift, y[1], y[2]) < o:
+                    yield y[2]
+                    i += 1
+                    if i == ny:
+                        break
+                    y = young[i]
+                else:
+                    yield o[2]
+                    j += 1
+                    if j == no:
+                        break
+                    o = old[j]
+        for k in range(i, ny):
+            yield young[k][2]
+        for k in range(j, no):
+            yield old[k][2]
+
+    def pop(self, now: float) -> int | None:
+        """Remove and return the first job at ``now``.
+
+        Parameters
+        ----------
+        now : float
+            Simulated time [s].
+
         Returns
         -------
-        tuple or None
-            The entry, or None if the queue is empty.
+        int or None
+            The job, or None if the queue is empty.
         """
-        young, old, ver = self.young, self.old, self.ver
-        while young and ver.get(young[0][2]) != young[0][3]:
-            heapq.heappop(young)
-        while old and ver.get(old[0][2]) != old[0][3]:
-            heapq.heappop(old)
-        if not old:
-            if not young:
-                return None
-            key, s, job, v = heapq.heappop(young)
-            ver[job] = -v  # out of the queue (until pushed back)
-            return key, s, job, v, False
-        if young:
-            # a young job's effective key at ``now``: its static key minus weight * now / max_age
-            y, o = young[0], old[0]
-            if (y[0] - self.weight * now / self.max_age, y[1], y[2]) < (o[0], o[1], o[2]):
-                key, s, job, v = heapq.heappop(young)
-                ver[job] = -v
-                return key, s, job, v, False
-        key, s, job, v = heapq.heappop(old)
-        ver[job] = -v
-        return key, s, job, v, True
+        job = next(self.scan(now), None)
+        if job is not None:
+            self.remove(job)
+        return job
 
 
 @dataclass
@@ -175,6 +249,8 @@ class ClusterSim:
         Node index -> time [s since the start] at which an admin drains it for good.
     """
 
+    PREEMPT_PAST_HEAD = False
+
     def __init__(
         self,
         cfg: ClusterConfig,
@@ -185,6 +261,7 @@ class ClusterSim:
         self.cfg = cfg
         self.k = Kernel()
         self.log = EventLog()
+        self.log.declare("attempt", ATTEMPT_FIELDS, lists=("nodes",))
         self.G = cfg.gpus_per_node
         n = jobs.height
         col = jobs.get_column
@@ -459,11 +536,8 @@ class ClusterSim:
             lost = run if interrupted or how == "REQUEUED" else 0.0
         nodes = [node for node, _ in self.alloc[job]]
         code, signal = (self.app_exit, 0) if cause == "app_requeue" else EXIT[how]
-        self.log.add(
-            "attempt", start, job=job, attempt=self.attempt[job], submit_s=self.eligible[job],
-            end_s=now, state=how, exit_code=code, exit_signal=signal, nodes=nodes, cause=cause,
-            culprit=culprit, productive_s=productive, lost_s=lost, overhead_s=overhead,
-        )  # fmt: skip
+        self.log.add_row("attempt", (start, job, self.attempt[job], self.eligible[job], now, how,
+                                     code, signal, nodes, cause, culprit, productive, lost, overhead))  # fmt: skip
         self._release(job)
         requeue = how in ("NODE_FAIL", "PREEMPTED", "REQUEUED") or (
             interrupted and self.training[job]
@@ -543,29 +617,26 @@ class ClusterSim:
         depth = BACKFILL_DEPTH if deep else QUICK_DEPTH
         queue = self.queue
         queue.age(now)
-        held: list[tuple[float, float, int, int, bool]] = []
+        started: list[int] = []
         res: _Reservation | None = None
         head_prio = math.inf
         scanned = 0
+        state, gpus, start = self.state, self.gpus, started.append
         # the head job is always considered (it may preempt); backfill needs free GPUs
-        pop, state, gpus, hold = queue.pop, self.state, self.gpus, held.append
-        while scanned < depth and (self.free_total > 0 or res is None):
-            entry = pop(now)
-            if entry is None:
+        for job in queue.scan(now):
+            if scanned >= depth or (self.free_total <= 0 and res is not None):
                 break
-            job = entry[2]
-            if state[job] != QUEUED:
-                continue
+            if state[job] != QUEUED:  # pragma: no cover - a queued job is QUEUED
+                raise AssertionError(f"job {job} is queued but not pending")
             scanned += 1
             if res is not None and gpus[job] > self.free_total:
-                hold(entry)  # cannot fit anywhere now: skip the detailed checks
-                continue
+                continue  # cannot fit anywhere now: skip the detailed checks
             if res is None:
-                if self.free_total == 0 and self.gpus[job] < self.G:
-                    hold(entry)
+                if self.free_total == 0 and gpus[job] < self.G:
                     break
                 if self._fits(job) or self._preempt_for(job):
                     self._start(job)
+                    start(job)
                     continue
                 head_prio = self.prio[job]
                 cached = self._res_cache
@@ -576,19 +647,22 @@ class ClusterSim:
                     self._res_cache = (job, self.k.now, res)
             elif self._fits(job) and self._backfill_ok(job, res):
                 self._start(job)
-                continue
+                start(job)
             elif (
                 self.prio[job] > head_prio
-                and now + self.limit[job] <= res.shadow_s
+                and (
+                    now + self.limit[job] <= res.shadow_s
+                    or (self.PREEMPT_PAST_HEAD and head_prio in self.preemptible)
+                )
                 and self._preempt_for(job)
             ):
                 # preemption follows QOS (Slurm preempt/qos): a job of a higher QOS than the
                 # head (which got ahead by age) may still preempt lower-QOS work, if it ends
                 # before the head's reservation (it must not starve the head)
                 self._start(job)
-                continue
-            hold(entry)
-        queue.push_back(held)
+                start(job)
+        for job in started:
+            queue.remove(job)
 
     def _backfill_ok(self, job: int, res: _Reservation) -> bool:
         # a job that never started has its whole lifetime ahead (limits are within it)

@@ -230,11 +230,83 @@ class EventLog:
     is stored flattened, so millions of short lists stay cheap.
     """
 
+    #: rows :meth:`add_row` buffers per kind before moving them into the columns
+    FLUSH_ROWS = 65536
+
     def __init__(self) -> None:
         self._cols: dict[str, dict[str, list[Any]]] = {}
         self._lists: dict[str, dict[str, tuple[list[Any], list[int]]]] = {}
         self._frames: dict[str, pl.DataFrame] = {}
         self._keys: dict[str, frozenset[str]] = {}
+        self._order: dict[str, tuple[str, ...]] = {}  # declared kinds: their field order
+        self._pending: dict[str, list[tuple[Any, ...]]] = {}
+
+    def declare(self, kind: str, fields: tuple[str, ...], lists: tuple[str, ...] = ()) -> None:
+        """Declare the fields of ``kind`` so that :meth:`add_row` can record it positionally.
+
+        Parameters
+        ----------
+        kind : str
+            The event kind (not recorded yet).
+        fields : tuple of str
+            Its field names, in the order :meth:`add_row` takes their values.
+        lists : tuple of str
+            The fields whose values are lists (list columns).
+
+        Raises
+        ------
+        ValueError
+            If ``kind`` was already recorded or declared, or ``lists`` names an unknown field.
+        """
+        if kind in self._cols:
+            raise ValueError(f"event {kind!r} is already recorded")
+        unknown = sorted(set(lists) - set(fields))
+        if unknown:
+            raise ValueError(f"event {kind!r}: list fields {unknown} are not among its fields")
+        self._cols[kind] = {"time": [], **{k: [] for k in fields if k not in lists}}
+        self._lists[kind] = {k: ([], []) for k in fields if k in lists}
+        self._keys[kind] = frozenset(fields)
+        self._order[kind] = tuple(fields)
+        self._pending[kind] = []
+
+    def add_row(self, kind: str, row: tuple[Any, ...]) -> None:
+        """Record one event of a declared ``kind``: ``row`` is (time, *values in field order).
+
+        The cheap path for the simulators' hot loops (no keyword dictionary per event).
+
+        Parameters
+        ----------
+        kind : str
+            A kind declared with :meth:`declare`.
+        row : tuple
+            Its time [simulated s] then one value per declared field.
+        """
+        buf = self._pending[kind]
+        buf.append(row)
+        if self._frames:
+            self._frames.pop(kind, None)
+        if len(buf) >= self.FLUSH_ROWS:
+            self._flush(kind)
+
+    def _flush(self, kind: str) -> None:
+        buf = self._pending.get(kind)
+        if not buf:
+            return
+        order = self._order[kind]
+        if any(len(r) != len(order) + 1 for r in buf):
+            raise ValueError(f"event {kind!r}: a row does not have time and {len(order)} fields")
+        cols, lists = self._cols[kind], self._lists[kind]
+        columns = list(zip(*buf, strict=True))
+        cols["time"].extend(columns[0])
+        for name, values in zip(order, columns[1:], strict=True):
+            if name in lists:
+                flat, lengths = lists[name]
+                for v in values:
+                    flat.extend(v)
+                lengths.extend(map(len, values))
+            else:
+                cols[name].extend(values)
+        buf.clear()
 
     def add(self, kind: str, time: float | None, **fields: Any) -> None:
         """Record one event of ``kind`` at ``time``.
@@ -264,6 +336,8 @@ class EventLog:
                     cols[k] = []
             self._keys[kind] = frozenset(fields)
         lists = self._lists[kind]
+        if self._pending.get(kind):
+            self._flush(kind)
         if fields.keys() != self._keys[kind]:
             known = sorted([*(c for c in cols if c != "time"), *lists])
             raise ValueError(f"event {kind!r}: fields {sorted(fields)} differ from {known}")
@@ -281,10 +355,12 @@ class EventLog:
     @property
     def kinds(self) -> list[str]:
         """Event kinds recorded so far."""
-        return list(self._cols)
+        return [k for k, c in self._cols.items() if c["time"] or self._pending.get(k)]
 
     def __len__(self) -> int:
-        return sum(len(c["time"]) for c in self._cols.values())
+        return sum(len(c["time"]) for c in self._cols.values()) + sum(
+            map(len, self._pending.values())
+        )
 
     def frame(self, kind: str, schema: dict[str, pl.DataType] | None = None) -> pl.DataFrame:
         """Build the records of ``kind`` as a frame.
@@ -301,8 +377,9 @@ class EventLog:
         polars.DataFrame
             One row per event: ``time`` and one column per field.
         """
+        self._flush(kind)
         cols = self._cols.get(kind)
-        if cols is None:
+        if cols is None or not cols["time"]:  # never recorded (or declared only)
             return pl.DataFrame(schema=schema or {"time": pl.Float64})
         cached = self._frames.get(kind)
         if cached is not None and schema is None:

@@ -7,7 +7,8 @@ allocation (whole nodes for jobs of one node or more, best-fit GPU packing for s
 EASY-style backfill behind a blocked head job (a later job may start if it ends, by its time
 limit, before the head's shadow time, or leaves the head's nodes alone); preemption of
 jobs of a lower, preemptible QOS that have run at least ``preempt_after_h`` when a whole-node
-job of higher QOS is blocked (only the jobs on the nodes it takes); automatic requeue (same job id, next attempt, eligible 120 s later) of jobs
+job of higher QOS is blocked (only the jobs on the nodes it takes; QOS decides who may
+preempt, not the age term); automatic requeue (same job id, next attempt, eligible 120 s later) of jobs
 killed by a node failure, a health check, an administrator or preemption, of jobs that ask for
 it (RequeueExit), and of checkpointing training runs that crash on hardware, up to
 ``max_requeues`` times and within the job's lifetime (``max_lifetime_h`` from its first
@@ -248,8 +249,6 @@ class ClusterSim:
     quarantine : dict of int to float, optional
         Node index -> time [s since the start] at which an admin drains it for good.
     """
-
-    PREEMPT_PAST_HEAD = False
 
     def __init__(
         self,
@@ -650,15 +649,13 @@ class ClusterSim:
                 start(job)
             elif (
                 self.prio[job] > head_prio
-                and (
-                    now + self.limit[job] <= res.shadow_s
-                    or (self.PREEMPT_PAST_HEAD and head_prio in self.preemptible)
-                )
+                and (now + self.limit[job] <= res.shadow_s or head_prio in self.preemptible)
                 and self._preempt_for(job)
             ):
                 # preemption follows QOS (Slurm preempt/qos): a job of a higher QOS than the
-                # head (which got ahead by age) may still preempt lower-QOS work, if it ends
-                # before the head's reservation (it must not starve the head)
+                # head (which got ahead by age) may still preempt lower-QOS work if it ends
+                # before the head's reservation, or if the head is itself of a preemptible QOS
+                # (it could preempt the head too: QOS, not age, decides who preempts whom)
                 self._start(job)
                 start(job)
         for job in started:
@@ -719,9 +716,12 @@ class ClusterSim:
 
         As Slurm does (select/cons_tres with preemption), the job is placed on nodes first and
         only the jobs on those nodes are preempted: a node is a candidate when every job on it
-        is preemptable, and the nodes with the fewest jobs (then the lowest priority) are taken
-        until enough nodes are wholly free. Preempting the youngest jobs cluster-wide instead
-        kills many small jobs on nodes that never become free (a preemption storm).
+        is preemptable, and the nodes whose jobs have the lowest QOS are taken first (then in
+        node order, as Slurm walks its node table), until enough nodes are wholly free.
+        Preempting the youngest jobs cluster-wide instead kills many small jobs on nodes that
+        never become free (a preemption storm). Preferring the nodes with the fewest jobs
+        (tried: an invented rule, not Slurm's) spared small jobs and preempted less: 7.7% of
+        attempts against 8.6% on a full rsc1 run (seed 900).
         """
         if self.gpus[job] < self.G:
             return False
@@ -739,16 +739,12 @@ class ClusterSim:
             self.k.at(min(young), self.request_schedule, priority=9)
         on_node, up, draining = self.on_node, self.up, self.draining
         nodes = {n for j in ok for n, _ in self.alloc[j] if up[n] and n not in draining}
-        cands = sorted(
-            (max(prio[j] for j in on_node[n]), len(on_node[n]), n)
-            for n in nodes
-            if on_node[n] <= ok
-        )
+        cands = sorted((max(prio[j] for j in on_node[n]), n) for n in nodes if on_node[n] <= ok)
         free: dict[int, int] = {}
         chosen: list[int] = []
         taken: set[int] = set()
         gained = 0
-        for _, _, node in cands:
+        for _, node in cands:
             for v in sorted(on_node[node] - taken, key=lambda j: (prio[j], -start[j], j)):
                 taken.add(v)
                 chosen.append(v)

@@ -111,9 +111,7 @@ class _Queue:
             self.remove(job)
         p, s = self.prio[job], self.submit[job]
         if self.weight == 0.0 or now - s >= self.max_age:
-            e = (-(p + self.weight), s, job)
-            bisect.insort(self.old, e)
-            self.entry[job] = (e, True)
+            self._push_old(job, s)
         else:
             e = (-(p - self.weight * s / self.max_age), s, job)
             bisect.insort(self.young, e)
@@ -147,9 +145,13 @@ class _Queue:
             cur = entry.get(job)
             if cur is not None and not cur[1] and cur[0][1] == s:
                 self.remove(job)
-                e = (-(self.prio[job] + self.weight), s, job)
-                bisect.insort(self.old, e)
-                entry[job] = (e, True)
+                self._push_old(job, s)
+
+    def _push_old(self, job: int, s: float) -> None:
+        """Insert ``job`` (eligible at ``s``) among the jobs at the maximum age."""
+        e = (-(self.prio[job] + self.weight), s, job)
+        bisect.insort(self.old, e)
+        self.entry[job] = (e, True)
 
     def rank(self, job: int, now: float) -> tuple[float, float, int]:
         """Give ``job``'s sort key at ``now`` (smaller first).

@@ -228,3 +228,17 @@ def test_small_preset_shape(tmp_path):
     assert m["sub_node_job_share"] > 0.88
     assert m["utilization"] == pytest.approx(0.83, rel=0.2)
     assert m["start_within_7_days"] == 1.0
+
+
+def test_notes_on_rsc1_figures_stay_off_the_rsc2_table():
+    """The MTTF and ETTR rows' notes discuss RSC-1's published values (47.7 d, 7.9 h, 0.9):
+    on RSC-2's table, where the paper gives none, those rows carry no note."""
+    noted = [r for r in ROWS if r.note]
+    assert noted
+    assert all(r.paper[1] is None for r in noted)
+    run = {r.key: 0.5 for r in ROWS}
+    rsc1 = dict(zip(*calibration_table([run], cluster=0).select("figure", "note"), strict=True))
+    rsc2 = dict(zip(*calibration_table([run], cluster=1).select("figure", "note"), strict=True))
+    for r in noted:
+        assert rsc1[r.label] == r.note
+        assert rsc2[r.label] == ""

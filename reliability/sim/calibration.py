@@ -71,7 +71,8 @@ class Row:
     source : str
         Where in the paper (HPCA'25 figure or section).
     note : str
-        Shown under the row (e.g. why a figure is not a target).
+        Shown under the row (e.g. why a figure is not a target) for a cluster the paper gives
+        a value for (the notes discuss that value).
     """
 
     key: str
@@ -376,7 +377,8 @@ def calibration_table(
         rows.append({
             "figure": r.label, "unit": r.unit, "paper": paper, "mean": mean,
             "low": float(vals.min()), "high": float(vals.max()), "seeds": int(vals.size),
-            "target": target, "ok": ok, "source": r.source, "note": r.note,
+            "target": target, "ok": ok, "source": r.source,
+            "note": r.note if paper is not None else "",
         })  # fmt: skip
     return pl.DataFrame(rows, schema={"figure": pl.String, "unit": pl.String, "paper": pl.Float64,
                                       "mean": pl.Float64, "low": pl.Float64, "high": pl.Float64,

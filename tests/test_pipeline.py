@@ -13,6 +13,7 @@ import pytest
 from pypdf import PdfReader
 
 from reliability.cli import main
+from reliability.models.lemon import ModelFileError
 from reliability.pipeline import PipelineError, load_pipeline, run_pipeline
 
 HOSTILE = "<script>alert(1)</script>"
@@ -342,3 +343,45 @@ def test_headline_values_equal_direct_calls(tiny):
         assert q == pytest.approx(direct[node], abs=1e-9)
     top = sorted(direct.values(), reverse=True)[: shown_p.height]
     assert shown_p["probability"].to_list() == pytest.approx(top, abs=1e-9)
+
+
+def test_background_stage_gives_the_serial_result(tiny, tmp_path):
+    # the lemon stage runs on a second process beside the stages after cluster_data; the
+    # oracle is the same pipeline with every stage run here, one after the other
+    _, res, lines = tiny
+    for sub in ("bg", "serial"):
+        (tmp_path / sub).mkdir()
+    if not any("on a second process" in line for line in lines):  # a one-CPU machine
+        res = run_pipeline(_pipeline(tmp_path / "bg"), report=False, background=True)
+    serial_lines: list[str] = []
+    serial = run_pipeline(
+        _pipeline(tmp_path / "serial"), report=False, background=False, progress=serial_lines.append
+    )
+    assert not any("second process" in line for line in serial_lines)
+    for name in ("lemon", "mttf", "workload", "ettr"):
+        assert res.outputs[name].summary.equals(serial.outputs[name].summary), name
+    assert res.outputs["lemon"].scores.equals(serial.outputs["lemon"].scores)
+    assert [s["stage"] for s in res.stages if s["stage"] != "report"] == [
+        s["stage"] for s in serial.stages
+    ]
+
+
+def test_background_stage_error_reaches_the_caller(tmp_path):
+    # the lemon stage fails on its second process (a detector file that is not one): the
+    # caller gets the error the stage raised, as when it runs here, and no child is left
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"not": "a detector"}', encoding="utf-8")
+    pipe = _pipeline(tmp_path, extra=f'lemon_model = "{bad}"')
+    with pytest.raises(ModelFileError, match=r"not a reliability\.lemon-detector"):
+        run_pipeline(pipe, report=False, background=True)
+    assert not [c for c in _cmdlines() if str(tmp_path) in c]
+
+
+def _cmdlines() -> list[str]:
+    out = []
+    for p in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            out.append(p.read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+        except OSError:  # the process ended meanwhile
+            continue
+    return out

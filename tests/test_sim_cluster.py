@@ -8,11 +8,15 @@ from dataclasses import replace
 
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 from reliability import Dataset
+from reliability.ingest.hostlist import compress
 from reliability.sim.cluster import ClusterSim
 from reliability.sim.config import ClusterConfig, FailureConfig, WorkloadConfig, load_preset
+from reliability.sim.emit import node_hostlist
 from reliability.sim.run import simulate_cluster
 from reliability.simulated import ingest_simulation
 
@@ -310,3 +314,18 @@ def test_public_api():
     assert r.log.frame("attempt").height > 0
     with pytest.raises(ValueError, match="unknown preset"):
         sim.load_preset("nope")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    width=st.integers(1, 5),
+    picks=st.lists(st.integers(0, 2999), min_size=1, max_size=150),
+    run=st.tuples(st.integers(0, 2999), st.integers(1, 130)),
+)
+def test_node_hostlist_is_compress_of_the_names(width, picks, run):
+    # the writer's index-based hostlist against the reference compress() of the node names,
+    # for scattered picks and for contiguous runs crossing the leading-zero boundary
+    n = min(10**width - 1, 3000)
+    names = [f"gpu{i:0{width}d}" for i in range(1, n + 1)]
+    for nodes in ([p % n for p in picks], [(run[0] + j) % n for j in range(run[1])]):
+        assert node_hostlist(nodes, "gpu", width) == compress([names[i] for i in nodes])

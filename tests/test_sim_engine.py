@@ -50,6 +50,36 @@ def test_scheduling_errors():
         k.run(until=1)
 
 
+def test_posted_events_interleave_with_handled_ones():
+    # post_at/post_after share at/after's order (time, priority, then first scheduled first)
+    k = Kernel()
+    seen = []
+    k.at(5, seen.append, "t5-handled")
+    k.post_at(5, seen.append, "t5-posted")
+    k.post_at(5, seen.append, "t5-urgent", priority=-1)
+    h = k.at(5, seen.append, "t5-cancelled")
+    k.post_after(1, seen.append, "t1")
+    k.cancel(h)
+    assert k.peek() == 1
+    assert k.run() == 4
+    assert seen == ["t1", "t5-urgent", "t5-handled", "t5-posted"]
+
+
+def test_posted_events_are_checked_like_handled_ones():
+    k = Kernel(start=3)
+    with pytest.raises(SchedulingError, match="in the past"):
+        k.post_at(2, print)
+    for bad in (math.nan, math.inf, -math.inf):
+        with pytest.raises(SchedulingError, match="not finite"):
+            k.post_at(bad, print)
+    with pytest.raises(SchedulingError, match="negative delay"):
+        k.post_after(-1, print)
+    for bad in (math.nan, math.inf):
+        with pytest.raises(SchedulingError, match="not finite"):
+            k.post_after(bad, print)
+    assert k.pending == 0
+
+
 def _toy_cluster(k: Kernel, log: EventLog, fail_at: float | None, preempt_at: float | None):
     """Two jobs on one node; the node may fail (job requeued), a high-priority job may preempt."""
     state = {"running": None, "attempt": {"A": 0, "B": 0}, "ends": {}}

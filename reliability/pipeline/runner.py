@@ -8,12 +8,19 @@ commit point.
 A rerun with nothing changed loads every stage from the cache; changing one parameter reruns
 only the stages whose key it enters. The report is written atomically beside a run manifest
 (``run_manifest.json``: config, package and dependency versions, per-stage timings and rows).
+
+A stage marked ``background`` (the lemon stage, whose backtest simulates half the run again on
+one core) runs on a second process (:mod:`~reliability.pipeline.background`) as soon as the
+stages it needs are done, while the stages after them run here; its result reaches this
+process through its cache folder, exactly as a cached result does, so the run's results do
+not depend on it, and its error is raised here as it would have been.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import sys
 import time
@@ -26,6 +33,7 @@ from typing import Any
 from reliability._atomic import write_json_atomic
 from reliability._result_io import count_rows, load_result, save_result
 from reliability._version import __version__
+from reliability.pipeline.background import BackgroundStage
 from reliability.pipeline.config import PipelineConfig, load_pipeline
 from reliability.pipeline.stages import STAGES
 
@@ -148,6 +156,34 @@ def _save(folder: Path, result: Any, seconds: float) -> None:
     )
 
 
+def _run_stage(cfg: PipelineConfig, name: str, deps: dict[str, str], work: str) -> float:
+    """Run stage ``name`` into its cache folder ``work``, its inputs read from their folders.
+
+    What a background stage's worker process does; returns the stage's time [s].
+    """
+    stage = next(s for s in STAGES if s.name == name)
+    outputs: dict[str, Any] = {}
+    for need, folder in deps.items():
+        got = _load(Path(folder))
+        if got is None:
+            raise RuntimeError(
+                f"stage {name}: the result of stage {need} in {folder} cannot be read"
+            )
+        outputs[need] = got
+    t0 = time.perf_counter()
+    result = stage.run(cfg, outputs, Path(work))
+    seconds = time.perf_counter() - t0
+    _save(Path(work), result, seconds)
+    return seconds
+
+
+def _fresh(work: Path) -> None:
+    """Make ``work`` an empty folder (a crashed earlier attempt leaves files behind)."""
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+
+
 def _versions() -> dict[str, str]:
     out = {"reliability": __version__, "python": sys.version.split()[0]}
     for dist in _DEPENDENCIES:
@@ -164,6 +200,7 @@ def run_pipeline(
     out: str | Path | None = None,
     progress: Callable[[str], None] | None = None,
     report: bool = True,
+    background: bool | None = None,
 ) -> RunResult:
     """Run a pipeline and write its report.
 
@@ -180,6 +217,9 @@ def run_pipeline(
         Receives one line per stage.
     report : bool
         Write the report (HTML/PDF and data files); False: only run the stages.
+    background : bool or None
+        Run the ``background`` stages on a second process (None: when this process may use
+        two CPUs or more). The results are the same either way.
 
     Returns
     -------
@@ -196,35 +236,73 @@ def run_pipeline(
     records: list[dict[str, Any]] = []
     active = [s for s in STAGES if s.optional(cfg)]
     live: set[str] = set()
-    for i, stage in enumerate(active, 1):
-        key = _key(stage.name, stage.params(cfg), [keys[n] for n in stage.needs])
-        keys[stage.name] = key
-        work = cache / f"{stage.name}-{key[:16]}"
-        live.add(work.name)
-        t0 = time.perf_counter()
-        got = _load(work)
-        cached = got is not None
-        if got is None:
-            if work.exists():  # a crashed earlier attempt: start clean
-                shutil.rmtree(work)
-            work.mkdir(parents=True)
-            got = stage.run(cfg, outputs, work)
-            _save(work, got, time.perf_counter() - t0)
-        secs = time.perf_counter() - t0
-        outputs[stage.name] = got
-        rows = count_rows(got)
-        records.append(
-            {
-                "stage": stage.name,
-                "key": key[:16],
-                "cached": cached,
-                "seconds": round(secs, 3),
-                "rows": rows,
-            }
+    if background is None:
+        background = (
+            len(os.sched_getaffinity(0)) >= 2 if hasattr(os, "sched_getaffinity") else False
         )
-        say(
-            f"[{i}/{len(active) + int(report)}] {stage.name:<13} {'cached' if cached else 'ran'} in {secs:6.2f} s, {rows:,} rows"
-        )
+    running: dict[str, BackgroundStage] = {}
+    folders: dict[str, Path] = {}
+
+    def stage_key(stage: Any) -> str:
+        return _key(stage.name, stage.params(cfg), [keys[n] for n in stage.needs])
+
+    def launch_ready() -> None:
+        for stage in active:
+            if not (stage.background and background) or stage.name in running:
+                continue
+            if stage.name in keys or not all(n in outputs for n in stage.needs):
+                continue
+            work = cache / f"{stage.name}-{stage_key(stage)[:16]}"
+            if _load(work) is not None:
+                continue  # cached: loaded in its turn
+            _fresh(work)
+            deps = {n: folders[n] for n in stage.needs}
+            running[stage.name] = BackgroundStage(cfg, stage.name, deps, work)
+
+    try:
+        for i, stage in enumerate(active, 1):
+            key = stage_key(stage)
+            keys[stage.name] = key
+            work = cache / f"{stage.name}-{key[:16]}"
+            folders[stage.name] = work
+            live.add(work.name)
+            t0 = time.perf_counter()
+            where = ""
+            if stage.name in running:
+                secs = running.pop(stage.name).result()  # its error, if it failed
+                got = _load(work)
+                if got is None:  # pragma: no cover - the worker saved it
+                    raise RuntimeError(f"stage {stage.name}: its result in {work} cannot be read")
+                cached, where = (
+                    False,
+                    f" (on a second process; waited {time.perf_counter() - t0:.2f} s)",
+                )
+            else:
+                got = _load(work)
+                cached = got is not None
+                if got is None:
+                    _fresh(work)
+                    got = stage.run(cfg, outputs, work)
+                    _save(work, got, time.perf_counter() - t0)
+                secs = time.perf_counter() - t0
+            outputs[stage.name] = got
+            launch_ready()
+            rows = count_rows(got)
+            records.append(
+                {
+                    "stage": stage.name,
+                    "key": key[:16],
+                    "cached": cached,
+                    "seconds": round(secs, 3),
+                    "rows": rows,
+                }
+            )
+            say(
+                f"[{i}/{len(active) + int(report)}] {stage.name:<13} {'cached' if cached else 'ran'} in {secs:6.2f} s, {rows:,} rows{where}"
+            )
+    finally:
+        for job in running.values():  # this run failed first: do not wait for them
+            job.kill()
     # stale cache entries of this output folder (older parameters) are removed
     for old in cache.iterdir():
         if old.is_dir() and old.name not in live:

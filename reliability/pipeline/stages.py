@@ -49,6 +49,9 @@ class Stage:
     params: Callable[[PipelineConfig], dict[str, Any]]
     run: Callable[[PipelineConfig, dict[str, Any], Path], Any]
     optional: Callable[[PipelineConfig], bool] = lambda cfg: True
+    #: slow and single-threaded (a simulation): run on a second process as soon as what it
+    #: needs is done, beside the stages after it (:func:`~reliability.pipeline.run_pipeline`)
+    background: bool = False
 
 
 def _input_key(spec: InputSpec) -> dict[str, Any]:
@@ -127,6 +130,7 @@ STAGES: tuple[Stage, ...] = (
         _a("lemon_window_days", "lemon_model"),
         lemon.lemon,
         _has_cluster,
+        background=True,  # its backtest simulates the second half of the run again
     ),
     Stage("pod", ("pod_data",), _a("host_availability", "ckpt_interval_min"), pod.pod, _has_pod),
     Stage("routing", (), _a("routing_shapes"), pod.routing, _has_pod),

@@ -31,6 +31,7 @@ import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+import numpy as np
 import polars as pl
 
 from reliability.sim.config import CAUSES, ClusterConfig
@@ -40,6 +41,7 @@ from reliability.sim.workload import PRIORITY
 __all__ = ["ClusterSim"]
 
 QUEUED, RUNNING, DONE = 0, 1, 2
+_NO_JOB = -(2**62)  # the top QOS of a node without jobs (below every QOS priority)
 REQUEUE_DELAY_S = 120.0
 RESUBMIT_DELAY_S = 60.0  # a training run resubmits itself this long after its job ended
 EPILOG_S = 30.0  # the job epilog's health check runs this long after a crash  # Slurm sets BeginTime about two minutes after a requeue
@@ -315,6 +317,16 @@ class ClusterSim:
         self.free = [self.G] * N
         self.up = [True] * N
         self.on_node: list[set[int]] = [set() for _ in range(N)]
+        # per node, for the preemption search: how many of its jobs are of a QOS that cannot
+        # be preempted, the highest QOS among its jobs and the latest start of one of them
+        # (arrays: the search tests every node at once; brought up to date for the nodes whose
+        # jobs changed, ``_touched``, when a search runs)
+        self.node_unpreemptible = np.zeros(N, dtype=np.int64)
+        self.node_top_prio = np.full(N, _NO_JOB, dtype=np.int64)
+        self.node_last_start = np.full(N, -math.inf)
+        self._touched: set[int] = set()
+        #: running jobs by QOS, each in the order they started: job -> start [s]
+        self.running_by_prio: dict[int, dict[int, float]] = {p: {} for p in PRIORITY.values()}
         self.whole: list[int] = list(range(N))
         self.n_whole = N
         self.free_total = N * self.G
@@ -325,6 +337,7 @@ class ClusterSim:
         self._bf_timer = False
         self._force_deep = False
         self._preempt_failed: dict[int, float] = {}  # job -> when its preemption last failed
+        self._lower_qos: dict[int, frozenset[int]] = {}  # QOS -> the preemptible ones below it
         self.down_since: dict[int, float] = {}
         self.down_info: dict[int, tuple[str, str, str]] = {}  # node -> state, reason, user
         #: node -> time [s] an admin drains it for good (a quarantined lemon suspect)
@@ -408,12 +421,14 @@ class ClusterSim:
         return [(node, g)]
 
     def _release(self, job: int) -> None:
+        touched = self._touched
         for node, g in self.alloc.pop(job):
             self.on_node[node].discard(job)
+            touched.add(node)
             self.free[node] += g
             if node in self.draining:  # capacity stays out; the node leaves once idle
                 if not self.on_node[node]:
-                    self.k.after(0.0, self._finish_drain, node, priority=-5)
+                    self.k.post_after(0.0, self._finish_drain, node, priority=-5)
                 continue
             if self.up[node]:
                 self.free_total += g
@@ -426,7 +441,7 @@ class ClusterSim:
         job = self._next_submit
         self._next_submit += 1
         if self._next_submit < self._n_drawn:
-            self.k.at(self.submit[self._next_submit], self._arrive, priority=-2)
+            self.k.post_at(self.submit[self._next_submit], self._arrive, priority=-2)
         self.submit_job(job)
 
     def submit_job(self, job: int) -> None:
@@ -456,7 +471,7 @@ class ClusterSim:
         """Ask for a scheduling pass at the current time (once, however often it is asked)."""
         if not self._sched:
             self._sched = True
-            self.k.after(0.0, self._schedule, priority=10)
+            self.k.post_after(0.0, self._schedule, priority=10)
 
     def _overhead(self, job: int) -> float:
         """Restart overhead u0 of the attempt: a training run reloading its checkpoint."""
@@ -497,10 +512,13 @@ class ClusterSim:
         now = self.k.now
         self._preempt_failed.pop(job, None)
         self.alloc[job] = alloc = self._allocate(job)
+        touched = self._touched
         for node, _ in alloc:
             self.on_node[node].add(job)
+            touched.add(node)
         self.state[job] = RUNNING
         self.start_s[job] = now
+        self.running_by_prio.setdefault(self.prio[job], {})[job] = now
         if self.attempt[job] == 0 and math.isnan(self.first_start[job]):
             self.first_start[job] = now
         bound = now + min(self.limit[job], self.first_start[job] + self.lifetime_s - now)
@@ -518,6 +536,7 @@ class ClusterSim:
             Kernel.cancel(handle)
         now = self.k.now
         start = self.start_s.pop(job)
+        del self.running_by_prio[self.prio[job]][job]
         key = (self.bound_s.pop(job), job)
         i = bisect.bisect_left(self._ends, key)
         del self._ends[i]
@@ -554,7 +573,7 @@ class ClusterSim:
             self.attempt[job] += 1
             self.requeues[job] += 1
             self.eligible[job] = now
-            self.k.after(REQUEUE_DELAY_S, self._requeue, job)
+            self.k.post_after(REQUEUE_DELAY_S, self._requeue, job)
         else:
             self.state[job] = DONE
             if cause == "lifetime" and self.training[job]:
@@ -593,7 +612,7 @@ class ClusterSim:
         self.eligible.append(when)
         self.progress.append(0.0)
         self.continuations.append((new, job, when, work - done, target_left))
-        self.k.at(when, self.submit_job, new, priority=-2)
+        self.k.post_at(when, self.submit_job, new, priority=-2)
 
     def _requeue(self, job: int) -> None:
         self.queue.push(job, self.k.now)
@@ -614,7 +633,7 @@ class ClusterSim:
             self._force_deep = False
         elif not self._bf_timer:  # make sure the next backfill pass happens even if all is quiet
             self._bf_timer = True
-            self.k.at(self._last_bf + BACKFILL_INTERVAL_S, self._backfill_timer, priority=11)
+            self.k.post_at(self._last_bf + BACKFILL_INTERVAL_S, self._backfill_timer, priority=11)
         depth = BACKFILL_DEPTH if deep else QUICK_DEPTH
         queue = self.queue
         queue.age(now)
@@ -713,6 +732,21 @@ class ClusterSim:
                 return _Reservation(t, need)
         return _Reservation(math.inf, need)
 
+    def _update_nodes(self) -> None:
+        """Bring the per-node job summaries up to date for the nodes whose jobs changed."""
+        prio, start, preemptible = self.prio, self.start_s, self.preemptible
+        for node in self._touched:
+            jobs = self.on_node[node]
+            if jobs:
+                self.node_unpreemptible[node] = sum(prio[j] not in preemptible for j in jobs)
+                self.node_top_prio[node] = max(map(prio.__getitem__, jobs))
+                self.node_last_start[node] = max(map(start.__getitem__, jobs))
+            else:
+                self.node_unpreemptible[node] = 0
+                self.node_top_prio[node] = _NO_JOB
+                self.node_last_start[node] = -math.inf
+        self._touched.clear()
+
     def _preempt_for(self, job: int) -> bool:
         """Preempt lower-priority jobs (run >= preempt_after) to start whole-node ``job``.
 
@@ -732,21 +766,37 @@ class ClusterSim:
         if failed is not None and now - failed < REPLAN_S:
             return False
         need = self.nn[job] - self.n_whole
-        prio, start = self.prio, self.start_s
-        mine, preemptible = prio[job], self.preemptible
-        lower = [j for j in start if prio[j] < mine and prio[j] in preemptible]
-        ok = {j for j in lower if now - start[j] >= self.preempt_after_s}
-        young = [start[j] + self.preempt_after_s for j in lower if j not in ok]
-        if young:  # look again when the next lower-priority job becomes preemptible
-            self.k.at(min(young), self.request_schedule, priority=9)
-        on_node, up, draining = self.on_node, self.up, self.draining
-        nodes = {n for j in ok for n, _ in self.alloc[j] if up[n] and n not in draining}
-        cands = sorted((max(prio[j] for j in on_node[n]), n) for n in nodes if on_node[n] <= ok)
+        prio, start, after = self.prio, self.start_s, self.preempt_after_s
+        mine = prio[job]
+        low = self._lower_qos.get(mine)
+        if low is None:
+            low = self._lower_qos[mine] = frozenset(p for p in self.preemptible if p < mine)
+        # look again when the next lower-QOS job has run long enough to be preempted (each
+        # QOS's running jobs are in the order they started: the young ones come last)
+        first_young = math.inf
+        for p in low:
+            starts = list(self.running_by_prio[p].values())
+            i = bisect.bisect_left(starts, True, key=lambda s: now - s < after)
+            if i < len(starts) and starts[i] < first_young:
+                first_young = starts[i]
+        if first_young < math.inf:
+            self.k.post_at(first_young + after, self.request_schedule, priority=9)
+        # a candidate node: in service, and every job on it of a preemptible QOS below the
+        # job's that has run long enough (so its latest job has)
+        on_node, up, draining, top = self.on_node, self.up, self.draining, self.node_top_prio
+        self._update_nodes()
+        (idx,) = np.nonzero(
+            (top < mine) & (top != _NO_JOB) & (self.node_unpreemptible == 0)
+            & (now - self.node_last_start >= after)
+        )  # fmt: skip
+        # the lowest top QOS first, then in node order
+        order = idx[np.argsort(top[idx], kind="stable")].tolist()
+        cands = [n for n in order if up[n] and n not in draining]
         free: dict[int, int] = {}
         chosen: list[int] = []
         taken: set[int] = set()
         gained = 0
-        for _, node in cands:
+        for node in cands:
             for v in sorted(on_node[node] - taken, key=lambda j: (prio[j], -start[j], j)):
                 taken.add(v)
                 chosen.append(v)
@@ -794,7 +844,7 @@ class ClusterSim:
                 detected=True,
                 effect="node_down",
             )
-            self.k.after(self.slurmd_timeout_s, self._take_down, node, "DOWN", "Not responding", "slurm",
+            self.k.post_after(self.slurmd_timeout_s, self._take_down, node, "DOWN", "Not responding", "slurm",
                          repair_s, cause)  # fmt: skip
             return
         crashed = sorted(self.on_node[node])
@@ -808,10 +858,10 @@ class ClusterSim:
             # (Slurm keeps it COMPLETING): it is out of service from now, the check reports at
             # the end of the epilog
             self._take_down(node, "DRAIN", c.reason, "root", repair_s, cause)
-            self.k.after(EPILOG_S, self._log_health, node, cause)
+            self.k.post_after(EPILOG_S, self._log_health, node, cause)
         elif detected:
             # an idle node is caught at its next periodic (5-minute) check
-            self.k.at(self._next_check(phase, now), self._health_check, node, cause, repair_s)
+            self.k.post_at(self._next_check(phase, now), self._health_check, node, cause, repair_s)
 
     def _log_health(self, node: int, cause: str) -> None:
         c = CAUSES[cause]
@@ -828,7 +878,9 @@ class ClusterSim:
         self._take_down(node, "DRAIN", reason, "root", repair_s, cause or "false_alarm")
 
     def _false_alarm(self, node: int, repair_s: float, phase: float) -> None:
-        self.k.at(self._next_check(phase, self.k.now), self._health_check, node, None, repair_s)
+        self.k.post_at(
+            self._next_check(phase, self.k.now), self._health_check, node, None, repair_s
+        )
 
     def _take_down(
         self, node: int, state: str, reason: str, user: str, repair_s: float, cause: str
@@ -850,7 +902,7 @@ class ClusterSim:
         self.down_since[node] = now
         self.down_info[node] = (state, reason, user)
         if math.isfinite(repair_s):
-            self.k.after(repair_s, self._return, node, state, reason, user)
+            self.k.post_after(repair_s, self._return, node, state, reason, user)
 
     # -- quarantine (an admin drains a suspected lemon for good) ---------------------------
     QUARANTINE_REASON = "quarantined: suspected lemon node"
@@ -918,16 +970,18 @@ class ClusterSim:
         self._next_submit = 0
         self._n_drawn = len(self.submit)
         if self.submit:
-            k.at(self.submit[0], self._arrive, priority=-2)
+            k.post_at(self.submit[0], self._arrive, priority=-2)
         fcols = self.failures.select("node", "time_s", "kind", "cause", "detected", "repair_s", "lemon",
                                      "check_phase_s").rows()  # fmt: skip
         for node, t in sorted(self.quarantine.items()):
-            k.at(t, self._quarantine, node, priority=-3)
+            k.post_at(t, self._quarantine, node, priority=-3)
         for node, t, kind, cause, detected, repair_s, lemon, phase in fcols:
             if kind == "failure":
-                k.at(t, self._failure, node, cause, detected, repair_s, lemon, phase, priority=-1)
+                k.post_at(
+                    t, self._failure, node, cause, detected, repair_s, lemon, phase, priority=-1
+                )
             else:
-                k.at(t, self._false_alarm, node, repair_s, phase, priority=-1)
+                k.post_at(t, self._false_alarm, node, repair_s, phase, priority=-1)
 
     def add_quarantine(self, quarantine: dict[int, float]) -> None:
         """Drain nodes for good at the given times, not before the current time.
@@ -951,7 +1005,7 @@ class ClusterSim:
                     f"quarantine of node {node} at {t} s precedes now ({self.k.now} s)"
                 )
             self.quarantine[node] = t
-            self.k.at(t, self._quarantine, node, priority=-3)
+            self.k.post_at(t, self._quarantine, node, priority=-3)
 
     def advance(self, until: float, progress: Callable[[float], None] | None = None) -> None:
         """Run the events before ``until``, a simulated day at a time.

@@ -91,6 +91,63 @@ def _utc(seconds: pl.Expr, start_us: int) -> pl.Expr:
     )
 
 
+def _plain_prefix(prefix: str) -> bool:
+    """Tell whether node names ``prefix`` + number parse back into that prefix and number."""
+    return not prefix[-1:].isdigit() and not any(c in prefix for c in "[],")
+
+
+def node_hostlist(nodes: list[int], prefix: str, width: int) -> str:
+    """Compress node indices into the hostlist :func:`~reliability.ingest.hostlist.compress` gives.
+
+    The same expression as ``compress`` of the nodes' names (``prefix`` followed by index + 1
+    zero-padded to ``width``; the prefix must not end in a digit), without parsing the names:
+    as there, numbers written with a leading zero and those without form separate groups, in
+    the order of their first node, and duplicates are dropped.
+
+    Parameters
+    ----------
+    nodes : list of int
+        Node indices (0-based), in allocation order.
+    prefix : str
+        The node names' prefix.
+    width : int
+        Digits of the node number in a name.
+
+    Returns
+    -------
+    str
+        The hostlist expression (``""`` for no nodes).
+    """
+    padded = 10 ** (width - 1) if width > 1 else 0  # numbers below it have a leading zero
+    groups: dict[bool, list[int]] = {}
+    for node in nodes:
+        v = node + 1
+        groups.setdefault(v < padded, []).append(v)
+    out: list[str] = []
+    for zero, values in groups.items():
+        w = width if zero else 0
+        nums = sorted(set(values))
+        ranges: list[str] = []
+        start = prev = nums[0]
+        for n in nums[1:]:
+            if n == prev + 1:
+                prev = n
+                continue
+            ranges.append(_range(start, prev, w))
+            start = prev = n
+        ranges.append(_range(start, prev, w))
+        if len(ranges) == 1 and start == prev:
+            out.append(prefix + ranges[0])
+        else:
+            out.append(f"{prefix}[{','.join(ranges)}]")
+    return ",".join(out)
+
+
+def _range(lo: int, hi: int, width: int) -> str:
+    a = str(lo).zfill(width)
+    return a if lo == hi else f"{a}-{str(hi).zfill(width)}"
+
+
 def write_cluster(
     out: Path,
     *,
@@ -146,9 +203,14 @@ def write_cluster(
     )
     # hostlists: single-node attempts (most of them) directly, the others compressed in Python
     multi = a.filter(pl.col("node_names").list.len() > 1)
-    compressed = pl.Series(
-        [compress(x) for x in multi.get_column("node_names").to_list()], dtype=pl.String
-    )
+    if _plain_prefix(cfg.node_prefix):
+        width = len(names[0]) - len(cfg.node_prefix)
+        hostlists = [
+            node_hostlist(x, cfg.node_prefix, width) for x in multi.get_column("nodes").to_list()
+        ]
+    else:
+        hostlists = [compress(x) for x in multi.get_column("node_names").to_list()]
+    compressed = pl.Series(hostlists, dtype=pl.String)
     lookup = pl.DataFrame({"__row": multi.get_column("__row"), "__hl": compressed})
     a = a.join(lookup, on="__row", how="left").with_columns(
         NodeList=pl.when(pl.col("node_names").list.len() == 0)

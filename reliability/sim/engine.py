@@ -70,8 +70,11 @@ class Kernel:
 
     def __init__(self, start: float = 0.0) -> None:
         self.now = float(start)
-        # entries are (time, priority, seq, handle): tuples compare in C, seq breaks ties FIFO
-        self._heap: list[tuple[float, int, int, Handle]] = []
+        # entries are (time, priority, seq, action, args, handle or None): tuples compare in C
+        # and the unique seq breaks ties FIFO (so the action is never compared)
+        self._heap: list[
+            tuple[float, int, int, Callable[..., Any], tuple[Any, ...], Handle | None]
+        ] = []
         self._seq = itertools.count()
         self.processed = 0
 
@@ -115,8 +118,66 @@ class Kernel:
         if time < self.now:
             raise SchedulingError(f"event at {time} is in the past (now {self.now})")
         h = Handle(float(time), priority, action, args)
-        heapq.heappush(self._heap, (h.time, priority, next(self._seq), h))
+        heapq.heappush(self._heap, (h.time, priority, next(self._seq), action, args, h))
         return h
+
+    def post_at(
+        self, time: float, action: Callable[..., Any], *args: Any, priority: int = 0
+    ) -> None:
+        """Schedule ``action(*args)`` at ``time`` for good: :meth:`at` without a handle.
+
+        The cheap path for the simulators' hot loops (most events are never withdrawn).
+
+        Parameters
+        ----------
+        time : float
+            When it runs [simulated s].
+        action : callable
+            What runs.
+        *args : object
+            The arguments ``action`` is called with.
+        priority : int
+            Order among events at the same time (lower first; then first scheduled first).
+
+        Raises
+        ------
+        SchedulingError
+            If ``time`` is not finite or is in the past.
+        """
+        if not (self.now <= time < math.inf):  # also rejects nan
+            if not math.isfinite(time):
+                raise SchedulingError(f"event time {time!r} is not finite")
+            raise SchedulingError(f"event at {time} is in the past (now {self.now})")
+        heapq.heappush(self._heap, (float(time), priority, next(self._seq), action, args, None))
+
+    def post_after(
+        self, delay: float, action: Callable[..., Any], *args: Any, priority: int = 0
+    ) -> None:
+        """Schedule ``action(*args)`` ``delay`` from now for good: :meth:`after` without a handle.
+
+        Parameters
+        ----------
+        delay : float
+            How long from now [simulated s]; at least 0.
+        action : callable
+            What runs.
+        *args : object
+            The arguments ``action`` is called with.
+        priority : int
+            Order among events at the same time (lower first).
+
+        Raises
+        ------
+        SchedulingError
+            If ``delay`` is negative or the time is not finite.
+        """
+        if not (0.0 <= delay < math.inf):
+            if delay < 0:
+                raise SchedulingError(f"negative delay {delay}")
+            raise SchedulingError(f"event time {self.now + delay!r} is not finite")
+        heapq.heappush(
+            self._heap, (self.now + delay, priority, next(self._seq), action, args, None)
+        )
 
     def after(
         self, delay: float, action: Callable[..., Any], *args: Any, priority: int = 0
@@ -167,8 +228,9 @@ class Kernel:
         float
             Its time [simulated s], or ``inf`` if none is scheduled.
         """
-        while self._heap and self._heap[0][3].cancelled:
-            heapq.heappop(self._heap)
+        heap = self._heap
+        while heap and heap[0][5] is not None and heap[0][5].cancelled:
+            heapq.heappop(heap)
         return self._heap[0][0] if self._heap else math.inf
 
     def step(self) -> bool:
@@ -180,12 +242,12 @@ class Kernel:
             False if there was none.
         """
         while self._heap:
-            h = heapq.heappop(self._heap)[3]
-            if h.cancelled:
+            time, _, _, action, args, h = heapq.heappop(self._heap)
+            if h is not None and h.cancelled:
                 continue
-            self.now = h.time
+            self.now = time
             self.processed += 1
-            h.action(*h.args)
+            action(*args)
             return True
         return False
 
@@ -211,12 +273,12 @@ class Kernel:
             raise SchedulingError(f"until={until} is in the past (now {self.now})")
         heap, pop = self._heap, heapq.heappop
         while heap and heap[0][0] < until:
-            h = pop(heap)[3]
-            if h.cancelled:
+            time, _, _, action, args, h = pop(heap)
+            if h is not None and h.cancelled:
                 continue
-            self.now = h.time
+            self.now = time
             self.processed += 1
-            h.action(*h.args)
+            action(*args)
         self.now = float(until)
         return self.processed - before
 
@@ -301,8 +363,7 @@ class EventLog:
         for name, values in zip(order, columns[1:], strict=True):
             if name in lists:
                 flat, lengths = lists[name]
-                for v in values:
-                    flat.extend(v)
+                flat.extend(itertools.chain.from_iterable(values))
                 lengths.extend(map(len, values))
             else:
                 cols[name].extend(values)

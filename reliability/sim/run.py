@@ -24,7 +24,7 @@ from reliability.sim.workload import assign_ids, generate_workload
 __all__ = ["ClusterResult", "resume_cluster", "simulate_cluster"]
 
 #: version of the checkpoint format written by ``simulate_cluster(checkpoint=...)``
-CHECKPOINT_FORMAT = 1
+CHECKPOINT_FORMAT = 2
 
 
 @dataclass

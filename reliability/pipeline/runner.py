@@ -9,11 +9,12 @@ A rerun with nothing changed loads every stage from the cache; changing one para
 only the stages whose key it enters. The report is written atomically beside a run manifest
 (``run_manifest.json``: config, package and dependency versions, per-stage timings and rows).
 
-A stage marked ``background`` (the lemon stage, whose backtest simulates half the run again on
-one core) runs on a second process (:mod:`~reliability.pipeline.background`) as soon as the
-stages it needs are done, while the stages after them run here; its result reaches this
-process through its cache folder, exactly as a cached result does, so the run's results do
-not depend on it, and its error is raised here as it would have been.
+A stage marked ``background`` (slow work on one core: the lemon stage's backtest, the pod's
+simulated data, the routing table's solves) runs on a child process
+(:mod:`~reliability.pipeline.background`) as soon as the stages it needs are done, while the
+stages after them run here; its result reaches this process through its cache folder, exactly
+as a cached result does, so the run's results do not depend on it, and its error is raised
+here as it would have been.
 """
 
 from __future__ import annotations
@@ -260,6 +261,7 @@ def run_pipeline(
             running[stage.name] = BackgroundStage(cfg, stage.name, deps, work)
 
     try:
+        launch_ready()  # the background stages that need no other stage
         for i, stage in enumerate(active, 1):
             key = stage_key(stage)
             keys[stage.name] = key

@@ -98,6 +98,7 @@ STAGES: tuple[Stage, ...] = (
         lambda cfg: {"inputs": [_input_key(s) for s in cfg.inputs if s.is_pod]},
         data.pod_data,
         _has_pod,
+        background=True,  # a pod simulation, beside the cluster's
     ),
     Stage(
         "attribution",
@@ -133,7 +134,7 @@ STAGES: tuple[Stage, ...] = (
         background=True,  # its backtest simulates the second half of the run again
     ),
     Stage("pod", ("pod_data",), _a("host_availability", "ckpt_interval_min"), pod.pod, _has_pod),
-    Stage("routing", (), _a("routing_shapes"), pod.routing, _has_pod),
+    Stage("routing", (), _a("routing_shapes"), pod.routing, _has_pod, background=True),
 )
 
 #: the report's sections in order: (stage whose result they render, builder)

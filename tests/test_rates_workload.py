@@ -207,3 +207,37 @@ def test_node_mttf_hand_computed_and_never_infinite():
     assert b["mttf_days_high"] is None
     assert b["mttf_days_low"] == pytest.approx(10 / 3.6888794541139363)
     assert frame_is_finite(m)
+
+
+def test_state_and_size_breakdowns_are_the_same_every_run():
+    # 300k attempts of random length: polars' parallel group_by sums floats in an order that
+    # varies between runs; the breakdowns must give the same bits every time (same seed, same
+    # output) and the GPU-hours the exact sum (math.fsum) to rounding
+    import math
+
+    rng = np.random.default_rng(5)
+    n = 300_000
+    start_us = rng.integers(0, 86400 * 90, n) * 10**6
+    dur_us = rng.integers(1, 86400 * 10**6, n)
+    frame = pl.DataFrame(
+        {
+            "attempt": rng.integers(0, 3, n),
+            "n_accelerators": rng.choice([1, 2, 8, 16, 64, 512], n),
+            "state": rng.choice(["COMPLETED", "FAILED", "PREEMPTED", "NODE_FAIL"], n),
+            "start_us": start_us,
+            "dur_us": dur_us,
+        }
+    ).select(
+        "attempt", "n_accelerators", "state",
+        start_time=pl.lit(T0) + pl.duration(microseconds="start_us"),
+        end_time=pl.lit(T0) + pl.duration(microseconds=pl.col("start_us") + pl.col("dur_us")),
+    )  # fmt: skip
+    runs = [(job_state_breakdown(frame), job_size_distribution(frame)) for _ in range(8)]
+    for states, sizes in runs[1:]:
+        assert states.equals(runs[0][0])
+        assert sizes.equals(runs[0][1])
+    states = runs[0][0]
+    gpu_h = frame["n_accelerators"].to_numpy() * dur_us / 3.6e9
+    for row in states.iter_rows(named=True):
+        exact = math.fsum(gpu_h[frame["state"].to_numpy() == row["state"]])
+        assert row["gpu_hours"] == pytest.approx(exact, rel=1e-12)

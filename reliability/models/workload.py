@@ -61,10 +61,14 @@ def job_state_breakdown(
         ``state, attempts, gpu_hours, share, gpu_share`` (``gpu_share`` null when there is no GPU
         time at all), most attempts first.
     """
+    # GPU-hours are summed in a fixed order (sorted within each group, then the groups by
+    # state): polars' parallel group_by otherwise sums floats in an order that varies from run
+    # to run, and the last digits with it
     g = (
         gpu_hours(jobs, observation_end)
         .group_by(pl.col("state").cast(pl.String))
-        .agg(attempts=pl.len(), gpu_hours=pl.col("gpu_hours").sum())
+        .agg(attempts=pl.len(), gpu_hours=pl.col("gpu_hours").sort().sum())
+        .sort("state")
     )
     return g.with_columns(
         share=_share(pl.col("attempts"), pl.col("attempts").sum()),
@@ -97,8 +101,8 @@ def job_size_distribution(
     g = gpu_hours(jobs, observation_end).with_columns(bucket=size_bucket(pl.col("n_accelerators")))
     out = (
         g.group_by("bucket")
-        .agg(jobs=(pl.col("attempt") == 0).sum(), gpu_hours=pl.col("gpu_hours").sum())
-        .sort("bucket")
+        .agg(jobs=(pl.col("attempt") == 0).sum(), gpu_hours=pl.col("gpu_hours").sort().sum())
+        .sort("bucket")  # summed in a fixed order, as in job_state_breakdown
     )
     return out.with_columns(
         job_share=_share(pl.col("jobs"), pl.col("jobs").sum()),

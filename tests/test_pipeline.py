@@ -366,15 +366,25 @@ def test_background_stage_gives_the_serial_result(tiny, tmp_path):
     ]
 
 
-def test_background_stage_error_reaches_the_caller(tmp_path):
-    # the lemon stage fails on its second process (a detector file that is not one): the
-    # caller gets the error the stage raised, as when it runs here, and no child is left
+def test_background_stage_error_reaches_the_caller(tmp_path, monkeypatch):
+    # the lemon stage fails on its child process (a detector file that is not one): the caller
+    # gets the error the stage raised, as when it runs here, with the child's traceback as a
+    # note, and no child is left. The run starts in a folder holding another `reliability`
+    # package: the child must not import it (it would fail with ImportError instead)
+    shadow = tmp_path / "reliability"
+    shadow.mkdir()
+    (shadow / "__init__.py").write_text("raise ImportError('the shadow package')\n")
+    monkeypatch.chdir(tmp_path)
     bad = tmp_path / "bad.json"
     bad.write_text('{"not": "a detector"}', encoding="utf-8")
     pipe = _pipeline(tmp_path, extra=f'lemon_model = "{bad}"')
-    with pytest.raises(ModelFileError, match=r"not a reliability\.lemon-detector"):
+    with pytest.raises(ModelFileError, match=r"not a reliability\.lemon-detector") as err:
         run_pipeline(pipe, report=False, background=True)
+    note = "\n".join(getattr(err.value, "__notes__", []))
+    assert "ran on a child process" in note
+    assert "steps/lemon.py" in note
     assert not [c for c in _cmdlines() if str(tmp_path) in c]
+    assert not list((tmp_path / "out" / ".cache").glob("lemon-*/_bg_job.pkl"))
 
 
 def _cmdlines() -> list[str]:

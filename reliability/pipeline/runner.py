@@ -254,8 +254,8 @@ def run_pipeline(
             if stage.name in keys or not all(n in outputs for n in stage.needs):
                 continue
             work = cache / f"{stage.name}-{stage_key(stage)[:16]}"
-            if _load(work) is not None:
-                continue  # cached: loaded in its turn
+            if (work / "meta.json").is_file():
+                continue  # cached: loaded in its turn (or rerun there if it cannot be read)
             _fresh(work)
             deps = {n: folders[n] for n in stage.needs}
             running[stage.name] = BackgroundStage(cfg, stage.name, deps, work)
@@ -271,7 +271,9 @@ def run_pipeline(
             t0 = time.perf_counter()
             where = ""
             if stage.name in running:
-                secs = running.pop(stage.name).result()  # its error, if it failed
+                # waited on before it leaves ``running``: interrupted here, it is still killed
+                secs = running[stage.name].result()  # its error, if it failed
+                del running[stage.name]
                 got = _load(work)
                 if got is None:  # pragma: no cover - the worker saved it
                     raise RuntimeError(f"stage {stage.name}: its result in {work} cannot be read")

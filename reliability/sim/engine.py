@@ -176,7 +176,7 @@ class Kernel:
                 raise SchedulingError(f"negative delay {delay}")
             raise SchedulingError(f"event time {self.now + delay!r} is not finite")
         heapq.heappush(
-            self._heap, (self.now + delay, priority, next(self._seq), action, args, None)
+            self._heap, (self.now + float(delay), priority, next(self._seq), action, args, None)
         )
 
     def after(

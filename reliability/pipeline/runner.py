@@ -157,10 +157,10 @@ def _save(folder: Path, result: Any, seconds: float) -> None:
     )
 
 
-def _run_stage(cfg: PipelineConfig, name: str, deps: dict[str, str], work: str) -> float:
+def _run_stage(cfg: PipelineConfig, name: str, deps: dict[str, str], work: str) -> None:
     """Run stage ``name`` into its cache folder ``work``, its inputs read from their folders.
 
-    What a background stage's worker process does; returns the stage's time [s].
+    What a background stage's child process does (its time goes into ``meta.json``).
     """
     stage = next(s for s in STAGES if s.name == name)
     outputs: dict[str, Any] = {}
@@ -173,9 +173,7 @@ def _run_stage(cfg: PipelineConfig, name: str, deps: dict[str, str], work: str) 
         outputs[need] = got
     t0 = time.perf_counter()
     result = stage.run(cfg, outputs, Path(work))
-    seconds = time.perf_counter() - t0
-    _save(Path(work), result, seconds)
-    return seconds
+    _save(Path(work), result, time.perf_counter() - t0)
 
 
 def _fresh(work: Path) -> None:

@@ -113,10 +113,8 @@ class Kernel:
         SchedulingError
             If ``time`` is not finite or is in the past.
         """
-        if not math.isfinite(time):
-            raise SchedulingError(f"event time {time!r} is not finite")
-        if time < self.now:
-            raise SchedulingError(f"event at {time} is in the past (now {self.now})")
+        if not (self.now <= time < math.inf):  # also rejects nan
+            raise self._refusal(time)
         h = Handle(float(time), priority, action, args)
         heapq.heappush(self._heap, (h.time, priority, next(self._seq), action, args, h))
         return h
@@ -144,10 +142,8 @@ class Kernel:
         SchedulingError
             If ``time`` is not finite or is in the past.
         """
-        if not (self.now <= time < math.inf):  # also rejects nan
-            if not math.isfinite(time):
-                raise SchedulingError(f"event time {time!r} is not finite")
-            raise SchedulingError(f"event at {time} is in the past (now {self.now})")
+        if not (self.now <= time < math.inf):
+            raise self._refusal(time)
         heapq.heappush(self._heap, (float(time), priority, next(self._seq), action, args, None))
 
     def post_after(
@@ -171,13 +167,18 @@ class Kernel:
         SchedulingError
             If ``delay`` is negative or the time is not finite.
         """
-        if not (0.0 <= delay < math.inf):
-            if delay < 0:
-                raise SchedulingError(f"negative delay {delay}")
-            raise SchedulingError(f"event time {self.now + delay!r} is not finite")
-        heapq.heappush(
-            self._heap, (self.now + float(delay), priority, next(self._seq), action, args, None)
-        )
+        if delay < 0:
+            raise SchedulingError(f"negative delay {delay}")
+        time = self.now + float(delay)
+        if not time < math.inf:  # also rejects nan
+            raise self._refusal(time)
+        heapq.heappush(self._heap, (time, priority, next(self._seq), action, args, None))
+
+    def _refusal(self, time: float) -> SchedulingError:
+        """Give the error for an event time that is not finite or is in the past."""
+        if not math.isfinite(time):
+            return SchedulingError(f"event time {time!r} is not finite")
+        return SchedulingError(f"event at {time} is in the past (now {self.now})")
 
     def after(
         self, delay: float, action: Callable[..., Any], *args: Any, priority: int = 0

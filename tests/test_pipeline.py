@@ -346,8 +346,9 @@ def test_headline_values_equal_direct_calls(tiny):
 
 
 def test_background_stage_gives_the_serial_result(tiny, tmp_path):
-    # the lemon stage runs on a second process beside the stages after cluster_data; the
-    # oracle is the same pipeline with every stage run here, one after the other
+    # the lemon backtest's quarantined run (stage lemon_quarantine) runs on a second process
+    # beside cluster_data and the stages after it; the oracle is the same pipeline with every
+    # stage run here, one after the other
     _, res, lines = tiny
     for sub in ("bg", "serial"):
         (tmp_path / sub).mkdir()
@@ -367,7 +368,7 @@ def test_background_stage_gives_the_serial_result(tiny, tmp_path):
 
 
 def test_background_stage_error_reaches_the_caller(tmp_path, monkeypatch):
-    # the lemon stage fails on its child process (a detector file that is not one): the caller
+    # lemon_quarantine fails on its child process (a detector file that is not one): the caller
     # gets the error the stage raised, as when it runs here, with the child's traceback as a
     # note, and no child is left. The run starts in a folder holding another `reliability`
     # package: the child must not import it (it would fail with ImportError instead)
@@ -384,7 +385,7 @@ def test_background_stage_error_reaches_the_caller(tmp_path, monkeypatch):
     assert "ran on a child process" in note
     assert "steps/lemon.py" in note
     assert not [c for c in _cmdlines() if str(tmp_path) in c]
-    assert not list((tmp_path / "out" / ".cache").glob("lemon-*/_bg_job.pkl"))
+    assert not list((tmp_path / "out" / ".cache").glob("lemon*/_bg_job.pkl"))
 
 
 def _cmdlines() -> list[str]:

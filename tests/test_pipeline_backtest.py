@@ -1,7 +1,9 @@
 """The pipeline's lemon backtest forks the simulated run at its split.
 
-`cluster_data` saves the simulated cluster's state at the backtest's split and the lemon stage
-continues it with the flagged nodes drained. The oracle is the backtest run the slow way, from
+`cluster_split` saves the simulated cluster's state at the backtest's split; `cluster_data`
+continues it to the end (the baseline) while `lemon_quarantine` flags nodes on the logs as they
+stood at the split and continues it with them drained. The oracles are the run simulated in
+one go (the baseline's files must be byte-identical) and the backtest run the slow way, from
 scratch (both runs simulated from the start): the pipeline's figures must be the same.
 """
 
@@ -16,15 +18,16 @@ import pytest
 from reliability.models.lemon import default_detector
 from reliability.pipeline import load_pipeline
 from reliability.pipeline.steps.common import sim_cluster_config
-from reliability.pipeline.steps.data import cluster_data
-from reliability.pipeline.steps.lemon import lemon
-from reliability.sim.experiments import checkpoint_path, lemon_backtest
+from reliability.pipeline.steps.data import cluster_data, cluster_split
+from reliability.pipeline.steps.lemon import lemon, lemon_quarantine
+from reliability.sim.experiments import lemon_backtest
+from reliability.sim.run import simulate_cluster
 
 
 @pytest.mark.slow
 def test_pipeline_backtest_equals_the_backtest_from_scratch(tmp_path: Path) -> None:
     # the small preset on 96 nodes (four lemons) for 120 days: the bundled detector flags
-    # three nodes at day 60 on seed 2 (none on 48 nodes, where there are only two lemons)
+    # three nodes at day 60 on seed 2 (the 48-node preset has only two lemons)
     small = resources.files("reliability.sim") / "presets" / "small.toml"
     preset = tmp_path / "small96.toml"
     preset.write_text(
@@ -37,12 +40,23 @@ def test_pipeline_backtest_equals_the_backtest_from_scratch(tmp_path: Path) -> N
         encoding="utf-8",
     )
     cfg = load_pipeline(p)
-    data = cluster_data(cfg, {}, tmp_path / "data")
-    assert checkpoint_path(data.raw[0]).is_file()  # saved at the split (day 60 >= 56)
-    rep = lemon(cfg, {"cluster_data": data}, tmp_path / "lemon")
+    for stage in ("split", "data", "quarantine", "lemon"):
+        (tmp_path / stage).mkdir()
+    split = cluster_split(cfg, {}, tmp_path / "split")
+    assert split.checkpoint is not None
+    assert split.split_day == 60
+    data = cluster_data(cfg, {"cluster_split": split}, tmp_path / "data")
+    q = lemon_quarantine(cfg, {"cluster_split": split}, tmp_path / "quarantine")
+    assert q.run is not None
+    rep = lemon(cfg, {"cluster_data": data, "lemon_quarantine": q}, tmp_path / "lemon")
     assert rep.backtest is not None
+    sim_cfg = sim_cluster_config(cfg.inputs[0])
+    # the baseline continued from the split is the run simulated in one go, file for file
+    simulate_cluster(sim_cfg, seed=2).write(tmp_path / "whole")
+    for name in ("sacct.psv", "sacctmgr_events.psv", "health_checks.csv"):
+        assert (data.raw[0] / name).read_bytes() == (tmp_path / "whole" / name).read_bytes()
     direct = lemon_backtest(
-        sim_cluster_config(cfg.inputs[0]), default_detector(), seed=2, split_day=60,
+        sim_cfg, default_detector(), seed=2, split_day=60,
         window_days=cfg.analysis.lemon_window_days,
     )  # fmt: skip
     assert rep.backtest.summary.equals(direct.summary)

@@ -318,7 +318,7 @@ def every_result(tmp_path_factory) -> dict[type, list]:
     from test_pipeline import tiny_run
 
     from reliability.collect import CollectResult
-    from reliability.sim.experiments import LemonBacktest
+    from reliability.sim.experiments import LemonBacktest, QuarantineRun
     from reliability.sim.pod import simulate_pod
     from reliability.sim.run import simulate_cluster
     from reliability.sweep import SweepResult
@@ -340,6 +340,9 @@ def every_result(tmp_path_factory) -> dict[type, list]:
     flagged = pl.DataFrame({"node": ["n1"], "score": [0.9], "component": ["gpu"], "lemon": [True]})
     roots = pl.DataFrame({"component": ["gpu"], "flagged": [1], "true_lemons": [1]})
     _walk(LemonBacktest(summary=summary, flagged=flagged, root_causes=roots), seen)
+    effect = pl.DataFrame({"metric": ["jobs", "job_share"], "value": [0.0, float("nan")]})
+    _walk(QuarantineRun(summary=effect, flagged=flagged, split_day=10.0, seed=1,
+                        flagged_on="the logs as they stood at the split"), seen)  # fmt: skip
     return seen
 
 

@@ -10,11 +10,17 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import polars as pl
 import pytest
 
 from reliability.sim.config import load_preset
 from reliability.sim.emit import truth_attempts
-from reliability.sim.run import resume_cluster, simulate_cluster
+from reliability.sim.run import (
+    resume_cluster,
+    save_checkpoint,
+    simulate_cluster,
+    snapshot_cluster,
+)
 
 
 @pytest.fixture(scope="module")
@@ -58,3 +64,38 @@ def test_resume_refuses_another_run_or_an_earlier_quarantine(small, tmp_path):
         resume_cluster(tmp_path / "bad.pkl", config=small, seed=3)
     with pytest.raises(ValueError, match="outside the run"):
         simulate_cluster(small, seed=3, checkpoint=(30, tmp_path / "x.pkl"))
+
+
+def test_snapshot_is_the_run_as_seen_at_the_checkpoint(small, tmp_path):
+    """The logs at the checkpoint (what the pipeline's lemon backtest flags on) hold exactly
+    what the whole run had logged by then: the oracle is the plain run, cut at that time."""
+    path = save_checkpoint(small, seed=3, day=15, path=tmp_path / "ck.pkl")
+    snap = snapshot_cluster(path, config=small, seed=3)
+    full = simulate_cluster(small, seed=3)
+    cut = 15 * 86400.0
+    assert snap.config.days == 15
+    assert snap.config.with_days(20) == small
+    key = ["job", "attempt"]
+    a, f = snap.log.frame("attempt"), full.log.frame("attempt")
+    ended = a.filter(pl.col("end_s").is_not_null()).sort(key)
+    assert ended.equals(f.filter(pl.col("end_s") < cut).sort(key))
+    running = a.filter(pl.col("state") == "RUNNING").sort(key)
+    crossing = f.filter((pl.col("time") < cut) & ~(pl.col("end_s") < cut)).sort(key)
+    assert running.select(*key, "time", "nodes").equals(crossing.select(*key, "time", "nodes"))
+    assert running.height > 0  # jobs run across the cut, so the check says something
+    # a job pending at the cut starts after it in the whole run (or never)
+    pending = a.filter(pl.col("state") == "PENDING").select(key)
+    assert pending.height > 0
+    started = pending.join(f.filter(pl.col("time").is_not_null()), on=key, how="inner")
+    assert (started["time"] >= cut).all()
+    for kind in ("xid", "failure", "health"):
+        assert snap.log.frame(kind).equals(full.log.frame(kind).filter(pl.col("time") < cut)), kind
+    ns, fs = snap.log.frame("node_state"), full.log.frame("node_state")
+    closed = ns.filter(pl.col("end_s").is_not_null()).sort("node", "time")
+    assert closed.equals(fs.filter(pl.col("end_s") < cut).sort("node", "time"))
+    still = ns.filter(pl.col("end_s").is_null()).sort("node").select("node", "time")
+    out = fs.filter((pl.col("time") < cut) & ~(pl.col("end_s") < cut)).sort("node")
+    assert still.equals(out.select("node", "time"))
+    # the jobs submitted by then carry the ids and names the whole run gives them
+    before = pl.col("submit_s") < cut
+    assert snap.jobs.filter(before).sort("job").equals(full.jobs.filter(before).sort("job"))

@@ -490,9 +490,9 @@ def count_baseline(features: pl.DataFrame, threshold: float) -> np.ndarray:
 def default_detector() -> LemonDetector:
     """Load the bundled detector.
 
-    It was trained on simulated RSC-1-like clusters (1,024 nodes, 150 days, seeds 101-104,
-    56-day windows) by ``benchmarks/train_lemon_model.py``, which also reports its precision per
-    node on held-out seeds.
+    It was trained on simulated RSC-1- and RSC-2-like clusters (1,024 and 1,000 nodes, 150
+    days, seeds 101-103 of each, 56-day windows) by ``benchmarks/train_lemon_model.py``, which
+    also reports its precision per node on held-out seeds.
 
     Returns
     -------

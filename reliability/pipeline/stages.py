@@ -5,20 +5,26 @@ Each stage is a pure function of the configuration and its upstream stages' type
 from it), and each has the report sections that render it, next to it in
 :mod:`reliability.pipeline.steps`.
 
-Stage          needs                         makes (a result object)
--------------  ----------------------------  ---------------------------------------------------
-cluster_data   cluster inputs                DataResult: a Dataset (jobs, health events, node states)
-pod_data       pod inputs                    DataResult: a Dataset (inventory, component failures)
-attribution    cluster_data                  AttributionResult: every attempt with how it ended
-mttf           attribution                   MTTFResult: r_f, MTTF by size, projections
-rates          attribution                   RateSeries: weekly failure rate and trend
-workload       attribution                   WorkloadResult: states, sizes, taxonomy, overhead, crash loops
-node_health    cluster_data, attribution     NodeHealth: out-of-service time, open drains, offenders
-ettr           attribution                   RunETTR: ETTR by run / size / priority
-plan           attribution, mttf             CheckpointPlan: interval per job size for the target
-lemon          cluster_data                  LemonReport: node scores (and the backtest when simulated)
-pod            pod_data                      PodAnalysis: rates, availability, recovery paths, jobs
-routing        (parameters only)             RoutingTable: Table 2 throughput ratios
+Stage             needs                            makes (a result object)
+----------------  -------------------------------  ------------------------------------------------
+cluster_split     (a lone simulated cluster)       SplitResult: its state saved at the backtest's split
+cluster_data      cluster inputs, cluster_split    DataResult: a Dataset (jobs, health events, node states)
+pod_data          pod inputs                       DataResult: a Dataset (inventory, component failures)
+attribution       cluster_data                     AttributionResult: every attempt with how it ended
+mttf              attribution                      MTTFResult: r_f, MTTF by size, projections
+rates             attribution                      RateSeries: weekly failure rate and trend
+workload          attribution                      WorkloadResult: states, sizes, taxonomy, overhead, crash loops
+node_health       cluster_data, attribution        NodeHealth: out-of-service time, open drains, offenders
+ettr              attribution                      RunETTR: ETTR by run / size / priority
+plan              attribution, mttf                CheckpointPlan: interval per job size for the target
+lemon_quarantine  cluster_split                    QuarantineStep: nodes flagged at the split, the run drained
+lemon             cluster_data, lemon_quarantine   LemonReport: node scores (and the backtest when simulated)
+pod               pod_data                         PodAnalysis: rates, availability, recovery paths, jobs
+routing           (parameters only)                RoutingTable: Table 2 throughput ratios
+
+A simulated cluster that is the only cluster input is run in two halves for the lemon backtest:
+``cluster_split`` simulates it to the split, then ``cluster_data`` continues the baseline to its
+end while ``lemon_quarantine`` (on a second process) continues it with the flagged nodes drained.
 """
 
 from __future__ import annotations
@@ -86,8 +92,18 @@ def _a(*keys: str) -> Callable[[PipelineConfig], dict[str, Any]]:
 
 STAGES: tuple[Stage, ...] = (
     Stage(
-        "cluster_data",
+        "cluster_split",
         (),
+        lambda cfg: {
+            "inputs": [_input_key(s) for s in cfg.inputs if not s.is_pod],
+            **cfg.analysis.pick("lemon_window_days"),
+        },
+        data.cluster_split,
+        _has_cluster,
+    ),
+    Stage(
+        "cluster_data",
+        ("cluster_split",),
         lambda cfg: {"inputs": [_input_key(s) for s in cfg.inputs if not s.is_pod]},
         data.cluster_data,
         _has_cluster,
@@ -126,12 +142,21 @@ STAGES: tuple[Stage, ...] = (
         _has_cluster,
     ),
     Stage(
+        "lemon_quarantine",
+        ("cluster_split",),
+        _a("lemon_window_days", "lemon_model"),
+        lemon.lemon_quarantine,
+        _has_cluster,
+        # the second half of the run again, with the flagged nodes drained: beside
+        # cluster_data's second half (listed late, so the stages before it are not held up)
+        background=True,
+    ),
+    Stage(
         "lemon",
-        ("cluster_data",),
+        ("cluster_data", "lemon_quarantine"),
         _a("lemon_window_days", "lemon_model"),
         lemon.lemon,
         _has_cluster,
-        background=True,  # its backtest simulates the second half of the run again
     ),
     Stage("pod", ("pod_data",), _a("host_availability", "ckpt_interval_min"), pod.pod, _has_pod),
     Stage("routing", (), _a("routing_shapes"), pod.routing, _has_pod, background=True),

@@ -1026,15 +1026,21 @@ class ClusterSim:
             if progress is not None:
                 progress(t)
 
-    def finish(self) -> EventLog:
+    def finish(self, horizon_s: float | None = None) -> EventLog:
         """Record what is still running, pending or down at the horizon.
+
+        Parameters
+        ----------
+        horizon_s : float or None
+            When the observation ends [s since the start]: the current time of a run stopped
+            early (:func:`reliability.sim.run.snapshot_cluster`); None: the run's horizon.
 
         Returns
         -------
         EventLog
             Everything the run did.
         """
-        horizon = self.cfg.horizon_s
+        horizon = self.cfg.horizon_s if horizon_s is None else horizon_s
         for job in sorted(self.start_s):
             self.log.add(
                 "attempt", self.start_s[job], job=job, attempt=self.attempt[job], submit_s=self.eligible[job],

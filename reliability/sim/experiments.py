@@ -18,6 +18,7 @@ simulator knows (true lemon nodes, true end causes). Nothing below this module i
 from __future__ import annotations
 
 import json
+import shutil
 import tempfile
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -38,17 +39,19 @@ from reliability.models.lemon import (
 from reliability.models.lemon_features import FEATURES, node_features
 from reliability.sim.config import CAUSES, ClusterConfig
 from reliability.sim.emit import truth_attempts
-from reliability.sim.run import resume_cluster, simulate_cluster
+from reliability.sim.run import resume_cluster, simulate_cluster, snapshot_cluster
 from reliability.simulated import ingest_simulation
 from reliability.store import Dataset
 
 __all__ = [
     "NODE_DOWN_CLASS",
     "LemonBacktest",
+    "QuarantineRun",
     "backtest_split_day",
-    "checkpoint_path",
     "large_job_effect",
     "lemon_backtest",
+    "quarantine_at_checkpoint",
+    "quarantine_run",
     "simulate_to_dataset",
     "train_on_simulation",
 ]
@@ -70,25 +73,6 @@ def backtest_split_day(days: float) -> float:
         The split [days since the start].
     """
     return days / 2.0
-
-
-def checkpoint_path(raw: str | Path) -> Path:
-    """Return where a pipeline saves the state of a simulated run at its backtest split.
-
-    See ``simulate_cluster(checkpoint=...)``.
-
-    Parameters
-    ----------
-    raw : str or pathlib.Path
-        The folder the simulated run's raw logs are written to.
-
-    Returns
-    -------
-    pathlib.Path
-        ``<raw>-checkpoint.pkl`` beside that folder.
-    """
-    raw = Path(raw)
-    return raw.parent / f"{raw.name}-checkpoint.pkl"
 
 
 def simulate_to_dataset(
@@ -266,6 +250,187 @@ class LemonBacktest(Result):
         return lines
 
 
+@dataclass
+class QuarantineRun(Result):
+    """The quarantined side of the lemon backtest (HPCA'25 §VI).
+
+    The nodes flagged at the split, and the large jobs after it in the run with them drained.
+
+    Attributes
+    ----------
+    summary : polars.DataFrame
+        ``metric, value`` rows: the :func:`large_job_effect` figures of the quarantined run
+        after the split (null where not measurable).
+    flagged : polars.DataFrame
+        The flagged nodes with their score and dominant logged component.
+    split_day : float
+        When the flagged nodes were drained [days since the start].
+    seed : int
+        The run's seed.
+    flagged_on : str
+        Which logs the detector scored (the run as observed at the split, or the whole run's
+        windows ending there).
+    """
+
+    title = "Lemon quarantine: the run with the flagged nodes drained"
+    summary: pl.DataFrame
+    flagged: pl.DataFrame
+    split_day: float
+    seed: int
+    flagged_on: str = ""
+
+    def __post_init__(self) -> None:
+        self.summary = self.summary.with_columns(pl.col("value").fill_nan(None))
+
+    def effect(self) -> dict[str, float]:
+        """Return the quarantined run's :func:`large_job_effect` after the split.
+
+        Returns
+        -------
+        dict of str to float
+            Metric -> value (nan where not measurable).
+        """
+        rows = self.summary.select("metric", "value").iter_rows()
+        return {m: float("nan") if v is None else float(v) for m, v in rows}
+
+    def _lines(self) -> list[str]:
+        return [
+            f"Quarantine from day {self.split_day:g} (seed {self.seed}): {self.flagged.height} "
+            f"nodes flagged on {self.flagged_on}"
+        ]
+
+
+def quarantine_run(
+    cfg: ClusterConfig,
+    detector: LemonDetector,
+    *,
+    seed: int,
+    split_day: float,
+    flag_on: Dataset,
+    flagged_on: str,
+    window_days: int = 28,
+    step_days: int = 7,
+    min_gpus: int = 512,
+    checkpoint: str | Path | None = None,
+) -> QuarantineRun:
+    """Flag nodes on the window ending at the split and run the cluster with them drained.
+
+    HPCA'25 §VI. The half of :func:`lemon_backtest` that needs no baseline run.
+
+    Parameters
+    ----------
+    cfg : ClusterConfig
+        The simulated cluster.
+    detector : LemonDetector
+        A fitted lemon detector.
+    seed : int
+        Seed of the run (the baseline's: same job stream, same hardware faults).
+    split_day : float
+        When the flagged nodes are drained [days since the start].
+    flag_on : Dataset
+        The logs the detector scores (only what lies before the split is used).
+    flagged_on : str
+        Says which logs those are (kept in the result).
+    window_days, step_days : int
+        Length of the feature windows and the step between their ends [days].
+    min_gpus : int
+        Large jobs are those with at least this many GPUs (paper: 512).
+    checkpoint : str or pathlib.Path or None
+        The baseline's state saved at the split: the quarantined run continues from it
+        instead of being simulated from the start (the same result).
+
+    Returns
+    -------
+    QuarantineRun
+        The flagged nodes and the quarantined run's large-job figures after the split.
+    """
+    split = cfg.start + timedelta(days=split_day)
+    feats = node_features(flag_on, window_days, step_days, end=split)
+    scores = score_nodes(detector, feats, at=split)
+    flagged = scores.filter(pl.col("flagged"))
+    comps = dominant_component(flag_on, flagged["node"].to_list(), end=split)
+    drain = dict.fromkeys(flagged["node"].to_list(), split)
+    if checkpoint is not None:
+        quarantined = resume_cluster(checkpoint, config=cfg, seed=seed, quarantine=drain)
+    else:
+        quarantined = simulate_cluster(cfg, seed=seed, quarantine=drain)
+    after = large_job_effect(
+        truth_attempts(cfg, quarantined.jobs, quarantined.log), split, min_gpus=min_gpus
+    )
+    summary = pl.DataFrame(
+        {"metric": list(after), "value": [float(v) for v in after.values()]},
+        schema={"metric": pl.String, "value": pl.Float64},
+    )
+    return QuarantineRun(
+        summary=summary,
+        flagged=flagged.join(comps, on="node", how="left"),
+        split_day=float(split_day),
+        seed=seed,
+        flagged_on=flagged_on,
+    )
+
+
+def quarantine_at_checkpoint(
+    cfg: ClusterConfig,
+    detector: LemonDetector,
+    *,
+    seed: int,
+    checkpoint: str | Path,
+    window_days: int = 28,
+    step_days: int = 7,
+    min_gpus: int = 512,
+    work: str | Path,
+) -> QuarantineRun:
+    """Flag nodes on the logs as they stood at a checkpoint, then run on with them drained.
+
+    The run's logs up to the checkpoint (:func:`~reliability.sim.run.snapshot_cluster`) are
+    written and ingested as a site's would be at that moment, the detector scores the window
+    ending there, and the run continues from the checkpoint with the flagged nodes drained.
+    It needs only the checkpoint, not the rest of the baseline run, so a pipeline runs it
+    beside the baseline's second half.
+
+    Parameters
+    ----------
+    cfg : ClusterConfig
+        The simulated cluster.
+    detector : LemonDetector
+        A fitted lemon detector.
+    seed : int
+        The run's seed.
+    checkpoint : str or pathlib.Path
+        The baseline's state at the split (``simulate_cluster(checkpoint=...)``).
+    window_days, step_days : int
+        Length of the feature windows and the step between their ends [days].
+    min_gpus : int
+        Large jobs are those with at least this many GPUs (paper: 512).
+    work : str or pathlib.Path
+        Folder for the logs at the split (``at_split/raw``, removed once ingested) and their
+        Dataset (``at_split/ds``).
+
+    Returns
+    -------
+    QuarantineRun
+        The flagged nodes and the quarantined run's large-job figures after the split.
+
+    Raises
+    ------
+    ValueError
+        If the checkpoint belongs to another configuration or seed.
+    """
+    snap = snapshot_cluster(checkpoint, config=cfg, seed=seed)
+    raw, ds_path = Path(work) / "at_split" / "raw", Path(work) / "at_split" / "ds"
+    snap.write(raw)
+    split_day = snap.config.days
+    del snap  # the run at the split is on disk now; the quarantined run loads its own copy
+    ingest_simulation(raw, ds_path)
+    shutil.rmtree(raw)  # the Dataset holds what the detector reads
+    return quarantine_run(
+        cfg, detector, seed=seed, split_day=split_day, flag_on=Dataset(ds_path),
+        flagged_on="the logs as they stood at the split", window_days=window_days,
+        step_days=step_days, min_gpus=min_gpus, checkpoint=checkpoint,
+    )  # fmt: skip
+
+
 def large_job_effect(
     attempts: pl.DataFrame, split: Any, *, min_gpus: int = 512, hardware: str = "hardware"
 ) -> dict[str, float]:
@@ -351,6 +516,7 @@ def lemon_backtest(
     work: str | Path | None = None,
     baseline: tuple[str | Path, Dataset | str | Path] | None = None,
     checkpoint: str | Path | None = None,
+    quarantine: QuarantineRun | None = None,
 ) -> LemonBacktest:
     """Run the quarantine backtest of HPCA'25 §VI on a simulated cluster.
 
@@ -381,6 +547,10 @@ def lemon_backtest(
         The baseline's state saved at or before the split
         (``simulate_cluster(checkpoint=...)``): the quarantined run continues from it instead
         of being simulated from the start (the same result, half the time at a mid-run split).
+    quarantine : QuarantineRun or None
+        The quarantined side already run (:func:`quarantine_at_checkpoint`, which flags on
+        the logs as they stood at the split); None: flag on ``baseline``'s windows ending at
+        the split and run it here.
 
     Returns
     -------
@@ -393,7 +563,7 @@ def lemon_backtest(
     ------
     ValueError
         If ``baseline``'s raw folder has no ``truth/`` or was simulated with another
-        configuration or seed.
+        configuration or seed, or ``quarantine`` belongs to another seed or split.
     """
     split = cfg.start + timedelta(days=split_day)
     with tempfile.TemporaryDirectory() as tmp:
@@ -408,18 +578,21 @@ def lemon_backtest(
         base_attempts = pl.read_parquet(raw / "truth" / "attempts.parquet")
         truth_failures = pl.read_parquet(raw / "truth" / "failures.parquet")
         lemon = _truth_lemons(raw)
-        feats = node_features(ds, window_days, step_days, end=split)
-        scores = score_nodes(detector, feats, at=split)
-        flagged = scores.filter(pl.col("flagged"))
-        comps = dominant_component(ds, flagged["node"].to_list(), end=split)
-    drain = dict.fromkeys(flagged["node"].to_list(), split)
-    if checkpoint is not None:
-        quarantined = resume_cluster(checkpoint, config=cfg, seed=seed, quarantine=drain)
-    else:
-        quarantined = simulate_cluster(cfg, seed=seed, quarantine=drain)
-    q_attempts = truth_attempts(cfg, quarantined.jobs, quarantined.log)
+        if quarantine is None:
+            quarantine = quarantine_run(
+                cfg, detector, seed=seed, split_day=split_day, flag_on=ds,
+                flagged_on="the whole run's windows ending at the split",
+                window_days=window_days, step_days=step_days, min_gpus=min_gpus,
+                checkpoint=checkpoint,
+            )  # fmt: skip
+        elif quarantine.seed != seed or quarantine.split_day != float(split_day):
+            raise ValueError(
+                f"quarantine: a run of seed {quarantine.seed} split at day "
+                f"{quarantine.split_day:g}, not seed {seed} at day {split_day:g}"
+            )
+    flagged = quarantine.flagged
     before = large_job_effect(base_attempts, split, min_gpus=min_gpus)
-    after = large_job_effect(q_attempts, split, min_gpus=min_gpus)
+    after = quarantine.effect()
     tp = flagged.filter(pl.col("node").is_in(list(lemon))).height
     nan = float("nan")
     precision = tp / flagged.height if flagged.height else nan
@@ -439,10 +612,8 @@ def lemon_backtest(
             ),
         )
     )
-    flagged_out = (
-        flagged.join(comps, on="node", how="left")
-        .join(truth_comp, on="node", how="left")
-        .with_columns(lemon=pl.col("node").is_in(list(lemon)))
+    flagged_out = flagged.join(truth_comp, on="node", how="left").with_columns(
+        lemon=pl.col("node").is_in(list(lemon))
     )
     root = (
         flagged_out.group_by("dominant").agg(flagged=pl.len(), true_lemons=pl.col("lemon").sum())
@@ -476,6 +647,6 @@ def lemon_backtest(
         summary=summary,
         flagged=flagged_out,
         root_causes=root,
-        notes=[f"split at day {split_day:g}; window {window_days} days; seed {seed}; "
-               "large-job figures from the simulator's truth, after the split"],
+        notes=[f"split at day {split_day:g}; window {window_days} days; seed {seed}; nodes flagged on "
+               f"{quarantine.flagged_on}; large-job figures from the simulator's truth, after the split"],
     )  # fmt: skip

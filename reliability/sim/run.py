@@ -21,7 +21,13 @@ from reliability.sim.engine import EventLog
 from reliability.sim.failures import draw_failures, rate_schedule
 from reliability.sim.workload import assign_ids, generate_workload
 
-__all__ = ["ClusterResult", "resume_cluster", "simulate_cluster"]
+__all__ = [
+    "ClusterResult",
+    "resume_cluster",
+    "save_checkpoint",
+    "simulate_cluster",
+    "snapshot_cluster",
+]
 
 #: version of the checkpoint format written by ``simulate_cluster(checkpoint=...)``
 CHECKPOINT_FORMAT = 2
@@ -152,15 +158,75 @@ def simulate_cluster(
     sim = ClusterSim(cfg, jobs, failures, quarantine=_node_times(cfg, quarantine))
     sim.begin()
     if checkpoint is not None:
-        day, path = checkpoint
-        if not 0.0 <= day <= cfg.days:
-            raise ValueError(f"checkpoint day {day!r} is outside the run (0-{cfg.days:g} days)")
-        sim.advance(day * 86400.0, progress)
-        state = {"format": CHECKPOINT_FORMAT, "config": _config_doc(cfg, seed), "day": day,
-                 "jobs": jobs, "failures": failures, "lemon": lemon, "sim": sim}  # fmt: skip
-        write_bytes_atomic(pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL), Path(path))
+        _save_state(cfg, seed, jobs, failures, lemon, sim, *checkpoint, progress)
     sim.advance(cfg.horizon_s, progress)
     return _result(cfg, seed, jobs, failures, lemon, sim)
+
+
+def save_checkpoint(
+    config: ClusterConfig,
+    *,
+    seed: int,
+    day: float,
+    path: str | Path,
+    progress: Callable[[float], None] | None = None,
+) -> Path:
+    """Simulate a run up to ``day`` and save its state there, without going on.
+
+    The first half of ``simulate_cluster(config, seed=seed, checkpoint=(day, path))``:
+    :func:`resume_cluster` continues it to the same result, and :func:`snapshot_cluster`
+    gives the run as observed at ``day``.
+
+    Parameters
+    ----------
+    config : ClusterConfig
+        The configuration (its ``days`` is the whole run's length).
+    seed : int
+        Random seed.
+    day : float
+        Where to stop [days since the start].
+    path : str or Path
+        Where to write the checkpoint (a pickle).
+    progress : callable, optional
+        Called with the simulated time [s] after each simulated day.
+
+    Returns
+    -------
+    Path
+        ``path``.
+
+    Raises
+    ------
+    ValueError
+        If ``day`` is outside the run.
+    """
+    rng = np.random.default_rng(seed)
+    jobs = generate_workload(config, rng)
+    failures, lemon = draw_failures(config, rng)
+    sim = ClusterSim(config, jobs, failures, quarantine={})
+    sim.begin()
+    _save_state(config, seed, jobs, failures, lemon, sim, day, path, progress)
+    return Path(path)
+
+
+def _save_state(
+    cfg: ClusterConfig,
+    seed: int,
+    jobs: pl.DataFrame,
+    failures: pl.DataFrame,
+    lemon: np.ndarray,
+    sim: ClusterSim,
+    day: float,
+    path: str | Path,
+    progress: Callable[[float], None] | None,
+) -> None:
+    """Run ``sim`` to ``day`` and write the checkpoint (atomically)."""
+    if not 0.0 <= day <= cfg.days:
+        raise ValueError(f"checkpoint day {day!r} is outside the run (0-{cfg.days:g} days)")
+    sim.advance(day * 86400.0, progress)
+    state = {"format": CHECKPOINT_FORMAT, "config": _config_doc(cfg, seed), "day": day,
+             "jobs": jobs, "failures": failures, "lemon": lemon, "sim": sim}  # fmt: skip
+    write_bytes_atomic(pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL), Path(path))
 
 
 def resume_cluster(
@@ -197,15 +263,7 @@ def resume_cluster(
     ValueError
         If the file is not a checkpoint, belongs to another run, or a drain precedes it.
     """
-    path = Path(path)
-    try:
-        state = pickle.loads(path.read_bytes())  # our own checkpoint (see the docstring)
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError) as exc:
-        raise ValueError(f"{path}: not a readable simulator checkpoint ({exc})") from None
-    if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
-        raise ValueError(f"{path}: not a simulator checkpoint of format {CHECKPOINT_FORMAT}")
-    if state["config"] != _config_doc(config, seed):
-        raise ValueError(f"{path}: the checkpoint belongs to another configuration or seed")
+    state = _load_checkpoint(path, config, seed)
     sim: ClusterSim = state["sim"]
     q = _node_times(config, quarantine)
     early = {n: t for n, t in q.items() if t < sim.k.now}
@@ -218,6 +276,59 @@ def resume_cluster(
     sim.add_quarantine(q)
     sim.advance(config.horizon_s, progress)
     return _result(config, seed, state["jobs"], state["failures"], state["lemon"], sim)
+
+
+def snapshot_cluster(path: str | Path, *, config: ClusterConfig, seed: int) -> ClusterResult:
+    """Give the run saved by ``simulate_cluster(checkpoint=(day, path))`` as seen at that day.
+
+    What a site's logs hold at the checkpoint: the attempts that ended before it, those still
+    running or pending then (``RUNNING`` / ``PENDING``, as ``sacct`` shows them), the nodes
+    still out of service, and every health and kernel event so far; nothing after it. The
+    result's configuration is ``config.with_days(day)``, so its files end there. The lemon
+    backtest flags nodes on these logs, as an operator at the split would.
+
+    Parameters
+    ----------
+    path : str or Path
+        The checkpoint file (a pickle written by this package; never load one from elsewhere).
+    config : ClusterConfig
+        The configuration the checkpoint must belong to (refused otherwise).
+    seed : int
+        The seed the checkpoint must belong to (refused otherwise).
+
+    Returns
+    -------
+    ClusterResult
+        The run up to the checkpoint.
+
+    Raises
+    ------
+    ValueError
+        If the file is not a checkpoint or belongs to another run.
+    """
+    state = _load_checkpoint(path, config, seed)
+    sim: ClusterSim = state["sim"]
+    horizon_s = sim.k.now
+    log = sim.finish(horizon_s)
+    cut = config.with_days(horizon_s / 86400.0)
+    return ClusterResult(
+        cut, seed, _all_jobs(state["jobs"], sim.continuations, horizon_s), state["failures"],
+        state["lemon"], log, sim.k.processed,
+    )  # fmt: skip
+
+
+def _load_checkpoint(path: str | Path, config: ClusterConfig, seed: int) -> dict:
+    """Read a checkpoint of ``config`` and ``seed`` (refused otherwise)."""
+    path = Path(path)
+    try:
+        state = pickle.loads(path.read_bytes())  # our own checkpoint (see resume_cluster)
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError) as exc:
+        raise ValueError(f"{path}: not a readable simulator checkpoint ({exc})") from None
+    if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
+        raise ValueError(f"{path}: not a simulator checkpoint of format {CHECKPOINT_FORMAT}")
+    if state["config"] != _config_doc(config, seed):
+        raise ValueError(f"{path}: the checkpoint belongs to another configuration or seed")
+    return state
 
 
 def _node_times(cfg: ClusterConfig, quarantine: dict[str, datetime] | None) -> dict[int, float]:

@@ -19,7 +19,15 @@ from reliability.pipeline.steps.common import Context, sim_cluster_config
 from reliability.report.model import Section, Table, Text
 from reliability.store import Dataset, DatasetSummary
 
-__all__ = ["DataResult", "cluster_data", "data_section", "pod_data"]
+__all__ = [
+    "DataResult",
+    "SplitResult",
+    "backtest_input",
+    "cluster_data",
+    "cluster_split",
+    "data_section",
+    "pod_data",
+]
 
 #: a reader note that says an export lacks attempts (``sacct`` without ``--duplicates``)
 MISSING_DUPLICATES = "without --duplicates"
@@ -133,27 +141,123 @@ class DataResult(Result):
         ]
 
 
+@dataclass
+class SplitResult(Result):
+    """The simulated cluster's state at the lemon backtest's split (stage ``cluster_split``).
+
+    Attributes
+    ----------
+    checkpoint : Path or None
+        The saved state (``simulate_cluster(checkpoint=...)``); None when no backtest runs.
+    split_day : float or None
+        Where the run was stopped [days since the start].
+    seed : int or None
+        The run's seed.
+    note : str
+        Why there is no checkpoint, when there is none.
+    """
+
+    title = "Simulated cluster at the backtest's split"
+    checkpoint: Path | None = None
+    split_day: float | None = None
+    seed: int | None = None
+    note: str = ""
+
+    @property
+    def summary(self) -> pl.DataFrame:
+        """One row: the split day and the seed (null without a checkpoint)."""
+        return pl.DataFrame(
+            {"split_day": [self.split_day], "seed": [self.seed]},
+            schema={"split_day": pl.Float64, "seed": pl.Int64},
+        )
+
+    def _lines(self) -> list[str]:
+        if self.checkpoint is None:
+            return [f"No checkpoint: {self.note}"]
+        return [f"Run stopped at day {self.split_day:g} (seed {self.seed}) and saved"]
+
+
+def backtest_input(cfg: PipelineConfig) -> tuple[InputSpec | None, str]:
+    """Give the simulated cluster input the lemon backtest splits, or why there is none.
+
+    The backtest reuses the pipeline's own simulation as its baseline when that is the only
+    cluster input and it holds two feature windows (``[analysis].lemon_window_days``).
+
+    Parameters
+    ----------
+    cfg : PipelineConfig
+        The pipeline configuration.
+
+    Returns
+    -------
+    tuple of (InputSpec or None, str)
+        The input, or None and the reason.
+    """
+    from reliability.sim.experiments import backtest_split_day
+
+    specs = [s for s in cfg.inputs if not s.is_pod]
+    if [s.kind for s in specs] != ["simulate-cluster"]:
+        return (
+            None,
+            "the backtest reuses a simulated cluster only when it is the only cluster input",
+        )
+    window = cfg.analysis.lemon_window_days
+    if backtest_split_day(sim_cluster_config(specs[0]).days) < window:
+        return None, f"the simulated run is shorter than two {window}-day windows"
+    return specs[0], ""
+
+
+def cluster_split(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> SplitResult:
+    """Run stage ``cluster_split``: simulate the only cluster input to the backtest's split.
+
+    ``cluster_data`` continues the run from the saved state to its end (the same run as one
+    simulated in one go) while the lemon stage's quarantined run starts from the same state
+    on a second process.
+
+    Parameters
+    ----------
+    cfg : PipelineConfig
+        The pipeline configuration.
+    deps : dict of str to object
+        Upstream results (none are needed).
+    work : Path
+        The stage's work folder: the checkpoint is written there.
+
+    Returns
+    -------
+    SplitResult
+        The checkpoint, or why none was made (then ``cluster_data`` simulates the whole run).
+    """
+    from reliability.sim.experiments import backtest_split_day
+    from reliability.sim.run import save_checkpoint
+
+    spec, note = backtest_input(cfg)
+    if spec is None:
+        return SplitResult(note=note)
+    sim_cfg = sim_cluster_config(spec)
+    split = backtest_split_day(sim_cfg.days)
+    path = save_checkpoint(sim_cfg, seed=spec.seed, day=split, path=work / "checkpoint.pkl")
+    return SplitResult(checkpoint=path, split_day=split, seed=spec.seed)
+
+
 def _ingest(
-    specs: list[InputSpec], work: Path, kind: str, backtest_window_days: int | None = None
+    specs: list[InputSpec], work: Path, kind: str, split: SplitResult | None = None
 ) -> DataResult:
-    from reliability.sim.experiments import backtest_split_day, checkpoint_path
     from reliability.sim.pod import simulate_pod
-    from reliability.sim.run import simulate_cluster
+    from reliability.sim.run import resume_cluster, simulate_cluster
     from reliability.simulated import ingest_simulation
 
     ds = Dataset(work / "dataset")
     raw: list[Path | None] = []
-    # the lemon stage's backtest reruns the only simulated cluster from its split with the
-    # flagged nodes drained: save the run's state there so that only the days after it are
-    # simulated again
-    backtest = backtest_window_days is not None and [s.kind for s in specs] == ["simulate-cluster"]
     for i, spec in enumerate(specs):
         if spec.kind == "simulate-cluster":
-            sim_cfg, checkpoint = sim_cluster_config(spec), None
-            split = backtest_split_day(sim_cfg.days)
-            if backtest and split >= backtest_window_days:
-                checkpoint = (split, checkpoint_path(work / f"raw{i}"))
-            simulate_cluster(sim_cfg, seed=spec.seed, checkpoint=checkpoint).write(work / f"raw{i}")
+            sim_cfg = sim_cluster_config(spec)
+            if split is not None and split.checkpoint is not None:
+                # stage cluster_split ran the first half (the backtest's split): go on from there
+                run = resume_cluster(split.checkpoint, config=sim_cfg, seed=spec.seed)
+            else:
+                run = simulate_cluster(sim_cfg, seed=spec.seed)
+            run.write(work / f"raw{i}")
             ingest_simulation(work / f"raw{i}", ds.path)
             raw.append(work / f"raw{i}")
         elif spec.kind == "simulate-pod":
@@ -220,7 +324,8 @@ def cluster_data(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> DataR
     cfg : PipelineConfig
         The pipeline configuration (its ``[[inputs]]`` that are not pod inputs).
     deps : dict of str to object
-        Upstream results (none are needed).
+        Upstream results: ``cluster_split`` (SplitResult; the simulated run continues from
+        its checkpoint when there is one).
     work : Path
         The stage's work folder: the Dataset (and any simulated logs) are written there.
 
@@ -229,9 +334,7 @@ def cluster_data(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> DataR
     DataResult
         The Dataset and the per-input row counts, notes and quarantine.
     """
-    return _ingest(
-        [s for s in cfg.inputs if not s.is_pod], work, "cluster", cfg.analysis.lemon_window_days
-    )
+    return _ingest([s for s in cfg.inputs if not s.is_pod], work, "cluster", deps["cluster_split"])
 
 
 def pod_data(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> DataResult:

@@ -19,9 +19,16 @@ from reliability._result import Result, fmt_duration_h
 from reliability.pipeline.config import PipelineConfig
 from reliability.pipeline.steps.common import Context, notes_blocks, plot_block, sim_cluster_config
 from reliability.report.model import Section, Table, Text
-from reliability.sim.experiments import LemonBacktest
+from reliability.sim.experiments import LemonBacktest, QuarantineRun
 
-__all__ = ["BUNDLED_WINDOW_DAYS", "LemonReport", "lemon", "lemon_section"]
+__all__ = [
+    "BUNDLED_WINDOW_DAYS",
+    "LemonReport",
+    "QuarantineStep",
+    "lemon",
+    "lemon_quarantine",
+    "lemon_section",
+]
 
 #: the feature window the bundled detector was trained on [days] (benchmarks/train_lemon_model.py)
 BUNDLED_WINDOW_DAYS = 56
@@ -141,6 +148,82 @@ def _span_h(data: Any) -> float:
     return max((data.observation_end - data.observation_start).total_seconds() / 3600.0, 0.0)
 
 
+@dataclass
+class QuarantineStep(Result):
+    """Stage ``lemon_quarantine``: the lemon backtest's quarantined run, or why there is none.
+
+    Attributes
+    ----------
+    run : QuarantineRun or None
+        The nodes flagged on the logs at the split and the run with them drained.
+    note : str
+        Why it did not run (no checkpoint at the split).
+    """
+
+    title = "Lemon backtest: the quarantined run"
+    run: QuarantineRun | None = None
+    note: str = ""
+
+    @property
+    def summary(self) -> pl.DataFrame:
+        """The quarantined run's figures after the split (empty when it did not run)."""
+        if self.run is None:
+            return pl.DataFrame(schema={"metric": pl.String, "value": pl.Float64})
+        return self.run.summary
+
+    def _lines(self) -> list[str]:
+        return self.run._lines() if self.run is not None else [f"No quarantined run: {self.note}"]
+
+
+def _detector(cfg: PipelineConfig) -> tuple[Any, str]:
+    from reliability.models import LemonDetector
+    from reliability.models.lemon import default_detector
+
+    if cfg.analysis.lemon_model:
+        return LemonDetector.load(cfg.analysis.lemon_model), (
+            f"detector loaded from {cfg.analysis.lemon_model}"
+        )
+    return default_detector(), (
+        "the bundled detector (trained on simulated RSC-1- and RSC-2-like clusters with their true lemon labels)"
+    )
+
+
+def lemon_quarantine(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> QuarantineStep:
+    """Run stage ``lemon_quarantine``: flag nodes at the split and run on with them drained.
+
+    From the state ``cluster_split`` saved: the run's logs as they stood at the split are
+    written and ingested, the detector scores the window ending there, and the run continues
+    to its end with the flagged nodes drained. It needs only the checkpoint, so it runs on a
+    second process while ``cluster_data`` simulates the baseline's second half.
+
+    Parameters
+    ----------
+    cfg : PipelineConfig
+        The pipeline configuration (``[analysis].lemon_window_days``, ``lemon_model``).
+    deps : dict of str to object
+        Upstream results: ``cluster_split`` (SplitResult).
+    work : Path
+        The stage's work folder (the logs at the split and their Dataset).
+
+    Returns
+    -------
+    QuarantineStep
+        The quarantined run, or why there is none.
+    """
+    from reliability.sim.experiments import quarantine_at_checkpoint
+
+    det, _ = _detector(cfg)  # a bad lemon_model is refused here too, with or without a backtest
+    split = deps["cluster_split"]
+    if split.checkpoint is None:
+        return QuarantineStep(note=split.note)
+    spec = next(s for s in cfg.inputs if s.kind == "simulate-cluster")
+    run = quarantine_at_checkpoint(
+        sim_cluster_config(spec), det, seed=spec.seed, checkpoint=split.checkpoint,
+        window_days=cfg.analysis.lemon_window_days, work=work,
+    )  # fmt: skip
+    return QuarantineStep(run=run)
+
+
 def lemon(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> LemonReport:
     """Run stage ``lemon``: score every node with the detector on the last window.
 
@@ -154,9 +237,11 @@ def lemon(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> LemonReport:
     cfg : PipelineConfig
         The pipeline configuration (``[analysis].lemon_window_days``, ``lemon_model``).
     deps : dict of str to object
-        Upstream results: ``cluster_data`` (DataResult).
+        Upstream results: ``cluster_data`` (DataResult) and ``lemon_quarantine``
+        (QuarantineStep: the backtest's quarantined run, when the pipeline ran one).
     work : Path
-        The stage's work folder (the backtest's simulations are written there).
+        The stage's work folder (a backtest that cannot reuse the pipeline's runs simulates
+        there).
 
     Returns
     -------
@@ -164,19 +249,13 @@ def lemon(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> LemonReport:
         Node scores, the flagged nodes, the detector's description, the backtest (or None) and
         notes on what was not assessed and why.
     """
-    from reliability.models import LemonDetector, node_features, score_nodes
-    from reliability.models.lemon import default_detector
+    from reliability.models import node_features, score_nodes
 
     a = cfg.analysis
     window = a.lemon_window_days
     data = deps["cluster_data"]
     notes: list[str] = []
-    if a.lemon_model:
-        det = LemonDetector.load(a.lemon_model)
-        source = f"detector loaded from {a.lemon_model}"
-    else:
-        det = default_detector()
-        source = "the bundled detector (trained on simulated RSC-1-like clusters with their true lemon labels)"
+    det, source = _detector(cfg)
     desc = (
         f"{source}; threshold {det.threshold_:.2f} for out-of-fold precision {det.oof_precision_:.2f} at recall "
         f"{det.oof_recall_:.2f}. Train your own with `reliability lemon train`"
@@ -227,17 +306,14 @@ def lemon(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> LemonReport:
             f"{window}-day windows"
         )
     elif sim_cfg is not None:
-        from reliability.sim.experiments import backtest_split_day, checkpoint_path, lemon_backtest
+        from reliability.sim.experiments import backtest_split_day, lemon_backtest
 
         # the run as is is the one cluster_data already simulated and ingested (when it is the
-        # only cluster input): reuse it, so only the quarantined variant is simulated
-        cluster_inputs = [s for s in cfg.inputs if not s.is_pod]
-        baseline, checkpoint = None, None
-        if cluster_inputs == sims[:1] and data.raw and data.raw[0] is not None:
+        # only cluster input), and lemon_quarantine ran the quarantined variant from its split
+        q = deps["lemon_quarantine"].run
+        baseline = None
+        if q is not None and data.raw and data.raw[0] is not None:
             baseline = (data.raw[0], data.open())
-            # cluster_data saved the run's state at the split: simulate only the days after it
-            saved = checkpoint_path(data.raw[0])
-            checkpoint = saved if saved.is_file() else None
         backtest = lemon_backtest(
             sim_cfg,
             det,
@@ -246,7 +322,7 @@ def lemon(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> LemonReport:
             window_days=window,
             work=work / "backtest",
             baseline=baseline,
-            checkpoint=checkpoint,
+            quarantine=q if baseline is not None else None,
         )
     return LemonReport(
         scores=scores, backtest=backtest, notes=notes, calibrated=calibrated, **common

@@ -40,7 +40,7 @@ def _sacct(path: Path) -> None:
     path.write_text("\n".join([head, *rows]) + "\n", encoding="utf-8")
 
 
-def _pipeline(tmp: Path, restart_min: float = 5.0, extra: str = "") -> Path:
+def _pipeline(tmp: Path, restart_min: float = 5.0, extra: str = "", window_days: int = 7) -> Path:
     _sacct(tmp / "evil.psv")
     p = tmp / "tiny.toml"
     p.write_text(f"""
@@ -69,7 +69,7 @@ days = 60
 min_gpus = 64
 restart_min = {restart_min}
 routing_shapes = ["4x4x4"]
-lemon_window_days = 7
+lemon_window_days = {window_days}
 {extra}
 """, encoding="utf-8")  # fmt: skip
     return p
@@ -191,6 +191,11 @@ def test_stage_caching(tiny, tmp_path):
     wider = run_pipeline(pipe, report=False)
     reran = {s["stage"] for s in wider.stages if not s["cached"]}
     assert reran == {"attribution", "mttf", "rates", "workload", "node_health", "ettr", "plan"}
+    # the lemon window reruns the lemon stages only: this pipeline's cluster is not split for a
+    # backtest either way, so cluster_split (keyed on its split day) and all after it stand
+    pipe = _pipeline(tmp, restart_min=10.0, extra="before_min = 20.0", window_days=14)
+    win = run_pipeline(pipe, report=False)
+    assert {s["stage"] for s in win.stages if not s["cached"]} == {"lemon_quarantine", "lemon"}
 
 
 @pytest.mark.parametrize(

@@ -73,8 +73,8 @@ def test_snapshot_is_the_run_as_seen_at_the_checkpoint(small, tmp_path):
     snap = snapshot_cluster(path, config=small, seed=3)
     full = simulate_cluster(small, seed=3)
     cut = 15 * 86400.0
-    assert snap.config.days == 15
-    assert snap.config.with_days(20) == small
+    assert snap.config == small  # the whole run's (its truth's rate schedule is the run's)
+    assert snap.observed_days == 15
     key = ["job", "attempt"]
     a, f = snap.log.frame("attempt"), full.log.frame("attempt")
     ended = a.filter(pl.col("end_s").is_not_null()).sort(key)
@@ -96,6 +96,23 @@ def test_snapshot_is_the_run_as_seen_at_the_checkpoint(small, tmp_path):
     still = ns.filter(pl.col("end_s").is_null()).sort("node").select("node", "time")
     out = fs.filter((pl.col("time") < cut) & ~(pl.col("end_s") < cut)).sort("node")
     assert still.equals(out.select("node", "time"))
-    # the jobs submitted by then carry the ids and names the whole run gives them
+    # the jobs submitted by then, and only those, carry the ids and names the whole run
+    # gives them; the failures are those drawn before the cut
     before = pl.col("submit_s") < cut
-    assert snap.jobs.filter(before).sort("job").equals(full.jobs.filter(before).sort("job"))
+    assert snap.jobs.sort("job").equals(full.jobs.filter(before).sort("job"))
+    assert snap.failures.equals(full.failures.filter(pl.col("time_s") < cut))
+
+
+def test_resume_takes_a_drain_rounded_to_just_before_the_checkpoint(tmp_path):
+    """A drain at the split, given as a datetime, comes back microseconds early for some run
+    lengths (timedelta rounds to microseconds): it is the same drain as one at the split."""
+    cfg = load_preset("small").with_days(14.021)
+    day = cfg.days / 2  # 7.0105 days: start + timedelta(days=day) falls before day * 86400 s
+    when = cfg.start + timedelta(days=day)
+    assert (when - cfg.start).total_seconds() < day * 86400.0
+    path = save_checkpoint(cfg, seed=3, day=day, path=tmp_path / "ck.pkl")
+    node = cfg.node_names()[4]
+    resumed = resume_cluster(path, config=cfg, seed=3, quarantine={node: when})
+    full = simulate_cluster(cfg, seed=3, quarantine={node: when})
+    for kind in full.log.kinds:
+        assert resumed.log.frame(kind).equals(full.log.frame(kind)), kind

@@ -94,9 +94,11 @@ STAGES: tuple[Stage, ...] = (
     Stage(
         "cluster_split",
         (),
+        # keyed on where it stops (None: no backtest), not on the window: another window that
+        # still allows the backtest splits at the same day and reruns nothing before the lemons
         lambda cfg: {
             "inputs": [_input_key(s) for s in cfg.inputs if not s.is_pod],
-            **cfg.analysis.pick("lemon_window_days"),
+            "split_day": data.split_day(cfg),
         },
         data.cluster_split,
         _has_cluster,

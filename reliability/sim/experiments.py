@@ -17,6 +17,7 @@ simulator knows (true lemon nodes, true end causes). Nothing below this module i
 
 from __future__ import annotations
 
+import gc
 import json
 import shutil
 import tempfile
@@ -60,7 +61,8 @@ __all__ = [
 def backtest_split_day(days: float) -> float:
     """Return where a pipeline's lemon backtest splits a simulated run: the middle.
 
-    The detector scores the window ending there; the quarantine runs from there on.
+    The detector scores the last feature window ending by then (windows step from the data's
+    start, so it may end up to a step earlier); the quarantine runs from there on.
 
     Parameters
     ----------
@@ -313,7 +315,7 @@ def quarantine_run(
     min_gpus: int = 512,
     checkpoint: str | Path | None = None,
 ) -> QuarantineRun:
-    """Flag nodes on the window ending at the split and run the cluster with them drained.
+    """Flag nodes on the last window ending by the split and run the cluster with them drained.
 
     HPCA'25 §VI. The half of :func:`lemon_backtest` that needs no baseline run.
 
@@ -384,8 +386,9 @@ def quarantine_at_checkpoint(
     """Flag nodes on the logs as they stood at a checkpoint, then run on with them drained.
 
     The run's logs up to the checkpoint (:func:`~reliability.sim.run.snapshot_cluster`) are
-    written and ingested as a site's would be at that moment, the detector scores the window
-    ending there, and the run continues from the checkpoint with the flagged nodes drained.
+    written and ingested as a site's would be at that moment, the detector scores the last
+    window ending by then, and the run continues from the checkpoint with the flagged nodes
+    drained.
     It needs only the checkpoint, not the rest of the baseline run, so a pipeline runs it
     beside the baseline's second half.
 
@@ -420,8 +423,9 @@ def quarantine_at_checkpoint(
     snap = snapshot_cluster(checkpoint, config=cfg, seed=seed)
     raw, ds_path = Path(work) / "at_split" / "raw", Path(work) / "at_split" / "ds"
     snap.write(raw)
-    split_day = snap.config.days
+    split_day = float(snap.observed_days or 0.0)
     del snap  # the run at the split is on disk now; the quarantined run loads its own copy
+    gc.collect()  # the simulator's state holds reference cycles: free it before the next load
     ingest_simulation(raw, ds_path)
     shutil.rmtree(raw)  # the Dataset holds what the detector reads
     return quarantine_run(
@@ -520,7 +524,7 @@ def lemon_backtest(
 ) -> LemonBacktest:
     """Run the quarantine backtest of HPCA'25 §VI on a simulated cluster.
 
-    Flag nodes on the window ending at ``split_day``, re-run with them drained from then on
+    Flag nodes on the last window ending by ``split_day``, re-run with them drained from then on
     (same seed), and compare both runs after the split (see the module doc).
 
     Parameters
@@ -528,7 +532,9 @@ def lemon_backtest(
     cfg : ClusterConfig
         The simulated cluster.
     detector : LemonDetector
-        A fitted lemon detector; it scores the nodes on the feature window ending at the split.
+        A fitted lemon detector; it scores the nodes on the last feature window ending by the
+        split (windows step by ``step_days`` from the data's start, so it may end up to a step
+        before the split).
     seed : int
         Seed of both runs (same job stream, same hardware faults).
     split_day : float

@@ -47,6 +47,8 @@ class ClusterResult(Result):
     lemon : lemon-node mask (truth)
     log : the event log of the run
     events_processed : kernel events processed
+    observed_days : for a run seen at a checkpoint (:func:`snapshot_cluster`), the day its
+        logs end [days since the start]; None for a whole run
     """
 
     config: ClusterConfig
@@ -56,6 +58,7 @@ class ClusterResult(Result):
     lemon: np.ndarray
     log: EventLog
     events_processed: int
+    observed_days: float | None = None
     title = "Simulated cluster"
 
     @property
@@ -70,8 +73,9 @@ class ClusterResult(Result):
 
     def _lines(self) -> list[str]:
         c = self.config
+        seen = "" if self.observed_days is None else f", as seen at day {self.observed_days:g}"
         return [
-            f"Simulated {c.name}: {c.n_nodes:,} nodes x {c.gpus_per_node} GPUs for {c.days:g} days (seed {self.seed}): "
+            f"Simulated {c.name}: {c.n_nodes:,} nodes x {c.gpus_per_node} GPUs for {c.days:g} days (seed {self.seed}{seen}): "
             f"{self.jobs.height:,} jobs, {self.failures.height:,} failure events drawn, "
             f"{int(np.asarray(self.lemon).sum())} lemon nodes; {self.events_processed:,} events processed"
         ]
@@ -265,7 +269,10 @@ def resume_cluster(
     """
     state = _load_checkpoint(path, config, seed)
     sim: ClusterSim = state["sim"]
-    q = _node_times(config, quarantine)
+    # a drain at the checkpoint's own time may come back a few microseconds early from the
+    # datetime round trip (timedelta rounds to microseconds): it is at the checkpoint
+    q = {n: sim.k.now if 0.0 < sim.k.now - t < 1e-3 else t
+         for n, t in _node_times(config, quarantine).items()}  # fmt: skip
     early = {n: t for n, t in q.items() if t < sim.k.now}
     if early:
         names = config.node_names()
@@ -284,8 +291,10 @@ def snapshot_cluster(path: str | Path, *, config: ClusterConfig, seed: int) -> C
     What a site's logs hold at the checkpoint: the attempts that ended before it, those still
     running or pending then (``RUNNING`` / ``PENDING``, as ``sacct`` shows them), the nodes
     still out of service, and every health and kernel event so far; nothing after it. The
-    result's configuration is ``config.with_days(day)``, so its files end there. The lemon
-    backtest flags nodes on these logs, as an operator at the split would.
+    jobs are those submitted before it and the failures those drawn before it; the
+    configuration (and so the truth's rate schedule) is the whole run's, and
+    ``observed_days`` says where the logs end. The lemon backtest flags nodes on these logs,
+    as an operator at the split would.
 
     Parameters
     ----------
@@ -310,10 +319,11 @@ def snapshot_cluster(path: str | Path, *, config: ClusterConfig, seed: int) -> C
     sim: ClusterSim = state["sim"]
     horizon_s = sim.k.now
     log = sim.finish(horizon_s)
-    cut = config.with_days(horizon_s / 86400.0)
+    jobs = _all_jobs(state["jobs"], sim.continuations, horizon_s)
     return ClusterResult(
-        cut, seed, _all_jobs(state["jobs"], sim.continuations, horizon_s), state["failures"],
-        state["lemon"], log, sim.k.processed,
+        config, seed, jobs.filter(pl.col("submit_s") < horizon_s),
+        state["failures"].filter(pl.col("time_s") < horizon_s), state["lemon"], log,
+        sim.k.processed, observed_days=horizon_s / 86400.0,
     )  # fmt: skip
 
 

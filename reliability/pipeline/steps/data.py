@@ -27,6 +27,7 @@ __all__ = [
     "cluster_split",
     "data_section",
     "pod_data",
+    "split_day",
 ]
 
 #: a reader note that says an export lacks attempts (``sacct`` without ``--duplicates``)
@@ -205,6 +206,25 @@ def backtest_input(cfg: PipelineConfig) -> tuple[InputSpec | None, str]:
     if backtest_split_day(sim_cluster_config(specs[0]).days) < window:
         return None, f"the simulated run is shorter than two {window}-day windows"
     return specs[0], ""
+
+
+def split_day(cfg: PipelineConfig) -> float | None:
+    """Give the day the lemon backtest splits the pipeline's simulated run (None: no backtest).
+
+    Parameters
+    ----------
+    cfg : PipelineConfig
+        The pipeline configuration.
+
+    Returns
+    -------
+    float or None
+        The split [days since the start], or None when :func:`backtest_input` gives no input.
+    """
+    from reliability.sim.experiments import backtest_split_day
+
+    spec, _ = backtest_input(cfg)
+    return None if spec is None else backtest_split_day(sim_cluster_config(spec).days)
 
 
 def cluster_split(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> SplitResult:

@@ -155,13 +155,18 @@ class QuarantineStep(Result):
     Attributes
     ----------
     run : QuarantineRun or None
-        The nodes flagged on the logs at the split and the run with them drained.
+        The nodes flagged on the logs at the split and the run with them drained (from
+        ``cluster_split``'s checkpoint).
+    backtest : LemonBacktest or None
+        The whole backtest, both runs simulated here, when a simulated cluster has no
+        checkpoint (it is not the only cluster input): run on the second process too.
     note : str
-        Why it did not run (no checkpoint at the split).
+        Why neither ran.
     """
 
     title = "Lemon backtest: the quarantined run"
     run: QuarantineRun | None = None
+    backtest: LemonBacktest | None = None
     note: str = ""
 
     @property
@@ -172,7 +177,11 @@ class QuarantineStep(Result):
         return self.run.summary
 
     def _lines(self) -> list[str]:
-        return self.run._lines() if self.run is not None else [f"No quarantined run: {self.note}"]
+        if self.run is not None:
+            return self.run._lines()
+        if self.backtest is not None:
+            return ["The whole backtest was simulated (no checkpoint to start from)"]
+        return [f"No quarantined run: {self.note}"]
 
 
 def _detector(cfg: PipelineConfig) -> tuple[Any, str]:
@@ -192,9 +201,11 @@ def lemon_quarantine(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> Q
     """Run stage ``lemon_quarantine``: flag nodes at the split and run on with them drained.
 
     From the state ``cluster_split`` saved: the run's logs as they stood at the split are
-    written and ingested, the detector scores the window ending there, and the run continues
-    to its end with the flagged nodes drained. It needs only the checkpoint, so it runs on a
-    second process while ``cluster_data`` simulates the baseline's second half.
+    written and ingested, the detector scores the last window ending by then, and the run
+    continues to its end with the flagged nodes drained. It needs only the checkpoint, so it
+    runs on a second process while ``cluster_data`` simulates the baseline's second half. A
+    simulated cluster beside other cluster inputs has no checkpoint: then the whole backtest
+    (both runs) is simulated here.
 
     Parameters
     ----------
@@ -210,18 +221,32 @@ def lemon_quarantine(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> Q
     QuarantineStep
         The quarantined run, or why there is none.
     """
-    from reliability.sim.experiments import quarantine_at_checkpoint
+    from reliability.sim.experiments import (
+        backtest_split_day,
+        lemon_backtest,
+        quarantine_at_checkpoint,
+    )
 
     det, _ = _detector(cfg)  # a bad lemon_model is refused here too, with or without a backtest
+    window = cfg.analysis.lemon_window_days
     split = deps["cluster_split"]
-    if split.checkpoint is None:
+    sims = [s for s in cfg.inputs if s.kind == "simulate-cluster"]
+    if split.checkpoint is not None:
+        run = quarantine_at_checkpoint(
+            sim_cluster_config(sims[0]), det, seed=sims[0].seed, checkpoint=split.checkpoint,
+            window_days=window, work=work,
+        )  # fmt: skip
+        return QuarantineStep(run=run)
+    sim_cfg = sim_cluster_config(sims[0]) if sims else None
+    if sim_cfg is None or sim_cfg.days / 2 < window:
         return QuarantineStep(note=split.note)
-    spec = next(s for s in cfg.inputs if s.kind == "simulate-cluster")
-    run = quarantine_at_checkpoint(
-        sim_cluster_config(spec), det, seed=spec.seed, checkpoint=split.checkpoint,
-        window_days=cfg.analysis.lemon_window_days, work=work,
+    # a simulated cluster beside other cluster inputs: its run is not the Dataset's alone, so
+    # the backtest simulates both of its runs (here, on the second process)
+    backtest = lemon_backtest(
+        sim_cfg, det, seed=sims[0].seed, split_day=backtest_split_day(sim_cfg.days),
+        window_days=window, work=work / "backtest",
     )  # fmt: skip
-    return QuarantineStep(run=run)
+    return QuarantineStep(backtest=backtest, note=split.note)
 
 
 def lemon(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> LemonReport:
@@ -309,21 +334,17 @@ def lemon(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> LemonReport:
         from reliability.sim.experiments import backtest_split_day, lemon_backtest
 
         # the run as is is the one cluster_data already simulated and ingested (when it is the
-        # only cluster input), and lemon_quarantine ran the quarantined variant from its split
-        q = deps["lemon_quarantine"].run
-        baseline = None
-        if q is not None and data.raw and data.raw[0] is not None:
-            baseline = (data.raw[0], data.open())
-        backtest = lemon_backtest(
-            sim_cfg,
-            det,
-            seed=sims[0].seed,
-            split_day=backtest_split_day(sim_cfg.days),
-            window_days=window,
-            work=work / "backtest",
-            baseline=baseline,
-            quarantine=q if baseline is not None else None,
-        )
+        # only cluster input), and lemon_quarantine ran the quarantined variant from its split;
+        # otherwise lemon_quarantine ran the whole backtest
+        step = deps["lemon_quarantine"]
+        if step.run is not None and data.raw and data.raw[0] is not None:
+            backtest = lemon_backtest(
+                sim_cfg, det, seed=sims[0].seed, split_day=backtest_split_day(sim_cfg.days),
+                window_days=window, work=work / "backtest", baseline=(data.raw[0], data.open()),
+                quarantine=step.run,
+            )  # fmt: skip
+        else:
+            backtest = step.backtest
     return LemonReport(
         scores=scores, backtest=backtest, notes=notes, calibrated=calibrated, **common
     )

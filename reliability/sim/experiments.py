@@ -423,7 +423,8 @@ def quarantine_at_checkpoint(
     snap = snapshot_cluster(checkpoint, config=cfg, seed=seed)
     raw, ds_path = Path(work) / "at_split" / "raw", Path(work) / "at_split" / "ds"
     snap.write(raw)
-    split_day = float(snap.observed_days or 0.0)
+    assert snap.observed_days is not None  # a snapshot always says where its logs end
+    split_day = snap.observed_days
     del snap  # the run at the split is on disk now; the quarantined run loads its own copy
     gc.collect()  # the simulator's state holds reference cycles: free it before the next load
     ingest_simulation(raw, ds_path)

@@ -156,11 +156,7 @@ def simulate_cluster(
     cfg = config if isinstance(config, ClusterConfig) else load_preset(config)
     if days is not None:
         cfg = cfg.with_days(days)
-    rng = np.random.default_rng(seed)
-    jobs = generate_workload(cfg, rng)
-    failures, lemon = draw_failures(cfg, rng)
-    sim = ClusterSim(cfg, jobs, failures, quarantine=_node_times(cfg, quarantine))
-    sim.begin()
+    jobs, failures, lemon, sim = _begin(cfg, seed, _node_times(cfg, quarantine))
     if checkpoint is not None:
         _save_state(cfg, seed, jobs, failures, lemon, sim, *checkpoint, progress)
     sim.advance(cfg.horizon_s, progress)
@@ -204,13 +200,21 @@ def save_checkpoint(
     ValueError
         If ``day`` is outside the run.
     """
-    rng = np.random.default_rng(seed)
-    jobs = generate_workload(config, rng)
-    failures, lemon = draw_failures(config, rng)
-    sim = ClusterSim(config, jobs, failures, quarantine={})
-    sim.begin()
+    jobs, failures, lemon, sim = _begin(config, seed, {})
     _save_state(config, seed, jobs, failures, lemon, sim, day, path, progress)
     return Path(path)
+
+
+def _begin(
+    cfg: ClusterConfig, seed: int, quarantine: dict[int, float]
+) -> tuple[pl.DataFrame, pl.DataFrame, np.ndarray, ClusterSim]:
+    """Draw the workload and failures of ``seed`` and start the simulator at time 0."""
+    rng = np.random.default_rng(seed)
+    jobs = generate_workload(cfg, rng)
+    failures, lemon = draw_failures(cfg, rng)
+    sim = ClusterSim(cfg, jobs, failures, quarantine=quarantine)
+    sim.begin()
+    return jobs, failures, lemon, sim
 
 
 def _save_state(

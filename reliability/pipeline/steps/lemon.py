@@ -172,9 +172,11 @@ class QuarantineStep(Result):
     @property
     def summary(self) -> pl.DataFrame:
         """The quarantined run's figures after the split (empty when it did not run)."""
-        if self.run is None:
-            return pl.DataFrame(schema={"metric": pl.String, "value": pl.Float64})
-        return self.run.summary
+        if self.run is not None:
+            return self.run.summary
+        if self.backtest is not None:
+            return self.backtest.summary.select("metric", "value")
+        return pl.DataFrame(schema={"metric": pl.String, "value": pl.Float64})
 
     def _lines(self) -> list[str]:
         if self.run is not None:
@@ -238,7 +240,7 @@ def lemon_quarantine(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> Q
         )  # fmt: skip
         return QuarantineStep(run=run)
     sim_cfg = sim_cluster_config(sims[0]) if sims else None
-    if sim_cfg is None or sim_cfg.days / 2 < window:
+    if sim_cfg is None or backtest_split_day(sim_cfg.days) < window:
         return QuarantineStep(note=split.note)
     # a simulated cluster beside other cluster inputs: its run is not the Dataset's alone, so
     # the backtest simulates both of its runs (here, on the second process)
@@ -322,17 +324,17 @@ def lemon(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> LemonReport:
             f"node is flagged: set lemon_window_days={BUNDLED_WINDOW_DAYS} with at least {BUNDLED_WINDOW_DAYS} days "
             "of data, or train a detector on your own windows (`reliability lemon train`) and set lemon_model="
         )
+    from reliability.sim.experiments import backtest_split_day, lemon_backtest
+
     sims = [s for s in cfg.inputs if s.kind == "simulate-cluster"]
     backtest = None
     sim_cfg = sim_cluster_config(sims[0]) if sims else None
-    if sim_cfg is not None and sim_cfg.days / 2 < window:
+    if sim_cfg is not None and backtest_split_day(sim_cfg.days) < window:
         notes.append(
             f"no quarantine backtest: the simulated run ({sim_cfg.days:g} days) is shorter than two "
             f"{window}-day windows"
         )
     elif sim_cfg is not None:
-        from reliability.sim.experiments import backtest_split_day, lemon_backtest
-
         # the run as is is the one cluster_data already simulated and ingested (when it is the
         # only cluster input), and lemon_quarantine ran the quarantined variant from its split;
         # otherwise lemon_quarantine ran the whole backtest

@@ -38,3 +38,44 @@ def test_recovers_truth(tmp_path):
     started = truth.filter(pl.col("start_s").is_not_null()).height
     assert steps.filter(pl.col("step") == "batch").height == started
     assert jobs.get_column("submit_time").min() >= datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def test_byte_counts_match_bytes_count_across_sub_blocks(monkeypatch):
+    # the mapped front end counts newlines and separators 1 MiB at a time and notes whether
+    # every byte is ASCII (then polars reads the file as strict UTF-8): oracle bytes.count/max
+    import numpy as np
+
+    from reliability.ingest import _sacct_mapped
+
+    monkeypatch.setattr(_sacct_mapped, "_COUNT_BYTES", 7)
+    rng = np.random.default_rng(5)
+    data = rng.choice(np.frombuffer(b"ab|\n|x\n\x00", np.uint8), size=1000)
+    for lo, hi in ((0, 1000), (3, 997), (10, 11), (500, 507)):
+        part = data[lo:hi].tobytes()
+        assert _sacct_mapped._byte_counts(data, lo, hi) == (
+            part.count(b"\n"),
+            part.count(b"|"),
+            max(part),
+        )
+    data[640] = 0xC3
+    assert _sacct_mapped._byte_counts(data, 600, 700)[2] == 0xC3
+
+
+def test_non_ascii_names_and_invalid_bytes_read_as_before(tmp_path):
+    # a valid UTF-8 job name is kept exactly; an invalid byte is replaced (not an error)
+    from reliability.ingest import read_sacct
+
+    head = "JobID|JobName|State|Submit|Start|End|Cluster\n"
+    rows = [
+        "1|ascii|COMPLETED|2024-01-01T00:00:00|2024-01-01T00:01:00|2024-01-01T00:02:00|c\n",
+        "2|caf\u00e9|COMPLETED|2024-01-01T00:00:00|2024-01-01T00:01:00|2024-01-01T00:02:00|c\n",
+    ]
+    p = tmp_path / "a.psv"
+    p.write_bytes((head + "".join(rows)).encode())
+    names = read_sacct(p, tz="UTC").tables["jobs"].get_column("name").to_list()
+    assert names == ["ascii", "caf\u00e9"]
+    q = tmp_path / "b.psv"
+    q.write_bytes((head + rows[0]).encode() + rows[1].encode().replace(b"\xc3\xa9", b"\xff"))
+    r = read_sacct(q, tz="UTC")
+    assert r.tables["jobs"].get_column("name").to_list() == ["ascii", "caf\ufffd"]
+    assert any("not valid UTF-8" in n for n in r.notes)

@@ -60,6 +60,8 @@ class _Mapped:
         self.mm = mm
         self.arr = np.frombuffer(mm, np.uint8)
         self.windows: list[_Window] = []
+        #: every byte of the data is ASCII (so polars may read it as strict UTF-8)
+        self.ascii = True
         self._spans: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
     def spans(self, lo: int, hi: int, n_lines: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -103,6 +105,21 @@ class _Mapped:
         return self.text(int(starts[i]), int(ends[i]))
 
 
+#: bytes counted at a time (the comparison's temporary stays in the CPU cache: 3x faster)
+_COUNT_BYTES = 1 << 20
+
+
+def _byte_counts(arr: np.ndarray, lo: int, hi: int) -> tuple[int, int, int]:
+    """Return (newlines, ``|`` separators, largest byte value) of ``arr[lo:hi]``."""
+    lines = pipes = top = 0
+    for a in range(lo, hi, _COUNT_BYTES):
+        w = arr[a : min(a + _COUNT_BYTES, hi)]
+        lines += int(np.count_nonzero(w == 10))
+        pipes += int(np.count_nonzero(w == 124))
+        top = max(top, int(w.max()))
+    return lines, pipes, top
+
+
 def _windows(m: _Mapped, start: int, first_line: int, e: int) -> bool:
     """Split [start, end of file) into windows of whole lines and count them.
 
@@ -118,10 +135,9 @@ def _windows(m: _Mapped, start: int, first_line: int, e: int) -> bool:
             if cut < 0:
                 return False
             hi = cut + 1
-        w = arr[lo:hi]
-        n = int(np.count_nonzero(w == 10))
-        n += 0 if w[-1] == 10 else 1
-        pipes = int(np.count_nonzero(w == 124))
+        n, pipes, top = _byte_counts(arr, lo, hi)
+        n += 0 if arr[hi - 1] == 10 else 1
+        m.ascii = m.ascii and top < 0x80
         clean = pipes == n * e and mm.find(b"\x00", lo, hi) < 0
         m.windows.append(_Window(lo, hi, line, n, clean))
         m.release(lo, hi)
@@ -254,7 +270,8 @@ def _read(reader: SacctReader, path: str | Path, m: _Mapped) -> bool:
     consumed = pl.Series(sorted(reader.consumed), dtype=pl.Int64)
     lf = pl.scan_csv(
         path, has_header=False, separator="|", quote_char=None, schema=schema,
-        skip_lines=data_line - 1, encoding="utf8-lossy", truncate_ragged_lines=True,
+        skip_lines=data_line - 1, encoding="utf8" if m.ascii else "utf8-lossy",
+        truncate_ragged_lines=True,
         raise_if_empty=False, missing_columns="insert", extra_columns="ignore",
         row_index_name="line_no", row_index_offset=data_line,
     ).select(

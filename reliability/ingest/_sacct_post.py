@@ -257,6 +257,8 @@ def missing_duplicates_note(
     """
     if allocs.height < 2:
         return None
+    # only the columns used: the group_by below copies every column it is given
+    allocs = allocs.select("cluster", "job_id", "state", "submit_time")
     resized = allocs.filter(pl.col("state") == "RESIZING").select("cluster", "job_id").unique()
     if resized.height:
         rest = allocs.join(resized, on=["cluster", "job_id"], how="anti")

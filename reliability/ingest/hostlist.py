@@ -250,8 +250,13 @@ def compress(hosts: Iterable[str]) -> str:
 def _index(values: pl.Series) -> tuple[pl.Series, pl.Series]:
     """(distinct non-null values, index of each row's value in them; null for null rows)."""
     keys = values.drop_nulls().unique()
-    idx = values.replace_strict(
-        keys, pl.int_range(keys.len(), eager=True, dtype=pl.UInt32), default=None
+    table = pl.DataFrame({"k": keys, "i": pl.int_range(keys.len(), eager=True, dtype=pl.UInt32)})
+    # a hash join is twice as fast as replace_strict here (3.3 M rows, 17 k distinct lists)
+    idx = (
+        values.rename("k")
+        .to_frame()
+        .join(table, on="k", how="left", maintain_order="left")
+        .get_column("i")
     )
     return keys, idx
 

@@ -547,3 +547,49 @@ def test_allocation_without_a_submit_time_is_quarantined(tmp_path):
     r = read_sacct(_write(tmp_path, "\n".join([HEADER, *rows])), tz="UTC")
     assert (r.rows_read, r.rows_kept, r.rows_quarantined) == (2, 1, 1)
     assert r.quarantine.item(0, "reason") == "field Submit: missing submit time"
+
+
+def test_duplicated_mask_matches_a_count(tmp_path):
+    """The mask of repeated keys equals a Counter's, with and without repeats (the no-repeat
+    case takes the hash-count shortcut)."""
+    from collections import Counter
+
+    import numpy as np
+
+    from reliability.ingest._sacct_post import duplicated
+
+    rng = np.random.default_rng(7)
+    for n_distinct in (50, 10_000, 1_000_000):
+        ids = [str(v) for v in rng.integers(0, n_distinct, 5_000)]
+        if n_distinct == 1_000_000:
+            ids = list(dict.fromkeys(ids))  # no repeats at all
+        clusters = [("a", "b")[i % 2] for i in range(len(ids))]
+        frame = pl.DataFrame({"cluster": clusters, "job_id": ids})
+        counts = Counter(zip(clusters, ids, strict=True))
+        expected = [counts[k] > 1 for k in zip(clusters, ids, strict=True)]
+        assert duplicated(frame, ["cluster", "job_id"]).tolist() == expected, n_distinct
+
+
+def test_checks_redone_when_a_record_is_quarantined_late(tmp_path):
+    """The duplicate-export check and the attempts run beside the node-list expansion, on the
+    records before it; when a record is quarantined there (a bad NodeList), they are redone
+    on the records kept. Here job 20 appears twice, one copy with a bad NodeList: what is kept
+    has no repeated id, and job 20 was submitted after job 21, a higher id, so the note that
+    the export lacks --duplicates must appear (it would not for the records before)."""
+    rows = [
+        "20|a|NODE_FAIL|0:0|2025-01-01T00:00:00|2025-01-01T00:01:00|2025-01-01T01:00:00|1|gres/gpu=8|n[01|c",
+        "21|b|COMPLETED|0:0|2025-01-01T00:30:00|2025-01-01T00:31:00|2025-01-01T02:00:00|1|gres/gpu=8|n02|c",
+        "20|a|COMPLETED|0:0|2025-01-01T01:00:00|2025-01-01T01:01:00|2025-01-01T03:00:00|1|gres/gpu=8|n03|c",
+    ]  # fmt: skip
+    r = read_sacct(_write(tmp_path, "\n".join([HEADER, *rows]) + "\n"), tz="UTC")
+    assert (r.rows_read, r.rows_kept, r.rows_quarantined) == (3, 2, 1)
+    assert r.quarantine.get_column("line_no").to_list() == [2]
+    assert r.quarantine.get_column("reason").str.starts_with("field NodeList").all()
+    jobs = r.tables["jobs"].sort("job_id")
+    assert jobs.get_column("attempt").to_list() == [0, 0]
+    (note,) = [n for n in r.notes if "--duplicates" in n]
+    assert "(e.g. 20)" in note
+    assert SACCT_EXPORT_COMMAND in note
+    # the same two records alone: the same note (the check is not a leftover of line 2)
+    alone = read_sacct(_write(tmp_path, "\n".join([HEADER, *rows[1:]]) + "\n", "b.psv"), tz="UTC")
+    assert [n for n in alone.notes if "--duplicates" in n] == [note]

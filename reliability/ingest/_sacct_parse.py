@@ -187,6 +187,7 @@ def typed_plan(
     tz: str | None,
     cluster: str | None,
     keep: Sequence[str] = (),
+    headerish: str | None = None,
 ) -> pl.LazyFrame:
     """Plan the row-wise parse of string sacct fields into typed columns and check flags.
 
@@ -205,6 +206,9 @@ def typed_plan(
         Cluster name for an export without a ``Cluster`` field.
     keep : sequence of str
         Columns passed through unchanged.
+    headerish : str or None
+        A regular expression: add ``_headerish``, True where the JobID text is not a job id and
+        matches it (a header line inside the data), tested only on those rows.
 
     Returns
     -------
@@ -220,7 +224,9 @@ def typed_plan(
         return pl.when(e.is_in(_SENTINELS)).then(None).otherwise(e)
 
     ids = c("JobID").str.split_exact(".", 1)
-    ex = c("ExitCode").str.split_exact(":", 1)
+    # most exit codes are "0:0": split only the others (split_exact skips the null rows)
+    ok_exit = c("ExitCode") == "0:0"
+    ex = pl.when(~ok_exit).then(c("ExitCode")).str.split_exact(":", 1)
     st = c("State")
     st_exact = st.cast(schema.JobState, strict=False)
     # stage 1: parse each field once
@@ -242,8 +248,12 @@ def typed_plan(
             .str.extract(r"^([A-Z_]+)(?: by -?\d+)?\+?$", 1)
             .cast(schema.JobState, strict=False),
         ),
-        "exit_code": ex.struct.field("field_0").cast(pl.Int32, strict=False),
-        "exit_signal": ex.struct.field("field_1").cast(pl.Int32, strict=False),
+        "exit_code": pl.when(ok_exit)
+        .then(pl.lit(0, pl.Int32))
+        .otherwise(ex.struct.field("field_0").cast(pl.Int32, strict=False)),
+        "exit_signal": pl.when(ok_exit)
+        .then(pl.lit(0, pl.Int32))
+        .otherwise(ex.struct.field("field_1").cast(pl.Int32, strict=False)),
         "priority": text("Priority").cast(pl.Int64, strict=False),
         "_nnodes": pl.coalesce(
             text("NNodes").cast(pl.Int64, strict=False),
@@ -255,6 +265,13 @@ def typed_plan(
         "_has_priority": text("Priority").is_not_null(),
         "_c_jobid": ~c("JobID").str.contains(f"^(?:{_JOBID})$").fill_null(False),
     }
+    if headerish is not None:
+        stage1["_headerish"] = (
+            pl.when(~c("JobID").str.contains(f"^(?:{_JOBID})$").fill_null(False))
+            .then(c("JobID"))
+            .str.contains(headerish)
+            .fill_null(False)
+        )
     for name in _ALLOC_RAW:
         if name in cols:
             stage1[f"_raw_{name}"] = text(name)

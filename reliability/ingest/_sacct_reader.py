@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +44,7 @@ from reliability.ingest._sacct_io import (
 from reliability.ingest._sacct_mapped import read_mapped
 from reliability.ingest._sacct_parse import Parsed, complete, finish, partial_schema, typed_plan
 from reliability.ingest._sacct_post import (
+    duplicate_candidates,
     duplicated,
     exact_duplicates,
     missing_duplicates_note,
@@ -558,23 +560,30 @@ class SacctReader:
         self.allocs, self.steps = [], []
         if self._unsorted:
             allocs, steps = allocs.sort("line_no"), steps.sort("line_no")
-        try:
-            allocs, steps, late_parse, self.node_names = complete(
-                allocs, steps, node_budget=MAX_NODE_NAMES_PER_INPUT
-            )
-        except hostlist.NodeBudgetError:
-            raise IngestError(
-                self.src,
-                f"the node lists expand to more than {MAX_NODE_NAMES_PER_INPUT:,} host names "
-                f"in total (each at most {MAX_HOSTLIST_NODES:,}): refused before expanding them, "
-                "to bound memory; split the export by --starttime/--endtime",
-            ) from None
+        n_allocs = allocs.height
+        # what does not need the node lists runs on a second thread while they are built (both
+        # are mostly polars and numpy, which release the GIL): the duplicate candidates, and
+        # the job-id checks, which hold for the rows kept unless some are quarantined below
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            early = pool.submit(_early_checks, allocs, steps)
+            try:
+                allocs, steps, late_parse, self.node_names = complete(
+                    allocs, steps, node_budget=MAX_NODE_NAMES_PER_INPUT
+                )
+            except hostlist.NodeBudgetError:
+                raise IngestError(
+                    self.src,
+                    f"the node lists expand to more than {MAX_NODE_NAMES_PER_INPUT:,} host "
+                    f"names in total (each at most {MAX_HOSTLIST_NODES:,}): refused before "
+                    "expanding them, to bound memory; split the export by --starttime/--endtime",
+                ) from None
+            cand_a, cand_s, dup, note = early.result()
         late: list[tuple[int, str]] = list(late_parse)
         allocs, resize_bad, resize_notes = resize_segments(allocs)
         late += resize_bad
         notes += resize_notes
-        allocs, rep_a = exact_duplicates(allocs, lambda lines: self._fetch_raw(path, lines))
-        steps, rep_s = exact_duplicates(steps, lambda lines: self._fetch_raw(path, lines))
+        allocs, rep_a = exact_duplicates(allocs, lambda ls: self._fetch_raw(path, ls), cand_a)
+        steps, rep_s = exact_duplicates(steps, lambda ls: self._fetch_raw(path, ls), cand_s)
         late += [(r, f"exact duplicate of line {f}") for r, f in rep_a + rep_s]
         if rep_a or rep_s:
             notes.append(
@@ -585,8 +594,9 @@ class SacctReader:
             raw = self._fetch_raw(path, [ln for ln, _ in late])
             for ln, reason in late:
                 self.quarantine.append((ln, raw.get(ln, ""), reason))
-        dup = duplicated(allocs, ["cluster", "job_id"])
-        note = missing_duplicates_note(allocs, dup=dup)
+        if allocs.height != n_allocs:  # rows were only removed: the early checks are stale
+            dup = duplicated(allocs, ["cluster", "job_id"])
+            note = missing_duplicates_note(allocs, dup=dup)
         if note:
             notes.append(note)
         jobs = allocs.with_columns(
@@ -625,6 +635,19 @@ class SacctReader:
         finally:
             stream.close()
         return out
+
+
+def _early_checks(
+    allocs: pl.DataFrame, steps: pl.DataFrame
+) -> tuple[pl.Series, pl.Series, np.ndarray, str | None]:
+    """Run the checks of the end of a read that need no node list.
+
+    Returns the exact-duplicate candidates of allocations and steps, the mask of allocations
+    whose job id repeats, and the note of an export made without ``--duplicates``.
+    """
+    dup = duplicated(allocs, ["cluster", "job_id"])
+    note = missing_duplicates_note(allocs, dup=dup)
+    return duplicate_candidates(allocs), duplicate_candidates(steps), dup, note
 
 
 def _join(a: Block | None, b: Block | None) -> Block:

@@ -23,6 +23,7 @@ import contextlib
 import mmap
 import os
 from bisect import bisect_right
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -123,10 +124,12 @@ def _byte_counts(arr: np.ndarray, lo: int, hi: int) -> tuple[int, int, int]:
 def _windows(m: _Mapped, start: int, first_line: int, e: int) -> bool:
     """Split [start, end of file) into windows of whole lines and count them.
 
-    False if a line is longer than a window.
+    The windows are counted two at a time (numpy's comparisons release the GIL). False if a
+    line is longer than a window.
     """
     mm, arr, size = m.mm, m.arr, len(m.mm)
-    lo, line = start, first_line
+    bounds: list[tuple[int, int]] = []
+    lo = start
     block = _sacct_io.BLOCK_BYTES
     while lo < size:
         hi = min(lo + block, size)
@@ -135,14 +138,24 @@ def _windows(m: _Mapped, start: int, first_line: int, e: int) -> bool:
             if cut < 0:
                 return False
             hi = cut + 1
+        bounds.append((lo, hi))
+        lo = hi
+
+    def count(span: tuple[int, int]) -> tuple[int, int, int, bool]:
+        lo, hi = span
         n, pipes, top = _byte_counts(arr, lo, hi)
         n += 0 if arr[hi - 1] == 10 else 1
-        m.ascii = m.ascii and top < 0x80
-        clean = pipes == n * e and mm.find(b"\x00", lo, hi) < 0
-        m.windows.append(_Window(lo, hi, line, n, clean))
+        nul = mm.find(b"\x00", lo, hi) >= 0
         m.release(lo, hi)
+        return n, pipes, top, nul
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        counts = list(pool.map(count, bounds))
+    line = first_line
+    for (lo, hi), (n, pipes, top, nul) in zip(bounds, counts, strict=True):
+        m.ascii = m.ascii and top < 0x80
+        m.windows.append(_Window(lo, hi, line, n, pipes == n * e and not nul))
         line += n
-        lo = hi
     return True
 
 

@@ -593,3 +593,23 @@ def test_checks_redone_when_a_record_is_quarantined_late(tmp_path):
     # the same two records alone: the same note (the check is not a leftover of line 2)
     alone = read_sacct(_write(tmp_path, "\n".join([HEADER, *rows[1:]]) + "\n", "b.psv"), tz="UTC")
     assert [n for n in alone.notes if "--duplicates" in n] == [note]
+
+
+def test_node_count_without_an_nnodes_field_is_the_lists_length(tmp_path):
+    """With no NNodes/AllocNodes field the count is the expanded list's length (the hostlists
+    here are counted by hand); with the field, its value is kept even where it differs."""
+    rows = [
+        "5|COMPLETED|2025-01-01T00:00:00|2025-01-01T00:01:00|2025-01-01T01:00:00|n[01-03,07]",
+        "5.0|COMPLETED|2025-01-01T00:01:00|2025-01-01T00:01:00|2025-01-01T01:00:00|n02",
+        "6|PENDING|2025-01-01T00:00:00|Unknown|Unknown|None assigned",
+    ]
+    p = _write(tmp_path, "\n".join(["JobID|State|Submit|Start|End|NodeList", *rows]) + "\n")
+    r = read_sacct(p, tz="UTC", cluster="c")
+    assert r.tables["jobs"].sort("job_id").get_column("n_nodes").to_list() == [4, 0]
+    assert r.tables["job_steps"].get_column("n_nodes").to_list() == [1]
+    with_field = [row.replace("|n", "|2|n").replace("|None", "|0|None") for row in rows]
+    header = "JobID|State|Submit|Start|End|NNodes|NodeList"
+    r = read_sacct(_write(tmp_path, "\n".join([header, *with_field]) + "\n", "b.psv"), tz="UTC",
+                   cluster="c")  # fmt: skip
+    assert r.tables["jobs"].sort("job_id").get_column("n_nodes").to_list() == [2, 0]
+    assert r.tables["job_steps"].get_column("n_nodes").to_list() == [2]

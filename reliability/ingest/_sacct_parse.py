@@ -335,6 +335,9 @@ def typed_plan(
         .with_columns(**stage2)
         .with_columns(**stage3)
         .with_columns(_bad=bad)
+        # the count as the table stores it (the rows outside [0, MAX] are quarantined above):
+        # complete() then takes it as n_nodes without temporaries beside the node lists
+        .with_columns(_nnodes=pl.col("_nnodes").clip(0, MAX_NODES_PER_JOB).cast(pl.UInt32))
         .drop(drop)
     )
 
@@ -471,7 +474,7 @@ def partial_schema(kind: str) -> dict[str, pl.DataType]:
     """
     cols = {
         "line_no": pl.Int64(), **schema.TABLES["jobs"].schema, **schema.TABLES["job_steps"].schema,
-        "_nnodes": pl.Int64(), "nodelist": pl.String(),
+        "_nnodes": pl.UInt32(), "nodelist": pl.String(),
     }  # fmt: skip
     return {c: cols[c] for c in (_ALLOC_KEEP if kind == "allocs" else _STEP_KEEP)}
 
@@ -590,10 +593,12 @@ def complete(
         (allocs, ALLOC_COLS, nodes.slice(0, allocs.height)),
         (steps, STEP_COLS, nodes.slice(allocs.height)),
     ):
-        frame = frame.with_columns(part).with_columns(
-            n_nodes=pl.coalesce(pl.col("_nnodes"), pl.col("nodes").list.len())
-            .clip(0, MAX_NODES_PER_JOB).cast(pl.UInt32),
-        )  # fmt: skip
+        frame = frame.with_columns(part)
+        if frame.get_column("_nnodes").has_nulls():  # no NNodes field: the list's length
+            count = pl.col("nodes").list.len().clip(0, MAX_NODES_PER_JOB).cast(pl.UInt32)
+            frame = frame.with_columns(n_nodes=pl.coalesce(pl.col("_nnodes"), count))
+        else:
+            frame = frame.rename({"_nnodes": "n_nodes"})
         if hl_errors:
             flag = frame.get_column("nodelist").is_in(list(hl_errors)).fill_null(False)
             if flag.any():

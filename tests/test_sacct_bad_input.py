@@ -7,7 +7,9 @@ from __future__ import annotations
 import gzip
 import json
 import zlib
+from collections import Counter
 
+import numpy as np
 import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -17,6 +19,7 @@ from reliability.errors import IngestError
 from reliability.ingest import read_sacct
 from reliability.ingest._bounds import MAX_ACCELERATORS_PER_JOB, MAX_HOSTLIST_NODES
 from reliability.ingest._compressed import MAX_RATIO, RATIO_CHECK_AFTER
+from reliability.ingest._sacct_post import duplicated
 from reliability.ingest.slurm_fields import SACCT_EXPORT_COMMAND
 
 HEADER = "JobID|JobName|State|ExitCode|Submit|Start|End|NNodes|AllocTRES|NodeList|Cluster"
@@ -549,15 +552,9 @@ def test_allocation_without_a_submit_time_is_quarantined(tmp_path):
     assert r.quarantine.item(0, "reason") == "field Submit: missing submit time"
 
 
-def test_duplicated_mask_matches_a_count(tmp_path):
+def test_duplicated_mask_matches_a_count():
     """The mask of repeated keys equals a Counter's, with and without repeats (the no-repeat
     case takes the hash-count shortcut)."""
-    from collections import Counter
-
-    import numpy as np
-
-    from reliability.ingest._sacct_post import duplicated
-
     rng = np.random.default_rng(7)
     for n_distinct in (50, 10_000, 1_000_000):
         ids = [str(v) for v in rng.integers(0, n_distinct, 5_000)]

@@ -294,15 +294,13 @@ def _read(reader: SacctReader, path: str | Path, m: _Mapped) -> bool:
     if consumed.len():
         lf = lf.filter(~pl.col("line_no").is_in(consumed.implode()))
     used = {layout.names[i] for i in cols}
-    if layout.names[0] == "JobID":  # a header line here fails the job-id check: test only those
-        lf = typed_plan(
-            lf, used, tz=reader.tz, cluster=reader.cluster,
-            headerish=_sacct_io.HEADERISH_PATTERN,
-        )  # fmt: skip
-    else:
-        first = pl.col(layout.names[0])
-        lf = lf.with_columns(_headerish=first.str.contains(_sacct_io.HEADERISH_PATTERN))
-        lf = typed_plan(lf, used, tz=reader.tz, cluster=reader.cluster, keep=["_headerish"])
+    pattern, keep = _sacct_io.HEADERISH_PATTERN, []
+    if layout.names[0] != "JobID":  # (a header line fails the job-id check: the plan tests those)
+        lf = lf.with_columns(_headerish=pl.col(layout.names[0]).str.contains(pattern))
+        pattern, keep = None, ["_headerish"]
+    lf = typed_plan(
+        lf, used, tz=reader.tz, cluster=reader.cluster, keep=keep, headerish=pattern
+    )  # fmt: skip
     names = list(layout.names)
 
     def raw_fields(lines: list[int]) -> pl.DataFrame:

@@ -224,6 +224,7 @@ def typed_plan(
         return pl.when(e.is_in(_SENTINELS)).then(None).otherwise(e)
 
     ids = c("JobID").str.split_exact(".", 1)
+    id_ok = c("JobID").str.contains(f"^(?:{_JOBID})$").fill_null(False)
     # most exit codes are "0:0": split only the others (split_exact skips the null rows)
     ok_exit = c("ExitCode") == "0:0"
     ex = pl.when(~ok_exit).then(c("ExitCode")).str.split_exact(":", 1)
@@ -263,14 +264,11 @@ def typed_plan(
         "_has_exit": c("ExitCode").is_not_null(),
         "_has_nnodes": pl.coalesce(text("NNodes"), text("AllocNodes")).is_not_null(),
         "_has_priority": text("Priority").is_not_null(),
-        "_c_jobid": ~c("JobID").str.contains(f"^(?:{_JOBID})$").fill_null(False),
+        "_c_jobid": ~id_ok,
     }
     if headerish is not None:
         stage1["_headerish"] = (
-            pl.when(~c("JobID").str.contains(f"^(?:{_JOBID})$").fill_null(False))
-            .then(c("JobID"))
-            .str.contains(headerish)
-            .fill_null(False)
+            pl.when(~id_ok).then(c("JobID")).str.contains(headerish).fill_null(False)
         )
     for name in _ALLOC_RAW:
         if name in cols:

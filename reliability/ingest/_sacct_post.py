@@ -74,8 +74,8 @@ def duplicated(frame: pl.DataFrame, cols: Sequence[str]) -> np.ndarray:
         col = frame.get_column(c)
         if isinstance(col.dtype, pl.List):
             col = col.list.join("\x1f")
-        # in place and a slice at a time: this runs beside the node-list expansion, and what
-        # polars allocates on that thread stays in its arena until the read ends
+        # in place and a slice at a time: this runs beside the node-list expansion, so its
+        # temporaries stay small
         for a in range(0, n, _HASH_ROWS):
             part = h[a : a + _HASH_ROWS]
             np.multiply(part, np.uint64(0x100000001B3), out=part)
@@ -270,15 +270,13 @@ def _resubmitted(allocs: pl.DataFrame) -> list[str]:
         return []
     # integers (a column with nulls would come out as floats); the null rows are left out
     b, t = base.fill_null(0).to_numpy(), submit.fill_null(0).to_numpy()
-    if ok.all():
-        order = np.argsort(-b, kind="stable")  # highest id first
-        b, t, rows = b[order], t[order], order
-    else:
-        rows = np.flatnonzero(ok)
-        b, t = b[rows], t[rows]
-        order = np.argsort(-b, kind="stable")
-        b, t, rows = b[order], t[order], rows[order]
-    del order
+    kept = None if ok.all() else np.flatnonzero(ok)
+    if kept is not None:
+        b, t = b[kept], t[kept]
+    order = np.argsort(-b, kind="stable")  # highest id first
+    b, t = b[order], t[order]
+    rows = order if kept is None else kept[order]  # rows of allocs, highest id first
+    del order, kept
     running = np.minimum.accumulate(t)  # earliest Submit among ids >= this one
     first = np.r_[True, b[1:] != b[:-1]]  # first row of each id
     del b

@@ -53,6 +53,23 @@ def test_node_failure_requeue():
     assert log.frame("node_state").rows() == [(600.0, 0, "DOWN", 1600.0, "Not responding", "slurm")]
 
 
+def test_withdrawn_end_does_not_end_the_next_attempt():
+    """A 10,000 s job's node dies at 100 s (NODE_FAIL at 400 s, after slurmd's 300 s); the job
+    restarts on the other node at 520 s (requeue delay 120 s). Its first attempt's planned end
+    at 10,000 s falls inside the second attempt and must not end it: that attempt runs its whole
+    10,000 s. The withdrawn event is not counted as processed."""
+    attempts, _ = _run(2, [(0, 0.0, 8, 1, 10000.0, 20000, 50000.0, "COMPLETED", 0.5, False)],
+                       [(0, 100.0, "failure", "psu", True, 1000.0, False, 0.0)])  # fmt: skip
+    assert attempts == [
+        (0, 0, 0.0, 400.0, "NODE_FAIL", "psu", 0),
+        (0, 1, 520.0, 10520.0, "COMPLETED", "none", -1),
+    ]
+    # counted by hand: arrive, pass (0 s), failure (100 s), take-down, pass (400 s), requeue,
+    # pass (520 s), backfill timer, pass (580 s: 180 s after the last deep pass), return (node 0
+    # repaired at 1,400 s), pass, end, pass (10,520 s); not the withdrawn end at 10,000 s
+    assert _run.sim.k.processed == 13
+
+
 def test_preemption_after_two_hours():
     """A high-priority job waits until the low-priority one has run 2 h, then preempts it;
     the victim is requeued (eligible 120 s later) and restarts from scratch."""
@@ -188,6 +205,31 @@ def small_run(tmp_path_factory):
     r.write(out / "raw")
     outcomes = ingest_simulation(out / "raw", out / "ds")
     return r, out, outcomes
+
+
+def test_finished_run_is_freed_without_a_garbage_collection(monkeypatch):
+    """The simulator of a finished run (its job tables: hundreds of MB at full scale) is freed
+    as soon as the run returns, by reference counting alone: no cycle through its scheduled
+    events keeps it until the next collection (which the event loop pauses)."""
+    import gc
+    import weakref
+
+    refs = []
+    init = ClusterSim.__init__
+
+    def spy(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        refs.append(weakref.ref(self))
+
+    monkeypatch.setattr(ClusterSim, "__init__", spy)
+    gc.disable()
+    try:
+        r = simulate_cluster("small", days=2, seed=1)
+        assert r.log.frame("attempt").height > 0
+        assert len(refs) == 1
+        assert refs[0]() is None
+    finally:
+        gc.enable()
 
 
 def test_same_seed_same_bytes(tmp_path):

@@ -38,6 +38,39 @@ def test_cancel_and_run_until():
     assert k.step() is False
 
 
+def test_run_pauses_the_garbage_collector_and_restores_it():
+    import gc
+
+    k = Kernel()
+    seen = []
+    k.at(1, lambda: seen.append(gc.isenabled()))
+    k.at(2, lambda: 1 / 0)
+    assert gc.isenabled()
+    with pytest.raises(ZeroDivisionError):
+        k.run()
+    assert seen == [False]
+    assert gc.isenabled()  # restored after an action raised
+    gc.disable()
+    try:
+        k.at(3, seen.append, "ran")
+        k.run(until=4)
+        assert not gc.isenabled()  # left as it was found
+    finally:
+        gc.enable()
+    assert seen == [False, "ran"]
+
+
+def test_clear_drops_every_scheduled_event():
+    k = Kernel()
+    seen = []
+    k.at(1, seen.append, "a")
+    k.post_at(2, seen.append, "b")
+    k.clear()
+    assert k.pending == 0
+    assert k.run() == 0
+    assert seen == []
+
+
 def test_scheduling_errors():
     k = Kernel(start=3)
     with pytest.raises(SchedulingError, match="in the past"):

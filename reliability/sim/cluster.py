@@ -35,7 +35,7 @@ import numpy as np
 import polars as pl
 
 from reliability.sim.config import CAUSES, ClusterConfig
-from reliability.sim.engine import EventLog, Handle, Kernel
+from reliability.sim.engine import EventLog, Kernel, paused_gc
 from reliability.sim.workload import PRIORITY
 
 __all__ = ["ClusterSim"]
@@ -293,7 +293,6 @@ class ClusterSim:
         self.start_s: dict[int, float] = {}
         self.bound_s: dict[int, float] = {}  # latest end of a running attempt (limit, lifetime)
         self.alloc: dict[int, list[tuple[int, int]]] = {}  # job -> [(node, gpus)]
-        self.end_h: dict[int, Handle] = {}
         self._ends: list[tuple[float, int]] = []  # (latest end, job) of running jobs, sorted
         w = cfg.workload
         self.ckpt_s = w.checkpoint_interval_min * 60.0
@@ -362,17 +361,14 @@ class ClusterSim:
 
     def _take_whole(self, k: int) -> list[int]:
         out: list[int] = []
+        whole, up, free, draining, G = self.whole, self.up, self.free, self.draining, self.G
+        pop = heapq.heappop
         while len(out) < k:
-            node = heapq.heappop(self.whole)
-            if (
-                self.up[node]
-                and self.free[node] == self.G
-                and node not in out
-                and node not in self.draining
-            ):
+            node = pop(whole)
+            # a node taken already has free 0, so its duplicate entries in the heap are skipped
+            if up[node] and free[node] == G and node not in draining:
                 out.append(node)
-        for node in out:
-            self.free[node] = 0
+                free[node] = 0
         self.n_whole -= k
         self.free_total -= k * self.G
         return out
@@ -525,15 +521,24 @@ class ClusterSim:
         self.bound_s[job] = bound
         bisect.insort(self._ends, (bound, job))
         dur, how, why = self._planned_end(job, now)
-        self.end_h[job] = self.k.after(dur, self._end, job, how, why, -1)
+        # the planned end carries the attempt's start time: if the attempt ends earlier
+        # (failure, preemption, drain), the event finds another start (or none) and does nothing
+        self.k.post_after(dur, self._end_planned, job, now, how, why)
+
+    def _end_planned(self, job: int, start: float, how: str, why: str) -> None:
+        """End the attempt of ``job`` that started at ``start`` as planned, if it still runs."""
+        if self.start_s.get(job) != start:
+            # that attempt already ended: the event was withdrawn (not counted as processed,
+            # as the kernel does not count a cancelled one); attempts of a job never start at
+            # the same time (a requeue waits REQUEUE_DELAY_S)
+            self.k.processed -= 1
+            return
+        self._end(job, how, why, -1)
 
     def _end(self, job: int, how: str, cause: str, culprit: int) -> None:
         """Finish the current attempt of ``job`` now with state ``how``."""
         if self.state[job] != RUNNING:
             return
-        handle = self.end_h.pop(job, None)
-        if handle is not None:
-            Kernel.cancel(handle)
         now = self.k.now
         start = self.start_s.pop(job)
         del self.running_by_prio[self.prio[job]][job]
@@ -1020,11 +1025,12 @@ class ClusterSim:
         until = min(until, self.cfg.horizon_s)
         day = 86400.0
         t = self.k.now
-        while t < until:
-            t = min((math.floor(t / day) + 1) * day, until)
-            self.k.run(until=t)
-            if progress is not None:
-                progress(t)
+        with paused_gc():  # across the days too: see paused_gc
+            while t < until:
+                t = min((math.floor(t / day) + 1) * day, until)
+                self.k.run(until=t)
+                if progress is not None:
+                    progress(t)
 
     def finish(self, horizon_s: float | None = None) -> EventLog:
         """Record what is still running, pending or down at the horizon.

@@ -11,16 +11,36 @@ Time is a float in whatever unit the simulator chooses (the cluster simulator us
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import heapq
 import itertools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 import polars as pl
 
-__all__ = ["EventLog", "Handle", "Kernel", "SchedulingError"]
+__all__ = ["EventLog", "Handle", "Kernel", "SchedulingError", "paused_gc"]
+
+
+@contextlib.contextmanager
+def paused_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector inside the block (restored as it was after it).
+
+    An event loop allocates millions of short-lived tuples, and every burst of allocations
+    starts a collection whose full passes walk every long-lived object of the simulation (job
+    tables, the event log) again and again: a quarter of a cluster run's time. The events
+    create no garbage cycles to speak of, and reference counting still frees everything else.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class SchedulingError(ValueError):
@@ -205,6 +225,16 @@ class Kernel:
             raise SchedulingError(f"negative delay {delay}")
         return self.at(self.now + delay, action, *args, priority=priority)
 
+    def clear(self) -> None:
+        """Drop every event still scheduled (the run is over).
+
+        Scheduled events hold the simulator's bound methods, and the simulator holds its
+        kernel: a reference cycle that only a garbage collection would free. Clearing the
+        events lets a finished simulator (its job tables, hundreds of MB on a large run) be
+        freed as soon as it is no longer referenced.
+        """
+        self._heap.clear()
+
     @staticmethod
     def cancel(handle: Handle) -> None:
         """Withdraw a scheduled event (a no-op if it already ran or was cancelled).
@@ -266,22 +296,23 @@ class Kernel:
             The number of events processed by this call.
         """
         before = self.processed
-        if until is None:
-            while self.step():
-                pass
-            return self.processed - before
-        if until < self.now:
+        if until is not None and until < self.now:
             raise SchedulingError(f"until={until} is in the past (now {self.now})")
-        heap, pop = self._heap, heapq.heappop
-        while heap and heap[0][0] < until:
-            time, _, _, action, args, h = pop(heap)
-            if h is not None and h.cancelled:
-                continue
-            self.now = time
-            self.processed += 1
-            action(*args)
-        self.now = float(until)
-        return self.processed - before
+        with paused_gc():
+            if until is None:
+                while self.step():
+                    pass
+                return self.processed - before
+            heap, pop = self._heap, heapq.heappop
+            while heap and heap[0][0] < until:
+                time, _, _, action, args, h = pop(heap)
+                if h is not None and h.cancelled:
+                    continue
+                self.now = time
+                self.processed += 1
+                action(*args)
+            self.now = float(until)
+            return self.processed - before
 
 
 class EventLog:

@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 #: version of the checkpoint format written by ``simulate_cluster(checkpoint=...)``
-CHECKPOINT_FORMAT = 2
+CHECKPOINT_FORMAT = 3
 
 
 @dataclass
@@ -323,6 +323,7 @@ def snapshot_cluster(path: str | Path, *, config: ClusterConfig, seed: int) -> C
     sim: ClusterSim = state["sim"]
     horizon_s = sim.k.now
     log = sim.finish(horizon_s)
+    sim.k.clear()  # seen as it stood: the simulator is freed once this returns
     jobs = _all_jobs(state["jobs"], sim.continuations, horizon_s)
     return ClusterResult(
         config, seed, jobs.filter(pl.col("submit_s") < horizon_s),
@@ -373,6 +374,7 @@ def _result(
     sim: ClusterSim,
 ) -> ClusterResult:
     log = sim.finish()
+    sim.k.clear()  # the run is over: the simulator is freed once this returns
     return ClusterResult(
         cfg, seed, _all_jobs(jobs, sim.continuations, cfg.horizon_s), failures, lemon, log,
         sim.k.processed,

@@ -567,6 +567,55 @@ def test_duplicated_mask_matches_a_count():
         assert duplicated(frame, ["cluster", "job_id"]).tolist() == expected, n_distinct
 
 
+@pytest.mark.parametrize("n_tail", [0, 1, 7, 40])
+def test_assembled_records_go_between_the_bulk_rows_in_line_order(n_tail, monkeypatch):
+    """The records assembled around anomalies are parsed after the bulk; they are put in place
+    by slicing (or, beyond _MERGE_MAX of them, by a sort): the result is the rows sorted by
+    line, whatever the chunks, including records before and after every bulk row."""
+    from reliability.ingest import _sacct_reader
+
+    rng = np.random.default_rng(n_tail)
+    lines = rng.choice(np.arange(1, 500), size=200 + n_tail, replace=False)
+    tail_lines = np.sort(lines[:n_tail])
+    bulk_lines = np.sort(lines[n_tail:])
+    if n_tail:
+        tail_lines[0], tail_lines[-1] = 0, 1000  # before and after the whole bulk
+
+    def frame(ln):
+        schema = {"line_no": pl.Int64, "v": pl.Int64}
+        return pl.DataFrame({"line_no": ln, "v": ln * 10}, schema=schema)
+
+    bulk = [frame(part) for part in np.array_split(bulk_lines, 5)]
+    tail = [frame(part) for part in np.array_split(tail_lines, 2)] if n_tail else []
+    want = pl.concat([*bulk, *tail]).sort("line_no")
+    for limit in (10_000, 3):
+        monkeypatch.setattr(_sacct_reader, "_MERGE_MAX", limit)
+        got = _sacct_reader._in_line_order([*bulk, *tail], len(bulk), {})
+        assert got.equals(want)
+    assert _sacct_reader._in_line_order([], 0, {"line_no": pl.Int64}).height == 0
+
+
+def test_a_column_is_added_chunked_like_the_rows():
+    """A column added to a frame built batch by batch is sliced at the frame's chunk boundaries
+    (so polars adds it without copying the frame); values and order are unchanged, and a frame
+    whose columns are chunked differently gets the values as they are."""
+    from reliability.ingest._sacct_parse import chunked_like
+
+    parts = [
+        pl.DataFrame({"a": np.arange(a, b), "b": np.arange(a, b) * 2})
+        for a, b in ((0, 3), (3, 10), (10, 11))
+    ]
+    frame = pl.concat(parts, rechunk=False)
+    values = pl.Series("c", np.arange(11) * 3)
+    got = chunked_like(values, frame)
+    assert got.chunk_lengths() == [3, 7, 1]
+    assert got.to_list() == values.to_list()
+    added = frame.with_columns(got).select("c", "a", "b")
+    assert added.n_chunks("all") == [3, 3, 3]  # nothing was copied into one chunk
+    mixed = frame.with_columns(pl.Series("b", np.arange(11)))  # "b" in one chunk
+    assert chunked_like(values, mixed).chunk_lengths() == [11]
+
+
 def test_checks_redone_when_a_record_is_quarantined_late(tmp_path):
     """The duplicate-export check and the attempts run beside the node-list expansion, on the
     records before it; when a record is quarantined there (a bad NodeList), they are redone

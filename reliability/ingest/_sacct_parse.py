@@ -34,6 +34,7 @@ __all__ = [
     "MAX_DURATION_S",
     "STEP_COLS",
     "Parsed",
+    "chunked_like",
     "complete",
     "finish",
     "parse_records",
@@ -543,14 +544,15 @@ def finish(
     wanted = {*_ALLOC_KEEP, *_STEP_KEEP, "step"}
     out = out.select([c for c in out.columns if c in wanted or c.startswith("_raw_")])
     is_step = out.get_column("step").is_not_null()
-    allocs = _alloc_fields(out.filter(~is_step), gpu, cache)
+    alloc_cols = [c for c in out.columns if c in _ALLOC_KEEP or c.startswith("_raw_")]
+    allocs = _alloc_fields(out.select(alloc_cols).filter(~is_step), gpu, cache)
     msgs = _alloc_msgs(allocs)
     late = allocs.select(pl.any_horizontal([f for f, _ in msgs])).to_series()
     if late.any():
         reason = pl.coalesce([pl.when(f).then(m) for f, m in msgs])
         reasons.append(allocs.filter(late).select("line_no", reason=reason))
         allocs = allocs.filter(~late)
-    steps = out.filter(is_step).select(_STEP_KEEP)
+    steps = out.select(_STEP_KEEP).filter(is_step)  # (a filter gathers every column it has)
     return Parsed(allocs.select(_ALLOC_KEEP), steps, pl.concat(reasons), naive, 0)
 
 
@@ -591,7 +593,7 @@ def complete(
         (allocs, ALLOC_COLS, nodes.slice(0, allocs.height)),
         (steps, STEP_COLS, nodes.slice(allocs.height)),
     ):
-        frame = frame.with_columns(part)
+        frame = frame.with_columns(chunked_like(part, frame))
         if frame.get_column("_nnodes").has_nulls():  # no NNodes field: the list's length
             count = pl.col("nodes").list.len().clip(0, MAX_NODES_PER_JOB).cast(pl.UInt32)
             frame = frame.with_columns(n_nodes=pl.coalesce(pl.col("_nnodes"), count))
@@ -605,6 +607,40 @@ def complete(
                 frame = frame.filter(~flag)
         out.append(frame.select(keep))
     return out[0], out[1], late, node_names
+
+
+def chunked_like(values: pl.Series, frame: pl.DataFrame) -> pl.Series:
+    """Split ``values`` at the chunk boundaries of ``frame`` (zero-copy slices).
+
+    A frame built batch by batch holds its columns in chunks; a column added to it in one
+    chunk makes polars copy the whole frame into single chunks (a rechunk: for 1 M sacct
+    allocations, 0.2 s and 450 MB at the read's peak). Sliced like the frame, it is added
+    without a copy. ``values`` is returned as it is when the frame's columns are not chunked
+    alike.
+
+    Parameters
+    ----------
+    values : polars.Series
+        One value per row of ``frame``.
+    frame : polars.DataFrame
+        The frame the values are for.
+
+    Returns
+    -------
+    polars.Series
+        ``values``, chunked like ``frame``.
+    """
+    if not frame.width or values.len() != frame.height:
+        return values
+    lengths = frame.get_column(frame.columns[0]).chunk_lengths()
+    if len(lengths) < 2 or any(
+        frame.get_column(c).chunk_lengths() != lengths for c in frame.columns[1:]
+    ):
+        return values
+    starts = np.cumsum([0, *lengths[:-1]]).tolist()
+    return pl.concat(
+        [values.slice(a, n) for a, n in zip(starts, lengths, strict=True)], rechunk=False
+    )
 
 
 def parse_records(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import replace
 
+import numpy as np
 import polars as pl
 import pytest
 from hypothesis import given, settings
@@ -371,3 +372,35 @@ def test_node_hostlist_is_compress_of_the_names(width, picks, run):
     names = [f"gpu{i:0{width}d}" for i in range(1, n + 1)]
     for nodes in ([p % n for p in picks], [(run[0] + j) % n for j in range(run[1])]):
         assert node_hostlist(nodes, "gpu", width) == compress([names[i] for i in nodes])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    keys=st.lists(st.tuples(st.integers(1000, 1020), st.integers(0, 5)), max_size=60, unique=True),
+    ran=st.lists(st.booleans(), min_size=60, max_size=60),
+)
+def test_record_order_is_the_sort_by_job_attempt_step(keys, ran):
+    """The writer orders a slice's records with a gather; it equals sorting the allocations,
+    batch steps and extern steps by (raw id, attempt, step order)."""
+    from reliability.sim.emit import _record_order
+
+    frame = pl.DataFrame(keys, schema={"raw_id": pl.Int64, "attempt": pl.Int64}, orient="row")
+    mask = np.array(ran[: frame.height], dtype=bool)
+    ran_rows = frame.filter(pl.Series(mask))
+    records = pl.concat([frame.with_columns(order=pl.lit(k)) for k in (0,)]
+                        + [ran_rows.with_columns(order=pl.lit(k)) for k in (1, 2)]).with_row_index("row")  # fmt: skip
+    want = records.sort("raw_id", "attempt", "order").get_column("row").to_list()
+    assert _record_order(frame, mask).tolist() == want
+
+
+@pytest.mark.parametrize(
+    "seconds", [0, 1, 59, 60, 3599, 3600, 86399, 86400, 86401, 7 * 86400 + 3723]
+)
+def test_durations_print_as_sacct_does(seconds):
+    from reliability.sim.emit import _dhms
+
+    d, rem = divmod(seconds, 86400)
+    hms = f"{rem // 3600:02d}:{rem % 3600 // 60:02d}:{rem % 60:02d}"
+    want = f"{d}-{hms}" if d else hms
+    got = pl.select(_dhms(pl.lit(float(seconds)))).item()
+    assert got == want

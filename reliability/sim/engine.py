@@ -33,6 +33,11 @@ def paused_gc() -> Iterator[None]:
     starts a collection whose full passes walk every long-lived object of the simulation (job
     tables, the event log) again and again: a quarter of a cluster run's time. The events
     create no garbage cycles to speak of, and reference counting still frees everything else.
+
+    Yields
+    ------
+    None
+        Inside the block the collector is paused; it is enabled again after it if it was.
     """
     enabled = gc.isenabled()
     gc.disable()

@@ -18,7 +18,7 @@ from reliability.ingest.hostlist import compress
 from reliability.sim.cluster import ClusterSim
 from reliability.sim.config import ClusterConfig, FailureConfig, WorkloadConfig, load_preset
 from reliability.sim.emit import node_hostlist
-from reliability.sim.run import simulate_cluster
+from reliability.sim.run import save_checkpoint, simulate_cluster, snapshot_cluster
 from reliability.simulated import ingest_simulation
 
 JOB_COLS = {"job": pl.Int64, "submit_s": pl.Float64, "gpus": pl.Int64, "n_nodes": pl.Int64, "work_s": pl.Float64,
@@ -208,7 +208,7 @@ def small_run(tmp_path_factory):
     return r, out, outcomes
 
 
-def test_finished_run_is_freed_without_a_garbage_collection(monkeypatch):
+def test_finished_run_is_freed_without_a_garbage_collection(monkeypatch, tmp_path):
     """The simulator of a finished run (its job tables: hundreds of MB at full scale) is freed
     as soon as the run returns, by reference counting alone: no cycle through its scheduled
     events keeps it until the next collection (which the event loop pauses)."""
@@ -224,11 +224,21 @@ def test_finished_run_is_freed_without_a_garbage_collection(monkeypatch):
 
     monkeypatch.setattr(ClusterSim, "__init__", spy)
     gc.disable()
+    # simulators other tests keep (``_run.sim``) are not this test's
+    before = {id(o) for o in gc.get_objects() if isinstance(o, ClusterSim)}
     try:
         r = simulate_cluster("small", days=2, seed=1)
         assert r.log.frame("attempt").height > 0
         assert len(refs) == 1
         assert refs[0]() is None
+        # a run seen at a checkpoint: its simulator comes from the pickle, not __init__
+        cfg = load_preset("small").with_days(2)
+        save_checkpoint(cfg, seed=1, day=1.0, path=tmp_path / "ckpt.pkl")
+        snap = snapshot_cluster(tmp_path / "ckpt.pkl", config=cfg, seed=1)
+        assert snap.log.frame("attempt").height > 0
+        assert not [
+            o for o in gc.get_objects() if isinstance(o, ClusterSim) and id(o) not in before
+        ]
     finally:
         gc.enable()
 

@@ -17,7 +17,6 @@ simulator knows (true lemon nodes, true end causes). Nothing below this module i
 
 from __future__ import annotations
 
-import gc
 import json
 import shutil
 import tempfile
@@ -425,8 +424,9 @@ def quarantine_at_checkpoint(
     snap.write(raw)
     assert snap.observed_days is not None  # a snapshot always says where its logs end
     split_day = snap.observed_days
-    del snap  # the run at the split is on disk now; the quarantined run loads its own copy
-    gc.collect()  # the simulator's state holds reference cycles: free it before the next load
+    # the run at the split is on disk now; the quarantined run loads its own copy (the
+    # snapshot's simulator was freed when snapshot_cluster returned: it cleared its events)
+    del snap
     ingest_simulation(raw, ds_path)
     shutil.rmtree(raw)  # the Dataset holds what the detector reads
     return quarantine_run(

@@ -202,6 +202,7 @@ def save_checkpoint(
     """
     jobs, failures, lemon, sim = _begin(config, seed, {})
     _save_state(config, seed, jobs, failures, lemon, sim, day, path, progress)
+    sim.k.clear()  # saved: the simulator is freed once this returns (see Kernel.clear)
     return Path(path)
 
 

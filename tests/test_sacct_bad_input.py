@@ -565,6 +565,8 @@ def test_duplicated_mask_matches_a_count():
         counts = Counter(zip(clusters, ids, strict=True))
         expected = [counts[k] > 1 for k in zip(clusters, ids, strict=True)]
         assert duplicated(frame, ["cluster", "job_id"]).tolist() == expected, n_distinct
+    # no columns compared: every row has the same (empty) key, as a Counter of () says
+    assert duplicated(frame, []).tolist() == [True] * frame.height
 
 
 @pytest.mark.parametrize("n_tail", [0, 1, 7, 40])
@@ -578,7 +580,9 @@ def test_assembled_records_go_between_the_bulk_rows_in_line_order(n_tail, monkey
     lines = rng.choice(np.arange(1, 500), size=200 + n_tail, replace=False)
     tail_lines = np.sort(lines[:n_tail])
     bulk_lines = np.sort(lines[n_tail:])
-    if n_tail:
+    if n_tail == 1:
+        tail_lines[0] = 0  # before the whole bulk
+    elif n_tail:
         tail_lines[0], tail_lines[-1] = 0, 1000  # before and after the whole bulk
 
     def frame(ln):
@@ -592,6 +596,10 @@ def test_assembled_records_go_between_the_bulk_rows_in_line_order(n_tail, monkey
         monkeypatch.setattr(_sacct_reader, "_MERGE_MAX", limit)
         got = _sacct_reader._in_line_order([*bulk, *tail], len(bulk), {})
         assert got.equals(want)
+        # parts out of the promised order are sorted, never merged out of order
+        shuffled = [bulk[-1], *bulk[:-1]]
+        assert _sacct_reader._in_line_order([*shuffled, *tail], len(bulk), {}).equals(want)
+        assert _sacct_reader._in_line_order([*shuffled, *tail], 0, {}).equals(want)
     assert _sacct_reader._in_line_order([], 0, {"line_no": pl.Int64}).height == 0
 
 

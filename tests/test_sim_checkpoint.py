@@ -8,6 +8,7 @@ identical, and the baseline written beside the checkpoint must equal a run witho
 
 from __future__ import annotations
 
+import pickle
 from datetime import timedelta
 
 import polars as pl
@@ -64,6 +65,13 @@ def test_resume_refuses_another_run_or_an_earlier_quarantine(small, tmp_path):
         resume_cluster(tmp_path / "bad.pkl", config=small, seed=3)
     with pytest.raises(ValueError, match="outside the run"):
         simulate_cluster(small, seed=3, checkpoint=(30, tmp_path / "x.pkl"))
+    # a checkpoint of an earlier format (its pending events carry other arguments) is refused,
+    # not resumed into a different run
+    state = pickle.loads(path.read_bytes())
+    state["format"] = 3
+    (tmp_path / "old.pkl").write_bytes(pickle.dumps(state))
+    with pytest.raises(ValueError, match="not a simulator checkpoint of format 4"):
+        resume_cluster(tmp_path / "old.pkl", config=small, seed=3)
 
 
 def test_snapshot_is_the_run_as_seen_at_the_checkpoint(small, tmp_path):

@@ -414,3 +414,22 @@ def test_durations_print_as_sacct_does(seconds):
     want = f"{d}-{hms}" if d else hms
     got = pl.select(_dhms(pl.lit(float(seconds)))).item()
     assert got == want
+
+
+def test_a_run_without_attempts_writes_empty_logs(tmp_path):
+    """A run too short for any attempt to end or start (9 simulated seconds) still writes its
+    logs: sacct prints its header line and no record (as sacct does when no job matches), and
+    the truth's attempts table has its columns and no row."""
+    from reliability.ingest import read_sacct
+
+    r = simulate_cluster("small", days=0.0001, seed=1)
+    assert r.log.frame("attempt").height == 0
+    out = r.write(tmp_path / "run")
+    lines = (out / "sacct.psv").read_text().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("JobID|")
+    read = read_sacct(out / "sacct.psv")
+    assert (read.rows_read, read.tables["jobs"].height) == (0, 0)
+    truth = pl.read_parquet(out / "truth" / "attempts.parquet")
+    assert truth.height == 0
+    assert {"job_id", "attempt", "state", "start_time", "end_time"} <= set(truth.columns)

@@ -65,6 +65,8 @@ def duplicated(frame: pl.DataFrame, cols: Sequence[str]) -> np.ndarray:
     n = frame.height
     if n < 2:
         return np.zeros(n, dtype=bool)
+    if not cols:  # every row has the same (empty) values
+        return np.ones(n, dtype=bool)
     # one row hash over the columns (polars hashes rows in parallel; list columns natively)
     hashed = frame.select(cols).hash_rows(seed=17)
     if hashed.n_unique() == n:  # the common case: a hash count, 3x faster than a sort

@@ -521,16 +521,16 @@ class ClusterSim:
         self.bound_s[job] = bound
         bisect.insort(self._ends, (bound, job))
         dur, how, why = self._planned_end(job, now)
-        # the planned end carries the attempt's start time: if the attempt ends earlier
-        # (failure, preemption, drain), the event finds another start (or none) and does nothing
-        self.k.post_after(dur, self._end_planned, job, now, how, why)
+        # the planned end carries the attempt's number: if the attempt ends earlier (failure,
+        # preemption, drain), the event finds the job done or in a later attempt and does nothing
+        self.k.post_after(dur, self._end_planned, job, self.attempt[job], how, why)
 
-    def _end_planned(self, job: int, start: float, how: str, why: str) -> None:
-        """End the attempt of ``job`` that started at ``start`` as planned, if it still runs."""
-        if self.start_s.get(job) != start:
-            # that attempt already ended: the event was withdrawn (not counted as processed,
-            # as the kernel does not count a cancelled one); attempts of a job never start at
-            # the same time (a requeue waits REQUEUE_DELAY_S)
+    def _end_planned(self, job: int, attempt: int, how: str, why: str) -> None:
+        """End attempt ``attempt`` of ``job`` as planned, if it still runs."""
+        if self.state[job] != RUNNING or self.attempt[job] != attempt:
+            # that attempt already ended (a requeue numbers the next one, an end without
+            # requeue leaves the job done): the event was withdrawn, not counted as processed,
+            # as the kernel does not count a cancelled one
             self.k.processed -= 1
             return
         self._end(job, how, why, -1)

@@ -50,6 +50,11 @@ GPU_BUS = (
 
 #: schemas of the event kinds a short run may not have recorded at all
 _EMPTY: dict[str, dict[str, pl.DataType]] = {
+    "attempt": {"time": pl.Float64, "job": pl.Int64, "attempt": pl.Int64, "submit_s": pl.Float64,
+                "end_s": pl.Float64, "state": pl.String, "exit_code": pl.Int64,
+                "exit_signal": pl.Int64, "cause": pl.String, "culprit": pl.Int64,
+                "productive_s": pl.Float64, "lost_s": pl.Float64, "overhead_s": pl.Float64,
+                "nodes": pl.List(pl.Int64)},
     "node_state": {"time": pl.Float64, "node": pl.Int64, "state": pl.String, "end_s": pl.Float64,
                    "reason": pl.String, "user": pl.String},
     "xid": {"time": pl.Float64, "node": pl.Int64, "xid": pl.String, "gpu": pl.Int64},
@@ -58,6 +63,12 @@ _EMPTY: dict[str, dict[str, pl.DataType]] = {
     "failure": {"time": pl.Float64, "node": pl.Int64, "cause": pl.String, "lemon": pl.Boolean,
                 "detected": pl.Boolean, "effect": pl.String},
 }  # fmt: skip
+
+
+def _attempts(log: EventLog) -> pl.DataFrame:
+    """Give the run's attempt events (typed columns even when no attempt ended)."""
+    frame = log.frame("attempt")  # (cached: not rebuilt with a schema on every call)
+    return frame if frame.height else pl.DataFrame(schema=_EMPTY["attempt"])
 
 
 def _clock(seconds: pl.Expr, start_us: int, tz: str) -> pl.Expr:
@@ -218,7 +229,7 @@ def write_cluster(
     tz = cfg.tz
     # the attempts with their job's raw id (to write them in slices of jobs) and NodeList;
     # the job's other fields are joined slice by slice (the whole join held 0.6 GB at rsc1)
-    attempts = log.frame("attempt")
+    attempts = _attempts(log)
     n_nodes = pl.col("nodes").list.len()
     a = attempts.join(jobs.select("job", "raw_id"), on="job", how="left", maintain_order="left")
     a = a.with_columns(
@@ -417,7 +428,7 @@ def truth_attempts(
     names = names if names is not None else cfg.node_names()
     start_us = int(cfg.start.timestamp() * 1_000_000)
     node_name = pl.Series("n", [*names, None])
-    a = log.frame("attempt").join(
+    a = _attempts(log).join(
         jobs.select("job", "job_id", "gpus", "n_nodes", "training", "work_s"), on="job"
     )
     return a.select(

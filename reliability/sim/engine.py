@@ -259,6 +259,10 @@ class Kernel:
     def peek(self) -> float:
         """Give the time of the next live event.
 
+        Live means not cancelled through its handle; an event whose action finds nothing to do
+        when it runs (a model's own withdrawal, such as the cluster's planned end of an attempt
+        that already ended) is live here.
+
         Returns
         -------
         float

@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 #: version of the checkpoint format written by ``simulate_cluster(checkpoint=...)``
-CHECKPOINT_FORMAT = 3
+CHECKPOINT_FORMAT = 4
 
 
 @dataclass

@@ -20,6 +20,7 @@ from reliability.models import (
     job_state_breakdown,
     node_mttf,
     secondary_preemptions,
+    workload_summary,
 )
 
 T0 = datetime(2025, 1, 6, tzinfo=UTC)  # a Monday
@@ -241,3 +242,23 @@ def test_state_and_size_breakdowns_are_the_same_every_run():
     for row in states.iter_rows(named=True):
         exact = math.fsum(gpu_h[frame["state"].to_numpy() == row["state"]])
         assert row["gpu_hours"] == pytest.approx(exact, rel=1e-12)
+
+
+def test_open_attempts_agree_between_workload_and_mttf_at_the_end():
+    """An attempt that starts exactly at the observation end ran nothing before it: neither the
+    workload summary nor the rate fit counts it as open (the demo report said 63 and 62)."""
+    end = T0 + timedelta(hours=5)
+    jobs = _jobs([
+        ("1", 0, "RUNNING", "none", 8, 1.0, 9.0, ["a"]),      # open: ends after the end
+        ("2", 0, "COMPLETED", "none", 8, 0.0, 2.0, ["b"]),    # ended before it
+        ("3", 0, "RUNNING", "none", 8, 5.0, 6.0, ["c"]),      # starts at the end: not open
+        ("4", 0, "RUNNING", "none", 8, 2.0, 2.0, ["d"]),      # end cleared below: open
+    ]).with_columns(
+        end_time=pl.when(pl.col("job_id") == "4").then(None).otherwise(pl.col("end_time")),
+        n_nodes=pl.lit(1, pl.UInt32), failure_cause=pl.lit(None, pl.String),
+        name=pl.lit(None, pl.String), user=pl.lit(None, pl.String),
+    )  # fmt: skip
+    w = workload_summary(jobs, observation_end=end)
+    m = fit_mttf(jobs, min_gpus=8, observation_end=end)
+    assert w.open_attempts == 2  # hand count: jobs 1 and 4
+    assert m.open_attempts_ == 2

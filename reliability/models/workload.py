@@ -448,16 +448,18 @@ def workload_summary(
         Job states, sizes, failure taxonomy, hardware shares, secondary preemptions, crash
         loops and the jobs that lost most (see :class:`WorkloadResult`).
     """
-    from reliability.models.counts import resolve_observation_end
+    from reliability.models.counts import clip_attempts, resolve_observation_end
 
     end, note = resolve_observation_end(attributed, attributed, observation_end)
     notes = [note] if note else []
-    running = attributed.filter(pl.col("start_time").is_not_null())
-    n_open = int(
-        running.filter(
-            pl.col("end_time").is_null() | ((pl.col("end_time") > end) if end else pl.lit(False))
+    # the attempts open at the end as the rates count them (one that starts at the end ran
+    # nothing before it and is not among them)
+    if end is not None:
+        n_open = clip_attempts(attributed.select("start_time", "end_time"), end)[1]
+    else:
+        n_open = attributed.filter(
+            pl.col("start_time").is_not_null() & pl.col("end_time").is_null()
         ).height
-    )
     if n_open:
         notes.append(
             f"{n_open:,} attempts still running at the observation end: GPU time counted up to it"

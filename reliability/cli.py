@@ -458,6 +458,58 @@ def _flags(args: argparse.Namespace) -> dict[str, str]:
     return {a.dest: max(a.option_strings, key=len) for a in parser._actions if a.option_strings}
 
 
+#: r_f [per node-day] above which ``--rate`` is probably given per 1000 node-days: one failure
+#: per node every 10 days, 15x RSC-1's rate (Kokolis et al., HPCA '25, Fig. 7)
+_IMPLAUSIBLE_RATE_PER_NODE_DAY = 0.1
+
+
+def _plan(args: argparse.Namespace) -> int:
+    """``reliability plan``: its flags checked in the CLI's terms, then the planner."""
+    import math
+
+    from reliability.models.planner import plan
+    from reliability.references import RSC1_FAILURE_RATE
+
+    if args.gpus < 1:
+        raise ReliabilityError(f"--gpus: expected a job size of at least 1 GPU, got {args.gpus}")
+    if args.gpus_per_node < 1:
+        raise ReliabilityError(f"--gpus-per-node: expected at least 1, got {args.gpus_per_node}")
+    if not (math.isfinite(args.rate) and args.rate > 0):
+        raise ReliabilityError(
+            f"--rate: expected a positive number of failures per node-day (e.g. 2.34e-3), "
+            f"got {args.rate:g}"
+        )
+    if not 0.0 < args.target_ettr < 1.0:
+        raise ReliabilityError(
+            f"--target-ettr: expected a fraction in (0, 1) (e.g. 0.9), got {args.target_ettr:g}"
+        )
+    for flag, v in (("--restart-min", args.restart_min), ("--write-min", args.write_min),
+                    ("--queue-min", args.queue_min)):  # fmt: skip
+        if v is not None and not (math.isfinite(v) and v >= 0):
+            raise ReliabilityError(f"{flag}: expected minutes >= 0, got {v:g}")
+    if args.rate > _IMPLAUSIBLE_RATE_PER_NODE_DAY:
+        print(
+            f"warning: --rate {args.rate:g} failures per node-day is {1000 * args.rate:,.0f} per 1000 "
+            f"node-days, far above the published clusters' (RSC-1: {RSC1_FAILURE_RATE.value:.2f}, "
+            f"{RSC1_FAILURE_RATE.paper.short}); --rate is per node-day: for {args.rate:g} per 1000 "
+            f"node-days pass --rate {args.rate / 1000:g}",
+            file=sys.stderr,
+        )
+    print(
+        plan(
+            args.gpus,
+            args.rate,
+            args.target_ettr,
+            restart_h=None if args.restart_min is None else args.restart_min / 60.0,
+            ckpt_write_h=args.write_min / 60.0,
+            queue_h=args.queue_min / 60.0,
+            gpus_per_node=args.gpus_per_node,
+            variant=args.variant,
+        )
+    )
+    return 0
+
+
 def _cli_terms(message: str, args: argparse.Namespace) -> str:
     """Translate a library message into the CLI's terms.
 
@@ -522,21 +574,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "simulate":
             return _simulate(args)
         if args.command == "plan":
-            from reliability.models.planner import plan
-
-            print(
-                plan(
-                    args.gpus,
-                    args.rate,
-                    args.target_ettr,
-                    restart_h=None if args.restart_min is None else args.restart_min / 60.0,
-                    ckpt_write_h=args.write_min / 60.0,
-                    queue_h=args.queue_min / 60.0,
-                    gpus_per_node=args.gpus_per_node,
-                    variant=args.variant,
-                )
-            )
-            return 0
+            return _plan(args)
         if args.command == "lemon":
             return _lemon(args)
         if args.command == "sweep":

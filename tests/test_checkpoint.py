@@ -67,6 +67,11 @@ def test_series_converges_to_exact_and_exact_is_the_optimum():
         ),
         (lambda: optimal_interval_h(1024, -6.5e-3, R, ckpt_write_h=D), "rate_per_node_day"),
         (lambda: optimal_interval_h(1024, 6.5e-3, math.nan, ckpt_write_h=D), "restart_h"),
+        (lambda: plan(0, 6.5e-3, 0.9), "n_gpus must be at least 1 GPU, got 0"),
+        # a fit that counted no failures has rate_per_node_day_ 0.0: the message says what to pass
+        (lambda: plan(1024, 0.0, 0.9), r"got 0\.0 .*pass the fit itself"),
+        (lambda: plan(1024, math.inf, 0.9), "rate_per_node_day must be a positive number"),
+        (lambda: plan(1024, 6.5e-3, 1.0), "target_ettr"),
     ],
 )
 def test_invalid_arguments_are_refused(call, match):

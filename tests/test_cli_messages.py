@@ -308,3 +308,38 @@ def test_report_csv_cells_cannot_run_as_spreadsheet_formulas(tmp_path, monkeypat
         assert row["name"] == expect
         assert row["state"] == "'=X"
     assert [int(r["n"]) for r in rows] == [-1, 2, 3, 4, 5, 6, 7, 8]  # numbers are numbers
+
+
+@pytest.mark.parametrize(
+    ("argv", "flag"),
+    [
+        (["--gpus", "0", "--rate", "6.5e-3", "--target-ettr", "0.9"], "--gpus"),
+        (["--gpus", "8", "--rate", "0", "--target-ettr", "0.9"], "--rate"),
+        (["--gpus", "8", "--rate", "nan", "--target-ettr", "0.9"], "--rate"),
+        (["--gpus", "8", "--rate", "6.5e-3", "--target-ettr", "1.5"], "--target-ettr"),
+        (["--gpus", "8", "--rate", "6.5e-3", "--target-ettr", "0.9", "--restart-min", "-1"],
+         "--restart-min"),
+        (["--gpus", "8", "--rate", "6.5e-3", "--target-ettr", "0.9", "--gpus-per-node", "0"],
+         "--gpus-per-node"),
+    ],
+)  # fmt: skip
+def test_plan_refuses_a_bad_flag_by_its_name(capsys, argv, flag):
+    code, _out, err = _run(capsys, "plan", *argv)
+    assert code == 2
+    assert err.startswith(f"error: {flag}: expected"), err
+    for python_name in ("n_gpus", "target_ettr", "rate_per_node_day"):
+        assert python_name not in err
+
+
+def test_plan_warns_when_the_rate_looks_per_1000_node_days(capsys):
+    """--rate is per node-day; 6.5 (RSC-1's rate as the paper prints it) means 6,500 per 1000."""
+    code, out, err = _run(capsys, "plan", "--gpus", "1024", "--rate", "6.5", "--target-ettr", "0.9")
+    assert code == 0
+    assert "6,500 per 1000 node-days" in err
+    assert "pass --rate 0.0065" in err
+    code, out, err = _run(
+        capsys, "plan", "--gpus", "1024", "--rate", "0.0065", "--target-ettr", "0.9"
+    )
+    assert code == 0
+    assert err == ""
+    assert "at 6.5 failures per 1000 node-days" in out

@@ -15,7 +15,7 @@ from scipy import stats
 
 from reliability import attribute_failures
 from reliability._result import frame_is_finite
-from reliability.models import fit_mttf, mttf_h, poisson_ci
+from reliability.models import fit_mttf, mttf_h, plan, poisson_ci
 from reliability.references import (
     MTTF_PROJECTED_16K_GPUS,
     MTTF_PROJECTED_131K_GPUS,
@@ -163,7 +163,10 @@ def test_degenerate_inputs_say_why_and_print_no_nan(case):
         assert "not estimable" in text
         assert "upper 95% bound" in text
         assert m.summary["rate_per_1000_node_days"].to_list() == [None]
-        assert "at least" in m.mttf_at(16384)["text"]
+        # a lower bound, said as one even when it is below a second (not "at least under 1 s")
+        bound = m.mttf_at(16384)["text"]
+        assert bound.startswith(("at least", "lower bound under 1 s")), bound
+        assert "at least under" not in text
     if m.failures_ < 5:
         assert "GLM slope" in text
         assert "not estimable" in text
@@ -181,6 +184,9 @@ def test_no_large_jobs_is_not_an_error():
     assert not m.estimable_
     assert any("no exposure from jobs of >= 129 GPUs (largest job: 8 GPUs)" in n for n in m.notes)
     _no_bad_words(str(m))
+    # planning with such a fit (the README's example on a small cluster) says how to get a rate
+    with pytest.raises(ValueError, match=r"no exposure from jobs of >= 129 GPUs .*lower min_gpus="):
+        plan(16384, m, target_ettr=0.9, restart_h=5 / 60)
 
 
 def test_constant_rate_assumption_is_checked():

@@ -160,6 +160,12 @@ def glm_slope(
     )  # fmt: skip
 
 
+def _at_least(h: float) -> str:
+    """Say a lower bound of an MTTF [h] for people: "at least 20 s", or "lower bound under 1 s"."""
+    text = fmt_duration_h(h)
+    return "lower bound under 1 s" if text.startswith("under") else f"at least {text}"
+
+
 @dataclass
 class MTTFResult(Result):
     """Fitted failure rate and MTTF by job size.
@@ -283,15 +289,13 @@ class MTTFResult(Result):
         high = float(mttf_h(n_gpus, lo, self.gpus_per_node)) if lo > 0 else None
         if not self.estimable_:
             text = (
-                f"at least {fmt_duration_h(low)} (no hardware failures; from the upper {100 * (1 - self.alpha):.0f}% "
+                f"{_at_least(low)} (no hardware failures; from the upper {100 * (1 - self.alpha):.0f}% "
                 "bound of r_f)" if low is not None else "not estimable (no exposure)"
             )  # fmt: skip
             return {"mttf_h": None, "low_h": low, "high_h": high, "text": text}
         point = float(self.mttf_h(n_gpus))
         rng = (
-            f"{fmt_duration_h(low)}-{fmt_duration_h(high)}"
-            if high is not None
-            else f"at least {fmt_duration_h(low)}"
+            f"{fmt_duration_h(low)}-{fmt_duration_h(high)}" if high is not None else _at_least(low)
         )
         return {
             "mttf_h": point,
@@ -404,11 +408,20 @@ class MTTFResult(Result):
         return lines
 
 
+def _bucket_name(bucket: int) -> str:
+    """Name the GPUs a size bucket holds, from its lower edge: ``"8-15 GPUs"``, ``"4096+ GPUs"``."""
+    above = [e for e in SIZE_BUCKETS if e > bucket]
+    if not above:
+        return f"{bucket:,}+ GPUs"
+    top = above[0] - 1
+    return f"{bucket:,} GPUs" if top == bucket else f"{bucket:,}-{top:,} GPUs"
+
+
 def _size_line(row: dict[str, Any], label: str | None = None) -> str:
-    name = label or f"{row['bucket']} GPUs"
+    name = label or _bucket_name(int(row["bucket"]))
     if row["failures"] == 0:
         meas = (
-            f"no failures (MTTF at least {fmt_duration_h(row['mttf_h_low'])})"
+            f"no failures (MTTF {_at_least(row['mttf_h_low'])})"
             if row["mttf_h_low"] is not None else "no exposure"
         )  # fmt: skip
     else:
@@ -416,7 +429,7 @@ def _size_line(row: dict[str, Any], label: str | None = None) -> str:
         meas = f"{fmt_duration_h(row['mttf_h'])} ({fmt_duration_h(row['mttf_h_low'])}-{hi})"
     model = row.get("model_mttf_h")
     mtext = f"model {fmt_duration_h(model)}" if model is not None else "model not estimable"
-    return f"  {name:>14}  {meas:<40}  {mtext}   [{row['failures']} failures, {fmt_num(row['job_hours'])} job-h]"
+    return f"  {name:>16}  {meas:<40}  {mtext}   [{row['failures']} failures, {fmt_num(row['job_hours'])} job-h]"
 
 
 def attributed_jobs(

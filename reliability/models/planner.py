@@ -146,7 +146,7 @@ class PlanResult(Result):
         else:
             tail = ""
         lines.append(
-            f"A job on {self.n_gpus:,} GPUs at {1000 * self.rate_per_node_day:.2f} failures per 1000 node-days{tail} "
+            f"A job on {self.n_gpus:,} GPUs at {fmt_num(1000 * self.rate_per_node_day)} failures per 1000 node-days{tail} "
             f"is interrupted every {_fmt_h(self.mttf_h)} on average (MTTF = 1/(N r_f), assuming a constant rate)."
         )
         if self.equal_cost_h is None:
@@ -247,8 +247,13 @@ def _choose_rate(source: Any) -> tuple[float, str, pl.DataFrame, float | None, l
             "the recommended interval is conservative"
         )
         return window.high, f"upper {pct} bound (no failures)", rates, None, notes
+    if hasattr(source, "min_gpus"):
+        what, fix = f" from jobs of >= {source.min_gpus} GPUs", "fit with a lower min_gpus=, or "
+    else:
+        what, fix = "", ""
     raise ValueError(
-        "no exposure to estimate r_f from: nothing to plan with (give rate_per_node_day)"
+        f"no exposure{what} to estimate r_f from: nothing to plan with ({fix}give "
+        "rate_per_node_day)"
     )
 
 
@@ -306,8 +311,19 @@ def plan(
     basis, rates, upper = "given", None, None
     if not isinstance(rate_per_node_day, int | float):
         rate_per_node_day, basis, rates, upper, notes = _choose_rate(rate_per_node_day)
-    if n_gpus < 1 or not rate_per_node_day > 0 or not math.isfinite(rate_per_node_day):
-        raise ValueError("n_gpus must be >= 1 and rate_per_node_day a positive number")
+    if n_gpus < 1:
+        raise ValueError(f"n_gpus must be at least 1 GPU, got {n_gpus}")
+    if not (math.isfinite(rate_per_node_day) and rate_per_node_day > 0):
+        hint = (
+            " (a fit's rate_per_node_day_ is 0.0 when it counted no failures: pass the fit "
+            "itself, plan(n_gpus, fit, ...), to plan with the upper bound of its rate)"
+            if rate_per_node_day == 0
+            else ""
+        )
+        raise ValueError(
+            "rate_per_node_day must be a positive number of failures per node-day, got "
+            f"{rate_per_node_day!r}{hint}"
+        )
     rate_per_node_day = float(rate_per_node_day)
 
     def ettr(dt_h, u0_h):

@@ -23,6 +23,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "SEVERITIES",
     "TABLES",
+    "UNFINISHED_STATES",
     "TableSpec",
     "empty",
     "validate",
@@ -92,6 +93,11 @@ SEVERITIES = ("info", "warning", "critical")
 NODE_STATES = ("DOWN", "DRAIN", "FAIL", "MAINT", "REPAIR")
 
 JobState = pl.Enum(JOB_STATES)
+#: states of a job or step record that is not final yet (a record taken while it ran)
+UNFINISHED_STATES = (
+    "RUNNING", "PENDING", "SUSPENDED", "REQUEUE_HOLD", "REQUEUE_FED", "COMPLETING",
+    "CONFIGURING", "SIGNALING", "STOPPED",
+)  # fmt: skip
 HealthSource = pl.Enum(HEALTH_SOURCES)
 Component = pl.Enum(COMPONENTS)
 Severity = pl.Enum(SEVERITIES)

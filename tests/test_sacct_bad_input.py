@@ -120,18 +120,19 @@ def test_mixed_slurm_versions_concatenated(tmp_path):
 
 def test_exact_duplicates_count_once(tmp_path):
     """Three identical lines are one record (plus two quarantined repeats), not three
-    attempts; a record that differs in one byte is not a duplicate."""
+    attempts. A record that differs in one byte is not an exact duplicate, but with the same
+    JobID, Submit and Start it is the same attempt: the later line is kept (as the Dataset
+    keeps the later input), the earlier quarantined saying so."""
     other = ROWS[2].replace("FAILED|1:0", "FAILED|2:0")
     lines = [HEADER, ROWS[2], ROWS[0], ROWS[2], ROWS[2], other]
     r = read_sacct(_write(tmp_path, "\n".join(lines)), tz="UTC")
-    assert (r.rows_read, r.rows_kept, r.rows_quarantined) == (5, 3, 2)
-    assert dict(r.quarantine.select("line_no", "reason").iter_rows()) == {
-        4: "exact duplicate of line 2",
-        5: "exact duplicate of line 2",
-    }
-    assert r.quarantine.get_column("raw").to_list() == [ROWS[2], ROWS[2]]
-    jobs = r.tables["jobs"].filter(pl.col("job_id") == "11").sort("attempt")
-    assert jobs.get_column("exit_code").to_list() == [1, 2]  # two attempts, not four
+    assert (r.rows_read, r.rows_kept, r.rows_quarantined) == (5, 2, 3)
+    reasons = dict(r.quarantine.select("line_no", "reason").iter_rows())
+    assert reasons[4] == reasons[5] == "exact duplicate of line 2"
+    assert reasons[2].startswith("the same attempt as line 6 (same JobID, Submit and Start)")
+    assert r.quarantine.get_column("raw").to_list() == [ROWS[2]] * 3
+    jobs = r.tables["jobs"].filter(pl.col("job_id") == "11")
+    assert jobs.select("attempt", "exit_code").rows() == [(0, 2)]  # one attempt, not four
 
 
 def test_non_utf8_job_name_is_kept(tmp_path):

@@ -231,6 +231,66 @@ def test_any_order_of_overlapping_exports_gives_the_latest_view(tmp_path, seed):
         assert_frame_equal(_stable(ds.jobs), want)
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_exports_concatenated_into_one_file_give_the_latest_view(tmp_path, seed):
+    """The same exports concatenated into one file (``cat``, in any order, with or without
+    their headers repeated): the reader keeps one record per attempt by the Dataset's rules,
+    so the jobs are those of the latest export (the oracle); every other record is
+    quarantined as a repeat or as the same attempt seen in another state."""
+    files = _random_exports(tmp_path, seed)
+    latest = Dataset(tmp_path / "latest")
+    latest.ingest("slurm", files[-1], tz="UTC")
+    want = _stable(latest.jobs)
+    bodies = [f.read_text(encoding="utf-8").splitlines()[1:] for f in files]
+    for n, perm in enumerate(itertools.permutations(range(len(files)))):
+        for headers in (False, True):
+            lines = [HEADER]
+            for k in perm:
+                lines += ([HEADER] if headers and lines != [HEADER] else []) + bodies[k]
+            one = _write(tmp_path / f"cat{n}{int(headers)}.psv", lines[0], lines[1:])
+            ds = Dataset(tmp_path / f"one{n}{int(headers)}")
+            ds.ingest("slurm", one, tz="UTC")
+            assert_frame_equal(_stable(ds.jobs), want)
+            q = ds.quarantine
+            assert ds.jobs.height + q.height == sum(len(b) for b in bodies)
+            assert (
+                q.get_column("reason")
+                .str.contains("exact duplicate|same attempt|never-started")
+                .all()
+            )
+
+
+def test_one_file_keeps_real_requeues_and_drops_the_inflight_copies(tmp_path):
+    """Job 7 was requeued (a new Submit): two attempts, kept. The in-flight copies of its
+    second attempt (PENDING, then RUNNING) and of job 8's step are the same records seen
+    earlier: dropped, whichever comes first in the file."""
+    final = [
+        _job(7, "NODE_FAIL", "2025-01-01T00:00:00", "2025-01-01T00:01:00", "2025-01-01T02:00:00"),
+        _job(7, "COMPLETED", "2025-01-01T02:05:00", "2025-01-01T02:10:00", "2025-01-01T09:00:00"),
+        _job(8, "COMPLETED", "2025-01-01T00:00:00", "2025-01-01T00:01:00", "2025-01-01T05:00:00"),
+        "8.batch|batch|COMPLETED|0:0|2025-01-01T00:01:00|2025-01-01T00:01:00|2025-01-01T05:00:00|1||n1|c",
+    ]
+    inflight = [
+        _job(7, "NODE_FAIL", "2025-01-01T00:00:00", "2025-01-01T00:01:00", "2025-01-01T02:00:00"),
+        _job(7, "PENDING", "2025-01-01T02:05:00", None, None),
+        _job(8, "RUNNING", "2025-01-01T00:00:00", "2025-01-01T00:01:00", None),
+        "8.batch|batch|RUNNING|0:0|2025-01-01T00:01:00|2025-01-01T00:01:00|Unknown|1||n1|c",
+    ]
+    later = [_job(7, "RUNNING", "2025-01-01T02:05:00", "2025-01-01T02:10:00", None)]
+    for n, rows in enumerate((inflight + later + final, final + later + inflight,
+                              later + final + inflight)):  # fmt: skip
+        f = _write(tmp_path / f"one{n}.psv", HEADER, rows)
+        ds = Dataset(tmp_path / f"ds{n}")
+        ds.ingest("slurm", f, tz="UTC")
+        jobs = ds.jobs.sort("job_id", "attempt")
+        assert jobs.select("job_id", "attempt", pl.col("state").cast(pl.String)).rows() == [
+            ("7", 0, "NODE_FAIL"), ("7", 1, "COMPLETED"), ("8", 0, "COMPLETED"),
+        ]  # fmt: skip
+        steps = ds.job_steps.select("job_id", "step", pl.col("state").cast(pl.String))
+        assert steps.rows() == [("8", "batch", "COMPLETED")]
+        assert ds.quarantine.height == len(rows) - 4
+
+
 def _events(path, rows):
     return _write(path, EVENTS, rows)
 

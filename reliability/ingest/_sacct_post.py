@@ -28,6 +28,7 @@ from datetime import timedelta
 import numpy as np
 import polars as pl
 
+from reliability import schema
 from reliability.ingest.slurm_fields import SACCT_EXPORT_COMMAND
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "missing_duplicates_note",
     "number_attempts",
     "resize_segments",
+    "same_attempts",
 ]
 
 #: most distance between a RESIZING record's End and the next segment's Submit
@@ -102,6 +104,86 @@ def duplicate_candidates(frame: pl.DataFrame) -> pl.Series:
     mask = duplicated(frame, [c for c in _KEY_COLS if c in frame.columns])
     lines = frame.get_column("line_no")
     return lines.filter(pl.Series(mask)) if mask.any() else lines.clear()
+
+
+def same_attempts(
+    frame: pl.DataFrame, key: Sequence[str], candidates: pl.Series
+) -> tuple[pl.DataFrame, list[tuple[int, str]]]:
+    """Keep one record of each job attempt (or step) that one input holds twice.
+
+    ``sacct --duplicates`` prints each attempt once; an input holds one twice when exports
+    are concatenated, e.g. one taken while a job ran and one after it ended. Records that share
+    the table's natural key (``key``: cluster, job id, [step,] Submit, Start) are one record
+    seen twice, and the winner is chosen as the Dataset chooses between inputs
+    (:mod:`reliability.store.merge`): a finished record beats an unfinished one
+    (:data:`~reliability.schema.UNFINISHED_STATES`, or no End), then the later End, then the
+    later line. An allocation that never started and is unfinished (PENDING) is the same
+    attempt as another record of its job with the same Submit (one that started, or ended
+    without starting), which is kept. Run after :func:`exact_duplicates` (a repeat is reported
+    as such, not here).
+
+    Parameters
+    ----------
+    frame : polars.DataFrame
+        Typed records with ``line_no``, ``state``, ``end_time`` and the ``key`` columns.
+    key : sequence of str
+        The natural key (``reliability.schema.TABLES[...].key``).
+    candidates : polars.Series
+        ``line_no`` of the records that may share a key with another (a superset; e.g. those
+        whose job id repeats).
+
+    Returns
+    -------
+    (polars.DataFrame, list of (int, str))
+        The frame without the records that lost, and (line, quarantine reason) of each.
+    """
+    if candidates.len() < 2:
+        return frame, []
+    key = list(key)
+    unfinished = pl.Series(schema.UNFINISHED_STATES, dtype=schema.JobState)
+    sub = (
+        frame.filter(pl.col("line_no").is_in(candidates.implode()))
+        .select(*key, "state", "end_time", "line_no")
+        .with_columns(
+            _fin=pl.col("end_time").is_not_null() & ~pl.col("state").is_in(unfinished.implode())
+        )
+        .sort([*key, "_fin", "end_time", "line_no"], descending=[False] * len(key) + [True] * 3,
+              nulls_last=True)
+    )  # fmt: skip
+    if sub.height < 2:
+        return frame, []
+
+    def first_of_runs(cols: list[str]) -> pl.Expr:
+        changed = pl.any_horizontal([pl.col(c).ne_missing(pl.col(c).shift(1)) for c in cols])
+        return changed | (pl.int_range(pl.len()) == 0)
+
+    sub = sub.with_columns(_run=first_of_runs(key).cum_sum()).with_columns(
+        _winner=pl.col("line_no").first().over("_run")
+    )
+    lost = sub.filter(pl.col("line_no") != pl.col("_winner"))
+    out = [
+        (ln, f"the same attempt as line {w} (same JobID, Submit and Start), which is kept: a "
+             "finished record beats an unfinished one, then the later End, then the later line "
+             "(exports concatenated, one taken while the job ran?)")
+        for ln, w in lost.select("line_no", "_winner").iter_rows()
+    ]  # fmt: skip
+    if "submit_time" in key and "step" not in key:
+        kept = sub.filter(pl.col("line_no") == pl.col("_winner"))
+        job = ["cluster", "job_id", "submit_time"]
+        same = pl.all_horizontal([pl.col(c).eq_missing(pl.col(c).shift(1)) for c in job])
+        pending = pl.col("start_time").is_null() & ~pl.col("_fin")
+        never = kept.with_columns(_prev=pl.col("line_no").shift(1)).filter(
+            (same & pending).fill_null(False)
+        )
+        out += [
+            (ln, f"a never-started, unfinished record of the attempt at line {w} (same JobID and "
+                 "Submit), which is kept")
+            for ln, w in never.select("line_no", "_prev").iter_rows()
+        ]  # fmt: skip
+    if not out:
+        return frame, []
+    drop = pl.Series([ln for ln, _ in out], dtype=pl.Int64)
+    return frame.filter(~pl.col("line_no").is_in(drop.implode())), out
 
 
 def exact_duplicates(

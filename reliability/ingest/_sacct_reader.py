@@ -57,6 +57,7 @@ from reliability.ingest._sacct_post import (
     missing_duplicates_note,
     number_attempts,
     resize_segments,
+    same_attempts,
 )
 from reliability.ingest._sacct_records import Layout, Record, assemble, parse_header
 from reliability.ingest.slurm_fields import (
@@ -581,7 +582,7 @@ class SacctReader:
                     f"names in total (each at most {MAX_HOSTLIST_NODES:,}): refused before "
                     "expanding them, to bound memory; split the export by --starttime/--endtime",
                 ) from None
-            cand_a, cand_s, dup, note = early.result()
+            cand_a, cand_s, dup, note, same_a, same_s = early.result()
         late: list[tuple[int, str]] = list(late_parse)
         allocs, resize_bad, resize_notes = resize_segments(allocs)
         late += resize_bad
@@ -593,6 +594,20 @@ class SacctReader:
             notes.append(
                 f"{len(rep_a) + len(rep_s)} record(s) repeat an earlier record exactly "
                 "(concatenated exports?): counted once, the repeats quarantined"
+            )
+        seen_twice: list[tuple[int, str]] = []
+        if same_a is not None:
+            allocs, seen = same_attempts(allocs, schema.TABLES["jobs"].key, same_a)
+            seen_twice += seen
+        if same_s is not None:
+            steps, seen = same_attempts(steps, schema.TABLES["job_steps"].key, same_s)
+            seen_twice += seen
+        if seen_twice:
+            late += seen_twice
+            notes.append(
+                f"{len(seen_twice)} record(s) are an attempt or step the export holds twice with "
+                "another state (an export taken while jobs ran, concatenated with a later "
+                "one?): the finished record kept, the others quarantined"
             )
         if late:
             raw = self._fetch_raw(path, [ln for ln, _ in late])
@@ -679,15 +694,22 @@ def _in_line_order(parts: list[pl.DataFrame], n_bulk: int, empty: dict) -> pl.Da
 
 def _early_checks(
     allocs: pl.DataFrame, steps: pl.DataFrame
-) -> tuple[pl.Series, pl.Series, np.ndarray, str | None]:
+) -> tuple[pl.Series, pl.Series, np.ndarray, str | None, pl.Series | None, pl.Series | None]:
     """Run the checks of the end of a read that need no node list.
 
     Returns the exact-duplicate candidates of allocations and steps, the mask of allocations
-    whose job id repeats, and the note of an export made without ``--duplicates``.
+    whose job id repeats, the note of an export made without ``--duplicates``, and the
+    ``line_no`` of the allocations and steps of the job ids that repeat (None if none).
     """
     dup = duplicated(allocs, ["cluster", "job_id"])
     note = missing_duplicates_note(allocs, dup=dup)
-    return duplicate_candidates(allocs), duplicate_candidates(steps), dup, note
+    # the records that may be one attempt seen twice: those of the job ids that repeat
+    same_a = allocs.get_column("line_no").filter(pl.Series(dup)) if dup.any() else None
+    same_s = None
+    if same_a is not None and steps.height:
+        ids = allocs.filter(pl.Series(dup)).get_column("job_id").unique()
+        same_s = steps.get_column("line_no").filter(steps.get_column("job_id").is_in(ids.implode()))
+    return duplicate_candidates(allocs), duplicate_candidates(steps), dup, note, same_a, same_s
 
 
 def _join(a: Block | None, b: Block | None) -> Block:

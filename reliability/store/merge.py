@@ -18,6 +18,9 @@ the same attempt as a started record of the same job with the same submit time: 
 one replaces it. Job attempts are then renumbered 0, 1, ... by start time (never-started
 last, then by submit time) across all inputs.
 
+The sacct reader applies the same rules to the records of one input that share a key
+(exports concatenated into one file: :func:`reliability.ingest._sacct_post.same_attempts`).
+
 Node-state intervals from snapshots (``scontrol show node``, ``sinfo -R``: kind ``nodes``)
 are reconciled with the history (``sacctmgr show event`` and the other interval sources) by
 :func:`reconcile_node_states`, and the health events read from their reasons by
@@ -46,10 +49,7 @@ __all__ = [
 ]
 
 #: job / step states of a record that is not final yet
-UNFINISHED = (
-    "RUNNING", "PENDING", "SUSPENDED", "REQUEUE_HOLD", "REQUEUE_FED", "COMPLETING",
-    "CONFIGURING", "SIGNALING", "STOPPED",
-)  # fmt: skip
+UNFINISHED = schema.UNFINISHED_STATES
 #: input kinds whose node_states rows are snapshots (open intervals seen at one time)
 SNAPSHOT_KINDS = frozenset({"nodes"})
 #: input kinds that read Slurm's node states (their reasons may give health events)

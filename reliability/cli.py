@@ -608,6 +608,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"simulated raw logs in {args.into / 'sim'}, Dataset in {ds.path}\n")
             print(ds.summary())
             return 0
+    except BrokenPipeError:
+        # the reader of the output went away (`reliability ... | head`): stop quietly, as
+        # other commands do, and keep the interpreter's final flush from failing again
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except (ReliabilityError, OSError, ValueError) as exc:
         print(f"error: {_cli_terms(str(exc), args)}", file=sys.stderr)
         return 2

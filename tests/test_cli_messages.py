@@ -343,3 +343,19 @@ def test_plan_warns_when_the_rate_looks_per_1000_node_days(capsys):
     assert code == 0
     assert err == ""
     assert "at 6.5 failures per 1000 node-days" in out
+
+
+def test_a_closed_pipe_ends_the_command_quietly():
+    """`reliability availability ... | head -1`: the reader goes away; no "error: Broken pipe"."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # nobody reads: the first write fails with EPIPE
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "reliability", "availability", "--mode", "reconfigurable",
+             "--host-availability", "0.99"],
+            stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120, check=False,
+        )  # fmt: skip
+    finally:
+        os.close(write_end)
+    assert proc.returncode == 0
+    assert proc.stderr == ""

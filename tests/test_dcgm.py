@@ -35,7 +35,10 @@ def test_real_excerpts(shared):
     r = read_dcgm(d / "dcgm_issue235_err_code_labels.txt", cluster="c", scraped_at=T0)
     # the one sample line shows the series without a value (as pasted in the issue)
     assert r.quarantine["line_no"].to_list() == [3]
-    assert "not a Prometheus sample" in r.quarantine.item(0, "reason")
+    # said in the format's terms, not in the parser's Python ("could not convert string...")
+    assert r.quarantine.item(0, "reason") == (
+        'not a Prometheus sample (expected: name{label="..."} value)'
+    )
 
 
 def test_counters_between_scrapes(tmp_path):

@@ -128,3 +128,22 @@ def test_time_between_failures_matches_dsn06(lanl):
     text = str(everything)
     assert "decreasing hazard" in text
     assert "nan" not in text
+
+
+def test_dataset_summary_counts_the_failure_records(lanl, tmp_path):
+    """`reliability info` on LANL data: its systems, nodes and time span (was "clusters: -",
+    "nodes: 0", "time span: empty" for 23,739 failures)."""
+    from reliability import Dataset
+
+    path, records, r = lanl
+    ds = Dataset(tmp_path / "ds")
+    ds.ingest("lanl", path)
+    s = ds.summary()
+    # each system's "nodes" column; system 17 has none: the nodes its records name
+    nodes = {rec["System"]: int(rec["nodes"]) for rec in records if rec["nodes"].strip()}
+    named = {(rec["System"], rec["nodenumz"]) for rec in records if rec["System"] not in nodes}
+    assert s.clusters == sorted(f"lanl-{system}" for system in {rec["System"] for rec in records})
+    assert s.n_nodes == sum(nodes.values()) + len(named) == 5007  # ids repeat across systems
+    cf = r.tables["component_failures"]
+    assert s.first == cf.get_column("failed_at").min()
+    assert s.last == max(cf.get_column("failed_at").max(), cf.get_column("repaired_at").max())

@@ -189,6 +189,19 @@ def test_no_large_jobs_is_not_an_error():
         plan(16384, m, target_ettr=0.9, restart_h=5 / 60)
 
 
+def test_cpu_only_cluster_gets_no_min_gpus_advice():
+    """Jobs on no GPUs (LANL-like or CPU partitions): r_f is not estimable and the note says
+    why, without telling the user to pass a min_gpus they already passed."""
+    rng = np.random.default_rng(4)
+    jobs, end = job_histories(rng, days=5, rate_per_node_day=0.01, slots=2, nodes_per_job=1)
+    jobs = jobs.with_columns(n_accelerators=pl.lit(0, jobs.schema["n_accelerators"]))
+    m = fit_mttf(jobs, min_gpus=1, observation_end=end)
+    assert not m.estimable_
+    note = next(n for n in m.notes if n.startswith("no exposure from jobs of >= 1 GPUs"))
+    assert "ran on no GPUs" in note
+    assert "min_gpus=" not in note
+
+
 def test_constant_rate_assumption_is_checked():
     """The text says MTTF = 1/(N r_f) assumes a constant rate and shows the Weibull shape per
     size class with its interval and verdict: attempts whose time to failure is Weibull of

@@ -652,7 +652,8 @@ def test_checks_redone_when_a_record_is_quarantined_late(tmp_path):
 
 def test_node_count_without_an_nnodes_field_is_the_lists_length(tmp_path):
     """With no NNodes/AllocNodes field the count is the expanded list's length (the hostlists
-    here are counted by hand); with the field, its value is kept even where it differs."""
+    here are counted by hand); with the field, its value is kept where the list agrees, and a
+    record whose list names another number of nodes is quarantined (neither is trusted)."""
     rows = [
         "5|COMPLETED|2025-01-01T00:00:00|2025-01-01T00:01:00|2025-01-01T01:00:00|n[01-03,07]",
         "5.0|COMPLETED|2025-01-01T00:01:00|2025-01-01T00:01:00|2025-01-01T01:00:00|n02",
@@ -666,5 +667,33 @@ def test_node_count_without_an_nnodes_field_is_the_lists_length(tmp_path):
     header = "JobID|State|Submit|Start|End|NNodes|NodeList"
     r = read_sacct(_write(tmp_path, "\n".join([header, *with_field]) + "\n", "b.psv"), tz="UTC",
                    cluster="c")  # fmt: skip
-    assert r.tables["jobs"].sort("job_id").get_column("n_nodes").to_list() == [2, 0]
-    assert r.tables["job_steps"].get_column("n_nodes").to_list() == [2]
+    assert r.tables["jobs"].sort("job_id").get_column("n_nodes").to_list() == [0]
+    assert r.tables["job_steps"].height == 0
+    assert r.quarantine.select("line_no", "reason").rows() == [
+        (2, "field NNodes: 2 nodes, but NodeList 'n[01-03,07]' names 4"),
+        (3, "field NNodes: 2 nodes, but NodeList 'n02' names 1"),
+    ]
+    agree = [rows[0].replace("|n", "|4|n"), rows[1].replace("|n", "|1|n"), with_field[2]]
+    r = read_sacct(_write(tmp_path, "\n".join([header, *agree]) + "\n", "c.psv"), tz="UTC",
+                   cluster="c")  # fmt: skip
+    assert r.tables["jobs"].sort("job_id").get_column("n_nodes").to_list() == [4, 0]
+    assert r.tables["job_steps"].get_column("n_nodes").to_list() == [1]
+
+
+def test_a_node_count_that_disagrees_with_the_node_list_is_quarantined(tmp_path):
+    """NNodes says 4 where NodeList names one node (e.g. NNodes and NCPUS swapped in the
+    header): the exposure would be 4x, so the record is quarantined naming both; a pending job
+    (no nodes yet, NNodes the request) and consistent records are kept."""
+    rows = [
+        ROWS[0],  # 2 nodes, n[01-02]
+        ROWS[2].replace("|1|gres/gpu:h100=8|n03|", "|4|gres/gpu:h100=8|n03|"),
+        "12|wait|PENDING|0:0|2025-01-01T00:00:00|Unknown|Unknown|4||None assigned|c",
+    ]
+    r = read_sacct(_write(tmp_path, "\n".join([HEADER, *rows])), tz="UTC")
+    assert (r.rows_read, r.rows_kept, r.rows_quarantined) == (3, 2, 1)
+    assert r.quarantine.select("line_no", "reason").rows() == [
+        (3, "field NNodes: 4 nodes, but NodeList 'n03' names 1")
+    ]
+    assert r.tables["jobs"].select("job_id", "n_nodes").sort("job_id").rows() == [
+        ("10", 2), ("12", 4),
+    ]  # fmt: skip

@@ -346,3 +346,16 @@ def test_time_limits(run1):
     # "UNLIMITED" (bigmem partition) is no limit: null, and not a quarantine reason
     unlimited = [j for j, v in limits.items() if v is None]
     assert unlimited
+
+
+def test_fields_are_taken_in_any_case(shared):
+    """sacct takes --format names in any case; so does fields= (GC3Pie writes them lower case)."""
+    path = shared / "slurm-sacct-gc3pie" / "sacct_samples_gc3pie.txt"
+    fields = ["JobID", "ExitCode", "State", "NCPUS", "Elapsed", "TotalCPU", "Submit", "Start", "End",
+              "MaxRSS", "MaxVMSize"]  # fmt: skip
+    canon = read_sacct(path, fields=fields, cluster="gc3", tz="Europe/Zurich")
+    lower = read_sacct(path, fields=",".join(f.lower() for f in fields), cluster="gc3",
+                       tz="Europe/Zurich")  # fmt: skip
+    for t in ("jobs", "job_steps"):
+        assert lower.tables[t].equals(canon.tables[t])
+    assert lower.quarantine.equals(canon.quarantine)

@@ -605,6 +605,19 @@ def complete(
                 bad = frame.filter(flag).select("line_no", "nodelist")
                 late += [(ln, f"field NodeList: {hl_errors[nl]}") for ln, nl in bad.iter_rows()]
                 frame = frame.filter(~flag)
+        # a node count that disagrees with the nodes listed (fields swapped or mislabelled)
+        # would change the exposure: the record is not trusted
+        listed = frame.get_column("nodes").list.len()
+        odd = (listed > 0) & (listed != frame.get_column("n_nodes"))
+        if odd.any():
+            bad = frame.filter(odd).select(
+                "line_no", "n_nodes", "nodelist", listed=listed.filter(odd)
+            )
+            late += [
+                (ln, f"field NNodes: {n:,} nodes, but NodeList '{nl}' names {k:,}")
+                for ln, n, nl, k in bad.iter_rows()
+            ]
+            frame = frame.filter(~odd)
         out.append(frame.select(keep))
     return out[0], out[1], late, node_names
 

@@ -216,8 +216,9 @@ def read_dcgm(
             families = list(text_string_to_metric_families(text + "\n"))
             sample = families[0].samples[0]
             value = float(sample.value)
-        except Exception as exc:  # any failure of the third-party parser is a bad line
-            bad(line_no, line, f"not a Prometheus sample: {str(exc)[:160]}")
+        except Exception:  # any failure of the third-party parser is a bad line
+            # (its messages are Python's, e.g. "could not convert string to float: ''")
+            bad(line_no, line, 'not a Prometheus sample (expected: name{label="..."} value)')
             continue
         if not math.isfinite(value):
             bad(line_no, line, f"value {sample.value} is not a reading (non-finite)")

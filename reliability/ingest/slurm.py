@@ -37,6 +37,7 @@ from reliability.ingest.slurm_fields import (
     RECOMMENDED_FORMAT,
     REQUIRED_FIELDS,
     SACCT_EXPORT_COMMAND,
+    SACCT_SPELLING,
     TEXT_FIELDS,
 )
 
@@ -144,7 +145,8 @@ def _check_fields(src: str, fields: Sequence[str] | None) -> list[str] | None:
         raise IngestError(
             src, f"option fields= must list sacct field names in --format order, got {fields!r}"
         )
-    names = [f.strip() for f in names]
+    # sacct takes --format names in any case (jobid, exitcode): its own spelling here
+    names = [SACCT_SPELLING.get(f.strip().lower(), f.strip()) for f in names]
     if len({n.lower() for n in names}) != len(names):
         raise IngestError(src, f"option fields= names a field twice: {','.join(names)}")
     missing = [f for f in REQUIRED_FIELDS if f not in names]

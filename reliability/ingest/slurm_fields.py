@@ -19,6 +19,7 @@ __all__ = [
     "SACCTMGR_EVENTS_FORMAT",
     "SACCT_EXPORT_COMMAND",
     "SACCT_FIELDS",
+    "SACCT_SPELLING",
     "TEXT_FIELDS",
     "USED_FIELDS",
     "sacct_export_args",
@@ -120,6 +121,8 @@ _SACCT_FIELD_NAMES = (
     "TRESUsageOutTot UID User UserCPU WCKey WCKeyID WorkDir"
 )
 SACCT_FIELDS = frozenset(f.lower() for f in _SACCT_FIELD_NAMES.split())
+#: sacct's spelling of each field, by its lower-case name (sacct takes --format names in any case)
+SACCT_SPELLING = {f.lower(): f for f in _SACCT_FIELD_NAMES.split()}
 #: Fields the reader uses (others are read past; they do not reach the canonical tables).
 USED_FIELDS = frozenset(
     {

@@ -539,9 +539,15 @@ def fit_mttf(
     big = exp.filter(pl.col("n_accelerators") >= max(min_gpus, 1))  # GPU jobs: CPU-only apart
     if big.height == 0:
         largest = int(exp.get_column("n_accelerators").max() or 0) if exp.height else 0
+        if largest >= 1:
+            fix = f"pass min_gpus={largest} or lower to estimate it from smaller jobs"
+        elif exp.height:
+            fix = "the jobs ran on no GPUs (r_f counts GPU jobs: CPU-only jobs are reported apart)"
+        else:
+            fix = "no attempt ran (no start time) in the window"
         notes.append(
-            f"no exposure from jobs of >= {min_gpus} GPUs (largest job: {largest:,} GPUs): r_f not estimable; "
-            f"pass min_gpus={max(largest, 1)} or lower to estimate it from smaller jobs"
+            f"no exposure from jobs of >= {min_gpus} GPUs (largest job: {largest:,} GPUs): r_f not "
+            f"estimable; {fix}"
         )
     weekly = period_counts(big, every="1w")
     rate = estimate_rate(weekly["failures"].to_numpy(), weekly["exposure"].to_numpy(), alpha=alpha,

@@ -230,17 +230,22 @@ def summarise(ds: Dataset) -> DatasetSummary:
         schema={"table": pl.String, "rows": pl.Int64},
     )
     jobs, he, ns = ds.scan("jobs"), ds.scan("health_events"), ds.scan("node_states")
-    clusters = (
-        pl.concat([jobs.select("cluster"), he.select("cluster"), ns.select("cluster")])
-        .unique()
-        .collect()
-    )
+    # component records (LANL-style failure data, inventories) count too; their nodes are
+    # the components of type "node", named by id within their cluster
+    cf, inv = ds.scan("component_failures"), ds.scan("inventory")
+    clusters = pl.concat([f.select("cluster") for f in (jobs, he, ns, cf, inv)]).unique().collect()
     nodes = (
         pl.concat(
             [
-                jobs.select(pl.col("nodes").explode().alias("node")),
-                he.select("node"),
-                ns.select("node"),
+                jobs.select("cluster", node="nodes").explode("node"),
+                he.select("cluster", "node"),
+                ns.select("cluster", "node"),
+                *(
+                    f.filter(pl.col("component_type") == "node").select(
+                        "cluster", node="component_id"
+                    )
+                    for f in (cf, inv)
+                ),
             ]
         )
         .drop_nulls()
@@ -256,6 +261,8 @@ def summarise(ds: Dataset) -> DatasetSummary:
                 jobs.select(pl.col("end_time").alias("t")),
                 he.select(pl.col("time").alias("t")),
                 ns.select(pl.col("start").alias("t")),
+                cf.select(pl.col("failed_at").alias("t")),
+                cf.select(pl.col("repaired_at").alias("t")),
             ]
         )
         .select(pl.col("t").min().alias("first"), pl.col("t").max().alias("last"))

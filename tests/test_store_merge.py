@@ -408,3 +408,27 @@ def test_run1_views_of_a_drain_give_no_more_reason_events_than_intervals(run1_or
     intervals = dict(d.node_states.group_by("node").len().iter_rows())
     for node, n in events.iter_rows():
         assert n <= intervals.get(node, 0), node
+
+
+def test_run1_final_and_inflight_in_one_file_read_as_the_final_export(shared, tmp_path):
+    """Run 1's real exports concatenated into one file (either order): the jobs and steps of
+    the final export alone (126 attempts, not 130), and the resize note names the records
+    kept (it named a repeat before the repeats were set aside)."""
+    from reliability.ingest import read_sacct
+
+    root = shared / "slurm-real-run1"
+    final = root / "final_snapshot" / "sacct_broad_duplicates.psv"
+    inflight = root / "inflight_snapshot" / "sacct_broad_duplicates.psv"
+    alone = read_sacct(final, tz="UTC")
+    texts = [p.read_text(encoding="utf-8").splitlines() for p in (final, inflight)]
+    for first, second in (texts, texts[::-1]):
+        one = tmp_path / "one.psv"
+        one.write_text("\n".join(first + second[1:]) + "\n", encoding="utf-8")
+        r = read_sacct(one, tz="UTC")
+        assert r.rows_read == r.rows_kept + r.rows_quarantined
+        for t in ("jobs", "job_steps"):
+            assert_frame_equal(_stable(r.tables[t].drop("line_no", strict=False)),
+                               _stable(alone.tables[t].drop("line_no", strict=False)))  # fmt: skip
+        if first is texts[0]:  # the final records come first: the same line numbers
+            resized = [n for n in r.notes if "RESIZING" in n]
+            assert resized == [n for n in alone.notes if "RESIZING" in n] != []

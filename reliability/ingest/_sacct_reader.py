@@ -584,9 +584,6 @@ class SacctReader:
                 ) from None
             cand_a, cand_s, dup, note, same_a, same_s = early.result()
         late: list[tuple[int, str]] = list(late_parse)
-        allocs, resize_bad, resize_notes = resize_segments(allocs)
-        late += resize_bad
-        notes += resize_notes
         allocs, rep_a = exact_duplicates(allocs, lambda ls: self._fetch_raw(path, ls), cand_a)
         steps, rep_s = exact_duplicates(steps, lambda ls: self._fetch_raw(path, ls), cand_s)
         late += [(r, f"exact duplicate of line {f}") for r, f in rep_a + rep_s]
@@ -609,6 +606,10 @@ class SacctReader:
                 "another state (an export taken while jobs ran, concatenated with a later "
                 "one?): the finished record kept, the others quarantined"
             )
+        # resized jobs' segments last: a record seen twice would be taken for a segment
+        allocs, resize_bad, resize_notes = resize_segments(allocs)
+        late += resize_bad
+        notes += resize_notes
         if late:
             raw = self._fetch_raw(path, [ln for ln, _ in late])
             for ln, reason in late:

@@ -560,7 +560,7 @@ def fit_mttf(
     if cpu.height:
         cpu = cpu.with_columns(bucket=pl.lit("CPU-only"))
         notes.append(
-            f"{int(cpu['attempts'].sum()):,} attempts of CPU-only jobs (0 GPUs) are a class of their own "
+            f"{int(cpu['attempts'].sum()):,} started attempts of CPU-only jobs (0 GPUs) are a class of their own "
             f"({int(cpu['failures'].sum())} hardware failures), not counted as 1-GPU jobs"
         )
     d = by.filter(pl.col("job_hours") > 0)

@@ -724,10 +724,15 @@ def plan_section(p: CheckpointPlan, ctx: Context) -> list[Section]:
             big.grid,
         )
     )
+    # with no blocking checkpoint write there is no shortest interval (any will do): the
+    # column would be all "–", which the caption reads as unreachable
+    frontier = big.frontier
+    if frontier.get_column("min_interval_min").null_count() == frontier.height:
+        frontier = frontier.drop("min_interval_min")
     sec.blocks.append(
         Table(
             "plan_frontier",
-            big.frontier,
+            frontier,
             f"Planner frontier at {big.n_gpus:,} GPUs: for each restart overhead, the longest "
             "checkpoint interval that reaches the target (– unreachable).",
         )

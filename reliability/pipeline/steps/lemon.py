@@ -409,7 +409,9 @@ def lemon_section(r: LemonReport, ctx: Context) -> list[Section]:
             Table(
                 "lemon_root_causes",
                 bt.root_causes,
-                "Flagged nodes by the component their logs point at (node down = no component logged).",
+                "Backtest: the nodes it flagged at the split (from the logs before it) and drained, "
+                "by the component their logs point at (node down = no component logged); not the "
+                "nodes flagged over the whole run above.",
             )
         )
         sec.blocks += notes_blocks(bt)

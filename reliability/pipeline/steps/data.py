@@ -5,6 +5,7 @@ The stages read or simulate the inputs into a Dataset.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -18,6 +19,7 @@ from reliability.pipeline.config import InputSpec, PipelineConfig
 from reliability.pipeline.steps.common import Context, sim_cluster_config
 from reliability.report.model import Section, Table, Text
 from reliability.store import Dataset, DatasetSummary
+from reliability.store.summary import display_path
 
 __all__ = [
     "DataResult",
@@ -261,7 +263,11 @@ def cluster_split(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> Spli
 
 
 def _ingest(
-    specs: list[InputSpec], work: Path, kind: str, split: SplitResult | None = None
+    specs: list[InputSpec],
+    work: Path,
+    kind: str,
+    split: SplitResult | None = None,
+    base: Path | None = None,
 ) -> DataResult:
     from reliability.sim.pod import simulate_pod
     from reliability.sim.run import resume_cluster, simulate_cluster
@@ -293,10 +299,21 @@ def _ingest(
                 raise spec.error(exc) from None
             raw.append(None)
     entries = ds.inputs if (ds.path / "manifest.json").exists() else []
+
+    def shown(entry: dict) -> str:
+        # an input the run made (a simulation) relative to the run's folder; a file of the
+        # user's relative to the pipeline file, as its paths = [...] are written: the
+        # report's tables are then the same wherever the pipeline runs
+        path = display_path(entry, ds.path)
+        if base is not None and Path(path).is_absolute():
+            rel = os.path.relpath(path, base)
+            return path if rel.startswith("..") else rel
+        return path
+
     rows = [
         {
             "input": e.get("name") or "?",
-            "path": e.get("path") or e.get("name") or "?",
+            "path": shown(e),
             "reader": e["kind"],
             "rows_read": int(e["rows_read"]),
             "rows_kept": int(e["rows_kept"]),
@@ -315,11 +332,7 @@ def _ingest(
             "rows_quarantined": pl.Int64,
         },
     )
-    notes = [
-        {"path": e.get("path") or e.get("name") or "?", "note": n}
-        for e in entries
-        for n in e.get("notes") or []
-    ]
+    notes = [{"path": shown(e), "note": n} for e in entries for n in e.get("notes") or []]
     reader_notes = pl.DataFrame(notes, schema={"path": pl.String, "note": pl.String})
     start, end = ds.observation_window() if entries else (None, None)
     bases = sorted({(e.get("observation") or {}).get("basis") or "" for e in entries} - {""})
@@ -354,7 +367,8 @@ def cluster_data(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> DataR
     DataResult
         The Dataset and the per-input row counts, notes and quarantine.
     """
-    return _ingest([s for s in cfg.inputs if not s.is_pod], work, "cluster", deps["cluster_split"])
+    return _ingest([s for s in cfg.inputs if not s.is_pod], work, "cluster", deps["cluster_split"],
+                   base=cfg.path.parent)  # fmt: skip
 
 
 def pod_data(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> DataResult:
@@ -374,7 +388,7 @@ def pod_data(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> DataResul
     DataResult
         The Dataset and the per-input row counts, notes and quarantine.
     """
-    return _ingest([s for s in cfg.inputs if s.is_pod], work, "pod")
+    return _ingest([s for s in cfg.inputs if s.is_pod], work, "pod", base=cfg.path.parent)
 
 
 def data_section(data: DataResult, ctx: Context) -> list[Section]:

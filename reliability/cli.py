@@ -231,6 +231,17 @@ def _options(args: argparse.Namespace) -> dict[str, object]:
 
 
 def _ingest(args: argparse.Namespace) -> int:
+    made = not args.into.exists()
+    try:
+        return _ingest_into(args)
+    except BaseException:
+        # a first ingest that failed leaves no empty folder behind (it is not a Dataset)
+        if made and args.into.is_dir() and not any(args.into.iterdir()):
+            args.into.rmdir()
+        raise
+
+
+def _ingest_into(args: argparse.Namespace) -> int:
     ds = Dataset(args.into)
     files = [Path(f) for f in args.files]
     total = sum(f.stat().st_size for f in files if str(f) != "-" and f.is_file())

@@ -359,3 +359,21 @@ def test_a_closed_pipe_ends_the_command_quietly():
         os.close(write_end)
     assert proc.returncode == 0
     assert proc.stderr == ""
+
+
+def test_a_failed_first_ingest_leaves_no_folder(tmp_path, capsys):
+    """The refused file leaves no empty --into folder (`info` would call it a damaged
+    Dataset); a Dataset that existed stays as it was."""
+    bad = tmp_path / "bad.csv"
+    bad.write_text("foo,bar\n1,2\n", encoding="utf-8")
+    into = tmp_path / "new"
+    code, _out, err = _run(capsys, "ingest", "slurm", str(bad), "--into", str(into), "--tz", "UTC")
+    assert code == 2
+    assert "no sacct header" in err
+    assert not into.exists()
+    good = tmp_path / "good.psv"
+    good.write_text(f"{HEADER}\n{ROW}\n", encoding="utf-8")
+    assert _run(capsys, "ingest", "slurm", str(good), "--into", str(into), "--tz", "UTC")[0] == 0
+    before = sorted(p.name for p in into.rglob("*"))
+    assert _run(capsys, "ingest", "slurm", str(bad), "--into", str(into), "--tz", "UTC")[0] == 2
+    assert sorted(p.name for p in into.rglob("*")) == before

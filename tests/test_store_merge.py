@@ -295,6 +295,29 @@ def _events(path, rows):
     return _write(path, EVENTS, rows)
 
 
+def test_run1_inflight_node_states_are_one_interval_in_any_ingest_order(shared, tmp_path):
+    """Run 1's in-flight view of node03's PSU failure: the sacctmgr event (DOWN, full reason),
+    scontrol's DOWN with the same start, and sinfo -R's reason cut to 20 characters (read as
+    DRAIN) are one interval, whatever order the three are ingested in (scontrol's row used to
+    win the tie when ingested after the events, leaving sinfo's row unmatched: 2 rows)."""
+    root = shared / "slurm-real-run1" / "inflight_snapshot"
+    files = {"events": ("events", root / "sacctmgr_event.psv", {"tz": "UTC"}),
+             "scontrol": ("nodes", root / "scontrol_show_node.txt", {"tz": "UTC", "cluster": "testclu"}),
+             "sinfo": ("nodes", root / "sinfo_R.txt", {"tz": "UTC", "cluster": "testclu"})}  # fmt: skip
+    seen = set()
+    for n, order in enumerate(itertools.permutations(files)):
+        ds = Dataset(tmp_path / f"ds{n}")
+        for name in order:
+            kind, path, kw = files[name]
+            ds.ingest(kind, path, **kw)
+        node03 = ds.node_states.filter(pl.col("node") == "node03")
+        assert node03.select("state", "reason").rows() == [
+            ("DOWN", "PSU failure (test) - see ticket #4711")
+        ], order
+        seen.add(_stable(ds.node_states).write_csv())
+    assert len(seen) == 1  # the whole table is the same in every order
+
+
 def test_closed_interval_beats_an_open_one_with_the_same_start(tmp_path):
     inflight = _events(
         tmp_path / "inflight.psv", ["c|n1|2025-01-01T00:00:00|Unknown|DOWN|psu|root(0)"]

@@ -9,8 +9,9 @@ winner depends on the records, never on the order the inputs were ingested:
    has no end; for intervals (``node_states``, ``component_failures``, ``inventory``) a
    closed one beats an open one;
 2. then the later end beats the earlier one;
-3. then (``node_states``) the longer reason beats a shorter one (``sinfo -R`` truncates
-   reasons to 20 characters);
+3. then (``node_states``) a row of the history (``sacctmgr show event``) beats a snapshot's,
+   and the longer reason beats a shorter one (``sinfo -R`` truncates reasons to 20
+   characters);
 4. then the input ingested later.
 
 A job attempt that never started and is still unfinished (PENDING in an in-flight export) is
@@ -89,6 +90,9 @@ def _rank(table: str) -> list[tuple[pl.Expr, str]]:
         out.append((fin, "__fin"))
         out.append((pl.col(_END[table]), "__end"))
     if table == "node_states":
+        # a history row (sacctmgr events) beats a snapshot row of the same key (scontrol
+        # show node): the snapshots are then reconciled with it whatever the ingest order
+        out.append((pl.col(HISTORY).fill_null(True), "__history"))
         out.append((pl.col("reason").str.len_chars().fill_null(-1), "__reason_len"))
     return out
 

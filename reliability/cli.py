@@ -323,8 +323,13 @@ def _analyze(args: argparse.Namespace) -> int:
 
 
 def _simulate(args: argparse.Namespace) -> int:
+    import math
     import time
 
+    if args.days is not None and not (math.isfinite(args.days) and args.days > 0):
+        raise ReliabilityError(f"--days: expected a run length in days > 0, got {args.days:g}")
+    if args.seed < 0:
+        raise ReliabilityError(f"--seed: expected an integer >= 0, got {args.seed}")
     if args.simulator == "pod":
         from reliability.sim.pod import simulate_pod
 

@@ -165,3 +165,17 @@ def test_plan_cli(capsys):
         if want is not None:
             assert float(hi) == pytest.approx(want, abs=0.051), u0
     assert main(["plan", "--gpus", "8", "--rate", "2e-3", "--target-ettr", "1.5"]) == 2
+
+
+def test_a_plan_on_an_uninformative_bound_says_so():
+    """No failures in 71 node-seconds: the upper bound of r_f rules out every interval, and the
+    plan says the data are too few, instead of calling an interval it has not got conservative.
+    With no failures in 10^5 node-days the bound is low and the plan has its interval."""
+    from reliability.models.counts import estimate_rate
+
+    tiny = plan(16384, estimate_rate([0], [71 / 86400]), 0.9, restart_h=5 / 60)
+    assert tiny.recommended_interval_h is None
+    assert any("too little exposure to plan with" in n for n in tiny.notes)
+    ample = plan(16384, estimate_rate([0], [1e5]), 0.9, restart_h=5 / 60)
+    assert ample.recommended_interval_h is not None
+    assert not any("too little exposure" in n for n in ample.notes)

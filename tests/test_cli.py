@@ -207,7 +207,7 @@ def test_simulate_cluster_cli(tmp_path, capsys):
     assert (read, quarantined) == (len(rows), 0)
     assert tables["jobs"] == len(alloc) == Dataset(tmp_path / "ds").jobs.height
     assert main(["simulate", "cluster", "--preset", "nope", "--out", str(tmp_path / "x")]) == 2
-    assert "unknown preset" in capsys.readouterr().err
+    assert "unknown cluster preset" in capsys.readouterr().err
 
 
 def _gpus(row: dict[str, str]) -> int:

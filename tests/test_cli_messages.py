@@ -224,6 +224,10 @@ def test_pipeline_errors_name_the_keys(tmp_path):
         PipelineError, match=r"inputs\[0\].options.year does not apply to 'slurm' inputs"
     ):
         load_pipeline(pipe('tz = "UTC"\noptions = { year = 2024 }'))
+    # a misspelled option, which no reader knows, by its key as well
+    with pytest.raises(PipelineError, match=r"inputs\[0\].options.yaer does not apply") as err:
+        load_pipeline(pipe('tz = "UTC"\noptions = { yaer = 2024 }'))
+    assert "yaer=" not in str(err.value)
     # an error found while reading (no zone given): the key to set
     from reliability.pipeline.steps.data import _ingest
 
@@ -377,3 +381,43 @@ def test_a_failed_first_ingest_leaves_no_folder(tmp_path, capsys):
     before = sorted(p.name for p in into.rglob("*"))
     assert _run(capsys, "ingest", "slurm", str(bad), "--into", str(into), "--tz", "UTC")[0] == 2
     assert sorted(p.name for p in into.rglob("*")) == before
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["cluster", "--preset", "small", "--days", "inf"], "--days: expected a run length"),
+        (["cluster", "--preset", "small", "--days", "nan"], "--days: expected a run length"),
+        (["cluster", "--preset", "small", "--days", "-5"], "--days: expected a run length"),
+        (["cluster", "--preset", "small", "--seed", "-3"], "--seed: expected an integer >= 0"),
+        (["pod", "--days", "-1"], "--days: expected a run length"),
+        (
+            ["cluster", "--preset", "smal"],
+            "unknown cluster preset 'smal'; bundled: rsc1, rsc2, small",
+        ),
+        (["cluster", "--preset", "missing.toml"], "missing.toml: no such preset file"),
+    ],
+)
+def test_simulate_refuses_bad_flags_by_name(tmp_path, capsys, argv, message):
+    code, _out, err = _run(capsys, "simulate", *argv, "--out", str(tmp_path / "out"))
+    assert code == 2
+    assert message in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        ("[cluster]\nn_nodes = 0\n", "[cluster]: n_nodes must be an integer >= 1, got 0"),
+        ("[cluster]\ngpus_per_node = 0\n", "[cluster]: gpus_per_node must be an integer >= 1"),
+        ("[cluster]\ndays = -1\n", "[cluster]: days must be a number > 0"),
+        ("[failures]\nlemon_fraction = 1.5\n", "[failures]: lemon_fraction must be in [0, 1)"),
+    ],
+)
+def test_a_bad_preset_value_names_the_file_and_key(tmp_path, capsys, toml, message):
+    preset = tmp_path / "mine.toml"
+    preset.write_text(toml, encoding="utf-8")
+    code, _out, err = _run(capsys, "simulate", "cluster", "--preset", str(preset), "--out",
+                           str(tmp_path / "out"))  # fmt: skip
+    assert code == 2
+    assert f"{preset} {message}" in err

@@ -226,6 +226,22 @@ def test_stage_caching(tiny, tmp_path):
             "[[inputs]]\nkind = 'simulate-pod'\n[analysis]\nrouting_shapes = ['4x4x5']\n",
             "slice shape '4x4x5'",
         ),
+        (
+            "[[inputs]]\nkind = 'simulate-pod'\n[analysis]\nlemon_window_days = 10\n",
+            "[analysis].lemon_window_days: expected a whole number of weeks in days",
+        ),
+        (
+            "[[inputs]]\nkind = 'simulate-cluster'\npreset = 'smal'\n",
+            "inputs[0].preset: unknown cluster preset 'smal'; bundled: rsc1, rsc2, small",
+        ),
+        (
+            "[[inputs]]\nkind = 'simulate-pod'\npreset = 'small'\n",
+            "inputs[0].preset: unknown pod preset 'small'; bundled: tpuv3-static, tpuv4",
+        ),
+        (
+            "[[inputs]]\nkind = 'simulate-cluster'\nseed = -1\n",
+            "inputs[0].seed: expected an integer >= 0",
+        ),
         ("[pipeline\nname = 1\n", "not valid TOML"),
         ("[pipeline]\nname = 'x'\n", "[[inputs]]: expected at least one input table"),
     ],

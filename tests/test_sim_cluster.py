@@ -365,7 +365,7 @@ def test_public_api():
     r = sim.simulate_cluster(sim.load_preset("small"), days=1, seed=0)
     assert isinstance(r, sim.ClusterResult)
     assert r.log.frame("attempt").height > 0
-    with pytest.raises(ValueError, match="unknown preset"):
+    with pytest.raises(ValueError, match="unknown cluster preset"):
         sim.load_preset("nope")
 
 

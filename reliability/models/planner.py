@@ -244,7 +244,7 @@ def _choose_rate(source: Any) -> tuple[float, str, pl.DataFrame, float | None, l
         notes.append(
             f"no hardware failures in {fmt_num(window.exposure)} node-days: r_f is below "
             f"{fmt_num(1000 * window.high)} per 1000 node-days (upper {pct} bound); the plan uses that bound, so "
-            "the recommended interval is conservative"
+            "its intervals are conservative (shorter than the rate itself would need)"
         )
         return window.high, f"upper {pct} bound (no failures)", rates, None, notes
     if hasattr(source, "min_gpus"):
@@ -415,6 +415,11 @@ def plan(
     if variant != "renewal":
         notes.append(
             "note: linearised forms are accurate to ~x^2/2 with x = N r_f (u0 + Δt/2); 'renewal' is exact"
+        )
+    if basis.startswith("upper") and equal is None and frontier["max_interval_min"].is_null().all():
+        notes.append(
+            "at that bound no checkpoint interval reaches the target: the data hold too little "
+            "exposure to plan with (the bound, not a measured rate, rules out every interval)"
         )
     return PlanResult(
         n_gpus=n_gpus, rate_per_node_day=rate_per_node_day, target_ettr=target_ettr, variant=variant,

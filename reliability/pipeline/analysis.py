@@ -108,6 +108,15 @@ def _integers(low: int, high: int | None = None) -> Callable[[Any, Path], tuple[
     return check
 
 
+def _weeks_of_days(value: Any, base: Path) -> int:
+    # the lemon features step by 7 days: their window is whole weeks
+    if isinstance(value, bool) or not isinstance(value, int) or value < 7 or value % 7:
+        raise ValueError(
+            f"expected a whole number of weeks in days (7, 14, ..., 56), got {_got(value)}"
+        )
+    return value
+
+
 def _host_availability(value: Any, base: Path) -> str | float:
     if value == "measured":
         return value
@@ -200,7 +209,9 @@ class AnalysisConfig:
     routing_shapes: tuple[str, ...] = _key(
         ("4x4x4", "4x4x8t", "4x8x8t"), _shapes, "TPU slices of the routing table"
     )
-    lemon_window_days: int = _key(56, _integer(1), "rolling window of the lemon features [days]")
+    lemon_window_days: int = _key(
+        56, _weeks_of_days, "rolling window of the lemon features [days, a multiple of 7]"
+    )
     lemon_model: str = _key("", _detector, "a saved lemon detector (JSON); '' = the bundled one")
 
     @classmethod

@@ -169,6 +169,11 @@ def pipeline_terms(message: str, index: int) -> str:
     names = [n for n in OPTION_NAMES if n not in ("replace", "strict")]
     alts = "|".join(names)
     message = re.sub(rf"\bpass (?=({alts})=)", "set ", message)
+    # an option no reader knows (a misspelling: options = { yaer = 2026 }) by its key too
+    message = re.sub(
+        r"^(\w+)= does not apply to", lambda m: f"{spell(m.group(1), None)} does not apply to",
+        message,
+    )  # fmt: skip
     return spell_options(message, spell, names)
 
 
@@ -235,13 +240,24 @@ def _input(where: str, i: int, item: object, base: Path) -> InputSpec:
         _expect(loc, "preset", preset, str, "a preset name or a TOML path")
         seed = item.get("seed", 0)
         _expect(loc, "seed", seed, int, "an integer")
+        if seed < 0:
+            raise PipelineError(f"{loc}.seed: expected an integer >= 0, got {seed}")
         days = item.get("days")
         if days is not None:
             _expect(loc, "days", days, (int, float), "a number of days")
-            if days <= 0:
+            if not 0 < days < float("inf"):
                 raise PipelineError(f"{loc}.days: expected a positive number of days, got {days}")
         if preset.endswith(".toml"):
             preset = str((base / preset).resolve())
+        # the preset is read now, so that a misspelled name or a bad value is refused before
+        # anything runs, naming the key
+        from reliability.sim.config import load_preset
+        from reliability.sim.pod import load_pod_preset
+
+        try:
+            (load_preset if kind == "simulate-cluster" else load_pod_preset)(preset)
+        except (ValueError, OSError) as exc:
+            raise PipelineError(f"{loc}.preset: {exc}") from None
         return InputSpec(
             kind=kind, preset=preset, seed=seed, days=None if days is None else float(days)
         )

@@ -330,7 +330,13 @@ def _section(cls: type, data: dict[str, Any], where: str) -> Any:
             data[key] = {int(k): float(v) for k, v in data[key].items()}
     if isinstance(data.get("preemptible_qos"), list):
         data["preemptible_qos"] = tuple(data["preemptible_qos"])
-    return cls(**data)
+    try:
+        return cls(**data)
+    except ValueError as exc:  # a value the section rejects: name the document
+        msg = str(exc)
+        tag = where.rsplit(" ", 1)[-1] + " "  # "[failures] " (the section says its name)
+        msg = msg.removeprefix(tag)
+        raise ValueError(msg if msg.startswith(where) else f"{where}: {msg}") from None
 
 
 def from_dict(data: dict[str, Any], where: str = "config") -> ClusterConfig:
@@ -375,6 +381,15 @@ def from_dict(data: dict[str, Any], where: str = "config") -> ClusterConfig:
         raise ValueError(
             f"{where} [cluster]: unknown key {bad[0]!r}; expected one of {sorted(known)}"
         )
+    for key in ("n_nodes", "gpus_per_node"):
+        v = cl.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+            raise ValueError(f"{where} [cluster]: {key} must be an integer >= 1, got {v!r}")
+    days = cl.get("days")
+    if days is not None and (
+        isinstance(days, bool) or not isinstance(days, int | float) or not 0 < days < math.inf
+    ):
+        raise ValueError(f"{where} [cluster]: days must be a number > 0, got {days!r}")
     return ClusterConfig(**cl, workload=wl, failures=fl)
 
 
@@ -388,6 +403,15 @@ def preset_names() -> list[str]:
     """
     root = resources.files("reliability.sim") / "presets"
     return sorted(p.name.removesuffix(".toml") for p in root.iterdir() if p.name.endswith(".toml"))
+
+
+def _cluster_presets() -> list[str]:
+    """List the bundled presets of the cluster simulator (the others are pods')."""
+    root = resources.files("reliability.sim") / "presets"
+    return [
+        n for n in preset_names()
+        if "[cluster]" in (root / f"{n}.toml").read_text(encoding="utf-8")
+    ]  # fmt: skip
 
 
 def load_preset(name_or_path: str | Path) -> ClusterConfig:
@@ -412,7 +436,12 @@ def load_preset(name_or_path: str | Path) -> ClusterConfig:
     p = Path(name_or_path)
     if p.suffix == ".toml" and p.is_file():
         return from_dict(tomllib.loads(p.read_text(encoding="utf-8")), str(p))
+    if p.suffix == ".toml":
+        raise ValueError(f"{p}: no such preset file")
     res = resources.files("reliability.sim") / "presets" / f"{name_or_path}.toml"
     if not res.is_file():
-        raise ValueError(f"unknown preset {name_or_path!r}; bundled: {preset_names()}")
+        raise ValueError(
+            f"unknown cluster preset {name_or_path!r}; bundled: {', '.join(_cluster_presets())}, "
+            "or a .toml file"
+        )
     return from_dict(tomllib.loads(res.read_text(encoding="utf-8")), f"preset {name_or_path}")

@@ -116,11 +116,21 @@ def load_pod_preset(name_or_path: str | Path) -> PodConfig:
     p = Path(name_or_path)
     if p.suffix == ".toml" and p.is_file():
         data = tomllib.loads(p.read_text(encoding="utf-8"))
+    elif p.suffix == ".toml":
+        raise ValueError(f"{p}: no such preset file")
     else:
-        res = resources.files("reliability.sim") / "presets" / f"{name_or_path}.toml"
-        if not res.is_file():
-            raise ValueError(f"unknown pod preset {name_or_path!r}")
-        data = tomllib.loads(res.read_text(encoding="utf-8"))
+        root = resources.files("reliability.sim") / "presets"
+        res = root / f"{name_or_path}.toml"
+        text = res.read_text(encoding="utf-8") if res.is_file() else ""
+        if "[pod]" not in text:
+            pods = sorted(
+                f.name.removesuffix(".toml") for f in root.iterdir()
+                if f.name.endswith(".toml") and "[pod]" in f.read_text(encoding="utf-8")
+            )  # fmt: skip
+            raise ValueError(
+                f"unknown pod preset {name_or_path!r}; bundled: {', '.join(pods)}, or a .toml file"
+            )
+        data = tomllib.loads(text)
     pod = dict(data.get("pod", {}))
     if "start" in pod:
         pod["start"] = datetime.fromisoformat(str(pod["start"]).replace("Z", "+00:00")).astimezone(

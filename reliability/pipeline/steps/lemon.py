@@ -306,11 +306,15 @@ def lemon(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> LemonReport:
     }
     try:
         feats = node_features(data.open(), window_days=window, step_days=7)
-    except ValueError as exc:  # less history than one window
+    except ValueError:  # less history than one window
+        fix = (
+            "pass lemon_window_days= (a multiple of 7) within the data's span, or collect more "
+            "history" if span >= 7 * 24
+            else "the detector needs at least 7 days of history (its shortest window)"
+        )  # fmt: skip
         notes.append(
-            f"no lemon scores: the data hold {fmt_duration_h(span)}, less than one {window}-day feature "
-            f"window ({exc}); pass lemon_window_days= (a multiple of 7) within the data's span, "
-            "or collect more history"
+            f"no lemon scores: the data hold {fmt_duration_h(span)}, less than one {window}-day "
+            f"feature window; {fix}"
         )
         return LemonReport(scores=empty, notes=notes, **common)
     scores = score_nodes(det, feats)

@@ -171,3 +171,26 @@ def test_syslog_year_from_the_dates_written(tmp_path, stamps, years):
     assert [t.strftime("%b %e %H:%M:%S").replace("  ", " ") for t in he.get_column("time")] == [
         " ".join(s.split()) for s in stamps
     ]
+
+
+def test_the_default_node_note_is_about_the_rows_kept(tmp_path):
+    """A garbage line (no host, quarantined) before a syslog line that names its host: the
+    kept event is on that host and no note says the node was defaulted; a dmesg line kept
+    without a host gets the file's name and the note."""
+    p = tmp_path / "garbage.log"
+    p.write_text(
+        "NVRM: Xid (PCI:0000:3b:00): 48, no time here\n"
+        "2025-01-01T00:00:07+00:00 gpu018 kernel: NVRM: Xid (PCI:0000:3b:00): 31, pid=2, name=y, fault\n"
+    )
+    r = read_kernel_log(p, cluster="c", tz="UTC")
+    assert r.tables["health_events"].get_column("node").to_list() == ["gpu018"]
+    assert r.rows_quarantined == 1
+    assert not any("no host name" in n for n in r.notes)
+    q = tmp_path / "gpu3.log"
+    q.write_text(
+        "[Sat Feb 22 16:24:18 2025] NVRM: Xid (PCI:0000:9b:00): 79, GPU has fallen off the bus.\n"
+    )
+    r = read_kernel_log(q, cluster="c", tz="UTC")
+    node = r.tables["health_events"].get_column("node").to_list()
+    assert len(node) == 1
+    assert any(f"node set to {node[0]!r}" in n for n in r.notes)

@@ -292,8 +292,8 @@ def read_kernel_log(
             continue
         close_group()
         t, host, rest, why = clock.parse(line, line_no)
+        defaulted = host is None and node is None
         if host is None:
-            used_default = used_default or node is None
             host = node or default_node
         base = {
             "line_no": line_no,
@@ -302,6 +302,7 @@ def read_kernel_log(
             "node": host,
             "why": why,
             "tkey": t if t is not None else clock.last_rel,
+            "defaulted": defaulted,
         }
         if m := _XID.search(rest):
             c = taxonomy.classify_xid(m.group("code"))
@@ -382,6 +383,8 @@ def read_kernel_log(
             q[2].append(str(e["why"]))
             continue
         c: taxonomy.Classification = e["cls"]  # type: ignore[assignment, no-redef]
+        # the note on the default node is for the rows kept (a quarantined line lacks one too)
+        used_default = used_default or bool(e.get("defaulted"))
         rows.append(
             {
                 "cluster": cluster,

@@ -21,10 +21,11 @@ from reliability.ingest import hostlist
 from reliability.ingest._bounds import (
     MAX_ACCELERATORS_PER_JOB,
     MAX_NODES_PER_JOB,
-    TIME_MAX,
     TIME_MIN,
     YEAR_MAX,
     YEAR_MIN,
+    bounds_text,
+    latest_time,
 )
 from reliability.ingest._common import NULL_SENTINELS
 from reliability.ingest.slurm_fields import DURATION, FIELD_PATTERNS, ISO_FMT, NO_LIMIT
@@ -50,7 +51,6 @@ ALLOC_COLS = [
 #: longest accepted duration (a time limit beyond the whole accepted calendar is poison)
 MAX_DURATION_S = (YEAR_MAX - YEAR_MIN + 1) * 366 * 86400
 _EPOCH_MIN = int(TIME_MIN.timestamp())
-_EPOCH_MAX = int(TIME_MAX.timestamp())
 _SENTINELS = [s for s in NULL_SENTINELS if s]
 _JOBID = FIELD_PATTERNS["JobID"].pattern
 _TIMES = (("Submit", "submit"), ("Start", "start"), ("End", "end"))
@@ -309,6 +309,7 @@ def typed_plan(
             (iso.is_not_null() & local.is_null()) if tz not in (None, "UTC") else pl.lit(False)
         )
     # stage 3: checks across fields
+    latest = latest_time()  # (a time after it is a clock or parse error)
     alloc = pl.col("step").is_null()
     stage3: dict[str, pl.Expr] = {
         "_c_order_end": (pl.col("start_time") > pl.col("end_time")).fill_null(False),
@@ -318,7 +319,7 @@ def typed_plan(
             & ~pl.col("_c_submit_gap")
         ).fill_null(False),
         **{
-            f"_out_{k}": ((pl.col(f"{k}_time") < TIME_MIN) | (pl.col(f"{k}_time") > TIME_MAX))
+            f"_out_{k}": ((pl.col(f"{k}_time") < TIME_MIN) | (pl.col(f"{k}_time") > latest))
             .fill_null(False)
             for _, k in _TIMES
         },
@@ -362,7 +363,7 @@ def _times(out: pl.DataFrame) -> pl.DataFrame:
             idx = other.is_not_null().arg_true()
             text = other.gather(idx)
             num = text.cast(pl.Int64, strict=False)
-            ok = num.is_between(_EPOCH_MIN, _EPOCH_MAX).fill_null(False)
+            ok = num.is_between(_EPOCH_MIN, int(latest_time().timestamp())).fill_null(False)
             pos = idx.to_numpy()
             unread[pos] = num.is_null().to_numpy()
             outside[pos] |= (num.is_not_null() & ~ok).to_numpy()
@@ -724,7 +725,7 @@ def _reasons(
     for field, key in _TIMES:
         msgs += [
             (f"_c_{key}_range", pl.format(
-                f"field {field}: time '{{}}' is outside {YEAR_MIN}-{YEAR_MAX} (a poison value)",
+                f"field {field}: time '{{}}' is {bounds_text(latest_time())} (a poison value)",
                 v(field))),
             (f"_c_{key}_gap", pl.format(
                 f"field {field}: cannot read time '{{}}': it does not exist in {zone} "

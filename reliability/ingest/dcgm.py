@@ -20,7 +20,7 @@ Values that are not readings never make events (issue 16, "phantom events"):
   quarantined: repeats with the same value as "exact duplicate of line N", and every copy
   when the values differ (which one is real is unknown); the series keeps its earlier
   baseline;
-- a sample or ``# scraped_at`` time that cannot be read or lies outside 1990-2200
+- a sample or ``# scraped_at`` time that cannot be read or lies outside 1990-2200 or after the time of reading
   quarantines the samples it times.
 
 Scrape times: the sample's own timestamp if present; else the last ``# scraped_at <ISO-8601>``
@@ -44,7 +44,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from reliability import schema, taxonomy
 from reliability.errors import IngestError
-from reliability.ingest._bounds import TIME_MAX, TIME_MIN
+from reliability.ingest._bounds import TIME_MIN, bounds_text, latest_time
 from reliability.ingest._common import (
     ReadResult,
     check_name_option,
@@ -106,7 +106,6 @@ def _device(labels: dict[str, str]) -> str | None:
     return f"{dev}/gi{gi}" if gi not in (None, "") else dev
 
 
-_BOUNDS = f"outside {TIME_MIN.year}-{TIME_MAX.year}"
 #: largest value read as an Xid code from the last-Xid gauge
 _MAX_XID = 65535
 
@@ -131,23 +130,25 @@ def _parse_time(text: str) -> tuple[datetime | None, str | None]:
         return None, f"'# scraped_at {text[:40]}' is not an ISO-8601 time"
     if t.tzinfo is None or t.utcoffset() is None:
         return None, f"'# scraped_at {text[:40]}' has no UTC offset"
+    latest = latest_time()
     try:
         t = t.astimezone(UTC)
     except (OverflowError, ValueError):
-        return None, f"'# scraped_at {text[:40]}' is {_BOUNDS}"
-    if not TIME_MIN <= t <= TIME_MAX:
-        return None, f"'# scraped_at {text[:40]}' is {_BOUNDS}"
+        return None, f"'# scraped_at {text[:40]}' is {bounds_text(latest)}"
+    if not TIME_MIN <= t <= latest:
+        return None, f"'# scraped_at {text[:40]}' is {bounds_text(latest)}"
     return t, None
 
 
 def _sample_time(ts: object) -> tuple[datetime | None, str | None]:
+    latest = latest_time()
     try:
         secs = float(ts)  # type: ignore[arg-type]
         t = datetime.fromtimestamp(secs, tz=UTC)
     except (OverflowError, ValueError, OSError, TypeError):
-        return None, f"sample timestamp {ts!r} is {_BOUNDS}"
-    if not TIME_MIN <= t <= TIME_MAX:
-        return None, f"sample timestamp {ts!r} is {_BOUNDS}"
+        return None, f"sample timestamp {ts!r} is {bounds_text(latest)}"
+    if not TIME_MIN <= t <= latest:
+        return None, f"sample timestamp {ts!r} is {bounds_text(latest)}"
     return t, None
 
 

@@ -5,7 +5,7 @@ checks, other schedulers) and the format the simulators write. Columns are the d
 contract's (``reliability.schema``); extra CSV columns are an error, missing nullable ones are
 filled with null, and ``cluster`` may come from the ``cluster=`` option. Times are ISO 8601
 with ``Z`` or an offset; naive times need ``tz=``; plain numbers are epoch seconds. Times
-outside 1990-2200 (``reliability.ingest._bounds``) are poison values, quarantined.
+outside 1990-2200 or after the time of reading (``reliability.ingest._bounds``) are poison values, quarantined.
 Each bad row is quarantined with the column and the problem; one bad row never changes
 another:
 
@@ -32,7 +32,7 @@ import polars as pl
 
 from reliability import schema
 from reliability.errors import IngestError
-from reliability.ingest._bounds import TIME_MAX, TIME_MIN, out_of_range_time
+from reliability.ingest._bounds import bounds_text, latest_time, out_of_range_time
 from reliability.ingest._common import (
     ReadResult,
     check_name_option,
@@ -438,7 +438,8 @@ def read_health(
         raw_frame = raw_frame.with_columns(pl.col("cluster").fill_null(cluster))
     typed: dict[str, pl.Expr] = {}
     checks: list[tuple[pl.Expr, pl.Expr]] = []
-    bounds = f"outside {TIME_MIN.year}-{TIME_MAX.year}"
+    latest = latest_time()
+    bounds = bounds_text(latest)
     time_cols = [c for c, d in spec.schema.items() if d == schema.UTC_TIME]
     for col, dtype in spec.schema.items():
         c = pl.col(col)
@@ -446,7 +447,7 @@ def read_health(
             e, is_epoch = _time(c, tz)
             checks.append(
                 (
-                    (is_epoch & e.is_null()) | out_of_range_time(f"__{col}"),
+                    (is_epoch & e.is_null()) | out_of_range_time(f"__{col}", latest),
                     pl.format(f"column {col}: time '{{}}' is {bounds}", c.str.slice(0, 40)),
                 )
             )

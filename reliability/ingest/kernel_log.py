@@ -16,7 +16,7 @@ Timestamp prefixes:
 
 A line that names ``NVRM: Xid`` or ``SXid`` but does not parse (no bus id, no numeric code) is
 a record and is quarantined with the reason, as is a record whose timestamp is not a real
-date (month 13, Feb 30), overflows, or lies outside 1990-2200. UTF-16 logs (with or without a
+date (month 13, Feb 30), overflows, or lies outside 1990-2200 or after the time of reading. UTF-16 logs (with or without a
 byte-order mark) are decoded. Every other line (kernel noise, RPC history tables, SXid detail
 lines) is not a record; the notes say how many lines were skipped.
 """
@@ -31,7 +31,7 @@ import polars as pl
 
 from reliability import schema, taxonomy
 from reliability.errors import IngestError
-from reliability.ingest._bounds import TIME_MAX, TIME_MIN, YEAR_MAX, YEAR_MIN
+from reliability.ingest._bounds import TIME_MIN, YEAR_MAX, YEAR_MIN, bounds_text, latest_time
 from reliability.ingest._common import (
     ReadResult,
     check_name_option,
@@ -64,7 +64,6 @@ _SXID = re.compile(
 )
 _XID_MENTION = re.compile(r"NVRM: Xid\b")
 _SXID_MENTION = re.compile(r"\bSXid\b")
-_BOUNDS = f"outside {TIME_MIN.year}-{TIME_MAX.year}"
 _GPU_START = re.compile(r"NVRM: The NVIDIA GPU (?P<dev>[0-9A-Fa-f:.]+)")
 _FALLEN = re.compile(r"NVRM: GPU (?P<dev>[0-9A-Fa-f:.]+): GPU has fallen off the bus")
 _MONTHS = {
@@ -163,7 +162,12 @@ class _Clock:
             try:
                 t = self.boot + self.last_rel
             except OverflowError:
-                return None, None, m.group("rest"), f"boot_time + [{secs[:30]}] s is {_BOUNDS}"
+                return (
+                    None,
+                    None,
+                    m.group("rest"),
+                    f"boot_time + [{secs[:30]}] s is {bounds_text(latest_time())}",
+                )
             return self._checked(t, None, m.group("rest"), f"boot_time + {secs[:30]} s")
         return None, None, line.strip(), "no timestamp on the line"
 
@@ -199,8 +203,9 @@ class _Clock:
     def _checked(
         t: datetime, host: str | None, rest: str, shown: str
     ) -> tuple[datetime | None, str | None, str, str | None]:
-        if not TIME_MIN <= t <= TIME_MAX:
-            return None, host, rest, f"timestamp {shown[:40]!r} is {_BOUNDS}"
+        latest = latest_time()
+        if not TIME_MIN <= t <= latest:
+            return None, host, rest, f"timestamp {shown[:40]!r} is {bounds_text(latest)}"
         return t, host, rest, None
 
 

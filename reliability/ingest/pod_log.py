@@ -29,7 +29,7 @@ import polars as pl
 
 from reliability import schema
 from reliability.errors import IngestError
-from reliability.ingest._bounds import MAX_NODES_PER_JOB, TIME_MAX, TIME_MIN
+from reliability.ingest._bounds import MAX_NODES_PER_JOB, TIME_MIN, bounds_text, latest_time
 from reliability.ingest._common import ReadResult, check_name_option, quarantine_frame, read_lines
 
 __all__ = ["POD_EVENTS", "read_pod_log"]
@@ -227,12 +227,13 @@ def _event(line: str) -> tuple[dict[str, object], str | None]:
         return {}, f"field time: {obj['time'][:40]!r} is not an ISO-8601 time"
     if t.tzinfo is None or t.utcoffset() is None:
         return {}, "field time: time has no UTC offset"
-    bounds = f"field time: {obj['time'][:40]!r} is outside {TIME_MIN.year}-{TIME_MAX.year}"
+    latest = latest_time()
+    bounds = f"field time: {obj['time'][:40]!r} is {bounds_text(latest)}"
     try:
         t = t.astimezone(UTC)
     except (OverflowError, ValueError):
         return {}, bounds
-    if not TIME_MIN <= t <= TIME_MAX:
+    if not TIME_MIN <= t <= latest:
         return {}, bounds
     obj["time"] = t
     return obj, None

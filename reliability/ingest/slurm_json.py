@@ -21,7 +21,12 @@ import polars as pl
 from reliability import schema
 from reliability.errors import IngestError
 from reliability.ingest import hostlist
-from reliability.ingest._bounds import MAX_ACCELERATORS_PER_JOB, MAX_NODES_PER_JOB
+from reliability.ingest._bounds import (
+    MAX_ACCELERATORS_PER_JOB,
+    MAX_NODES_PER_JOB,
+    bounds_text,
+    latest_time,
+)
 from reliability.ingest._common import ReadResult, quarantine_frame
 from reliability.ingest._compressed import read_all
 from reliability.ingest._sacct_parse import MAX_DURATION_S
@@ -35,7 +40,6 @@ from reliability.ingest._sacct_post import (
 __all__ = ["read_sacct_json"]
 
 _EPOCH_MIN = int(datetime(1990, 1, 1, tzinfo=UTC).timestamp())
-_EPOCH_MAX = int(datetime(2200, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp())
 _INT64_MAX = 2**63 - 1
 
 
@@ -75,8 +79,9 @@ def _time(v: Any, what: str = "time") -> datetime | None:
     n = _num(v)
     if not n:
         return None
-    if not _EPOCH_MIN <= n <= _EPOCH_MAX:
-        raise _Bad(f"{what} {n} is outside 1990-2200 (a poison value)")
+    latest = latest_time()
+    if not _EPOCH_MIN <= n <= latest.timestamp():
+        raise _Bad(f"{what} {n} is {bounds_text(latest)} (a poison value)")
     return datetime.fromtimestamp(n, UTC)
 
 

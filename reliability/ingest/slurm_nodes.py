@@ -30,7 +30,7 @@ import polars as pl
 from reliability import schema, taxonomy
 from reliability.errors import IngestError
 from reliability.ingest import hostlist
-from reliability.ingest._bounds import TIME_MAX, TIME_MIN, out_of_range_time
+from reliability.ingest._bounds import bounds_text, latest_time, out_of_range_time
 from reliability.ingest._common import (
     ReadResult,
     check_name_option,
@@ -157,13 +157,16 @@ def _to_utc(
     if tz is not None:
         local = pl.col("iso").dt.replace_time_zone(tz, ambiguous="earliest", non_existent="null")
         utc = pl.coalesce(utc, local.dt.convert_time_zone("UTC").cast(schema.UTC_TIME))
-    df = df.with_columns(out=utc).with_columns(oob=out_of_range_time("out") | pl.col("huge"))
+    latest = latest_time()
+    df = df.with_columns(out=utc).with_columns(
+        oob=out_of_range_time("out", latest) | pl.col("huge")
+    )
     df = df.with_columns(out=pl.when(~pl.col("oob")).then(pl.col("out")))
     oob = df.get_column("oob").to_list()
     out = df.get_column("out")
     times = out.to_list()
     reasons: list[str | None] = []
-    bounds = f"outside {TIME_MIN.year}-{TIME_MAX.year}"
+    bounds = bounds_text(latest)
     for raw, t, far in zip(clean, times, oob, strict=True):
         if raw is None:
             reasons.append(None)
@@ -263,7 +266,7 @@ def read_sacctmgr_events(
         The read, with ``node_states`` and ``health_events`` (hardware signals named in the
         reasons). Cluster-level events (no node name, e.g. "Cluster Registered TRES") are read and
         kept but produce no interval; the notes say how many. An open event (TimeEnd ``Unknown``)
-        gives ``end = null``. A bad time (unreadable, outside 1990-2200), state or node list
+        gives ``end = null``. A bad time (unreadable, outside 1990-2200 or in the future), state or node list
         quarantines that row only.
     """
     src = str(path)

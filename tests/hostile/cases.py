@@ -69,11 +69,13 @@ def health_cases() -> Iterator[Case]:
                quarantined={3: "after a closing quote", 7: "6 fields", 8: "10 fields"})  # fmt: skip
     poison = ["0000-01-01T00:00:00Z", "99999999999999999999", str(2**63), "2025-13-01T00:00:00Z",
               "2025-02-30T00:00:00Z", "99999-01-01T00:00:00Z", "1e400", "2201-01-01T00:00:00Z",
-              "1989-12-31T23:59:59Z"]  # fmt: skip
+              "1989-12-31T23:59:59Z",
+              # within 1990-2200, but after the time of reading (a clock or parse error)
+              "2200-12-31T23:59:59Z"]  # fmt: skip
     rows = [HEALTH_HEADER, _health_row(0)] + [
         _health_row(i + 1, time=p) for i, p in enumerate(poison)
     ]
-    rows.append(_health_row(99, time="2200-12-31T23:59:59Z"))
+    rows.append(_health_row(99, time="1990-01-01T00:00:00Z"))  # the earliest accepted
     yield Case("csv poison times", read_health, "h.csv", _lines(rows), read=len(poison) + 2, kept=2,
                quarantined={3 + i: "column time" for i in range(len(poison))})  # fmt: skip
     good = {"cluster": "c1", "node": "n", "time": "2025-01-01T00:00:00Z", "source": "sim",

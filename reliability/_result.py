@@ -27,10 +27,30 @@ from typing import IO, Any, ClassVar, Self
 
 import polars as pl
 
-__all__ = ["Result", "fmt_duration_h", "fmt_num", "format_table", "frame_is_finite"]
+__all__ = ["Result", "fmt_count", "fmt_duration_h", "fmt_num", "format_table", "frame_is_finite"]
 
 #: how a missing (not estimable) value prints in tables
 MISSING = "–"
+
+
+def fmt_count(n: int, noun: str, plural: str | None = None) -> str:
+    """Say a count of things for people: ``"1 failure"``, ``"2,345 failures"``.
+
+    Parameters
+    ----------
+    n : int
+        How many.
+    noun : str
+        The thing, singular.
+    plural : str or None
+        Its plural (default: ``noun + "s"``).
+
+    Returns
+    -------
+    str
+        The count with thousands separators and the noun agreeing with it.
+    """
+    return f"{n:,} {noun if n == 1 else (plural or noun + 's')}"
 
 
 def fmt_num(x: Any, digits: int = 4) -> str:

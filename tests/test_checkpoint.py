@@ -179,3 +179,18 @@ def test_a_plan_on_an_uninformative_bound_says_so():
     ample = plan(16384, estimate_rate([0], [1e5]), 0.9, restart_h=5 / 60)
     assert ample.recommended_interval_h is not None
     assert not any("too little exposure" in n for n in ample.notes)
+
+
+def test_counts_and_tiny_intervals_read_as_english():
+    """ "1 failure", "2 failures"; a job interrupted more than once a second is said so (not
+    "interrupted every under 1 s")."""
+    from reliability._result import fmt_count
+
+    assert [fmt_count(n, "failure") for n in (0, 1, 2, 1234)] == [
+        "0 failures", "1 failure", "2 failures", "1,234 failures",
+    ]  # fmt: skip
+    assert fmt_count(1, "size bucket") == "1 size bucket"
+    # 16,384 GPUs at 100 failures per node-day: MTTF = 1 / (2048 * 100) days = 0.42 s
+    out = str(plan(16384, 100.0, 0.9))
+    assert "is interrupted more often than once a second" in out
+    assert "every under" not in out

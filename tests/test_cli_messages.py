@@ -299,19 +299,22 @@ def test_report_csv_cells_cannot_run_as_spreadsheet_formulas(tmp_path, monkeypat
         "\rcmd",
         "fine",
         "a=b",
+        "-",  # a placeholder, no formula: left as it is
+        "-\ncmd",
     ]
-    frame = pl.DataFrame({"name": hostile, "state": pl.Series(["=X"] * 8).cast(pl.Enum(["=X"])),
-                          "n": [-1, 2, 3, 4, 5, 6, 7, 8]})  # fmt: skip
+    frame = pl.DataFrame({"name": hostile, "state": pl.Series(["=X"] * 10).cast(pl.Enum(["=X"])),
+                          "n": [-1, 2, 3, 4, 5, 6, 7, 8, 9, 10]})  # fmt: skip
     fake = Report("t", "s", [], [], [Section("s", [Table("hostile", frame, "c")])])
     monkeypatch.setattr(report, "build_report", lambda result: fake)
     report.write_report(SimpleNamespace(config=SimpleNamespace(formats=())), tmp_path)
     with open(tmp_path / "data" / "hostile.csv", newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
     for row, raw in zip(rows, hostile, strict=True):
-        expect = "'" + raw if raw[:1] in ("=", "+", "-", "@", "\t", "\r") else raw
+        guard = raw[:1] in ("=", "+", "-", "@", "\t", "\r") and raw != "-"
+        expect = "'" + raw if guard else raw
         assert row["name"] == expect
         assert row["state"] == "'=X"
-    assert [int(r["n"]) for r in rows] == [-1, 2, 3, 4, 5, 6, 7, 8]  # numbers are numbers
+    assert [int(r["n"]) for r in rows] == [-1, 2, 3, 4, 5, 6, 7, 8, 9, 10]  # numbers are numbers
 
 
 @pytest.mark.parametrize(

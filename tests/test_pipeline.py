@@ -207,7 +207,7 @@ def test_stage_caching(tiny, tmp_path):
     [
         (
             "[[inputs]]\nkind = 'simulate-cluster'\nseed = 'x'\n",
-            "inputs[0]: seed: expected an integer, got str 'x'",
+            "inputs[0].seed: expected an integer, got str 'x'",
         ),
         ("[[inputs]]\nkind = 'telepathy'\n", "inputs[0].kind: expected one of"),
         (
@@ -220,7 +220,7 @@ def test_stage_caching(tiny, tmp_path):
         ),
         (
             "[[inputs]]\nkind = 'simulate-pod'\n[analysis]\nrestrat_min = 2\n",
-            "unknown key(s) ['restrat_min']",
+            "[analysis].restrat_min: unknown key (did you mean restart_min?)",
         ),
         (
             "[[inputs]]\nkind = 'simulate-pod'\n[analysis]\nrouting_shapes = ['4x4x5']\n",

@@ -52,7 +52,7 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from reliability._result import Result, fmt_num
+from reliability._result import Result, fmt_count, fmt_num
 
 __all__ = [
     "MIN_DISPERSION",
@@ -540,7 +540,8 @@ class TrendTest(Result):
         """
         if self.per_period is None:
             return (
-                f"trend not estimable: {self.failures} failures over {self.periods} {self.period}s "
+                f"trend not estimable: {fmt_count(self.failures, 'failure')} over "
+                f"{fmt_count(self.periods, self.period)} "
                 f"(needs {MIN_FAILURES_FOR_TREND} failures over {MIN_PERIODS_FOR_TREND} {self.period}s, and "
                 "failures not all in one period)"
             )

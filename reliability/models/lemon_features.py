@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
+from reliability._result import fmt_duration_h
 from reliability.attribution import attribute_failures
 from reliability.models.counts import as_utc, clip_attempts
 
@@ -166,7 +167,8 @@ def node_features(
     )
     n_windows = int((t1 - t0) / step)
     if n_windows < n_back:
-        raise ValueError(f"the data span {t1 - t0} holds no full {window_days}-day window")
+        span = fmt_duration_h((t1 - t0).total_seconds() / 3600)
+        raise ValueError(f"the data span {span}, less than one {window_days}-day window")
     ends = pl.DataFrame({"_k": list(range(n_back, n_windows + 1))}, schema={"_k": pl.Int64})
 
     def per_window(frame: pl.DataFrame, time_col: str) -> pl.DataFrame:

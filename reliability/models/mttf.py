@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from reliability._result import Result, fmt_duration_h, fmt_num
+from reliability._result import Result, fmt_count, fmt_duration_h, fmt_num
 from reliability.attribution import attribute_failures
 from reliability.models.counts import (
     RateEstimate,
@@ -429,7 +429,7 @@ def _size_line(row: dict[str, Any], label: str | None = None) -> str:
         meas = f"{fmt_duration_h(row['mttf_h'])} ({fmt_duration_h(row['mttf_h_low'])}-{hi})"
     model = row.get("model_mttf_h")
     mtext = f"model {fmt_duration_h(model)}" if model is not None else "model not estimable"
-    return f"  {name:>16}  {meas:<40}  {mtext}   [{row['failures']} failures, {fmt_num(row['job_hours'])} job-h]"
+    return f"  {name:>16}  {meas:<40}  {mtext}   [{fmt_count(row['failures'], 'failure')}, {fmt_num(row['job_hours'])} job-h]"
 
 
 def attributed_jobs(
@@ -571,8 +571,8 @@ def fit_mttf(
     else:
         slope, slope_ci, p1 = math.nan, (math.nan, math.nan), math.nan
         notes.append(
-            f"GLM slope not estimable: {int(d['failures'].sum()) if d.height else 0} failures over {d.height} size "
-            f"buckets (needs {MIN_FAILURES_FOR_GLM} over {MIN_BUCKETS_FOR_GLM})"
+            f"GLM slope not estimable: {fmt_count(int(d['failures'].sum()) if d.height else 0, 'failure')} over "
+            f"{fmt_count(d.height, 'size bucket')} (needs {MIN_FAILURES_FOR_GLM} over {MIN_BUCKETS_FOR_GLM})"
         )
     return MTTFResult(
         rate_=rate, recent_rate_=recent, open_attempts_=n_open, by_size=by, cpu_only=cpu,

@@ -147,7 +147,7 @@ class PlanResult(Result):
             tail = ""
         lines.append(
             f"A job on {self.n_gpus:,} GPUs at {fmt_num(1000 * self.rate_per_node_day)} failures per 1000 node-days{tail} "
-            f"is interrupted every {_fmt_h(self.mttf_h)} on average (MTTF = 1/(N r_f), assuming a constant rate)."
+            f"is interrupted {_every(self.mttf_h)} on average (MTTF = 1/(N r_f), assuming a constant rate)."
         )
         if self.equal_cost_h is None:
             lines.append(
@@ -205,6 +205,12 @@ class PlanResult(Result):
 
 def _fmt_h(h: float | None) -> str:
     return fmt_duration_h(h)
+
+
+def _every(h: float) -> str:
+    """``"every 1.7 min"``, or ``"more often than once a second"`` (not "every under 1 s")."""
+    text = fmt_duration_h(h)
+    return "more often than once a second" if text.startswith("under") else f"every {text}"
 
 
 def _choose_rate(source: Any) -> tuple[float, str, pl.DataFrame, float | None, list[str]]:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
-from reliability._result import Result
+from reliability._result import Result, fmt_count
 from reliability.models.counts import (
     RateEstimate,
     as_utc,
@@ -108,7 +108,7 @@ class RateSeries(Result):
 
     def _lines(self) -> list[str]:
         return [
-            f"{self.series.height} weeks of jobs >= {self.min_gpus} GPUs",
+            f"{fmt_count(self.series.height, 'week')} of jobs >= {self.min_gpus} GPUs",
             f"r_f {self.rate_.describe()}",
             f"r_f {self.recent_rate_.describe()}",
             f"trend: {self.trend_.describe()}",

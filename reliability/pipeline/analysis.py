@@ -246,8 +246,12 @@ class AnalysisConfig:
         fields = {f.name: f for f in dataclasses.fields(cls)}
         extra = sorted(set(table) - set(fields))
         if extra:
+            import difflib
+
+            near = difflib.get_close_matches(extra[0], list(fields), n=1)
+            hint = f" (did you mean {near[0]}?)" if near else ""
             raise PipelineError(
-                f"{where}: [analysis]: unknown key(s) {extra}; known: {sorted(fields)}"
+                f"{where}: [analysis].{extra[0]}: unknown key{hint}; known: {', '.join(sorted(fields))}"
             )
         values = {}
         for key, value in table.items():

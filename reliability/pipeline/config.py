@@ -212,10 +212,12 @@ def _type_name(value: object) -> str:
 
 
 def _expect(where: str, key: str, value: object, kind: type | tuple[type, ...], what: str) -> None:
+    # an input's key as the pipeline spells it (inputs[0].tz); a section's as given
+    at = f"{where}: {key}" if key.startswith("[") else f"{where}.{key}"
     if isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,)):
-        raise PipelineError(f"{where}: {key}: expected {what}, got {value!r}")
+        raise PipelineError(f"{at}: expected {what}, got {value!r}")
     if not isinstance(value, kind):
-        raise PipelineError(f"{where}: {key}: expected {what}, got {_type_name(value)} {value!r}")
+        raise PipelineError(f"{at}: expected {what}, got {_type_name(value)} {value!r}")
 
 
 def _input(where: str, i: int, item: object, base: Path) -> InputSpec:
@@ -232,8 +234,13 @@ def _input(where: str, i: int, item: object, base: Path) -> InputSpec:
     )
     extra = sorted(set(item) - allowed)
     if extra:
+        import difflib
+
+        near = difflib.get_close_matches(extra[0], sorted(allowed), n=1)
+        hint = f" (did you mean {near[0]}?)" if near else ""
         raise PipelineError(
-            f"{loc}: unknown key(s) {extra} for kind {kind!r}; allowed: {sorted(allowed)}"
+            f"{loc}.{extra[0]}: unknown key for kind {kind!r}{hint}; allowed: "
+            f"{', '.join(sorted(allowed))}"
         )
     if kind != "files":
         preset = item.get("preset", "small" if kind == "simulate-cluster" else "tpuv4")

@@ -60,8 +60,8 @@ def csv_safe(frame: pl.DataFrame) -> pl.DataFrame:
     -------
     polars.DataFrame
         The frame with every text cell that starts with ``=``, ``+``, ``-``, ``@``, a tab or a
-        carriage return prefixed with a single quote (text and enum columns become text; numbers are
-        unchanged).
+        carriage return prefixed with a single quote, but for a lone ``-`` or ``+`` (text and enum
+        columns become text; numbers are unchanged).
     """
     text = [
         c
@@ -69,7 +69,8 @@ def csv_safe(frame: pl.DataFrame) -> pl.DataFrame:
         if t == pl.String or isinstance(t, (pl.Enum, pl.Categorical))
     ]
     return frame.with_columns(
-        pl.when(pl.col(c).cast(pl.String).str.contains(r"^[=+\-@\t\r]"))
+        # (a lone "-" or "+", a table's placeholder, is no formula: left as it is)
+        pl.when(pl.col(c).cast(pl.String).str.contains(r"^(?:[=@\t\r]|[+\-](?s:.))"))
         .then(pl.lit("'") + pl.col(c).cast(pl.String))
         .otherwise(pl.col(c).cast(pl.String))
         .alias(c)

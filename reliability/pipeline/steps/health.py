@@ -138,10 +138,15 @@ def health_section(h: NodeHealth, ctx: Context) -> list[Section]:
     )
     if h.offenders.height:
         top = h.offenders.head(1).row(0, named=True)
+        ties = int((h.offenders["failures"] == top["failures"]).sum())
+        who = (
+            f"{top['node']} ended the most" if ties == 1
+            else f"{ties} nodes tie for the most; {top['node']}, first by GPU-hours, ended"
+        )  # fmt: skip
         sec.blocks.append(
             Text(
-                f"{_n(h.offenders.height, 'node')} ended hardware-attributed attempts; {top['node']} ended "
-                f"the most ({_n(top['failures'], 'attempt')} of {_n(top['jobs_hit'], 'job')}, {fmt_num(top['gpu_hours_failed'])} "
+                f"{_n(h.offenders.height, 'node')} ended hardware-attributed attempts; {who} "
+                f"({_n(top['failures'], 'attempt')} of {_n(top['jobs_hit'], 'job')}, {fmt_num(top['gpu_hours_failed'])} "
                 "GPU-hours of those attempts)"
                 + (
                     f"; {_n(repeat, 'node')} ended {REPEAT_OFFENDER_MIN_FAILURES} or more (repeat offenders)."

@@ -184,6 +184,9 @@ def test_no_large_jobs_is_not_an_error():
     assert not m.estimable_
     assert any("no exposure from jobs of >= 129 GPUs (largest job: 8 GPUs)" in n for n in m.notes)
     _no_bad_words(str(m))
+    # no exposure: the interval rules out no rate (it read (0, 0), as if r_f were known to be 0)
+    assert m.ci_ == (0.0, math.inf)
+    assert m.rate_per_node_day_ == 0.0
     # planning with such a fit (the README's example on a small cluster) says how to get a rate
     with pytest.raises(ValueError, match=r"no exposure from jobs of >= 129 GPUs .*lower min_gpus="):
         plan(16384, m, target_ettr=0.9, restart_h=5 / 60)

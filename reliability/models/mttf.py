@@ -177,12 +177,14 @@ class MTTFResult(Result):
     recent_rate_ : RateEstimate
         r_f over the last :data:`RECENT_WEEKS` weeks before the observation end.
     rate_per_node_day_ : float
-        r_f [hardware interruptions per node-day] (0.0 when no failures: check ``estimable_``).
+        r_f [hardware interruptions per node-day] (0.0 when not estimable, with no failures or
+        no exposure: check ``estimable_``; :func:`~reliability.models.plan` takes the fit itself
+        and plans with the upper bound).
     estimable_ : bool
         Whether r_f has a point estimate (at least one failure over some exposure).
     ci_ : (float, float)
         (low, high) interval of r_f at ``1 − alpha``, allowing for week-to-week variation (the exact
-        Poisson one when the variation cannot be assessed).
+        Poisson one when the variation cannot be assessed); ``(0.0, inf)`` with no exposure.
     poisson_ci_ : (float, float)
         Exact Poisson interval ("if the rate were constant").
     failures_ : int
@@ -235,7 +237,12 @@ class MTTFResult(Result):
 
     @property
     def ci_(self) -> tuple[float, float]:
-        """Interval of r_f [failures per node-day] (robust when there are enough weeks)."""
+        """Interval of r_f [failures per node-day] (robust when there are enough weeks).
+
+        ``(0.0, inf)`` when there is no exposure at all: the data rule out no rate.
+        """
+        if self.rate_.exposure <= 0:
+            return (0.0, math.inf)
         return (self.rate_.low, self.rate_.high)
 
     @property
@@ -284,7 +291,7 @@ class MTTFResult(Result):
             ``mttf_h`` [h] (None when r_f is not estimable), ``low_h``, ``high_h`` [h] (None when
             unbounded) and ``text``.
         """
-        lo, hi = self.ci_
+        lo, hi = self.rate_.low, self.rate_.high  # (0, 0) without exposure: no bound
         low = float(mttf_h(n_gpus, hi, self.gpus_per_node)) if hi > 0 else None
         high = float(mttf_h(n_gpus, lo, self.gpus_per_node)) if lo > 0 else None
         if not self.estimable_:

@@ -318,6 +318,24 @@ def test_run1_inflight_node_states_are_one_interval_in_any_ingest_order(shared, 
     assert len(seen) == 1  # the whole table is the same in every order
 
 
+@pytest.mark.parametrize("snapshot", ["inflight_snapshot", "final_snapshot"])
+def test_scontrol_and_sinfo_alone_are_one_view(shared, tmp_path, snapshot):
+    """Without the sacctmgr history, scontrol's and sinfo -R's snapshots of one moment (sinfo
+    cuts reasons at 20 characters and prints no state) are the scontrol view alone, in either
+    order: run 1's in-flight node03 was DOWN and DRAIN."""
+    root = shared / "slurm-real-run1" / snapshot
+    kw = {"tz": "UTC", "cluster": "testclu"}
+    scontrol, sinfo = root / "scontrol_show_node.txt", root / "sinfo_R.txt"
+    alone = Dataset(tmp_path / "alone")
+    alone.ingest("nodes", scontrol, **kw)
+    want = _stable(alone.node_states)
+    for n, order in enumerate(((scontrol, sinfo), (sinfo, scontrol))):
+        ds = Dataset(tmp_path / f"ds{n}")
+        for path in order:
+            ds.ingest("nodes", path, **kw)
+        assert_frame_equal(_stable(ds.node_states), want)
+
+
 def test_closed_interval_beats_an_open_one_with_the_same_start(tmp_path):
     inflight = _events(
         tmp_path / "inflight.psv", ["c|n1|2025-01-01T00:00:00|Unknown|DOWN|psu|root(0)"]

@@ -513,6 +513,8 @@ class Dataset:
         )  # fmt: skip
         lf = merge.merge_rows(lf, table)
         if table == "node_states":
+            if sum(kind in merge.SNAPSHOT_KINDS for _, kind, _ in found) > 1:
+                lf = merge.reconcile_snapshots(lf)  # (scontrol and sinfo -R of one time)
             if len({kind in merge.SNAPSHOT_KINDS for _, kind, _ in found}) == 2:
                 lf = merge.reconcile_node_states(lf)
         elif table == "health_events":

@@ -46,6 +46,7 @@ __all__ = [
     "merge_rows",
     "reconcile_node_states",
     "reconcile_reason_events",
+    "reconcile_snapshots",
     "renumber_attempts",
 ]
 
@@ -221,6 +222,58 @@ def reconcile_reason_events(
         .with_columns(time=pl.min_horizontal("time", "__t"))
     )
     return pl.concat([rest.select(cols), kept.select(cols)])
+
+
+def reconcile_snapshots(
+    lf: pl.LazyFrame, tolerance: timedelta = NODE_STATE_TOLERANCE
+) -> pl.LazyFrame:
+    """Merge the snapshot rows that see one out-of-service period twice.
+
+    ``sinfo -R`` prints no state (the reader assumes DRAIN) and cuts reasons at 20 characters;
+    ``scontrol show node`` prints both. A snapshot row whose reason begins another snapshot
+    row's longer reason, for the same cluster and node and starts within ``tolerance``, is
+    that row seen by ``sinfo -R``: it goes. So does a DRAIN row whose reason equals that of
+    another state's row (the state ``scontrol`` knows beats the one assumed). History rows
+    (``__history`` True) pass unchanged; :func:`reconcile_node_states` then matches what is
+    left against them.
+
+    Parameters
+    ----------
+    lf : polars.LazyFrame
+        Node-state rows with a boolean ``__history`` column.
+    tolerance : datetime.timedelta
+        Largest gap between the two rows' starts.
+
+    Returns
+    -------
+    polars.LazyFrame
+        The rows, without the snapshot rows that repeat another.
+    """
+    on = ["cluster", "node"]
+    snap = lf.filter(~pl.col(HISTORY)).with_row_index("__sid")
+    a = snap.select(
+        *on, "__sid", a_state=pl.col("state"), a0=pl.col("start"), a_reason=pl.col("reason")
+    )
+    b = snap.select(*on, __oid=pl.col("__sid"), b_state=pl.col("state"), b0=pl.col("start"),
+                    b_reason=pl.col("reason"))  # fmt: skip
+    drain = pl.lit("DRAIN").cast(schema.TABLES["node_states"].schema["state"])
+    repeats = (
+        a.join(b, on=on)
+        .filter(
+            (pl.col("__sid") != pl.col("__oid"))
+            & ((pl.col("a0") - pl.col("b0")).abs() <= pl.lit(tolerance))
+            & (pl.col("a_reason").str.len_chars() > 0)
+            & pl.col("b_reason").str.starts_with(pl.col("a_reason"))
+            & (
+                (pl.col("a_reason").str.len_chars() < pl.col("b_reason").str.len_chars())
+                | ((pl.col("a_state") == drain) & (pl.col("b_state") != drain))
+            )
+        )
+        .select("__sid")
+        .unique()
+    )
+    kept = snap.join(repeats, on="__sid", how="anti").drop("__sid")
+    return pl.concat([lf.filter(pl.col(HISTORY)), kept], how="vertical")
 
 
 def reconcile_node_states(

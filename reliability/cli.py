@@ -376,6 +376,28 @@ def _simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _read_labels(path: Path) -> set[str]:
+    """Read the node names of a ``--labels`` file.
+
+    One per line (a CSV's first column), ``#`` comments; a first line ``node`` (a header) is
+    skipped, names that start with "node" are names.
+    """
+    names = [
+        ln.split(",")[0].strip()
+        for ln in path.read_text(encoding="utf-8").splitlines()
+        if ln.strip() and not ln.lstrip().startswith("#")
+    ]
+    if names and names[0].lower() in ("node", "nodename", "node_name"):
+        names = names[1:]
+    if not names:
+        raise ReliabilityError(f"--labels: {path} names no node")
+    return set(names)
+
+
+#: fewer known lemon nodes than this: a trained detector's figures are not to be trusted
+_FEW_LEMONS = 5
+
+
 def _lemon(args: argparse.Namespace) -> int:
     import polars as pl
 
@@ -383,15 +405,26 @@ def _lemon(args: argparse.Namespace) -> int:
     from reliability.models.lemon import default_detector
     from reliability.models.lemon_features import FEATURES
 
+    if args.window_days < 7 or args.window_days % 7:
+        raise ReliabilityError(
+            f"--window-days: expected a whole number of weeks in days (7, 14, ..., 56; the "
+            f"features step by 7 days), got {args.window_days}"
+        )
+    if args.lemon_command == "train" and not 0.0 < args.target_precision < 1.0:
+        raise ReliabilityError(
+            f"--target-precision: expected a fraction in (0, 1) (e.g. 0.85), got {args.target_precision:g}"
+        )
+    if args.lemon_command == "score":
+        if args.top < 1:
+            raise ReliabilityError(f"--top: expected a number of nodes >= 1, got {args.top}")
+        if args.model is not None and not args.model.is_file():
+            raise ReliabilityError(f"--model: {args.model}: no such file")
+    if args.lemon_command == "train" and args.labels and not args.labels.is_file():
+        raise ReliabilityError(f"--labels: {args.labels}: no such file")
     feats = node_features(_dataset(args.dataset), args.window_days, 7)
     if args.lemon_command == "train":
         if args.labels:
-            lines = args.labels.read_text(encoding="utf-8").splitlines()
-            lemons = {
-                ln.split(",")[0].strip()
-                for ln in lines
-                if ln.strip() and not ln.startswith(("#", "node"))
-            }
+            lemons = _read_labels(args.labels)
         else:
             truth = args.sim_truth / "truth" / "nodes.parquet"
             if not truth.is_file():
@@ -405,8 +438,15 @@ def _lemon(args: argparse.Namespace) -> int:
         y = feats["node"].is_in(list(lemons)).to_numpy()
         det = LemonDetector(target_precision=args.target_precision).fit(feats.select(FEATURES), y)
         det.save(args.out)
-        print(f"trained on {feats.height:,} node-windows ({len(lemons)} lemon nodes): threshold {det.threshold_:.3f}, "
-              f"out-of-fold precision {det.oof_precision_:.3f}, recall {det.oof_recall_:.3f} -> {args.out}")  # fmt: skip
+        print(f"trained on {feats.height:,} node-windows ({len(lemons)} lemon node{'s' if len(lemons) != 1 else ''}): "
+              f"threshold {det.threshold_:.3g}, out-of-fold precision {det.oof_precision_:.3f}, "
+              f"recall {det.oof_recall_:.3f} -> {args.out}")  # fmt: skip
+        if det.oof_precision_ < args.target_precision:
+            print(f"warning: the out-of-fold precision {det.oof_precision_:.3f} is below the target "
+                  f"{args.target_precision:g}: its flags will be wrong more often than asked", file=sys.stderr)  # fmt: skip
+        if len(lemons) < _FEW_LEMONS:
+            print(f"warning: {len(lemons)} lemon node(s) to learn from (fewer than {_FEW_LEMONS}): the "
+                  "threshold and the precision rest on too few positives to trust", file=sys.stderr)  # fmt: skip
         return 0
     det = LemonDetector.load(args.model) if args.model else default_detector()
     scores = score_nodes(det, feats)
@@ -441,6 +481,10 @@ def _availability(args: argparse.Namespace) -> int:
             f"--target: expected a job availability in (0, 1), got {args.target:g}"
         )
     spec = PODS[pod]
+    if args.mode == "reconfigurable" and not spec.reconfigurable:
+        raise ReliabilityError(
+            f"--pod {pod}: fixed wiring (no OCS), so only --mode static applies to it"
+        )
     ft = not args.no_ft_routing
     print(f"{spec.name} ({spec.n_chips:,} chips, {args.mode}{', FT routing' if ft and args.mode == 'reconfigurable' else ''}) "
           f"at host availability {100 * args.host_availability:.2f}%:")  # fmt: skip

@@ -424,3 +424,13 @@ def test_a_bad_preset_value_names_the_file_and_key(tmp_path, capsys, toml, messa
                            str(tmp_path / "out"))  # fmt: skip
     assert code == 2
     assert f"{preset} {message}" in err
+
+
+def test_availability_refuses_a_mode_the_pod_lacks_before_printing(capsys):
+    """TPUv3 has fixed wiring: --mode reconfigurable is refused, with no table header printed
+    above the error (the output contradicted itself)."""
+    code, out, err = _run(capsys, "availability", "--mode", "reconfigurable", "--pod", "tpuv3",
+                          "--host-availability", "0.99")  # fmt: skip
+    assert code == 2
+    assert out == ""
+    assert "--pod tpuv3: fixed wiring" in err

@@ -13,6 +13,7 @@ import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from reliability.cli import main
+from reliability.errors import ReliabilityError
 from reliability.models import (
     LEMON_FEATURES,
     LemonDetector,
@@ -235,3 +236,44 @@ def test_lemon_cli(tmp_path, capsys):
         main(["lemon", "score", str(tmp_path / "ds"), "--model", str(tmp_path / "bad.json")]) == 2
     )
     assert "not a reliability.lemon-detector/1 file" in capsys.readouterr().err
+
+
+def test_labels_files_keep_names_that_start_with_node(tmp_path):
+    """A labels file of real Slurm names (node07, node08) keeps them; only a header line
+    "node" is skipped (every line starting "node" was, so node07 vanished without a word)."""
+    from reliability.cli import _read_labels
+
+    p = tmp_path / "labels.txt"
+    p.write_text("node\nnode07\n# a comment\nnode08,suspected PSU\n\ngpu020\n", encoding="utf-8")
+    assert _read_labels(p) == {"node07", "node08", "gpu020"}
+    p.write_text("node07\n", encoding="utf-8")
+    assert _read_labels(p) == {"node07"}
+    p.write_text("# nothing\n\n", encoding="utf-8")
+    with pytest.raises(ReliabilityError, match="names no node"):
+        _read_labels(p)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["train", "--labels", "L", "--target-precision", "1.5"],
+            "--target-precision: expected a fraction in (0, 1)",
+        ),
+        (
+            ["train", "--labels", "L", "--target-precision", "0"],
+            "--target-precision: expected a fraction in (0, 1)",
+        ),
+        (["train", "--labels", "missing.txt"], "--labels: missing.txt: no such file"),
+        (["score", "--window-days", "10"], "--window-days: expected a whole number of weeks"),
+        (["score", "--top", "-45"], "--top: expected a number of nodes >= 1"),
+        (["score", "--model", "missing.json"], "--model: missing.json: no such file"),
+    ],
+)
+def test_lemon_flags_are_checked_by_name(tmp_path, capsys, monkeypatch, argv, message):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "L").write_text("gpu001\n", encoding="utf-8")
+    sub, rest = argv[0], argv[1:]
+    extra = ["--out", "m.json"] if sub == "train" else []
+    assert main(["lemon", sub, str(tmp_path / "ds"), *rest, *extra]) == 2
+    assert message in capsys.readouterr().err

@@ -429,3 +429,21 @@ def _cmdlines() -> list[str]:
         except OSError:  # the process ended meanwhile
             continue
     return out
+
+
+def test_pod_headline_is_the_plotted_curves_point(tiny):
+    """The TPUv4 card at 3,200 chips is the point of the curve the figure plots (hosts and the
+    pod's measured links and OCS); hosts alone, the paper's Fig. 1 basis, is the closed form
+    P(Bin(64, a^16) >= 50) at the same host availability a."""
+    import polars as pl
+    from scipy import stats
+
+    _, res, _ = tiny
+    pod = res.outputs["pod"]
+    point = pod.curves.filter(
+        (pl.col("pod") == "tpuv4") & (pl.col("n_chips") == 3200) & pl.col("ft_routing")
+    ).item(0, "availability")
+    assert pod.fig1_tpuv4_3200 == pytest.approx(point, rel=1e-12)
+    a = pod.reference_host_availability
+    assert pod.fig1_tpuv4_3200_hosts == pytest.approx(stats.binom.sf(49, 64, a**16), rel=1e-9)
+    assert pod.fig1_tpuv4_3200 <= pod.fig1_tpuv4_3200_hosts

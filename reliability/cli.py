@@ -82,8 +82,19 @@ def _parser() -> argparse.ArgumentParser:
     an.add_argument(
         "--min-gpus", type=int, default=129, help="job size for r_f (paper: > 128 GPUs)"
     )
-    an.add_argument("--before-min", type=float, default=10.0)
-    an.add_argument("--after-min", type=float, default=5.0)
+    an.add_argument(
+        "--before-min", type=float, default=10.0,
+        help="attribution window before an attempt's end [min]",
+    )  # fmt: skip
+    an.add_argument(
+        "--after-min", type=float, default=5.0,
+        help="attribution window after an attempt's end [min]",
+    )  # fmt: skip
+    an.add_argument(
+        "--gpus-per-node", type=int,
+        help="accelerators per node, for MTTF = 1/(N r_f) with N nodes (default: the most one "
+        "node held in the data, 8 if no job held any; TPU hosts hold 4)",
+    )  # fmt: skip
     an.add_argument(
         "--requeue-exit-codes",
         type=int,
@@ -293,13 +304,22 @@ def _analyze(args: argparse.Namespace) -> int:
         raise ReliabilityError(f"--requeue-exit-codes: exit codes are 0-255, got {bad}")
     ds = _dataset(args.dataset)
     end = ds.observation_end
+    per_node = args.gpus_per_node
+    if per_node is not None and per_node < 1:
+        raise ReliabilityError(f"--gpus-per-node: expected an integer >= 1, got {per_node}")
+    if per_node is None:
+        seen = ds.summary().accelerators_per_node
+        per_node = seen if seen >= 1 else 8
+        print(f"accelerators per node: {per_node} ("
+              + ("the most one node held in the data" if seen >= 1 else "no job held any: 8 assumed")
+              + "; pass --gpus-per-node)")  # fmt: skip
     jobs = attribute_failures(
         ds,
         before_min=args.before_min,
         after_min=args.after_min,
         requeue_exit_codes=args.requeue_exit_codes,
     )
-    m = fit_mttf(jobs, min_gpus=args.min_gpus, observation_end=end)
+    m = fit_mttf(jobs, min_gpus=args.min_gpus, observation_end=end, gpus_per_node=per_node)
     series = failure_rate_series(jobs, min_gpus=args.min_gpus, observation_end=end)
     w = workload_summary(jobs, observation_end=end)
     # the results' text forms: what could not be estimated is said, never printed as nan

@@ -371,3 +371,34 @@ def test_sweep_files_are_checked(tmp_path, capsys):
         spec.write_text(body if body.startswith("[sweep]") else head + body, encoding="utf-8")
         assert main(["sweep", str(spec), "--out", str(tmp_path / "o")]) == 2
         assert message in capsys.readouterr().err
+
+
+def test_analyze_takes_the_accelerators_per_node_from_the_data(tmp_path, capsys):
+    """A TPU pod's hosts hold 4 chips: the model MTTF of a 64-chip job is 1/(16 r_f), not
+    1/(8 r_f) as with the default of 8 GPUs per node (it came out twice the measured)."""
+    import polars as pl
+
+    assert (
+        main(["simulate", "pod", "--days", "30", "--seed", "2", "--out", str(tmp_path / "p")]) == 0
+    )
+    assert (
+        main(
+            [
+                "ingest",
+                "pod",
+                str(tmp_path / "p" / "pod_events.jsonl"),
+                "--into",
+                str(tmp_path / "d"),
+            ]
+        )
+        == 0
+    )
+    capsys.readouterr()
+    assert main(["analyze", str(tmp_path / "d"), "--min-gpus", "64"]) == 0
+    out = capsys.readouterr().out
+    assert "accelerators per node: 4 (the most one node held in the data" in out
+    analysis = tmp_path / "d" / "analysis"
+    rate = pl.read_parquet(analysis / "mttf_summary.parquet").item(0, "rate_per_1000_node_days")
+    row = pl.read_parquet(analysis / "mttf_by_size.parquet").filter(pl.col("bucket") == "64")
+    # MTTF [h] = 24 / (N r_f) with N = 64 chips / 4 per host = 16 hosts
+    assert row.item(0, "model_mttf_h") == pytest.approx(24 / (16 * rate / 1000), rel=1e-9)

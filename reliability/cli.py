@@ -441,7 +441,15 @@ def _lemon(args: argparse.Namespace) -> int:
             raise ReliabilityError(f"--model: {args.model}: no such file")
     if args.lemon_command == "train" and args.labels and not args.labels.is_file():
         raise ReliabilityError(f"--labels: {args.labels}: no such file")
-    feats = node_features(_dataset(args.dataset), args.window_days, 7)
+    ds = _dataset(args.dataset)
+    feats = node_features(ds, args.window_days, 7)
+    if ds.scan("health_events").select(pl.len()).collect().item() == 0 and (
+        ds.scan("node_states").select(pl.len()).collect().item() == 0
+    ):
+        print("warning: the Dataset holds no health events and no node states (only jobs): the "
+              "detector's strongest signals (Xids, downs, time out of service) are missing, so a "
+              "low score is no all-clear; ingest the kernel logs and sacctmgr events too",
+              file=sys.stderr)  # fmt: skip
     if args.lemon_command == "train":
         if args.labels:
             lemons = _read_labels(args.labels)

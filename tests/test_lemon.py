@@ -277,3 +277,19 @@ def test_lemon_flags_are_checked_by_name(tmp_path, capsys, monkeypatch, argv, me
     extra = ["--out", "m.json"] if sub == "train" else []
     assert main(["lemon", sub, str(tmp_path / "ds"), *rest, *extra]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_scoring_jobs_alone_warns_that_it_is_no_all_clear(tmp_path, capsys):
+    """A Dataset of the sacct export alone (no kernel logs, no node states): the detector's
+    strongest features are all zero, so its low scores are said to be no all-clear."""
+    from reliability.sim.run import simulate_cluster
+
+    cfg = replace(load_preset("small"), days=60.0)
+    simulate_cluster(cfg, seed=5).write(tmp_path / "raw")
+    assert main(["ingest", "slurm", str(tmp_path / "raw" / "sacct.psv"), "--into",
+                 str(tmp_path / "ds"), "--tz", "UTC"]) == 0  # fmt: skip
+    capsys.readouterr()
+    assert main(["lemon", "score", str(tmp_path / "ds")]) == 0
+    err = capsys.readouterr().err
+    assert "no health events and no node states" in err
+    assert "no all-clear" in err

@@ -447,3 +447,17 @@ def test_pod_headline_is_the_plotted_curves_point(tiny):
     a = pod.reference_host_availability
     assert pod.fig1_tpuv4_3200_hosts == pytest.approx(stats.binom.sf(49, 64, a**16), rel=1e-9)
     assert pod.fig1_tpuv4_3200 <= pod.fig1_tpuv4_3200_hosts
+
+
+def test_pod_figure_numbers_hold_the_measured_points(tiny):
+    """data/availability.csv holds the model lines and the measured points the figure plots
+    (the caption promised the points; only the lines were written); pod_components has no
+    leaked join column."""
+    import polars as pl
+
+    tmp, res, _ = tiny
+    data = pl.read_csv(tmp / "out" / "data" / "availability.csv")
+    assert set(data.get_column("kind")) == {"model", "measured"}
+    measured = res.outputs["pod"].measured_curves
+    assert data.filter(pl.col("kind") == "measured").height == measured.height > 0
+    assert "n_cubes_right" not in pl.read_csv(tmp / "out" / "data" / "pod_components.csv").columns

@@ -492,3 +492,22 @@ def test_recovery_costs_match_the_recovery_model():
                     [(3600.0, "component_fail", "ocs", "ocs-y01", None), (3 * 3600.0, "component_repair", "ocs", "ocs-y01", None)])  # fmt: skip
     done = max(t for t, e, _, _, d in ev.rows() if e == "job_end" and "COMPLETED" in d)
     assert done / 3600 - 10.0 == pytest.approx(cost[("ocs", "reroute")])
+
+
+def test_a_cluster_option_the_lines_override_is_said(tmp_path):
+    """cluster= names the cluster of lines that carry none; lines that name theirs keep it,
+    and the note says so (it was ignored without a word)."""
+    from reliability.ingest import read_pod_log
+
+    p = tmp_path / "pod.jsonl"
+    p.write_text(
+        '{"event": "inventory", "time": "2025-01-01T00:00:00+00:00", "cluster": "tpuv4", '
+        '"component_type": "machine", "component_id": "m0"}\n'
+        '{"event": "inventory", "time": "2025-01-01T00:00:00+00:00", '
+        '"component_type": "machine", "component_id": "m1"}\n',
+        encoding="utf-8",
+    )
+    r = read_pod_log(p, cluster="mine")
+    assert sorted(r.tables["inventory"].get_column("cluster")) == ["mine", "tpuv4"]
+    assert any("cluster='mine' applies to the lines without a cluster" in n for n in r.notes)
+    assert not any("applies to the lines" in n for n in read_pod_log(p).notes)

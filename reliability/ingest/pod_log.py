@@ -93,6 +93,7 @@ def read_pod_log(path: str | Path, *, cluster: str | None = None) -> ReadResult:
     open_reroute: dict[tuple[str, str], dict[str, object]] = {}
     crossconnects = 0
     n = 0
+    named: set[str] = set()  # clusters the lines name, other than cluster=
     for no, line in lines.iter_rows():
         if not line.strip():
             continue
@@ -103,6 +104,8 @@ def read_pod_log(path: str | Path, *, cluster: str | None = None) -> ReadResult:
             continue
         event, t = obj["event"], obj["time"]
         clus = obj.get("cluster") or cluster
+        if cluster is not None and clus != cluster:
+            named.add(clus)
         ctype, cid = obj.get("component_type"), obj.get("component_id")
         if event not in POD_EVENTS:
             q[0].append(no), q[1].append(line), q[2].append(f"unknown event {event!r}")
@@ -198,6 +201,11 @@ def read_pod_log(path: str | Path, *, cluster: str | None = None) -> ReadResult:
     if crossconnects:
         notes.append(f"{crossconnects:,} OCS circuits switched by job starts (crossconnect events)")
     qf = quarantine_frame(src, *q)
+    if named:
+        notes.append(
+            f"cluster={cluster!r} applies to the lines without a cluster; {len(named)} cluster(s) "
+            f"named by the lines themselves kept ({', '.join(sorted(named)[:3])})"
+        )
     return ReadResult(src, tables, qf, n, n - qf.height, notes)
 
 

@@ -79,7 +79,8 @@ class PodAnalysis(Result):
             m.summary.with_columns(pl.lit(c).alias("cluster"))
             for c, m in zip(self.pods["cluster"], self.measured, strict=True)
         ]
-        return pl.concat(rows).join(self.pods, on="cluster") if rows else pl.DataFrame()
+        pods = self.pods.drop("n_cubes", strict=False)  # (the measurement has it)
+        return pl.concat(rows).join(pods, on="cluster") if rows else pl.DataFrame()
 
     @property
     def measured_curves(self) -> pl.DataFrame:
@@ -245,8 +246,16 @@ def pod_section(p: PodAnalysis, ctx: Context) -> list[Section]:
             (6.4, 4.0),
             "Probability that a job of each size can be placed (NSDI'24 Fig. 1). "
             "Lines: model at each pod's measured host availability; points: fraction of time the pod "
-            "could place it (95% batch-means intervals).",
-            p.curves,
+            "could place it (95% batch-means intervals); the numbers hold both (column kind).",
+            pl.concat(
+                [
+                    p.curves.with_columns(kind=pl.lit("model")),
+                    p.measured_curves.with_columns(kind=pl.lit("measured")),
+                ],
+                how="diagonal_relaxed",
+            )
+            if p.measured_curves.height
+            else p.curves.with_columns(kind=pl.lit("model")),
         )
     )
     sec.blocks.append(

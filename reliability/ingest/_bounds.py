@@ -24,6 +24,7 @@ __all__ = [
     "bounds_text",
     "latest_time",
     "out_of_range_time",
+    "time_out_of_bounds",
 ]
 
 #: earliest and latest calendar year accepted for any timestamp
@@ -91,3 +92,21 @@ def out_of_range_time(col: str, latest: datetime | None = None) -> pl.Expr:
     """
     c = pl.col(col)
     return c.is_not_null() & ((c < TIME_MIN) | (c > (latest or latest_time())))
+
+
+def time_out_of_bounds(t: datetime) -> str | None:
+    """Check one timestamp against [TIME_MIN, :func:`latest_time`].
+
+    Parameters
+    ----------
+    t : datetime
+        An aware timestamp.
+
+    Returns
+    -------
+    str or None
+        None when it is within the bounds; else :func:`bounds_text` (``"outside ..."``), for the
+        quarantine reason.
+    """
+    latest = latest_time()
+    return None if TIME_MIN <= t <= latest else bounds_text(latest)

@@ -23,10 +23,29 @@ __all__ = [
     "check_time_option",
     "check_zone",
     "decode_text",
+    "first_of_runs",
     "quarantine_frame",
     "read_bytes",
     "read_lines",
 ]
+
+
+def first_of_runs(cols: list[str]) -> pl.Expr:
+    """Flag the first row of each run of equal ``cols`` in a sorted frame (null equals null).
+
+    Parameters
+    ----------
+    cols : list of str
+        The columns whose runs are flagged.
+
+    Returns
+    -------
+    polars.Expr
+        True on the first row of each run.
+    """
+    changed = pl.any_horizontal([pl.col(c).ne_missing(pl.col(c).shift(1)) for c in cols])
+    return changed | (pl.int_range(pl.len()) == 0)
+
 
 #: Strings that Slurm and friends print for "no value".
 NULL_SENTINELS = ("", "Unknown", "None", "None assigned", "(null)", "N/A", "n/a")

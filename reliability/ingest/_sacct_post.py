@@ -29,6 +29,7 @@ import numpy as np
 import polars as pl
 
 from reliability import schema
+from reliability.ingest._common import first_of_runs
 from reliability.ingest.slurm_fields import SACCT_EXPORT_COMMAND
 
 __all__ = [
@@ -152,10 +153,6 @@ def same_attempts(
     )  # fmt: skip
     if sub.height < 2:
         return frame, []
-
-    def first_of_runs(cols: list[str]) -> pl.Expr:
-        changed = pl.any_horizontal([pl.col(c).ne_missing(pl.col(c).shift(1)) for c in cols])
-        return changed | (pl.int_range(pl.len()) == 0)
 
     sub = sub.with_columns(_run=first_of_runs(key).cum_sum()).with_columns(
         _winner=pl.col("line_no").first().over("_run")

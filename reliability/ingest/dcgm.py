@@ -44,7 +44,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from reliability import schema, taxonomy
 from reliability.errors import IngestError
-from reliability.ingest._bounds import TIME_MIN, bounds_text, latest_time
+from reliability.ingest._bounds import bounds_text, latest_time, time_out_of_bounds
 from reliability.ingest._common import (
     ReadResult,
     check_name_option,
@@ -130,25 +130,23 @@ def _parse_time(text: str) -> tuple[datetime | None, str | None]:
         return None, f"'# scraped_at {text[:40]}' is not an ISO-8601 time"
     if t.tzinfo is None or t.utcoffset() is None:
         return None, f"'# scraped_at {text[:40]}' has no UTC offset"
-    latest = latest_time()
     try:
         t = t.astimezone(UTC)
     except (OverflowError, ValueError):
-        return None, f"'# scraped_at {text[:40]}' is {bounds_text(latest)}"
-    if not TIME_MIN <= t <= latest:
-        return None, f"'# scraped_at {text[:40]}' is {bounds_text(latest)}"
+        return None, f"'# scraped_at {text[:40]}' is {bounds_text(latest_time())}"
+    if (outside := time_out_of_bounds(t)) is not None:
+        return None, f"'# scraped_at {text[:40]}' is {outside}"
     return t, None
 
 
 def _sample_time(ts: object) -> tuple[datetime | None, str | None]:
-    latest = latest_time()
     try:
         secs = float(ts)  # type: ignore[arg-type]
         t = datetime.fromtimestamp(secs, tz=UTC)
     except (OverflowError, ValueError, OSError, TypeError):
-        return None, f"sample timestamp {ts!r} is {bounds_text(latest)}"
-    if not TIME_MIN <= t <= latest:
-        return None, f"sample timestamp {ts!r} is {bounds_text(latest)}"
+        return None, f"sample timestamp {ts!r} is {bounds_text(latest_time())}"
+    if (outside := time_out_of_bounds(t)) is not None:
+        return None, f"sample timestamp {ts!r} is {outside}"
     return t, None
 
 

@@ -31,7 +31,13 @@ import polars as pl
 
 from reliability import schema, taxonomy
 from reliability.errors import IngestError
-from reliability.ingest._bounds import TIME_MIN, YEAR_MAX, YEAR_MIN, bounds_text, latest_time
+from reliability.ingest._bounds import (
+    YEAR_MAX,
+    YEAR_MIN,
+    bounds_text,
+    latest_time,
+    time_out_of_bounds,
+)
 from reliability.ingest._common import (
     ReadResult,
     check_name_option,
@@ -203,9 +209,8 @@ class _Clock:
     def _checked(
         t: datetime, host: str | None, rest: str, shown: str
     ) -> tuple[datetime | None, str | None, str, str | None]:
-        latest = latest_time()
-        if not TIME_MIN <= t <= latest:
-            return None, host, rest, f"timestamp {shown[:40]!r} is {bounds_text(latest)}"
+        if (outside := time_out_of_bounds(t)) is not None:
+            return None, host, rest, f"timestamp {shown[:40]!r} is {outside}"
         return t, host, rest, None
 
 

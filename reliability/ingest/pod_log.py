@@ -29,7 +29,12 @@ import polars as pl
 
 from reliability import schema
 from reliability.errors import IngestError
-from reliability.ingest._bounds import MAX_NODES_PER_JOB, TIME_MIN, bounds_text, latest_time
+from reliability.ingest._bounds import (
+    MAX_NODES_PER_JOB,
+    bounds_text,
+    latest_time,
+    time_out_of_bounds,
+)
 from reliability.ingest._common import ReadResult, check_name_option, quarantine_frame, read_lines
 
 __all__ = ["POD_EVENTS", "read_pod_log"]
@@ -235,14 +240,13 @@ def _event(line: str) -> tuple[dict[str, object], str | None]:
         return {}, f"field time: {obj['time'][:40]!r} is not an ISO-8601 time"
     if t.tzinfo is None or t.utcoffset() is None:
         return {}, "field time: time has no UTC offset"
-    latest = latest_time()
-    bounds = f"field time: {obj['time'][:40]!r} is {bounds_text(latest)}"
+    shown = f"field time: {obj['time'][:40]!r} is"
     try:
         t = t.astimezone(UTC)
     except (OverflowError, ValueError):
-        return {}, bounds
-    if not TIME_MIN <= t <= latest:
-        return {}, bounds
+        return {}, f"{shown} {bounds_text(latest_time())}"
+    if (outside := time_out_of_bounds(t)) is not None:
+        return {}, f"{shown} {outside}"
     obj["time"] = t
     return obj, None
 

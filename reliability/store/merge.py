@@ -37,6 +37,7 @@ from datetime import timedelta
 import polars as pl
 
 from reliability import schema
+from reliability.ingest._common import first_of_runs
 
 __all__ = [
     "NODE_STATE_KINDS",
@@ -98,12 +99,6 @@ def _rank(table: str) -> list[tuple[pl.Expr, str]]:
     return out
 
 
-def _first_of_runs(cols: list[str]) -> pl.Expr:
-    """Flag the first row of each run of equal ``cols`` (null equals null)."""
-    changed = pl.any_horizontal([pl.col(c).ne_missing(pl.col(c).shift(1)) for c in cols])
-    return changed | (pl.int_range(pl.len()) == 0)
-
-
 def merge_rows(lf: pl.LazyFrame, table: str) -> pl.LazyFrame:
     """Keep one row per natural key of a table, by the rules of this module.
 
@@ -128,7 +123,7 @@ def merge_rows(lf: pl.LazyFrame, table: str) -> pl.LazyFrame:
     by = [*key, *(n for _, n in rank), ROW]
     desc = [False] * len(key) + [True] * (len(rank) + 1)
     lf = lf.sort(by, descending=desc, nulls_last=True, maintain_order=False)
-    lf = lf.filter(_first_of_runs(key))
+    lf = lf.filter(first_of_runs(key))
     if table == "jobs":
         same = pl.all_horizontal(
             [pl.col(c).eq_missing(pl.col(c).shift(1)) for c in ("cluster", "job_id", "submit_time")]
@@ -154,7 +149,7 @@ def renumber_attempts(lf: pl.LazyFrame) -> pl.LazyFrame:
     """
     cols = lf.collect_schema().names()
     i = pl.int_range(pl.len(), dtype=pl.Int64)
-    first = pl.when(_first_of_runs(["cluster", "job_id"])).then(i)
+    first = pl.when(first_of_runs(["cluster", "job_id"])).then(i)
     return (
         lf.sort(["cluster", "job_id", "start_time", "submit_time"], nulls_last=True)
         .with_columns(__first=first)
@@ -353,7 +348,7 @@ def reconcile_node_states(
         )
         .with_columns(__dist=(pl.col("s0") - pl.col("h0")).abs(), __other=~same_state)
         .sort("__sid", "__other", "__dist", "__hid")
-        .filter(_first_of_runs(["__sid"]))
+        .filter(first_of_runs(["__sid"]))
     )
     per_h = (
         pairs.sort("__hid", "s0", "__sid")

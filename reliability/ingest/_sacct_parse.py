@@ -35,6 +35,7 @@ __all__ = [
     "MAX_DURATION_S",
     "STEP_COLS",
     "Parsed",
+    "ValueTable",
     "chunked_like",
     "complete",
     "finish",
@@ -85,13 +86,75 @@ class Parsed:
         self.naive, self.node_names = naive, node_names
 
 
+class ValueTable:
+    """The parsed values of text fields that take few distinct values, for one input.
+
+    Each distinct text of a field is parsed once, by the first batch that holds it: the texts
+    are numbered by a polars ``Categorical`` private to this table (a hash per row, as a
+    dictionary lookup would cost), and the parsed values are kept in a column indexed by that
+    number, so later rows take theirs by a gather. Memory grows with the distinct texts only.
+    """
+
+    def __init__(self) -> None:
+        self._dtypes: dict[str, pl.DataType] = {}
+        self._values: dict[str, pl.Series] = {}
+        # polars frees a Categories' numbering when no column of it is left: an empty one
+        # keeps it for the next batch
+        self._anchors: dict[str, pl.Series] = {}
+
+    def lookup(
+        self, values: pl.Series, key: str, fn: Callable[[pl.Expr], pl.Expr], dtype: pl.DataType
+    ) -> pl.Series:
+        """Return ``fn`` of each text in ``values`` (null for null), parsing new texts only.
+
+        Parameters
+        ----------
+        values : polars.Series
+            String values.
+        key : str
+            The field (one numbering and one set of parsed values per key).
+        fn : callable
+            Expression of one string column -> its parsed value.
+        dtype : polars.DataType
+            The parsed values' type.
+
+        Returns
+        -------
+        polars.Series
+            One parsed value per row of ``values``.
+        """
+        if key not in self._dtypes:
+            self._dtypes[key] = pl.Categorical(pl.Categories.random(namespace="reliability"))
+            self._values[key] = pl.Series(key, [], dtype=dtype)
+        numbered = values.cast(self._dtypes[key])
+        self._anchors.setdefault(key, numbered.clear())
+        ids = numbered.to_physical()
+        known = self._values[key]
+        top = ids.max()
+        if top is not None and int(top) >= known.len():
+            # the texts first seen in this batch (numbered after the known ones)
+            new = (
+                pl.DataFrame({"id": ids, "text": values})
+                .filter(pl.col("id") >= known.len())
+                .unique("id")
+                .select("id", value=fn(pl.col("text")).cast(dtype))
+            )
+            span = pl.DataFrame(
+                {"id": pl.int_range(known.len(), int(top) + 1, dtype=pl.UInt32, eager=True)}
+            )
+            more = span.join(new, on="id", how="left", maintain_order="left").get_column("value")
+            known = pl.concat([known, more.alias(key)])
+            self._values[key] = known
+        return known.gather(ids)
+
+
 def _per_value(
     frame: pl.DataFrame,
     col: str,
     fn: Callable[[pl.Expr], pl.Expr],
     dtype: pl.DataType,
     where: pl.Series | None = None,
-    cache: dict[str, tuple[pl.Series, pl.Series]] | None = None,
+    cache: ValueTable | None = None,
 ) -> pl.Series:
     """Apply ``fn`` once per distinct value of ``col`` and map the results back to the rows.
 
@@ -107,19 +170,20 @@ def _per_value(
             idx = where.arg_true()
             part = _per_value(frame.filter(where), col, fn, dtype, cache=cache)
             return pl.repeat(None, s.len(), dtype=dtype, eager=True).scatter(idx, part)
-    keys = s.drop_nulls().unique()
-    known = cache.get(col) if cache is not None else None
-    if known is not None:
-        new = keys.filter(~keys.is_in(known[0].implode()))
-        if new.len():
-            vals = pl.DataFrame({"k": new}).select(fn(pl.col("k")).cast(dtype)).to_series()
-            known = (pl.concat([known[0], new]), pl.concat([known[1], vals]))
-    else:
-        vals = pl.DataFrame({"k": keys}).select(fn(pl.col("k")).cast(dtype)).to_series()
-        known = (keys, vals)
-    if cache is not None:
-        cache[col] = known
-    return s.replace_strict(known[0], known[1], default=None, return_dtype=dtype)
+    table = cache if cache is not None else ValueTable()
+    return table.lookup(s, col, fn, dtype).alias(col)
+
+
+_EXIT_DTYPE = pl.Struct({"exit_code": pl.Int32(), "exit_signal": pl.Int32()})
+
+
+def _exit_parts(text: pl.Expr) -> pl.Expr:
+    """Split ``code:signal`` into two 32-bit integers (null where either is not one)."""
+    ex = text.str.split_exact(":", 1)
+    return pl.struct(
+        exit_code=ex.struct.field("field_0").cast(pl.Int32, strict=False),
+        exit_signal=ex.struct.field("field_1").cast(pl.Int32, strict=False),
+    )
 
 
 def _duration_s(expr: pl.Expr) -> pl.Expr:
@@ -226,9 +290,6 @@ def typed_plan(
 
     ids = c("JobID").str.split_exact(".", 1)
     id_ok = c("JobID").str.contains(f"^(?:{_JOBID})$").fill_null(False)
-    # most exit codes are "0:0": split only the others (split_exact skips the null rows)
-    ok_exit = c("ExitCode") == "0:0"
-    ex = pl.when(~ok_exit).then(c("ExitCode")).str.split_exact(":", 1)
     st = c("State")
     st_exact = st.cast(schema.JobState, strict=False)
     # stage 1: parse each field once
@@ -250,19 +311,14 @@ def typed_plan(
             .str.extract(r"^([A-Z_]+)(?: by -?\d+)?\+?$", 1)
             .cast(schema.JobState, strict=False),
         ),
-        "exit_code": pl.when(ok_exit)
-        .then(pl.lit(0, pl.Int32))
-        .otherwise(ex.struct.field("field_0").cast(pl.Int32, strict=False)),
-        "exit_signal": pl.when(ok_exit)
-        .then(pl.lit(0, pl.Int32))
-        .otherwise(ex.struct.field("field_1").cast(pl.Int32, strict=False)),
+        # (read per distinct value by finish: a few values over millions of rows)
+        "_exit_txt": c("ExitCode"),
         "priority": text("Priority").cast(pl.Int64, strict=False),
         "_nnodes": pl.coalesce(
             text("NNodes").cast(pl.Int64, strict=False),
             text("AllocNodes").cast(pl.Int64, strict=False),
         ),
         "nodelist": text("NodeList"),
-        "_has_exit": c("ExitCode").is_not_null(),
         "_has_nnodes": pl.coalesce(text("NNodes"), text("AllocNodes")).is_not_null(),
         "_has_priority": text("Priority").is_not_null(),
         "_c_jobid": ~id_ok,
@@ -282,9 +338,6 @@ def typed_plan(
         "_c_jobid": pl.col("_c_jobid") | (pl.col("step") == "").fill_null(False),
         "_c_cluster": pl.col("cluster").is_null(),
         "_c_state": pl.col("state").is_null(),
-        "_c_exit": (
-            pl.col("_has_exit") & (pl.col("exit_code").is_null() | pl.col("exit_signal").is_null())
-        ).fill_null(False),
         "_c_nnodes": (pl.col("_has_nnodes") & pl.col("_nnodes").is_null()).fill_null(False),
         "_c_nnodes_poison": ((pl.col("_nnodes") > MAX_NODES_PER_JOB) | (pl.col("_nnodes") < 0))
         .fill_null(False),
@@ -329,7 +382,7 @@ def typed_plan(
     only_alloc = [k for k in checks if k.startswith(("_c_submit", "_c_priority"))]
     common = [k for k in checks if k not in only_alloc]
     bad = pl.any_horizontal(common) | (alloc & pl.any_horizontal(only_alloc))
-    drop = ["_has_exit", "_has_nnodes", "_has_priority", *(f"_txt_{k}" for _, k in _TIMES)]
+    drop = ["_has_nnodes", "_has_priority", *(f"_txt_{k}" for _, k in _TIMES)]
     return (
         lf.select("line_no", *keep, **stage1)
         .with_columns(**stage2)
@@ -378,9 +431,7 @@ def _times(out: pl.DataFrame) -> pl.DataFrame:
     return out.with_columns(**fix)
 
 
-def _alloc_fields(
-    allocs: pl.DataFrame, gpu: bool, cache: dict[str, tuple[pl.Series, pl.Series]] | None = None
-) -> pl.DataFrame:
+def _alloc_fields(allocs: pl.DataFrame, gpu: bool, cache: ValueTable | None = None) -> pl.DataFrame:
     """Time limit and GPU count of allocation rows (parsed once per distinct value)."""
     cols = set(allocs.columns)
     extra: dict[str, pl.Series] = {}
@@ -485,7 +536,7 @@ def finish(
     *,
     tz: str | None,
     gpu: bool,
-    cache: dict[str, tuple[pl.Series, pl.Series]] | None = None,
+    cache: ValueTable | None = None,
 ) -> Parsed:
     """Finish the parse of one batch: epoch and poison times, allocation fields, row checks.
 
@@ -502,7 +553,7 @@ def finish(
         The time zone the times were printed in (for messages).
     gpu : bool
         The export has a TRES or GRES field (else the GPU count is 0).
-    cache : dict of str to (polars.Series, polars.Series) or None
+    cache : ValueTable or None
         The values of per-value fields parsed in earlier batches of the same input.
 
     Returns
@@ -511,6 +562,11 @@ def finish(
         :class:`Parsed` with allocation and step rows whose node lists are still text
         (:func:`complete` expands them once for the whole input).
     """
+    cache = cache if cache is not None else ValueTable()
+    text = typed.get_column("_exit_txt")
+    parts = cache.lookup(text, "ExitCode", _exit_parts, _EXIT_DTYPE).struct.unnest()
+    bad_exit = text.is_not_null() & parts.select(pl.any_horizontal(pl.all().is_null())).to_series()
+    typed = typed.drop("_exit_txt").with_columns(parts, _c_exit=bad_exit)
     naive = bool(typed.select(pl.any_horizontal(f"_iso_{k}" for _, k in _TIMES).any()).item())
     fixed = any(
         typed.get_column(f"_other_{k}").null_count() < typed.height
@@ -532,7 +588,7 @@ def finish(
             pl.any_horizontal(common) | (alloc & pl.any_horizontal(only_alloc))
         ).to_series()
     else:
-        flag = out.get_column("_bad")
+        flag = out.get_column("_bad") | out.get_column("_c_exit")
     reasons = [_NO_REASONS]
     if flag.any():
         bad_rows = out.filter(flag).with_columns(

@@ -342,7 +342,16 @@ def _resubmitted(allocs: pl.DataFrame) -> list[str]:
     kept = None if ok.all() else np.flatnonzero(ok)
     if kept is not None:
         b, t = b[kept], t[kept]
-    order = np.argsort(-b, kind="stable")  # highest id first
+    # highest id first (the order among equal ids does not matter below); exports are
+    # usually in id order already, and a check costs a tenth of the sort
+    step = np.diff(b)
+    if (step >= 0).all():
+        order = np.arange(b.size - 1, -1, -1)
+    elif (step <= 0).all():
+        order = np.arange(b.size)
+    else:
+        order = np.argsort(-b, kind="stable")
+    del step
     b, t = b[order], t[order]
     rows = order if kept is None else kept[order]  # rows of allocs, highest id first
     del order, kept

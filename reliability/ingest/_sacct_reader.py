@@ -44,6 +44,7 @@ from reliability.ingest._sacct_io import (
 from reliability.ingest._sacct_mapped import read_mapped
 from reliability.ingest._sacct_parse import (
     Parsed,
+    ValueTable,
     chunked_like,
     complete,
     finish,
@@ -117,7 +118,7 @@ class SacctReader:
         #: frames after them hold the assembled records (mapped front end), parsed last
         self._bulk_parts: tuple[int, int] | None = None
         #: per-value fields parsed so far (finish's cache)
-        self._values: dict[str, tuple[pl.Series, pl.Series]] = {}
+        self._values = ValueTable()
 
     # -- driving --------------------------------------------------------------------------
     def run(self, path: str | Path) -> ReadResult:

@@ -249,16 +249,14 @@ def compress(hosts: Iterable[str]) -> str:
 
 def _index(values: pl.Series) -> tuple[pl.Series, pl.Series]:
     """(distinct non-null values, index of each row's value in them; null for null rows)."""
-    keys = values.drop_nulls().unique()
-    table = pl.DataFrame({"k": keys, "i": pl.int_range(keys.len(), eager=True, dtype=pl.UInt32)})
-    # a hash join is twice as fast as replace_strict here (3.3 M rows, 17 k distinct lists)
-    idx = (
-        values.rename("k")
-        .to_frame()
-        .join(table, on="k", how="left", maintain_order="left")
-        .get_column("i")
-    )
-    return keys, idx
+    # numbered by a Categorical of its own: one hash per row (2x faster than unique + join,
+    # 4x faster than replace_strict, on 3.3 M rows of 17 k distinct lists)
+    numbering = pl.Categories.random(namespace="reliability")
+    numbered = values.cast(pl.Categorical(numbering))
+    keys = numbering.to_series()  # (while `numbered` keeps the numbering alive)
+    idx = numbered.to_physical()
+    del numbered
+    return keys.rename(values.name), idx
 
 
 class NodeBudgetError(ValueError):

@@ -697,3 +697,32 @@ def test_a_node_count_that_disagrees_with_the_node_list_is_quarantined(tmp_path)
     assert r.tables["jobs"].select("job_id", "n_nodes").sort("job_id").rows() == [
         ("10", 2), ("12", 4),
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize(("batch_rows", "window_bytes"), [(3, 1024), (7, 4096), (50, 1 << 20)])
+def test_front_ends_agree_with_small_batches_and_windows(
+    shared, tmp_path, monkeypatch, batch_rows, window_bytes
+):
+    """The lines the record assembly consumes (names split by newlines, with '|') leave the
+    mapped front end's batches wherever the batch and window boundaries fall: the result is
+    the block stream's (the same real export, gzipped), and every line is counted once."""
+    from reliability.ingest import _sacct_mapped, _sacct_reader
+
+    src = shared / "slurm-real-run1" / "final_snapshot" / "sacct_broad_duplicates.psv"
+    gz = _write(tmp_path, gzip.compress(src.read_bytes()), "s.psv.gz")
+    b = read_sacct(gz, tz="UTC")
+    monkeypatch.setattr(_sacct_mapped, "BATCH_ROWS", batch_rows)
+    monkeypatch.setattr(_sacct_mapped, "WINDOW_BYTES", window_bytes)
+    used = []
+
+    def mapped(reader, path):
+        used.append(_sacct_mapped.read_mapped(reader, path))
+        return used[-1]
+
+    monkeypatch.setattr(_sacct_reader, "read_mapped", mapped)
+    a = read_sacct(src, tz="UTC")
+    assert used == [True]  # (the mapped front end read it: it did not hand over to the stream)
+    for t in ("jobs", "job_steps"):
+        assert a.tables[t].equals(b.tables[t])
+    assert a.quarantine.drop("source_file").equals(b.quarantine.drop("source_file"))
+    assert (a.rows_read, a.rows_kept) == (b.rows_read, b.rows_kept)

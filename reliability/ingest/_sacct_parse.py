@@ -566,7 +566,12 @@ def finish(
     text = typed.get_column("_exit_txt")
     parts = cache.lookup(text, "ExitCode", _exit_parts, _EXIT_DTYPE).struct.unnest()
     bad_exit = text.is_not_null() & parts.select(pl.any_horizontal(pl.all().is_null())).to_series()
-    typed = typed.drop("_exit_txt").with_columns(parts, _c_exit=bad_exit)
+    # (chunked like the read columns: a column in one chunk among them would make polars
+    # copy every column it is selected with)
+    typed = typed.drop("_exit_txt").with_columns(
+        *(chunked_like(parts.get_column(c), typed, "line_no") for c in parts.columns),
+        chunked_like(bad_exit.alias("_c_exit"), typed, "line_no"),
+    )
     naive = bool(typed.select(pl.any_horizontal(f"_iso_{k}" for _, k in _TIMES).any()).item())
     fixed = any(
         typed.get_column(f"_other_{k}").null_count() < typed.height
@@ -679,7 +684,7 @@ def complete(
     return out[0], out[1], late, node_names
 
 
-def chunked_like(values: pl.Series, frame: pl.DataFrame) -> pl.Series:
+def chunked_like(values: pl.Series, frame: pl.DataFrame, column: str | None = None) -> pl.Series:
     """Split ``values`` at the chunk boundaries of ``frame`` (zero-copy slices).
 
     A frame built batch by batch holds its columns in chunks; a column added to it in one
@@ -694,6 +699,8 @@ def chunked_like(values: pl.Series, frame: pl.DataFrame) -> pl.Series:
         One value per row of ``frame``.
     frame : polars.DataFrame
         The frame the values are for.
+    column : str or None
+        Chunk like this column of ``frame`` (else like all of them, when they agree).
 
     Returns
     -------
@@ -702,9 +709,10 @@ def chunked_like(values: pl.Series, frame: pl.DataFrame) -> pl.Series:
     """
     if not frame.width or values.len() != frame.height:
         return values
-    lengths = frame.get_column(frame.columns[0]).chunk_lengths()
-    if len(lengths) < 2 or any(
-        frame.get_column(c).chunk_lengths() != lengths for c in frame.columns[1:]
+    lengths = frame.get_column(column or frame.columns[0]).chunk_lengths()
+    if len(lengths) < 2 or (
+        column is None
+        and any(frame.get_column(c).chunk_lengths() != lengths for c in frame.columns[1:])
     ):
         return values
     starts = np.cumsum([0, *lengths[:-1]]).tolist()

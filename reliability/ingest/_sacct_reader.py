@@ -501,6 +501,8 @@ class SacctReader:
         raw_fields: Callable[[list[int]], pl.DataFrame],
         raw_of: Callable[[int], str],
         first_line: int,
+        *,
+        ascii_only: bool = False,
     ) -> None:
         """Finish the parse of a batch of :func:`typed_plan` columns and keep its rows.
 
@@ -515,6 +517,8 @@ class SacctReader:
             ``raw_of(line_no)`` gives a record's raw text, for the quarantine.
         first_line : int
             Line number of the batch's first record.
+        ascii_only : bool
+            The batch was read from bytes that are all ASCII (so no text was replaced).
         """
         layout = self.layout
         assert layout is not None
@@ -527,7 +531,7 @@ class SacctReader:
             self.allocs.append(parsed.allocs)
         if parsed.steps.height:
             self.steps.append(parsed.steps)
-        if not self.replaced:
+        if not self.replaced and not ascii_only:
             for frame in (parsed.allocs, parsed.steps):
                 names = frame.get_column("name")
                 if frame.height and names.str.contains("\ufffd", literal=True).any():

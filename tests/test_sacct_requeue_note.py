@@ -10,6 +10,7 @@ and the rows are given in several orders (exports are usually in id order; none 
 from __future__ import annotations
 
 import random
+import re
 from datetime import UTC, datetime, timedelta
 
 import polars as pl
@@ -24,14 +25,21 @@ def _allocs(seed: int, n: int = 300) -> tuple[pl.DataFrame, set[str]]:
     ids, submits = [], []
     for k in range(n):
         job = 1000 + k
-        name = f"{job}_{rng.randint(0, 9)}" if rng.random() < 0.1 else str(job)  # array tasks
+        u = rng.random()  # array tasks (12_3) and heterogeneous jobs' components (12+1)
+        name = (
+            f"{job}_{rng.randint(0, 9)}"
+            if u < 0.1
+            else f"{job}+{rng.randint(0, 2)}"
+            if u < 0.15
+            else str(job)
+        )
         submit = t0 + timedelta(seconds=60 * k)
         if rng.random() < 0.08:  # requeued: Submit reset later
             submit += timedelta(seconds=60 * rng.randint(2, 200))
         ids.append(name)
         submits.append(submit)
     # brute force: a plain id whose Submit is later than that of some higher id
-    base = [int(i.split("_")[0]) for i in ids]
+    base = [int(re.split(r"[_+]", i)[0]) for i in ids]
     expected = {
         ids[a]
         for a in range(n)

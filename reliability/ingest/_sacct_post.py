@@ -342,16 +342,9 @@ def _resubmitted(allocs: pl.DataFrame) -> list[str]:
     kept = None if ok.all() else np.flatnonzero(ok)
     if kept is not None:
         b, t = b[kept], t[kept]
-    # highest id first (the order among equal ids does not matter below); exports are
-    # usually in id order already, and a check costs a tenth of the sort
-    step = np.diff(b)
-    if (step >= 0).all():
-        order = np.arange(b.size - 1, -1, -1)
-    elif (step <= 0).all():
-        order = np.arange(b.size)
-    else:
-        order = np.argsort(-b, kind="stable")
-    del step
+    # highest id first (the order among equal ids does not matter below); polars' sort is
+    # 5x numpy's on 1 M ids, mostly in order already
+    order = pl.Series(b).arg_sort(descending=True).to_numpy()
     b, t = b[order], t[order]
     rows = order if kept is None else kept[order]  # rows of allocs, highest id first
     del order, kept
@@ -362,7 +355,11 @@ def _resubmitted(allocs: pl.DataFrame) -> list[str]:
     np.maximum.accumulate(start, out=start)
     later = np.where(start > 0, running[np.maximum(start - 1, 0)], np.iinfo(np.int64).max)
     del running, start
-    plain = ~ids.str.contains("_", literal=True).fill_null(False).to_numpy()
+    # array tasks (12_3) are not resubmissions: only the ids that are not bare numbers can be
+    plain = ~odd.to_numpy()
+    if not plain.all():
+        at = np.flatnonzero(~plain)
+        plain[at] = ~ids.gather(at).str.contains("_", literal=True).to_numpy()
     rows = rows[(t > later) & plain[rows]]
     return allocs.get_column("job_id").gather(rows).to_list()
 

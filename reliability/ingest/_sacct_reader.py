@@ -715,7 +715,13 @@ def _early_checks(
     if same_a is not None and steps.height:
         ids = allocs.filter(pl.Series(dup)).get_column("job_id").unique()
         same_s = steps.get_column("line_no").filter(steps.get_column("job_id").is_in(ids.implode()))
-    return duplicate_candidates(allocs), duplicate_candidates(steps), dup, note, same_a, same_s
+    # two allocations that repeat each other exactly share a job id: only those rows can
+    cand_a = (
+        duplicate_candidates(allocs.filter(pl.Series(dup)))
+        if dup.any()
+        else allocs.get_column("line_no").clear()
+    )
+    return cand_a, duplicate_candidates(steps), dup, note, same_a, same_s
 
 
 def _join(a: Block | None, b: Block | None) -> Block:

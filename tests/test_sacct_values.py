@@ -77,3 +77,84 @@ def test_keys_are_numbered_apart():
     lens = table.lookup(s, "other", lambda e: e.str.len_chars(), pl.UInt32())
     assert codes.struct.field("exit_code").to_list() == [1, 0]
     assert lens.to_list() == [3, 3]
+
+
+# -- times: either form first, the same result ----------------------------------------------
+_TIME_POOL = [
+    "2025-03-01T10:00:00", "2025-03-01T11:30:00", "1741000000", "1741003600", "Unknown",
+    "None", None, "abc", "2025-13-01T00:00:00", "1975-01-01T00:00:00", "2199-01-01T00:00:00",
+    "0", "99999999999", "-5", "2025-03-09T02:30:00",  # (a DST gap in New York)
+]  # fmt: skip
+
+
+def _expected_time(text: str | None):
+    """The UTC time a text stands for in a UTC export, by hand: None for none, "bad" else."""
+    from datetime import UTC, datetime
+
+    from reliability.ingest._bounds import TIME_MIN, latest_time
+
+    if text is None or text in ("Unknown", "None"):
+        return None
+    if text.lstrip("-").isdigit():
+        t = datetime.fromtimestamp(int(text), UTC) if abs(int(text)) < 10**11 else None
+    else:
+        try:
+            t = datetime.strptime(text, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC)
+        except ValueError:
+            return "bad"
+    return t if t is not None and TIME_MIN <= t <= latest_time() else "bad"
+
+
+def _records(seed: int, n: int = 300) -> pl.DataFrame:
+    rng = random.Random(seed)
+    rows = []
+    for i in range(n):
+        submit, start, end = (rng.choice(_TIME_POOL) for _ in range(3))
+        rows.append({"line_no": i + 2, "JobID": str(100 + i), "State": "COMPLETED",
+                     "Submit": submit, "Start": start, "End": end, "Cluster": "c"})  # fmt: skip
+    return pl.DataFrame(rows, schema=dict.fromkeys(rows[0], pl.String) | {"line_no": pl.Int64})
+
+
+def _parse(recs: pl.DataFrame, times: str, tz: str):
+    from reliability.ingest._sacct_parse import finish, typed_plan
+
+    typed = typed_plan(recs.lazy(), set(recs.columns), tz=tz, cluster=None, times=times)
+
+    def raw(lines):
+        return recs.filter(pl.col("line_no").is_in(pl.Series(lines, dtype=pl.Int64).implode()))
+
+    return finish(typed.collect(), raw, tz=tz, gpu=False)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("tz", ["UTC", "America/New_York"])
+def test_time_form_hint_changes_only_the_cost(seed, tz):
+    recs = _records(seed)
+    a, b = _parse(recs, "iso", tz), _parse(recs, "epoch", tz)
+    assert a.allocs.equals(b.allocs)
+    assert a.bad.sort("line_no").equals(b.bad.sort("line_no"))
+
+
+@pytest.mark.parametrize("times", ["iso", "epoch"])
+def test_mixed_time_forms_against_a_hand_parse(times):
+    recs = _records(11)
+    got = _parse(recs, times, "UTC")
+    kept = dict(
+        zip(
+            got.allocs["line_no"],
+            got.allocs.select("submit_time", "start_time", "end_time").rows(),
+            strict=True,
+        )
+    )
+    reasons = dict(got.bad.rows())
+    for line, submit, start, end in recs.select("line_no", "Submit", "Start", "End").rows():
+        exp = [_expected_time(t) for t in (submit, start, end)]
+        ok = (
+            "bad" not in exp
+            and exp[0] is not None
+            and not (exp[1] is not None and exp[2] is not None and exp[1] > exp[2])
+        )
+        if ok:
+            assert list(kept[line]) == exp, (line, submit, start, end)
+        else:
+            assert line in reasons and line not in kept, (line, submit, start, end)

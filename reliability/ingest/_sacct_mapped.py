@@ -32,7 +32,7 @@ import numpy as np
 import polars as pl
 
 from reliability.ingest import _sacct_io
-from reliability.ingest._sacct_parse import typed_plan
+from reliability.ingest._sacct_parse import time_form, typed_plan
 from reliability.ingest._sacct_records import Layout, assemble, parse_header
 from reliability.ingest.slurm_fields import USED_FIELDS
 
@@ -300,8 +300,18 @@ def _read(reader: SacctReader, path: str | Path, m: _Mapped) -> bool:
     if layout.names[0] != "JobID":  # (a header line fails the job-id check: the plan tests those)
         lf = lf.with_columns(_headerish=pl.col(layout.names[0]).str.contains(pattern))
         pattern, keep = None, ["_headerish"]
+    # the form of the times, from the first record (only a hint: either form is read)
+    nl = mm.find(b"\n", data_start)
+    first = m.text(data_start, len(mm) if nl < 0 else nl).split("|")
+    texts = [
+        first[layout.names.index(f)]
+        if f in layout.names and layout.names.index(f) < len(first)
+        else None
+        for f in ("Submit", "Start", "End")
+    ]
     lf = typed_plan(
-        lf, used, tz=reader.tz, cluster=reader.cluster, keep=keep, headerish=pattern
+        lf, used, tz=reader.tz, cluster=reader.cluster, keep=keep, headerish=pattern,
+        times=time_form(texts),
     )  # fmt: skip
     names = list(layout.names)
 

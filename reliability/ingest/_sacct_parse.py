@@ -41,6 +41,7 @@ __all__ = [
     "finish",
     "parse_records",
     "partial_schema",
+    "time_form",
     "typed_plan",
 ]
 
@@ -245,6 +246,36 @@ def _zone_text(tz: str | None) -> str:
 _ALLOC_RAW = ("Timelimit", "TimelimitRaw", "AllocTRES", "ReqTRES", "AllocGRES", "ReqGRES", "Gres")
 
 
+def time_form(texts: Sequence[str | None]) -> str:
+    """Return the form of the first time among ``texts``: ``"epoch"`` (digits) or ``"iso"``.
+
+    Parameters
+    ----------
+    texts : sequence of str or None
+        Time fields of the first records (Submit, Start, End), in order.
+
+    Returns
+    -------
+    str
+        ``"epoch"`` when the first that is not empty or a sentinel is all digits
+        (``SLURM_TIME_FORMAT=%s``), else ``"iso"``. Only a hint: :func:`typed_plan` reads
+        either form whatever it is told.
+    """
+    for t in texts:
+        if t is not None and t.strip() and t not in NULL_SENTINELS:
+            return "epoch" if t.strip().isdigit() else "iso"
+    return "iso"
+
+
+def time_form_of(recs: pl.DataFrame) -> str:
+    """:func:`time_form` of the first time of a frame of string records."""
+    cols = [f for f, _ in _TIMES if f in recs.columns]
+    if not cols or recs.height == 0:
+        return "iso"
+    firsts = recs.select(pl.col(c).drop_nulls().first() for c in cols).row(0)
+    return time_form(list(firsts))
+
+
 def typed_plan(
     lf: pl.LazyFrame,
     cols: set[str],
@@ -253,6 +284,7 @@ def typed_plan(
     cluster: str | None,
     keep: Sequence[str] = (),
     headerish: str | None = None,
+    times: str = "iso",
 ) -> pl.LazyFrame:
     """Plan the row-wise parse of string sacct fields into typed columns and check flags.
 
@@ -274,6 +306,9 @@ def typed_plan(
     headerish : str or None
         A regular expression: add ``_headerish``, True where the JobID text is not a job id and
         matches it (a header line inside the data), tested only on those rows.
+    times : {"iso", "epoch"}
+        The form the export's times are mostly in (:func:`time_form`), read first; the other
+        is read where it fails. Only the cost depends on it.
 
     Returns
     -------
@@ -330,9 +365,21 @@ def typed_plan(
     for name in _ALLOC_RAW:
         if name in cols:
             stage1[f"_raw_{name}"] = text(name)
+    # times: each text is read in the export's own form first (``times``), and in the other
+    # only where that fails (polars parses only the rows left non-null), so either form
+    # costs one parse; the result is the same whichever form is tried first
     for field, key in _TIMES:
         stage1[f"_txt_{key}"] = c(field)
-        stage1[f"_iso_{key}"] = c(field).str.to_datetime(ISO_FMT, strict=False, time_unit="us")
+        if times == "epoch":
+            num = c(field).cast(pl.Int64, strict=False)
+            stage1[f"_num_{key}"] = num
+            stage1[f"_iso_{key}"] = (
+                pl.when(num.is_null())
+                .then(c(field))
+                .str.to_datetime(ISO_FMT, strict=False, time_unit="us")
+            )
+        else:
+            stage1[f"_iso_{key}"] = c(field).str.to_datetime(ISO_FMT, strict=False, time_unit="us")
     # stage 2: zones and checks, from the stage-1 columns
     stage2: dict[str, pl.Expr] = {
         "_c_jobid": pl.col("_c_jobid") | (pl.col("step") == "").fill_null(False),
@@ -353,7 +400,7 @@ def typed_plan(
             local = iso.dt.replace_time_zone(
                 tz, ambiguous="earliest", non_existent="null"
             ).dt.convert_time_zone("UTC")
-        stage2[f"{key}_time"] = local
+        stage2[f"_local_{key}"] = local
         # text that is neither an ISO time nor a sentinel (epoch seconds, or garbage)
         stage2[f"_other_{key}"] = pl.when(
             txt.is_not_null() & iso.is_null() & ~txt.is_in(_SENTINELS)
@@ -361,74 +408,58 @@ def typed_plan(
         stage2[f"_c_{key}_gap"] = (
             (iso.is_not_null() & local.is_null()) if tz not in (None, "UTC") else pl.lit(False)
         )
-    # stage 3: checks across fields
-    latest = latest_time()  # (a time after it is a clock or parse error)
+    # stage 3: epoch seconds (SLURM_TIME_FORMAT=%s), and times outside the sane bounds (a
+    # clock or parse error: nulled and flagged)
+    latest = latest_time()
+    epoch_max = int(latest.timestamp())
+    stage3: dict[str, pl.Expr] = {}
+    for _, key in _TIMES:
+        other, local = pl.col(f"_other_{key}"), pl.col(f"_local_{key}")
+        # (an integer text is never an ISO time: read as one, it is the text that is "other")
+        num = pl.col(f"_num_{key}") if times == "epoch" else other.cast(pl.Int64, strict=False)
+        epoch_ok = num.is_between(_EPOCH_MIN, epoch_max)
+        iso_out = ((local < TIME_MIN) | (local > latest)).fill_null(False)
+        epoch = pl.from_epoch(num, time_unit="s").dt.replace_time_zone("UTC").cast(schema.UTC_TIME)
+        stage3[f"{key}_time"] = (
+            pl.when(iso_out).then(None).otherwise(pl.coalesce(local, pl.when(epoch_ok).then(epoch)))
+        )
+        stage3[f"_c_{key}_range"] = iso_out | (num.is_not_null() & ~epoch_ok)
+        stage3[f"_c_{key}_read"] = other.is_not_null() & num.is_null()
+        stage3[f"_iso_{key}"] = pl.col(f"_iso_{key}").is_not_null()
+    # stage 4: checks across fields
     alloc = pl.col("step").is_null()
-    stage3: dict[str, pl.Expr] = {
+    stage4: dict[str, pl.Expr] = {
         "_c_order_end": (pl.col("start_time") > pl.col("end_time")).fill_null(False),
-        # no Submit time, and not for a reason found later (epoch text, garbage, a DST gap)
+        # no Submit time, and not for a reason given by another check
         "_c_submit_missing": (
-            alloc & pl.col("submit_time").is_null() & pl.col("_other_submit").is_null()
-            & ~pl.col("_c_submit_gap")
+            alloc & pl.col("submit_time").is_null() & ~pl.col("_c_submit_read")
+            & ~pl.col("_c_submit_range") & ~pl.col("_c_submit_gap")
         ).fill_null(False),
-        **{
-            f"_out_{k}": ((pl.col(f"{k}_time") < TIME_MIN) | (pl.col(f"{k}_time") > latest))
-            .fill_null(False)
-            for _, k in _TIMES
-        },
-        **{f"_iso_{k}": pl.col(f"_iso_{k}").is_not_null() for _, k in _TIMES},
     }  # fmt: skip
-    checks = [*(k for k in stage2 if k.startswith("_c_")), "_c_order_end", "_c_submit_missing"]
+    checks = [
+        *(k for k in stage2 if k.startswith("_c_")),
+        *(k for k in stage3 if k.startswith("_c_")),
+        *stage4,
+    ]
     only_alloc = [k for k in checks if k.startswith(("_c_submit", "_c_priority"))]
     common = [k for k in checks if k not in only_alloc]
     bad = pl.any_horizontal(common) | (alloc & pl.any_horizontal(only_alloc))
-    drop = ["_has_nnodes", "_has_priority", *(f"_txt_{k}" for _, k in _TIMES)]
+    drop = [
+        "_has_nnodes", "_has_priority",
+        *(f"_{part}_{k}" for _, k in _TIMES for part in ("txt", "local", "other")),
+        *((f"_num_{k}" for _, k in _TIMES) if times == "epoch" else ()),
+    ]  # fmt: skip
     return (
         lf.select("line_no", *keep, **stage1)
         .with_columns(**stage2)
         .with_columns(**stage3)
+        .with_columns(**stage4)
         .with_columns(_bad=bad)
         # the count as the table stores it (the rows outside [0, MAX] are quarantined above):
         # complete() then takes it as n_nodes without temporaries beside the node lists
         .with_columns(_nnodes=pl.col("_nnodes").clip(0, MAX_NODES_PER_JOB).cast(pl.UInt32))
         .drop(drop)
     )
-
-
-def _times(out: pl.DataFrame) -> pl.DataFrame:
-    """Parse epoch-second times (``SLURM_TIME_FORMAT=%s``) and flag poison times.
-
-    For the rows whose text was not an ISO time; every time outside the sane bounds is nulled and
-    flagged.
-    """
-    fix: dict[str, pl.Series | pl.Expr] = {}
-    for _, key in _TIMES:
-        other = out.get_column(f"_other_{key}")
-        out_flag = out.get_column(f"_out_{key}")
-        if other.null_count() == out.height and not out_flag.any():
-            fix[f"_c_{key}_range"] = pl.lit(False)
-            fix[f"_c_{key}_read"] = pl.lit(False)
-            continue
-        value = out.get_column(f"{key}_time")
-        outside = out_flag.to_numpy().copy()
-        unread = np.zeros(out.height, dtype=bool)
-        if other.null_count() < out.height:
-            idx = other.is_not_null().arg_true()
-            text = other.gather(idx)
-            num = text.cast(pl.Int64, strict=False)
-            ok = num.is_between(_EPOCH_MIN, int(latest_time().timestamp())).fill_null(False)
-            pos = idx.to_numpy()
-            unread[pos] = num.is_null().to_numpy()
-            outside[pos] |= (num.is_not_null() & ~ok).to_numpy()
-            if ok.any():
-                epoch = pl.from_epoch(num.filter(ok), time_unit="s").dt.replace_time_zone("UTC")
-                value = value.scatter(idx.filter(ok), epoch.cast(schema.UTC_TIME))
-        if outside.any():
-            value = value.set(pl.Series(outside), None)
-        fix[f"{key}_time"] = value
-        fix[f"_c_{key}_range"] = pl.Series(outside)
-        fix[f"_c_{key}_read"] = pl.Series(unread)
-    return out.with_columns(**fix)
 
 
 def _alloc_fields(allocs: pl.DataFrame, gpu: bool, cache: ValueTable | None = None) -> pl.DataFrame:
@@ -538,9 +569,9 @@ def finish(
     gpu: bool,
     cache: ValueTable | None = None,
 ) -> Parsed:
-    """Finish the parse of one batch: epoch and poison times, allocation fields, row checks.
+    """Finish the parse of one batch: exit codes, allocation fields, row checks.
 
-    Time limit and GPU count are parsed once per distinct value.
+    Exit codes, time limits and GPU counts are parsed once per distinct value.
 
     Parameters
     ----------
@@ -573,27 +604,10 @@ def finish(
         chunked_like(bad_exit.alias("_c_exit"), typed, "line_no"),
     )
     naive = bool(typed.select(pl.any_horizontal(f"_iso_{k}" for _, k in _TIMES).any()).item())
-    fixed = any(
-        typed.get_column(f"_other_{k}").null_count() < typed.height
-        or typed.get_column(f"_out_{k}").any()
-        for _, k in _TIMES
-    )
-    out = _times(typed) if fixed else typed
-    alloc = pl.col("step").is_null()
+    out = typed
     checks = [c for c in out.columns if c.startswith("_c_")]
     only_alloc = [c for c in checks if c.startswith(("_c_submit", "_c_priority"))]
-    common = [c for c in checks if c not in only_alloc]
-    if fixed:  # times changed: the checks again
-        out = out.with_columns(
-            _c_submit_missing=alloc & pl.col("submit_time").is_null()
-            & ~pl.col("_c_submit_read") & ~pl.col("_c_submit_range") & ~pl.col("_c_submit_gap"),
-            _c_order_end=(pl.col("start_time") > pl.col("end_time")).fill_null(False),
-        )  # fmt: skip
-        flag = out.select(
-            pl.any_horizontal(common) | (alloc & pl.any_horizontal(only_alloc))
-        ).to_series()
-    else:
-        flag = out.get_column("_bad") | out.get_column("_c_exit")
+    flag = out.get_column("_bad") | out.get_column("_c_exit")
     reasons = [_NO_REASONS]
     if flag.any():
         bad_rows = out.filter(flag).with_columns(
@@ -752,7 +766,9 @@ def parse_records(
         Allocation and step rows (with ``line_no``), and the ``line_no`` and reason of every
         record that failed a check.
     """
-    typed = typed_plan(recs.lazy(), set(recs.columns), tz=tz, cluster=cluster).collect()
+    typed = typed_plan(
+        recs.lazy(), set(recs.columns), tz=tz, cluster=cluster, times=time_form_of(recs)
+    ).collect()
 
     def raw_fields(lines: list[int]) -> pl.DataFrame:
         return recs.filter(pl.col("line_no").is_in(pl.Series(lines, dtype=pl.Int64).implode()))

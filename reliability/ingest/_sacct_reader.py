@@ -49,6 +49,7 @@ from reliability.ingest._sacct_parse import (
     complete,
     finish,
     partial_schema,
+    time_form_of,
     typed_plan,
 )
 from reliability.ingest._sacct_post import (
@@ -487,7 +488,10 @@ class SacctReader:
         """
         if recs.height == 0:
             return
-        typed = typed_plan(recs.lazy(), set(recs.columns), tz=self.tz, cluster=self.cluster)
+        typed = typed_plan(
+            recs.lazy(), set(recs.columns), tz=self.tz, cluster=self.cluster,
+            times=time_form_of(recs),
+        )  # fmt: skip
         typed = typed.collect()
 
         def raw_fields(lines: list[int]) -> pl.DataFrame:

@@ -259,6 +259,7 @@ def test_lemon_features_censor_at_the_observation_end():
 NOT_RESULTS = {
     "reliability.ingest._common.ReadResult": "a reader's rows and quarantine, consumed by the store",
     "reliability.ingest._delimited.SplitResult": "an internal of the delimited-file splitter",
+    "reliability.ingest._sacct_parse.ValueTable": "the sacct reader's cache of parsed field values",
     "reliability.models.lemon.LemonDetector": "an estimator (fit/predict), not a result",
     "reliability.pipeline.runner.RunResult": "holds the stages' results (each on the base)",
     "reliability.report.model.Report": "the report's document model",

@@ -268,7 +268,18 @@ def time_form(texts: Sequence[str | None]) -> str:
 
 
 def time_form_of(recs: pl.DataFrame) -> str:
-    """:func:`time_form` of the first time of a frame of string records."""
+    """Return :func:`time_form` of the first time of a frame of string records.
+
+    Parameters
+    ----------
+    recs : polars.DataFrame
+        String columns named by sacct field.
+
+    Returns
+    -------
+    str
+        ``"epoch"`` or ``"iso"``.
+    """
     cols = [f for f, _ in _TIMES if f in recs.columns]
     if not cols or recs.height == 0:
         return "iso"

@@ -60,6 +60,7 @@ def synthetic_sacct(
     cluster: str = "synth",
     start: datetime = datetime(2025, 1, 1, tzinfo=UTC),
     days: float = 330.0,
+    times: str = "iso",
 ) -> pl.DataFrame:
     """Write a synthetic sacct export of ``n_jobs`` allocation records to ``path``.
 
@@ -81,6 +82,9 @@ def synthetic_sacct(
         zone, as sacct does).
     days : float
         Length of the window [days].
+    times : {"iso", "epoch"}
+        How times are printed: sacct's default ISO text, or epoch seconds
+        (``SLURM_TIME_FORMAT=%s``, the export the documentation recommends).
 
     Returns
     -------
@@ -102,6 +106,8 @@ def synthetic_sacct(
         )
     if not days > 0:
         raise ValueError(f"days must be positive, got {days!r}")
+    if times not in ("iso", "epoch"):
+        raise ValueError(f"times must be 'iso' or 'epoch', got {times!r}")
     if start.tzinfo is None:
         raise ValueError("start must be time-zone aware (e.g. datetime(2025, 1, 1, tzinfo=UTC))")
     rng = np.random.default_rng(seed)
@@ -162,6 +168,8 @@ def synthetic_sacct(
     )  # fmt: skip
 
     def ts(c: pl.Expr) -> pl.Expr:
+        if times == "epoch":
+            return c.cast(pl.String).fill_null("Unknown")
         return pl.from_epoch(c, time_unit="s").dt.strftime("%Y-%m-%dT%H:%M:%S").fill_null("Unknown")
 
     exit_code = (

@@ -699,6 +699,20 @@ def test_a_node_count_that_disagrees_with_the_node_list_is_quarantined(tmp_path)
     ]  # fmt: skip
 
 
+def _front_ends_used(monkeypatch) -> list[bool]:
+    """Record, per read, whether the mapped front end read the file (False: it handed over)."""
+    from reliability.ingest import _sacct_mapped, _sacct_reader
+
+    used: list[bool] = []
+
+    def mapped(reader, path):
+        used.append(_sacct_mapped.read_mapped(reader, path))
+        return used[-1]
+
+    monkeypatch.setattr(_sacct_reader, "read_mapped", mapped)
+    return used
+
+
 @pytest.mark.parametrize(("batch_rows", "window_bytes"), [(3, 1024), (7, 4096), (50, 1 << 20)])
 def test_front_ends_agree_with_small_batches_and_windows(
     shared, tmp_path, monkeypatch, batch_rows, window_bytes
@@ -706,20 +720,14 @@ def test_front_ends_agree_with_small_batches_and_windows(
     """The lines the record assembly consumes (names split by newlines, with '|') leave the
     mapped front end's batches wherever the batch and window boundaries fall: the result is
     the block stream's (the same real export, gzipped), and every line is counted once."""
-    from reliability.ingest import _sacct_mapped, _sacct_reader
+    from reliability.ingest import _sacct_mapped
 
     src = shared / "slurm-real-run1" / "final_snapshot" / "sacct_broad_duplicates.psv"
     gz = _write(tmp_path, gzip.compress(src.read_bytes()), "s.psv.gz")
     b = read_sacct(gz, tz="UTC")
     monkeypatch.setattr(_sacct_mapped, "BATCH_ROWS", batch_rows)
     monkeypatch.setattr(_sacct_mapped, "WINDOW_BYTES", window_bytes)
-    used = []
-
-    def mapped(reader, path):
-        used.append(_sacct_mapped.read_mapped(reader, path))
-        return used[-1]
-
-    monkeypatch.setattr(_sacct_reader, "read_mapped", mapped)
+    used = _front_ends_used(monkeypatch)
     a = read_sacct(src, tz="UTC")
     assert used == [True]  # (the mapped front end read it: it did not hand over to the stream)
     for t in ("jobs", "job_steps"):
@@ -733,29 +741,13 @@ def test_a_clean_export_takes_the_mapped_front_end(tmp_path, monkeypatch, form):
     """A clean export is read by the memory-mapped front end. The block stream gives the same
     rows, so a fault there (any polars error while taking a batch makes the reader hand the file
     over) would only show as a read several times slower: checked here, in both time forms."""
-    from reliability.ingest import _sacct_mapped, _sacct_reader
+    from reliability.ingest import _sacct_mapped
     from reliability.testing import synthetic_sacct
 
     path = tmp_path / "clean.psv"
-    synthetic_sacct(path, 3_000, seed=3, n_nodes=64)
-    if form == "epoch":
-        iso = r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)"
-        df = pl.read_csv(path, separator="|", infer_schema=False, quote_char=None)
-        df = df.with_columns(
-            pl.when(pl.col(c).str.contains(f"^{iso}$"))
-            .then(pl.col(c).str.to_datetime("%Y-%m-%dT%H:%M:%S").dt.epoch("s").cast(pl.String))
-            .otherwise(pl.col(c))
-            for c in ("Submit", "Start", "End")
-        )
-        df.write_csv(path, separator="|", quote_style="never")
+    synthetic_sacct(path, 3_000, seed=3, n_nodes=64, times=form)
     monkeypatch.setattr(_sacct_mapped, "BATCH_ROWS", 1_000)
-    used = []
-
-    def mapped(reader, p):
-        used.append(_sacct_mapped.read_mapped(reader, p))
-        return used[-1]
-
-    monkeypatch.setattr(_sacct_reader, "read_mapped", mapped)
+    used = _front_ends_used(monkeypatch)
     r = read_sacct(path, tz="UTC")
     assert used == [True]
     assert r.rows_quarantined == 0

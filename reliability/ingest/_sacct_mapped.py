@@ -302,13 +302,9 @@ def _read(reader: SacctReader, path: str | Path, m: _Mapped) -> bool:
         pattern, keep = None, ["_headerish"]
     # the form of the times, from the first record (only a hint: either form is read)
     nl = mm.find(b"\n", data_start)
-    first = m.text(data_start, len(mm) if nl < 0 else nl).split("|")
-    texts = [
-        first[layout.names.index(f)]
-        if f in layout.names and layout.names.index(f) < len(first)
-        else None
-        for f in ("Submit", "Start", "End")
-    ]
+    fields = m.text(data_start, len(mm) if nl < 0 else nl).split("|")
+    first = dict(zip(layout.names, fields, strict=False))  # (the line may be ragged)
+    texts = [first.get(f) for f in ("Submit", "Start", "End")]
     lf = typed_plan(
         lf, used, tz=reader.tz, cluster=reader.cluster, keep=keep, headerish=pattern,
         times=time_form(texts),

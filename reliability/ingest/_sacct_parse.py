@@ -97,10 +97,9 @@ class ValueTable:
     """
 
     def __init__(self) -> None:
-        self._dtypes: dict[str, pl.DataType] = {}
         self._values: dict[str, pl.Series] = {}
-        # polars frees a Categories' numbering when no column of it is left: an empty one
-        # keeps it for the next batch
+        # an empty column of each numbering: its dtype is the numbering, and it keeps it alive
+        # (polars frees a Categories' numbering when no column of it is left)
         self._anchors: dict[str, pl.Series] = {}
 
     def lookup(
@@ -124,12 +123,11 @@ class ValueTable:
         polars.Series
             One parsed value per row of ``values``.
         """
-        if key not in self._dtypes:
-            self._dtypes[key] = pl.Categorical(pl.Categories.random(namespace="reliability"))
+        if key not in self._anchors:
+            numbering = pl.Categorical(pl.Categories.random(namespace="reliability"))
+            self._anchors[key] = pl.Series(key, [], dtype=numbering)
             self._values[key] = pl.Series(key, [], dtype=dtype)
-        numbered = values.cast(self._dtypes[key])
-        self._anchors.setdefault(key, numbered.clear())
-        ids = numbered.to_physical()
+        ids = values.cast(self._anchors[key].dtype).to_physical()
         known = self._values[key]
         top = ids.max()
         if top is not None and int(top) >= known.len():

@@ -84,7 +84,7 @@ def main() -> None:
             frames.append(f.with_columns(lemon=pl.col("node").is_in(list(lemons))))
     data = pl.concat(frames)
     det = LemonDetector(target_precision=args.target_precision).fit(
-        data.select(FEATURES), data["lemon"].to_numpy()
+        data.select(FEATURES), data["lemon"].to_numpy(), window_days=WINDOW_DAYS
     )
     det.save(args.out)
     print(f"threshold {det.threshold_:.3f}: out-of-fold precision {det.oof_precision_:.3f}, "

@@ -441,6 +441,23 @@ def _lemon(args: argparse.Namespace) -> int:
             raise ReliabilityError(f"--model: {args.model}: no such file")
     if args.lemon_command == "train" and args.labels and not args.labels.is_file():
         raise ReliabilityError(f"--labels: {args.labels}: no such file")
+    det = None
+    if args.lemon_command == "score":
+        det = LemonDetector.load(args.model) if args.model else default_detector()
+        trained = getattr(det, "window_days_", None)
+        if trained is not None and trained != args.window_days:
+            # counts grow with the window: on another one the probabilities are not calibrated
+            raise ReliabilityError(
+                f"--window-days: the detector was trained on {trained}-day windows, and its "
+                f"probabilities hold for that window only (the features are counts over it); "
+                f"pass --window-days {trained}, or train one on {args.window_days}-day windows: "
+                f"reliability lemon train --window-days {args.window_days}"
+            )
+        if trained is None:
+            print(f"warning: {args.model} does not record the window it was trained on (saved "
+                  f"by an older version): its probabilities are taken to hold for the "
+                  f"{args.window_days}-day window asked for; retrain it to be sure",
+                  file=sys.stderr)  # fmt: skip
     ds = _dataset(args.dataset)
     feats = node_features(ds, args.window_days, 7)
     if ds.scan("health_events").select(pl.len()).collect().item() == 0 and (
@@ -464,7 +481,9 @@ def _lemon(args: argparse.Namespace) -> int:
         if unknown:
             raise ReliabilityError(f"labels name nodes not in the Dataset: {sorted(unknown)[:5]}")
         y = feats["node"].is_in(list(lemons)).to_numpy()
-        det = LemonDetector(target_precision=args.target_precision).fit(feats.select(FEATURES), y)
+        det = LemonDetector(target_precision=args.target_precision).fit(
+            feats.select(FEATURES), y, window_days=args.window_days
+        )
         det.save(args.out)
         print(f"trained on {feats.height:,} node-windows ({len(lemons)} lemon node{'s' if len(lemons) != 1 else ''}): "
               f"threshold {det.threshold_:.3g}, out-of-fold precision {det.oof_precision_:.3f}, "
@@ -476,7 +495,7 @@ def _lemon(args: argparse.Namespace) -> int:
             print(f"warning: {len(lemons)} lemon node(s) to learn from (fewer than {_FEW_LEMONS}): the "
                   "threshold and the precision rest on too few positives to trust", file=sys.stderr)  # fmt: skip
         return 0
-    det = LemonDetector.load(args.model) if args.model else default_detector()
+    assert det is not None
     scores = score_nodes(det, feats)
     n_flag = int(scores["flagged"].sum())
     print(f"{n_flag} of {scores.height} nodes flagged at threshold {det.threshold_:.3f} "

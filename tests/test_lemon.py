@@ -231,6 +231,11 @@ def test_lemon_cli(tmp_path, capsys):
     # test_sim_calibration's business; seed 3 flags one healthy node beside the lemons)
     assert len(flagged & lemons) > len(flagged) / 2
     assert len(flagged & lemons) >= len(lemons) / 2
+    # the model file says it was trained on 28-day windows: scoring on 56 is refused
+    assert LemonDetector.load(tmp_path / "m.json").window_days_ == 28
+    argv[-1] = "56"
+    assert main(argv) == 2
+    assert "the detector was trained on 28-day windows" in capsys.readouterr().err
     (tmp_path / "bad.json").write_text("{}")
     assert (
         main(["lemon", "score", str(tmp_path / "ds"), "--model", str(tmp_path / "bad.json")]) == 2
@@ -293,3 +298,41 @@ def test_scoring_jobs_alone_warns_that_it_is_no_all_clear(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "no health events and no node states" in err
     assert "no all-clear" in err
+
+
+def test_a_detector_keeps_the_window_it_was_trained_on(tmp_path, fitted_doc):
+    """The feature window goes into the model file and comes back; a file without it (saved
+    before the window was recorded) loads with an unknown window; a window that is not a
+    number of days is refused; the bundled file says 56 days, the window
+    benchmarks/train_lemon_model.py trains on."""
+    import copy
+
+    from reliability.models.lemon import default_detector
+    from reliability.pipeline.steps.lemon import BUNDLED_WINDOW_DAYS
+
+    X, y = _separable()
+    det = LemonDetector().fit(X, y, window_days=28)
+    assert LemonDetector.load(det.save(tmp_path / "m.json")).window_days_ == 28
+    assert "window_days" not in fitted_doc["model"]
+    (tmp_path / "old.json").write_text(json.dumps(fitted_doc))
+    assert LemonDetector.load(tmp_path / "old.json").window_days_ is None
+    for bad in (0, -7, "28", 2.5, True):
+        doc = copy.deepcopy(fitted_doc)
+        doc["model"]["window_days"] = bad
+        (tmp_path / "bad.json").write_text(json.dumps(_resealed(doc)))
+        with pytest.raises(ModelFileError, match="window_days"):
+            LemonDetector.load(tmp_path / "bad.json")
+    with pytest.raises(ValueError, match="window_days"):
+        LemonDetector().fit(X, y, window_days=0)
+    assert default_detector().window_days_ == BUNDLED_WINDOW_DAYS == 56
+
+
+def test_lemon_score_refuses_a_window_the_detector_was_not_trained_on(tmp_path, capsys):
+    """The bundled detector was trained on 56-day windows; its features are counts over the
+    window, so on a 14-day window every node scores lower and lemons go unflagged. `lemon score
+    --window-days 14` printed such scores as flags; it is refused, naming the flag."""
+    code = main(["lemon", "score", str(tmp_path / "ds"), "--window-days", "14"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "--window-days: the detector was trained on 56-day windows" in err
+    assert "reliability lemon train --window-days 14" in err

@@ -461,3 +461,44 @@ def test_pod_figure_numbers_hold_the_measured_points(tiny):
     measured = res.outputs["pod"].measured_curves
     assert data.filter(pl.col("kind") == "measured").height == measured.height > 0
     assert "n_cubes_right" not in pl.read_csv(tmp / "out" / "data" / "pod_components.csv").columns
+
+
+@pytest.mark.parametrize(
+    ("trained", "flags"), [(28, False), (7, True), (None, True)], ids=["28d", "7d", "unknown"]
+)
+def test_lemon_stage_flags_only_on_the_window_its_detector_was_trained_on(
+    tiny, tmp_path, trained, flags
+):
+    """A detector of one's own (lemon_model=) trained on 28-day windows, scored on the tiny
+    pipeline's 7-day window: its probabilities are not calibrated there (the features are
+    counts over the window), so no node is flagged and a note says why; lemon_model= was
+    taken as calibrated for any window. Trained on 7 days it flags as it scores; a file that
+    does not say its window is taken at its word, with a note."""
+    from dataclasses import replace
+
+    import numpy as np
+    import polars as pl
+
+    from reliability.models import LEMON_FEATURES, LemonDetector
+    from reliability.pipeline.steps.lemon import lemon
+
+    _, res, _ = tiny
+    rng = np.random.default_rng(0)
+    y = rng.random(400) < 0.2
+    X = pl.DataFrame(rng.poisson(np.where(y[:, None], 6.0, 1.0), (400, len(LEMON_FEATURES))),
+                     schema=list(LEMON_FEATURES)).cast(pl.Float64)  # fmt: skip
+    # a low threshold, so that some nodes of the tiny run reach it
+    det = LemonDetector(target_precision=0.2).fit(X, y, window_days=trained)
+    model = det.save(tmp_path / "m.json")
+    cfg = replace(res.config, analysis=replace(res.config.analysis, lemon_model=str(model)))
+    assert cfg.analysis.lemon_window_days == 7
+    out = lemon(cfg, res.outputs, tmp_path / "work")
+    notes = " ".join(out.notes)
+    reach = int((out.scores["probability"] >= det.threshold_).sum())
+    assert reach > 0
+    assert out.calibrated is flags
+    assert out.flagged.height == (reach if flags else 0)
+    if trained == 28:
+        assert "the detector was trained on 28-day windows; on a 7-day window" in notes
+        assert f"({reach:,} of {out.scores.height:,} nodes reach its threshold)" in notes
+    assert ("does not record the window it was trained on" in notes) is (trained is None)

@@ -109,6 +109,10 @@ class LemonDetector(ClassifierMixin, BaseEstimator):
     oof_precision_, oof_recall_ : float
         Precision and recall of the threshold on the out-of-fold scores (in-sample when a class
         is too small for two folds).
+    window_days_ : int or None
+        The feature window the detector was trained on [days] (None: not told). Counts grow
+        with the window, so its probabilities are calibrated for that window only; the CLI and
+        the pipeline refuse to flag nodes on another.
     n_features_in_, feature_names_in_
         As in scikit-learn (names when X has column names).
     """
@@ -137,7 +141,7 @@ class LemonDetector(ClassifierMixin, BaseEstimator):
         lr.fit((Z - mean) / scale, y01)
         return mean, scale, lr.coef_[0].copy(), float(lr.intercept_[0])
 
-    def fit(self, X: Any, y: Any) -> LemonDetector:
+    def fit(self, X: Any, y: Any, *, window_days: int | None = None) -> LemonDetector:
         """Fit the classifier, its calibration and its threshold.
 
         Parameters
@@ -147,6 +151,9 @@ class LemonDetector(ClassifierMixin, BaseEstimator):
             :data:`FEATURES`).
         y : array-like, shape (n_windows,)
             Two classes: whether each node-window's node is a lemon (the larger label is "lemon").
+        window_days : int or None
+            The window ``X`` was computed on [days], kept as ``window_days_`` (and saved) so that
+            scores on another window can be refused.
 
         Returns
         -------
@@ -158,6 +165,10 @@ class LemonDetector(ClassifierMixin, BaseEstimator):
         ValueError
             Unless ``y`` holds exactly two classes.
         """
+        if window_days is not None and (
+            isinstance(window_days, bool) or int(window_days) != window_days or window_days <= 0
+        ):
+            raise ValueError(f"window_days: expected a whole number of days > 0, got {window_days}")
         X, y = validate_data(self, X, y, dtype=np.float64)
         y_type = type_of_target(y, input_name="y", raise_unknown=True)
         if len(unique_labels(y)) > 2:
@@ -188,6 +199,7 @@ class LemonDetector(ClassifierMixin, BaseEstimator):
         self.threshold_, self.oof_precision_, self.oof_recall_ = _pick_threshold(
             p, y01, self.target_precision
         )
+        self.window_days_ = None if window_days is None else int(window_days)
         return self
 
     # -- prediction ------------------------------------------------------------------------
@@ -297,6 +309,9 @@ class LemonDetector(ClassifierMixin, BaseEstimator):
             "intercept": self.intercept_, "platt": list(self.platt_), "threshold": self.threshold_,
             "oof_precision": self.oof_precision_, "oof_recall": self.oof_recall_,
         }  # fmt: skip
+        window = getattr(self, "window_days_", None)
+        if window is not None:  # (a file without it was trained on an unknown window)
+            body["window_days"] = int(window)
         blob = json.dumps(body, sort_keys=True)
         return {
             "format": FORMAT,
@@ -371,6 +386,12 @@ class LemonDetector(ClassifierMixin, BaseEstimator):
             det.threshold_ = float(body["threshold"])
             det.oof_precision_ = float(body["oof_precision"])
             det.oof_recall_ = float(body["oof_recall"])
+            window = body.get("window_days")
+            if window is not None and (
+                isinstance(window, bool) or not isinstance(window, int) or window <= 0
+            ):
+                raise ValueError(f"window_days {window!r} is not a number of days")
+            det.window_days_ = window
         except (KeyError, TypeError, ValueError, IndexError) as exc:
             raise ModelFileError(f"{path}: malformed model ({exc!r})") from None
         problem = _invalid(det, body)

@@ -54,8 +54,8 @@ class LemonReport(Result):
     backtest : LemonBacktest or None
         The quarantine backtest (None when not run; ``notes`` say why).
     calibrated : bool
-        False when the detector's probabilities do not apply to this window (the bundled detector
-        scored on a window other than the 56 days it was trained on): the scores are shown, no node
+        False when the detector's probabilities do not apply to this window (it was trained on
+        windows of another length, e.g. the bundled one on 56 days): the scores are shown, no node
         is flagged.
     """
 
@@ -256,8 +256,8 @@ def lemon(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> LemonReport:
 
     For a single simulated cluster input long enough (two windows), the run is repeated with the
     flagged nodes drained (the backtest reuses the run ``cluster_data`` already simulated as its
-    baseline). The bundled detector flags nobody on a window of another length than it was
-    trained on (its probabilities are not calibrated there), and says so.
+    baseline). A detector flags nobody on a window of another length than it was trained on
+    (its probabilities are not calibrated there), and the stage says so.
 
     Parameters
     ----------
@@ -318,14 +318,26 @@ def lemon(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> LemonReport:
         )
         return LemonReport(scores=empty, notes=notes, **common)
     scores = score_nodes(det, feats)
-    calibrated = bool(a.lemon_model) or window == BUNDLED_WINDOW_DAYS
+    # the window the detector was trained on (the bundled one's file says 56 days; a file saved
+    # by an older version does not say, and is taken at its word)
+    trained = getattr(det, "window_days_", None)
+    if trained is None and not a.lemon_model:
+        trained = BUNDLED_WINDOW_DAYS
+    calibrated = trained is None or trained == window
+    if trained is None:
+        notes.append(
+            f"{a.lemon_model} does not record the window it was trained on (saved by an older "
+            f"version): its probabilities are taken to hold for {window}-day windows; retrain it "
+            "(`reliability lemon train`) to be sure"
+        )
     if not calibrated:
         above = int(scores["flagged"].sum())
         scores = scores.with_columns(flagged=pl.lit(False))
+        which = "the detector" if a.lemon_model else "the bundled detector"
         notes.append(
-            f"the bundled detector was trained on {BUNDLED_WINDOW_DAYS}-day windows; on a {window}-day window its "
+            f"{which} was trained on {trained}-day windows; on a {window}-day window its "
             f"probabilities are not calibrated ({above:,} of {scores.height:,} nodes reach its threshold), so no "
-            f"node is flagged: set lemon_window_days={BUNDLED_WINDOW_DAYS} with at least {BUNDLED_WINDOW_DAYS} days "
+            f"node is flagged: set lemon_window_days={trained} with at least {trained} days "
             "of data, or train a detector on your own windows (`reliability lemon train`) and set lemon_model="
         )
     from reliability.sim.experiments import backtest_split_day, lemon_backtest

@@ -188,7 +188,10 @@ def _parser() -> argparse.ArgumentParser:
     av.add_argument(
         "--pod", default=None, help="tpuv4 (default for reconfigurable), tpuv3, tpuv4-static"
     )
-    av.add_argument("--no-ft-routing", action="store_true", help="OCS faults interrupt jobs")
+    av.add_argument(
+        "--no-ft-routing", action="store_true",
+        help="OCS faults interrupt jobs (with --ocs-availability, reconfigurable mode)",
+    )  # fmt: skip
     av.add_argument("--ocs-availability", type=float)
     av.add_argument("--link-availability", type=float)
     av.add_argument(
@@ -532,6 +535,14 @@ def _availability(args: argparse.Namespace) -> int:
         raise ReliabilityError(
             f"--pod {pod}: fixed wiring (no OCS), so only --mode static applies to it"
         )
+    if args.no_ft_routing and (args.mode == "static" or args.ocs_availability is None):
+        # without an OCS that can be down, routing around one changes nothing: the table would
+        # look like an answer to a question it did not model
+        raise ReliabilityError(
+            "--no-ft-routing: fault-tolerant routing only matters when an OCS can be down; "
+            + ("--mode static has no OCS" if args.mode == "static" else
+               "pass --ocs-availability (e.g. 0.9995) to model OCS faults")
+        )  # fmt: skip
     ft = not args.no_ft_routing
     print(f"{spec.name} ({spec.n_chips:,} chips, {args.mode}{', FT routing' if ft and args.mode == 'reconfigurable' else ''}) "
           f"at host availability {100 * args.host_availability:.2f}%:")  # fmt: skip

@@ -434,3 +434,34 @@ def test_availability_refuses_a_mode_the_pod_lacks_before_printing(capsys):
     assert code == 2
     assert out == ""
     assert "--pod tpuv3: fixed wiring" in err
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ([], "pass --ocs-availability (e.g. 0.9995) to model OCS faults"),
+        (["--mode", "static", "--pod", "tpuv3", "--ocs-availability", "0.99"],
+         "--mode static has no OCS"),
+    ],
+)  # fmt: skip
+def test_availability_refuses_no_ft_routing_where_it_changes_nothing(capsys, extra, message):
+    """Without an OCS that can be down (no --ocs-availability, or static wiring), routing
+    around one changes nothing: --no-ft-routing printed the same table as without it, as if
+    it had been modelled. With --ocs-availability it lowers large jobs' availability by the
+    closed form's factor o^48 (Zu et al., NSDI '24: 48 OCSes join the cubes)."""
+    code, out, err = _run(capsys, "availability", "--host-availability", "0.999",
+                          "--no-ft-routing", *extra)  # fmt: skip
+    assert code == 2
+    assert out == ""
+    assert (
+        f"--no-ft-routing: fault-tolerant routing only matters when an OCS can be down; {message}"
+        in err
+    )
+    base = ["availability", "--host-availability", "0.999", "--ocs-availability", "0.999"]
+    code, ft_out, _ = _run(capsys, *base)
+    code2, no_ft_out, _ = _run(capsys, *base, "--no-ft-routing")
+    assert code == code2 == 0
+    ft_rows = {ln.split()[0]: float(ln.split()[1].rstrip("%")) for ln in ft_out.splitlines()[2:]}
+    no_rows = {ln.split()[0]: float(ln.split()[1].rstrip("%")) for ln in no_ft_out.splitlines()[2:]}
+    # (both printed to 0.01 points)
+    assert no_rows["4096"] == pytest.approx(ft_rows["4096"] * 0.999**48, abs=0.01)

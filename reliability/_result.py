@@ -66,7 +66,8 @@ def fmt_num(x: Any, digits: int = 4) -> str:
     Returns
     -------
     str
-        ``digits`` significant digits, thousands separators for large values and integers,
+        ``digits`` significant digits (more for a fraction just below 1, which would round to
+        1: 0.99998, not 1), thousands separators for large values and integers,
         ``yes``/``no`` for booleans, ``MISSING`` for None; never ``nan`` or ``inf`` (those print
         as ``MISSING``).
     """
@@ -84,7 +85,13 @@ def fmt_num(x: Any, digits: int = 4) -> str:
         a = abs(x)
         if a >= 10 ** (digits - 1):
             return f"{x:,.0f}"
-        return f"{x:.{digits}g}"
+        text = f"{x:.{digits}g}"
+        # a fraction just below 1 (an availability of 0.99998) keeps its nines: "1" would say
+        # the component never fails
+        while 0 < x < 1 and float(text) == 1 and digits < 15:
+            digits += 1
+            text = f"{x:.{digits}g}"
+        return text
     return str(x)
 
 

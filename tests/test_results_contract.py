@@ -379,3 +379,22 @@ def test_every_result_class_is_on_the_base_and_keeps_the_contract(every_result):
                 assert isinstance(frame, pl.DataFrame), name
                 assert frame_is_finite(frame), name
             assert isinstance(r.sample_sizes, dict), name
+
+
+@pytest.mark.parametrize("nines", range(1, 13))
+def test_a_fraction_just_below_one_keeps_its_nines(nines):
+    """fmt_num gives 4 significant digits, which printed an OCS availability of 0.99998 as
+    "1" (a component that never fails). A fraction below 1 keeps enough digits to read back
+    below 1, and within half a unit of its last printed digit; other numbers keep 4."""
+    from reliability._result import fmt_num
+
+    x = 1.0 - 2.0 * 10.0**-nines  # 0.8, 0.98, ..., 0.999999999998
+    text = fmt_num(x)
+    back = float(text)
+    assert back < 1.0, text
+    shown = len(text.split(".")[1])
+    assert abs(back - x) <= 0.5 * 10.0**-shown, text
+    assert text == f"{x:.{max(4, nines + 1)}g}"
+    assert fmt_num(1.0) == "1"
+    assert fmt_num(0.12345678) == "0.1235"
+    assert fmt_num(123.456) == "123.5"

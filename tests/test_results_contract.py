@@ -398,3 +398,28 @@ def test_a_fraction_just_below_one_keeps_its_nines(nines):
     assert fmt_num(1.0) == "1"
     assert fmt_num(0.12345678) == "0.1235"
     assert fmt_num(123.456) == "123.5"
+
+
+def test_hardware_only_ettr_leaves_out_the_first_queue_wait():
+    """By hand (checkpoints every 1 h, restart 0.1 h): a run submitted 10 h before it first
+    starts fails on hardware at 3.4 h (0.4 h lost since the checkpoint at 3 h), waits 0.5 h,
+    restarts and completes at 6 h. Productive 3.4 + 2.1 - 0.1 - 0.4 = 5.0 h. Its ETTR counts
+    the first wait (wall 16 h: 5/16); the hardware-only ETTR, labelled "what E[ETTR] models",
+    kept it too (5/16 beside a closed form near 1). The closed forms model a running job with a
+    wait q after each interruption, (1 - lambda(u0 + dt/2)) / (1 + lambda q): so the wait after
+    the hardware failure stays and the first one goes: 5 / 6."""
+    rows = [
+        _attempt("1", 0.0, 3.4, "NODE_FAIL", "hardware"),
+        _attempt("1", 3.9, 6.0, "COMPLETED", "none"),
+    ]
+    for r in rows:
+        r["submit_time"] = T0 - timedelta(hours=10)
+    jobs = pl.DataFrame(rows, schema_overrides={"end_time": pl.Datetime("us", "UTC")})
+    r = job_run_ettr(
+        jobs, ckpt_interval_h=1.0, restart_h=0.1, observation_end=T0 + timedelta(hours=9)
+    )
+    one = r.runs.row(0, named=True)
+    assert one["productive_h"] == pytest.approx(5.0)
+    assert one["ettr"] == pytest.approx(5.0 / 16.0)
+    assert one["ettr_hardware"] == pytest.approx(5.0 / 6.0)
+    assert "from the first start (what E[ETTR] models)" in str(r)

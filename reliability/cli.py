@@ -646,6 +646,31 @@ def _cli_terms(message: str, args: argparse.Namespace) -> str:
     return spell_options(message, spell, names=[n for n in flags if n not in ("help",)])
 
 
+def _os_error_text(exc: OSError, args: argparse.Namespace) -> str:
+    """Return an operating-system error in the CLI's terms: the flag and path, and the reason.
+
+    ``[Errno 2] No such file or directory: '/proc/x/raw'`` -> ``--out /proc/x (/proc/x/raw): No
+    such file or directory``.
+    """
+    if exc.filename is None:
+        return _cli_terms(str(exc), args)
+    where = Path(str(exc.filename))
+    reason = exc.strerror or str(exc)
+    flags = _flags(args)
+    # the flag's own path, a path inside it, or a folder above it that could not be made;
+    # then the positional arguments (a Dataset folder, an input file)
+    named = [(f"{flags[n]} ", v) for n, v in vars(args).items() if n in flags]
+    positional = [("", v) for n, v in vars(args).items() if n not in flags]
+    for flag, value in named + positional:
+        if not isinstance(value, str | Path) or not str(value):
+            continue
+        given = Path(value)
+        if where == given or given in where.parents or where in given.parents:
+            inner = "" if where == given else f" ({where})"
+            return f"{flag}{value}{inner}: {reason}"
+    return f"{where}: {reason}"
+
+
 def _dataset(path: Path) -> Dataset:
     """Open an existing Dataset folder (a clear error if there is none)."""
     if not path.is_dir():
@@ -733,7 +758,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except (ReliabilityError, OSError, ValueError) as exc:
+    except OSError as exc:
+        print(f"error: {_os_error_text(exc, args)}", file=sys.stderr)
+        return 2
+    except (ReliabilityError, ValueError) as exc:
         print(f"error: {_cli_terms(str(exc), args)}", file=sys.stderr)
         return 2
     return 1  # pragma: no cover - argparse rejects unknown commands

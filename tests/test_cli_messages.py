@@ -465,3 +465,17 @@ def test_availability_refuses_no_ft_routing_where_it_changes_nothing(capsys, ext
     no_rows = {ln.split()[0]: float(ln.split()[1].rstrip("%")) for ln in no_ft_out.splitlines()[2:]}
     # (both printed to 0.01 points)
     assert no_rows["4096"] == pytest.approx(ft_rows["4096"] * 0.999**48, abs=0.01)
+
+
+def test_an_os_error_names_the_flag_and_the_reason(tmp_path, capsys):
+    """An output folder that cannot be made printed Python's "[Errno 20] Not a directory:
+    '...'"; it names the flag and the path given, then the reason, as other CLI errors do."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder\n", encoding="utf-8")
+    out = blocker / "sim"
+    code, _, err = _run(capsys, "simulate", "cluster", "--preset", "small", "--days", "1",
+                        "--out", str(out))  # fmt: skip
+    assert code == 2
+    assert "[Errno" not in err
+    assert err.startswith(f"error: --out {out}")
+    assert err.rstrip().endswith(": Not a directory")

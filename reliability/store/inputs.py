@@ -157,7 +157,16 @@ def read_input(
     try:
         result = READERS[kind](path, **kwargs)
     except IngestError as exc:
-        raise (exc.renamed(shown) if shown != str(path) else exc) from None
+        exc = exc.renamed(shown) if shown != str(path) else exc
+        # refused at its start, without saying what the file is: say it first
+        if exc.line in (None, 1) and "reliability ingest" not in exc.problem:
+            other = _another_kind(kind, path)
+            if other is not None:
+                raise IngestError(
+                    exc.path, f"{other}. The {kind!r} reader says: {exc.problem}",
+                    line=exc.line, field=exc.field,
+                ) from None  # fmt: skip
+        raise exc from None
     except ReliabilityError:
         raise
     except OSError as exc:
@@ -168,6 +177,8 @@ def read_input(
             f"the {kind!r} reader failed ({type(exc).__name__}: {str(exc)[:300]}); this is a bug "
             "in the package: please report it with this input",
         ) from exc
+    if result.rows_kept == 0:
+        _refuse_another_kind(kind, path, shown, result)
     if shown != str(path):
         result.quarantine = result.quarantine.with_columns(source_file=pl.lit(shown))
     if strict and result.rows_quarantined:
@@ -178,6 +189,37 @@ def read_input(
             line=first["line_no"],
         )
     return result
+
+
+def _refuse_another_kind(kind: str, path: Path, shown: str, result: ReadResult) -> None:
+    """Refuse an input that kept nothing and whose start is another reader's input.
+
+    A sacct export given to the DCGM reader quarantines every line, each with a reason that
+    does not say what the file is (and the kernel reader reads no record from it at all).
+    """
+    other = _another_kind(kind, path)
+    if other is None:
+        return
+    done = (
+        f"all {result.rows_quarantined:,} records would be quarantined"
+        if result.rows_quarantined
+        else "no record was read"
+    )
+    raise IngestError(shown, f"{done}: {other}")
+
+
+def _another_kind(kind: str, path: Path) -> str | None:
+    """Say which other reader the start of the file is for (None: none, or this one)."""
+    from reliability.ingest._kind import input_kind
+
+    found = input_kind(path)
+    if found is None or found[0] == kind:
+        return None
+    right, what = found
+    return (
+        f"this is {what}, not a {kind!r} input: read it as {right!r} "
+        f'(`reliability ingest {right}`, or reader = "{right}" in a pipeline)'
+    )
 
 
 @dataclass

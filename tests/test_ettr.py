@@ -205,8 +205,8 @@ def test_run_ettr_matches_simulated_truth(simulated):
     "runs have a GPU-time ETTR of 0.61 against 0.72 for 64-GPU runs (128: 0.40, 256: 0.11). "
     "Queue waits dominate: heavy-tailed training runs of up to 256 of the 384 GPUs fill this "
     "small cluster for days (used utilization 0.89, offered 0.82) and small low-QOS jobs wait "
-    "behind high-QOS reservations; the full-size rsc1 calibration run measures 0.25 for 1-GPU "
-    "runs and 0.67 for 1024+ GPU high-QOS runs (benchmarks/calibration.py, README)",
+    "behind high-QOS reservations; the full-size rsc1 calibration runs measure 0.28 for 1-GPU "
+    "runs and 0.52 for 1024+ GPU high-QOS runs (benchmarks/calibration.py, README)",
 )
 def test_run_ettr_fig9_shape(simulated):
     """HPCA'25 Fig. 9 shape: large runs have lower GPU-time ETTR than single-GPU runs."""

@@ -70,7 +70,7 @@ def test_resume_refuses_another_run_or_an_earlier_quarantine(small, tmp_path):
     state = pickle.loads(path.read_bytes())
     state["format"] = 3
     (tmp_path / "old.pkl").write_bytes(pickle.dumps(state))
-    with pytest.raises(ValueError, match="not a simulator checkpoint of format 4"):
+    with pytest.raises(ValueError, match="not a simulator checkpoint of format 5"):
         resume_cluster(tmp_path / "old.pkl", config=small, seed=3)
 
 

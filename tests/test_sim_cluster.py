@@ -433,3 +433,33 @@ def test_a_run_without_attempts_writes_empty_logs(tmp_path):
     truth = pl.read_parquet(out / "truth" / "attempts.parquet")
     assert truth.height == 0
     assert {"job_id", "attempt", "state", "start_time", "end_time"} <= set(truth.columns)
+
+
+@pytest.mark.parametrize("seed", [0, 4, 11])
+def test_timeout_attempts_run_their_limit_or_the_rest_of_their_lifetime(seed):
+    """A TIMEOUT attempt runs for its time limit, or until its job's lifetime ends (counted
+    from the job's first start, across requeues), whichever is first; never for zero time,
+    and nothing starts once its lifetime is over. A job requeued just before its lifetime
+    ended started again after it and ended TIMEOUT at once (0-9 such attempts per small run,
+    651 of 2,261 TIMEOUT attempts in 60 days of rsc1, seed 0). Checked against the drawn
+    workload's own time limits and the configured lifetime. (Slurm records a job killed while
+    pending as CANCELLED, without nodes; TIMEOUT only for a job that ran to its limit.)"""
+    r = simulate_cluster(load_preset("small"), seed=seed)
+    life_s = r.config.workload.max_lifetime_h * 3600.0
+    a = r.log.frame("attempt").filter(pl.col("time").is_not_null())  # started attempts
+    first = a.group_by("job").agg(first=pl.col("time").min())
+    a = (
+        a.join(first, on="job")
+        .join(r.jobs.select("job", "time_limit_s"), on="job")
+        .with_columns(
+            elapsed=pl.col("end_s") - pl.col("time"),
+            life_left=pl.col("first") + life_s - pl.col("time"),
+        )
+    )
+    late = a.filter(pl.col("life_left") <= 0)
+    assert late.height == 0, late.select("job", "attempt", "state", "time", "first").head()
+    t = a.filter(pl.col("state") == "TIMEOUT")
+    assert t.height > 0
+    expect = pl.min_horizontal("time_limit_s", "life_left")
+    bad = t.filter(((pl.col("elapsed") - expect).abs() > 1.0) | (pl.col("elapsed") <= 0))
+    assert bad.height == 0, (bad.height, t.height, bad.head())

@@ -579,6 +579,10 @@ class ClusterSim:
             self.requeues[job] += 1
             self.eligible[job] = now
             self.k.post_after(REQUEUE_DELAY_S, self._requeue, job)
+            # the lifetime runs on while the job waits: if it is still pending when its
+            # lifetime ends, it must not start (it would get nodes and end at once, TIMEOUT)
+            self.k.post_at(self.first_start[job] + self.lifetime_s, self._expire, job,
+                           self.attempt[job], priority=-4)  # fmt: skip
         else:
             self.state[job] = DONE
             if cause == "lifetime" and self.training[job]:
@@ -620,8 +624,27 @@ class ClusterSim:
         self.k.post_at(when, self.submit_job, new, priority=-2)
 
     def _requeue(self, job: int) -> None:
+        if self.state[job] != QUEUED:  # its lifetime ended during the requeue delay
+            return
         self.queue.push(job, self.k.now)
         self.request_schedule()
+
+    def _expire(self, job: int, attempt: int) -> None:
+        """End a requeued ``job`` whose lifetime ran out before attempt ``attempt`` started.
+
+        As when a requeue is refused at the lifetime (:meth:`_end`): the job is done, and a
+        training run continues as a new job. No attempt is recorded: it never ran.
+        """
+        if self.state[job] != QUEUED or self.attempt[job] != attempt:
+            self.k.processed -= 1  # withdrawn (it started, or ended otherwise), as _end_planned
+            return
+        if job in self.queue:
+            self.queue.remove(job)
+        self._preempt_failed.pop(job, None)
+        self.state[job] = DONE
+        if self.training[job]:
+            self._continue(job)
+        self.request_schedule()  # it may have been the blocked head job
 
     # -- scheduling ------------------------------------------------------------------------
     def _backfill_timer(self) -> None:

@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 #: version of the checkpoint format written by ``simulate_cluster(checkpoint=...)``
-CHECKPOINT_FORMAT = 4
+CHECKPOINT_FORMAT = 5  # 5: lifetime expiry events of requeued jobs
 
 
 @dataclass

@@ -88,7 +88,7 @@ def fmt_num(x: Any, digits: int = 4) -> str:
         text = f"{x:.{digits}g}"
         # a fraction just below 1 (an availability of 0.99998) keeps its nines: "1" would say
         # the component never fails
-        while 0 < x < 1 and float(text) == 1 and digits < 15:
+        while 0 < a < 1 and abs(float(text)) == 1 and digits < 17:
             digits += 1
             text = f"{x:.{digits}g}"
         return text

@@ -16,6 +16,7 @@ reliability demo [--into DIR]
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from datetime import datetime
@@ -457,9 +458,10 @@ def _lemon(args: argparse.Namespace) -> int:
                 f"reliability lemon train --window-days {args.window_days}"
             )
         if trained is None:
-            print(f"warning: {args.model} does not record the window it was trained on (saved "
-                  f"by an older version): its probabilities are taken to hold for the "
-                  f"{args.window_days}-day window asked for; retrain it to be sure",
+            print(f"warning: {args.model} does not record the window it was trained on (fitted "
+                  f"without window_days=, or saved before windows were recorded): its "
+                  f"probabilities are taken to hold for the {args.window_days}-day window asked "
+                  "for; retrain it with `reliability lemon train` to be sure",
                   file=sys.stderr)  # fmt: skip
     ds = _dataset(args.dataset)
     feats = node_features(ds, args.window_days, 7)
@@ -535,13 +537,14 @@ def _availability(args: argparse.Namespace) -> int:
         raise ReliabilityError(
             f"--pod {pod}: fixed wiring (no OCS), so only --mode static applies to it"
         )
-    if args.no_ft_routing and (args.mode == "static" or args.ocs_availability is None):
+    no_ocs_faults = args.ocs_availability is None or args.ocs_availability >= 1.0
+    if args.no_ft_routing and (args.mode == "static" or no_ocs_faults):
         # without an OCS that can be down, routing around one changes nothing: the table would
         # look like an answer to a question it did not model
         raise ReliabilityError(
             "--no-ft-routing: fault-tolerant routing only matters when an OCS can be down; "
             + ("--mode static has no OCS" if args.mode == "static" else
-               "pass --ocs-availability (e.g. 0.9995) to model OCS faults")
+               "pass --ocs-availability below 1 (e.g. 0.9995) to model OCS faults")
         )  # fmt: skip
     ft = not args.no_ft_routing
     print(f"{spec.name} ({spec.n_chips:,} chips, {args.mode}{', FT routing' if ft and args.mode == 'reconfigurable' else ''}) "
@@ -564,8 +567,8 @@ def _availability(args: argparse.Namespace) -> int:
     return 0
 
 
-def _flags(args: argparse.Namespace) -> dict[str, str]:
-    """Python option name -> this subcommand's flag (``tz`` -> ``--tz``)."""
+def _subparser(args: argparse.Namespace) -> argparse.ArgumentParser:
+    """Return the parser of the subcommand ``args`` were parsed by (``lemon score``)."""
     parser = _parser()
     for name in ("command", "simulator", "lemon_command"):
         choice = getattr(args, name, None)
@@ -573,6 +576,12 @@ def _flags(args: argparse.Namespace) -> dict[str, str]:
         if choice is None or sub is None or choice not in sub.choices:
             break
         parser = sub.choices[choice]
+    return parser
+
+
+def _flags(args: argparse.Namespace) -> dict[str, str]:
+    """Python option name -> this subcommand's flag (``tz`` -> ``--tz``)."""
+    parser = _subparser(args)
     return {a.dest: max(a.option_strings, key=len) for a in parser._actions if a.option_strings}
 
 
@@ -649,26 +658,39 @@ def _cli_terms(message: str, args: argparse.Namespace) -> str:
 def _os_error_text(exc: OSError, args: argparse.Namespace) -> str:
     """Return an operating-system error in the CLI's terms: the flag and path, and the reason.
 
-    ``[Errno 2] No such file or directory: '/proc/x/raw'`` -> ``--out /proc/x (/proc/x/raw): No
-    such file or directory``.
+    ``[Errno 20] Not a directory: '/x/y'`` -> ``--out /x/y (/x): Not a directory``. Only the
+    arguments that are paths are considered (a ``--preset small`` never takes the blame for
+    ``small/sim``), compared as absolute paths; the argument that is the path itself wins over
+    one the path is inside of, or one inside the path.
     """
     if exc.filename is None:
         return _cli_terms(str(exc), args)
-    where = Path(str(exc.filename))
+    where = Path(os.path.abspath(str(exc.filename)))
     reason = exc.strerror or str(exc)
-    flags = _flags(args)
-    # the flag's own path, a path inside it, or a folder above it that could not be made;
-    # then the positional arguments (a Dataset folder, an input file)
-    named = [(f"{flags[n]} ", v) for n, v in vars(args).items() if n in flags]
-    positional = [("", v) for n, v in vars(args).items() if n not in flags]
-    for flag, value in named + positional:
-        if not isinstance(value, str | Path) or not str(value):
+    best: tuple[int, str] | None = None
+    for label, value in _path_args(args):
+        given = Path(os.path.abspath(str(value)))
+        rank = 0 if where == given else 1 if given in where.parents or where in given.parents else 2
+        if rank < 2 and (best is None or rank < best[0]):
+            inner = "" if rank == 0 else f" ({exc.filename})"
+            best = (rank, f"{label}{value}{inner}: {reason}")
+    return best[1] if best else f"{exc.filename}: {reason}"
+
+
+def _path_args(args: argparse.Namespace) -> list[tuple[str, object]]:
+    """Return (flag and a space, or "" if positional; value) of the arguments that are paths."""
+    parser = _subparser(args)
+    out: list[tuple[str, object]] = []
+    for action in parser._actions:
+        value = getattr(args, action.dest, None)
+        is_path = action.type is Path or action.dest == "files"
+        if not is_path or value is None:
             continue
-        given = Path(value)
-        if where == given or given in where.parents or where in given.parents:
-            inner = "" if where == given else f" ({where})"
-            return f"{flag}{value}{inner}: {reason}"
-    return f"{where}: {reason}"
+        label = f"{max(action.option_strings, key=len)} " if action.option_strings else ""
+        for v in value if isinstance(value, list) else [value]:
+            if str(v) and str(v) != "-":
+                out.append((label, v))
+    return out
 
 
 def _dataset(path: Path) -> Dataset:

@@ -439,7 +439,8 @@ def test_availability_refuses_a_mode_the_pod_lacks_before_printing(capsys):
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        ([], "pass --ocs-availability (e.g. 0.9995) to model OCS faults"),
+        ([], "pass --ocs-availability below 1 (e.g. 0.9995) to model OCS faults"),
+        (["--ocs-availability", "1"], "pass --ocs-availability below 1 (e.g. 0.9995)"),
         (["--mode", "static", "--pod", "tpuv3", "--ocs-availability", "0.99"],
          "--mode static has no OCS"),
     ],
@@ -479,3 +480,15 @@ def test_an_os_error_names_the_flag_and_the_reason(tmp_path, capsys):
     assert "[Errno" not in err
     assert err.startswith(f"error: --out {out}")
     assert err.rstrip().endswith(": Not a directory")
+
+
+def test_an_os_error_blames_a_path_argument_not_a_name(tmp_path, capsys, monkeypatch):
+    """`--preset small --out small/sim` with a file named `small` here: the path given to
+    --out is at fault, not the preset named `small` (every argument was tried as a path)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "small").write_text("a file\n", encoding="utf-8")
+    code, _, err = _run(capsys, "simulate", "cluster", "--preset", "small", "--days", "1",
+                        "--out", "small/sim")  # fmt: skip
+    assert code == 2
+    assert err.startswith("error: --out small/sim")
+    assert "--preset" not in err

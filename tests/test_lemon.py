@@ -322,8 +322,9 @@ def test_a_detector_keeps_the_window_it_was_trained_on(tmp_path, fitted_doc):
         (tmp_path / "bad.json").write_text(json.dumps(_resealed(doc)))
         with pytest.raises(ModelFileError, match="window_days"):
             LemonDetector.load(tmp_path / "bad.json")
-    with pytest.raises(ValueError, match="window_days"):
-        LemonDetector().fit(X, y, window_days=0)
+    for bad in (0, -7, 2.5, float("nan"), float("inf"), "28", True):
+        with pytest.raises(ValueError, match="window_days: expected a whole number"):
+            LemonDetector().fit(X, y, window_days=bad)
     assert default_detector().window_days_ == BUNDLED_WINDOW_DAYS == 56
 
 

@@ -480,7 +480,7 @@ def test_lemon_stage_flags_only_on_the_window_its_detector_was_trained_on(
     import polars as pl
 
     from reliability.models import LEMON_FEATURES, LemonDetector
-    from reliability.pipeline.steps.lemon import lemon
+    from reliability.pipeline.steps.lemon import lemon, lemon_quarantine
 
     _, res, _ = tiny
     rng = np.random.default_rng(0)
@@ -502,3 +502,11 @@ def test_lemon_stage_flags_only_on_the_window_its_detector_was_trained_on(
         assert "the detector was trained on 28-day windows; on a 7-day window" in notes
         assert f"({reach:,} of {out.scores.height:,} nodes reach its threshold)" in notes
     assert ("does not record the window it was trained on" in notes) is (trained is None)
+    # nor does the quarantine backtest drain the nodes an uncalibrated detector flags
+    no_backtest = "no quarantine backtest: the detector was trained on 28-day windows"
+    assert (no_backtest in notes) is (trained == 28)
+    step = lemon_quarantine(cfg, res.outputs, tmp_path / "quarantine")
+    if trained == 28:
+        assert step.run is None
+        assert step.backtest is None
+        assert step.note.startswith(no_backtest)

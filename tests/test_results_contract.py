@@ -395,7 +395,9 @@ def test_a_fraction_just_below_one_keeps_its_nines(nines):
     shown = len(text.split(".")[1])
     assert abs(back - x) <= 0.5 * 10.0**-shown, text
     assert text == f"{x:.{max(4, nines + 1)}g}"
+    assert fmt_num(-x) == "-" + text
     assert fmt_num(1.0) == "1"
+    assert fmt_num(1 - 1.1e-16) == "0.9999999999999999"
     assert fmt_num(0.12345678) == "0.1235"
     assert fmt_num(123.456) == "123.5"
 

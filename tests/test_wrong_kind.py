@@ -41,6 +41,21 @@ SAMPLES = {
         '{"time": "2025-01-02T00:00:00Z", "event": "component_fail", "component_type": "host", '
         '"component_id": "h1", "cluster": "p"}\n'
     ),
+    # its message quotes an Xid line: a CSV's text is not a kernel log's
+    "health": (
+        "node,time,source,component,code,severity,message\n"
+        'n1,2025-01-01T00:00:00Z,kernel_log,gpu,79,critical,"NVRM: Xid (PCI:0000:3b:00): 79, '
+        'pid=0, GPU has fallen off the bus."\n'
+    ),
+    "events": (
+        "Cluster|NodeName|TimeStart|TimeEnd|State|Reason|User\n"
+        "c|n1|2025-01-01T00:00:00|2025-01-01T06:00:00|DOWN|Xid 79|root\n"
+    ),
+    "nodes": (
+        "NodeName=n1 Arch=x86_64 CoresPerSocket=32\n"
+        "   State=DOWN+DRAIN ThreadsPerCore=1\n"
+        "   Reason=Xid 79 [root@2025-01-01T00:00:00]\n"
+    ),
 }
 OPTIONS = {
     "slurm": ["--cluster", "c", "--tz", "UTC"],
@@ -48,6 +63,9 @@ OPTIONS = {
     "kernel": ["--cluster", "c"],
     "lanl": [],
     "pod": ["--cluster", "p"],
+    "health": ["--cluster", "c"],
+    "events": ["--cluster", "c", "--tz", "UTC"],
+    "nodes": ["--cluster", "c", "--tz", "UTC"],
 }
 WHAT = {
     "slurm": "`sacct --parsable2` output",
@@ -55,7 +73,17 @@ WHAT = {
     "kernel": "a kernel log with NVIDIA Xid messages",
     "lanl": "the LANL failure records",
     "pod": "a TPU pod event log",
+    "health": "a health_events CSV",
+    "events": "`sacctmgr --parsable2 show event` output",
+    "nodes": "`scontrol show node` output",
 }
+
+
+def _sample(tmp_path, sample: str):
+    """The sample written to a file (the health reader reads .csv or .jsonl files)."""
+    path = tmp_path / (f"{sample}.csv" if sample == "health" else f"{sample}.txt")
+    path.write_text(SAMPLES[sample], encoding="utf-8")
+    return path
 
 
 def _ingest(capsys, tmp_path, kind: str, path) -> tuple[int, str, str]:
@@ -67,8 +95,7 @@ def _ingest(capsys, tmp_path, kind: str, path) -> tuple[int, str, str]:
 
 @pytest.mark.parametrize("sample", sorted(SAMPLES))
 def test_each_sample_is_read_by_its_own_reader(tmp_path, capsys, sample):
-    path = tmp_path / f"{sample}.txt"
-    path.write_text(SAMPLES[sample], encoding="utf-8")
+    path = _sample(tmp_path, sample)
     code, out, err = _ingest(capsys, tmp_path, sample, path)
     assert code == 0, err
     assert "kept 0" not in out
@@ -79,8 +106,7 @@ def test_each_sample_is_read_by_its_own_reader(tmp_path, capsys, sample):
     ("sample", "kind"), [(s, k) for s in sorted(SAMPLES) for k in sorted(SAMPLES) if s != k]
 )
 def test_a_file_given_to_another_reader_says_what_it_is(tmp_path, capsys, sample, kind):
-    path = tmp_path / f"{sample}.txt"
-    path.write_text(SAMPLES[sample], encoding="utf-8")
+    path = _sample(tmp_path, sample)
     code, _, err = _ingest(capsys, tmp_path, kind, path)
     assert code == 2
     assert f"this is {WHAT[sample]}" in err
@@ -101,3 +127,23 @@ def test_a_file_of_the_right_kind_with_every_record_bad_is_still_quarantined(tmp
     code, out, err = _ingest(capsys, tmp_path, "dcgm", path)
     assert code == 0, err
     assert "kept 0, quarantined 2" in out
+
+
+def test_text_that_quotes_another_format_does_not_decide_the_kind(tmp_path, capsys):
+    """A health CSV whose message quotes an Xid line, with a bad time, is a health CSV: its
+    row is quarantined, not refused as a kernel log; a syslog without Xids that holds a slurmd
+    line naming "NodeName=" is a kernel log that reads no record, not `scontrol show node`."""
+    path = tmp_path / "health.csv"
+    path.write_text(SAMPLES["health"].replace("2025-01-01T00:00:00Z", "yesterday"), "utf-8")
+    code, out, err = _ingest(capsys, tmp_path, "health", path)
+    assert code == 0, err
+    assert "kept 0, quarantined 1" in out
+    log = tmp_path / "syslog"
+    log.write_text(
+        "2025-01-21T04:41:44.283+00:00 n1 slurmd[812]: debug: NodeName=n1 CPUs=64 Boards=1\n"
+        "2025-01-21T04:41:45.001+00:00 n1 kernel: usb 1-1: new high-speed USB device\n",
+        "utf-8",
+    )
+    code, out, err = _ingest(capsys, tmp_path, "kernel", log)
+    assert code == 0, err
+    assert "read 0" in out

@@ -22,9 +22,18 @@ __all__ = ["HEAD_BYTES", "input_kind"]
 HEAD_BYTES = 65536
 
 _XID = re.compile(r"NVRM: Xid \(|SXid \(PCI")
+#: what may come before an Xid message on a kernel log's line: a time stamp (dmesg's ISO form
+#: has a decimal comma), a host, a tag; never a field separator or a quote (a CSV or JSON
+#: field quoting an Xid message)
+_KERNEL_PREFIX = re.compile(r"^(?:[^,|\"{]|,\d)*$")
 _DCGM = ("DCGM_FI_", "DCGM_EXP_", "# HELP DCGM_", "# TYPE DCGM_")
 _LANL = {"System", "nodenumz", "Prob Started", "Prob Fixed"}
 _HEALTH = {"node", "time", "source", "component", "code", "severity"}
+
+
+def _kernel_xid(line: str) -> bool:
+    m = _XID.search(line)
+    return m is not None and _KERNEL_PREFIX.match(line[: m.start()]) is not None
 
 
 def input_kind(path: str | Path) -> tuple[str, str] | None:
@@ -53,18 +62,21 @@ def input_kind(path: str | Path) -> tuple[str, str] | None:
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()][:50]
     if not lines:
         return None
-    fmt = identify(text)
-    if fmt in _KIND:
-        return _KIND[fmt], _WHAT[fmt]
-    if any(ln.startswith(_DCGM) for ln in lines):
-        return "dcgm", "a DCGM exporter scrape (Prometheus text)"
-    if any(_XID.search(ln) for ln in lines):
-        return "kernel", "a kernel log with NVIDIA Xid messages"
+    # header signatures first: a CSV's text columns may quote anything (an Xid message)
     header = {f.strip() for f in lines[0].split(",")}
     if header >= _LANL:
         return "lanl", "the LANL failure records"
     if header >= _HEALTH:
         return "health", "a health_events CSV"
+    fmt = identify(text)
+    if fmt == "scontrol_node" and not any(ln.startswith("NodeName=") for ln in lines):
+        fmt = None  # ("NodeName=" inside another log's line, e.g. slurmd's)
+    if fmt in _KIND:
+        return _KIND[fmt], _WHAT[fmt]
+    if any(ln.startswith(_DCGM) for ln in lines):
+        return "dcgm", "a DCGM exporter scrape (Prometheus text)"
+    if any(_kernel_xid(ln) for ln in lines):
+        return "kernel", "a kernel log with NVIDIA Xid messages"
     try:
         first = json.loads(lines[0])
     except ValueError:

@@ -166,9 +166,13 @@ class LemonDetector(ClassifierMixin, BaseEstimator):
             Unless ``y`` holds exactly two classes.
         """
         if window_days is not None and (
-            isinstance(window_days, bool) or int(window_days) != window_days or window_days <= 0
+            isinstance(window_days, bool)
+            or not isinstance(window_days, int | np.integer)
+            or window_days <= 0
         ):
-            raise ValueError(f"window_days: expected a whole number of days > 0, got {window_days}")
+            raise ValueError(
+                f"window_days: expected a whole number of days > 0, got {window_days!r}"
+            )
         X, y = validate_data(self, X, y, dtype=np.float64)
         y_type = type_of_target(y, input_name="y", raise_unknown=True)
         if len(unique_labels(y)) > 2:

@@ -625,6 +625,7 @@ class ClusterSim:
 
     def _requeue(self, job: int) -> None:
         if self.state[job] != QUEUED:  # its lifetime ended during the requeue delay
+            self.k.processed -= 1  # withdrawn, as _end_planned
             return
         self.queue.push(job, self.k.now)
         self.request_schedule()

@@ -158,8 +158,8 @@ def read_input(
         result = READERS[kind](path, **kwargs)
     except IngestError as exc:
         exc = exc.renamed(shown) if shown != str(path) else exc
-        # refused at its start, without saying what the file is: say it first
-        if exc.line in (None, 1) and "reliability ingest" not in exc.problem:
+        # refused at its start, without naming the reader that reads it: say what it is first
+        if exc.line in (None, 1) and "ingest it with" not in exc.problem:
             other = _another_kind(kind, path)
             if other is not None:
                 raise IngestError(
@@ -217,7 +217,7 @@ def _another_kind(kind: str, path: Path) -> str | None:
         return None
     right, what = found
     return (
-        f"this is {what}, not a {kind!r} input: read it as {right!r} "
+        f"this is {what}, given to the {kind!r} reader: read it as {right!r} "
         f'(`reliability ingest {right}`, or reader = "{right}" in a pipeline)'
     )
 

@@ -199,6 +199,30 @@ def _detector(cfg: PipelineConfig) -> tuple[Any, str]:
     )
 
 
+def _trained_window(det: Any, cfg: PipelineConfig) -> int | None:
+    """Return the feature window the detector was trained on [days] (None: not recorded).
+
+    The bundled detector's file says 56 days; a detector fitted without ``window_days=`` (or
+    saved before windows were recorded) does not say, and is taken at its word.
+    """
+    trained = getattr(det, "window_days_", None)
+    if trained is None and not cfg.analysis.lemon_model:
+        trained = BUNDLED_WINDOW_DAYS
+    return trained
+
+
+def _uncalibrated_note(det: Any, cfg: PipelineConfig) -> str | None:
+    """Return why the detector's flags do not hold on the configured window (None: they do)."""
+    trained, window = _trained_window(det, cfg), cfg.analysis.lemon_window_days
+    if trained is None or trained == window:
+        return None
+    return (
+        f"no quarantine backtest: the detector was trained on {trained}-day windows, and on "
+        f"{window}-day ones its flags are not calibrated (nodes it would drain are not lemons "
+        "by its own threshold)"
+    )
+
+
 def lemon_quarantine(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> QuarantineStep:
     """Run stage ``lemon_quarantine``: flag nodes at the split and run on with them drained.
 
@@ -232,6 +256,9 @@ def lemon_quarantine(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> Q
     det, _ = _detector(cfg)  # a bad lemon_model is refused here too, with or without a backtest
     window = cfg.analysis.lemon_window_days
     split = deps["cluster_split"]
+    uncalibrated = _uncalibrated_note(det, cfg)
+    if uncalibrated is not None:
+        return QuarantineStep(note=uncalibrated)
     sims = [s for s in cfg.inputs if s.kind == "simulate-cluster"]
     if split.checkpoint is not None:
         run = quarantine_at_checkpoint(
@@ -318,17 +345,13 @@ def lemon(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> LemonReport:
         )
         return LemonReport(scores=empty, notes=notes, **common)
     scores = score_nodes(det, feats)
-    # the window the detector was trained on (the bundled one's file says 56 days; a file saved
-    # by an older version does not say, and is taken at its word)
-    trained = getattr(det, "window_days_", None)
-    if trained is None and not a.lemon_model:
-        trained = BUNDLED_WINDOW_DAYS
+    trained = _trained_window(det, cfg)
     calibrated = trained is None or trained == window
     if trained is None:
         notes.append(
-            f"{a.lemon_model} does not record the window it was trained on (saved by an older "
-            f"version): its probabilities are taken to hold for {window}-day windows; retrain it "
-            "(`reliability lemon train`) to be sure"
+            f"{a.lemon_model} does not record the window it was trained on (fitted without "
+            f"window_days=, or saved before windows were recorded): its probabilities are taken "
+            f"to hold for {window}-day windows; retrain it (`reliability lemon train`) to be sure"
         )
     if not calibrated:
         above = int(scores["flagged"].sum())
@@ -345,7 +368,9 @@ def lemon(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> LemonReport:
     sims = [s for s in cfg.inputs if s.kind == "simulate-cluster"]
     backtest = None
     sim_cfg = sim_cluster_config(sims[0]) if sims else None
-    if sim_cfg is not None and backtest_split_day(sim_cfg.days) < window:
+    if sim_cfg is not None and not calibrated:
+        notes.append(_uncalibrated_note(det, cfg) or "")
+    elif sim_cfg is not None and backtest_split_day(sim_cfg.days) < window:
         notes.append(
             f"no quarantine backtest: the simulated run ({sim_cfg.days:g} days) is shorter than two "
             f"{window}-day windows"

@@ -202,7 +202,7 @@ def test_run_ettr_matches_simulated_truth(simulated):
 @pytest.mark.xfail(
     strict=True,
     reason="HPCA'25 Fig. 9 shape not reproduced on the 48-node small preset (seed 11): 1-GPU "
-    "runs have a GPU-time ETTR of 0.61 against 0.72 for 64-GPU runs (128: 0.40, 256: 0.11). "
+    "runs have a GPU-time ETTR of 0.60 against 0.71 for 64-GPU runs (128: 0.40, 256: 0.18). "
     "Queue waits dominate: heavy-tailed training runs of up to 256 of the 384 GPUs fill this "
     "small cluster for days (used utilization 0.89, offered 0.82) and small low-QOS jobs wait "
     "behind high-QOS reservations; the full-size rsc1 calibration runs measure 0.28 for 1-GPU "

@@ -27,7 +27,15 @@ from typing import IO, Any, ClassVar, Self
 
 import polars as pl
 
-__all__ = ["Result", "fmt_count", "fmt_duration_h", "fmt_num", "format_table", "frame_is_finite"]
+__all__ = [
+    "Result",
+    "fmt_count",
+    "fmt_duration_h",
+    "fmt_num",
+    "fmt_pct",
+    "format_table",
+    "frame_is_finite",
+]
 
 #: how a missing (not estimable) value prints in tables
 MISSING = "–"
@@ -93,6 +101,31 @@ def fmt_num(x: Any, digits: int = 4) -> str:
             text = f"{x:.{digits}g}"
         return text
     return str(x)
+
+
+def fmt_pct(x: float | None, decimals: int = 2) -> str:
+    """Format a fraction as a percentage that never rounds an availability up to 100%.
+
+    Parameters
+    ----------
+    x : float or None
+        A fraction in [0, 1].
+    decimals : int
+        Decimals of the percentage, more where a fraction below 1 would print as 100.
+
+    Returns
+    -------
+    str
+        E.g. ``"99.12%"``, ``"99.998%"`` for 0.99998 (not ``"100.00%"``); ``MISSING`` for None
+        or a non-finite value.
+    """
+    if x is None or not math.isfinite(x):
+        return MISSING
+    text = f"{100 * x:.{decimals}f}"
+    while x < 1 and float(text) >= 100 and decimals < 15:
+        decimals += 1
+        text = f"{100 * x:.{decimals}f}"
+    return text + "%"
 
 
 def fmt_duration_h(h: float | None) -> str:

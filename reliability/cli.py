@@ -355,6 +355,7 @@ def _simulate(args: argparse.Namespace) -> int:
     if args.seed < 0:
         raise ReliabilityError(f"--seed: expected an integer >= 0, got {args.seed}")
     if args.simulator == "pod":
+        from reliability._result import fmt_pct
         from reliability.sim.pod import simulate_pod
 
         r = simulate_pod(
@@ -365,7 +366,7 @@ def _simulate(args: argparse.Namespace) -> int:
               f"{r.events.height:,} events -> {args.out / 'pod_events.jsonl'}")  # fmt: skip
         for row in r.truth.iter_rows(named=True):
             print(f"  {row['component_type']:<9} {row['components']:>6,} components  {row['failures']:>6,} failures  "
-                  f"availability {100 * row['availability']:.2f}%")  # fmt: skip
+                  f"availability {fmt_pct(row['availability'])}")  # fmt: skip
         st = r.job_stats
         if st:
             hit = float((r.jobs["hardware_interruptions"] > 0).mean()) if r.jobs.height else 0.0
@@ -514,6 +515,7 @@ def _lemon(args: argparse.Namespace) -> int:
 
 
 def _availability(args: argparse.Namespace) -> int:
+    from reliability._result import fmt_pct
     from reliability.models.availability import (
         PODS,
         job_availability,
@@ -557,7 +559,7 @@ def _availability(args: argparse.Namespace) -> int:
         v = float(job_availability(n, args.host_availability, args.mode, ft_routing=ft, pod=pod,
                                    ocs_availability=args.ocs_availability,
                                    link_availability=args.link_availability))  # fmt: skip
-        line = f"  {n:>6}   {100 * v:14.2f}%"
+        line = f"  {n:>6}   {fmt_pct(v):>15}"
         if args.target:
             need = required_host_availability(n, args.target, args.mode, pod, ft_routing=ft,
                                               ocs_availability=args.ocs_availability,

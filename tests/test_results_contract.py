@@ -425,3 +425,23 @@ def test_hardware_only_ettr_leaves_out_the_first_queue_wait():
     assert one["ettr"] == pytest.approx(5.0 / 16.0)
     assert one["ettr_hardware"] == pytest.approx(5.0 / 6.0)
     assert "from the first start (what E[ETTR] models)" in str(r)
+
+
+@pytest.mark.parametrize("nines", range(1, 13))
+def test_a_percentage_below_100_never_prints_as_100(nines):
+    """`simulate pod` printed an OCS availability of 0.99995 (one failure in 60 days) as
+    "100.00%". fmt_pct keeps 2 decimals, more where a fraction below 1 would round to 100,
+    and the text reads back within half a unit of its last decimal."""
+    from reliability._result import MISSING, fmt_pct
+
+    x = 1.0 - 5.0 * 10.0**-nines
+    text = fmt_pct(x)
+    assert text.endswith("%")
+    back = float(text[:-1])
+    assert back < 100.0, text
+    decimals = len(text[:-1].split(".")[1])
+    assert decimals >= 2
+    assert abs(back - 100 * x) <= 0.5 * 10.0**-decimals + 1e-12, text
+    assert fmt_pct(1.0) == "100.00%"
+    assert fmt_pct(0.9912) == "99.12%"
+    assert fmt_pct(None) == fmt_pct(float("nan")) == MISSING

@@ -369,8 +369,11 @@ def _simulate(args: argparse.Namespace) -> int:
                   f"availability {fmt_pct(row['availability'])}")  # fmt: skip
         st = r.job_stats
         if st:
-            hit = float((r.jobs["hardware_interruptions"] > 0).mean()) if r.jobs.height else 0.0
-            print(f"  jobs: {st['jobs']:,} ({100 * hit:.2f}% saw a hardware interruption), {st['reroutes']} reroutes "
+            # a job still queued at the end never started: it is in no log (nor in an ingest)
+            ran = r.jobs.filter(r.jobs["attempts"] > 0) if r.jobs.height else r.jobs
+            hit = fmt_pct(float((ran["hardware_interruptions"] > 0).mean())) if ran.height else "–"
+            print(f"  jobs: {st['jobs']:,} submitted, {ran.height:,} started ({hit} of those saw a hardware "
+                  f"interruption), {st['reroutes']} reroutes "
                   f"around OCS faults, {st['preemptions']:,} preemptions, {st['preflight_fails']} preflight catches, "
                   f"{st['crossconnect_changes']:,} OCS circuit changes")  # fmt: skip
         return 0

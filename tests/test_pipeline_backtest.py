@@ -63,6 +63,6 @@ def test_pipeline_backtest_equals_the_backtest_from_scratch(tmp_path: Path) -> N
     assert rep.backtest.flagged.select("node").equals(direct.flagged.select("node"))
     # the quarantine did something, so equal figures are not equal by default
     assert rep.backtest.metric("flagged nodes") > 0
-    before = rep.backtest.summary.filter(pl.col("metric").str.contains("hardware, before"))
+    before = rep.backtest.summary.filter(pl.col("metric").str.contains("hardware, as is"))
     after = rep.backtest.summary.filter(pl.col("metric").str.contains("hardware, quarantined"))
     assert not before["value"].equals(after["value"])

@@ -87,7 +87,7 @@ def test_quarantine_cuts_large_job_failures(backtests):
     g = "512+ GPU"
     n = [bt.metric(f"{g} jobs after the split") for _, _, bt in backtests]
     before = sum(
-        k * bt.metric(f"{g} jobs ended by hardware, before")
+        k * bt.metric(f"{g} jobs ended by hardware, as is")
         for k, (_, _, bt) in zip(n, backtests, strict=True)
     )
     after = sum(
@@ -98,10 +98,10 @@ def test_quarantine_cuts_large_job_failures(backtests):
     assert after <= 0.6 * before
     for _, _, bt in backtests:
         assert bt.metric(f"{g} interruptions per 1000 node-days, quarantined") <= 0.5 * bt.metric(
-            f"{g} interruptions per 1000 node-days, before"
+            f"{g} interruptions per 1000 node-days, as is"
         )
         assert bt.metric("GPU-hours lost to hardware, quarantined") < bt.metric(
-            "GPU-hours lost to hardware, before"
+            "GPU-hours lost to hardware, as is"
         )
 
 

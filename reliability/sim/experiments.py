@@ -636,15 +636,15 @@ def lemon_backtest(
          " / ".join(f"{v:.1%}" for v in ref.LEMON_FOOTPRINT.value)),  # type: ignore[union-attr]
         ("true lemon share", len(lemon) / cfg.n_nodes, None),
         (f"{g} jobs after the split", before["jobs"], None),
-        (f"{g} jobs ended by hardware, before", before["job_share"],
+        (f"{g} jobs ended by hardware, as is", before["job_share"],
          f"{before_q:.0%}"),
         (f"{g} jobs ended by hardware, quarantined", after["job_share"],
          f"{after_q:.0%}"),
-        (f"{g} attempts ended by hardware, before", before["attempt_share"], None),
+        (f"{g} attempts ended by hardware, as is", before["attempt_share"], None),
         (f"{g} attempts ended by hardware, quarantined", after["attempt_share"], None),
-        (f"{g} interruptions per 1000 node-days, before", before["rate_per_1000_node_days"], None),
+        (f"{g} interruptions per 1000 node-days, as is", before["rate_per_1000_node_days"], None),
         (f"{g} interruptions per 1000 node-days, quarantined", after["rate_per_1000_node_days"], None),
-        ("GPU-hours lost to hardware, before", before["gpu_hours_lost"], None),
+        ("GPU-hours lost to hardware, as is", before["gpu_hours_lost"], None),
         ("GPU-hours lost to hardware, quarantined", after["gpu_hours_lost"], None),
     ]  # fmt: skip
     summary = pl.DataFrame(

@@ -445,3 +445,30 @@ def test_a_percentage_below_100_never_prints_as_100(nines):
     assert fmt_pct(1.0) == "100.00%"
     assert fmt_pct(0.9912) == "99.12%"
     assert fmt_pct(None) == fmt_pct(float("nan")) == MISSING
+
+
+def test_a_requeue_the_application_asked_for_loses_no_work():
+    """By hand (checkpoints every 1 h, restart 0.1 h): a 64-GPU run exits at 2.5 h with its
+    RequeueExit code (REQUEUED, attribution's domain "user": it checkpointed before exiting)
+    and completes from 3 h to 5 h: nothing is lost, productive 2.5 + 2 - 0.1 = 4.4 h (0.5 h
+    since the 2-h checkpoint was charged: 3.9 h, below the simulator's truth). A requeue by an
+    admin still loses that 0.5 h, and a run that does not checkpoint loses its whole attempt."""
+
+    def run(domain, job):
+        return [
+            _attempt(job, 0.0, 2.5, "REQUEUED", domain),
+            _attempt(job, 3.0, 5.0, "COMPLETED", "none"),
+        ]
+
+    jobs = pl.DataFrame(run("user", "app") + run("admin", "adm"),
+                        schema_overrides={"end_time": pl.Datetime("us", "UTC")})  # fmt: skip
+    end = T0 + timedelta(hours=9)
+    r = job_run_ettr(jobs, ckpt_interval_h=1.0, restart_h=0.1, observation_end=end).runs
+    lost = dict(zip(r["job_id"], r["lost_h"], strict=True))
+    prod = dict(zip(r["job_id"], r["productive_h"], strict=True))
+    assert lost["app"] == pytest.approx(0.0)
+    assert prod["app"] == pytest.approx(4.4)
+    assert lost["adm"] == pytest.approx(0.5)
+    none = job_run_ettr(jobs, ckpt_interval_h=1.0, restart_h=0.1, observation_end=end,
+                        ckpt_min_gpus=128).runs  # fmt: skip
+    assert dict(zip(none["job_id"], none["lost_h"], strict=True))["app"] == pytest.approx(2.5)

@@ -10,7 +10,10 @@ Per run:
   attempt after the first, for runs that checkpoint (others restart from scratch: their
   whole interrupted attempt is lost work);
 - ``lost_h``: the work since the last checkpoint of every *interrupted* attempt (NODE_FAIL,
-  PREEMPTED, REQUEUED, or FAILED attributed to hardware, infrastructure or system software).
+  PREEMPTED, REQUEUED, or FAILED attributed to hardware, infrastructure or system software);
+  none for a requeue the application asked for (an exit code in attribution's
+  ``requeue_exit_codes``: domain ``user``) in a run that checkpoints, which saved its work
+  before exiting.
   Each interruption has a cause: ``hardware`` (attributed to hardware or infrastructure, as
   in r_f), ``preemption`` (PREEMPTED: the scheduler, not the machine) or ``other`` (requeues
   and system-software failures);
@@ -272,8 +275,11 @@ def job_run_ettr(
         kept = (work / dt).floor() * dt
     else:
         kept = (work - dt / 2.0).clip(0.0)
+    # a requeue the application asked for (its RequeueExit code: attribution's "user") follows
+    # a checkpoint it took itself, if it checkpoints at all
+    asked = ((state == "REQUEUED") & (pl.col("failure_domain") == "user")).fill_null(False)
     a = a.with_columns(
-        lost_h=pl.when(~pl.col("interrupted"))
+        lost_h=pl.when(~pl.col("interrupted") | (asked & checkpoints))
         .then(0.0)
         .when(checkpoints)
         .then(work - kept)

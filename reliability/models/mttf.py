@@ -405,7 +405,7 @@ class MTTFResult(Result):
                 f"GLM slope of failures on log(nodes): {self.glm_slope_:.2f} ({100 * (1 - self.alpha):.0f}% CI "
                 f"{lo:.2f}-{hi:.2f}; p(slope = 1) = {self.glm_p_slope_is_1_:.2g}; 1 = failures proportional to nodes)"
             )
-        lines.append("MTTF by job size [h]: measured (CI) vs model 1/(N r_f)")
+        lines.append("MTTF by job size: measured (CI) vs model 1/(N r_f)")
         for row in self.by_size.iter_rows(named=True):
             lines.append(_size_line(row))
         for row in self.cpu_only.iter_rows(named=True):
@@ -568,7 +568,7 @@ def fit_mttf(
         cpu = cpu.with_columns(bucket=pl.lit("CPU-only"))
         notes.append(
             f"{int(cpu['attempts'].sum()):,} started attempts of CPU-only jobs (0 GPUs) are a class of their own "
-            f"({int(cpu['failures'].sum())} hardware failures), not counted as 1-GPU jobs"
+            f"({fmt_count(int(cpu['failures'].sum()), 'hardware failure')}), not counted as 1-GPU jobs"
         )
     d = by.filter(pl.col("job_hours") > 0)
     g = glm_slope(d["failures"].to_numpy(), d["job_hours"].to_numpy(),

@@ -179,7 +179,8 @@ def main() -> None:
     print(f"file: {size_mb:,.0f} MiB, {lines - 1:,} records ({args.rows:,} allocations + steps); "
           f"{args.times} times; cores: {os.cpu_count()}, python {sys.version.split()[0]}"
           + (f"; code from {args.code}" if args.code else ""))  # fmt: skip
-    plan = [("floor" if args.times == "iso" else "floor_epoch", path), ("ours", path)]
+    floor_key = "floor" if args.times == "iso" else "floor_epoch"
+    plan = [(floor_key, path), ("ours", path)]
     if not args.skip_bad_line:
         plan.append(("ours", _with_bad_line(path)))
     if not args.skip_pandas:
@@ -200,7 +201,6 @@ def main() -> None:
         runs = ", ".join(f"{s:.2f}" for s in r["all"])
         print(f"{names[k]:<24}{r['secs']:>10.2f}{r['peak_kb'] / 1024:>14,.0f}"
               f"{(r['peak_kb'] - r['base_kb']) / 1024:>15,.0f}{r['rows']:>12,}   {runs}")  # fmt: skip
-    floor_key = "floor" if args.times == "iso" else "floor_epoch"
     ours, floor = res["ours"], res[floor_key]
     paired = sorted(
         o["secs"] / f["secs"] for o, f in zip(rounds["ours"], rounds[floor_key], strict=True)

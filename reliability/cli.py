@@ -371,7 +371,7 @@ def _simulate(args: argparse.Namespace) -> int:
         if st:
             # a job still queued at the end never started: it is in no log (nor in an ingest)
             ran = r.jobs.filter(r.jobs["attempts"] > 0) if r.jobs.height else r.jobs
-            hit = fmt_pct(float((ran["hardware_interruptions"] > 0).mean())) if ran.height else "–"
+            hit = fmt_pct(float((ran["hardware_interruptions"] > 0).mean()) if ran.height else None)
             print(f"  jobs: {st['jobs']:,} submitted, {ran.height:,} started ({hit} of those saw a hardware "
                   f"interruption), {st['reroutes']} reroutes "
                   f"around OCS faults, {st['preemptions']:,} preemptions, {st['preflight_fails']} preflight catches, "
@@ -781,8 +781,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         # the reader of the output went away (`reliability ... | head`): stop quietly, as
         # other commands do, and keep the interpreter's final flush from failing again
-        import os
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except OSError as exc:

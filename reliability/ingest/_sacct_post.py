@@ -77,10 +77,7 @@ def duplicated(frame: pl.DataFrame, cols: Sequence[str]) -> np.ndarray:
     same = order[1:] == order[:-1]
     if not same.any():  # the common case
         return np.zeros(n, dtype=bool)
-    repeated = order[1:][same]
-    if repeated.size == 0:
-        return np.zeros(n, dtype=bool)
-    return np.isin(h, repeated)
+    return np.isin(h, order[1:][same])
 
 
 #: columns that identify a record well enough to find duplicate candidates

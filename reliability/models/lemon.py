@@ -165,11 +165,7 @@ class LemonDetector(ClassifierMixin, BaseEstimator):
         ValueError
             Unless ``y`` holds exactly two classes.
         """
-        if window_days is not None and (
-            isinstance(window_days, bool)
-            or not isinstance(window_days, int | np.integer)
-            or window_days <= 0
-        ):
+        if not _valid_window(window_days):
             raise ValueError(
                 f"window_days: expected a whole number of days > 0, got {window_days!r}"
             )
@@ -391,9 +387,7 @@ class LemonDetector(ClassifierMixin, BaseEstimator):
             det.oof_precision_ = float(body["oof_precision"])
             det.oof_recall_ = float(body["oof_recall"])
             window = body.get("window_days")
-            if window is not None and (
-                isinstance(window, bool) or not isinstance(window, int) or window <= 0
-            ):
+            if not _valid_window(window):
                 raise ValueError(f"window_days {window!r} is not a number of days")
             det.window_days_ = window
         except (KeyError, TypeError, ValueError, IndexError) as exc:
@@ -510,6 +504,13 @@ def count_baseline(features: pl.DataFrame, threshold: float) -> np.ndarray:
         Boolean, one entry per row.
     """
     return (_frame(features)["failed"] >= threshold).to_numpy()
+
+
+def _valid_window(days: object) -> bool:
+    """Tell whether ``days`` is a feature window: a whole number of days > 0, or None."""
+    return days is None or (
+        isinstance(days, int | np.integer) and not isinstance(days, bool) and days > 0
+    )
 
 
 def default_detector() -> LemonDetector:

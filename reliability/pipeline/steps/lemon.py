@@ -346,7 +346,8 @@ def lemon(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> LemonReport:
         return LemonReport(scores=empty, notes=notes, **common)
     scores = score_nodes(det, feats)
     trained = _trained_window(det, cfg)
-    calibrated = trained is None or trained == window
+    uncalibrated = _uncalibrated_note(det, cfg)
+    calibrated = uncalibrated is None
     if trained is None:
         notes.append(
             f"{a.lemon_model} does not record the window it was trained on (fitted without "
@@ -368,8 +369,8 @@ def lemon(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> LemonReport:
     sims = [s for s in cfg.inputs if s.kind == "simulate-cluster"]
     backtest = None
     sim_cfg = sim_cluster_config(sims[0]) if sims else None
-    if sim_cfg is not None and not calibrated:
-        notes.append(_uncalibrated_note(det, cfg) or "")
+    if sim_cfg is not None and uncalibrated is not None:
+        notes.append(uncalibrated)
     elif sim_cfg is not None and backtest_split_day(sim_cfg.days) < window:
         notes.append(
             f"no quarantine backtest: the simulated run ({sim_cfg.days:g} days) is shorter than two "

@@ -66,6 +66,11 @@ def _parser() -> argparse.ArgumentParser:
     ing.add_argument(
         "--table", help="canonical table for 'health' files (default: from the columns)"
     )
+    ing.add_argument(
+        "--observed-at",
+        help="when the export was taken (ISO 8601 with offset): what was still open then is "
+        "open 'now' (default: the latest time in the file, said when it matters)",
+    )
     info = sub.add_parser("info", help="summarise a Dataset folder (tables, inputs, quarantine)")
     info.add_argument("dataset", type=Path)
     ver = sub.add_parser(
@@ -242,6 +247,10 @@ def _options(args: argparse.Namespace) -> dict[str, object]:
         opts["boot_time"] = t
     if args.table:
         opts["table"] = args.table
+    if args.observed_at:
+        from reliability.store.observation import check_observed_at
+
+        opts["observed_at"] = check_observed_at(args.observed_at)
     return opts
 
 

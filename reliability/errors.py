@@ -33,6 +33,7 @@ OPTION_NAMES = (
     "table",
     "window_start",
     "window_end",
+    "observed_at",
     "replace",
     "strict",
 )

@@ -7,7 +7,8 @@ From the ``node_states`` intervals (DOWN, DRAIN, FAIL, MAINT, REPAIR with their 
 the observation window ``[start, end]``:
 
 - an interval still open at the observation end (no end, or an end after it) is out of service
-  *now*: it is clipped there and counted up to it;
+  *now*: it is clipped there and counted up to it (an open interval that began at the end
+  itself, as in an export taken as a node went DOWN, is out of service now for 0 h so far);
 - a node's **downtime** is the length of the union of its intervals (a node DOWN and DRAINED at
   once is out of service once, not twice); its **availability** is ``1 − downtime / window``;
 - the **fleet availability** at time t is the share of nodes in service, a step function of t
@@ -136,6 +137,9 @@ class NodeHealth(Result):
         (time-weighted mean) and ``min_availability``.
     start, end : datetime or None
         The observation window [UTC].
+    end_basis : str
+        Why ``end`` is "now": the export time given at ingest, or the latest time in the inputs
+        (a lower bound of when they were exported), with the input that sets it.
     n_nodes : int
         Nodes in the fleet; ``inventory_basis`` says where the list came from.
     every : str
@@ -157,6 +161,7 @@ class NodeHealth(Result):
     inventory_basis: str
     every: str
     unattributed_failures: int = 0
+    end_basis: str = ""
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -226,7 +231,8 @@ class NodeHealth(Result):
             return ["No observation window: node health not assessed."]
         lines = [
             f"{self.n_nodes:,} nodes over {fmt_duration_h(self.window_h)} "
-            f"({self.start:%Y-%m-%d %H:%M} to {self.end:%Y-%m-%d %H:%M} UTC)"
+            f"({self.start:%Y-%m-%d %H:%M} to {self.end:%Y-%m-%d %H:%M} UTC; the end, 'now', is "
+            f"{self.end_basis or 'the latest time in the data'})"
         ]
         fa = self.fleet_availability
         if fa is not None:
@@ -265,9 +271,11 @@ def _every(window_h: float) -> str:
     return "1w"
 
 
-def _frames(source: Any) -> tuple[dict[str, pl.DataFrame], datetime | None, datetime | None]:
+def _frames(
+    source: Any,
+) -> tuple[dict[str, pl.DataFrame], datetime | None, datetime | None, str]:
     if isinstance(source, dict):
-        return source, None, None
+        return source, None, None, ""
     start, end = source.observation_window()
     jobs = source.scan("jobs").select("cluster", "nodes", "start_time", "end_time").collect()
     return (
@@ -280,6 +288,7 @@ def _frames(source: Any) -> tuple[dict[str, pl.DataFrame], datetime | None, date
         },
         start,
         end,
+        source.observation_end_basis,
     )
 
 
@@ -489,8 +498,12 @@ def node_health(
         Intervals, per-node downtime and availability, nodes out now, repeat offenders and the
         fleet's availability over time (see :class:`NodeHealth`).
     """
-    frames, ds_start, ds_end = _frames(source)
+    frames, ds_start, ds_end, basis_end = _frames(source)
     notes: list[str] = []
+    if end is not None:
+        basis_end = "given"
+    elif ds_end is None:
+        basis_end = "latest time in the data"
     start = as_utc(start, "start") if start is not None else ds_start
     end = as_utc(end, "end") if end is not None else ds_end
     start, end = _window(frames, start, end)
@@ -527,6 +540,7 @@ def node_health(
             n_nodes=n_nodes,
             inventory_basis=basis,
             every=every or "1d",
+            end_basis=basis_end,
             notes=notes,
         )
     window_h = (end - start).total_seconds() / 3600.0
@@ -539,7 +553,12 @@ def node_health(
             pl.col("node").cast(pl.String),
             pl.col("reason").cast(pl.String),
         )
-        .filter(pl.col("state").is_in(OUT_OF_SERVICE) & (pl.col("start") < hi))
+        # an interval still open at the end is out of service now, even one that began at
+        # the end itself (an export taken as a node went DOWN: its latest time is that start)
+        .filter(
+            pl.col("state").is_in(OUT_OF_SERVICE)
+            & ((pl.col("start") < hi) | (pl.col("end").is_null() & (pl.col("start") <= hi)))
+        )
         .filter(pl.col("end").is_null() | (pl.col("end") > lo))
         .with_columns(
             open=pl.col("end").is_null() | (pl.col("end") > hi),
@@ -632,5 +651,6 @@ def node_health(
         inventory_basis=basis,
         every=every,
         unattributed_failures=unattributed,
+        end_basis=basis_end,
         notes=notes,
     )

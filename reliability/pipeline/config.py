@@ -17,6 +17,8 @@ reader = "slurm"                   # slurm, events, nodes, kernel, dcgm, health,
 paths = ["exports/sacct-*.psv"]    # globs, relative to this file (also exports/*/sacct.psv, **)
 cluster = "rsc"
 tz = "America/Los_Angeles"
+observed_at = 2025-12-01T08:00:00Z # when the export was taken: what was open then is open "now"
+                                   # (default: the latest time in each file, said in the report)
 options = { }                      # other reader options (fields, node, year, ...)
 
 [analysis]                         # every key optional; defaults below
@@ -61,6 +63,7 @@ from typing import Any
 from reliability.errors import OPTION_NAMES, ReliabilityError, spell_options
 from reliability.pipeline.analysis import ANALYSIS_DEFAULTS, AnalysisConfig, parse_shape
 from reliability.store.inputs import reader_options
+from reliability.store.observation import check_observed_at
 
 __all__ = [
     "ANALYSIS_DEFAULTS",
@@ -159,7 +162,7 @@ def pipeline_terms(message: str, index: int) -> str:
     def spell(name: str, value: str | None) -> str:
         key = (
             f"inputs[{index}].{name}"
-            if name in ("tz", "cluster")
+            if name in ("tz", "cluster", "observed_at")
             else f"inputs[{index}].options.{name}"
         )
         if value is None:
@@ -230,7 +233,7 @@ def _input(where: str, i: int, item: object, base: Path) -> InputSpec:
     allowed = (
         {"kind", "preset", "seed", "days"}
         if kind != "files"
-        else {"kind", "reader", "paths", "cluster", "tz", "options"}
+        else {"kind", "reader", "paths", "cluster", "tz", "observed_at", "options"}
     )
     extra = sorted(set(item) - allowed)
     if extra:
@@ -287,6 +290,14 @@ def _input(where: str, i: int, item: object, base: Path) -> InputSpec:
             _expect(loc, key, item[key], str, "a string")
     options = item.get("options", {})
     _expect(loc, "options", options, dict, "a table of reader options")
+    if "observed_at" in options:
+        raise PipelineError(f"{loc}.options.observed_at: set it as {loc}.observed_at")
+    if "observed_at" in item:
+        # when the export was taken (a TOML time with an offset, or ISO 8601 text)
+        try:
+            options = {**options, "observed_at": check_observed_at(item["observed_at"])}
+        except ReliabilityError as exc:
+            raise PipelineError(f"{loc} ({reader} files): {pipeline_terms(str(exc), i)}") from None
     spec = InputSpec(kind="files", reader=reader, paths=tuple(found), cluster=item.get("cluster"),
                      tz=item.get("tz"), options=dict(options), index=i, where=where)  # fmt: skip
     try:

@@ -271,6 +271,7 @@ class Dataset:
         progress: Callable[[Path], None] | None = None,
         executor: Any = None,
         replace: bool = False,
+        observed_at: datetime | str | None = None,
         **options: Any,
     ) -> list[IngestOutcome]:
         """Read inputs with the reader for ``kind`` and add their rows.
@@ -295,6 +296,12 @@ class Dataset:
         replace : bool
             Re-read inputs already ingested (e.g. with a corrected ``tz``) and replace their rows;
             without it, an input ingested with other options is refused.
+        observed_at : datetime or str or None
+            When the inputs were exported [UTC; aware, or ISO 8601 with an offset]: attempts and
+            node-state intervals still open in them are open at that time ("now" in reports). A
+            timestamp in an input after it is refused. None: the latest time in each input, said
+            in its notes when something in it is still open (see
+            :mod:`reliability.store.observation`).
         options : object
             Other reader options (``fields=``, ``node=``, ``year=``, ``boot_time=``,
             ``window_start=``, ``window_end=``...).
@@ -305,6 +312,8 @@ class Dataset:
             One :class:`IngestOutcome` per input; an input already recorded with the same sha256,
             kind and options is ``unchanged``. Inputs read before an error stay committed.
         """
+        if observed_at is not None:
+            options = {**options, "observed_at": observed_at}
         kwargs = reader_options(kind, cluster, tz, options)
         opts = normalise_options(kwargs)
         plist = [paths] if isinstance(paths, (str, Path)) else list(paths)
@@ -549,6 +558,22 @@ class Dataset:
     def observation_end(self) -> datetime | None:
         """When the Dataset's observation ends [UTC] (latest input's end; None if empty)."""
         return self.observation_window()[1]
+
+    @property
+    def observation_end_basis(self) -> str:
+        """Say where the observation end comes from: how the input that sets it found it.
+
+        E.g. ``"latest timestamp in the input (sacct.psv)"`` or ``"the export time given at
+        ingest (sacct.psv)"``; ``""`` for an empty Dataset.
+        """
+        end = self.observation_end
+        if end is None:
+            return ""
+        for i in self.inputs:
+            obs = i.get("observation") or {}
+            if obs.get("until") and datetime.fromisoformat(obs["until"]) == end:
+                return f"{obs.get('basis') or 'unknown'} ({i.get('name')})"
+        return ""
 
     def table(self, table: str) -> pl.DataFrame:
         """Read one table, collected (see :meth:`scan`).

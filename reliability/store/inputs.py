@@ -27,11 +27,23 @@ from reliability._atomic import HOST_TAG, file_sha256
 from reliability.errors import IngestError, ReliabilityError
 from reliability.ingest import READERS, ReadResult
 from reliability.ingest._bounds import YEAR_MAX, YEAR_MIN
+from reliability.store.observation import apply_observed_at, check_observed_at, note_inferred_end
 
-__all__ = ["STDIN", "Source", "hash_source", "read_input", "reader_options", "sources"]
+__all__ = [
+    "INGEST_OPTIONS",
+    "STDIN",
+    "Source",
+    "hash_source",
+    "read_input",
+    "reader_options",
+    "sources",
+]
 
 #: the name recorded for an input read from standard input (path ``-``)
 STDIN = "<stdin>"
+#: options every input kind takes, applied by the store rather than the reader
+#: (``observed_at``: when the export was taken, see :mod:`reliability.store.observation`)
+INGEST_OPTIONS = ("observed_at",)
 
 
 def _check_zone(tz: object) -> None:
@@ -93,7 +105,7 @@ def reader_options(
     takes = [n for n, p in params.items() if p.kind is p.KEYWORD_ONLY]
     kwargs = {k: v for k, v in {"cluster": cluster, "tz": tz, **options}.items() if v is not None}
     for k in kwargs:
-        if k not in params:
+        if k not in params and k not in INGEST_OPTIONS:
             raise ReliabilityError(
                 f"{k}= does not apply to {kind!r} inputs (they take {', '.join(n + '=' for n in takes)})"
             )
@@ -118,6 +130,8 @@ def reader_options(
     for k in ("boot_time", "scraped_at", "window_start", "window_end"):
         if k in kwargs:
             _check_time(k, kwargs[k])
+    if "observed_at" in kwargs:
+        kwargs["observed_at"] = check_observed_at(kwargs["observed_at"])
     return kwargs
 
 
@@ -139,7 +153,8 @@ def read_input(
         The name the user knows the input by (``<stdin>`` for standard input), used in errors
         and the quarantine's ``source_file``.
     kwargs : dict of str to object
-        The reader's keyword arguments (:func:`reader_options`).
+        The reader's keyword arguments (:func:`reader_options`); ``observed_at`` among them is
+        applied here, not passed to the reader.
     strict : bool
         Refuse an input that would quarantine anything, naming its first bad line.
 
@@ -154,8 +169,9 @@ def read_input(
         If the reader refuses the input, cannot read it, fails, or (``strict``) quarantines a
         row.
     """
+    own = {k: v for k, v in kwargs.items() if k not in INGEST_OPTIONS}
     try:
-        result = READERS[kind](path, **kwargs)
+        result = READERS[kind](path, **own)
     except IngestError as exc:
         exc = exc.renamed(shown) if shown != str(path) else exc
         # refused at its start, without naming the reader that reads it: say what it is first
@@ -181,6 +197,10 @@ def read_input(
         _refuse_another_kind(kind, path, shown, result)
     if shown != str(path):
         result.quarantine = result.quarantine.with_columns(source_file=pl.lit(shown))
+    if kwargs.get("observed_at") is not None:
+        apply_observed_at(result, shown, kwargs["observed_at"])
+    else:
+        note_inferred_end(result, path if shown != STDIN else None)
     if strict and result.rows_quarantined:
         first = result.quarantine.row(0, named=True)
         raise IngestError(

@@ -86,13 +86,18 @@ class DatasetSummary(Result):
         One row per table: ``table``, ``rows``.
     inputs : polars.DataFrame
         One row per input: ``name`` (path relative to the Dataset's parent), ``kind``,
-        ``rows_read``, ``rows_kept``, ``rows_quarantined``.
+        ``rows_read``, ``rows_kept``, ``rows_quarantined``, ``observed_until`` (the end of its
+        observation: what is open in it is open then [UTC]) and ``observation_basis`` (how
+        that end was found: given at ingest, or the latest time in the input).
     clusters : list of str
         Cluster names seen.
     n_nodes : int
         Distinct node names in jobs, health events and node states.
     first, last : datetime or None
         Earliest and latest time in the data [UTC].
+    observation_end : datetime or None
+        The Dataset's observation end, "now" for what is still open [UTC];
+        ``observation_end_basis`` says how it was found.
     accelerators_per_node : int
         Most accelerators seen on one node of one job attempt.
     accelerator_hours : float
@@ -117,6 +122,8 @@ class DatasetSummary(Result):
     quarantine_reasons: pl.DataFrame | None = None
     quarantine_examples: pl.DataFrame | None = None
     quarantine_reasons_hidden: int = 0
+    observation_end: datetime | None = None
+    observation_end_basis: str = ""
     title = "Dataset"
 
     @property
@@ -147,6 +154,12 @@ class DatasetSummary(Result):
         head = [
             f"clusters: {', '.join(self.clusters) or '-'}",
             f"time span: {span}",
+            "observation end ('now'): "
+            + (
+                f"{self.observation_end:%Y-%m-%d %H:%M:%S} UTC, {self.observation_end_basis}"
+                if self.observation_end
+                else "unknown"
+            ),
             f"nodes: {self.n_nodes}, accelerators per node (max seen): {self.accelerators_per_node}, "
             f"accelerator-hours: {fmt_num(self.accelerator_hours, digits=3)}",
             "",
@@ -156,10 +169,12 @@ class DatasetSummary(Result):
             "inputs (read = kept + quarantined):",
         ]
         width = max([50, *(len(n) for n in self.inputs["name"])]) if self.inputs.height else 50
-        for name, kind, r, k, q in self.inputs.iter_rows():
+        for name, kind, r, k, q, until, basis in self.inputs.iter_rows():
             head.append(
                 f"  {kind:<7} {name:<{width}} read {r:>10,}  kept {k:>10,}  quarantined {q:>7,}"
             )
+            if until is not None:
+                head.append(f"          observed until {until:%Y-%m-%d %H:%M:%S} UTC ({basis})")
         reasons = self.quarantine_reasons
         if reasons is not None and reasons.height:
             total = int(self.inputs["rows_quarantined"].sum())
@@ -206,6 +221,11 @@ def _quarantine(ds: Dataset) -> tuple[pl.DataFrame, pl.DataFrame, int]:
         .collect()
     )
     return reasons, examples, n_hidden
+
+
+def _until(entry: dict[str, Any]) -> datetime | None:
+    until = (entry.get("observation") or {}).get("until")
+    return datetime.fromisoformat(until) if until else None
 
 
 def summarise(ds: Dataset) -> DatasetSummary:
@@ -288,6 +308,8 @@ def summarise(ds: Dataset) -> DatasetSummary:
             "rows_read": [i["rows_read"] for i in inputs],
             "rows_kept": [i["rows_kept"] for i in inputs],
             "rows_quarantined": [i["rows_quarantined"] for i in inputs],
+            "observed_until": [_until(i) for i in inputs],
+            "observation_basis": [(i.get("observation") or {}).get("basis") for i in inputs],
         },
         schema={
             "name": pl.String,
@@ -295,6 +317,8 @@ def summarise(ds: Dataset) -> DatasetSummary:
             "rows_read": pl.Int64,
             "rows_kept": pl.Int64,
             "rows_quarantined": pl.Int64,
+            "observed_until": pl.Datetime("us", "UTC"),
+            "observation_basis": pl.String,
         },
     )
     reasons, examples, hidden = _quarantine(ds)
@@ -310,4 +334,6 @@ def summarise(ds: Dataset) -> DatasetSummary:
         quarantine_reasons=reasons,
         quarantine_examples=examples,
         quarantine_reasons_hidden=hidden,
+        observation_end=obs_end,
+        observation_end_basis=ds.observation_end_basis,
     )

@@ -15,7 +15,7 @@ import polars as pl
 
 from reliability._result import Result, fmt_num
 from reliability.errors import ReliabilityError
-from reliability.pipeline.config import InputSpec, PipelineConfig
+from reliability.pipeline.config import InputSpec, PipelineConfig, pipeline_terms
 from reliability.pipeline.steps.common import Context, sim_cluster_config
 from reliability.report.model import Section, Table, Text
 from reliability.store import Dataset, DatasetSummary
@@ -332,10 +332,16 @@ def _ingest(
             "rows_quarantined": pl.Int64,
         },
     )
-    notes = [{"path": shown(e), "note": n} for e in entries for n in e.get("notes") or []]
+    # a note naming an option (pass observed_at=) in the pipeline's terms, for the input it is on
+    index = {str(p.resolve()): spec.index for spec in specs for p in spec.paths}
+
+    def said(entry: dict, note: str) -> str:
+        i = index.get(str(entry.get("path")))
+        return note if i is None else pipeline_terms(note, i)
+
+    notes = [{"path": shown(e), "note": said(e, n)} for e in entries for n in e.get("notes") or []]
     reader_notes = pl.DataFrame(notes, schema={"path": pl.String, "note": pl.String})
     start, end = ds.observation_window() if entries else (None, None)
-    bases = sorted({(e.get("observation") or {}).get("basis") or "" for e in entries} - {""})
     return DataResult(
         kind=kind,
         dataset=ds.summary(),
@@ -345,7 +351,8 @@ def _ingest(
         reader_notes=reader_notes,
         observation_start=start,
         observation_end=end,
-        observation_basis="; ".join(bases) or "unknown",
+        # the basis of the input that sets the end ("now"): given at ingest, or inferred
+        observation_basis=(ds.observation_end_basis if entries else "") or "unknown",
     )
 
 

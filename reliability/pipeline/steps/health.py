@@ -6,6 +6,7 @@ Out-of-service intervals, open drains, repeat offenders, fleet availability
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from reliability.pipeline.steps.common import Context, notes_blocks, plot_block
 from reliability.report.actions import REPEAT_OFFENDER_MIN_FAILURES
 from reliability.report.model import Section, Table, Text
 
-__all__ = ["health_section", "node_health"]
+__all__ = ["health_section", "node_health", "now_text"]
 
 
 def node_health(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> NodeHealth:
@@ -45,6 +46,32 @@ def node_health(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> NodeHe
     from reliability.models import node_health as fit
 
     return fit(deps["cluster_data"].open(), attributed=deps["attribution"].jobs)
+
+
+def now_text(end: datetime | None, basis: str) -> str:
+    """Say what the report takes as "now" (the observation end) and why.
+
+    Parameters
+    ----------
+    end : datetime or None
+        The observation end [UTC].
+    basis : str
+        How it was found (:attr:`reliability.Dataset.observation_end_basis`).
+
+    Returns
+    -------
+    str
+        One sentence; inferred ends say how to give the export time.
+    """
+    if end is None:
+        return "The observation end is unknown (no timestamps in the data)."
+    text = f"'Now' is the observation end, {end:%Y-%m-%d %H:%M:%S} UTC: {basis or 'the latest time in the data'}"
+    if "latest" in (basis or "latest"):
+        text += (
+            " (a lower bound of when the data were exported: what was still open is open at "
+            "it; give each input's observed_at, `--observed-at` at ingest, for the export time)"
+        )
+    return text + "."
 
 
 def _n(k: int, what: str) -> str:
@@ -90,6 +117,7 @@ def health_section(h: NodeHealth, ctx: Context) -> list[Section]:
             + (f"; fleet availability {100 * fa:.2f}% of node-hours." if fa is not None else ".")
         )
     )
+    sec.blocks.append(Text(now_text(h.end, h.end_basis), kind="note"))
     now = h.open_now
     if now.height:
         hw = now.filter(pl.col("hardware"))

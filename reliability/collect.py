@@ -13,7 +13,12 @@ deduplicates records that overlapping windows share.
 
 What a time window cannot see (Slurm's semantics, not this module's): jobs that never became
 eligible inside the window (held, unmet dependency, cancelled while pending) are not selected
-by ``sacct --starttime``; they appear once they run or end.
+by ``sacct --starttime``; they appear once they run or end. The rerun of a job requeued in the
+window is such a record (its ``BeginTime`` is about two minutes after the requeue; a held
+rerun has none): so every job whose last record in the window's export is a requeue is asked
+for again by id (``sacct --jobs``, which lists every record of a job at any time), into
+``sacct_requeued.psv``. A run waiting to restart is then seen as open, and one whose held
+rerun was cancelled as ended.
 """
 
 from __future__ import annotations
@@ -35,7 +40,11 @@ import polars as pl
 from reliability._atomic import write_json_atomic
 from reliability._result import Result
 from reliability.errors import ReliabilityError
-from reliability.ingest.slurm_fields import sacct_export_args, sacctmgr_events_args
+from reliability.ingest.slurm_fields import (
+    sacct_export_args,
+    sacct_jobs_args,
+    sacctmgr_events_args,
+)
 from reliability.store import Dataset, IngestOutcome
 
 __all__ = ["OVERLAP_H", "CollectError", "CollectResult", "collect_slurm", "last_collected"]
@@ -46,6 +55,10 @@ OVERLAP_H = 1.0
 #: Environment of the Slurm commands: UTC, epoch times (no zone to guess when reading)
 CHILD_ENV = {"TZ": "UTC", "SLURM_TIME_FORMAT": "%s"}
 RAW = "raw"
+#: job ids per ``sacct --jobs`` command (bounds its argument list)
+JOBS_PER_QUERY = 500
+#: the last record of a job that means "its rerun may be pending" (see the module doc)
+_REQUEUE_STATES = ("REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED")
 #: sacct's window syntax; with TZ=UTC in the child, it is read as UTC
 _ARG_TIME = "%Y-%m-%dT%H:%M:%S"
 _DB_DOWN = re.compile(
@@ -78,7 +91,10 @@ class CollectResult(Result):
         One ingest outcome per raw export (empty for a dry run).
     requeue_exit_codes : tuple of int or None
         RequeueExit / RequeueExitHold of the cluster, when ``scontrol show config`` could be read
-        (pass them to :func:`reliability.attribute_failures`).
+        (pass them to :func:`reliability.attribute_failures`); None when it could not, and
+        ``requeue_exit_problem`` says why.
+    requeued_jobs : int
+        Jobs whose last record in the window's export was a requeue, asked for again by id.
     dry_run : bool
         Nothing was run.
     """
@@ -91,6 +107,8 @@ class CollectResult(Result):
     raw_dir: Path | None = None
     outcomes: tuple[IngestOutcome, ...] = ()
     requeue_exit_codes: tuple[int, ...] | None = None
+    requeue_exit_problem: str = ""
+    requeued_jobs: int = 0
     dry_run: bool = False
     notes: tuple[str, ...] = field(default=())
     title = "Slurm collection"
@@ -120,9 +138,22 @@ class CollectResult(Result):
         for o in self.outcomes:
             lines.append(o.line())
             lines += [f"  note: {n}" for n in o.notes]
+        if self.requeued_jobs:
+            lines.append(
+                f"{self.requeued_jobs:,} job(s) ended the window in a requeue: asked for again by "
+                "id (sacct --jobs) for their pending or cancelled reruns"
+            )
         if self.requeue_exit_codes is not None:
             codes = ",".join(map(str, self.requeue_exit_codes)) or "none"
             lines.append(f"RequeueExit/RequeueExitHold codes on this cluster: {codes}")
+        else:
+            lines.append(
+                "RequeueExit/RequeueExitHold codes: not read (`scontrol show config`: "
+                f"{self.requeue_exit_problem or 'failed'}). Without them a requeue the application "
+                "asked for (its exit code) counts as an admin requeue, or unknown: pass the codes "
+                "to `reliability analyze --requeue-exit-codes` ([analysis].requeue_exit_codes in "
+                "a pipeline); slurm.conf's RequeueExit and RequeueExitHold list them"
+            )
         return lines
 
 
@@ -207,17 +238,25 @@ def _run(args: list[str], env: dict[str, str], out: Path, timeout_s: float) -> N
         raise CollectError(f"{name} failed (exit status {proc.returncode}): {last}")
 
 
-def _requeue_codes(scontrol: str, env: dict[str, str], timeout_s: float) -> tuple[int, ...] | None:
-    """RequeueExit + RequeueExitHold from ``scontrol show config`` (None if unavailable)."""
+def _requeue_codes(
+    scontrol: str, env: dict[str, str], timeout_s: float
+) -> tuple[tuple[int, ...] | None, str]:
+    """RequeueExit + RequeueExitHold from ``scontrol show config``, or None and why not."""
     try:
         proc = subprocess.run(
             [scontrol, "show", "config"], capture_output=True, env=env,
             timeout=min(timeout_s, 30.0), check=False,
         )  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired):
-        return None
+    except FileNotFoundError:
+        return None, f"{scontrol} not found"
+    except subprocess.TimeoutExpired:
+        return None, f"no answer in {min(timeout_s, 30.0):g} s (slurmctld down or busy?)"
+    except OSError as exc:
+        return None, f"{scontrol} could not run ({exc.strerror or exc})"
     if proc.returncode != 0:
-        return None
+        err = proc.stderr.decode("utf-8", errors="replace").strip().splitlines()
+        last = err[-1] if err else "no message"
+        return None, f"exit status {proc.returncode}: {last} (slurmctld down?)"
     text = proc.stdout.decode("utf-8", errors="replace")
     codes: set[int] = set()
     found = False
@@ -226,7 +265,28 @@ def _requeue_codes(scontrol: str, env: dict[str, str], timeout_s: float) -> tupl
         if m:
             found = True
             codes.update(int(c) for c in re.findall(r"\d+", m.group(1)))
-    return tuple(sorted(codes)) if found else None
+    if not found:
+        return None, "it printed no RequeueExit or RequeueExitHold line"
+    return tuple(sorted(codes)), ""
+
+
+def _requeued_last(export: Path) -> list[str]:
+    """Job ids whose last allocation record in a sacct export is a requeue."""
+    from reliability.ingest import read_sacct
+
+    try:
+        jobs = read_sacct(export, tz="UTC").tables["jobs"]
+    except ReliabilityError:
+        return []  # the ingest that follows says what is wrong with the export
+    if jobs.height == 0:
+        return []
+    last = (
+        jobs.select("job_id", "start_time", "submit_time", pl.col("state").cast(pl.String))
+        .sort(["job_id", "start_time", "submit_time"], nulls_last=True)
+        .group_by("job_id", maintain_order=True)
+        .agg(pl.col("state").last())
+    )
+    return sorted(last.filter(pl.col("state").is_in(_REQUEUE_STATES))["job_id"].to_list())
 
 
 def collect_slurm(
@@ -333,11 +393,15 @@ def collect_slurm(
     try:
         _run(sacct_args, child_env, tmp / "sacct.psv", timeout_s)
         _run(events_args, child_env, tmp / "sacctmgr_events.psv", timeout_s)
-        codes = _requeue_codes(scontrol, child_env, timeout_s)
+        requeued = _requeued_last(tmp / "sacct.psv")
+        if requeued:
+            commands += _export_jobs(requeued, sacct, cluster, child_env, tmp, timeout_s)
+        codes, problem = _requeue_codes(scontrol, child_env, timeout_s)
         meta: dict[str, Any] = {
             "since": t_since.isoformat(), "until": t_until.isoformat(), "since_basis": basis,
             "cluster": cluster, "commands": list(commands),
             "requeue_exit_codes": None if codes is None else list(codes),
+            "requeue_exit_problem": problem, "requeued_jobs": requeued,
         }  # fmt: skip
         raw_dir = _place(tmp, raw_root, t_until, meta)
     finally:
@@ -352,10 +416,47 @@ def collect_slurm(
         replace=replace, **opts,
     )  # fmt: skip
     outcomes += ds.ingest("events", [raw_dir / "sacctmgr_events.psv"], **opts)
+    if (raw_dir / _REQUEUED).is_file():
+        # every record of those jobs, as of now: recorded with the window, like the main export
+        r_since, r_until, r_replace, r_notes = _window(ds, raw_dir / _REQUEUED, t_since, t_until)
+        notes += r_notes
+        outcomes += ds.ingest(
+            "slurm", [raw_dir / _REQUEUED], window_start=r_since, window_end=r_until,
+            replace=r_replace, **opts,
+        )  # fmt: skip
     return CollectResult(
         into, t_since, t_until, basis, commands, raw_dir, tuple(outcomes), codes,
-        notes=tuple(notes),
+        requeue_exit_problem=problem, requeued_jobs=len(requeued), notes=tuple(notes),
     )  # fmt: skip
+
+
+#: the raw export of the jobs asked for again by id
+_REQUEUED = "sacct_requeued.psv"
+
+
+def _export_jobs(
+    job_ids: list[str], sacct: str, cluster: str | None, env: dict[str, str], tmp: Path,
+    timeout_s: float,
+) -> tuple[str, ...]:  # fmt: skip
+    """Export every record of ``job_ids`` (``sacct --jobs``) into ``tmp/sacct_requeued.psv``.
+
+    In batches of :data:`JOBS_PER_QUERY` ids; the header is kept once. Returns the commands.
+    """
+    commands = []
+    out = tmp / _REQUEUED
+    with open(out, "wb") as fh:
+        for i in range(0, len(job_ids), JOBS_PER_QUERY):
+            args = sacct_jobs_args(job_ids[i : i + JOBS_PER_QUERY])
+            args[0] = sacct
+            if cluster:
+                args.insert(1, f"--clusters={cluster}")
+            part = tmp / f".{_REQUEUED}.{i}"
+            _run(args, env, part, timeout_s)
+            lines = part.read_bytes().splitlines(keepends=True)
+            part.unlink()
+            fh.write(b"".join(lines if i == 0 else lines[1:]))
+            commands.append(_shell(args, CHILD_ENV))
+    return tuple(commands)
 
 
 def _window(
@@ -397,7 +498,7 @@ def _place(tmp: Path, raw_root: Path, until: datetime, meta: dict[str, Any]) -> 
     that arrived since) go to ``raw/<until>-2/``..., so no ingested file is ever rewritten.
     """
     stem = until.strftime("%Y%m%dT%H%M%SZ")
-    exports = ("sacct.psv", "sacctmgr_events.psv")
+    exports = ("sacct.psv", "sacctmgr_events.psv", _REQUEUED)
     for n in range(1, 1000):
         target = raw_root / (stem if n == 1 else f"{stem}-{n}")
         if not target.exists():
@@ -405,7 +506,8 @@ def _place(tmp: Path, raw_root: Path, until: datetime, meta: dict[str, Any]) -> 
             tmp.rename(target)
             return target
         if all(
-            (target / f).is_file() and (target / f).read_bytes() == (tmp / f).read_bytes()
+            (target / f).is_file() == (tmp / f).is_file()
+            and (not (tmp / f).is_file() or (target / f).read_bytes() == (tmp / f).read_bytes())
             for f in exports
         ):
             return target

@@ -52,7 +52,8 @@ EVENTS = (
 @pytest.fixture
 def fake_slurm(tmp_path: Path):
     """bin/ with sacct, sacctmgr, scontrol scripts; each appends its argv and environment
-    (TZ, SLURM_TIME_FORMAT) as a JSON line to calls.jsonl and prints out/<name>."""
+    (TZ, SLURM_TIME_FORMAT) as a JSON line to calls.jsonl and prints out/<name> (sacct
+    --jobs=...: out/sacct.jobs when it exists)."""
     b, out = tmp_path / "bin", tmp_path / "out"
     b.mkdir()
     out.mkdir()
@@ -64,6 +65,8 @@ def fake_slurm(tmp_path: Path):
             f'printf \'{{"cmd": "{name}", "tz": "%s", "fmt": "%s", "argv": "%s"}}\\n\' '
             f'"$TZ" "$SLURM_TIME_FORMAT" "$*" >> {calls}\n'
             f'if [ -f {out}/{name}.fail ]; then cat {out}/{name}.fail >&2; exit 1; fi\n'
+            # sacct --jobs=...: every record of those jobs (out/sacct.jobs), else the window's
+            f'case "$*" in *--jobs=*) [ -f {out}/{name}.jobs ] && exec cat {out}/{name}.jobs;; esac\n'
             f"cat {out}/{name}\n"
         )  # fmt: skip
         script.chmod(script.stat().st_mode | stat.S_IEXEC)
@@ -92,7 +95,10 @@ def test_collect_runs_the_complete_export_in_utc_and_ingests_it(fake_slurm, tmp_
     out, env, calls = fake_slurm
     (out / "sacct").write_text(_export(RECORDS))
     r = collect_slurm(tmp_path / "ds", since="2021-03-01T10:00:00", until=T, env=env)
-    sacct, sacctmgr, _scontrol = calls()
+    sacct, sacctmgr, by_id, _scontrol = calls()
+    # job 2's last record is a requeue: every record of it asked for again by id, no window
+    assert by_id["argv"].split() == ["--allusers", "--duplicates", "--parsable2", "--jobs=2",
+                                     f"--format={RECOMMENDED_FORMAT}"]  # fmt: skip
     # the child sees UTC and epoch times whatever the caller's environment says
     assert (sacct["tz"], sacct["fmt"], sacctmgr["tz"], sacctmgr["fmt"]) == (
         "UTC",
@@ -144,7 +150,8 @@ def test_auto_since_overlaps_the_last_collection_and_reruns_are_idempotent(fake_
     assert Dataset(tmp_path / "ds").observation_end == later + timedelta(hours=1)
     assert Dataset(tmp_path / "ds").jobs.height == 3
     assert any("window extended" in n for n in quiet.notes)
-    assert len(calls()) == 4 * 3
+    # 4 collections of sacct, sacctmgr, scontrol; the last 3 also ask for job 2 by id
+    assert len(calls()) == 4 * 3 + 3
 
 
 def test_dry_run_prints_the_commands_and_runs_nothing(fake_slurm, tmp_path, capsys, monkeypatch):
@@ -190,3 +197,68 @@ def test_errors_are_clear(fake_slurm, tmp_path, capsys, monkeypatch):
     assert cli_main(["collect", "slurm", "--into", str(ds), "--since", "2021-03-01T00:00:00Z",
                      "--until", "2021-03-01T01:00:00Z"]) == 2  # fmt: skip
     assert "error: sacct could not reach the accounting database" in capsys.readouterr().err
+
+
+def _pending(job: str, submit: datetime, state: str = "PENDING", end: str = "Unknown") -> str:
+    return _sacct_line(
+        JobID=job, JobIDRaw=job, Cluster="c1", Partition="batch", Account="a", User="u",
+        QOS="normal", Priority="1", State=state, ExitCode="0:0", Submit=_epoch(submit),
+        Start="Unknown", End=end, Timelimit="01:00:00", NNodes="1", JobName="j",
+        AllocTRES="", ReqTRES="cpu=1,node=1", NodeList="None assigned",
+    )  # fmt: skip
+
+
+def test_a_requeued_job_is_asked_for_by_id_and_its_waiting_run_is_open(fake_slurm, tmp_path):
+    """Issue 37: a time-windowed sacct does not list the pending rerun of a job requeued in
+    the window (its BeginTime is later). collect asks for it by id; the run is then open at
+    the window's end, measured up to it: job 2 submitted T-9 min, ran 1 min, requeued at
+    T-8 min, pending since: wall 9 min."""
+    from reliability.models import job_run_ettr
+
+    out, env, _ = fake_slurm
+    (out / "sacct").write_text(_export(RECORDS))
+    by_id = [r for r in RECORDS if r["id"] == "2"]
+    (out / "sacct.jobs").write_text(_export(by_id) + _pending("2", T - timedelta(minutes=8)) + "\n")
+    r = collect_slurm(tmp_path / "ds", since="2021-03-01T10:00:00", until=T, env=env)
+    assert r.requeued_jobs == 1
+    assert (r.raw_dir / "sacct_requeued.psv").is_file()
+    ds = Dataset(tmp_path / "ds")
+    two = ds.jobs.filter(pl.col("job_id") == "2").sort("attempt")
+    assert two["state"].cast(pl.String).to_list() == ["REQUEUED", "PENDING"]
+    assert ds.observation_end == T
+    runs = job_run_ettr(ds).runs.filter(pl.col("job_id") == "2").row(0, named=True)
+    assert runs["open"]
+    assert runs["wall_h"] == pytest.approx(9 / 60)
+
+
+def test_a_held_rerun_cancelled_is_seen_by_id_and_the_run_ends(fake_slurm, tmp_path):
+    """The rerun was held and cancelled before it became eligible: no window lists it, the
+    query by id does (CANCELLED, never started), and the run is not open."""
+    from reliability.models import job_run_ettr
+
+    out, env, _ = fake_slurm
+    (out / "sacct").write_text(_export(RECORDS))
+    cancel = T - timedelta(minutes=5)
+    (out / "sacct.jobs").write_text(
+        _export([r for r in RECORDS if r["id"] == "2"])
+        + _pending("2", T - timedelta(minutes=8), "CANCELLED by 0", _epoch(cancel))
+        + "\n"
+    )
+    collect_slurm(tmp_path / "ds", since="2021-03-01T10:00:00", until=T, env=env)
+    ds = Dataset(tmp_path / "ds")
+    runs = job_run_ettr(ds).runs.filter(pl.col("job_id") == "2").row(0, named=True)
+    assert not runs["open"]
+
+
+def test_requeue_exit_codes_not_read_is_said_with_what_it_changes(fake_slurm, tmp_path):
+    out, env, _ = fake_slurm
+    (out / "sacct").write_text(_export(RECORDS[:2]))
+    (out / "scontrol.fail").write_text(
+        "slurm_load_ctl_conf error: Unable to contact slurm controller (connect failure)\n"
+    )
+    r = collect_slurm(tmp_path / "ds", since="2021-03-01T10:00:00", until=T, env=env)
+    assert r.requeue_exit_codes is None
+    text = str(r)
+    assert "RequeueExit/RequeueExitHold codes: not read" in text
+    assert "Unable to contact slurm controller" in text
+    assert "--requeue-exit-codes" in text

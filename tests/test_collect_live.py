@@ -281,15 +281,21 @@ def test_second_collection_adds_only_the_new_records(scenario, cluster):
         r: [s for s, _ in _attempts(final, j[r])]
         for r in ("preempted", "preemptor", "prolog", "xid_crash")
     }
+    # the prolog job's held rerun, cancelled before it became eligible, is a record that no
+    # sacct time window selects (Slurm's semantics): collect asks for the job by id, since its
+    # last record in the window was a requeue, and so sees that the run ended
     assert new == {"preempted": ["PREEMPTED", "COMPLETED"], "preemptor": ["COMPLETED"],
-                   "prolog": ["REQUEUED"], "xid_crash": ["FAILED"]}  # fmt: skip
-    # (the prolog job's held rerun, cancelled before it became eligible, is a record that no
-    # sacct time window selects: Slurm's semantics, see reliability.collect)
+                   "prolog": ["REQUEUED", "CANCELLED"], "xid_crash": ["FAILED"]}  # fmt: skip
+    assert second.requeued_jobs == 1
     assert final.height == before.height + sum(map(len, new.values()))
-    # against sacct itself, over the whole time: one row per allocation record
+    # against sacct itself, over the whole time: one row per allocation record (the window's,
+    # and the prolog job's by id)
     out = cluster.run("sacct", "-a", "-X", "-D", "-n", "-P", "-S", f"{scenario.begin:%Y-%m-%dT%H:%M:%S}",
                       "-E", f"{second.until:%Y-%m-%dT%H:%M:%S}", "--format=JobID,State")  # fmt: skip
-    records = sorted(tuple(line.split("|")) for line in out.splitlines() if line)
+    out += cluster.run(
+        "sacct", "-a", "-X", "-D", "-n", "-P", "-j", j["prolog"], "--format=JobID,State"
+    )
+    records = sorted(set(tuple(line.split("|")) for line in out.splitlines() if line))
     got = sorted(final.select("job_id", pl.col("state").cast(pl.String)).rows())
     assert got == sorted((jid, st.split(" ")[0]) for jid, st in records)
 
@@ -344,7 +350,7 @@ def test_rerun_is_idempotent(scenario, cluster):
     again = collect_slurm(scenario.ds.path, since=scenario.second.since, until=scenario.second.until,
                           env={"SLURM_CONF": cluster.env["SLURM_CONF"]})  # fmt: skip
     assert again.raw_dir == scenario.second.raw_dir  # same window, same bytes: same raw folder
-    assert [o.status for o in again.outcomes] == ["unchanged", "unchanged"]
+    assert [o.status for o in again.outcomes] == ["unchanged", "unchanged", "unchanged"]
     after = _snapshot(scenario.ds)
     for t in before:
         assert after[t].equals(before[t]), t
@@ -363,6 +369,35 @@ def test_cli_collect_and_dry_run(scenario, cluster, monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "raw exports:" in out
     assert scenario.ds.jobs.sort("job_id", "attempt").equals(before.sort("job_id", "attempt"))
+
+
+def test_an_inflight_requeue_is_an_open_run(scenario, cluster, tmp_path):
+    """Issue 37: a job requeued just before the collection waits for its BeginTime (~2 min), so
+    the window's sacct does not list its pending rerun; collect asks for it by id, and the run
+    is open at the window's end (censored), not finished."""
+    from reliability.models import job_run_ettr
+
+    c = cluster
+    begin = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=5)
+    job = c.sbatch("-J", "inflight", "-w", c.nodes[0], "--requeue")
+    wait_until(lambda: c.queue_state(job) == "RUNNING", "in-flight job running")
+    c.run("scontrol", "requeue", job)
+    wait_until(lambda: c.queue_state(job) == "PENDING", "requeued job pending")
+    # slurmdbd records the pending rerun a moment after the requeue
+    wait_until(lambda: [st for st, _ in c.records(job)] == ["REQUEUED", "PENDING"], "rerun record")
+    # not in the window's export (its BeginTime is ~2 min away)
+    window = c.run("sacct", "-a", "-X", "-D", "-n", "-P", "-S", f"{begin:%Y-%m-%dT%H:%M:%S}",
+                   "-E", "now", "--format=JobID,State")  # fmt: skip
+    assert [ln for ln in window.splitlines() if ln.startswith(f"{job}|")] == [f"{job}|REQUEUED"]
+    r = collect_slurm(tmp_path / "ds", since=begin, env={"SLURM_CONF": c.env["SLURM_CONF"]})
+    assert r.requeued_jobs == 1
+    jobs = Dataset(tmp_path / "ds").jobs.filter(pl.col("job_id") == job).sort("attempt")
+    assert jobs["state"].cast(pl.String).to_list() == ["REQUEUED", "PENDING"]
+    run = job_run_ettr(Dataset(tmp_path / "ds")).runs.filter(pl.col("job_id") == job)
+    assert run["open"].to_list() == [True]
+    end = r.until
+    assert run["last_end"].to_list() == [end]
+    c.run("scancel", job)
 
 
 def test_zz_slurmdbd_down_is_a_clear_error(scenario, cluster):

@@ -161,6 +161,59 @@ def test_run_ettr_by_hand():
     assert none.filter(pl.col("job_id") == "1")["lost_h"][0] == pytest.approx(2.5)
 
 
+def test_a_run_waiting_to_restart_at_the_end_is_open_not_finished():
+    """Issue 37: a run whose last record is its pending rerun, or a requeue just before the
+    export, is open: its wall time runs to the observation end (12 h here), censored. By hand,
+    Δt = 2 h: run 1 queued 1 h, ran 1-9 h (8 h, all kept), requeued by hardware, its rerun
+    listed PENDING: wall 12 h, queue 4 h, ETTR so far 8/12. Run 2 ran 1-11.95 h and was
+    requeued 3 min before the export (its rerun not listed yet): wall 12 h. Run 3 was requeued
+    at 9 h with no later record (held, or cancelled while held): open, censored at the requeue
+    (wall 9 h). Run 4 was requeued and then finished; run 5 requeued, then cancelled while
+    pending (its last record CANCELLED): both closed."""
+    end = datetime(2025, 1, 1, 12, tzinfo=UTC)
+    pending = _attempt("1", 1, 9, 0, 0, "PENDING") | {"start_time": None, "end_time": None}
+    cancelled = _attempt("5", 1, 9, 0, 0, "CANCELLED") | {"start_time": None}
+    jobs = pl.DataFrame([
+        _attempt("1", 0, 0, 1, 9, "REQUEUED", domain="hardware"), pending,
+        _attempt("2", 0, 0, 1, 11.95, "REQUEUED", domain="hardware"),
+        _attempt("3", 0, 0, 1, 9, "REQUEUED", domain="hardware"),
+        _attempt("4", 0, 0, 1, 9, "REQUEUED", domain="hardware"),
+        _attempt("4", 1, 9, 9, 9.5, "COMPLETED"),
+        _attempt("5", 0, 0, 1, 9, "REQUEUED", domain="hardware"), cancelled,
+    ])  # fmt: skip
+    res = job_run_ettr(jobs, ckpt_interval_h=2.0, restart_h=U0, observation_end=end)
+    r = {row["job_id"]: row for row in res.runs.iter_rows(named=True)}
+    one = r["1"]
+    assert one["open"]
+    assert one["wall_h"] == pytest.approx(12.0)
+    assert one["queue_h"] == pytest.approx(4.0)
+    assert one["ettr"] == pytest.approx(8.0 / 12.0)
+    # the wait after a hardware interruption stays in the hardware-only ETTR (from 1 h)
+    assert one["ettr_hardware"] == pytest.approx(8.0 / 11.0)
+    assert r["2"]["open"]
+    assert r["2"]["wall_h"] == pytest.approx(12.0)
+    assert r["3"]["open"]
+    assert r["3"]["wall_h"] == pytest.approx(9.0)
+    assert not r["4"]["open"]
+    assert r["4"]["wall_h"] == pytest.approx(9.5)
+    assert not r["5"]["open"]
+    assert r["5"]["wall_h"] == pytest.approx(9.0)
+    assert any(n.startswith("2 runs wait to run again") for n in res.notes)
+    assert any(n.startswith("1 runs end in a requeue more than 10 min") for n in res.notes)
+    # a preempted run waiting to restart (PreemptMode=REQUEUE: its rerun pending): the wait so
+    # far is the preemption's cost; PREEMPTED alone may be PreemptMode=CANCEL: it ended
+    rerun = _attempt("6", 1, 9, 0, 0, "PENDING") | {"start_time": None, "end_time": None}
+    pre = pl.DataFrame([_attempt("6", 0, 0, 1, 9, "PREEMPTED", domain="preemption"), rerun])
+    p = job_run_ettr(pre, ckpt_interval_h=2.0, restart_h=U0, observation_end=end).runs.row(
+        0, named=True
+    )
+    assert p["open"]
+    assert p["ettr"] == pytest.approx(8.0 / 12.0)
+    assert p["ettr_hardware"] == pytest.approx(1.0)
+    alone = job_run_ettr(pre.head(1), ckpt_interval_h=2.0, restart_h=U0, observation_end=end).runs
+    assert not alone["open"][0]
+
+
 @pytest.fixture(scope="module")
 def simulated(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("ettr")

@@ -23,6 +23,7 @@ __all__ = [
     "TEXT_FIELDS",
     "USED_FIELDS",
     "sacct_export_args",
+    "sacct_jobs_args",
     "sacctmgr_events_args",
 ]
 
@@ -77,6 +78,30 @@ def sacct_export_args(start: str, end: str) -> list[str]:
     return [
         "sacct", "--allusers", "--duplicates", "--parsable2", "--starttime", start,
         "--endtime", end, f"--format={RECOMMENDED_FORMAT}",
+    ]  # fmt: skip
+
+
+def sacct_jobs_args(job_ids: list[str]) -> list[str]:
+    """Build the ``sacct`` arguments that export every record of the given jobs, at any time.
+
+    With ``--jobs`` and no window, sacct lists every record of those jobs, including a pending
+    rerun whose ``BeginTime`` lies after the window a time-windowed export asked for (which that
+    export leaves out) and a held rerun cancelled before it became eligible. Run them with
+    ``SLURM_TIME_FORMAT=%s``.
+
+    Parameters
+    ----------
+    job_ids : list of str
+        Job ids as sacct prints them (``123``, ``123_4``).
+
+    Returns
+    -------
+    list of str
+        The argument vector, ``sacct`` first.
+    """
+    return [
+        "sacct", "--allusers", "--duplicates", "--parsable2", f"--jobs={','.join(job_ids)}",
+        f"--format={RECOMMENDED_FORMAT}",
     ]  # fmt: skip
 
 

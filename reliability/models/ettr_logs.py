@@ -30,9 +30,18 @@ Per run:
   :func:`reliability.models.expected_ettr` and the planner model (they count hardware
   interruptions at rate N·r_f), so measured and expected ETTR compare like with like.
 
-Runs still going at the observation end (an attempt RUNNING or SUSPENDED, or ending after
-it) are censored there: their ETTR so far, over their wall time until the observation end;
-``open`` marks them.
+Runs still going at the observation end are **open** (censored): ``open`` marks them and their
+ETTR is the ETTR so far. A run is open when an attempt runs past the end (RUNNING, SUSPENDED,
+or an end after it), or when its last record (started or not) is one a job holds while it
+waits to run again (:data:`OPEN_RUN_STATES`):
+
+- PENDING, REQUEUE_HOLD or REQUEUE_FED (the rerun of a requeued job, listed): it waits at the
+  end, so its wall time runs to the end and the wait counts as queue time so far;
+- REQUEUED with no later record: Slurm lists the pending rerun once it is eligible, about two
+  minutes after the requeue (``BeginTime``), so a requeue within :data:`REQUEUE_LISTED_S` of the
+  end is waiting at the end (measured to it); an older one was held, or cancelled while held,
+  which a time-windowed ``sacct`` does not show: it is censored at the requeue, the last time
+  its state is known (``reliability collect`` asks sacct for such jobs by id, which lists them).
 
 Aggregates state their weights: ``ettr_by_run`` is the mean of the runs' ETTRs,
 ``ettr_by_gpu_time`` is Σ gpus·productive / Σ gpus·wall (null for CPU-only jobs, which have no
@@ -54,9 +63,14 @@ from reliability.models.mttf import HARDWARE, attributed_jobs, size_bucket
 if TYPE_CHECKING:
     from reliability.store import Dataset
 
-__all__ = ["RunETTR", "job_run_ettr"]
+__all__ = ["OPEN_RUN_STATES", "REQUEUE_LISTED_S", "RunETTR", "job_run_ettr"]
 
 INTERRUPTING_STATES = ("NODE_FAIL", "PREEMPTED", "REQUEUED")
+#: a run whose last record is in one of these at the observation end has not ended
+OPEN_RUN_STATES = ("RUNNING", "SUSPENDED", "PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED")
+#: how long after a requeue a time-windowed sacct may still not list the pending rerun [s]:
+#: Slurm sets the rerun's BeginTime about 121 s after the requeue (and slurmdbd may lag)
+REQUEUE_LISTED_S = 600.0
 INTERRUPTING_DOMAINS = ("hardware", "infrastructure", "system_software")
 
 
@@ -224,6 +238,7 @@ def job_run_ettr(
     if missing:
         raise ValueError(f"run_key column(s) {missing} not in the jobs table")
     started, n_open = clip_attempts(jobs, obs_end)
+    waiting = _waiting_runs(jobs, key, obs_end)
     started = started.with_columns(end_time=pl.col("stop"))
     never = jobs.select(key).unique().height - started.select(key).unique().height
     if never:
@@ -300,55 +315,69 @@ def job_run_ettr(
     # QoS where the logs have it, else the numeric priority
     classes = [pl.col(c).cast(pl.String) for c in ("qos", "priority") if c in a.columns]
     prio = pl.coalesce(classes) if classes else pl.lit(None, pl.String)
-    runs = (
-        a.group_by("_rid", maintain_order=True)  # run order = the sorted key order
-        .agg(
-            *[pl.col(c).first() for c in key],
-            attempts=pl.len(),
-            interruptions=pl.col("interrupted").sum().cast(pl.Int64),
-            hw_interruptions=(pl.col("cause") == "hardware").sum().cast(pl.Int64),
-            preemptions=(pl.col("cause") == "preemption").sum().cast(pl.Int64),
-            other_interruptions=(pl.col("cause") == "other").sum().cast(pl.Int64),
-            gpus=pl.col("n_accelerators").max().cast(pl.Int64),
-            priority_class=prio.first().fill_null("unknown"),
-            first_submit=pl.col("submit_time").min(),
-            first_start=pl.col("start_time").min(),
-            last_end=pl.col("end_time").max(),
-            final_state=pl.col("state").last().cast(pl.String),
-            open=pl.col("open").any(),
-            scheduled_h=pl.col("elapsed_h").sum(),
-            overhead_h=pl.col("overhead_h").sum(),
-            lost_h=pl.col("lost_h").sum(),
-            lost_hw_h=pl.when(pl.col("cause") == "hardware")
-            .then(pl.col("lost_h"))
-            .otherwise(0.0)
-            .sum(),
-            non_hw_cost_h=pl.col("non_hw_cost_h").sum(),
-        )
-        .with_columns(
-            wall_h=(
-                pl.col("last_end") - pl.min_horizontal("first_submit", "first_start")
-            ).dt.total_microseconds()
-            / 1e6
-            / 3600.0,
-        )
-        .with_columns(
-            queue_h=(pl.col("wall_h") - pl.col("scheduled_h")).clip(0.0),
-            productive_h=pl.col("scheduled_h") - pl.col("overhead_h") - pl.col("lost_h"),
-            # from the first start: the closed forms model a job that runs (with a wait after
-            # each interruption), not its first wait in the queue
-            wall_hw_h=(
-                pl.col("wall_h")
-                - pl.col("non_hw_cost_h")
-                - (pl.col("first_start") - pl.col("first_submit"))
-                .dt.total_microseconds()
-                .clip(0)
-                .fill_null(0)  # (a run that never started: its whole wall time, as before)
-                / 1e6
-                / 3600.0
-            ).clip(0.0),
-        )
+    runs = a.group_by("_rid", maintain_order=True).agg(  # run order = the sorted key order
+        *[pl.col(c).first() for c in key],
+        attempts=pl.len(),
+        interruptions=pl.col("interrupted").sum().cast(pl.Int64),
+        hw_interruptions=(pl.col("cause") == "hardware").sum().cast(pl.Int64),
+        preemptions=(pl.col("cause") == "preemption").sum().cast(pl.Int64),
+        other_interruptions=(pl.col("cause") == "other").sum().cast(pl.Int64),
+        gpus=pl.col("n_accelerators").max().cast(pl.Int64),
+        priority_class=prio.first().fill_null("unknown"),
+        first_submit=pl.col("submit_time").min(),
+        first_start=pl.col("start_time").min(),
+        last_end=pl.col("end_time").max(),
+        last_cause=pl.col("cause").last(),
+        final_state=pl.col("state").last().cast(pl.String),
+        open=pl.col("open").any(),
+        scheduled_h=pl.col("elapsed_h").sum(),
+        overhead_h=pl.col("overhead_h").sum(),
+        lost_h=pl.col("lost_h").sum(),
+        lost_hw_h=pl.when(pl.col("cause") == "hardware")
+        .then(pl.col("lost_h"))
+        .otherwise(0.0)
+        .sum(),
+        non_hw_cost_h=pl.col("non_hw_cost_h").sum(),
     )
+    runs = _open_waiting(runs, waiting, key, obs_end)
+    runs = runs.with_columns(
+        wall_h=(
+            pl.col("last_end") - pl.min_horizontal("first_submit", "first_start")
+        ).dt.total_microseconds()
+        / 1e6
+        / 3600.0,
+    ).with_columns(
+        queue_h=(pl.col("wall_h") - pl.col("scheduled_h")).clip(0.0),
+        productive_h=pl.col("scheduled_h") - pl.col("overhead_h") - pl.col("lost_h"),
+        # from the first start: the closed forms model a job that runs (with a wait after
+        # each interruption), not its first wait in the queue
+        wall_hw_h=(
+            pl.col("wall_h")
+            - pl.col("non_hw_cost_h")
+            - (pl.col("first_start") - pl.col("first_submit"))
+            .dt.total_microseconds()
+            .clip(0)
+            .fill_null(0)  # (a run that never started: its whole wall time, as before)
+            / 1e6
+            / 3600.0
+        ).clip(0.0),
+    )
+    runs = runs.drop("last_cause")
+    n_waiting = int(runs.get_column("waiting").sum()) if runs.height else 0
+    n_held = int(runs.get_column("censored_at_requeue").sum()) if runs.height else 0
+    runs = runs.drop("waiting", "censored_at_requeue")
+    if n_waiting:
+        notes.append(
+            f"{n_waiting:,} runs wait to run again at the observation end (a pending or held rerun, "
+            "or a requeue just before the end): open, measured up to it (censored), not finished"
+        )
+    if n_held:
+        notes.append(
+            f"{n_held:,} runs end in a requeue more than {REQUEUE_LISTED_S / 60:.0f} min before the "
+            "observation end with no later record: a rerun held, or cancelled while held (a "
+            "time-windowed sacct lists neither); open, censored at the requeue. `sacct -j` with "
+            "their job ids (what `reliability collect` runs) says which"
+        )
     zero = runs.filter(pl.col("wall_h") <= 0).height
     if zero:
         notes.append(f"{zero:,} runs with zero wall time (no ETTR) are left out")
@@ -373,3 +402,64 @@ def job_run_ettr(
         runs=runs, ckpt_interval_h=dt, restart_h=restart_h, lost_work=lost_work,
         observation_end=obs_end, notes=notes,
     )  # fmt: skip
+
+
+def _waiting_runs(jobs: pl.DataFrame, key: list[str], obs_end: datetime | None) -> pl.DataFrame:
+    """Return the runs whose last record waits to run again at the observation end.
+
+    The last record by start (a record that never started, e.g. the pending rerun of a
+    requeued job, comes last), then submit time: PENDING, REQUEUED or held. ``extend``: the run
+    is known to wait at the end (a listed rerun, or a requeue too recent for its rerun to be
+    listed), so its wall time runs to the end.
+    """
+    schema = {**{c: jobs.schema[c] for c in key}, "extend": pl.Boolean}
+    if obs_end is None or jobs.height == 0:
+        return pl.DataFrame(schema=schema)
+    end = pl.lit(obs_end).cast(pl.Datetime("us", "UTC"))
+    last = (
+        jobs.select(*key, "start_time", "submit_time", "end_time", "state")
+        .sort([*key, "start_time", "submit_time"], nulls_last=True)
+        .group_by(key, maintain_order=True)
+        .agg(pl.col("state").last().cast(pl.String), pl.col("submit_time", "end_time").last())
+    )
+    # a record submitted after the end is outside the observation: it does not hold the run open
+    last = last.filter(
+        pl.col("state").is_in(["PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED"])
+        & (pl.col("submit_time").is_null() | (pl.col("submit_time") <= end))
+    )
+    recent = (end - pl.col("end_time")).dt.total_microseconds() <= int(REQUEUE_LISTED_S * 1e6)
+    return last.select(*key, extend=(pl.col("state") != "REQUEUED") | recent.fill_null(False)).cast(
+        schema
+    )  # type: ignore[arg-type]
+
+
+def _open_waiting(
+    runs: pl.DataFrame, waiting: pl.DataFrame, key: list[str], obs_end: datetime | None
+) -> pl.DataFrame:
+    """Mark the runs waiting to run again as open; those known to wait at the end run to it.
+
+    The wait since their last attempt ended is queue time so far; when that attempt was
+    preempted or otherwise interrupted (not by hardware), it is also what the interruption has
+    cost so far (left out of ``ettr_hardware``). ``waiting`` / ``censored_at_requeue`` count
+    the two kinds for the notes.
+    """
+    if obs_end is None or waiting.height == 0:
+        return runs.with_columns(waiting=pl.lit(False), censored_at_requeue=pl.lit(False))
+    end = pl.lit(obs_end).cast(pl.Datetime("us", "UTC"))
+    runs = runs.join(
+        waiting.with_columns(_w=pl.lit(True)), on=key, how="left", nulls_equal=True,
+        maintain_order="left",
+    )  # fmt: skip
+    w = ~pl.col("open") & pl.col("_w").fill_null(False) & (pl.col("last_end") <= end)
+    run_on = w & pl.col("extend")
+    tail_h = (end - pl.col("last_end")).dt.total_microseconds() / 1e6 / 3600.0
+    return runs.with_columns(
+        non_hw_cost_h=pl.col("non_hw_cost_h")
+        + pl.when(run_on & pl.col("last_cause").is_in(["preemption", "other"]))
+        .then(tail_h)
+        .otherwise(0.0),
+        last_end=pl.when(run_on).then(end).otherwise(pl.col("last_end")),
+        open=pl.col("open") | w,
+        waiting=run_on,
+        censored_at_requeue=w & ~pl.col("extend"),
+    ).drop("_w", "extend")

@@ -19,13 +19,13 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 from reliability._version import __version__
 from reliability.errors import ReliabilityError, spell_options
 from reliability.ingest import READERS
-from reliability.store import Dataset
+from reliability.store import Dataset, IngestOutcome
 
 __all__ = ["main"]
 
@@ -299,12 +299,27 @@ def _ingest_into(args: argparse.Namespace) -> int:
         print(o.line())
         for note in o.notes:
             print(f"  note: {_cli_terms(note, args)}")
+        _mtime_hint(o)
         quarantined += o.rows_quarantined if o.status != "unchanged" else 0
     if quarantined:
         print(
             f"{quarantined} row(s) quarantined: see `reliability info {args.into}` and the quarantine table"
         )
     return 0
+
+
+def _mtime_hint(outcome: IngestOutcome) -> None:
+    """After a note that the export time was inferred, offer the file's modification time."""
+    from reliability.store.observation import INFERRED_NOTE_END
+
+    if not any(INFERRED_NOTE_END in n for n in outcome.notes) or outcome.path == "-":
+        return
+    try:
+        t = datetime.fromtimestamp(Path(outcome.path).stat().st_mtime, UTC)
+    except OSError:
+        return
+    print(f"  note: {outcome.path} was last written at {t:%Y-%m-%dT%H:%M:%SZ}: if that is when it "
+          f"was exported, ingest it with --replace --observed-at {t:%Y-%m-%dT%H:%M:%SZ}")  # fmt: skip
 
 
 def _analyze(args: argparse.Namespace) -> int:

@@ -9,6 +9,7 @@ folder and never imports the simulator (data flows one way: sim -> files -> inge
 from __future__ import annotations
 
 import json
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from reliability.errors import ReliabilityError
@@ -40,6 +41,8 @@ def ingest_simulation(out: str | Path, dataset: str | Path) -> list[IngestOutcom
     try:
         m = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
         files, tz, cluster = m["ingest"], m["tz"], m["cluster"]
+        # the exports are taken at the end of the run: what is still open is open then
+        end = datetime.fromisoformat(m["start"]) + timedelta(days=float(m["days"]))
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ReliabilityError(
             f"{out}: not a simulator output folder (manifest.json unreadable: {exc})"
@@ -51,7 +54,7 @@ def ingest_simulation(out: str | Path, dataset: str | Path) -> list[IngestOutcom
         if not paths:
             continue
         if kind in ("slurm", "events"):
-            outcomes += ds.ingest(kind, paths, tz=tz)
+            outcomes += ds.ingest(kind, paths, tz=tz, observed_at=end)
         else:
-            outcomes += ds.ingest(kind, paths, cluster=cluster)
+            outcomes += ds.ingest(kind, paths, cluster=cluster, observed_at=end)
     return outcomes

@@ -148,8 +148,9 @@ def test_cli_observed_at_and_info(tmp_path: Path) -> None:
     d = str(tmp_path / "ds")
     r = _cli("ingest", "events", str(events), "--into", d, "--tz", "UTC")
     assert r.returncode == 0, r.stderr
-    # the note speaks the CLI's language
+    # the note speaks the CLI's language, and offers the file's modification time
     assert "--observed-at" in r.stdout
+    assert "was last written at" in r.stdout
     assert "observed_at=" not in r.stdout
     r = _cli("ingest", "slurm", str(sacct), "--into", d, "--tz", "UTC",
              "--observed-at", "2025-03-01T12:00:00+00:00")  # fmt: skip

@@ -30,7 +30,7 @@ def _health(open_rows: list[dict], offenders: list[dict]) -> SimpleNamespace:
     off = pl.DataFrame(
         offenders,
         schema={"cluster": pl.String, "node": pl.String, "failures": pl.Int64,
-                "jobs_hit": pl.Int64, "gpu_hours_failed": pl.Float64},
+                "attempts_hit": pl.Int64, "jobs_hit": pl.Int64, "gpu_hours_failed": pl.Float64},
     )  # fmt: skip
     return SimpleNamespace(open_now=now, offenders=off)
 
@@ -82,6 +82,7 @@ def test_node_actions_list_what_the_results_support():
                 "cluster": "c",
                 "node": "n05",
                 "failures": REPEAT_OFFENDER_MIN_FAILURES,
+                "attempts_hit": 4,
                 "jobs_hit": 2,
                 "gpu_hours_failed": 512.0,
             },
@@ -89,6 +90,7 @@ def test_node_actions_list_what_the_results_support():
                 "cluster": "c",
                 "node": "n06",
                 "failures": REPEAT_OFFENDER_MIN_FAILURES - 1,
+                "attempts_hit": 5,
                 "jobs_hit": 1,
                 "gpu_hours_failed": 64.0,
             },
@@ -109,7 +111,11 @@ def test_node_actions_list_what_the_results_support():
     assert sum("n08" in t for t in texts) == 1
     # repeat offenders from the threshold up, with what they cost
     (n05,) = [a for a in acts if "n05" in a.text]
-    assert "3 hardware-attributed attempt(s) of 2 job(s), 512 GPU-hours" in n05.evidence
+    assert (
+        "3 time(s) (distinct hardware incidents), ending 4 attempt(s) of 2 job(s), 512 GPU-hours"
+        in n05.evidence
+    )
+    # n06 ended more attempts, in fewer failures: not a repeat offender
     assert not any("n06" in t for t in texts)
     assert len(acts) == 3
 

@@ -32,6 +32,7 @@ from reliability.models.ettr import (
 )
 from reliability.models.ettr_logs import RunETTR, job_run_ettr
 from reliability.models.ettr_mc import ESTIMANDS, ETTRSimulation, simulate_ettr
+from reliability.models.incidents import failures_by_node, node_incidents
 from reliability.models.jobs import (
     CRASH_LOOP_MIN_REQUEUES,
     crash_loops,
@@ -139,6 +140,7 @@ __all__ = [
     "expected_ettr",
     "failure_rate_series",
     "failure_taxonomy",
+    "failures_by_node",
     "fit_interfailure",
     "fit_lifetimes",
     "fit_mttf",
@@ -160,6 +162,7 @@ __all__ = [
     "mttf_h",
     "node_features",
     "node_health",
+    "node_incidents",
     "node_mttf",
     "optimal_interval_h",
     "plan",

@@ -13,11 +13,14 @@ the observation window ``[start, end]``:
   once is out of service once, not twice); its **availability** is ``1 − downtime / window``;
 - the **fleet availability** at time t is the share of nodes in service, a step function of t
   (exact, from the interval ends); per period it is the time-weighted mean of that function;
-- **repeat offenders**: nodes ranked by the hardware-attributed attempts they ended
-  (:func:`reliability.attribute_failures`: domain ``hardware`` or ``infrastructure``, the node
-  being the attempt's ``culprit_node``, or its only node), with the jobs and GPU-hours of those
-  attempts (the attempts' whole GPU time: an upper bound of the work lost, since the logs do
-  not say when the last checkpoint was written).
+- **repeat offenders**: nodes ranked by their distinct hardware failures, *incidents*
+  (:func:`reliability.models.incidents.failures_by_node`: one DOWN, drain or Xid that ended
+  every attempt running on the node is one failure, however many attempts it ended), from the
+  hardware-attributed attempts (:func:`reliability.attribute_failures`: domain ``hardware`` or
+  ``infrastructure``, the node being the attempt's ``culprit_node``, or its only node), with
+  the attempts and jobs they ended and the GPU-hours of those attempts (the attempts' whole
+  GPU time: an upper bound of the work lost, since the logs do not say when the last
+  checkpoint was written).
 
 Each interval's reason is classified like the node-state readers do
 (:func:`reliability.taxonomy.reason_signals` for hardware signals such as ``xid 79``,
@@ -40,7 +43,7 @@ import polars as pl
 
 from reliability._result import Result, fmt_duration_h, fmt_num
 from reliability.models.counts import as_utc
-from reliability.models.mttf import HARDWARE
+from reliability.models.incidents import failures_by_node, unattributed_failures
 
 if TYPE_CHECKING:
     from reliability.store import Dataset
@@ -121,14 +124,15 @@ class NodeHealth(Result):
     by_node : polars.DataFrame
         One row per node of the fleet: ``intervals``, hours by state (``down_h``, ``drain_h``,
         ``fail_h``, ``maint_h``, ``repair_h``), ``downtime_h`` (union), ``availability``,
-        ``out_now``, hardware-attributed ``failures``, ``jobs_hit``, ``gpu_hours_failed``; sorted by
-        downtime.
+        ``out_now``, hardware ``failures`` (distinct incidents), the ``attempts_hit`` and
+        ``jobs_hit`` they ended, ``gpu_hours_failed``; sorted by downtime.
     open_now : polars.DataFrame
         The intervals open at the observation end: ``node, state, reason, since, hours``,
         ``hardware`` (the reason names a hardware signal).
     offenders : polars.DataFrame
-        Nodes with hardware-attributed failures, most first: ``failures``, ``jobs_hit``,
-        ``gpu_hours_failed`` [GPU-h], their ``downtime_h`` and ``out_now``.
+        Nodes with hardware failures, most first: ``failures`` (distinct incidents, not
+        attempts), ``attempts_hit``, ``jobs_hit``, ``gpu_hours_failed`` [GPU-h],
+        ``last_failure``, their ``downtime_h`` and ``out_now``.
     fleet : polars.DataFrame
         The fleet availability as a step function: ``time``, ``nodes_out``, ``availability`` (from
         that time to the next row).
@@ -250,11 +254,11 @@ class NodeHealth(Result):
         else:
             lines.append("no node out of service at the observation end")
         if self.offenders.height:
-            lines.append("nodes with the most hardware-attributed failures:")
+            lines.append("nodes with the most distinct hardware failures:")
             for r in self.offenders.head(10).iter_rows(named=True):
                 lines.append(
-                    f"  {r['node']}: {r['failures']} failures, {r['jobs_hit']} jobs, "
-                    f"{fmt_num(r['gpu_hours_failed'])} GPU-hours of failed attempts"
+                    f"  {r['node']}: {r['failures']} failures (incidents), {r['attempts_hit']} attempts of "
+                    f"{r['jobs_hit']} jobs, {fmt_num(r['gpu_hours_failed'])} GPU-hours of failed attempts"
                 )
         else:
             lines.append("no hardware-attributed failure names a node")
@@ -426,43 +430,11 @@ def _fleet(
     return fleet, by
 
 
-def _offenders(attributed: pl.DataFrame | None, end: datetime | None) -> tuple[pl.DataFrame, int]:
-    schema = {
-        "cluster": pl.String,
-        "node": pl.String,
-        "failures": pl.Int64,
-        "jobs_hit": pl.Int64,
-        "gpu_hours_failed": pl.Float64,
-    }
-    if attributed is None or attributed.height == 0 or "failure_domain" not in attributed.columns:
-        return pl.DataFrame(schema=schema), 0
-    hw = attributed.filter(
-        pl.col("failure_domain").is_in(HARDWARE) & pl.col("start_time").is_not_null()
-    )
-    stop = (
-        pl.col("end_time") if end is None else pl.col("end_time").fill_null(pl.lit(end).cast(_TS))
-    )
-    hw = hw.with_columns(
-        node=pl.coalesce(
-            pl.col("culprit_node"),
-            pl.when(pl.col("nodes").list.len() == 1).then(pl.col("nodes").list.first()),
-        ),
-        gpu_h=pl.col("n_accelerators").cast(pl.Float64).fill_null(0.0)
-        * (stop - pl.col("start_time")).dt.total_seconds().fill_null(0.0)
-        / 3600.0,
-    )
-    lost = int(hw.get_column("node").null_count())
-    off = (
-        hw.drop_nulls("node")
-        .group_by(pl.col("cluster").cast(pl.String), pl.col("node").cast(pl.String))
-        .agg(
-            failures=pl.len().cast(pl.Int64),
-            jobs_hit=pl.col("job_id").n_unique().cast(pl.Int64),
-            gpu_hours_failed=pl.col("gpu_h").sum(),
-        )
-        .sort(["failures", "gpu_hours_failed", "node"], descending=[True, True, False])
-    )
-    return off.cast(schema), lost  # type: ignore[arg-type]
+def _offenders(attributed: pl.DataFrame | None) -> tuple[pl.DataFrame, int]:
+    """Distinct failures per node and the attempts charged to no node."""
+    off = failures_by_node(attributed if attributed is not None else pl.DataFrame())
+    lost = unattributed_failures(attributed) if attributed is not None else 0
+    return off, lost
 
 
 def node_health(
@@ -591,7 +563,7 @@ def node_health(
             for s in OUT_OF_SERVICE
         },
     )
-    off, unattributed = _offenders(attributed, end)
+    off, unattributed = _offenders(attributed)
     if unattributed:
         notes.append(
             f"{unattributed:,} hardware-attributed attempts ran on several nodes with no evidence naming one: "
@@ -601,8 +573,9 @@ def node_health(
         inv.join(per_state, on=["cluster", "node"], how="left", nulls_equal=True)
         .join(down, on=["cluster", "node"], how="left", nulls_equal=True)
         .join(off, on=["cluster", "node"], how="left", nulls_equal=True)
+        .drop("last_failure")
         .with_columns(
-            pl.col("intervals", "failures", "jobs_hit").fill_null(0),
+            pl.col("intervals", "failures", "attempts_hit", "jobs_hit").fill_null(0),
             pl.col(
                 "downtime_h", "gpu_hours_failed", *(f"{s.lower()}_h" for s in OUT_OF_SERVICE)
             ).fill_null(0.0),

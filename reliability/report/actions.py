@@ -27,7 +27,7 @@ __all__ = [
     "node_actions",
 ]
 
-#: a node that ended at least this many hardware-attributed attempts is worth inspecting
+#: a node that failed at least this many times (distinct hardware incidents) is worth inspecting
 REPEAT_OFFENDER_MIN_FAILURES = 3
 #: node actions listed (the rest are counted, and shown in the node-health section)
 MAX_NODE_ACTIONS = 12
@@ -44,7 +44,7 @@ def node_actions(health: Any | None, lemon: Any | None) -> list[Action]:
 
     Open out-of-service intervals with a hardware reason (or a DOWN / FAIL / REPAIR state), nodes
     the lemon detector flagged, and repeat offenders (at least
-    :data:`REPEAT_OFFENDER_MIN_FAILURES` hardware-attributed failures).
+    :data:`REPEAT_OFFENDER_MIN_FAILURES` distinct hardware failures: incidents, not attempts).
 
     Parameters
     ----------
@@ -72,7 +72,8 @@ def node_actions(health: Any | None, lemon: Any | None) -> list[Action]:
         if not r:
             return ""
         return (
-            f"; ended {r['failures']} hardware-attributed attempt(s) of {r['jobs_hit']} job(s), "
+            f"; failed {r['failures']} time(s) (distinct hardware incidents), ending "
+            f"{r['attempts_hit']} attempt(s) of {r['jobs_hit']} job(s), "
             f"{fmt_num(r['gpu_hours_failed'])} GPU-hours"
         )
 

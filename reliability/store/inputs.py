@@ -200,7 +200,7 @@ def read_input(
     if kwargs.get("observed_at") is not None:
         apply_observed_at(result, shown, kwargs["observed_at"])
     else:
-        note_inferred_end(result, path if shown != STDIN else None)
+        note_inferred_end(result)
     if strict and result.rows_quarantined:
         first = result.quarantine.row(0, named=True)
         raise IngestError(

@@ -12,20 +12,26 @@ the report. It comes from, in order of precedence:
 3. the latest timestamp in the input: a lower bound of when it was exported. An export
    taken while a node is DOWN has that node's open interval start as its latest timestamp;
    the interval is open there, never dropped. When the input holds anything still open, the
-   ingest says so, with the file's modification time as a likely export time.
+   ingest says so (the CLI adds the file's modification time, a likely export time).
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
 
 import polars as pl
 
 from reliability.errors import IngestError, ReliabilityError
 from reliability.ingest import ReadResult
 
-__all__ = ["GIVEN", "INFERRED", "apply_observed_at", "check_observed_at", "note_inferred_end"]
+__all__ = [
+    "GIVEN",
+    "INFERRED",
+    "INFERRED_NOTE_END",
+    "apply_observed_at",
+    "check_observed_at",
+    "note_inferred_end",
+]
 
 #: the basis recorded for an observation end given at ingest
 GIVEN = "the export time given at ingest"
@@ -143,7 +149,11 @@ def _span(hours: float) -> str:
     return f"{hours * 3600:.0f} s"
 
 
-def note_inferred_end(result: ReadResult, path: Path | None) -> None:
+#: the start of the note :func:`note_inferred_end` writes (front ends add the file's mtime)
+INFERRED_NOTE_END = "pass observed_at= to record when the export was taken"
+
+
+def note_inferred_end(result: ReadResult) -> None:
     """Say, in the input's notes, where open records end when the export time was inferred.
 
     Nothing is said when the end was given or known, or when nothing in the input is open.
@@ -152,9 +162,6 @@ def note_inferred_end(result: ReadResult, path: Path | None) -> None:
     ----------
     result : ReadResult
         What the reader returned (a note is appended in place).
-    path : Path or None
-        The file read (its modification time is offered as the likely export time); None for
-        standard input.
     """
     if result.observation_basis != INFERRED or result.observed_until is None:
         return
@@ -178,15 +185,8 @@ def note_inferred_end(result: ReadResult, path: Path | None) -> None:
         )
         if p
     )
-    mtime = ""
-    if path is not None:
-        try:
-            m = datetime.fromtimestamp(path.stat().st_mtime, UTC)
-            mtime = f"; the file was last written at {m:%Y-%m-%dT%H:%M:%SZ}, likely when it was exported"
-        except OSError:
-            pass
     result.notes.append(
         f"{what} at export: open at the end of the observation, taken as the latest time in the "
         f"input, {result.observed_until:%Y-%m-%d %H:%M:%S} UTC (a lower bound of when it was "
-        f"exported{mtime}); pass observed_at= to record when the export was taken"
+        "exported); pass observed_at= to record when the export was taken"
     )

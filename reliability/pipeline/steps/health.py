@@ -168,22 +168,22 @@ def health_section(h: NodeHealth, ctx: Context) -> list[Section]:
         top = h.offenders.head(1).row(0, named=True)
         ties = int((h.offenders["failures"] == top["failures"]).sum())
         who = (
-            f"{top['node']} ended the most" if ties == 1
-            else f"{ties} nodes tie for the most; {top['node']}, first by GPU-hours, ended"
+            f"{top['node']} failed the most" if ties == 1
+            else f"{ties} nodes tie for the most; {top['node']}, first by GPU-hours"
         )  # fmt: skip
         sec.blocks.append(
             Text(
-                f"{_n(h.offenders.height, 'node')} ended hardware-attributed attempts; {who} "
-                f"({_n(top['failures'], 'attempt')} of {_n(top['jobs_hit'], 'job')}, {fmt_num(top['gpu_hours_failed'])} "
-                "GPU-hours of those attempts)"
+                f"{_n(h.offenders.height, 'node')} failed under jobs (hardware-attributed); {who} "
+                f"({_n(top['failures'], 'distinct failure')}, ending {_n(top['attempts_hit'], 'attempt')} of "
+                f"{_n(top['jobs_hit'], 'job')}, {fmt_num(top['gpu_hours_failed'])} GPU-hours of those attempts)"
                 + (
-                    f"; {_n(repeat, 'node')} ended {REPEAT_OFFENDER_MIN_FAILURES} or more (repeat offenders)."
+                    f"; {_n(repeat, 'node')} failed {REPEAT_OFFENDER_MIN_FAILURES} or more times (repeat offenders)."
                     if (
                         repeat := int(
                             (h.offenders["failures"] >= REPEAT_OFFENDER_MIN_FAILURES).sum()
                         )
                     )
-                    else f"; none ended {REPEAT_OFFENDER_MIN_FAILURES} or more (no repeat offender)."
+                    else f"; none failed {REPEAT_OFFENDER_MIN_FAILURES} or more times (no repeat offender)."
                 )
             )
         )
@@ -191,9 +191,11 @@ def health_section(h: NodeHealth, ctx: Context) -> list[Section]:
             Table(
                 "repeat_offenders",
                 h.offenders.drop("cluster"),
-                "Nodes by hardware-attributed failures (culprit of the attempt, or its only node), "
-                "the jobs they hit and the GPU-hours of the failed attempts (an upper bound of the "
-                "work lost: the logs do not say when the last checkpoint was written).",
+                "Nodes by distinct hardware failures (incidents: one DOWN, drain or Xid that ended every "
+                "attempt on the node is one failure), the node being the culprit of the attempts or "
+                "their only node; the attempts and jobs they ended and the GPU-hours of those attempts "
+                "(an upper bound of the work lost: the logs do not say when the last checkpoint was "
+                "written).",
             )
         )
     else:

@@ -71,7 +71,7 @@ from reliability.taxonomy import FAILURE_DOMAINS, SLURM_NODE_REASONS
 if TYPE_CHECKING:
     from reliability.store import Dataset
 
-__all__ = ["DOMAINS", "attribute_failures", "attribution_quality"]
+__all__ = ["DOMAINS", "attribute_failures", "attribution_quality", "zone_mismatch_note"]
 
 DOMAINS = tuple(FAILURE_DOMAINS)
 #: component -> failure domain of a critical event
@@ -362,3 +362,84 @@ def attribution_quality(attributed: pl.DataFrame, truth: pl.DataFrame) -> dict[s
         "recall": tp / (tp + fn) if tp + fn else None,
         "true_positives": float(tp), "false_positives": float(fp), "false_negatives": float(fn),
     }  # fmt: skip
+
+
+#: a node-state change this close to a whole multiple of 15 min from a NODE_FAIL [s] (clock
+#: granularity and the time Slurm takes to mark a node DOWN)
+_ZONE_TOLERANCE_S = 120
+#: the largest difference of two UTC offsets [h]
+_MAX_ZONE_SHIFT_H = 26
+
+
+def zone_mismatch_note(
+    attributed: pl.DataFrame, node_states: pl.DataFrame | pl.LazyFrame | None
+) -> str | None:
+    """Say when NODE_FAIL attempts find their node's failure a whole time-zone offset away.
+
+    A NODE_FAIL with no node-state change near its end, while one exists on its node a multiple
+    of 15 minutes away (at most 26 h), is the mark of the job records and the node states read
+    in different time zones: every NODE_FAIL then loses its culprit and the observation window
+    stretches. When most such attempts share one offset, this says so.
+
+    Parameters
+    ----------
+    attributed : polars.DataFrame
+        Attributed attempts (:func:`attribute_failures`).
+    node_states : polars.DataFrame or polars.LazyFrame or None
+        The node-state intervals.
+
+    Returns
+    -------
+    str or None
+        The note (naming ``tz=``), or None when nothing points at a zone mismatch.
+    """
+    if node_states is None or attributed.height == 0:
+        return None
+    nf = attributed.filter(
+        (pl.col("state").cast(pl.String) == "NODE_FAIL")
+        & (pl.col("evidence") == "job_state")
+        & pl.col("end_time").is_not_null()
+    )
+    if nf.height == 0:
+        return None
+    ns = node_states.lazy() if isinstance(node_states, pl.DataFrame) else node_states
+    starts = (
+        ns.filter(pl.col("state").cast(pl.String).is_in(("DOWN", "FAIL", "DRAIN", "REPAIR")))
+        .select(pl.col("cluster").cast(pl.String), pl.col("node").cast(pl.String), "start")
+        .collect()
+    )
+    if starts.height == 0:
+        return None
+    step_us = 15 * 60 * 1_000_000
+    rows = (
+        nf.with_row_index("_a")
+        .select("_a", pl.col("cluster").cast(pl.String), "end_time", node=pl.col("nodes"))
+        .explode("node")
+    )
+    d = (
+        rows.join(starts, on=["cluster", "node"])
+        .with_columns(_d=(pl.col("start") - pl.col("end_time")).dt.total_microseconds())
+        .with_columns(_k=(pl.col("_d") / step_us).round().cast(pl.Int64))
+        .filter(
+            (pl.col("_k") != 0)
+            & (pl.col("_d").abs() <= _MAX_ZONE_SHIFT_H * 3_600_000_000 + _ZONE_TOLERANCE_S * 1e6)
+            & ((pl.col("_d") - pl.col("_k") * step_us).abs() <= _ZONE_TOLERANCE_S * 1_000_000)
+        )
+    )
+    if d.height == 0:
+        return None
+    best = (
+        d.group_by("_k").agg(n=pl.col("_a").n_unique()).sort(["n", "_k"], descending=[True, False])
+    )
+    k, n = best.row(0)
+    if n * 2 <= nf.height or n < min(3, nf.height):
+        return None
+    h = k * 15 / 60
+    when = f"{abs(h):g} h {'later' if h > 0 else 'earlier'}"
+    return (
+        f"{nf.height:,} NODE_FAIL attempts have no node-state change near their end, but {n:,} of them "
+        f"find a DOWN/FAIL/DRAIN on their node exactly {when}: the job records and the node "
+        "states were probably read in different time zones (each input's tz=: sacct and sacctmgr "
+        "print local time without a zone); until that is fixed these failures have no culprit "
+        "node and the observation window is stretched"
+    )

@@ -324,7 +324,7 @@ def _mtime_hint(outcome: IngestOutcome) -> None:
 
 def _analyze(args: argparse.Namespace) -> int:
     from reliability._atomic import write_parquet_atomic
-    from reliability.attribution import attribute_failures
+    from reliability.attribution import attribute_failures, zone_mismatch_note
     from reliability.models import failure_rate_series, fit_mttf, workload_summary
 
     bad = [c for c in args.requeue_exit_codes if not 0 <= c <= 255]
@@ -347,6 +347,9 @@ def _analyze(args: argparse.Namespace) -> int:
         after_min=args.after_min,
         requeue_exit_codes=args.requeue_exit_codes,
     )
+    zone = zone_mismatch_note(jobs, ds.scan("node_states"))
+    if zone:
+        print(f"note: {_cli_terms(zone, args)}")
     m = fit_mttf(jobs, min_gpus=args.min_gpus, observation_end=end, gpus_per_node=per_node)
     series = failure_rate_series(jobs, min_gpus=args.min_gpus, observation_end=end)
     w = workload_summary(jobs, observation_end=end)

@@ -37,6 +37,7 @@ from reliability import schema
 from reliability._atomic import HOST_TAG, temp_owner
 from reliability.errors import DatasetDamagedError, DatasetError, IngestError, ReliabilityError
 from reliability.store import integrity, merge
+from reliability.store.duplicates import shifted_copy
 from reliability.store.inputs import (
     STDIN,
     Source,
@@ -337,6 +338,10 @@ class Dataset:
                         outcomes.append(_outcome(old, src.shown, "unchanged"))
                         continue
                     result = read_input(kind, src.path, src.shown, kwargs, strict)
+                    others = [e for e in known.values() if e["sha256"] != sha]
+                    copy = shifted_copy(self.path, others, result.tables)
+                    if copy is not None:
+                        raise IngestError(src.shown, copy.message(kwargs.get("tz")))
                     entry = new_entry(kind, src.name, src.recorded_path, sha, size, result, opts)
                     entry["order"] = [started, i]
                     _write_parts(self.path, entry, result, writer, src.shown)
@@ -440,11 +445,19 @@ class Dataset:
                 progress=(lambda n: progress(by_name[n][1].path)) if progress else None,
             )  # fmt: skip
             batch = []
+            copies: list[str] = []
+            accepted = [e for e in known.values() if e["sha256"] not in seen]
             for name in names:
                 if name not in done:
                     continue
                 i, src, _sha, _size, replaces = by_name[name]
                 entry = done[name]
+                copy = shifted_copy(self.path, accepted, _part_tables(self.path, entry))
+                if copy is not None:  # a shifted copy of an input: nothing of it is committed
+                    remove_parts([self.path / p["file"] for p in entry["parts"].values()])
+                    copies.append(f"{src.shown}: {copy.message(kwargs.get('tz'))}")
+                    continue
+                accepted.append(entry)
                 outcome = _outcome(entry, src.shown, "replaced" if replaces else "ingested")
                 outcomes[i] = outcome
                 batch.append((entry, outcome, replaces))
@@ -452,6 +465,12 @@ class Dataset:
                 self._commit(lock, batch)
             if lock.notes and outcomes:
                 outcomes[min(outcomes)].notes[:0] = lock.notes
+        if copies:
+            raise IngestError(
+                copies[0].split(": ", 1)[0],
+                f"{len(copies)} of {len(todo)} input(s) refused (the others are committed): "
+                + "; ".join(c.split(": ", 1)[1] for c in copies[:3]),
+            )
         if failures:
             first = by_name[failures[0].name][1].shown
             raise IngestError(
@@ -664,6 +683,15 @@ class Dataset:
 
     def __repr__(self) -> str:
         return f"Dataset({str(self.path)!r}, inputs={len(self.inputs)})"
+
+
+def _part_tables(root: Path, entry: dict[str, Any]) -> dict[str, pl.DataFrame]:
+    """Read back the tables a shifted copy is looked for in from an input's written parts."""
+    return {
+        t: pl.read_parquet(root / p["file"])
+        for t, p in entry["parts"].items()
+        if t in ("jobs", "node_states")
+    }
 
 
 def _ingest_task(

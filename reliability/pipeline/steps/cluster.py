@@ -134,22 +134,25 @@ def attribution(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> Attrib
     AttributionResult
         Every attempt with its failure domain and cause, the window used and the observation end.
     """
-    from reliability.attribution import attribute_failures
+    from reliability.attribution import attribute_failures, zone_mismatch_note
 
     a = cfg.analysis
     data = deps["cluster_data"]
+    ds = data.open()
     jobs = attribute_failures(
-        data.open(),
+        ds,
         before_min=a.before_min,
         after_min=a.after_min,
         requeue_exit_codes=a.requeue_exit_codes,
     )
+    zone = zone_mismatch_note(jobs, ds.scan("node_states"))
     return AttributionResult(
         jobs=jobs,
         before_min=a.before_min,
         after_min=a.after_min,
         requeue_exit_codes=a.requeue_exit_codes,
         observation_end=data.observation_end,
+        notes=[zone] if zone else [],
     )
 
 
@@ -511,6 +514,8 @@ def workload_sections(w: WorkloadResult, ctx: Context) -> list[Section]:
         )
     else:
         tax.blocks.append(Text("No attempt ended by hardware: no job names to rank."))
+    if ctx.get("attribution") is not None:
+        tax.blocks += notes_blocks(ctx.get("attribution"))
     sec = Section("Secondary preemptions and crash loops")
     sec.blocks.append(Text(w.secondary_sentence()))
     sec.blocks.append(

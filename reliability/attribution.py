@@ -66,6 +66,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
+from reliability.reasons import ReasonRules, classify_reasons
 from reliability.taxonomy import FAILURE_DOMAINS, SLURM_NODE_REASONS
 
 if TYPE_CHECKING:
@@ -89,7 +90,7 @@ _FAULT_STATES = ("DOWN", "FAIL", "REPAIR")
 #: domains of an attempt that failed because of something on a node (culprit, cause)
 _FAILING = ("hardware", "infrastructure", "system_software", "unknown")
 #: evidence kinds, in order of strength
-_HEALTH, _FAULT, _DRAIN = 0, 1, 2
+_HEALTH, _FAULT, _DRAIN, _ADMIN = 0, 1, 2, 3
 #: reader kinds whose node_states are point-in-time snapshots, not a history
 _SNAPSHOT_KINDS = ("nodes",)
 
@@ -126,6 +127,45 @@ def _reason_class(reason: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
     return comp, dom
 
 
+def _node_state_evidence(ns, reasons, nearest, slack, ended) -> list[pl.LazyFrame]:
+    """Node-state changes as evidence, by the class of their reason (:mod:`reliability.reasons`).
+
+    A DOWN, FAIL or REPAIR, or a DRAIN whose reason names a signal or is one Slurm sets, is a
+    node fault; a DRAIN with an unclassified reason is a weaker fault (evidence for every
+    failing state); an administrator's change is evidence only of an administrative end
+    (NODE_FAIL, REQUEUED, BOOT_FAIL: the administrator took the node). A signal in the user's
+    domain (Xid 13: an application fault) is no evidence against the node.
+    """
+    names = ns.collect_schema().names()
+    state = pl.col("state").cast(pl.String)
+    out = ns.filter(state.is_in((*_FAULT_STATES, "DRAIN"))).select(
+        "cluster", "node", __t=pl.col("start"), __state=state,
+        reason=pl.col("reason").cast(pl.String) if "reason" in names else pl.lit(None, pl.String),
+        user=pl.col("user").cast(pl.String) if "user" in names else pl.lit(None, pl.String),
+    )  # fmt: skip
+    classes = classify_reasons(out.select("reason", "user").unique().collect(), reasons)
+    out = out.join(classes.lazy(), on=["reason", "user"], how="left", nulls_equal=True).select(
+        "cluster", "node", "__t", "__state", __reason=pl.col("reason"),
+        __rclass=pl.col("reason_class"), __cause=pl.col("component"), __domain=pl.col("domain"),
+    )  # fmt: skip
+    admin = pl.col("__rclass") == "administrative"
+    usable = ~admin & (pl.col("__domain").fill_null("") != "user")
+    fault = usable & (
+        pl.col("__state").is_in(_FAULT_STATES) | pl.col("__rclass").is_in(["signal", "slurm"])
+    )
+    drain = usable & ~fault
+    faults = out.filter(fault).with_columns(
+        pl.col("__domain").fill_null("hardware"), pl.col("__cause").fill_null("unknown")
+    )
+    drains = out.filter(drain).with_columns(__domain=pl.lit("hardware"), __cause=pl.lit("unknown"))
+    admins = out.filter(admin).with_columns(__domain=pl.lit("admin"), __cause=pl.lit("none"))
+    return [
+        nearest(faults.drop("__state"), _FAULT, slack),
+        nearest(drains.drop("__state"), _DRAIN, slack),
+        nearest(admins.drop("__state"), _ADMIN, slack, ended.filter(pl.col("__drain"))),
+    ]
+
+
 def _exit_codes(codes: Iterable[int]) -> list[int]:
     out = []
     for c in codes:
@@ -146,6 +186,7 @@ def attribute_failures(
     requeue_exit_codes: Iterable[int] = (),
     health_events: pl.DataFrame | pl.LazyFrame | None = None,
     node_states: pl.DataFrame | pl.LazyFrame | None = None,
+    reasons: ReasonRules | None = None,
     lazy: bool = False,
 ) -> pl.DataFrame | pl.LazyFrame:
     """Classify how every job attempt ended (rules and windows: see the module docstring).
@@ -169,6 +210,9 @@ def attribute_failures(
         Evidence tables for a jobs frame. ``node_states=None`` means "no node-state history known":
         unexplained requeues are then ``unknown`` rather than ``admin``; pass an empty frame to say
         there were no node-state changes.
+    reasons : ReasonRules or None
+        How node-state reasons are classified (:mod:`reliability.reasons`); None: the built-in
+        rules.
     lazy : bool
         Return the query as a LazyFrame instead of collecting it, so that an analysis on top of it
         can run on polars' streaming engine over data larger than memory.
@@ -176,8 +220,9 @@ def attribute_failures(
     Returns
     -------
     polars.DataFrame or polars.LazyFrame
-        The jobs frame with ``failure_domain``, ``failure_cause``, ``culprit_node``, ``evidence``
-        and ``resource_class`` added (same rows, same order).
+        The jobs frame with ``failure_domain``, ``failure_cause``, ``culprit_node``, ``evidence``,
+        ``evidence_reason`` and ``reason_class`` (the node-state reason the domain rests on and
+        its class, when it rests on one) and ``resource_class`` added (same rows, same order).
     """
     if min(before_min, after_min, state_slack_s) < 0:
         raise ValueError(
@@ -209,8 +254,8 @@ def attribute_failures(
         .sort("end_time")
     )
     evidence = [pl.LazyFrame(schema={"__rid": pl.UInt32, "__cause": pl.String, "__domain": pl.String,
-                                     "__unk": pl.Boolean, "__node": pl.String, "__dist": pl.Int64,
-                                     "__kind": pl.Int8})]  # fmt: skip
+                                     "__unk": pl.Boolean, "__reason": pl.String, "__rclass": pl.String,
+                                     "__node": pl.String, "__dist": pl.Int64, "__kind": pl.Int8})]  # fmt: skip
 
     def nearest(
         events: pl.LazyFrame, kind: int, after: timedelta, attempts: pl.LazyFrame = ended
@@ -239,7 +284,7 @@ def attribute_failures(
                 & (pl.col("__start").is_null() | (pl.col("__t") >= pl.col("__start")))
             )
             .select(
-                "__rid", "__cause", "__domain", "__unk", __node=pl.col("node"),
+                "__rid", "__cause", "__domain", "__unk", "__reason", "__rclass", __node=pl.col("node"),
                 __dist=(pl.col("__t") - pl.col("end_time")).dt.total_microseconds().abs(),
                 __kind=pl.lit(kind, pl.Int8),
             )
@@ -252,29 +297,13 @@ def attribute_failures(
         crit = crit.with_columns(
             __domain=pl.col("__cause").replace_strict(
                 COMPONENT_DOMAIN, default="hardware", return_dtype=pl.String
-            )
+            ),
+            __reason=pl.lit(None, pl.String),
+            __rclass=pl.lit(None, pl.String),
         )
         evidence.append(nearest(crit, _HEALTH, after))
     if ns is not None:
-        state = pl.col("state").cast(pl.String)
-        has_reason = "reason" in ns.collect_schema().names()
-        comp, dom = _reason_class(pl.col("reason")) if has_reason else (pl.lit(None), pl.lit(None))
-        out = ns.filter(state.is_in((*_FAULT_STATES, "DRAIN"))).select(
-            "cluster", "node", __t=pl.col("start"), __state=state,
-            __cause=comp.cast(pl.String), __domain=dom.cast(pl.String),
-        )  # fmt: skip
-        fault = pl.col("__state").is_in(_FAULT_STATES) | pl.col("__domain").is_not_null()
-        faults = out.filter(fault).with_columns(
-            pl.col("__domain").fill_null("hardware"), pl.col("__cause").fill_null("unknown")
-        )
-        drains = out.filter(~fault).with_columns(
-            __domain=pl.lit("unknown"), __cause=pl.lit("unknown")
-        )
-        evidence.append(nearest(faults.drop("__state"), _FAULT, slack))
-        # a plain DRAIN is evidence only for the states it can end (FAILED ignores it)
-        evidence.append(
-            nearest(drains.drop("__state"), _DRAIN, slack, ended.filter(pl.col("__drain")))
-        )
+        evidence += _node_state_evidence(ns, reasons, nearest, slack, ended)
     # the best evidence per attempt: strongest kind first, then nearest the end, then by
     # node name, then a known cause before "unknown" (deterministic on ties)
     best = (
@@ -294,9 +323,9 @@ def attribute_failures(
         pl.when(st.is_in(_NO_FAILURE)).then(pl.lit("none"))
         .when(st == "PREEMPTED").then(pl.lit("preemption"))
         .when(st.is_in(["NODE_FAIL", "BOOT_FAIL"])).then(
-            pl.when(kind.is_in([_HEALTH, _FAULT])).then(ev_domain).otherwise(pl.lit("hardware")))
+            pl.when(kind.is_not_null()).then(ev_domain).otherwise(pl.lit("hardware")))
         .when(st.is_in(["FAILED", "LAUNCH_FAILED"])).then(
-            pl.when(kind.is_in([_HEALTH, _FAULT])).then(ev_domain).otherwise(pl.lit("user")))
+            pl.when(kind.is_in([_HEALTH, _FAULT, _DRAIN])).then(ev_domain).otherwise(pl.lit("user")))
         .when(st == "REQUEUED").then(
             pl.when(app_requeue.fill_null(False)).then(pl.lit("user"))
             .when(kind.is_not_null()).then(ev_domain)
@@ -306,6 +335,10 @@ def attribute_failures(
     failing = pl.col("failure_domain").is_in(_FAILING)
     # a culprit only where a failing domain rests on evidence on that node
     on_node = failing & kind.is_not_null()
+    # the domain rests on a node-state change (a fault, or an administrator's drain or DOWN)
+    by_state = (on_node & kind.is_in([_FAULT, _DRAIN])) | (
+        (kind == _ADMIN) & (pl.col("failure_domain") == "admin")
+    )
     accel = pl.col("n_accelerators") if "n_accelerators" in cols else pl.lit(None, pl.UInt32)
     query = (
         out.with_columns(failure_domain=domain)
@@ -313,6 +346,8 @@ def attribute_failures(
             failure_cause=pl.when(on_node).then(pl.col("__cause"))
             .when(failing).then(pl.lit("unknown")),
             culprit_node=pl.when(on_node).then(pl.col("__node")),
+            evidence_reason=pl.when(by_state).then(pl.col("__reason")),
+            reason_class=pl.when(by_state).then(pl.col("__rclass")),
             evidence=pl.when(pl.col("failure_domain") == "none").then(pl.lit(None, pl.String))
             .when(on_node).then(pl.when(kind == _HEALTH).then(pl.lit("health_event"))
                                 .otherwise(pl.lit("node_state")))
@@ -321,7 +356,8 @@ def attribute_failures(
             resource_class=pl.when(accel == 0).then(pl.lit("cpu_only"))
             .when(accel > 0).then(pl.lit("accelerator")),
         )
-        .drop("__rid", "__cause", "__domain", "__unk", "__node", "__dist", "__kind")
+        .drop("__rid", "__cause", "__domain", "__unk", "__reason", "__rclass", "__node", "__dist",
+              "__kind")
     )  # fmt: skip
     return query if lazy else query.collect()
 

@@ -110,6 +110,11 @@ def _parser() -> argparse.ArgumentParser:
         help="the cluster's RequeueExit / RequeueExitHold codes (scontrol show config): requeues "
         "the application asked for count as the user's, not the machine's",
     )
+    an.add_argument(
+        "--reasons", type=Path, metavar="FILE",
+        help="TOML with your site's node-state reason patterns (administrative = [...], fault = "
+        "[...], [components]); see reliability.reasons",
+    )  # fmt: skip
     sim = sub.add_parser("simulate", help="run a bundled simulator and write its raw logs")
     simsub = sim.add_subparsers(dest="simulator", required=True)
     cl = simsub.add_parser("cluster", help="Slurm-like GPU research cluster (HPCA'25)")
@@ -341,11 +346,15 @@ def _analyze(args: argparse.Namespace) -> int:
         print(f"accelerators per node: {per_node} ("
               + ("the most one node held in the data" if seen >= 1 else "no job held any: 8 assumed")
               + "; pass --gpus-per-node)")  # fmt: skip
+    from reliability.reasons import ReasonRules
+
+    rules = ReasonRules.from_file(args.reasons) if args.reasons else None
     jobs = attribute_failures(
         ds,
         before_min=args.before_min,
         after_min=args.after_min,
         requeue_exit_codes=args.requeue_exit_codes,
+        reasons=rules,
     )
     zone = zone_mismatch_note(jobs, ds.scan("node_states"))
     if zone:

@@ -22,10 +22,10 @@ the observation window ``[start, end]``:
   GPU time: an upper bound of the work lost, since the logs do not say when the last
   checkpoint was written).
 
-Each interval's reason is classified like the node-state readers do
-(:func:`reliability.taxonomy.reason_signals` for hardware signals such as ``xid 79``,
-:func:`reliability.taxonomy.classify_slurm_reason` for reasons Slurm sets itself): ``domain``
-is ``hardware``, ``software`` or null (an operator's free text, ``Not responding``).
+Each interval's reason is classified as attribution does (:mod:`reliability.reasons`):
+``reason_class`` (signal, slurm, unclassified, administrative), and ``domain`` when it names a
+signal (``xid 79``, a component) or is one Slurm sets: ``hardware``, ``system_software`` or
+null (an unclassified node fault, ``Not responding``, an administrator's drain).
 
 The fleet is every node seen in the jobs, health events or node states (pass ``nodes=`` for
 the real inventory: a node that never ran a job and never left service is otherwise missing).
@@ -46,6 +46,7 @@ from reliability.models.counts import as_utc
 from reliability.models.incidents import failures_by_node, unattributed_failures
 
 if TYPE_CHECKING:
+    from reliability.reasons import ReasonRules
     from reliability.store import Dataset
 
 __all__ = ["OUT_OF_SERVICE", "NodeHealth", "node_health", "reason_domains"]
@@ -55,52 +56,44 @@ OUT_OF_SERVICE = ("DOWN", "DRAIN", "FAIL", "MAINT", "REPAIR")
 _TS = pl.Datetime("us", "UTC")
 
 
-def reason_domains(reasons: list[str | None]) -> pl.DataFrame:
+def reason_domains(reasons: list[str | None], rules: ReasonRules | None = None) -> pl.DataFrame:
     """Classify node-state reasons by the hardware or Slurm signal they name.
 
     Parameters
     ----------
     reasons : list of str or None
         Node-state reasons as Slurm records them.
+    rules : ReasonRules or None
+        The reason rules (:mod:`reliability.reasons`; None: the built-in ones).
 
     Returns
     -------
     polars.DataFrame
-        ``reason``, ``component``, ``domain`` (null when the reason names no known signal),
+        ``reason``, ``reason_class`` (signal, slurm, unclassified, administrative),
+        ``component``, ``domain`` (null unless the reason names a signal or is one Slurm sets),
         ``signal`` (e.g. ``Xid 79``).
     """
-    from reliability.taxonomy import classify_slurm_reason, reason_signals
+    from reliability.reasons import ReasonRules
 
+    rules = rules or ReasonRules()
     rows = []
-    for r in reasons:
-        sig = reason_signals(r)
-        hw = [s for s in sig if s.classification.domain == "hardware"]
-        if hw or sig:
-            s = (hw or sig)[0]
-            code = s.code
-            label = f"Xid {code}" if code.isdigit() else code
-            rows.append(
-                {
-                    "reason": r,
-                    "component": s.classification.component,
-                    "domain": s.classification.domain,
-                    "signal": label,
-                }
-            )
-            continue
-        c = classify_slurm_reason(r)
+    for r in dict.fromkeys(reasons):
+        c = rules.classify(r)
+        named = c["reason_class"] in ("signal", "slurm")
         rows.append(
             {
                 "reason": r,
-                "component": c.component if c else None,
-                "domain": c.domain if c else None,
-                "signal": c.description if c else None,
+                "reason_class": c["reason_class"],
+                "component": c["component"] if named else None,
+                "domain": c["domain"] if named else None,
+                "signal": c["signal"] if named else None,
             }
         )
     return pl.DataFrame(
         rows,
         schema={
             "reason": pl.String,
+            "reason_class": pl.String,
             "component": pl.String,
             "domain": pl.String,
             "signal": pl.String,
@@ -120,7 +113,7 @@ class NodeHealth(Result):
     intervals : polars.DataFrame
         One row per out-of-service interval inside the window: ``cluster, node, state, reason,
         start, end`` (null while open), ``hours`` (clipped to the window), ``open``, ``component``,
-        ``domain``, ``signal`` (the reason's classification).
+        ``reason_class``, ``domain``, ``signal`` (the reason's classification).
     by_node : polars.DataFrame
         One row per node of the fleet: ``intervals``, hours by state (``down_h``, ``drain_h``,
         ``fail_h``, ``maint_h``, ``repair_h``), ``downtime_h`` (union), ``availability``,
@@ -493,6 +486,7 @@ def node_health(
         "end": _TS,
         "hours": pl.Float64,
         "open": pl.Boolean,
+        "reason_class": pl.String,
         "component": pl.String,
         "domain": pl.String,
         "signal": pl.String,

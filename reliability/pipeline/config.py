@@ -1,4 +1,4 @@
-"""Pipeline files: TOML that says what to read or simulate, what to analyse, and what to write.
+r"""Pipeline files: TOML that says what to read or simulate, what to analyse, and what to write.
 
 ```toml
 [pipeline]
@@ -20,6 +20,11 @@ tz = "America/Los_Angeles"
 observed_at = 2025-12-01T08:00:00Z # when the export was taken: what was open then is open "now"
                                    # (default: the latest time in each file, said in the report)
 options = { }                      # other reader options (fields, node, year, ...)
+
+[attribution.reasons]              # optional: your site's drain/down reason wording (see
+administrative = ["^quiesce"]      # reliability.reasons): patterns of administrators' drains,
+fault = ["^HC:"]                   # of node faults, and components named in reasons
+components = { psu = ["\\bPDU\\b"] }
 
 [analysis]                         # every key optional; defaults below
 before_min = 10.0                  # attribution window before a job's end
@@ -62,6 +67,7 @@ from typing import Any
 
 from reliability.errors import OPTION_NAMES, ReliabilityError, spell_options
 from reliability.pipeline.analysis import ANALYSIS_DEFAULTS, AnalysisConfig, parse_shape
+from reliability.reasons import ReasonRules
 from reliability.store.inputs import reader_options
 from reliability.store.observation import check_observed_at
 
@@ -195,9 +201,30 @@ def _glob(pattern: str, base: Path) -> list[Path]:
     return sorted(Path(os.path.normpath(h)) for h in hits)
 
 
+def _reasons_table(where: str, section: object) -> dict[str, Any]:
+    """Validate ``[attribution.reasons]`` (see :mod:`reliability.reasons`); return the table."""
+    if not isinstance(section, dict):
+        raise PipelineError(f"{where}: [attribution]: expected a table")
+    extra = sorted(set(section) - {"reasons"})
+    if extra:
+        raise PipelineError(f"{where}: [attribution].{extra[0]}: unknown key; allowed: reasons")
+    table = section.get("reasons", {})
+    if not isinstance(table, dict):
+        raise PipelineError(f"{where}: [attribution.reasons]: expected a table")
+    try:
+        ReasonRules.from_mapping(table, f"{where}: [attribution.reasons]")
+    except ReliabilityError as exc:
+        raise PipelineError(str(exc)) from None
+    return table
+
+
 @dataclass(frozen=True)
 class PipelineConfig:
-    """A validated pipeline file."""
+    """A validated pipeline file.
+
+    ``reasons_table`` is ``[attribution.reasons]`` as written (operators' reason patterns, see
+    :mod:`reliability.reasons`); :attr:`reasons` builds the rules from it.
+    """
 
     path: Path
     name: str
@@ -208,6 +235,12 @@ class PipelineConfig:
     formats: tuple[str, ...]
     raw: dict[str, Any]
     sweeps: tuple[Path, ...] = ()
+    reasons_table: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def reasons(self) -> ReasonRules:
+        """The reason rules: the built-in ones extended with ``[attribution.reasons]``."""
+        return ReasonRules.from_mapping(self.reasons_table, f"{self.path}: [attribution.reasons]")
 
 
 def _type_name(value: object) -> str:
@@ -358,10 +391,11 @@ def load_pipeline(path: str | Path) -> PipelineConfig:
     path = Path(path)
     where = str(path)
     raw = read_toml(path, PipelineError, "pipeline")
-    extra = sorted(set(raw) - {"pipeline", "inputs", "analysis", "report"})
+    extra = sorted(set(raw) - {"pipeline", "inputs", "analysis", "attribution", "report"})
     if extra:
         raise PipelineError(
-            f"{where}: unknown section(s) {extra}; expected [pipeline], [[inputs]], [analysis], [report]"
+            f"{where}: unknown section(s) {extra}; expected [pipeline], [[inputs]], [analysis], "
+            "[attribution], [report]"
         )
     base = path.resolve().parent
     head = raw.get("pipeline", {})
@@ -376,6 +410,7 @@ def load_pipeline(path: str | Path) -> PipelineConfig:
         raise PipelineError(f"{where}: [[inputs]]: expected at least one input table")
     specs = tuple(_input(where, i, item, base) for i, item in enumerate(inputs))
     analysis = AnalysisConfig.from_table(raw.get("analysis", {}), where, base)
+    reasons_table = _reasons_table(where, raw.get("attribution", {}))
     rep = raw.get("report", {})
     if not isinstance(rep, dict):
         raise PipelineError(f"{where}: [report]: expected a table")
@@ -400,4 +435,5 @@ def load_pipeline(path: str | Path) -> PipelineConfig:
     return PipelineConfig(
         path=path, name=name, out=(base / out).resolve(), inputs=specs, analysis=analysis,
         title=title, formats=tuple(formats), raw=raw, sweeps=tuple(sweep_paths),
+        reasons_table=reasons_table,
     )  # fmt: skip

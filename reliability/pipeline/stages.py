@@ -121,7 +121,10 @@ STAGES: tuple[Stage, ...] = (
     Stage(
         "attribution",
         ("cluster_data",),
-        _a("before_min", "after_min", "requeue_exit_codes"),
+        lambda cfg: {
+            **_a("before_min", "after_min", "requeue_exit_codes")(cfg),
+            "reasons": cfg.reasons_table,
+        },
         cluster.attribution,
         _has_cluster,
     ),

@@ -36,6 +36,7 @@ __all__ = [
     "plan_sizes",
     "rates",
     "rates_section",
+    "reason_blocks",
     "workload",
     "workload_sections",
 ]
@@ -58,6 +59,9 @@ class AttributionResult(Result):
         RequeueExit / RequeueExitHold codes taken as the user's requests.
     observation_end : datetime or None
         The data's end [UTC] (attempts open then are censored downstream).
+    reasons : polars.DataFrame
+        Every reason a node left service with, its class and the failed attempts it explains
+        (:func:`reliability.reasons.reason_table`).
     """
 
     title = "Failure attribution (Kokolis et al. HPCA'25 §III)"
@@ -66,6 +70,7 @@ class AttributionResult(Result):
     after_min: float
     requeue_exit_codes: tuple[int, ...]
     observation_end: datetime | None
+    reasons: pl.DataFrame = field(default_factory=pl.DataFrame)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -87,6 +92,47 @@ class AttributionResult(Result):
             f"{self.jobs.height:,} attempts attributed (evidence from {self.before_min:g} min before an "
             f"attempt's end to {self.after_min:g} min after)"
         ]
+
+
+def reason_blocks(a: AttributionResult) -> list[Any]:
+    """Say how node-state reasons were counted: the unclassified faults, then every reason.
+
+    Parameters
+    ----------
+    a : AttributionResult
+        The ``attribution`` stage's result.
+
+    Returns
+    -------
+    list
+        A sentence and the reason table (nothing when no node left service).
+    """
+    r = a.reasons
+    if r.height == 0:
+        return []
+    hw = a.jobs.filter(pl.col("failure_domain").is_in(["hardware", "infrastructure"]))
+    unclassified = hw.filter(pl.col("reason_class") == "unclassified").height
+    admin = int(r.filter(pl.col("reason_class") == "administrative")["intervals"].sum())
+    text = (
+        f"Evidence first, words second: a node leaving service (DOWN, DRAIN, FAIL) in a failed "
+        f"attempt's window is evidence that the node ended it, unless its reason is an "
+        f"administrator's. {unclassified:,} of {hw.height:,} hardware-attributed attempts rest on "
+        f"an unclassified node fault (a reason that names no signal: cause unknown); "
+        f"{admin:,} administrative interval(s) were not counted as evidence. Add your site's "
+        "wording in [attribution.reasons] (`reliability analyze --reasons FILE`)."
+    )
+    return [
+        Text(text),
+        Table(
+            "node_state_reasons",
+            r,
+            "Every reason a node left service with: its class (signal, slurm, unclassified node "
+            "fault, administrative), the intervals and nodes, and the failed attempts it explains "
+            "(of those, hardware).",
+            max_rows=40,
+            wrap=("reason",),
+        ),
+    ]
 
 
 def attribution_caption(a: AttributionResult | None, before_min: float, after_min: float) -> str:
@@ -135,6 +181,7 @@ def attribution(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> Attrib
         Every attempt with its failure domain and cause, the window used and the observation end.
     """
     from reliability.attribution import attribute_failures, zone_mismatch_note
+    from reliability.reasons import reason_table
 
     a = cfg.analysis
     data = deps["cluster_data"]
@@ -144,6 +191,7 @@ def attribution(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> Attrib
         before_min=a.before_min,
         after_min=a.after_min,
         requeue_exit_codes=a.requeue_exit_codes,
+        reasons=cfg.reasons,
     )
     zone = zone_mismatch_note(jobs, ds.scan("node_states"))
     return AttributionResult(
@@ -152,6 +200,7 @@ def attribution(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> Attrib
         after_min=a.after_min,
         requeue_exit_codes=a.requeue_exit_codes,
         observation_end=data.observation_end,
+        reasons=reason_table(jobs, ds.scan("node_states"), cfg.reasons),
         notes=[zone] if zone else [],
     )
 
@@ -514,8 +563,10 @@ def workload_sections(w: WorkloadResult, ctx: Context) -> list[Section]:
         )
     else:
         tax.blocks.append(Text("No attempt ended by hardware: no job names to rank."))
-    if ctx.get("attribution") is not None:
-        tax.blocks += notes_blocks(ctx.get("attribution"))
+    attributed = ctx.get("attribution")
+    if attributed is not None:
+        tax.blocks += reason_blocks(attributed)
+        tax.blocks += notes_blocks(attributed)
     sec = Section("Secondary preemptions and crash loops")
     sec.blocks.append(Text(w.secondary_sentence()))
     sec.blocks.append(

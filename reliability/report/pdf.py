@@ -16,6 +16,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.backends.backend_pdf import PdfPages
 from matplotlib.figure import Figure as MplFigure
 
+from reliability._result import column_scales
 from reliability.report.html import cell_text
 from reliability.report.model import Figure, Report, Table, Text
 
@@ -106,7 +107,10 @@ class _Page:
         frame = t.frame.head(t.max_rows)
         avail = int((RIGHT - LEFT) * A4[0] * 72 / (TABLE_PT * MONO_EM))  # characters per line
         cols = list(frame.columns)
-        cells = [[cell_text(v) for v in row] for row in frame.iter_rows()]
+        sc = [column_scales(t.frame, t.scales).get(c) for c in cols]
+        cells = [
+            [cell_text(v, s) for v, s in zip(row, sc, strict=True)] for row in frame.iter_rows()
+        ]
         widths = [min(max([len(c), *(len(r[i]) for r in cells)]), 200) for i, c in enumerate(cols)]
         gap = 2
         # drop trailing columns that cannot fit even at 8 characters

@@ -15,6 +15,7 @@ from typing import Any
 import polars as pl
 
 from reliability._result import MISSING, column_scales, fmt_num
+from reliability.report.fonts import prepare_figure
 from reliability.report.model import Figure, Report, Table, Text, anchor
 
 __all__ = ["cell_text", "figure_svg", "render_html", "table_html"]
@@ -51,12 +52,15 @@ def figure_svg(fig: Any) -> str:
     Returns
     -------
     str
-        The ``<svg>`` element (no XML prolog; deterministic: no date).
+        The ``<svg>`` element (no XML prolog; deterministic: no date). Its text is drawn as it
+        is, never as mathtext, in fonts that have its characters
+        (:func:`reliability.report.fonts.prepare_figure`).
     """
     return _svg(fig)
 
 
 def _svg(fig: Any) -> str:
+    prepare_figure(fig)
     buf = io.StringIO()
     fig.savefig(buf, format="svg", metadata={"Date": None})
     svg = buf.getvalue()

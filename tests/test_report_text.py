@@ -325,3 +325,57 @@ def test_wide_characters_take_two_table_columns():
     assert _wrap("训练作业训练作业", 6) == ["训练作", "业训练", "作业"]
     assert _wrap("ab 训练 cd", 7) == ["ab 训练", "cd"]
     assert _wrap("plain words here", 11) == ["plain words", "here"]
+
+
+def _cff_font(path, chars: str) -> None:
+    """A font with CFF outlines (as Noto Sans CJK's) for ``chars``: a box each."""
+    from fontTools.fontBuilder import FontBuilder
+    from fontTools.pens.t2CharStringPen import T2CharStringPen
+
+    names = [".notdef", *(f"uni{ord(c):04X}" for c in chars)]
+    fb = FontBuilder(1000, isTTF=False)
+    fb.setupGlyphOrder(names)
+    fb.setupCharacterMap({ord(c): f"uni{ord(c):04X}" for c in chars})
+    outlines = {}
+    for n in names:
+        pen = T2CharStringPen(600, None)
+        pen.moveTo((100, 0))
+        pen.lineTo((100, 700))
+        pen.lineTo((500, 700))
+        pen.lineTo((500, 0))
+        pen.closePath()
+        outlines[n] = pen.getCharString()
+    fb.setupCFF("TestCFF-Regular", {"FullName": "Test CFF"}, outlines, {})
+    fb.setupHorizontalMetrics({n: (600, 100) for n in names})
+    fb.setupHorizontalHeader(ascent=800, descent=-200)
+    fb.setupNameTable({"familyName": "Test CFF", "styleName": "Regular"})
+    fb.setupOS2(sTypoAscender=800, usWinAscent=800, usWinDescent=200)
+    fb.setupPost()
+    fb.save(str(path))
+
+
+def test_a_font_with_cff_outlines_is_embedded_as_type_3(tmp_path, monkeypatch):
+    """matplotlib embeds a CFF font (Noto Sans CJK) as if it were TrueType under Type 42, a PDF
+    that readers reject or warn about ("Mismatch between font type and embedded font file");
+    a PDF that needs one embeds Type 3 fonts, and its text is still text."""
+    import matplotlib.font_manager as fm
+    from pypdf import PdfReader
+
+    from reliability.report import Report, Section, Text, fonts, render_pdf
+
+    chars = "\ue000\ue001"  # private use: no other font has them
+    _cff_font(tmp_path / "cff.otf", chars)
+    monkeypatch.setattr(fm.fontManager, "ttflist", [*fm.fontManager.ttflist])
+    fm.fontManager.addfont(str(tmp_path / "cff.otf"))
+    monkeypatch.setattr(fonts, "PREFERRED", ("Test CFF",))
+    monkeypatch.setattr(fonts, "_CATALOG", fonts._Catalog())
+    name = f"job{chars}"
+    render_pdf(Report("t", "s", [], [], [Section("S", [Text(name)])]), tmp_path / "r.pdf")
+    pdf = PdfReader(tmp_path / "r.pdf")
+    assert name in pdf.pages[0].extract_text()
+    kinds = {str(f.get_object()["/Subtype"]) for f in pdf.pages[0]["/Resources"]["/Font"].values()}
+    assert kinds == {"/Type3"}
+    # without the CFF font's characters the same report embeds TrueType (Type 42)
+    render_pdf(Report("t", "s", [], [], [Section("S", [Text("job")])]), tmp_path / "plain.pdf")
+    plain = PdfReader(tmp_path / "plain.pdf").pages[0]["/Resources"]["/Font"].values()
+    assert {str(f.get_object()["/Subtype"]) for f in plain} == {"/Type0"}

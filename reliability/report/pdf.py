@@ -213,7 +213,7 @@ class _Page:
         def draw(values: list[list[str]], weight: str) -> None:
             n = max(len(v) for v in values)
             self.need(n * step)
-            for k in range(n):  # each cell at its column's place (a wide glyph is no 2 columns)
+            for k in range(n):  # each cell at its column's place: a fallback glyph's width varies
                 x = 0
                 for i, v in enumerate(values):
                     if k < len(v) and v[k].strip():

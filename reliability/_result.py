@@ -28,7 +28,9 @@ from typing import IO, Any, ClassVar, Self
 import polars as pl
 
 __all__ = [
+    "RESIDUE",
     "Result",
+    "column_scales",
     "fmt_count",
     "fmt_duration_h",
     "fmt_num",
@@ -39,6 +41,9 @@ __all__ = [
 
 #: how a missing (not estimable) value prints in tables
 MISSING = "–"
+#: a float smaller than this fraction of its scale is floating-point residue and prints as 0
+#: (see :func:`fmt_num`)
+RESIDUE = 1e-12
 
 
 def fmt_count(n: int, noun: str, plural: str | None = None) -> str:
@@ -61,7 +66,7 @@ def fmt_count(n: int, noun: str, plural: str | None = None) -> str:
     return f"{n:,} {noun if n == 1 else (plural or noun + 's')}"
 
 
-def fmt_num(x: Any, digits: int = 4) -> str:
+def fmt_num(x: Any, digits: int = 4, scale: float | None = None) -> str:
     """Format a number for people.
 
     Parameters
@@ -70,6 +75,10 @@ def fmt_num(x: Any, digits: int = 4) -> str:
         A number, bool or None.
     digits : int
         Significant digits of a float.
+    scale : float or None
+        The magnitude ``x`` is read against, in its unit: the largest magnitude of its table
+        column (:func:`column_scales`), or 1 for a fraction (an ETTR, an availability). None:
+        ``x`` is read on its own.
 
     Returns
     -------
@@ -77,7 +86,18 @@ def fmt_num(x: Any, digits: int = 4) -> str:
         ``digits`` significant digits (more for a fraction just below 1, which would round to
         1: 0.99998, not 1), thousands separators for large values and integers,
         ``yes``/``no`` for booleans, ``MISSING`` for None; never ``nan`` or ``inf`` (those print
-        as ``MISSING``).
+        as ``MISSING``), never ``-0``.
+
+    Notes
+    -----
+    Floating-point residue prints as 0. A difference of nearly equal numbers keeps a few units
+    in the last place of its operands (2.2e-16 of their size) where the exact result is 0: the
+    ETTR of a run that lost all its work, ``(scheduled - overhead - lost) / wall``, comes out
+    as 2.891e-18. The rule: a float with ``|x| < RESIDUE * scale`` (``RESIDUE`` = 1e-12) prints
+    as ``0``. 1e-12 is well above the residue of a sum of thousands of terms (each adds at most
+    one unit in the last place) and well below anything the column's 4 significant digits show
+    next to its largest value. Without a scale nothing is zeroed: a lone small number (a rate
+    of 2.3e-6 per node-day, a p-value of 1e-20) is a measurement and prints as it is.
     """
     if x is None:
         return MISSING
@@ -88,9 +108,9 @@ def fmt_num(x: Any, digits: int = 4) -> str:
     if isinstance(x, float):
         if not math.isfinite(x):
             return MISSING
-        if x == 0:
-            return "0"
         a = abs(x)
+        if a == 0 or (scale is not None and a < RESIDUE * abs(scale)):
+            return "0"
         if a >= 10 ** (digits - 1):
             return f"{x:,.0f}"
         text = f"{x:.{digits}g}"
@@ -116,8 +136,8 @@ def fmt_pct(x: float | None, decimals: int = 2) -> str:
     Returns
     -------
     str
-        E.g. ``"99.12%"``, ``"99.998%"`` for 0.99998 (not ``"100.00%"``); ``MISSING`` for None
-        or a non-finite value.
+        E.g. ``"99.12%"``, ``"99.998%"`` for 0.99998 (not ``"100.00%"``), ``"0.00%"`` for a
+        residue of -1e-18 (never ``"-0.00%"``); ``MISSING`` for None or a non-finite value.
     """
     if x is None or not math.isfinite(x):
         return MISSING
@@ -125,6 +145,8 @@ def fmt_pct(x: float | None, decimals: int = 2) -> str:
     while x < 1 and float(text) >= 100 and decimals < 15:
         decimals += 1
         text = f"{100 * x:.{decimals}f}"
+    if float(text) == 0:
+        text = text.lstrip("-")
     return text + "%"
 
 
@@ -157,15 +179,49 @@ def fmt_duration_h(h: float | None) -> str:
     return f"{h / 8766.0:,.1f} years"
 
 
-def _cell(x: Any) -> str:
+def column_scales(
+    frame: pl.DataFrame, scales: Mapping[str, float] | None = None
+) -> dict[str, float]:
+    """Return the scale each float column's values are read against (see :func:`fmt_num`).
+
+    Parameters
+    ----------
+    frame : polars.DataFrame
+        A table; every row counts, also those a rendering cuts.
+    scales : mapping of str to float or None
+        Known scales by column, e.g. 1 for a column of fractions; the larger of this and the
+        column's largest magnitude is used.
+
+    Returns
+    -------
+    dict of str to float
+        Column -> its largest finite magnitude (or the known scale), for float columns with a
+        finite value or a known scale.
+    """
+    known = dict(scales or {})
+    out: dict[str, float] = {}
+    for name, dtype in frame.schema.items():
+        if not dtype.is_float():
+            continue
+        col = frame.get_column(name)
+        big = col.filter(col.is_finite()).abs().max() if col.len() else None
+        s = max(float(big) if big is not None else 0.0, abs(known.get(name, 0.0)))
+        if s > 0:
+            out[name] = s
+    return out
+
+
+def _cell(x: Any, scale: float | None = None) -> str:
     if isinstance(x, float | int | bool) or x is None:
-        return fmt_num(x)
+        return fmt_num(x, scale=scale)
     if isinstance(x, list | tuple):
         return ", ".join(_cell(v) for v in x)
     return str(x)
 
 
-def format_table(frame: pl.DataFrame, max_rows: int = 40) -> str:
+def format_table(
+    frame: pl.DataFrame, max_rows: int = 40, scales: Mapping[str, float] | None = None
+) -> str:
     """Format a frame as a fixed-width text table (numbers formatted by :func:`fmt_num`).
 
     Parameters
@@ -174,6 +230,9 @@ def format_table(frame: pl.DataFrame, max_rows: int = 40) -> str:
         The table.
     max_rows : int
         Most rows shown; a last line says how many more there are.
+    scales : mapping of str to float or None
+        Known scales of columns (see :func:`column_scales`); a float far below its column's
+        scale is residue and prints as 0.
 
     Returns
     -------
@@ -184,7 +243,10 @@ def format_table(frame: pl.DataFrame, max_rows: int = 40) -> str:
         return "(empty table)"
     head = frame.head(max_rows)
     cols = head.columns
-    cells = [[_cell(v) for v in row] for row in head.iter_rows()]
+    sc = column_scales(frame, scales)
+    cells = [
+        [_cell(v, sc.get(c)) for v, c in zip(row, cols, strict=True)] for row in head.iter_rows()
+    ]
     widths = [
         max(len(c), *(len(r[i]) for r in cells)) if cells else len(c) for i, c in enumerate(cols)
     ]
@@ -203,17 +265,20 @@ def format_table(frame: pl.DataFrame, max_rows: int = 40) -> str:
     return "\n".join(out)
 
 
-def _html_table(frame: pl.DataFrame, max_rows: int = 200) -> str:
+def _html_table(
+    frame: pl.DataFrame, max_rows: int = 200, scales: Mapping[str, float] | None = None
+) -> str:
     head = frame.head(max_rows)
     th = "".join(f"<th>{html.escape(c)}</th>" for c in head.columns)
     numeric = [head.schema[c].is_numeric() for c in head.columns]
+    sc = [column_scales(frame, scales).get(c) for c in head.columns]
     rows = []
     for row in head.iter_rows():
         tds = "".join(
-            f'<td style="text-align:right">{html.escape(_cell(v))}</td>'
+            f'<td style="text-align:right">{html.escape(_cell(v, s))}</td>'
             if n
             else f"<td>{html.escape(_cell(v))}</td>"
-            for v, n in zip(row, numeric, strict=True)
+            for v, n, s in zip(row, numeric, sc, strict=True)
         )
         rows.append(f"<tr>{tds}</tr>")
     more = (
@@ -250,6 +315,9 @@ class Result:
 
     #: heading of the text and HTML forms
     title: ClassVar[str] = "Result"
+    #: known scales of table columns (1 for a column of fractions): a float far below its
+    #: column's scale is residue and prints as 0 (see :func:`fmt_num`)
+    table_scales: ClassVar[Mapping[str, float]] = {}
     notes: list[str]
     #: the headline numbers as a table (not-estimable values are null, never nan or inf): a
     #: property or a dataclass field of the subclass
@@ -299,7 +367,9 @@ class Result:
             parts.append(f"<p>{html.escape(sample)}</p>")
         parts.append("<pre>" + html.escape("\n".join(self._lines())) + "</pre>")
         for name, frame in self.tables().items():
-            parts.append(f"<p><em>{html.escape(name)}</em></p>{_html_table(frame)}")
+            parts.append(
+                f"<p><em>{html.escape(name)}</em></p>{_html_table(frame, scales=self.table_scales)}"
+            )
         notes = self._notes()
         if notes:
             parts.append("<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>")
@@ -364,7 +434,7 @@ class Result:
         print(bar, file=out)
         print(str(self), file=out)
         print("", file=out)
-        print(format_table(self.summary), file=out)
+        print(format_table(self.summary, scales=self.table_scales), file=out)
 
     @staticmethod
     def _join(items: Iterable[str]) -> str:

@@ -91,6 +91,12 @@ class RunETTR(Result):
     """
 
     title = "ETTR of job runs (Kokolis et al. HPCA'25 Fig. 9)"
+    #: ETTRs are fractions: read against 1, a residue of a run that lost all its work prints as
+    #: 0 even in a one-row table
+    table_scales = dict.fromkeys(
+        ("ettr_by_run", "ettr_median", "ettr_p10", "ettr_p90", "ettr_by_gpu_time",
+         "ettr_hardware_by_run", "ettr_hardware_by_gpu_time"), 1.0,
+    )  # fmt: skip
     runs: pl.DataFrame
     ckpt_interval_h: float | None
     restart_h: float
@@ -170,9 +176,9 @@ class RunETTR(Result):
             return [head + ": no runs with wall time to measure"]
         s = self.summary.row(0, named=True)
         lines = [
-            f"{head}: {s['ettr_by_run']:.3f} by run, {fmt_num(s['ettr_by_gpu_time'])} by GPU time over "
+            f"{head}: {s['ettr_by_run']:.3f} by run, {fmt_num(s['ettr_by_gpu_time'], scale=1)} by GPU time over "
             f"{s['runs']:,} runs; with hardware interruptions only, from the first start (what E[ETTR] models): "
-            f"{fmt_num(s['ettr_hardware_by_run'], 3)} by run, {fmt_num(s['ettr_hardware_by_gpu_time'])} by GPU time",
+            f"{fmt_num(s['ettr_hardware_by_run'], 3, scale=1)} by run, {fmt_num(s['ettr_hardware_by_gpu_time'], scale=1)} by GPU time",
             f"interruptions: {s['hw_interruptions']:,} hardware, {s['preemptions']:,} preemptions, "
             f"{s['other_interruptions']:,} other",
             "by size [GPUs]:  runs  ETTR(run)  ETTR(GPU-time)  hardware-only  median  p10",
@@ -180,8 +186,8 @@ class RunETTR(Result):
         for row in self.by_size.iter_rows(named=True):
             name = "CPU" if row["bucket"] == 0 else str(row["bucket"])
             lines.append(
-                f"  {name:>6}  {row['runs']:>8,}  {row['ettr_by_run']:9.3f}  {fmt_num(row['ettr_by_gpu_time']):>14}"
-                f"  {fmt_num(row['ettr_hardware_by_run'], 3):>13}  {row['ettr_median']:6.3f}  {row['ettr_p10']:.3f}"
+                f"  {name:>6}  {row['runs']:>8,}  {row['ettr_by_run']:9.3f}  {fmt_num(row['ettr_by_gpu_time'], scale=1):>14}"
+                f"  {fmt_num(row['ettr_hardware_by_run'], 3, scale=1):>13}  {row['ettr_median']:6.3f}  {row['ettr_p10']:.3f}"
             )
         return lines
 

@@ -21,6 +21,7 @@ from reliability.plots.style import (
     new_axes,
     no_data,
     percent_axis,
+    plain_text,
     time_axis,
 )
 
@@ -52,6 +53,7 @@ def bucket_label(bucket: Any) -> str:
     return "CPU" if str(bucket) in ("0", "CPU-only") else str(bucket)
 
 
+@plain_text
 def plot_job_states(states: Any, ax: Axes | None = None) -> Axes:
     """Share of attempts and of GPU time by final state (HPCA'25 Fig. 3).
 
@@ -85,6 +87,7 @@ def plot_job_states(states: Any, ax: Axes | None = None) -> Axes:
     return ax
 
 
+@plain_text
 def plot_job_sizes(sizes: Any, ax: Axes | None = None) -> Axes:
     """Plot jobs and GPU time by job size.
 
@@ -121,6 +124,7 @@ def plot_job_sizes(sizes: Any, ax: Axes | None = None) -> Axes:
     return ax
 
 
+@plain_text
 def plot_failure_taxonomy(taxonomy: Any, ax: Axes | None = None, top: int = 12) -> Axes:
     """Plot the attempts that failed for a non-user reason, by domain and cause.
 
@@ -161,6 +165,7 @@ def plot_failure_taxonomy(taxonomy: Any, ax: Axes | None = None, top: int = 12) 
     return ax
 
 
+@plain_text
 def plot_failure_rate(series: Any, ax: Axes | None = None) -> Axes:
     """Plot the weekly hardware failure rate of large jobs with its 95% interval.
 
@@ -234,6 +239,7 @@ def _bucket_gpus(frame: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+@plain_text
 def plot_mttf(result: Any, ax: Axes | None = None, project_to: int = 131072) -> Axes:
     """Plot MTTF by job size, measured and modelled.
 
@@ -323,6 +329,7 @@ def plot_mttf(result: Any, ax: Axes | None = None, project_to: int = 131072) -> 
     return ax
 
 
+@plain_text
 def plot_secondary_preemptions(stats: Any, ax: Axes | None = None) -> Axes:
     """Plot the failure overhead: hardware-failed GPU-hours and the secondary preemptions they cause.
 
@@ -372,6 +379,7 @@ def plot_secondary_preemptions(stats: Any, ax: Axes | None = None) -> Axes:
     return ax
 
 
+@plain_text
 def plot_lemon_suspects(
     scores: Any, ax: Axes | None = None, top: int = 15, threshold: float | None = None
 ) -> Axes:

@@ -16,11 +16,13 @@ from reliability.plots.style import (
     new_axes,
     no_data,
     percent_axis,
+    plain_text,
 )
 
 __all__ = ["plot_ettr_by_size", "plot_ettr_grid"]
 
 
+@plain_text
 def plot_ettr_by_size(result: Any, ax: Axes | None = None) -> Axes:
     """Plot ETTR by job size, by run (median, 10-90% range) and by GPU time.
 
@@ -75,6 +77,7 @@ def plot_ettr_by_size(result: Any, ax: Axes | None = None) -> Axes:
     return ax
 
 
+@plain_text
 def plot_ettr_grid(plan: Any, ax: Axes | None = None, target: float | None = None) -> Axes:
     """Plot expected ETTR vs job size for several checkpoint intervals.
 

@@ -18,6 +18,7 @@ from reliability.plots.style import (
     new_axes,
     no_data,
     percent_axis,
+    plain_text,
     time_axis,
 )
 
@@ -63,6 +64,7 @@ def timeline_nodes(health: Any, top: int) -> list[tuple[str, str]]:
     return [(c, n) for c, n in ranked.select("cluster", "node").head(top).iter_rows()]
 
 
+@plain_text
 def plot_node_timeline(health: Any, ax: Axes | None = None, top: int = 30) -> Axes:
     """Plot when each node was out of service, by state (DOWN, DRAIN, FAIL, MAINT, REPAIR).
 
@@ -132,6 +134,7 @@ def plot_node_timeline(health: Any, ax: Axes | None = None, top: int = 30) -> Ax
     return ax
 
 
+@plain_text
 def plot_fleet_availability(health: Any, ax: Axes | None = None) -> Axes:
     """Plot the share of the fleet's nodes in service over time.
 

@@ -12,7 +12,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from scipy import stats
 
-from reliability.plots.style import colour, new_axes
+from reliability.plots.style import colour, new_axes, plain_text
 
 __all__ = ["model_survival", "plot_lifetimes"]
 
@@ -53,6 +53,7 @@ def model_survival(model: str, params: dict[str, float], t: np.ndarray) -> np.nd
     raise ValueError(f"unknown model {model!r}")
 
 
+@plain_text
 def plot_lifetimes(result: Any, group: str | None = None, ax: Axes | None = None) -> Axes:
     """Plot Kaplan-Meier survival and the fitted models' survival curves of one group.
 

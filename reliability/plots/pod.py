@@ -15,6 +15,7 @@ from reliability.plots.style import (
     new_axes,
     no_data,
     percent_axis,
+    plain_text,
 )
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
 ]
 
 
+@plain_text
 def plot_component_rates(rates: pl.DataFrame, ax: Axes | None = None) -> Axes:
     """Plot the failure rate per component type and period, per component-day.
 
@@ -73,6 +75,7 @@ def plot_component_rates(rates: pl.DataFrame, ax: Axes | None = None) -> Axes:
     return ax
 
 
+@plain_text
 def plot_availability(
     curves: pl.DataFrame, measured: pl.DataFrame | None = None, ax: Axes | None = None
 ) -> Axes:
@@ -150,6 +153,7 @@ def plot_availability(
     return ax
 
 
+@plain_text
 def plot_recovery(result: Any, ax: Axes | None = None) -> Axes:
     """Plot the goodput lost per failure type and recovery path (reconfigure vs reroute).
 
@@ -180,6 +184,7 @@ def plot_recovery(result: Any, ax: Axes | None = None) -> Axes:
     return ax
 
 
+@plain_text
 def plot_routing(table: Any, ax: Axes | None = None) -> Axes:
     """Plot the all-to-all throughput kept with one OCS down, ours (LP optimum) beside the paper's.
 
@@ -230,6 +235,7 @@ def plot_routing(table: Any, ax: Axes | None = None) -> Axes:
     return ax
 
 
+@plain_text
 def plot_sweep(aggregates: Any, ax: Axes | None = None, keys: list[str] | None = None) -> Axes:
     """Plot a sweep's aggregates: mean and 95% interval per cell and metric.
 

@@ -1,12 +1,15 @@
 """Shared look of the figures: the Okabe-Ito colour-blind-safe palette and small helpers.
 
-Legends outside the data, an honest "no data" panel, time axes that fit the data's span.
+Legends outside the data, an honest "no data" panel, time axes that fit the data's span, text
+drawn as it is (never as mathtext).
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, ParamSpec
 
 import polars as pl
 from matplotlib.axes import Axes
@@ -19,8 +22,11 @@ __all__ = [
     "new_axes",
     "no_data",
     "percent_axis",
+    "plain_text",
     "time_axis",
 ]
+
+P = ParamSpec("P")
 
 #: Okabe & Ito (2008), safe for the common colour-vision deficiencies
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
@@ -49,6 +55,38 @@ def new_axes(ax: Axes | None, figsize: tuple[float, float] = (6.4, 3.6)) -> Axes
     _, ax = plt.subplots(figsize=figsize, layout="constrained")
     _style(ax)
     return ax
+
+
+def plain_text(plot: Callable[P, Axes]) -> Callable[P, Axes]:
+    """Make a plot function draw its text as it is, never as mathtext.
+
+    Names from the data (jobs, nodes, states, QoS classes, titles built from them) are text:
+    matplotlib would read ``sweep_$lr_$bs`` or ``cost $5 and $6`` as mathtext between two
+    ``$`` and fail on it, or draw a formula. Every plot function is wrapped: after it draws,
+    every text of its axes (title, axis labels, tick labels, legend, annotations) has
+    ``parse_math=False``.
+
+    Parameters
+    ----------
+    plot : callable
+        A plot function returning the axes it drew on.
+
+    Returns
+    -------
+    callable
+        The same function, its axes' text plain.
+    """
+
+    @functools.wraps(plot)
+    def plain(*args: P.args, **kwargs: P.kwargs) -> Axes:
+        from matplotlib.text import Text
+
+        ax = plot(*args, **kwargs)
+        for t in ax.findobj(Text):
+            t.set_parse_math(False)
+        return ax
+
+    return plain
 
 
 def _style(ax: Axes) -> None:

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import html
 import io
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
 import polars as pl
 
-from reliability._result import MISSING, fmt_num
+from reliability._result import MISSING, column_scales, fmt_num
+from reliability.report.fonts import prepare_figure
 from reliability.report.model import Figure, Report, Table, Text, anchor
 
 __all__ = ["cell_text", "figure_svg", "render_html", "table_html"]
@@ -50,12 +52,15 @@ def figure_svg(fig: Any) -> str:
     Returns
     -------
     str
-        The ``<svg>`` element (no XML prolog; deterministic: no date).
+        The ``<svg>`` element (no XML prolog; deterministic: no date). Its text is drawn as it
+        is, never as mathtext, in fonts that have its characters
+        (:func:`reliability.report.fonts.prepare_figure`).
     """
     return _svg(fig)
 
 
 def _svg(fig: Any) -> str:
+    prepare_figure(fig)
     buf = io.StringIO()
     fig.savefig(buf, format="svg", metadata={"Date": None})
     svg = buf.getvalue()
@@ -63,13 +68,16 @@ def _svg(fig: Any) -> str:
     return svg[svg.find("<svg") :]
 
 
-def cell_text(v: object) -> str:
+def cell_text(v: object, scale: float | None = None) -> str:
     """Format a table cell for people.
 
     Parameters
     ----------
     v : object
         The cell's value.
+    scale : float or None
+        The scale of the cell's column (:func:`reliability._result.column_scales`): a float far
+        below it is floating-point residue and prints as 0.
 
     Returns
     -------
@@ -82,13 +90,18 @@ def cell_text(v: object) -> str:
     if isinstance(v, datetime):
         return v.strftime("%Y-%m-%d %H:%M:%S" if v.second else "%Y-%m-%d %H:%M")
     if isinstance(v, bool | int | float):
-        return fmt_num(v)
+        return fmt_num(v, scale=scale)
     if isinstance(v, list | tuple):
         return ", ".join(cell_text(x) for x in v)
     return str(v)
 
 
-def table_html(frame: pl.DataFrame, caption: str = "", max_rows: int = 25) -> str:
+def table_html(
+    frame: pl.DataFrame,
+    caption: str = "",
+    max_rows: int = 25,
+    scales: Mapping[str, float] | None = None,
+) -> str:
     """Render a frame as an escaped HTML table in a horizontally scrolling box.
 
     A wide table never widens the page.
@@ -101,6 +114,8 @@ def table_html(frame: pl.DataFrame, caption: str = "", max_rows: int = 25) -> st
         Caption text; a note of the rows shown is added when the table is cut.
     max_rows : int
         Most rows shown.
+    scales : mapping of str to float or None
+        Known scales of columns (:func:`reliability._result.column_scales`).
 
     Returns
     -------
@@ -108,12 +123,13 @@ def table_html(frame: pl.DataFrame, caption: str = "", max_rows: int = 25) -> st
         The ``<div class="table-wrap"><table>...</table></div>`` markup.
     """
     head = "".join(f"<th>{html.escape(c)}</th>" for c in frame.columns)
+    sc = [column_scales(frame, scales).get(c) for c in frame.columns]
     rows = []
     for row in frame.head(max_rows).iter_rows():
         cells = []
-        for v in row:
+        for v, s in zip(row, sc, strict=True):
             cls = ' class="s"' if isinstance(v, str | datetime | list) else ""
-            cells.append(f"<td{cls}>{html.escape(cell_text(v))}</td>")
+            cells.append(f"<td{cls}>{html.escape(cell_text(v, s))}</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
     if frame.height == 0:
         rows.append(f'<tr><td class="s" colspan="{max(frame.width, 1)}">(no rows)</td></tr>')
@@ -192,7 +208,7 @@ def render_html(report: Report, data_links: dict[str, str] | None = None) -> str
             elif isinstance(b, Table):
                 link = links.get(b.name)
                 cap = b.caption + (f" Numbers: {link}" if link else "")
-                parts.append(table_html(b.frame, cap, b.max_rows))
+                parts.append(table_html(b.frame, cap, b.max_rows, b.scales))
         parts.append("</section>")
     parts.append("</body></html>")
     return "\n".join(parts)

@@ -6,6 +6,7 @@ Sections hold text, figures and tables, rendered to HTML and PDF.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -60,6 +61,9 @@ class Table:
     """A table (a polars frame) with a caption; long tables are cut to ``max_rows``.
 
     ``wrap`` names text columns that hold long values (paths, reasons) the PDF wraps.
+    ``scales`` gives known scales of float columns (1 for fractions): a value far below its
+    column's scale is floating-point residue and prints as 0
+    (:func:`reliability._result.fmt_num`).
     """
 
     name: str
@@ -67,6 +71,7 @@ class Table:
     caption: str
     max_rows: int = 25
     wrap: tuple[str, ...] = ()
+    scales: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass

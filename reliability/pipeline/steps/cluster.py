@@ -730,7 +730,14 @@ def ettr_section(r: RunETTR, ctx: Context) -> list[Section]:
             r.by_size,
         )
     )
-    sec.blocks.append(Table("ettr_by_priority", r.by_priority, "ETTR by QoS / priority class."))
+    sec.blocks.append(
+        Table(
+            "ettr_by_priority",
+            r.by_priority,
+            "ETTR by QoS / priority class.",
+            scales=r.table_scales,
+        )
+    )
     sec.blocks += notes_blocks(r)
     return [sec]
 

@@ -27,6 +27,7 @@ from reliability.models import (
     failure_rate_series,
     fit_weibull,
     glm_slope,
+    poisson_regression,
     rate_interval,
     trend_test,
 )
@@ -58,6 +59,29 @@ def rates_and_trends(R: int) -> None:
                   f"{_cov(r['low'], r['high'], p['rate_per_day']):9.3f} "
                   f"{_cov(r['poisson_low'], r['poisson_high'], p['rate_per_day']):10.3f} "
                   f"{(t['p'][v] < 0.05).mean():11.3f} {(t['p_poisson'][v] < 0.05).mean():12.3f}")  # fmt: skip
+
+
+def trend_power(R: int) -> None:
+    """Issue 40: the trend test's power under weekly swings, NB2 quasi-likelihood (now) against
+    the HC3 sandwich on a Poisson GLM (before), and the size of both."""
+    print(f"trend test: rejection rate at 5% ({R:,} replicates; doubling = x2 every 7 weeks)")
+    print(
+        f"  {'weeks':>5} {'fail/wk':>7} {'weekly swing':<14} {'trend':<9} {'NB2 (now)':>9} {'HC3 (before)':>12}"
+    )
+    rng = np.random.default_rng(40)
+    for weeks in (8, 12, 26):
+        for mu0 in (5.0, 20.0, 60.0):
+            for shape in (None, 4.0):
+                for growth in (1.0, 2 ** (1 / 7)):
+                    e = np.full((R, weeks), 1000.0)
+                    m = rng.gamma(shape, 1 / shape, e.shape) if shape else 1.0
+                    k = rng.poisson(mu0 / 1000 * m * growth ** np.arange(weeks) * e)
+                    now = trend_test(k, e)["p"]
+                    before = poisson_regression(k, e, np.arange(weeks, dtype=float), min_failures=5,
+                                                min_points=4)["p"]  # fmt: skip
+                    print(f"  {weeks:>5} {mu0:>7g} {'Gamma(4) CV .5' if shape else 'none':<14} "
+                          f"{'doubling' if growth > 1 else 'none':<9} {np.nanmean(now < 0.05):9.3f} "
+                          f"{np.nanmean(before < 0.05):12.3f}")  # fmt: skip
 
 
 def slopes(R: int) -> None:
@@ -144,6 +168,7 @@ def main() -> None:
     ap.add_argument("--histories", type=int, default=1000)
     a = ap.parse_args()
     rates_and_trends(a.replicates)
+    trend_power(a.replicates)
     slopes(a.replicates)
     shapes(1000)
     censoring(a.histories)

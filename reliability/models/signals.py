@@ -1,0 +1,413 @@
+"""Which signals predict job failures: each signal kind measured on the cluster's own history.
+
+Operators drain nodes on fixed rules ("drain after an Xid 79", "after 3 Xid 48 in an hour"),
+taken from vendor documents or folklore. This measures, per signal kind, on the user's own
+logs, what those signals have been followed by:
+
+- **signals**: every health event (a kernel Xid/SXid, a DCGM field, a health check, a ticket:
+  ``source`` and ``code``), and every departure from service by the class of its reason
+  (:mod:`reliability.reasons`: ``drain: unclassified``, ``DOWN: signal psu``...);
+- **outcome**: a job attempt running on that node at the signal ends abnormally (FAILED,
+  NODE_FAIL, REQUEUED, BOOT_FAIL, LAUNCH_FAILED) within ``horizon_h`` after it. The outcome
+  does not use failure attribution, whose evidence is these same signals: the measure is not
+  circular;
+- **baseline**: the same outcome at any time the node ran jobs: the share of the node's busy
+  time from which a job then running ended abnormally within the horizon (exactly: the union
+  over its abnormal attempts of ``[max(start, end − h), end]``, over the union of all its
+  attempts), averaged over the signal's events; **lift** = observed share / baseline share,
+  with an exact (Clopper-Pearson) interval of the share divided by the baseline, and a
+  one-sided binomial p-value of "no more failures than the baseline";
+- **lead time**: the median time from the signal to the abnormal end, among those followed.
+
+**Drain policies** (:func:`policy_table`): for a signal kind, "drain after ``k`` events within
+``t`` hours" fires at the k-th event of a node in any ``t``-hour span. Its precision is the
+share of firings followed by a hardware failure of that node (a distinct incident of the
+attributed jobs, :func:`reliability.models.node_incidents`) within the horizon; its recall
+the share of those failures preceded by a firing within the horizon. (This outcome rests on
+attribution, whose evidence includes the signals: a signal that is itself the evidence of a
+failure at the same time is right by construction, with a lead time of 0.)
+
+None of the anchors (gpud, the device plugins, NHC) measure this; they ship fixed rules.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+from scipy import stats
+
+from reliability._result import Result, fmt_num
+from reliability.models.incidents import node_incidents
+
+if TYPE_CHECKING:
+    from reliability.reasons import ReasonRules
+
+__all__ = ["ABNORMAL_STATES", "SignalCalibration", "policy_table", "signal_calibration"]
+
+#: attempt states that end a job abnormally (the outcome a signal may predict)
+ABNORMAL_STATES = ("FAILED", "NODE_FAIL", "REQUEUED", "BOOT_FAIL", "LAUNCH_FAILED")
+_TS = pl.Datetime("us", "UTC")
+
+
+@dataclass
+class SignalCalibration(Result):
+    """How often each signal kind was followed by a job failure on its node (see the module doc).
+
+    Attributes
+    ----------
+    signals : polars.DataFrame
+        One row per signal kind: ``signal``, ``events``, ``nodes``, ``exposed`` (events with a job
+        running on the node), ``followed`` (of those, a running job ended abnormally within the
+        horizon), ``share`` with ``share_low``/``share_high``, ``baseline`` (the share expected
+        from the nodes' own rates), ``lift`` with ``lift_low``/``lift_high``, ``p`` (one-sided,
+        no more than the baseline), ``lead_min_median`` [min]; most predictive first.
+    policies : polars.DataFrame
+        Drain policies for the signals with the most events (:func:`policy_table`).
+    horizon_h : float
+        The horizon after a signal [h].
+    """
+
+    title = "Which signals predict job failures"
+    signals: pl.DataFrame
+    policies: pl.DataFrame
+    horizon_h: float
+    alpha: float = 0.05
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def summary(self) -> pl.DataFrame:
+        """The signal table (see :attr:`signals`)."""
+        return self.signals
+
+    @property
+    def sample_sizes(self) -> dict[str, int | float]:
+        """Counts behind the result: signal kinds and events."""
+        s = self.signals
+        return {"signal kinds": s.height, "events": int(s["events"].sum()) if s.height else 0}
+
+    def tables(self) -> dict[str, pl.DataFrame]:
+        """Return the result's tables by name.
+
+        Returns
+        -------
+        dict of str to polars.DataFrame
+            ``"signals"`` and ``"drain policies"``.
+        """
+        return {"signals": self.signals, "drain policies": self.policies}
+
+    def _lines(self) -> list[str]:
+        s = self.signals
+        if s.height == 0:
+            return ["no health events or node-state changes: no signal to calibrate"]
+        lines = [
+            f"{s.height} signal kinds; share of events with a running job that ended abnormally "
+            f"within {fmt_num(self.horizon_h)} h, against the nodes' own baseline:"
+        ]
+        for r in s.head(15).iter_rows(named=True):
+            if r["exposed"] == 0:
+                lines.append(f"  {r['signal']}: {r['events']} events, none with a job running")
+                continue
+            lead = (
+                ""
+                if r["lead_min_median"] is None
+                else f", median lead {fmt_num(r['lead_min_median'])} min"
+            )
+            lines.append(
+                f"  {r['signal']}: {r['followed']}/{r['exposed']} = {100 * r['share']:.0f}% "
+                f"(baseline {100 * r['baseline']:.1f}%, lift x{fmt_num(r['lift'])} "
+                f"[{fmt_num(r['lift_low'])}-{fmt_num(r['lift_high'])}], p = {r['p']:.2g}){lead}"
+            )
+        return lines
+
+
+def _frames(source: Any) -> dict[str, pl.DataFrame]:
+    if isinstance(source, dict):
+        return source
+    return {"jobs": source.jobs, "health_events": source.health_events,
+            "node_states": source.node_states}  # fmt: skip
+
+
+def _signal_events(frames: dict[str, pl.DataFrame], rules: ReasonRules | None) -> pl.DataFrame:
+    """Every signal: ``cluster, node, t, signal``."""
+    from reliability.reasons import classify_reasons
+
+    parts = []
+    he = frames.get("health_events")
+    if he is not None and he.height:
+        parts.append(he.select(
+            pl.col("cluster").cast(pl.String), pl.col("node").cast(pl.String), t=pl.col("time"),
+            signal=pl.col("source").cast(pl.String) + pl.lit(" ")
+            + pl.when(pl.col("source").cast(pl.String).is_in(["kernel_log", "slurm"])
+                      & pl.col("code").str.contains(r"^\d+$"))
+            .then(pl.lit("Xid ") + pl.col("code")).otherwise(pl.col("code").fill_null("?")),
+        ))  # fmt: skip
+    ns = frames.get("node_states")
+    if ns is not None and ns.height:
+        st = ns.with_columns(
+            pl.col("reason").cast(pl.String),
+            user=pl.col("user").cast(pl.String)
+            if "user" in ns.columns
+            else pl.lit(None, pl.String),
+        )
+        cls = classify_reasons(st, rules)
+        st = st.join(cls, on=["reason", "user"], how="left", nulls_equal=True)
+        parts.append(st.select(
+            pl.col("cluster").cast(pl.String), pl.col("node").cast(pl.String), t=pl.col("start"),
+            signal=pl.col("state").cast(pl.String) + pl.lit(": ") + pl.col("reason_class")
+            + pl.when(pl.col("component").is_not_null() & (pl.col("component") != "unknown"))
+            .then(pl.lit(" ") + pl.col("component")).otherwise(pl.lit("")),
+        ))  # fmt: skip
+    if not parts:
+        return pl.DataFrame(
+            schema={"cluster": pl.String, "node": pl.String, "t": _TS, "signal": pl.String}
+        )
+    return pl.concat(parts).drop_nulls(["node", "t"])
+
+
+def _running(jobs: pl.DataFrame) -> pl.DataFrame:
+    """Per attempt and node: ``cluster, node, start, end, abnormal``."""
+    return (
+        jobs.filter(pl.col("start_time").is_not_null() & pl.col("end_time").is_not_null())
+        .select(
+            pl.col("cluster").cast(pl.String),
+            node=pl.col("nodes"),
+            start="start_time",
+            end="end_time",
+            abnormal=pl.col("state").cast(pl.String).is_in(ABNORMAL_STATES),
+        )
+        .explode("node")
+        .drop_nulls("node")
+        .with_columns(pl.col("node").cast(pl.String))
+    )
+
+
+def signal_calibration(
+    source: Any,
+    *,
+    attributed: pl.DataFrame | None = None,
+    horizon_h: float = 6.0,
+    reasons: ReasonRules | None = None,
+    min_events: int = 1,
+    alpha: float = 0.05,
+) -> SignalCalibration:
+    """Measure, per signal kind, how often a job running on the node failed after it.
+
+    Parameters
+    ----------
+    source : Dataset or dict of str to polars.DataFrame
+        A Dataset, or its ``jobs``, ``health_events``, ``node_states`` frames.
+    attributed : polars.DataFrame or None
+        The attributed jobs, for the drain policies' outcome (None: attributed here).
+    horizon_h : float
+        How long after a signal a job failure counts [h], > 0.
+    reasons : ReasonRules or None
+        How node-state reasons are classified (:mod:`reliability.reasons`).
+    min_events : int
+        Signal kinds with fewer events are left out.
+    alpha : float
+        1 − confidence level of the intervals.
+
+    Returns
+    -------
+    SignalCalibration
+        The signal table (share followed, baseline, lift with interval, p, lead time) and the
+        drain-policy table.
+    """
+    if not horizon_h > 0:
+        raise ValueError(f"horizon_h must be > 0 hours, got {horizon_h}")
+    frames = _frames(source)
+    ev = _signal_events(frames, reasons)
+    runs = _running(frames["jobs"])
+    h = timedelta(hours=horizon_h)
+    notes: list[str] = []
+    # the same outcome at any time the node ran jobs (matched baseline)
+    per_node = _baseline(runs, h)
+    ev = ev.with_row_index("_e")
+    # attempts running on the node at the signal, and whether one ended abnormally within h
+    hit = (
+        ev.join(runs, on=["cluster", "node"])
+        .filter((pl.col("start") <= pl.col("t")) & (pl.col("end") >= pl.col("t")))
+        .group_by("_e")
+        .agg(
+            followed=(pl.col("abnormal") & (pl.col("end") <= pl.col("t") + h)).any(),
+            lead_s=pl.when(pl.col("abnormal") & (pl.col("end") <= pl.col("t") + h))
+            .then((pl.col("end") - pl.col("t")).dt.total_seconds())
+            .min(),
+        )
+    )
+    e = (
+        ev.join(hit, on="_e", how="left")
+        .join(per_node, on=["cluster", "node"], how="left")
+        .with_columns(
+            exposed=pl.col("followed").is_not_null(),
+            followed=pl.col("followed").fill_null(False),
+            base=pl.col("base").fill_null(0.0),
+        )
+    )
+    table = (
+        e.group_by("signal")
+        .agg(
+            events=pl.len().cast(pl.Int64),
+            nodes=pl.col("node").n_unique().cast(pl.Int64),
+            exposed=pl.col("exposed").sum().cast(pl.Int64),
+            followed=pl.col("followed").sum().cast(pl.Int64),
+            baseline=pl.col("base").filter(pl.col("exposed")).mean(),
+            lead_min_median=(pl.col("lead_s").median() / 60.0),
+        )
+        .filter(pl.col("events") >= min_events)
+    )
+    rows = []
+    for r in table.iter_rows(named=True):
+        n, k, b = r["exposed"], r["followed"], r["baseline"]
+        share = k / n if n else None
+        lo = stats.beta.ppf(alpha / 2, k, n - k + 1) if n and k else 0.0
+        hi = stats.beta.ppf(1 - alpha / 2, k + 1, n - k) if n and k < n else 1.0
+        ok = n > 0 and b is not None and b > 0
+        rows.append({
+            **r, "share": share, "share_low": float(lo) if n else None, "share_high": float(hi) if n else None,
+            "lift": share / b if ok else None, "lift_low": lo / b if ok else None,
+            "lift_high": hi / b if ok else None,
+            "p": float(stats.binom.sf(k - 1, n, b)) if ok else None,
+        })  # fmt: skip
+    schema = {"signal": pl.String, "events": pl.Int64, "nodes": pl.Int64, "exposed": pl.Int64,
+              "followed": pl.Int64, "share": pl.Float64, "share_low": pl.Float64,
+              "share_high": pl.Float64, "baseline": pl.Float64, "lift": pl.Float64,
+              "lift_low": pl.Float64, "lift_high": pl.Float64, "p": pl.Float64,
+              "lead_min_median": pl.Float64}  # fmt: skip
+    signals = (pl.DataFrame(rows, schema=schema) if rows else pl.DataFrame(schema=schema)).sort(
+        ["lift_low", "events"], descending=[True, True], nulls_last=True
+    )
+    no_base = signals.filter(pl.col("exposed") > 0, pl.col("lift").is_null()).height
+    if no_base:
+        notes.append(
+            f"{no_base} signal kind(s) fell on nodes that never had an abnormal job end: no baseline, no lift"
+        )
+    top = signals.filter(pl.col("events") >= 3).sort("events", descending=True).head(6)["signal"]
+    if attributed is None:
+        from reliability.attribution import attribute_failures
+
+        attributed = (
+            attribute_failures(frames["jobs"], health_events=frames.get("health_events"),
+                               node_states=frames.get("node_states"), reasons=reasons)
+            if isinstance(source, dict) else attribute_failures(source, reasons=reasons)
+        )  # fmt: skip
+    policies = policy_table(ev, node_incidents(attributed), top.to_list(), horizon_h=horizon_h)
+    return SignalCalibration(signals=signals, policies=policies, horizon_h=horizon_h, alpha=alpha,
+                             notes=notes)  # fmt: skip
+
+
+def _union_s(iv: pl.DataFrame) -> pl.DataFrame:
+    """Per (cluster, node): total length [s] of the union of intervals ``s``-``e``."""
+    if iv.height == 0:
+        return pl.DataFrame(schema={"cluster": pl.String, "node": pl.String, "len_s": pl.Float64})
+    return (
+        iv.sort("cluster", "node", "s")
+        .with_columns(prev=pl.col("e").cum_max().shift(1).over("cluster", "node"))
+        .with_columns(
+            g=(pl.col("prev").is_null() | (pl.col("s") > pl.col("prev")))
+            .cast(pl.Int64)
+            .cum_sum()
+            .over("cluster", "node")
+        )
+        .group_by("cluster", "node", "g")
+        .agg(s=pl.col("s").min(), e=pl.col("e").max())
+        .group_by("cluster", "node")
+        .agg(len_s=(pl.col("e") - pl.col("s")).dt.total_seconds().sum().cast(pl.Float64))
+    )
+
+
+def _baseline(runs: pl.DataFrame, h: timedelta) -> pl.DataFrame:
+    """Per node: the share of its busy time from which a running job ended abnormally within h."""
+    busy = _union_s(runs.select("cluster", "node", s=pl.col("start"), e=pl.col("end")))
+    bad = _union_s(
+        runs.filter(pl.col("abnormal")).select(
+            "cluster", "node", s=pl.max_horizontal("start", pl.col("end") - h), e=pl.col("end")
+        )
+    )
+    return busy.join(bad, on=["cluster", "node"], how="left", suffix="_bad").select(
+        "cluster", "node",
+        base=pl.when(pl.col("len_s") > 0).then(pl.col("len_s_bad").fill_null(0.0) / pl.col("len_s"))
+        .otherwise(0.0),
+    )  # fmt: skip
+
+
+def policy_table(
+    events: pl.DataFrame,
+    incidents: pl.DataFrame,
+    signals: list[str],
+    *,
+    horizon_h: float = 6.0,
+    counts: tuple[int, ...] = (1, 2, 3),
+    spans_h: tuple[float, ...] = (1.0, 24.0),
+) -> pl.DataFrame:
+    """Precision and recall of "drain after k events within t hours" for each signal kind.
+
+    Parameters
+    ----------
+    events : polars.DataFrame
+        Signals: ``cluster, node, t, signal``.
+    incidents : polars.DataFrame
+        Node failures (:func:`reliability.models.node_incidents`: ``cluster, node,
+        first_failure``).
+    signals : list of str
+        The signal kinds to evaluate.
+    horizon_h : float
+        A firing counts as right when a node failure follows within this [h].
+    counts : tuple of int
+        The ``k`` of the policies.
+    spans_h : tuple of float
+        The ``t`` of the policies [h].
+
+    Returns
+    -------
+    polars.DataFrame
+        ``signal, k, within_h, firings, precision, recall, failures`` (hardware failure incidents
+        in the data, the denominator of recall).
+    """
+    fails = incidents.select("cluster", "node", t=pl.col("first_failure"))
+    n_fail = fails.height
+    h_us = int(horizon_h * 3.6e9)
+    rows = []
+    for sig in signals:
+        ev = events.filter(pl.col("signal") == sig).sort("cluster", "node", "t")
+        for k in counts:
+            for span in spans_h:
+                fire = _firings(ev, k, span)
+                if fire.height == 0:
+                    rows.append({"signal": sig, "k": k, "within_h": span, "firings": 0,
+                                 "precision": None, "recall": 0.0 if n_fail else None,
+                                 "failures": n_fail})  # fmt: skip
+                    continue
+                pair = (
+                    fire.join(fails, on=["cluster", "node"], suffix="_f")
+                    .with_columns(d=(pl.col("t_f") - pl.col("t")).dt.total_microseconds())
+                    .filter((pl.col("d") >= 0) & (pl.col("d") <= h_us))
+                )
+                right = pair.select("cluster", "node", "t").unique().height
+                caught = pair.select("cluster", "node", "t_f").unique().height
+                rows.append({"signal": sig, "k": k, "within_h": span, "firings": fire.height,
+                             "precision": right / fire.height,
+                             "recall": caught / n_fail if n_fail else None, "failures": n_fail})  # fmt: skip
+    return pl.DataFrame(
+        rows,
+        schema={"signal": pl.String, "k": pl.Int64, "within_h": pl.Float64, "firings": pl.Int64,
+                "precision": pl.Float64, "recall": pl.Float64, "failures": pl.Int64},
+    )  # fmt: skip
+
+
+def _firings(ev: pl.DataFrame, k: int, span_h: float) -> pl.DataFrame:
+    """List when a "k events within span_h" rule fires on each node (it re-arms after firing)."""
+    out = []
+    span = timedelta(hours=span_h)
+    for (cluster, node), part in ev.group_by("cluster", "node", maintain_order=True):
+        times = part["t"].to_list()
+        window: list[datetime] = []
+        for t in times:
+            window = [x for x in window if t - x <= span] + [t]
+            if len(window) >= k:
+                out.append({"cluster": cluster, "node": node, "t": t})
+                window = []
+    return pl.DataFrame(out, schema={"cluster": pl.String, "node": pl.String, "t": _TS})

@@ -1,0 +1,67 @@
+"""Signal calibration (reliability.models.signals) on hand-built histories whose shares,
+baselines and policy outcomes are worked out by hand."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import polars as pl
+import pytest
+
+from reliability.models.signals import signal_calibration
+
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
+H = timedelta(hours=1)
+
+
+def _job(jid: str, node: str, start_h: float, end_h: float, state: str) -> dict:
+    return {"cluster": "c", "job_id": jid, "attempt": 0, "nodes": [node], "n_nodes": 1,
+            "n_accelerators": 8, "submit_time": T0 + start_h * H, "start_time": T0 + start_h * H,
+            "end_time": T0 + end_h * H, "state": state, "exit_code": 1}  # fmt: skip
+
+
+def _he(node: str, t_h: float, code: str) -> dict:
+    return {"cluster": "c", "node": node, "time": T0 + t_h * H, "source": "kernel_log",
+            "component": "gpu", "code": code, "severity": "critical", "device": None, "message": ""}  # fmt: skip
+
+
+def _frames(jobs: list[dict], he: list[dict]) -> dict[str, pl.DataFrame]:
+    states = pl.DataFrame(schema={"cluster": pl.String, "node": pl.String, "state": pl.String,
+                                  "start": pl.Datetime("us", "UTC"), "end": pl.Datetime("us", "UTC"),
+                                  "reason": pl.String, "user": pl.String})  # fmt: skip
+    return {"jobs": pl.DataFrame(jobs), "health_events": pl.DataFrame(he), "node_states": states}
+
+
+def test_share_baseline_and_lift_by_hand():
+    """Node n1 runs ten 10-hour jobs back to back (0-100 h). Jobs 3 and 7 end FAILED; the
+    others COMPLETED. Xid 79 fires at 25 h (job 3, 20-30 h, fails 5 h later) and at 55 h
+    (job 6, 50-60 h, completes). Horizon 6 h:
+    - share = 1/2 (one of two events followed within 6 h), lead 5 h = 300 min;
+    - baseline = busy time from which a running job failed within 6 h / busy time:
+      [24, 30] and [64, 70] -> 12 h of 100 h = 0.12; lift = 0.5 / 0.12."""
+    jobs = [_job(str(i), "n1", 10 * i, 10 * (i + 1), "FAILED" if i in (2, 6) else "COMPLETED")
+            for i in range(10)]  # fmt: skip
+    s = signal_calibration(_frames(jobs, [_he("n1", 25, "79"), _he("n1", 55, "79")]), horizon_h=6)
+    row = s.signals.filter(pl.col("signal") == "kernel_log Xid 79").row(0, named=True)
+    assert (row["events"], row["exposed"], row["followed"]) == (2, 2, 1)
+    assert row["share"] == pytest.approx(0.5)
+    assert row["baseline"] == pytest.approx(0.12)
+    assert row["lift"] == pytest.approx(0.5 / 0.12)
+    assert row["lead_min_median"] == pytest.approx(300.0)
+    # a failure 7 h after the signal is outside a 6-h horizon, inside a 12-h one
+    late = signal_calibration(_frames(jobs, [_he("n1", 23, "79")]), horizon_h=6)
+    assert late.signals.item(0, "followed") == 0
+    assert (
+        signal_calibration(_frames(jobs, [_he("n1", 23, "79")]), horizon_h=12).signals.item(
+            0, "followed"
+        )
+        == 1
+    )
+
+
+def test_an_event_on_an_idle_node_is_not_exposed():
+    jobs = [_job("1", "n1", 0, 10, "FAILED")]
+    s = signal_calibration(_frames(jobs, [_he("n1", 50, "48")]))
+    row = s.signals.row(0, named=True)
+    assert (row["exposed"], row["share"], row["lift"]) == (0, None, None)
+    assert "none with a job running" in str(s)

@@ -67,6 +67,11 @@ def _parser() -> argparse.ArgumentParser:
         "--table", help="canonical table for 'health' files (default: from the columns)"
     )
     ing.add_argument(
+        "--unrecorded", choices=["nearest", "system"],
+        help="LANL records: service dates of nodes that never failed (the nearest recorded "
+        "node's, or the system's whole span)",
+    )  # fmt: skip
+    ing.add_argument(
         "--observed-at",
         help="when the export was taken (ISO 8601 with offset): what was still open then is "
         "open 'now' (default: the latest time in the file, said when it matters)",
@@ -252,6 +257,8 @@ def _options(args: argparse.Namespace) -> dict[str, object]:
         opts["boot_time"] = t
     if args.table:
         opts["table"] = args.table
+    if args.unrecorded:
+        opts["unrecorded"] = args.unrecorded
     if args.observed_at:
         from reliability.store.observation import check_observed_at
 

@@ -34,6 +34,7 @@ OPTION_NAMES = (
     "window_start",
     "window_end",
     "observed_at",
+    "unrecorded",
     "replace",
     "strict",
 )

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import csv
 from collections import defaultdict
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -147,3 +147,34 @@ def test_dataset_summary_counts_the_failure_records(lanl, tmp_path):
     cf = r.tables["component_failures"]
     assert s.first == cf.get_column("failed_at").min()
     assert s.last == max(cf.get_column("failed_at").max(), cf.get_column("repaired_at").max())
+
+
+def test_the_two_readings_of_never_failed_nodes_are_explicit(lanl):
+    """Issue 40: system 12's 378 never-failed nodes get the nearest recorded node's dates by
+    default, or the system's whole span with unrecorded='system'; node MTTF moves from about
+    832 to about 1,409 days, and the reader says so with both node-day totals. Independent
+    check of the 'system' reading: every unrecorded node of system 12 serves from the system's
+    earliest production month (from the CSV) to the end of the records."""
+    from reliability.models import node_mttf
+
+    path, records, near = lanl
+    note = next(n for n in near.notes if n.startswith("system 12: 378 nodes without a record"))
+    assert "unrecorded='nearest'" in note
+    whole = read_lanl(path, unrecorded="system")
+    m = {
+        r: node_mttf(x.tables["component_failures"], x.tables["inventory"])
+        .filter(pl.col("cluster") == "lanl-12")
+        .item(0, "mttf_days")
+        for r, x in (("nearest", near), ("system", whole))
+    }
+    assert m["nearest"] == pytest.approx(832, rel=0.01)
+    assert m["system"] / m["nearest"] == pytest.approx(1.69, rel=0.02)
+    first = min(_prod_month(r["node prod"]) for r in records if r["System"] == "12")
+    recorded = {r["nodenumz"] for r in records if r["System"] == "12"}
+    inv = whole.tables["inventory"].filter(
+        (pl.col("cluster") == "lanl-12") & ~pl.col("component_id").is_in(list(recorded))
+    )
+    assert inv.height == 378
+    assert inv["in_service"].unique().to_list() == [first.astimezone(UTC)]
+    with pytest.raises(Exception, match="unrecorded='both'"):
+        read_lanl(path, unrecorded="both")

@@ -101,3 +101,46 @@ def test_interfailure_weibull_shape_of_a_generated_renewal_process():
     assert s["nodes"] == 100
     assert r.nodes.height > 50
     assert "nan" not in str(r).lower()
+
+
+def _renewal_fleet(rng, n_nodes=200, shape=0.8, var=1.0, horizon_h=2000.0, mean_gap_h=400.0):
+    """Nodes whose gaps are Weibull(shape) renewals, each node's hazard scaled by its own
+    Gamma(mean 1, variance var) factor: known shape, heterogeneous rates."""
+    from math import gamma
+
+    frail = rng.gamma(1 / var, var, n_nodes)
+    gaps, failed, node = [], [], []
+    for i in range(n_nodes):
+        scale = mean_gap_h / gamma(1 + 1 / shape) * frail[i] ** (-1 / shape)
+        t = 0.0
+        while True:
+            g = scale * rng.weibull(shape)
+            if t + g > horizon_h:
+                gaps.append(horizon_h - t)
+                failed.append(False)
+                node.append(i)
+                break
+            gaps.append(g)
+            failed.append(True)
+            node.append(i)
+            t += g
+    return np.array(gaps), np.array(failed), np.array(node)
+
+
+def test_frailty_removes_the_pooling_bias_of_the_shape():
+    """Issue 40: pooling nodes that fail at different rates drags the Weibull shape down; a
+    gamma frailty per node gives it back. True shape 0.8, node rates CV 1, 8 fleets."""
+    from reliability.models.lifetimes import fit_weibull
+    from reliability.models.repairable import weibull_frailty
+
+    frail, pooled, covered = [], [], 0
+    for seed in range(8):
+        g, f, n = _renewal_fleet(np.random.default_rng(seed))
+        w = weibull_frailty(g, f, n)
+        frail.append(w["shape"])
+        covered += w["shape_low"] <= 0.8 <= w["shape_high"]
+        pooled.append(fit_weibull(g, f, engine="numpy")["shape"])
+        assert w["frailty_var"] == pytest.approx(1.0, abs=0.35)
+    assert np.mean(frail) == pytest.approx(0.8, abs=0.03)
+    assert np.mean(pooled) < 0.66
+    assert covered >= 6

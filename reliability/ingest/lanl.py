@@ -13,10 +13,20 @@ inventory of the nodes that appear would hold a fraction of each system (e.g. 13
 12's 512 nodes) and divide the failures by too few node-days (node MTTF up to 3.8x too low).
 The node count of each system is in :data:`LANL_NODES_PER_SYSTEM`; nodes without a record get
 the ids missing from the system's number range (``0 .. nodes − 1``, or from
-:data:`LANL_FIRST_NODE`) and the production/decommission dates of the recorded node with the
-nearest number (ties: the lower), since systems grew in phases and neighbouring numbers were
-installed together. System 17's records have no node count or node number: its inventory
-holds the one recorded (unnamed) node, noted.
+:data:`LANL_FIRST_NODE`). Their service dates are not in the records, and two readings are
+defensible (option ``unrecorded``):
+
+- ``"nearest"`` (default): the production/decommission dates of the recorded node with the
+  nearest number (ties: the lower), since systems grew in phases and neighbouring numbers were
+  installed together;
+- ``"system"``: the whole system's span, from its earliest production month to its latest
+  decommission (open when any recorded node is ``current``), as if every node served as long
+  as the system.
+
+They give a system's never-failed nodes different node-days, so node MTTF differs (one system:
+832 vs about 1,460 days); the reader's notes give, per system where they differ by more than
+10%, the node-days under both readings, so the choice is never silent. System 17's records
+have no node count or node number: its inventory holds the one recorded (unnamed) node, noted.
 """
 
 from __future__ import annotations
@@ -69,7 +79,9 @@ def _month(text: str) -> datetime | None:
     return None
 
 
-def read_lanl(path: str | Path, *, tz: str = "America/Denver") -> ReadResult:
+def read_lanl(
+    path: str | Path, *, tz: str = "America/Denver", unrecorded: str = "nearest"
+) -> ReadResult:
     """Read the LANL failure CSV into ``component_failures`` and ``inventory``.
 
     Parameters
@@ -78,6 +90,9 @@ def read_lanl(path: str | Path, *, tz: str = "America/Denver") -> ReadResult:
         The CSV (UTF-8, UTF-16 or with a byte-order mark; ``.gz`` is read transparently).
     tz : str
         Time zone of the records' local times.
+    unrecorded : str
+        Service dates of the nodes without a record: ``"nearest"`` (the recorded node with the
+        nearest number) or ``"system"`` (the system's whole span); see the module doc.
 
     Returns
     -------
@@ -90,6 +105,8 @@ def read_lanl(path: str | Path, *, tz: str = "America/Denver") -> ReadResult:
     import csv
 
     src = str(path)
+    if unrecorded not in ("nearest", "system"):
+        raise IngestError(src, f"option unrecorded={unrecorded!r}: expected 'nearest' or 'system'")
     data, decode_notes = decode_text(read_bytes(path))
     lines = data.decode("utf-8", errors="replace").splitlines()
     reader = ((i, next(csv.reader([line]), [])) for i, line in enumerate(lines[1:], start=2))
@@ -156,7 +173,7 @@ def read_lanl(path: str | Path, *, tz: str = "America/Denver") -> ReadResult:
         *decode_notes,
         "nodes enter the inventory from their system's production month (or their first record)",
     ]
-    inv_rows, inv_notes = _complete_inventory(inv, sizes)
+    inv_rows, inv_notes = _complete_inventory(inv, sizes, unrecorded, last_seen=_last(fails))
     notes += inv_notes
     iv = pl.DataFrame(inv_rows, schema={"cluster": pl.String, "component_type": pl.String,
                       "component_id": pl.String, "in_service": pl.Datetime("us", tz), "out_of_service": pl.Datetime("us", tz)},
@@ -171,9 +188,27 @@ def read_lanl(path: str | Path, *, tz: str = "America/Denver") -> ReadResult:
     )  # fmt: skip
 
 
+def _last(fails: list[dict[str, object]]) -> datetime | None:
+    times = [
+        t for f in fails for t in (f["failed_at"], f["repaired_at"]) if isinstance(t, datetime)
+    ]
+    return max(times) if times else None
+
+
+def _days(rows: list[dict[str, object]], end: datetime | None) -> float:
+    """Node-days in service of inventory rows, open ones up to ``end``."""
+    total = 0.0
+    for r in rows:
+        a, b = r["in_service"], r["out_of_service"] or end
+        if isinstance(a, datetime) and isinstance(b, datetime) and b > a:
+            total += (b - a).total_seconds() / 86400.0
+    return total
+
+
 def _complete_inventory(
-    inv: dict[tuple[str, str], dict[str, object]], sizes: dict[str, set[str]]
-) -> tuple[list[dict[str, object]], list[str]]:
+    inv: dict[tuple[str, str], dict[str, object]], sizes: dict[str, set[str]],
+    unrecorded: str = "nearest", last_seen: datetime | None = None,
+) -> tuple[list[dict[str, object]], list[str]]:  # fmt: skip
     """List recorded nodes plus the nodes of each system that never failed (see the module doc)."""
     notes: list[str] = []
     by_system: dict[str, list[dict[str, object]]] = {}
@@ -207,13 +242,29 @@ def _complete_inventory(
             : max(count - len(rows), 0)
         ]
         ids = np.array([i for i, _ in numbered])
+        nearest, whole = [], []
+        span_start = min(r["in_service"] for r in rows)  # type: ignore[type-var]
+        ends = [r["out_of_service"] for r in rows]
+        span_end = None if any(e is None for e in ends) else max(ends)  # type: ignore[type-var]
         for i in missing:
             j = int(
                 np.argmin(np.abs(ids - i))
             )  # nearest recorded number; argmin takes the lower on ties
             ref = numbered[j][1]
-            out.append({**ref, "component_id": str(i)})
+            nearest.append({**ref, "component_id": str(i)})
+            whole.append({**ref, "component_id": str(i), "in_service": span_start,
+                          "out_of_service": span_end})  # fmt: skip
+        out += nearest if unrecorded == "nearest" else whole
         added += len(missing)
+        if missing:
+            d_near, d_whole = _days(rows + nearest, last_seen), _days(rows + whole, last_seen)
+            if d_near > 0 and abs(d_whole / d_near - 1) > 0.10:
+                notes.append(
+                    f"system {system}: {len(missing)} nodes without a record; their service dates "
+                    f"are not in the file: the system's node-days are {d_near:,.0f} with the nearest "
+                    f"recorded node's dates, {d_whole:,.0f} with the system's whole span "
+                    f"(x{d_whole / d_near:.2f} for its node MTTF); read with unrecorded='{unrecorded}'"
+                )
         outside = [i for i in have if not first <= i < first + count]
         if outside:
             notes.append(

@@ -10,7 +10,18 @@ both, i.e. a decreasing hazard: a failure makes another one soon more likely):
   start of the next, or from the repair to the next failure with ``measure="up_time"``), and
   the censored gap from its last failure to the observation end (or leaving service). The
   Weibull is fitted to all nodes' gaps of a system pooled (a node with many failures
-  contributes many gaps), and to each node with at least :data:`MIN_GAPS_PER_NODE` gaps;
+  contributes many gaps), and to each node with at least :data:`MIN_GAPS_PER_NODE` gaps.
+  Pooling nodes that fail at different rates drags the shape down (a mixture of exponentials
+  has a decreasing hazard): a LANL system read 0.40 pooled against 0.60-0.85 per node. So the
+  shape is also fitted with a **gamma frailty** (:func:`weibull_frailty`): each node's hazard
+  is the common Weibull times its own gamma-distributed factor (mean 1, variance θ,
+  integrated out; Hougaard 2000, §7; Duchateau & Janssen 2008), the shape's interval from the
+  profile likelihood. On generated fleets whose node rates spread with CV 1 and whose gaps
+  have shape 0.8 (200 nodes, about 1,300 gaps), the pooled fit reads 0.60 (its 95% interval
+  covered 0.8 in none of 80 fleets), the frailty fit 0.80 (covering in 88%). On LANL the
+  frailty fit reads a little higher than the pooled one (system 20: 0.44 against 0.40), and
+  still below the per-node fits: failures there also come in bursts after repairs, which is a
+  decreasing hazard within each node, not a mixture;
 - **per system**: the gaps between consecutive failures anywhere in the system.
 
 Crow-AMSAA (Crow 1974; IEC 61164; MIL-HDBK-189): failures of a system observed on ``(0, T]``
@@ -30,7 +41,7 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-from scipy import stats
+from scipy import optimize, special, stats
 
 from reliability._result import Result, fmt_num
 from reliability.models.counts import as_utc
@@ -44,6 +55,7 @@ __all__ = [
     "crow_amsaa",
     "fit_interfailure",
     "interfailure_times",
+    "weibull_frailty",
 ]
 
 #: a node's own Weibull fit needs at least this many gaps ending in a failure
@@ -242,8 +254,10 @@ class InterFailureResult(Result):
     ----------
     systems : polars.DataFrame
         Per system: nodes (in the inventory, and with failures), failures, gaps, pooled per-node
-        Weibull shape with interval and verdict, system-wide shape with interval and verdict,
-        Crow-AMSAA β with interval and trend.
+        Weibull shape with interval and verdict, the same shape with a gamma frailty per node
+        (``frailty_shape``..., ``frailty_var``: nodes' rates differ; the pooled shape reads low
+        when they do), system-wide shape with interval and verdict, Crow-AMSAA β with interval
+        and trend.
     nodes : polars.DataFrame
         Per node with at least :data:`MIN_GAPS_PER_NODE` gaps: its Weibull shape, interval, scale
         [h].
@@ -292,6 +306,12 @@ class InterFailureResult(Result):
                 f"per node {r['node_shape']:.2f} ({r['node_shape_low']:.2f}-{r['node_shape_high']:.2f}) {r['node_verdict']}"
                 if r["node_shape"] is not None else "per node not estimable"
             )  # fmt: skip
+            if r["frailty_shape"] is not None:
+                node += (
+                    f", allowing for nodes' different rates {r['frailty_shape']:.2f} "
+                    f"({r['frailty_shape_low']:.2f}-{r['frailty_shape_high']:.2f}, rate CV "
+                    f"{r['frailty_var'] ** 0.5:.2f}) {r['frailty_verdict']}"
+                )
             system = (
                 f"system-wide {r['system_shape']:.2f} ({r['system_shape_low']:.2f}-{r['system_shape_high']:.2f})"
                 if r["system_shape"] is not None else "system-wide not estimable"
@@ -302,6 +322,92 @@ class InterFailureResult(Result):
         lines.append("Crow-AMSAA trend of each system's failure intensity:")
         lines += [f"  {c._lines()[0]}" for c in self.crow_amsaa.values()]
         return lines
+
+
+def _frailty_nll(
+    params: np.ndarray, t: np.ndarray, d: np.ndarray, idx: np.ndarray, n: int
+) -> float:
+    """Negative log-likelihood of the gamma-frailty Weibull in (log k, log λ, log θ)."""
+    lk, ll, lth = params
+    k, lam, th = np.exp(lk), np.exp(ll), np.exp(np.clip(lth, -30, 30))
+    z = (t / lam) ** k
+    H = np.bincount(idx, z, n)
+    D = np.bincount(idx, d.astype(float), n)
+    logh = float(np.where(d, np.log(k) - k * np.log(lam) + (k - 1) * np.log(t), 0.0).sum())
+    a = 1.0 / th
+    ll_nodes = (
+        special.gammaln(a + D) - special.gammaln(a) + D * np.log(th) - (a + D) * np.log1p(th * H)
+    )
+    out = -(logh + float(ll_nodes.sum()))
+    return out if np.isfinite(out) else 1e300
+
+
+def weibull_frailty(
+    gaps: np.ndarray, failed: np.ndarray, node: np.ndarray, *, alpha: float = 0.05
+) -> dict[str, Any]:
+    """Fit a Weibull shape to gaps of many nodes with a gamma frailty per node.
+
+    Node i's gaps have hazard ``Z_i · (k/λ)(t/λ)^{k−1}``, ``Z_i ~ Gamma(mean 1, variance θ)``
+    integrated out: the marginal likelihood of a node with ``d`` failures and cumulative hazard
+    ``H`` is ``Π h(t) · Γ(1/θ + d) / Γ(1/θ) · θ^d / (1 + θH)^{1/θ + d}`` (Hougaard 2000, §7).
+    Maximum likelihood over (k, λ, θ); the shape's interval is the profile-likelihood one.
+
+    Parameters
+    ----------
+    gaps : numpy.ndarray
+        Gap lengths [h], > 0.
+    failed : numpy.ndarray
+        True where the gap ended in a failure, False where it is censored.
+    node : numpy.ndarray
+        Node label of each gap.
+    alpha : float
+        1 − confidence level.
+
+    Returns
+    -------
+    dict of str to object
+        ``shape``, ``shape_low``, ``shape_high``, ``scale`` [h], ``frailty_var`` (θ: the squared
+        CV of the nodes' rates), ``verdict``; Nones when there are fewer than
+        :data:`MIN_GAPS_PER_SYSTEM` failures or the fit fails.
+    """
+    none = {"shape": None, "shape_low": None, "shape_high": None, "scale": None,
+            "frailty_var": None, "verdict": "not estimable"}  # fmt: skip
+    t = np.asarray(gaps, dtype=float)
+    d = np.asarray(failed, dtype=bool)
+    keep = t > 0
+    t, d = t[keep], d[keep]
+    _, idx = np.unique(np.asarray(node)[keep], return_inverse=True)
+    n = int(idx.max()) + 1 if idx.size else 0
+    if int(d.sum()) < MIN_GAPS_PER_SYSTEM:
+        return none
+    scale0 = np.log(t.mean())
+    best = None
+    for th0 in (-3.0, 0.0):
+        r = optimize.minimize(_frailty_nll, [0.0, scale0, th0], args=(t, d, idx, n),
+                              method="Nelder-Mead", options={"maxiter": 4000, "xatol": 1e-7, "fatol": 1e-9})  # fmt: skip
+        if best is None or r.fun < best.fun:
+            best = r
+    if best is None or not np.isfinite(best.fun):
+        return none
+    crit = stats.chi2.ppf(1 - alpha, 1)
+
+    def excess(lk: float) -> float:
+        r = optimize.minimize(lambda p: _frailty_nll(np.array([lk, *p]), t, d, idx, n), best.x[1:],
+                              method="Nelder-Mead", options={"maxiter": 2000, "xatol": 1e-7, "fatol": 1e-9})  # fmt: skip
+        return 2.0 * (r.fun - best.fun) - crit
+
+    lk = float(best.x[0])
+    try:
+        lo = optimize.brentq(excess, lk - 3.0, lk) if excess(lk - 3.0) > 0 else None
+        hi = optimize.brentq(excess, lk, lk + 3.0) if excess(lk + 3.0) > 0 else None
+    except ValueError:
+        lo = hi = None
+    if lo is None or hi is None:
+        return none
+    shape, low, high = float(np.exp(lk)), float(np.exp(lo)), float(np.exp(hi))
+    return {"shape": shape, "shape_low": low, "shape_high": high, "scale": float(np.exp(best.x[1])),
+            "frailty_var": float(np.exp(np.clip(best.x[2], -30, 30))),
+            "verdict": hazard_verdict(shape, low, high, short=True)}  # fmt: skip
 
 
 def _shape(gaps: np.ndarray, failed: np.ndarray, alpha: float, minimum: int) -> dict[str, Any]:
@@ -375,6 +481,9 @@ def fit_interfailure(
         g = gaps.filter(pl.col("cluster") == system)
         f = cf.filter(pl.col("cluster") == system).sort("failed_at")
         pooled = _shape(g["gap_h"].to_numpy(), g["failed"].to_numpy(), alpha, MIN_GAPS_PER_SYSTEM)
+        frail = weibull_frailty(
+            g["gap_h"].to_numpy(), g["failed"].to_numpy(), g["component_id"].to_numpy(), alpha=alpha
+        )
         # system-wide: consecutive failures anywhere in the system, the last gap censored
         t = f.get_column("failed_at")
         sys_gaps = (t.diff().dt.total_microseconds() / 1e6 / 3600.0).drop_nulls().to_numpy()
@@ -408,7 +517,10 @@ def fit_interfailure(
             "system": system, "nodes": n_nodes, "nodes_failed": f.get_column("component_id").n_unique(),
             "failures": f.height, "gaps": int(g["failed"].sum()),
             "node_shape": pooled["shape"], "node_shape_low": pooled["shape_low"], "node_shape_high": pooled["shape_high"],
-            "node_verdict": pooled["verdict"], "system_shape": wide["shape"], "system_shape_low": wide["shape_low"],
+            "node_verdict": pooled["verdict"], "frailty_shape": frail["shape"],
+            "frailty_shape_low": frail["shape_low"], "frailty_shape_high": frail["shape_high"],
+            "frailty_var": frail["frailty_var"], "frailty_verdict": frail["verdict"],
+            "system_shape": wide["shape"], "system_shape_low": wide["shape_low"],
             "system_shape_high": wide["shape_high"], "system_verdict": wide["verdict"],
             "crow_amsaa_beta": c.beta, "crow_amsaa_beta_low": c.beta_low, "crow_amsaa_beta_high": c.beta_high,
             "crow_amsaa_trend": c.trend,
@@ -425,7 +537,9 @@ def fit_interfailure(
                 )
     sys_schema = {"system": pl.String, "nodes": pl.Int64, "nodes_failed": pl.Int64, "failures": pl.Int64,
                   "gaps": pl.Int64, "node_shape": pl.Float64, "node_shape_low": pl.Float64,
-                  "node_shape_high": pl.Float64, "node_verdict": pl.String, "system_shape": pl.Float64,
+                  "node_shape_high": pl.Float64, "node_verdict": pl.String, "frailty_shape": pl.Float64,
+                  "frailty_shape_low": pl.Float64, "frailty_shape_high": pl.Float64, "frailty_var": pl.Float64,
+                  "frailty_verdict": pl.String, "system_shape": pl.Float64,
                   "system_shape_low": pl.Float64, "system_shape_high": pl.Float64, "system_verdict": pl.String,
                   "crow_amsaa_beta": pl.Float64, "crow_amsaa_beta_low": pl.Float64,
                   "crow_amsaa_beta_high": pl.Float64, "crow_amsaa_trend": pl.String}  # fmt: skip

@@ -120,6 +120,18 @@ def _parser() -> argparse.ArgumentParser:
         help="TOML with your site's node-state reason patterns (administrative = [...], fault = "
         "[...], [components]); see reliability.reasons",
     )  # fmt: skip
+    sg = sub.add_parser(
+        "signals",
+        help="which signals (Xids, DCGM fields, health checks, drain reasons) predicted job "
+        "failures on this cluster, and what drain policies built on them would have caught",
+    )
+    sg.add_argument("dataset", type=Path)
+    sg.add_argument(
+        "--horizon-h", type=float, default=6.0,
+        help="a job failure within this many hours after a signal counts [h]",
+    )  # fmt: skip
+    sg.add_argument("--reasons", type=Path, metavar="FILE", help="your reason patterns (TOML)")
+    sg.add_argument("--csv", type=Path, help="write the signal table to this CSV file")
     sim = sub.add_parser("simulate", help="run a bundled simulator and write its raw logs")
     simsub = sim.add_subparsers(dest="simulator", required=True)
     cl = simsub.add_parser("cluster", help="Slurm-like GPU research cluster (HPCA'25)")
@@ -180,10 +192,24 @@ def _parser() -> argparse.ArgumentParser:
     lt.add_argument("--out", type=Path, required=True, help="model file to write (JSON)")
     lt.add_argument("--window-days", type=int, default=56)
     lt.add_argument("--target-precision", type=float, default=0.85)
-    ls = lemsub.add_parser("score", help="rank a Dataset's nodes by lemon probability")
+    ls = lemsub.add_parser(
+        "score",
+        help="flag lemon nodes: a statistical test of each node's failures against the fleet's "
+        "rate (default), or a detector you trained (--model)",
+    )
     ls.add_argument("dataset", type=Path)
-    ls.add_argument("--model", type=Path, help="model file (default: the bundled detector)")
-    ls.add_argument("--window-days", type=int, default=56)
+    ls.add_argument(
+        "--model", type=Path,
+        help="a detector trained on your own history (reliability lemon train), or 'bundled' (trained "
+        "on this package's simulator: it does not transfer to other fleets); default: the "
+        "statistical test, which needs no training",
+    )  # fmt: skip
+    ls.add_argument(
+        "--window-days", type=int,
+        help="the test: only the last N days (default: all); a detector: its feature window (56)",
+    )  # fmt: skip
+    ls.add_argument("--fdr", type=float, default=0.1, help="the test's false-discovery rate")
+    ls.add_argument("--csv", type=Path, help="write one row per node to this CSV file")
     ls.add_argument("--top", type=int, default=20)
     sw = sub.add_parser("sweep", help="run a parameter sweep (simulator or Monte Carlo) over seeds")
     sw.add_argument("spec", type=Path, help="sweep TOML (see pipelines/sweep-*.toml)")
@@ -469,9 +495,67 @@ def _read_labels(path: Path) -> set[str]:
 _FEW_LEMONS = 5
 
 
+def _signals(args: argparse.Namespace) -> int:
+    """``reliability signals``: the signal table and the drain policies."""
+    import math
+
+    from reliability._atomic import write_bytes_atomic
+    from reliability.models.signals import signal_calibration
+    from reliability.reasons import ReasonRules
+    from reliability.report import csv_safe
+
+    if not (math.isfinite(args.horizon_h) and args.horizon_h > 0):
+        raise ReliabilityError(
+            f"--horizon-h: expected a number of hours > 0, got {args.horizon_h:g}"
+        )
+    rules = ReasonRules.from_file(args.reasons) if args.reasons else None
+    s = signal_calibration(_dataset(args.dataset), horizon_h=args.horizon_h, reasons=rules)
+    print(_cli_terms(str(s), args))
+    if s.policies.height:
+        print("drain policies (precision: firings followed by a hardware failure of the node within "
+              f"{args.horizon_h:g} h; recall: hardware failures a firing preceded):")  # fmt: skip
+        for r in s.policies.iter_rows(named=True):
+            prec = "-" if r["precision"] is None else f"{r['precision']:.2f}"
+            rec = "-" if r["recall"] is None else f"{r['recall']:.2f}"
+            print(f"  {r['signal']:<34} {r['k']} within {r['within_h']:g} h: {r['firings']:>5} firings, "
+                  f"precision {prec}, recall {rec}")  # fmt: skip
+    if args.csv:
+        write_bytes_atomic(csv_safe(s.signals).write_csv().encode(), args.csv)
+        print(f"wrote {s.signals.height} signal kinds to {args.csv}")
+    return 0
+
+
+def _lemon_test(args: argparse.Namespace) -> int:
+    """``lemon score`` without ``--model``: the statistical test, one row per node."""
+    from reliability._atomic import write_bytes_atomic
+    from reliability.models.lemon_test import lemon_test
+    from reliability.report import csv_safe
+
+    if args.window_days is not None and args.window_days < 1:
+        raise ReliabilityError(
+            f"--window-days: expected a number of days >= 1, got {args.window_days}"
+        )
+    if not 0.0 < args.fdr < 1.0:
+        raise ReliabilityError(f"--fdr: expected a rate in (0, 1) (e.g. 0.1), got {args.fdr:g}")
+    if args.top < 1:
+        raise ReliabilityError(f"--top: expected a number of nodes >= 1, got {args.top}")
+    ds = _dataset(args.dataset)
+    t = lemon_test(ds, fdr=args.fdr, window_days=args.window_days)
+    print(_cli_terms(str(t), args))
+    if args.csv:
+        # node names and reasons come from the logs: no spreadsheet formulas
+        write_bytes_atomic(csv_safe(t.nodes).write_csv().encode(), args.csv)
+        print(f"wrote {t.nodes.height:,} nodes to {args.csv}")
+    return 0
+
+
 def _lemon(args: argparse.Namespace) -> int:
     import polars as pl
 
+    if args.lemon_command == "score" and args.model is None:
+        return _lemon_test(args)
+    if args.window_days is None:
+        args.window_days = 56
     from reliability.models import LemonDetector, node_features, score_nodes
     from reliability.models.lemon import default_detector
     from reliability.models.lemon_features import FEATURES
@@ -488,13 +572,18 @@ def _lemon(args: argparse.Namespace) -> int:
     if args.lemon_command == "score":
         if args.top < 1:
             raise ReliabilityError(f"--top: expected a number of nodes >= 1, got {args.top}")
-        if args.model is not None and not args.model.is_file():
+        if args.model is not None and str(args.model) != "bundled" and not args.model.is_file():
             raise ReliabilityError(f"--model: {args.model}: no such file")
     if args.lemon_command == "train" and args.labels and not args.labels.is_file():
         raise ReliabilityError(f"--labels: {args.labels}: no such file")
     det = None
     if args.lemon_command == "score":
-        det = LemonDetector.load(args.model) if args.model else default_detector()
+        bundled = str(args.model) == "bundled"
+        det = default_detector() if bundled else LemonDetector.load(args.model)
+        if bundled:
+            print("warning: the bundled detector was trained on this package's simulator; on "
+                  "independently generated fleets its precision was 0.07: prefer the statistical "
+                  "test (no --model) or a detector trained on your own history", file=sys.stderr)  # fmt: skip
         trained = getattr(det, "window_days_", None)
         if trained is not None and trained != args.window_days:
             # counts grow with the window: on another one the probabilities are not calibrated
@@ -788,6 +877,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _simulate(args)
         if args.command == "plan":
             return _plan(args)
+        if args.command == "signals":
+            return _signals(args)
         if args.command == "lemon":
             return _lemon(args)
         if args.command == "sweep":

@@ -270,7 +270,12 @@ def test_labels_files_keep_names_that_start_with_node(tmp_path):
             "--target-precision: expected a fraction in (0, 1)",
         ),
         (["train", "--labels", "missing.txt"], "--labels: missing.txt: no such file"),
-        (["score", "--window-days", "10"], "--window-days: expected a whole number of weeks"),
+        (
+            ["score", "--model", "bundled", "--window-days", "10"],
+            "--window-days: expected a whole number of weeks",
+        ),
+        (["score", "--window-days", "0"], "--window-days: expected a number of days >= 1"),
+        (["score", "--fdr", "1.5"], "--fdr: expected a rate in (0, 1)"),
         (["score", "--top", "-45"], "--top: expected a number of nodes >= 1"),
         (["score", "--model", "missing.json"], "--model: missing.json: no such file"),
     ],
@@ -294,7 +299,7 @@ def test_scoring_jobs_alone_warns_that_it_is_no_all_clear(tmp_path, capsys):
     assert main(["ingest", "slurm", str(tmp_path / "raw" / "sacct.psv"), "--into",
                  str(tmp_path / "ds"), "--tz", "UTC"]) == 0  # fmt: skip
     capsys.readouterr()
-    assert main(["lemon", "score", str(tmp_path / "ds")]) == 0
+    assert main(["lemon", "score", str(tmp_path / "ds"), "--model", "bundled"]) == 0
     err = capsys.readouterr().err
     assert "no health events and no node states" in err
     assert "no all-clear" in err
@@ -332,7 +337,9 @@ def test_lemon_score_refuses_a_window_the_detector_was_not_trained_on(tmp_path, 
     """The bundled detector was trained on 56-day windows; its features are counts over the
     window, so on a 14-day window every node scores lower and lemons go unflagged. `lemon score
     --window-days 14` printed such scores as flags; it is refused, naming the flag."""
-    code = main(["lemon", "score", str(tmp_path / "ds"), "--window-days", "14"])
+    code = main(
+        ["lemon", "score", str(tmp_path / "ds"), "--model", "bundled", "--window-days", "14"]
+    )
     err = capsys.readouterr().err
     assert code == 2
     assert "--window-days: the detector was trained on 56-day windows" in err

@@ -22,7 +22,7 @@ EVIL = "exports/" + "a_long_folder_name_" * 4 + "/evil.psv"
 SECTIONS = [
     "Data and quarantine", "Node health", "Job states and sizes", "Failure taxonomy",
     "Secondary preemptions and crash loops", "Failure rate over time", "MTTF vs job size",
-    "ETTR of job runs", "Checkpoint planning", "Lemon nodes", "Pod data",
+    "ETTR of job runs", "Checkpoint planning", "Which signals predict job failures", "Lemon nodes", "Pod data",
     "TPU pod: failures and availability", "Routing around a failed OCS",
 ]  # fmt: skip
 
@@ -194,7 +194,8 @@ def test_stage_caching(tiny, tmp_path):
     pipe = _pipeline(tmp, restart_min=10.0, extra="before_min = 20.0")
     wider = run_pipeline(pipe, report=False)
     reran = {s["stage"] for s in wider.stages if not s["cached"]}
-    assert reran == {"attribution", "mttf", "rates", "workload", "node_health", "ettr", "plan"}
+    assert reran == {"attribution", "mttf", "rates", "workload", "node_health", "ettr", "plan",
+                     "signals", "lemon"}  # fmt: skip
     # the lemon window reruns the lemon stages only: this pipeline's cluster is not split for a
     # backtest either way, so cluster_split (keyed on its split day) and all after it stand
     pipe = _pipeline(tmp, restart_min=10.0, extra="before_min = 20.0", window_days=14)
@@ -313,9 +314,8 @@ def test_headline_values_equal_direct_calls(tiny):
     import polars as pl
 
     from reliability.attribution import attribute_failures
-    from reliability.models import fit_mttf, node_features, plan
-    from reliability.models.lemon import default_detector
-    from reliability.models.lemon_features import FEATURES
+    from reliability.models import fit_mttf, plan
+    from reliability.models.lemon_test import lemon_test
 
     tmp, res, _ = tiny
     a = res.config.analysis
@@ -350,24 +350,17 @@ def test_headline_values_equal_direct_calls(tiny):
         q = plan(int(n.replace(",", "")), m, a.target_ettr, restart_h=a.restart_h)
         assert _hours(interval) == pytest.approx(q.recommended_interval_h, rel=0.01), n
 
-    det = default_detector()
-    feats = node_features(ds, window_days=a.lemon_window_days, step_days=7)
-    last = feats.filter(pl.col("window_end") == feats["window_end"].max())
-    prob = det.predict_proba(last.select(FEATURES))[:, 1]
-    above = int((prob >= det.threshold_).sum())
-    # the bundled detector was trained on 56-day windows: on this 7-day one it flags nobody,
-    # and says how many nodes its uncalibrated probabilities would have put above the threshold
-    assert a.lemon_window_days != 56
-    assert cards["Lemon nodes"][0] == "not assessed"
-    assert f"({above:,} of {last.height:,} nodes reach its threshold)" in doc
-    assert "Drain and inspect" not in doc
-    shown_p = pl.read_csv(tmp / "out" / "data" / "lemon_suspects.csv")
-    direct = dict(zip(last["node"].to_list(), prob.tolist(), strict=True))
-    assert shown_p.height == min(15, last.height)
-    for node, q in zip(shown_p["node"], shown_p["probability"], strict=True):
-        assert q == pytest.approx(direct[node], abs=1e-9)
-    top = sorted(direct.values(), reverse=True)[: shown_p.height]
-    assert shown_p["probability"].to_list() == pytest.approx(top, abs=1e-9)
+    # lemon nodes: the statistical test by default, the same as a direct call
+    t = lemon_test(ds)
+    card = cards["Lemon nodes flagged"][0]
+    assert card == f"{t.flagged.height} of {t.nodes.height:,}"
+    shown_t = pl.read_csv(tmp / "out" / "data" / "lemon_test.csv")
+    direct = dict(zip(t.nodes["node"].to_list(), t.nodes["p"].to_list(), strict=True))
+    assert shown_t.height == min(50, t.nodes.height)
+    for node, p_value in zip(shown_t["node"], shown_t["p"], strict=True):
+        assert p_value == pytest.approx(direct[node], rel=1e-9)
+    for node in t.flagged["node"]:
+        assert f"Drain and inspect {node}" in doc
 
 
 def test_background_stage_gives_the_serial_result(tiny, tmp_path):

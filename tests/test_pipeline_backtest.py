@@ -15,7 +15,6 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from reliability.models.lemon import default_detector
 from reliability.pipeline import load_pipeline
 from reliability.pipeline.steps.common import sim_cluster_config
 from reliability.pipeline.steps.data import cluster_data, cluster_split
@@ -48,7 +47,8 @@ def test_pipeline_backtest_equals_the_backtest_from_scratch(tmp_path: Path) -> N
     data = cluster_data(cfg, {"cluster_split": split}, tmp_path / "data")
     q = lemon_quarantine(cfg, {"cluster_split": split}, tmp_path / "quarantine")
     assert q.run is not None
-    rep = lemon(cfg, {"cluster_data": data, "lemon_quarantine": q}, tmp_path / "lemon")
+    rep = lemon(cfg, {"cluster_data": data, "lemon_quarantine": q, "attribution": None},
+                tmp_path / "lemon")  # fmt: skip
     assert rep.backtest is not None
     sim_cfg = sim_cluster_config(cfg.inputs[0])
     # the baseline continued from the split is the run simulated in one go, file for file
@@ -56,11 +56,13 @@ def test_pipeline_backtest_equals_the_backtest_from_scratch(tmp_path: Path) -> N
     for name in ("sacct.psv", "sacctmgr_events.psv", "health_checks.csv"):
         assert (data.raw[0] / name).read_bytes() == (tmp_path / "whole" / name).read_bytes()
     direct = lemon_backtest(
-        sim_cfg, default_detector(), seed=2, split_day=60,
+        sim_cfg, None, seed=2, split_day=60,
         window_days=cfg.analysis.lemon_window_days,
     )  # fmt: skip
     assert rep.backtest.summary.equals(direct.summary)
-    assert rep.backtest.flagged.select("node").equals(direct.flagged.select("node"))
+    # (the same nodes; their order is by p-value, which the logs at the split and the whole
+    # run's windows ending there give to a few decimals apart)
+    assert sorted(rep.backtest.flagged["node"]) == sorted(direct.flagged["node"])
     # the quarantine did something, so equal figures are not equal by default
     assert rep.backtest.metric("flagged nodes") > 0
     before = rep.backtest.summary.filter(pl.col("metric").str.contains("hardware, as is"))

@@ -117,10 +117,9 @@ def test_real_export_report_is_written_and_honest(real):
     assert "not estimable" in " ".join(p.text["mttf-vs-job-size"])
     # small-sample notes: the window is minutes long, the lemon window does not fit
     assert re.search(r"The window is [\d.]+ min long", notes)
-    assert "less than one 56-day" in notes
-    # minutes of data: no 7-day multiple fits, so the note does not suggest one
-    assert "needs at least 7 days of history" in notes
-    assert "within the data's span" not in notes
+    # minutes of data: no lemon test (a lemon shows over weeks), and the note says so
+    assert "lemon test: the data hold" in notes
+    assert "less than the 7 days it needs" in notes
     # every analysis that does not need large jobs still ran
     for sec in ("node-health", "job-states-and-sizes", "ettr-of-job-runs", "lemon-nodes"):
         assert p.text.get(sec), sec

@@ -51,6 +51,9 @@ __all__ = ["LemonTest", "lemon_test", "nb_upper_tail"]
 DEFAULT_FDR = 0.1
 #: fewest incidents a flagged node has
 DEFAULT_MIN_INCIDENTS = 3
+#: shortest observation the test runs on [days]: a lemon fails again and again over weeks;
+#: minutes or hours of data show bursts of one incident, not lemons
+MIN_SPAN_DAYS = 7.0
 _TS = pl.Datetime("us", "UTC")
 _OUT = ("DOWN", "FAIL", "DRAIN", "REPAIR")
 
@@ -163,7 +166,11 @@ class LemonTest(Result):
 
     def _lines(self) -> list[str]:
         if self.fleet_rate_per_node_day is None:
-            return ["no incidents or no exposure: lemon nodes not assessed"]
+            return [
+                self.notes[-1]
+                if self.notes
+                else "no incidents or no exposure: lemon nodes not assessed"
+            ]
         f = self.flagged
         lines = [
             f"{self.nodes.height:,} nodes, {self.sample_sizes['incidents']:,} incidents over "
@@ -247,6 +254,14 @@ def lemon_test(
                          ["no observation window: lemon nodes not assessed"])  # fmt: skip
     if window_days is not None:
         lo = max(lo, hi - timedelta(days=window_days))
+    span_d = (hi - lo).total_seconds() / 86400.0
+    if span_d < MIN_SPAN_DAYS:
+        from reliability._result import fmt_duration_h
+
+        return LemonTest(_empty(), None, 0.0, fdr, min_incidents, "", lo, hi, [
+            f"no lemon test: the data hold {fmt_duration_h(24 * span_d)}, less than the "
+            f"{MIN_SPAN_DAYS:g} days it needs (a lemon fails again and again over weeks; a shorter "
+            "span shows bursts, not lemons); collect more history"])  # fmt: skip
     st = states.with_columns(
         pl.col("cluster").cast(pl.String), pl.col("node").cast(pl.String),
         pl.col("state").cast(pl.String), pl.col("reason").cast(pl.String),

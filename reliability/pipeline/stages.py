@@ -17,8 +17,10 @@ workload          attribution                      WorkloadResult: states, sizes
 node_health       cluster_data, attribution        NodeHealth: out-of-service time, open drains, offenders
 ettr              attribution                      RunETTR: ETTR by run / size / priority
 plan              attribution, mttf                CheckpointPlan: interval per job size for the target
+signals           cluster_data, attribution        SignalCalibration: which signals predict job failures
 lemon_quarantine  cluster_split                    QuarantineStep: nodes flagged at the split, the run drained
-lemon             cluster_data, lemon_quarantine   LemonReport: node scores (and the backtest when simulated)
+lemon             cluster_data, attribution,       LemonReport: lemon test or node scores (and the backtest
+                  lemon_quarantine                 when simulated)
 pod               pod_data                         PodAnalysis: rates, availability, recovery paths, jobs
 routing           (parameters only)                RoutingTable: Table 2 throughput ratios
 
@@ -35,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from reliability.pipeline.config import InputSpec, PipelineConfig
-from reliability.pipeline.steps import cluster, data, health, lemon, pod
+from reliability.pipeline.steps import cluster, data, health, lemon, pod, signals
 from reliability.pipeline.steps.common import Context
 from reliability.report.model import Section
 
@@ -147,6 +149,13 @@ STAGES: tuple[Stage, ...] = (
         _has_cluster,
     ),
     Stage(
+        "signals",
+        ("cluster_data", "attribution"),
+        lambda cfg: {"reasons": cfg.reasons_table},
+        signals.signals,
+        _has_cluster,
+    ),
+    Stage(
         "lemon_quarantine",
         ("cluster_split",),
         _a("lemon_window_days", "lemon_model"),
@@ -158,8 +167,8 @@ STAGES: tuple[Stage, ...] = (
     ),
     Stage(
         "lemon",
-        ("cluster_data", "lemon_quarantine"),
-        _a("lemon_window_days", "lemon_model"),
+        ("cluster_data", "attribution", "lemon_quarantine"),
+        lambda cfg: {**_a("lemon_window_days", "lemon_model")(cfg), "reasons": cfg.reasons_table},
         lemon.lemon,
         _has_cluster,
     ),
@@ -176,6 +185,7 @@ SECTIONS: tuple[tuple[str, Callable[[Any, Context], list[Section]]], ...] = (
     ("mttf", cluster.mttf_section),
     ("ettr", cluster.ettr_section),
     ("plan", cluster.plan_section),
+    ("signals", signals.signals_section),
     ("lemon", lemon.lemon_section),
     ("pod_data", data.data_section),
     ("pod", pod.pod_section),

@@ -11,6 +11,7 @@ from reliability.plots.cluster import (
     plot_job_sizes,
     plot_job_states,
     plot_lemon_suspects,
+    plot_lemon_test,
     plot_mttf,
     plot_secondary_preemptions,
 )
@@ -38,6 +39,7 @@ __all__ = [
     "plot_job_sizes",
     "plot_job_states",
     "plot_lemon_suspects",
+    "plot_lemon_test",
     "plot_lifetimes",
     "plot_mttf",
     "plot_node_timeline",

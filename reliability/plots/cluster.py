@@ -433,3 +433,45 @@ def plot_lemon_suspects(
     percent_axis(ax, "x")
     ax.set_title("Lemon suspects")
     return ax
+
+
+@plain_text
+def plot_lemon_test(test: Any, ax: Axes | None = None, top: int = 15) -> Axes:
+    """Plot each node's distinct failures against what the fleet's rate predicts for it.
+
+    Parameters
+    ----------
+    test : LemonTest or polars.DataFrame
+        A :class:`reliability.models.LemonTest` (or its ``nodes`` frame).
+    ax : matplotlib.axes.Axes or None
+        Axes to draw on; None: a new figure.
+    top : int
+        Flagged nodes labelled by name (the most significant first).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        A scatter of ``incidents`` against ``expected`` (log-log, counts + 0.5), flagged nodes in
+        the palette's vermillion, the line incidents = expected dashed.
+    """
+    frame = frame_of(test, "nodes")
+    ax = new_axes(ax, figsize=(6.4, 3.6))
+    if frame.height == 0 or frame["expected"].max() is None or frame["expected"].max() <= 0:
+        return no_data(ax, "no incidents to test", "Lemon nodes: failures against the fleet's rate")
+    x = frame["expected"].to_numpy() + 0.5
+    y = frame["incidents"].to_numpy() + 0.5
+    flagged = frame["flagged"].to_numpy()
+    ax.scatter(x[~flagged], y[~flagged], s=10, color=colour(0), alpha=0.5, label="not flagged")
+    ax.scatter(x[flagged], y[flagged], s=22, color=colour(3), label="flagged")
+    lo, hi = min(x.min(), y.min()) * 0.8, max(x.max(), y.max()) * 1.3
+    ax.plot([lo, hi], [lo, hi], color="grey", linestyle="--", linewidth=1, label="as expected")
+    for r in frame.filter(pl.col("flagged")).head(top).iter_rows(named=True):
+        ax.annotate(r["node"], (r["expected"] + 0.5, r["incidents"] + 0.5), fontsize=6,
+                    xytext=(3, 2), textcoords="offset points")  # fmt: skip
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("expected at the fleet's rate (+0.5)")
+    ax.set_ylabel("distinct failures (+0.5)")
+    ax.legend(loc="upper left", frameon=False, fontsize=8)
+    ax.set_title("Lemon nodes: failures against the fleet's rate")
+    return ax

@@ -97,7 +97,8 @@ def node_actions(health: Any | None, lemon: Any | None) -> list[Action]:
                     "Node health",
                 )
             )
-    if lemon is not None and lemon.scores.height:
+    test = getattr(lemon, "test", None) if lemon is not None else None
+    if lemon is not None and (lemon.scores.height or test is not None):
         out_now = (
             set(health.open_now["node"].to_list())
             if health is not None and health.open_now.height
@@ -108,12 +109,22 @@ def node_actions(health: Any | None, lemon: Any | None) -> list[Action]:
                 continue
             seen.add(r["node"])
             state = " (already out of service)" if r["node"] in out_now else ""
+            if test is not None:
+                why = (
+                    f"{r['incidents']} distinct failures where {fmt_num(r['expected'])} were expected at the "
+                    f"fleet's rate (x{fmt_num(r['excess'])}), q = {r['q']:.2g} at FDR {test.fdr:g}; "
+                    f"{r['evidence']}{cost(r['node'])}"
+                )
+            else:
+                why = (
+                    f"P(lemon) = {r['probability']:.2f} >= threshold {lemon.threshold:.2f} on the {lemon.window_days}-day "
+                    f"window ending {r['window_end']:%Y-%m-%d}; drivers: {r['drivers'] or 'none'}{cost(r['node'])}"
+                )
             actions.append(
                 Action(
                     "node",
                     f"Drain and inspect {r['node']}: flagged as a likely lemon{state}",
-                    f"P(lemon) = {r['probability']:.2f} >= threshold {lemon.threshold:.2f} on the {lemon.window_days}-day "
-                    f"window ending {r['window_end']:%Y-%m-%d}; drivers: {r['drivers'] or 'none'}{cost(r['node'])}",
+                    why,
                     "Lemon nodes",
                 )
             )
@@ -414,7 +425,26 @@ def headline_cards(results: dict[str, Any]) -> list[Card]:
                 None if fa is None else 100 * fa,
             )
         )
-    if lemon is not None:
+    test = getattr(lemon, "test", None) if lemon is not None else None
+    if test is not None:
+        f = test.flagged
+        names = ", ".join(f["node"].to_list()[:5]) + ("..." if f.height > 5 else "")
+        cards.append(
+            Card(
+                "Lemon nodes flagged",
+                f"{f.height} of {test.nodes.height:,}"
+                if test.fleet_rate_per_node_day
+                else "not assessed",
+                (
+                    f"flagged: {names}"
+                    if f.height
+                    else "no node fails more often than the fleet's rate allows"
+                )
+                + f" (statistical test, FDR {test.fdr:g}; paper: 1.2-1.7% of nodes)",
+                float(f.height) if test.fleet_rate_per_node_day else None,
+            )
+        )
+    elif lemon is not None:
         if lemon.scores.height and not getattr(lemon, "calibrated", True):
             cards.append(
                 Card(

@@ -303,7 +303,7 @@ class QuarantineRun(Result):
 
 def quarantine_run(
     cfg: ClusterConfig,
-    detector: LemonDetector,
+    detector: LemonDetector | None,
     *,
     seed: int,
     split_day: float,
@@ -322,8 +322,9 @@ def quarantine_run(
     ----------
     cfg : ClusterConfig
         The simulated cluster.
-    detector : LemonDetector
-        A fitted lemon detector.
+    detector : LemonDetector or None
+        A fitted lemon detector; None: the statistical test
+        (:func:`reliability.models.lemon_test`) on the history before the split.
     seed : int
         Seed of the run (the baseline's: same job stream, same hardware faults).
     split_day : float
@@ -346,9 +347,14 @@ def quarantine_run(
         The flagged nodes and the quarantined run's large-job figures after the split.
     """
     split = cfg.start + timedelta(days=split_day)
-    feats = node_features(flag_on, window_days, step_days, end=split)
-    scores = score_nodes(detector, feats, at=split)
-    flagged = scores.filter(pl.col("flagged"))
+    if detector is None:
+        from reliability.models.lemon_test import lemon_test
+
+        flagged = lemon_test(flag_on, end=split).flagged
+    else:
+        feats = node_features(flag_on, window_days, step_days, end=split)
+        scores = score_nodes(detector, feats, at=split)
+        flagged = scores.filter(pl.col("flagged"))
     comps = dominant_component(flag_on, flagged["node"].to_list(), end=split)
     drain = dict.fromkeys(flagged["node"].to_list(), split)
     if checkpoint is not None:
@@ -373,7 +379,7 @@ def quarantine_run(
 
 def quarantine_at_checkpoint(
     cfg: ClusterConfig,
-    detector: LemonDetector,
+    detector: LemonDetector | None,
     *,
     seed: int,
     checkpoint: str | Path,
@@ -395,8 +401,9 @@ def quarantine_at_checkpoint(
     ----------
     cfg : ClusterConfig
         The simulated cluster.
-    detector : LemonDetector
-        A fitted lemon detector.
+    detector : LemonDetector or None
+        A fitted lemon detector; None: the statistical test
+        (:func:`reliability.models.lemon_test`) on the history before the split.
     seed : int
         The run's seed.
     checkpoint : str or pathlib.Path
@@ -511,7 +518,7 @@ def _check_baseline(raw: Path, cfg: ClusterConfig, seed: int) -> None:
 
 def lemon_backtest(
     cfg: ClusterConfig,
-    detector: LemonDetector,
+    detector: LemonDetector | None,
     *,
     seed: int,
     split_day: float,
@@ -532,10 +539,11 @@ def lemon_backtest(
     ----------
     cfg : ClusterConfig
         The simulated cluster.
-    detector : LemonDetector
-        A fitted lemon detector; it scores the nodes on the last feature window ending by the
+    detector : LemonDetector or None
+        A fitted lemon detector, which scores the nodes on the last feature window ending by the
         split (windows step by ``step_days`` from the data's start, so it may end up to a step
-        before the split).
+        before the split); None: the statistical test
+        (:func:`reliability.models.lemon_test`) on the history before the split.
     seed : int
         Seed of both runs (same job stream, same hardware faults).
     split_day : float

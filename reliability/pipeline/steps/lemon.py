@@ -1,7 +1,10 @@
 """Stage ``lemon`` and the "Lemon nodes" section (Kokolis et al., HPCA '25, §VI).
 
-The stage scores the nodes on the last feature window and, for a simulated cluster, runs the
-quarantine backtest.
+By default the stage tests every node's distinct failures against the fleet's rate
+(:func:`reliability.models.lemon_test`: no training, so it holds on any fleet). With
+``[analysis].lemon_model`` (a detector the operator trained on their own labelled history,
+``reliability lemon train``) it scores the nodes on the last feature window instead. For a
+simulated cluster it runs the quarantine backtest with whichever flags the nodes.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import polars as pl
 from reliability import plots
 from reliability import references as ref
 from reliability._result import Result, fmt_duration_h
+from reliability.models.lemon_test import LemonTest
 from reliability.pipeline.config import PipelineConfig
 from reliability.pipeline.steps.common import Context, notes_blocks, plot_block, sim_cluster_config
 from reliability.report.model import Section, Table, Text
@@ -57,6 +61,8 @@ class LemonReport(Result):
         False when the detector's probabilities do not apply to this window (it was trained on
         windows of another length, e.g. the bundled one on 56 days): the scores are shown, no node
         is flagged.
+    test : LemonTest or None
+        The statistical test (the default; then ``scores`` is empty and the flags are the test's).
     """
 
     title = "Lemon nodes (Kokolis et al. HPCA'25 §VI)"
@@ -68,13 +74,16 @@ class LemonReport(Result):
     backtest: LemonBacktest | None = None
     notes: list[str] = field(default_factory=list)
     calibrated: bool = True
+    test: LemonTest | None = None
 
     @property
     def flagged(self) -> pl.DataFrame:
-        """The flagged nodes (probability at or above the threshold).
+        """The flagged nodes: the test's, else those with a probability at or above the threshold.
 
         None are flagged when the scores are not calibrated for the window.
         """
+        if self.test is not None:
+            return self.test.flagged
         if self.scores.height == 0 or not self.calibrated:
             return self.scores.clear()
         return self.scores.filter(pl.col("flagged"))
@@ -86,7 +95,9 @@ class LemonReport(Result):
 
     @property
     def summary(self) -> pl.DataFrame:
-        """One row: nodes scored, flagged, threshold, window length [days]."""
+        """One row: nodes scored, flagged, threshold, window length [days] (the test's summary)."""
+        if self.test is not None:
+            return self.test.summary
         return self._mapping_frame(
             {
                 "nodes_scored": self.scores.height,
@@ -98,7 +109,9 @@ class LemonReport(Result):
 
     @property
     def sample_sizes(self) -> dict[str, int | float]:
-        """Counts behind the result: nodes scored."""
+        """Counts behind the result: nodes scored (or tested)."""
+        if self.test is not None:
+            return self.test.sample_sizes
         return {"nodes": self.scores.height}
 
     def tables(self) -> dict[str, pl.DataFrame]:
@@ -116,6 +129,8 @@ class LemonReport(Result):
         }
 
     def _lines(self) -> list[str]:
+        if self.test is not None:
+            return self.test._lines()
         if self.scores.height == 0:
             return [
                 f"No lemon scores: the data hold {fmt_duration_h(self.span_h)}, less than one {self.window_days}-day window."
@@ -186,17 +201,26 @@ class QuarantineStep(Result):
         return [f"No quarantined run: {self.note}"]
 
 
+#: how the default path is described in the report
+TEST_DESCRIPTION = (
+    "the statistical test: each node's distinct failures (non-administrative departures from "
+    "service and hardware job failures) against the rest of the fleet's rate times the node's own "
+    "exposure, allowing for the ordinary spread of rates between nodes (negative binomial), with "
+    "the false-discovery rate controlled across nodes (Benjamini-Hochberg). It needs no "
+    "training, so it holds on any fleet; a detector trained on your own labelled history "
+    "(`reliability lemon train`, then lemon_model=) replaces it"
+)
+
+
 def _detector(cfg: PipelineConfig) -> tuple[Any, str]:
+    """Load the operator's trained detector and say what it is (None and the test's description)."""
     from reliability.models import LemonDetector
-    from reliability.models.lemon import default_detector
 
     if cfg.analysis.lemon_model:
         return LemonDetector.load(cfg.analysis.lemon_model), (
             f"detector loaded from {cfg.analysis.lemon_model}"
         )
-    return default_detector(), (
-        "the bundled detector (trained on simulated RSC-1- and RSC-2-like clusters with their true lemon labels)"
-    )
+    return None, TEST_DESCRIPTION
 
 
 def _trained_window(det: Any, cfg: PipelineConfig) -> int | None:
@@ -205,14 +229,15 @@ def _trained_window(det: Any, cfg: PipelineConfig) -> int | None:
     The bundled detector's file says 56 days; a detector fitted without ``window_days=`` (or
     saved before windows were recorded) does not say, and is taken at its word.
     """
-    trained = getattr(det, "window_days_", None)
-    if trained is None and not cfg.analysis.lemon_model:
-        trained = BUNDLED_WINDOW_DAYS
-    return trained
+    if det is None:
+        return None
+    return getattr(det, "window_days_", None)
 
 
 def _uncalibrated_note(det: Any, cfg: PipelineConfig) -> str | None:
     """Return why the detector's flags do not hold on the configured window (None: they do)."""
+    if det is None:
+        return None
     trained, window = _trained_window(det, cfg), cfg.analysis.lemon_window_days
     if trained is None or trained == window:
         return None
@@ -310,6 +335,8 @@ def lemon(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> LemonReport:
     data = deps["cluster_data"]
     notes: list[str] = []
     det, source = _detector(cfg)
+    if det is None:
+        return _tested(cfg, deps, work, source)
     desc = (
         f"{source}; threshold {det.threshold_:.2f} for out-of-fold precision {det.oof_precision_:.2f} at recall "
         f"{det.oof_recall_:.2f}. Train your own with `reliability lemon train`"
@@ -394,6 +421,50 @@ def lemon(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> LemonReport:
     )
 
 
+def _backtest(cfg: PipelineConfig, deps: dict[str, Any], work: Path, det: Any,
+              notes: list[str]) -> LemonBacktest | None:  # fmt: skip
+    """Run the quarantine backtest of a simulated cluster (None, with a note, when it cannot)."""
+    from reliability.sim.experiments import backtest_split_day, lemon_backtest
+
+    window = cfg.analysis.lemon_window_days
+    data = deps["cluster_data"]
+    sims = [s for s in cfg.inputs if s.kind == "simulate-cluster"]
+    sim_cfg = sim_cluster_config(sims[0]) if sims else None
+    if sim_cfg is None:
+        return None
+    if backtest_split_day(sim_cfg.days) < window:
+        notes.append(
+            f"no quarantine backtest: the simulated run ({sim_cfg.days:g} days) is shorter than two "
+            f"{window}-day windows"
+        )
+        return None
+    step = deps["lemon_quarantine"]
+    if step.run is not None and data.raw and data.raw[0] is not None:
+        return lemon_backtest(
+            sim_cfg, det, seed=sims[0].seed, split_day=backtest_split_day(sim_cfg.days),
+            window_days=window, work=work / "backtest", baseline=(data.raw[0], data.open()),
+            quarantine=step.run,
+        )  # fmt: skip
+    return step.backtest
+
+
+def _tested(cfg: PipelineConfig, deps: dict[str, Any], work: Path, desc: str) -> LemonReport:
+    """Run the default path: the statistical test over the whole observation, and the backtest."""
+    from reliability.models.lemon_test import lemon_test
+
+    data = deps["cluster_data"]
+    attributed = deps["attribution"].jobs if deps.get("attribution") is not None else None
+    test = lemon_test(data.open(), attributed=attributed, reasons=cfg.reasons)
+    notes: list[str] = []
+    backtest = _backtest(cfg, deps, work, None, notes)
+    empty = pl.DataFrame(schema={"cluster": pl.String, "node": pl.String, "window_end": pl.Datetime("us", "UTC"),
+                                 "probability": pl.Float64, "flagged": pl.Boolean, "drivers": pl.String})  # fmt: skip
+    return LemonReport(
+        scores=empty, threshold=None, detector=desc, window_days=cfg.analysis.lemon_window_days,
+        span_h=_span_h(data), backtest=backtest, notes=notes, test=test,
+    )  # fmt: skip
+
+
 def lemon_section(r: LemonReport, ctx: Context) -> list[Section]:
     """Build the "Lemon nodes" report section.
 
@@ -411,7 +482,9 @@ def lemon_section(r: LemonReport, ctx: Context) -> list[Section]:
     """
     sec = Section("Lemon nodes")
     sec.blocks.append(Text("Detector: " + r.detector + "."))
-    if r.scores.height or not r.notes:  # without scores, the notes say why
+    if r.test is not None:
+        sec.blocks += _test_blocks(r.test)
+    elif r.scores.height or not r.notes:  # without scores, the notes say why
         sec.blocks += [Text(ln) for ln in r._lines()]
     if r.scores.height:
         size = (6.4, 0.25 * min(15, r.scores.height) + 1.2)
@@ -459,3 +532,31 @@ def lemon_section(r: LemonReport, ctx: Context) -> list[Section]:
         sec.blocks += notes_blocks(bt)
     sec.blocks += notes_blocks(r)
     return [sec]
+
+
+def _test_blocks(t: LemonTest) -> list[Any]:
+    """Show the test: its sentence, incidents against expected, the flagged nodes."""
+    if t.nodes.height == 0:
+        return notes_blocks(t) or [Text(ln) for ln in t._lines()[:1]]
+    blocks: list[Any] = [Text(ln) for ln in t._lines()[:1]]
+    blocks.append(
+        plot_block(
+            "lemon_test",
+            lambda ax: plots.plot_lemon_test(t, ax=ax),
+            (6.4, 3.6),
+            "Each node's distinct failures against what the fleet's rate predicts for its own "
+            f"exposure; flagged nodes (FDR {t.fdr:g}, at least {t.min_incidents} failures) in "
+            f"vermillion ({ref.LEMONS_FOUND.cite()}).",
+            t.nodes.head(50),
+        )
+    )
+    shown = t.flagged if t.flagged.height else t.nodes.head(5)
+    caption = (
+        "Flagged nodes: distinct failures, expected at the fleet's rate, excess, p and q "
+        "(Benjamini-Hochberg), and the events behind them."
+        if t.flagged.height
+        else "No node flagged; the five that stand out most."
+    )
+    blocks.append(Table("lemon_test_table", shown.drop("cluster"), caption, wrap=("evidence",)))
+    blocks += notes_blocks(t)
+    return blocks

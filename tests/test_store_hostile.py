@@ -1,0 +1,159 @@
+"""Hostile Datasets and disks (issue 37, store and CLI part): a disk that fills inside a part's
+parquet footer (polars then loses the errno), ...
+
+Each test asserts what the user sees (the message, the exit code, no traceback) and the Dataset
+afterwards (the committed inputs intact, counted independently of the code under test)."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from reliability import Dataset
+from reliability.cli import main
+from reliability.testing import synthetic_sacct
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _records(path: Path) -> int:
+    """Records of a synthetic sacct export (one per line after the header)."""
+    return sum(1 for ln in path.read_text().splitlines()[1:] if ln.strip())
+
+
+def _child(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``script`` in a fresh interpreter importing this source tree."""
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    cmd = [sys.executable, "-c", textwrap.dedent(script), *args]
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+
+
+def _inputs(folder: Path) -> tuple[Path, Path]:
+    a, b = folder / "a.psv", folder / "b.psv"
+    synthetic_sacct(a, 300, seed=1, n_nodes=16)
+    synthetic_sacct(b, 2000, seed=2, n_nodes=16, cluster="other")
+    return a, b
+
+
+def _assert_only(root: Path, a: Path, jobs_a: pl.DataFrame) -> None:
+    fresh = Dataset(root)
+    assert [i["name"] for i in fresh.inputs] == [a.name]
+    assert fresh.inputs[0]["rows_read"] == _records(a)
+    assert_frame_equal(fresh.jobs, jobs_a)
+    assert fresh.verify().ok
+    assert not [p for p in root.rglob("*") if p.name.endswith(".tmp") or p.name == ".lock"]
+
+
+def _footer_start(write, frame: pl.DataFrame, **kw) -> int:
+    """Offset [bytes] where the parquet footer of ``frame`` written with ``kw`` starts."""
+    buf = io.BytesIO()
+    write(frame, buf, **kw)
+    raw = buf.getvalue()
+    return len(raw) - 8 - int.from_bytes(raw[-8:-4], "little")
+
+
+# -- 3. a disk that fills inside a part's footer ---------------------------------------------
+
+
+@pytest.fixture
+def tiny_fs(tmp_path):
+    """A 2 MiB tmpfs (needs root; skipped otherwise)."""
+    mnt = tmp_path / "fs"
+    mnt.mkdir()
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("mounting a tmpfs needs root")
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mnt)],
+                       capture_output=True, text=True)  # fmt: skip
+    if r.returncode:
+        pytest.skip(f"cannot mount a tmpfs: {r.stderr.strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def test_disk_full_inside_a_parts_footer_is_the_clear_disk_full_error(tmp_path, tiny_fs, monkeypatch, capsys):  # fmt: skip
+    a, b = _inputs(tmp_path)
+    root = tiny_fs / "ds"
+    Dataset(root).ingest("slurm", a, tz="UTC")
+    jobs_a = Dataset(root).jobs
+    real = pl.DataFrame.write_parquet
+    polars_errors: list[str] = []
+
+    def fill_then_write(self, file, **kw):
+        if not polars_errors and not (tiny_fs / "pad").exists():
+            # leave free only the whole pages before the footer of this part starts
+            start = _footer_start(real, self, **kw)
+            st = os.statvfs(tiny_fs)
+            keep = start // st.f_frsize * st.f_frsize
+            (tiny_fs / "pad").write_bytes(bytes(st.f_bavail * st.f_frsize - keep))
+        try:
+            return real(self, file, **kw)
+        except pl.exceptions.PolarsError as exc:
+            polars_errors.append(str(exc))
+            raise
+
+    monkeypatch.setattr(pl.DataFrame, "write_parquet", fill_then_write)
+    assert main(["ingest", "slurm", str(b), "--into", str(root), "--tz", "UTC"]) == 2
+    monkeypatch.undo()
+    err = capsys.readouterr().err
+    # the real disk-full error polars gives inside a footer, which names no errno
+    assert polars_errors
+    assert "Invalid thrift" in polars_errors[0], polars_errors
+    assert "os error" not in polars_errors[0]
+    assert f"error: {b}: could not write its rows into {root}" in err
+    assert "no space left on the device" in err
+    assert "nothing of this input was committed" in err
+    assert "Traceback" not in err
+    assert "thrift" not in err
+    (tiny_fs / "pad").unlink()
+    _assert_only(root, a, jobs_a)
+    [o] = Dataset(root).ingest("slurm", b, tz="UTC")
+    assert (o.status, o.rows_read) == ("ingested", _records(b))
+
+
+def test_a_file_size_limit_inside_a_parts_footer_is_a_clear_cli_error(tmp_path):
+    """The kernel refuses the write (RLIMIT_FSIZE: EFBIG) where the footer starts: no root
+    needed, and polars' message has lost the errno as with a full disk."""
+    a, b = _inputs(tmp_path)
+    root = tmp_path / "ds"
+    Dataset(root).ingest("slurm", a, tz="UTC")
+    jobs_a = Dataset(root).jobs
+    r = _child("""
+        import io, resource, signal, sys
+        import polars as pl
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        real = pl.DataFrame.write_parquet
+        def limited(self, file, **kw):
+            buf = io.BytesIO()
+            real(self, buf, **kw)
+            raw = buf.getvalue()
+            start = len(raw) - 8 - int.from_bytes(raw[-8:-4], "little")
+            resource.setrlimit(resource.RLIMIT_FSIZE, (start, resource.RLIM_INFINITY))
+            try:
+                return real(self, file, **kw)
+            except pl.exceptions.PolarsError as exc:
+                print("polars said:", exc, file=sys.stderr)
+                raise
+        pl.DataFrame.write_parquet = limited
+        from reliability.cli import main
+        sys.exit(main(["ingest", "slurm", sys.argv[2], "--into", sys.argv[1], "--tz", "UTC"]))
+    """, str(root), str(b))  # fmt: skip
+    assert r.returncode == 2, r.stderr
+    said, _, shown = r.stderr.partition("\n")
+    assert "Invalid thrift" in said, r.stderr
+    assert "os error" not in said
+    assert "Traceback" not in shown
+    assert shown.startswith(f"error: {b}: could not write its rows into {root}"), shown
+    assert "file too large" in shown
+    assert "nothing of this input was committed" in shown
+    _assert_only(root, a, jobs_a)

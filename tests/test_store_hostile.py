@@ -1,5 +1,6 @@
 """Hostile Datasets and disks (issue 37, store and CLI part): a disk that fills inside a part's
-parquet footer (polars then loses the errno), ...
+parquet footer (polars then loses the errno), a manifest that contradicts itself (counts, an
+input listed twice), part paths that leave the Dataset folder.
 
 Each test asserts what the user sees (the message, the exit code, no traceback) and the Dataset
 afterwards (the committed inputs intact, counted independently of the code under test)."""
@@ -7,7 +8,9 @@ afterwards (the committed inputs intact, counted independently of the code under
 from __future__ import annotations
 
 import io
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -20,6 +23,8 @@ from polars.testing import assert_frame_equal
 
 from reliability import Dataset
 from reliability.cli import main
+from reliability.errors import DatasetDamagedError
+from reliability.store.parts import PART_KEY, read_part_meta
 from reliability.testing import synthetic_sacct
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -157,3 +162,145 @@ def test_a_file_size_limit_inside_a_parts_footer_is_a_clear_cli_error(tmp_path):
     assert "file too large" in shown
     assert "nothing of this input was committed" in shown
     _assert_only(root, a, jobs_a)
+
+
+# -- 1. a manifest that contradicts itself ---------------------------------------------------
+
+
+@pytest.fixture
+def two(tmp_path):
+    """A Dataset of a.psv (300 jobs, nothing quarantined) and q.psv (50 jobs and one line that
+    is no record, quarantined)."""
+    a, q = tmp_path / "a.psv", tmp_path / "q.psv"
+    synthetic_sacct(a, 300, seed=1, n_nodes=16)
+    synthetic_sacct(q, 50, seed=5, n_nodes=4, cluster="qq")
+    with q.open("a") as fh:
+        fh.write("not|a|record\n")
+    root = tmp_path / "ds"
+    Dataset(root).ingest("slurm", [a, q], tz="UTC")
+    return root, a, q
+
+
+def _edit_manifest(root: Path, edit) -> None:
+    m = json.loads((root / "manifest.json").read_text())
+    edit(m)
+    (root / "manifest.json").write_text(json.dumps(m))
+
+
+def test_counts_that_break_read_eq_kept_plus_quarantined_are_reported_and_mended(two, capsys):
+    root, a, q = two
+    read = _records(a)  # every record of a was kept
+
+    def edit(m):
+        m["inputs"][0]["rows_kept"] = read - 5
+
+    _edit_manifest(root, edit)
+    assert main(["verify", str(root)]) == 1
+    out = capsys.readouterr().out
+    assert (
+        f"input 'a.psv' (slurm, entry 1): rows read {read} != kept {read - 5} + quarantined 0"
+        in out
+    )
+    assert main(["info", str(root)]) == 2
+    err = capsys.readouterr().err
+    assert f"rows read {read} != kept {read - 5} + quarantined 0" in err
+    assert f"reliability repair {root}" in err
+    assert "Traceback" not in err
+    with pytest.raises(DatasetDamagedError, match="contradicts itself"):
+        Dataset(root).jobs  # noqa: B018
+    # repair restores the record from the footers of a's parts
+    assert main(["repair", str(root)]) == 0
+    assert "restored its record from its parts' footers" in capsys.readouterr().out
+    fixed = Dataset(root)
+    assert [(i["name"], i["rows_read"], i["rows_kept"], i["rows_quarantined"]) for i in fixed.inputs] == [
+        ("a.psv", read, read, 0), ("q.psv", _records(q), _records(q) - 1, 1),
+    ]  # fmt: skip
+    assert fixed.verify().ok
+    assert main(["info", str(root)]) == 0
+
+
+def test_a_quarantine_count_its_part_does_not_hold_is_reported(two, capsys):
+    root = two[0]
+
+    def edit(m):  # read = kept + quarantined still holds, the quarantine part says otherwise
+        m["inputs"][1]["rows_kept"] -= 2
+        m["inputs"][1]["rows_quarantined"] += 2
+
+    _edit_manifest(root, edit)
+    assert main(["verify", str(root)]) == 1
+    assert (
+        "input 'q.psv' (slurm, entry 2): quarantined 3, but its quarantine part holds 1 rows"
+        in (capsys.readouterr().out)
+    )
+
+
+def test_an_input_listed_twice_is_reported_never_counted_twice(two, capsys):
+    root = two[0]
+    _edit_manifest(root, lambda m: m["inputs"].append(dict(m["inputs"][1])))
+    with pytest.raises(
+        DatasetDamagedError, match=r"input 'q.psv' \(slurm, entry 3\): the same input"
+    ):
+        Dataset(root).quarantine  # noqa: B018  (the old code read its one row twice)
+    assert main(["verify", str(root)]) == 1
+    assert "(slurm, entry 3): the same input (sha256" in capsys.readouterr().out
+    assert main(["info", str(root)]) == 2
+    assert "listed twice" in capsys.readouterr().err
+    assert main(["repair", str(root)]) == 0
+    assert "'q.psv' (sha256" in capsys.readouterr().out
+    fixed = Dataset(root)
+    assert [i["name"] for i in fixed.inputs] == ["a.psv", "q.psv"]
+    assert fixed.quarantine["raw"].to_list() == ["not|a|record"]
+    assert fixed.jobs.height == 300 + 50
+    assert fixed.verify().ok
+
+
+# -- 2. part paths that leave the Dataset folder ----------------------------------------------
+
+
+@pytest.mark.parametrize("where", ["relative", "absolute", "inside then out"])
+def test_a_part_path_outside_the_dataset_is_refused_by_name(two, where, capsys):
+    root, a, _ = two
+    part = json.loads((root / "manifest.json").read_text())["inputs"][0]["parts"]["jobs"]
+    outside = root.parent / "elsewhere" / "part-x.parquet"
+    outside.parent.mkdir()
+    shutil.copy(root / part["file"], outside)  # same bytes: the size check cannot tell
+    before = outside.read_bytes()
+    recorded = {"relative": "../elsewhere/part-x.parquet", "absolute": str(outside),
+                "inside then out": "jobs/../../elsewhere/part-x.parquet"}[where]  # fmt: skip
+    _edit_manifest(root, lambda m: m["inputs"][0]["parts"]["jobs"].update(file=recorded))
+    msg = f"part path {recorded!r} escapes the Dataset folder"
+    with pytest.raises(DatasetDamagedError, match=re.escape(msg)):
+        Dataset(root).jobs  # noqa: B018
+    # replacing the input would have removed the file its old entry names
+    with pytest.raises(DatasetDamagedError, match=re.escape(msg)):
+        Dataset(root).ingest("slurm", a, tz="UTC", replace=True)
+    assert outside.read_bytes() == before
+    for command in ("info", "analyze"):
+        assert main([command, str(root)]) == 2
+        assert msg in capsys.readouterr().err
+    assert main(["verify", str(root)]) == 1
+    assert f"input 'a.psv' (slurm, entry 1): table 'jobs': {msg}" in capsys.readouterr().out
+    assert main(["repair", str(root)]) == 0
+    assert "restored its record from its parts' footers" in capsys.readouterr().out
+    assert outside.read_bytes() == before
+    fixed = Dataset(root)
+    assert fixed.inputs[0]["parts"]["jobs"]["file"] == part["file"]
+    assert fixed.verify().ok
+
+
+def test_repair_refuses_part_paths_outside_the_dataset_in_part_footers(two):
+    root = two[0]
+    entry = json.loads((root / "manifest.json").read_text())["inputs"][0]
+    for p in entry["parts"].values():  # every footer of a lists its jobs part outside
+        f = root / p["file"]
+        desc = read_part_meta(f)
+        desc.pop("num_rows")
+        desc["input"]["parts"]["jobs"]["file"] = "../elsewhere/part-x.parquet"
+        pl.read_parquet(f).write_parquet(f, metadata={PART_KEY: json.dumps(desc)})
+    (root / "manifest.json").unlink()
+    report = Dataset(root).repair()
+    assert report.rebuilt
+    assert [i["name"] for i in Dataset(root).inputs] == ["q.psv"]
+    [left_out] = report.incomplete
+    assert left_out.startswith("'a.psv'")
+    assert "part path '../elsewhere/part-x.parquet' escapes the Dataset folder" in left_out

@@ -60,6 +60,7 @@ from reliability.store.parts import (
     check_part,
     new_entry,
     part_files,
+    part_path,
     read_part_meta,
     remove_parts,
     write_parts,
@@ -388,7 +389,7 @@ class Dataset:
             outcome.status = "unchanged"
             outcome.notes.append("another process committed the same input meanwhile: kept that")
         for old in superseded:
-            remove_parts([self.path / p["file"] for p in old["parts"].values()])
+            remove_parts([part_path(self.path, p["file"]) for p in old["parts"].values()])
 
     def _ingest_partitioned(
         self, kind: str, paths: list[str | Path], kwargs: dict[str, Any], opts: dict[str, str],
@@ -455,7 +456,7 @@ class Dataset:
     # -- reading -------------------------------------------------------------------------
     def _check(self, table: str, part: dict[str, Any]) -> None:
         """Size and footer row count of a part, once per file version per instance."""
-        path = self.path / part["file"]
+        path = part_path(self.path, part.get("file"))
         try:
             st = path.stat()
         except FileNotFoundError:
@@ -500,7 +501,7 @@ class Dataset:
             if part is None:
                 continue
             self._check(table, part)
-            found.append((i, e["kind"], self.path / part["file"]))
+            found.append((i, e["kind"], part_path(self.path, part["file"])))
         if not found:
             return spec.empty().lazy()
         if len(found) == 1 or table == "quarantine":

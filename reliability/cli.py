@@ -22,6 +22,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
+import polars as pl
+
 from reliability._version import __version__
 from reliability.errors import ReliabilityError, spell_options
 from reliability.ingest import READERS
@@ -709,6 +711,16 @@ def _dataset(path: Path) -> Dataset:
     return ds
 
 
+def _damaged_part(args: argparse.Namespace) -> str | None:
+    """After polars failed to read: name the damaged part of the command's Dataset, if any."""
+    from reliability.store.integrity import damaged_part
+
+    path = getattr(args, "dataset", None)
+    if not isinstance(path, Path) or not (path / "manifest.json").is_file():
+        return None
+    return damaged_part(Dataset(path))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``reliability`` command.
 
@@ -788,6 +800,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except (ReliabilityError, ValueError) as exc:
         print(f"error: {_cli_terms(str(exc), args)}", file=sys.stderr)
+        return 2
+    except (pl.exceptions.PolarsError, pl.exceptions.PanicException):
+        # a part damaged in place (same size): reads check sizes and footers, not every byte
+        damaged = _damaged_part(args)
+        if damaged is None:
+            raise
+        print(f"error: {damaged}", file=sys.stderr)
         return 2
     return 1  # pragma: no cover - argparse rejects unknown commands
 

@@ -1,12 +1,14 @@
 """Hostile Datasets and disks (issue 37, store and CLI part): a disk that fills inside a part's
 parquet footer (polars then loses the errno), a manifest that contradicts itself (counts, an
-input listed twice), part paths that leave the Dataset folder.
+input listed twice), part paths that leave the Dataset folder, and a part damaged in place
+read by every command that reads a Dataset.
 
 Each test asserts what the user sees (the message, the exit code, no traceback) and the Dataset
 afterwards (the committed inputs intact, counted independently of the code under test)."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -304,3 +306,50 @@ def test_repair_refuses_part_paths_outside_the_dataset_in_part_footers(two):
     [left_out] = report.incomplete
     assert left_out.startswith("'a.psv'")
     assert "part path '../elsewhere/part-x.parquet' escapes the Dataset folder" in left_out
+
+
+# -- 4. a part damaged in place, read by every command that reads a Dataset -----------------
+
+
+def _damage(path: Path, how: str) -> None:
+    raw = path.read_bytes()
+    if how == "truncated":
+        path.write_bytes(raw[: len(raw) // 2])
+    else:  # zeroed in the middle, same size: only its bytes (sha256) tell
+        path.write_bytes(raw[:100] + bytes(len(raw) // 2 - 100) + raw[len(raw) // 2 :])
+
+
+@pytest.mark.parametrize("how", ["truncated", "zeroed"])
+@pytest.mark.parametrize("command", ["analyze", "info", "lemon score", "lemon train"])
+def test_a_damaged_part_is_named_by_every_command_that_reads_the_dataset(two, tmp_path, how, command, capsys):  # fmt: skip
+    root, _, _ = two
+    part = json.loads((root / "manifest.json").read_text())["inputs"][0]["parts"]["jobs"]["file"]
+    _damage(root / part, how)
+    labels = tmp_path / "lemons.txt"
+    labels.write_text("gpu001\n")
+    extra = {"lemon train": ["--labels", str(labels), "--out", str(tmp_path / "m.json")]}
+    assert main([*command.split(), str(root), *extra.get(command, [])]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ")
+    assert part in err or part.split("/")[1] in err
+    assert f"reliability verify {root}" in err
+    assert f"reliability repair {root}" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("command", ["analyze", "info"])
+def test_a_part_polars_cannot_read_is_named_even_when_the_manifest_vouches_for_it(two, command, capsys):  # fmt: skip
+    """The manifest's size and sha256 rewritten to match the damage: the reads' checks pass and
+    polars fails; the command then finds and names the part instead of a traceback."""
+    root, _, _ = two
+    m = json.loads((root / "manifest.json").read_text())
+    part = m["inputs"][0]["parts"]["jobs"]
+    _damage(root / part["file"], "zeroed")
+    part["sha256"] = hashlib.sha256((root / part["file"]).read_bytes()).hexdigest()
+    (root / "manifest.json").write_text(json.dumps(m))
+    assert main([command, str(root)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {root}: the Dataset is damaged: {part['file']}: table 'jobs' "
+                          "of input 'a.psv' cannot be read (")  # fmt: skip
+    assert f"reliability repair {root}" in err
+    assert "Traceback" not in err

@@ -12,7 +12,7 @@ then the manifest (temp file + rename, every 200 inputs and at the end of an ing
 A crash leaves the previous state readable; parts that no manifest entry names are not part
 of the Dataset. Every part carries its input's description in its footer, so a lost manifest
 is rebuilt by ``reliability repair`` (a Dataset with parts and no manifest is refused, never
-emptied). Reads check each part's size and footer row count against the manifest.
+emptied). Reads check each part's size, footer row count and sha256 against the manifest.
 
 An input is identified by (sha256, reader kind, options): the same again is a no-op; other
 options are refused, or replace the input's rows with ``replace=True``.
@@ -455,7 +455,7 @@ class Dataset:
 
     # -- reading -------------------------------------------------------------------------
     def _check(self, table: str, part: dict[str, Any]) -> None:
-        """Size and footer row count of a part, once per file version per instance."""
+        """Size, footer row count and sha256 of a part, once per file version per instance."""
         path = part_path(self.path, part.get("file"))
         try:
             st = path.stat()
@@ -470,7 +470,7 @@ class Dataset:
     def scan(self, table: str) -> pl.LazyFrame:
         """Scan one table lazily, overlapping inputs merged by data (see :mod:`reliability.store.merge`).
 
-        Each part's size and footer row count are checked against the manifest first.
+        Each part's size, footer row count and sha256 are checked against the manifest first.
 
         Parameters
         ----------
@@ -488,7 +488,7 @@ class Dataset:
         ReliabilityError
             For an unknown table.
         DatasetDamagedError
-            Naming a part whose size or row count differs from the manifest.
+            Naming a part whose size, row count or sha256 differs from the manifest.
         """
         spec = schema.TABLES.get(table)
         if spec is None:

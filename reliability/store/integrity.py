@@ -27,6 +27,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import polars as pl
+
 from reliability._atomic import file_sha256
 from reliability.errors import DatasetDamagedError, DatasetError
 from reliability.store.footer import FooterError
@@ -45,7 +47,7 @@ from reliability.store.parts import part_files, part_path_problem, read_part_met
 if TYPE_CHECKING:  # pragma: no cover
     from reliability.store.dataset import Dataset
 
-__all__ = ["RepairReport", "VerifyReport", "repair", "verify"]
+__all__ = ["RepairReport", "VerifyReport", "damaged_part", "repair", "verify"]
 
 
 @dataclass
@@ -169,6 +171,44 @@ def verify(ds: Dataset) -> VerifyReport:
     report.unreferenced = [f"{f.parent.name}/{f.name}" for f in files
                            if f"{f.parent.name}/{f.name}" not in referenced]  # fmt: skip
     return report
+
+
+def damaged_part(ds: Dataset) -> str | None:
+    """Name the damaged part after a read of the Dataset failed inside polars.
+
+    A read checks each part's size and footer row count, not its bytes: a part damaged in
+    place (same size) fails later, in polars. This runs :func:`verify` (every part's sha256),
+    then, if it finds nothing, reads every part in full.
+
+    Parameters
+    ----------
+    ds : Dataset
+        The Dataset whose read failed.
+
+    Returns
+    -------
+    str or None
+        A message naming the part (and its input) and what to run (``reliability verify`` /
+        ``repair``); None if every part matches the manifest and reads (the failure was not
+        the Dataset's).
+    """
+    hint = (
+        f"run `reliability verify {ds.path}` for details and `reliability repair {ds.path}` to fix"
+    )
+    report = verify(ds)
+    if report.problems:
+        more = f" (and {len(report.problems) - 1} more)" if len(report.problems) > 1 else ""
+        return f"{ds.path}: the Dataset is damaged: {report.problems[0]}{more}; {hint}"
+    m = load_manifest(ds.path, check=False) or empty_manifest()
+    for entry in m["inputs"]:
+        for table, part in entry["parts"].items():
+            try:
+                pl.read_parquet(ds.path / part["file"])
+            except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError) as exc:
+                why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                return (f"{ds.path}: the Dataset is damaged: {part['file']}: table {table!r} of "
+                        f"input {entry.get('name')!r} cannot be read ({why}); {hint}")  # fmt: skip
+    return None
 
 
 @dataclass

@@ -1,6 +1,7 @@
 """The ``reliability`` command: a thin layer over the library.
 
 reliability ingest KIND FILE...|- --into DIR [--cluster NAME] [--tz ZONE] [--strict] [--replace]
+                  [--wait SECONDS]
 reliability info DIR
 reliability verify DIR
 reliability repair DIR
@@ -10,6 +11,7 @@ reliability lemon score DIR [--model MODEL]
 reliability availability --mode static|reconfigurable --host-availability A [--target T]
 reliability plan --gpus N --rate R_F --target-ettr E [--restart-min U0] [--write-min W]
 reliability collect slurm --into DIR [--cluster NAME] [--since ISO|auto] [--until ISO] [--dry-run]
+                   [--wait SECONDS]
 reliability demo [--into DIR]
 """
 
@@ -52,6 +54,11 @@ def _parser() -> argparse.ArgumentParser:
     ing.add_argument(
         "--replace", action="store_true",
         help="re-read files already ingested (e.g. with a corrected --tz) and replace their rows",
+    )  # fmt: skip
+    ing.add_argument(
+        "--wait", dest="wait_s", type=float, default=0.0, metavar="SECONDS",
+        help="if another process is writing the Dataset, wait up to SECONDS for it to finish "
+        "(default 0: refuse at once)",
     )  # fmt: skip
     ing.add_argument(
         "--backend", choices=["serial", "processes", "dask"],
@@ -214,6 +221,11 @@ def _parser() -> argparse.ArgumentParser:
     col.add_argument("--until", help="window end, ISO 8601 (UTC if no offset); default: now")
     col.add_argument("--overlap-h", type=float, default=1.0, help="overlap for --since auto [h]")
     col.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
+    col.add_argument(
+        "--wait", dest="wait_s", type=float, default=0.0, metavar="SECONDS",
+        help="if another process is writing the Dataset, wait up to SECONDS for it to finish "
+        "(default 0: refuse at once)",
+    )  # fmt: skip
     demo = sub.add_parser(
         "demo",
         help="simulate the small cluster, ingest it with the bundled samples, print the summary",
@@ -279,7 +291,7 @@ def _ingest_into(args: argparse.Namespace) -> int:
             args.kind, [f if f == "-" else Path(f) for f in args.files], cluster=args.cluster,
             tz=args.tz, strict=args.strict, replace=args.replace,
             progress=(lambda p: bar.set_postfix_str(p.name)) if bar else None, executor=executor,
-            **_options(args),
+            wait_s=args.wait_s, **_options(args),
         )  # fmt: skip
     finally:
         if bar is not None:
@@ -781,7 +793,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             from reliability.collect import collect_slurm
 
             print(collect_slurm(args.into, cluster=args.cluster, since=args.since, until=args.until,
-                                overlap_h=args.overlap_h, dry_run=args.dry_run))  # fmt: skip
+                                overlap_h=args.overlap_h, dry_run=args.dry_run,
+                                wait_s=args.wait_s))  # fmt: skip
             return 0
         if args.command == "demo":
             from reliability.datasets import simulated_demo

@@ -243,6 +243,7 @@ def collect_slurm(
     scontrol: str = "scontrol",
     timeout_s: float = 600.0,
     now: Callable[[], datetime] | None = None,
+    wait_s: float = 0.0,
 ) -> CollectResult:
     """Export a window of Slurm accounting and node events and ingest it into a Dataset.
 
@@ -272,6 +273,9 @@ def collect_slurm(
     now : callable or None
         Clock returning the current aware datetime (tests pass a fixed one); None: the system
         clock in UTC.
+    wait_s : float
+        If another process is writing the Dataset, wait up to this long for it to finish
+        before each of the two ingests [s] (0: refuse at once).
 
     Returns
     -------
@@ -349,9 +353,9 @@ def collect_slurm(
     w_since, w_until, replace, notes = _window(ds, raw_dir / "sacct.psv", t_since, t_until)
     outcomes = ds.ingest(
         "slurm", [raw_dir / "sacct.psv"], window_start=w_since, window_end=w_until,
-        replace=replace, **opts,
+        replace=replace, wait_s=wait_s, **opts,
     )  # fmt: skip
-    outcomes += ds.ingest("events", [raw_dir / "sacctmgr_events.psv"], **opts)
+    outcomes += ds.ingest("events", [raw_dir / "sacctmgr_events.psv"], wait_s=wait_s, **opts)
     return CollectResult(
         into, t_since, t_until, basis, commands, raw_dir, tuple(outcomes), codes,
         notes=tuple(notes),

@@ -190,13 +190,13 @@ class Dataset:
 
     # -- writing -------------------------------------------------------------------------
     @contextlib.contextmanager
-    def _writer(self) -> Iterator[tuple[DatasetLock, dict[str, Any], str]]:
-        """Hold the lock; yield (lock, manifest as on disk, call id).
+    def _writer(self, wait_s: float = 0.0) -> Iterator[tuple[DatasetLock, dict[str, Any], str]]:
+        """Hold the lock (waiting up to ``wait_s`` [s]); yield (lock, manifest as on disk, call id).
 
         Refuses a damaged Dataset; removes crash leftovers first.
         """
         lock = DatasetLock(self.path)
-        with lock.held():
+        with lock.held(wait_s):
             m = self._load()
             if m is None:
                 self._refuse_if_damaged(writer=True)
@@ -272,6 +272,7 @@ class Dataset:
         progress: Callable[[Path], None] | None = None,
         executor: Any = None,
         replace: bool = False,
+        wait_s: float = 0.0,
         **options: Any,
     ) -> list[IngestOutcome]:
         """Read inputs with the reader for ``kind`` and add their rows.
@@ -296,6 +297,9 @@ class Dataset:
         replace : bool
             Re-read inputs already ingested (e.g. with a corrected ``tz``) and replace their rows;
             without it, an input ingested with other options is refused.
+        wait_s : float
+            If another process is writing the Dataset, wait up to this long for it to finish
+            [s] (0: refuse at once with :class:`~reliability.errors.DatasetLockedError`).
         options : object
             Other reader options (``fields=``, ``node=``, ``year=``, ``boot_time=``,
             ``window_start=``, ``window_end=``...).
@@ -311,10 +315,10 @@ class Dataset:
         plist = [paths] if isinstance(paths, (str, Path)) else list(paths)
         if executor is not None:
             return self._ingest_partitioned(kind, plist, kwargs, opts, strict, replace,
-                                            executor, progress)  # fmt: skip
+                                            executor, progress, wait_s)  # fmt: skip
         outcomes: list[IngestOutcome] = []
         started = datetime.now(UTC).isoformat(timespec="microseconds")
-        with self._writer() as (lock, manifest, call), sources(self.path, plist) as srcs:
+        with self._writer(wait_s) as (lock, manifest, call), sources(self.path, plist) as srcs:
             writer = {"pid": os.getpid(), "host": socket.gethostname(), "call": call}
             known = {e["sha256"]: e for e in manifest["inputs"]}
             pending: list[tuple[dict[str, Any], IngestOutcome, str | None]] = []
@@ -394,6 +398,7 @@ class Dataset:
     def _ingest_partitioned(
         self, kind: str, paths: list[str | Path], kwargs: dict[str, Any], opts: dict[str, str],
         strict: bool, replace: bool, executor: Any, progress: Callable[[Path], None] | None,
+        wait_s: float = 0.0,
     ) -> list[IngestOutcome]:  # fmt: skip
         """Ingest with one task per input on ``executor``.
 
@@ -402,7 +407,7 @@ class Dataset:
         """
         outcomes: dict[int, IngestOutcome] = {}
         started = datetime.now(UTC).isoformat(timespec="microseconds")
-        with self._writer() as (lock, manifest, call), sources(self.path, paths) as srcs:
+        with self._writer(wait_s) as (lock, manifest, call), sources(self.path, paths) as srcs:
             writer = {"pid": os.getpid(), "host": socket.gethostname(), "call": call}
             known = {e["sha256"]: e for e in manifest["inputs"]}
             todo: list[tuple[int, Source, str, int, str | None]] = []

@@ -368,12 +368,18 @@ def _simulate(args: argparse.Namespace) -> int:
         raise ReliabilityError(f"--days: expected a run length in days > 0, got {args.days:g}")
     if args.seed < 0:
         raise ReliabilityError(f"--seed: expected an integer >= 0, got {args.seed}")
+    from reliability.sim import budget
+
+    # a run is held in memory: refuse up front one that cannot be (names --days and the limit)
+    length = "--days" if args.days is not None else f"--preset {args.preset}: days ="
     if args.simulator == "pod":
         from reliability._result import fmt_pct
-        from reliability.sim.pod import simulate_pod
+        from reliability.sim.pod import load_pod_preset, simulate_pod
 
+        pod_cfg = load_pod_preset(args.preset)
+        budget.refuse_run(budget.pod_run_size(pod_cfg, args.days), length)
         r = simulate_pod(
-            args.preset, days=args.days, seed=args.seed, mode=args.mode, ft_routing=args.ft_routing
+            pod_cfg, days=args.days, seed=args.seed, mode=args.mode, ft_routing=args.ft_routing
         )
         r.write(args.out)
         print(f"{r.config.name}: {r.config.n_cubes} cubes ({r.config.mode}), {r.config.days:g} days, seed {args.seed}: "
@@ -398,6 +404,7 @@ def _simulate(args: argparse.Namespace) -> int:
     from reliability.simulated import ingest_simulation
 
     cfg = load_preset(args.preset)
+    budget.refuse_run(budget.cluster_run_size(cfg, args.days), length)
     if args.days is not None:
         cfg = cfg.with_days(args.days)
     t0 = time.perf_counter()

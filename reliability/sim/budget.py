@@ -86,7 +86,18 @@ class RunSize:
         return BASE_BYTES + self.days * self.bytes_per_day
 
     def max_days(self, available: float) -> float:
-        """Return the longest run of this config that fits in ``available`` bytes [days]."""
+        """Return the longest run of this config that fits in the memory available.
+
+        Parameters
+        ----------
+        available : float
+            Memory the run may use [bytes].
+
+        Returns
+        -------
+        float
+            Run length [days]; 0 if not even the base fits.
+        """
         return max(0.0, (available - BASE_BYTES) / self.bytes_per_day)
 
 

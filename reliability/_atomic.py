@@ -103,6 +103,37 @@ def _explain(exc: OSError, dest: Path) -> OSError:
     return exc
 
 
+#: what :func:`_write_errno` appends to a failed write to learn why it failed [bytes]
+_PROBE_BYTES = 1 << 20
+
+
+def _write_errno(exc: Exception, tmp: str) -> int | None:
+    """Tell the ``errno`` of a write that polars reported as its own error (None: not I/O).
+
+    Polars names it (``os error 28``) when a data page fails to be written, but not when the
+    failure comes inside the footer: ``Invalid thrift: transport error`` has lost it. Then
+    appending to the same file (up to :data:`_PROBE_BYTES`) meets the same refusal (no space,
+    quota, file size limit) and says which; if that succeeds, the error was not the disk's.
+    """
+    m = re.search(r"os error (\d+)", str(exc))
+    if m is not None:
+        return int(m.group(1))
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_APPEND)
+    except OSError as err:
+        return err.errno
+    try:
+        block = bytes(1 << 16)
+        for _ in range(_PROBE_BYTES // len(block)):
+            os.write(fd, block)
+        os.fsync(fd)
+    except OSError as err:
+        return err.errno
+    finally:
+        os.close(fd)
+    return None
+
+
 def write_parquet_atomic(
     frame: pl.DataFrame, dest: Path, metadata: dict[str, str] | None = None
 ) -> tuple[int, str]:
@@ -121,6 +152,12 @@ def write_parquet_atomic(
     -------
     (int, str)
         (size [bytes], sha256 hex digest) of the file written.
+
+    Raises
+    ------
+    OSError
+        If the disk refuses the write (full, quota, file size limit), also when polars reports
+        it as its own error; the message names ``dest``, and ``dest`` is left as it was.
     """
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=_prefix(dest), suffix=".tmp", dir=dest.parent)
@@ -129,10 +166,10 @@ def write_parquet_atomic(
         try:
             frame.write_parquet(tmp, compression="zstd", statistics=True, metadata=metadata)
         except pl.exceptions.PolarsError as exc:  # polars reports I/O errors as its own
-            m = re.search(r"os error (\d+)", str(exc))
-            if m is None:
+            code = _write_errno(exc, tmp)
+            if code is None:
                 raise
-            raise OSError(int(m.group(1)), os.strerror(int(m.group(1))), tmp) from exc
+            raise OSError(code, os.strerror(code), tmp) from exc
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
         sha, size = file_sha256(tmp)

@@ -1,6 +1,7 @@
 """The ``reliability`` command: a thin layer over the library.
 
 reliability ingest KIND FILE...|- --into DIR [--cluster NAME] [--tz ZONE] [--strict] [--replace]
+                  [--wait SECONDS]
 reliability info DIR
 reliability verify DIR
 reliability repair DIR
@@ -10,6 +11,7 @@ reliability lemon score DIR [--model MODEL]
 reliability availability --mode static|reconfigurable --host-availability A [--target T]
 reliability plan --gpus N --rate R_F --target-ettr E [--restart-min U0] [--write-min W]
 reliability collect slurm --into DIR [--cluster NAME] [--since ISO|auto] [--until ISO] [--dry-run]
+                   [--wait SECONDS]
 reliability demo [--into DIR]
 """
 
@@ -21,6 +23,8 @@ import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+
+import polars as pl
 
 from reliability._version import __version__
 from reliability.errors import ReliabilityError, spell_options
@@ -50,6 +54,11 @@ def _parser() -> argparse.ArgumentParser:
     ing.add_argument(
         "--replace", action="store_true",
         help="re-read files already ingested (e.g. with a corrected --tz) and replace their rows",
+    )  # fmt: skip
+    ing.add_argument(
+        "--wait", dest="wait_s", type=float, default=0.0, metavar="SECONDS",
+        help="if another process is writing the Dataset, wait up to SECONDS for it to finish "
+        "(default 0: refuse at once)",
     )  # fmt: skip
     ing.add_argument(
         "--backend", choices=["serial", "processes", "dask"],
@@ -253,6 +262,11 @@ def _parser() -> argparse.ArgumentParser:
     col.add_argument("--until", help="window end, ISO 8601 (UTC if no offset); default: now")
     col.add_argument("--overlap-h", type=float, default=1.0, help="overlap for --since auto [h]")
     col.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
+    col.add_argument(
+        "--wait", dest="wait_s", type=float, default=0.0, metavar="SECONDS",
+        help="if another process is writing the Dataset, wait up to SECONDS for it to finish "
+        "(default 0: refuse at once)",
+    )  # fmt: skip
     demo = sub.add_parser(
         "demo",
         help="simulate the small cluster, ingest it with the bundled samples, print the summary",
@@ -324,7 +338,7 @@ def _ingest_into(args: argparse.Namespace) -> int:
             args.kind, [f if f == "-" else Path(f) for f in args.files], cluster=args.cluster,
             tz=args.tz, strict=args.strict, replace=args.replace,
             progress=(lambda p: bar.set_postfix_str(p.name)) if bar else None, executor=executor,
-            **_options(args),
+            wait_s=args.wait_s, **_options(args),
         )  # fmt: skip
     finally:
         if bar is not None:
@@ -423,12 +437,18 @@ def _simulate(args: argparse.Namespace) -> int:
         raise ReliabilityError(f"--days: expected a run length in days > 0, got {args.days:g}")
     if args.seed < 0:
         raise ReliabilityError(f"--seed: expected an integer >= 0, got {args.seed}")
+    from reliability.sim import budget
+
+    # a run is held in memory: refuse up front one that cannot be (names --days and the limit)
+    length = "--days" if args.days is not None else f"--preset {args.preset}: days ="
     if args.simulator == "pod":
         from reliability._result import fmt_pct
-        from reliability.sim.pod import simulate_pod
+        from reliability.sim.pod import load_pod_preset, simulate_pod
 
+        pod_cfg = load_pod_preset(args.preset)
+        budget.refuse_run(budget.pod_run_size(pod_cfg, args.days), length)
         r = simulate_pod(
-            args.preset, days=args.days, seed=args.seed, mode=args.mode, ft_routing=args.ft_routing
+            pod_cfg, days=args.days, seed=args.seed, mode=args.mode, ft_routing=args.ft_routing
         )
         r.write(args.out)
         print(f"{r.config.name}: {r.config.n_cubes} cubes ({r.config.mode}), {r.config.days:g} days, seed {args.seed}: "
@@ -453,6 +473,7 @@ def _simulate(args: argparse.Namespace) -> int:
     from reliability.simulated import ingest_simulation
 
     cfg = load_preset(args.preset)
+    budget.refuse_run(budget.cluster_run_size(cfg, args.days), length)
     if args.days is not None:
         cfg = cfg.with_days(args.days)
     t0 = time.perf_counter()
@@ -841,6 +862,16 @@ def _dataset(path: Path) -> Dataset:
     return ds
 
 
+def _damaged_part(args: argparse.Namespace) -> str | None:
+    """After polars failed to read: name the damaged part of the command's Dataset, if any."""
+    from reliability.store.integrity import damaged_part
+
+    path = getattr(args, "dataset", None)
+    if not isinstance(path, Path) or not (path / "manifest.json").is_file():
+        return None
+    return damaged_part(Dataset(path))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``reliability`` command.
 
@@ -903,7 +934,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             from reliability.collect import collect_slurm
 
             print(collect_slurm(args.into, cluster=args.cluster, since=args.since, until=args.until,
-                                overlap_h=args.overlap_h, dry_run=args.dry_run))  # fmt: skip
+                                overlap_h=args.overlap_h, dry_run=args.dry_run,
+                                wait_s=args.wait_s))  # fmt: skip
             return 0
         if args.command == "demo":
             from reliability.datasets import simulated_demo
@@ -922,6 +954,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except (ReliabilityError, ValueError) as exc:
         print(f"error: {_cli_terms(str(exc), args)}", file=sys.stderr)
+        return 2
+    except (pl.exceptions.PolarsError, pl.exceptions.PanicException):
+        # a part damaged in place (same size): reads check sizes and footers, not every byte
+        damaged = _damaged_part(args)
+        if damaged is None:
+            raise
+        print(f"error: {damaged}", file=sys.stderr)
         return 2
     return 1  # pragma: no cover - argparse rejects unknown commands
 

@@ -303,6 +303,7 @@ def collect_slurm(
     scontrol: str = "scontrol",
     timeout_s: float = 600.0,
     now: Callable[[], datetime] | None = None,
+    wait_s: float = 0.0,
 ) -> CollectResult:
     """Export a window of Slurm accounting and node events and ingest it into a Dataset.
 
@@ -332,6 +333,9 @@ def collect_slurm(
     now : callable or None
         Clock returning the current aware datetime (tests pass a fixed one); None: the system
         clock in UTC.
+    wait_s : float
+        If another process is writing the Dataset, wait up to this long for it to finish
+        before each of the two ingests [s] (0: refuse at once).
 
     Returns
     -------
@@ -413,16 +417,16 @@ def collect_slurm(
     w_since, w_until, replace, notes = _window(ds, raw_dir / "sacct.psv", t_since, t_until)
     outcomes = ds.ingest(
         "slurm", [raw_dir / "sacct.psv"], window_start=w_since, window_end=w_until,
-        replace=replace, **opts,
+        replace=replace, wait_s=wait_s, **opts,
     )  # fmt: skip
-    outcomes += ds.ingest("events", [raw_dir / "sacctmgr_events.psv"], **opts)
+    outcomes += ds.ingest("events", [raw_dir / "sacctmgr_events.psv"], wait_s=wait_s, **opts)
     if (raw_dir / _REQUEUED).is_file():
         # every record of those jobs, as of now: recorded with the window, like the main export
         r_since, r_until, r_replace, r_notes = _window(ds, raw_dir / _REQUEUED, t_since, t_until)
         notes += r_notes
         outcomes += ds.ingest(
             "slurm", [raw_dir / _REQUEUED], window_start=r_since, window_end=r_until,
-            replace=r_replace, **opts,
+            replace=r_replace, wait_s=wait_s, **opts,
         )  # fmt: skip
     return CollectResult(
         into, t_since, t_until, basis, commands, raw_dir, tuple(outcomes), codes,

@@ -262,3 +262,37 @@ def test_requeue_exit_codes_not_read_is_said_with_what_it_changes(fake_slurm, tm
     assert "RequeueExit/RequeueExitHold codes: not read" in text
     assert "Unable to contact slurm controller" in text
     assert "--requeue-exit-codes" in text
+
+
+def test_collect_wait_takes_its_turn_behind_another_writer(fake_slurm, tmp_path, monkeypatch, capsys):  # fmt: skip
+    """A collector started while another process writes the Dataset waits for it with --wait
+    (and is refused at once without)."""
+    import subprocess
+    import sys
+    import time
+
+    out, env, _ = fake_slurm
+    (out / "sacct").write_text(_export(RECORDS))
+    ds = tmp_path / "ds"
+    root = Path(__file__).resolve().parents[1]
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from pathlib import Path\n"
+         "from reliability.store.lock import DatasetLock\n"
+         "with DatasetLock(Path(sys.argv[1])).held():\n"
+         "    print('held', flush=True); time.sleep(float(sys.argv[2]))", str(ds), "3"],
+        env={**os.environ, "PYTHONPATH": str(root)}, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    monkeypatch.setenv("PATH", env["PATH"])
+    args = ["collect", "slurm", "--into", str(ds), "--since", "2021-03-01T10:00:00Z",
+            "--until", "2021-03-01T12:00:00Z"]  # fmt: skip
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert cli_main(args) == 2
+        assert f"(it is held by pid {holder.pid}" in capsys.readouterr().err
+        t0 = time.monotonic()
+        assert cli_main([*args, "--wait", "60"]) == 0
+        assert time.monotonic() - t0 < 60
+    finally:
+        holder.communicate(timeout=60)
+    assert holder.returncode == 0
+    assert Dataset(ds).jobs.height == len(RECORDS)

@@ -300,13 +300,16 @@ def test_a_truncated_or_swapped_part_is_a_clear_error_and_verify_names_it(tmp_pa
         Dataset(ds.path).jobs  # noqa: B018
     assert main(["verify", str(ds.path)]) == 1
     assert f"jobs/{ja.name}" in capsys.readouterr().out
-    # the same bytes, one flipped in the middle: same size, so only verify's sha256 sees it
+    # the same bytes, one flipped in the middle: same size and footer, only the sha256 tells;
+    # a read refuses it too (it would decode to a wrong value, or fail inside polars)
     flipped = bytearray(saved)
     flipped[len(flipped) // 2] ^= 0xFF
     ja.write_bytes(bytes(flipped))
     report = Dataset(ds.path).verify()
     assert not report.ok
     assert f"jobs/{ja.name}: sha256" in report.problems[0]
+    with pytest.raises(DatasetDamagedError, match=rf"{ja.name}: sha256 .* damaged or changed"):
+        Dataset(ds.path).jobs  # noqa: B018
     # truncated
     ja.write_bytes(saved[: len(saved) // 3])
     with pytest.raises(DatasetDamagedError, match=r"truncated or replaced"):

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "MAX_DAYS",
     "Cause",
     "ClusterConfig",
     "FailureConfig",
@@ -23,6 +24,40 @@ __all__ = [
     "load_preset",
     "preset_names",
 ]
+
+
+#: the longest run a simulator accepts [days]: a century (a run is held in memory as it goes;
+#: :mod:`reliability.sim.budget` also sizes it against the memory available)
+MAX_DAYS = 36525.0
+
+
+def check_days(days: float, option: str = "days=") -> float:
+    """Check a run length: a number of days > 0, at most :data:`MAX_DAYS`.
+
+    Parameters
+    ----------
+    days : float
+        Run length [days].
+    option : str
+        How the caller spells it, for the message (``days=``, ``--days ``).
+
+    Returns
+    -------
+    float
+        ``days`` as a float.
+
+    Raises
+    ------
+    ValueError
+        Naming ``option`` and the value, and the limit.
+    """
+    d = float(days)
+    if not (math.isfinite(d) and 0 < d <= MAX_DAYS):
+        raise ValueError(
+            f"{option}{d:g}: expected a run length in days > 0 and at most {MAX_DAYS:,.0f} "
+            "(a century; a run is held in memory as it goes)"
+        )
+    return d
 
 
 @dataclass(frozen=True)
@@ -297,8 +332,13 @@ class ClusterConfig:
         -------
         ClusterConfig
             The same cluster, workload and failures over ``days``.
+
+        Raises
+        ------
+        ValueError
+            If ``days`` is not in (0, :data:`MAX_DAYS`].
         """
-        return replace(self, days=float(days))
+        return replace(self, days=check_days(days))
 
     def as_dict(self) -> dict[str, Any]:
         """Return the config as a plain dict (for ``truth/config.json``).

@@ -27,6 +27,7 @@ import numpy as np
 import polars as pl
 
 from reliability._result import Result
+from reliability.sim.config import check_days
 from reliability.sim.pod_jobs import PodJobConfig, simulate_pod_jobs
 from reliability.topology import DIMS, FACE_LINKS, HOSTS_PER_CUBE
 
@@ -314,11 +315,12 @@ def simulate_pod(
     Raises
     ------
     ValueError
-        If ``mode`` is neither ``"reconfigurable"`` nor ``"static"``, or the preset is unknown.
+        If ``mode`` is neither ``"reconfigurable"`` nor ``"static"``, the preset is unknown, or
+        ``days`` is not in (0, 36525] (:data:`reliability.sim.config.MAX_DAYS`).
     """
     cfg = config if isinstance(config, PodConfig) else load_pod_preset(config)
     if days is not None:
-        cfg = replace(cfg, days=float(days))
+        cfg = replace(cfg, days=check_days(days))
     if mode is not None:
         if mode not in ("reconfigurable", "static"):
             raise ValueError(f"mode must be 'reconfigurable' or 'static', got {mode!r}")

@@ -12,7 +12,7 @@ then the manifest (temp file + rename, every 200 inputs and at the end of an ing
 A crash leaves the previous state readable; parts that no manifest entry names are not part
 of the Dataset. Every part carries its input's description in its footer, so a lost manifest
 is rebuilt by ``reliability repair`` (a Dataset with parts and no manifest is refused, never
-emptied). Reads check each part's size and footer row count against the manifest.
+emptied). Reads check each part's size, footer row count and sha256 against the manifest.
 
 An input is identified by (sha256, reader kind, options): the same again is a no-op; other
 options are refused, or replace the input's rows with ``replace=True``.
@@ -61,6 +61,7 @@ from reliability.store.parts import (
     check_part,
     new_entry,
     part_files,
+    part_path,
     read_part_meta,
     remove_parts,
     write_parts,
@@ -190,13 +191,13 @@ class Dataset:
 
     # -- writing -------------------------------------------------------------------------
     @contextlib.contextmanager
-    def _writer(self) -> Iterator[tuple[DatasetLock, dict[str, Any], str]]:
-        """Hold the lock; yield (lock, manifest as on disk, call id).
+    def _writer(self, wait_s: float = 0.0) -> Iterator[tuple[DatasetLock, dict[str, Any], str]]:
+        """Hold the lock (waiting up to ``wait_s`` [s]); yield (lock, manifest as on disk, call id).
 
         Refuses a damaged Dataset; removes crash leftovers first.
         """
         lock = DatasetLock(self.path)
-        with lock.held():
+        with lock.held(wait_s):
             m = self._load()
             if m is None:
                 self._refuse_if_damaged(writer=True)
@@ -273,6 +274,7 @@ class Dataset:
         executor: Any = None,
         replace: bool = False,
         observed_at: datetime | str | None = None,
+        wait_s: float = 0.0,
         **options: Any,
     ) -> list[IngestOutcome]:
         """Read inputs with the reader for ``kind`` and add their rows.
@@ -303,6 +305,9 @@ class Dataset:
             timestamp in an input after it is refused. None: the latest time in each input, said
             in its notes when something in it is still open (see
             :mod:`reliability.store.observation`).
+        wait_s : float
+            If another process is writing the Dataset, wait up to this long for it to finish
+            [s] (0: refuse at once with :class:`~reliability.errors.DatasetLockedError`).
         options : object
             Other reader options (``fields=``, ``node=``, ``year=``, ``boot_time=``,
             ``window_start=``, ``window_end=``...).
@@ -320,10 +325,10 @@ class Dataset:
         plist = [paths] if isinstance(paths, (str, Path)) else list(paths)
         if executor is not None:
             return self._ingest_partitioned(kind, plist, kwargs, opts, strict, replace,
-                                            executor, progress)  # fmt: skip
+                                            executor, progress, wait_s)  # fmt: skip
         outcomes: list[IngestOutcome] = []
         started = datetime.now(UTC).isoformat(timespec="microseconds")
-        with self._writer() as (lock, manifest, call), sources(self.path, plist) as srcs:
+        with self._writer(wait_s) as (lock, manifest, call), sources(self.path, plist) as srcs:
             writer = {"pid": os.getpid(), "host": socket.gethostname(), "call": call}
             known = {e["sha256"]: e for e in manifest["inputs"]}
             pending: list[tuple[dict[str, Any], IngestOutcome, str | None]] = []
@@ -402,11 +407,12 @@ class Dataset:
             outcome.status = "unchanged"
             outcome.notes.append("another process committed the same input meanwhile: kept that")
         for old in superseded:
-            remove_parts([self.path / p["file"] for p in old["parts"].values()])
+            remove_parts([part_path(self.path, p["file"]) for p in old["parts"].values()])
 
     def _ingest_partitioned(
         self, kind: str, paths: list[str | Path], kwargs: dict[str, Any], opts: dict[str, str],
         strict: bool, replace: bool, executor: Any, progress: Callable[[Path], None] | None,
+        wait_s: float = 0.0,
     ) -> list[IngestOutcome]:  # fmt: skip
         """Ingest with one task per input on ``executor``.
 
@@ -415,7 +421,7 @@ class Dataset:
         """
         outcomes: dict[int, IngestOutcome] = {}
         started = datetime.now(UTC).isoformat(timespec="microseconds")
-        with self._writer() as (lock, manifest, call), sources(self.path, paths) as srcs:
+        with self._writer(wait_s) as (lock, manifest, call), sources(self.path, paths) as srcs:
             writer = {"pid": os.getpid(), "host": socket.gethostname(), "call": call}
             known = {e["sha256"]: e for e in manifest["inputs"]}
             todo: list[tuple[int, Source, str, int, str | None]] = []
@@ -482,8 +488,8 @@ class Dataset:
 
     # -- reading -------------------------------------------------------------------------
     def _check(self, table: str, part: dict[str, Any]) -> None:
-        """Size and footer row count of a part, once per file version per instance."""
-        path = self.path / part["file"]
+        """Size, footer row count and sha256 of a part, once per file version per instance."""
+        path = part_path(self.path, part.get("file"))
         try:
             st = path.stat()
         except FileNotFoundError:
@@ -497,7 +503,7 @@ class Dataset:
     def scan(self, table: str) -> pl.LazyFrame:
         """Scan one table lazily, overlapping inputs merged by data (see :mod:`reliability.store.merge`).
 
-        Each part's size and footer row count are checked against the manifest first.
+        Each part's size, footer row count and sha256 are checked against the manifest first.
 
         Parameters
         ----------
@@ -515,7 +521,7 @@ class Dataset:
         ReliabilityError
             For an unknown table.
         DatasetDamagedError
-            Naming a part whose size or row count differs from the manifest.
+            Naming a part whose size, row count or sha256 differs from the manifest.
         """
         spec = schema.TABLES.get(table)
         if spec is None:
@@ -528,7 +534,7 @@ class Dataset:
             if part is None:
                 continue
             self._check(table, part)
-            found.append((i, e["kind"], self.path / part["file"]))
+            found.append((i, e["kind"], part_path(self.path, part["file"])))
         if not found:
             return spec.empty().lazy()
         if len(found) == 1 or table == "quarantine":

@@ -2,16 +2,20 @@
 
 The Dataset is checked against its manifest, and a manifest is rebuilt from the parts.
 
-- :func:`verify` reads every part in full: it exists, its size and sha256 are the ones the
-  manifest records, its footer's row count is the recorded one, and its footer names the
-  input and table it is listed under. Part files that no entry names are listed too (crash
-  leftovers: not part of the Dataset).
+- :func:`verify` checks that the manifest agrees with itself (rows read = kept + quarantined,
+  no input listed twice, part paths inside the folder:
+  :func:`~reliability.store.manifest.manifest_problems`) and reads every part in full: it
+  exists, its size and sha256 are the ones the manifest records, its footer's row count is the
+  recorded one, and its footer names the input and table it is listed under. Part files that
+  no entry names are listed too (crash leftovers: not part of the Dataset).
 - :func:`repair` rebuilds a lost or unreadable manifest from the descriptions every part
   carries in its footer: an input is restored when all the parts its description lists are
   present and whole (a crash between two parts leaves an incomplete input, which is left
   out); the latest read of each input wins; the order is the original ingest order. With a
   readable manifest, it drops the entries whose parts are missing or damaged (and says how to
-  ingest them again), so the rest of the Dataset is readable.
+  ingest them again), so the rest of the Dataset is readable; an entry whose counts or part
+  paths contradict it is restored from its parts' footers (or dropped if they are not all
+  there), and of an input listed twice the latest read is kept.
 """
 
 from __future__ import annotations
@@ -23,17 +27,27 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import polars as pl
+
 from reliability._atomic import file_sha256
 from reliability.errors import DatasetDamagedError, DatasetError
 from reliability.store.footer import FooterError
 from reliability.store.lock import DatasetLock
-from reliability.store.manifest import MANIFEST, empty_manifest, load_manifest, write_manifest
-from reliability.store.parts import part_files, read_part_meta
+from reliability.store.manifest import (
+    MANIFEST,
+    describe_entry,
+    empty_manifest,
+    entry_problems,
+    load_manifest,
+    manifest_problems,
+    write_manifest,
+)
+from reliability.store.parts import part_files, part_path_problem, read_part_meta
 
 if TYPE_CHECKING:  # pragma: no cover
     from reliability.store.dataset import Dataset
 
-__all__ = ["RepairReport", "VerifyReport", "repair", "verify"]
+__all__ = ["RepairReport", "VerifyReport", "damaged_part", "repair", "verify"]
 
 
 @dataclass
@@ -47,7 +61,8 @@ class VerifyReport:
     inputs, parts : int
         How many manifest entries and part files were checked.
     problems : list of str
-        One line per mismatch, naming the part file and what differs.
+        One line per mismatch: where the manifest contradicts itself (naming the input and the
+        counts), or a part file and what differs.
     unreferenced : list of str
         Part files no manifest entry names (not part of the Dataset).
     """
@@ -60,7 +75,7 @@ class VerifyReport:
 
     @property
     def ok(self) -> bool:
-        """True if every part matches the manifest."""
+        """True if the manifest agrees with itself and every part matches it."""
         return not self.problems
 
     def __str__(self) -> str:
@@ -69,8 +84,9 @@ class VerifyReport:
         if self.problems:
             lines.append(f"{len(self.problems)} problem(s):")
             lines += [f"  {p}" for p in self.problems]
-            lines.append(f"run `reliability repair {self.path}` to drop the damaged input(s) "
-                         "from the manifest (then ingest them again)")  # fmt: skip
+            lines.append(f"run `reliability repair {self.path}` to mend the manifest (an input it "
+                         "cannot restore from its parts is dropped, with the command that "
+                         "ingests it again)")  # fmt: skip
         else:
             lines.append("every part matches the manifest")
         if self.unreferenced:
@@ -84,6 +100,9 @@ def _part_problem(
     root: Path, entry: dict[str, Any], table: str, part: dict[str, Any]
 ) -> str | None:
     """Say what is wrong with one committed part (None if nothing)."""
+    bad_path = part_path_problem(part.get("file"))
+    if bad_path is not None:
+        return bad_path
     path = root / part["file"]
     if not path.is_file():
         return f"{part['file']}: missing"
@@ -126,7 +145,7 @@ def verify(ds: Dataset) -> VerifyReport:
     """
     report = VerifyReport(ds.path)
     try:
-        m = load_manifest(ds.path)
+        m = load_manifest(ds.path, check=False)
     except DatasetDamagedError as exc:
         report.problems.append(str(exc))
         return report
@@ -135,18 +154,61 @@ def verify(ds: Dataset) -> VerifyReport:
         if files:
             report.problems.append(f"{MANIFEST}: missing, but {len(files)} part file(s) exist")
         return report
+    report.problems += manifest_problems(m)
     referenced: set[str] = set()
     for entry in m["inputs"]:
         report.inputs += 1
         for table, part in entry["parts"].items():
             report.parts += 1
+            if part_path_problem(part.get("file")) is not None:
+                continue  # said above, and not followed
             referenced.add(part["file"])
             problem = _part_problem(ds.path, entry, table, part)
             if problem:
-                report.problems.append(f"{problem} (input {entry.get('name')!r}, {entry['kind']})")
+                report.problems.append(
+                    f"{problem} (input {entry.get('name')!r}, {entry.get('kind')})"
+                )
     report.unreferenced = [f"{f.parent.name}/{f.name}" for f in files
                            if f"{f.parent.name}/{f.name}" not in referenced]  # fmt: skip
     return report
+
+
+def damaged_part(ds: Dataset) -> str | None:
+    """Name the damaged part after a read of the Dataset failed inside polars.
+
+    A read checks each part's size and footer row count, not its bytes: a part damaged in
+    place (same size) fails later, in polars. This runs :func:`verify` (every part's sha256),
+    then, if it finds nothing, reads every part in full.
+
+    Parameters
+    ----------
+    ds : Dataset
+        The Dataset whose read failed.
+
+    Returns
+    -------
+    str or None
+        A message naming the part (and its input) and what to run (``reliability verify`` /
+        ``repair``); None if every part matches the manifest and reads (the failure was not
+        the Dataset's).
+    """
+    hint = (
+        f"run `reliability verify {ds.path}` for details and `reliability repair {ds.path}` to fix"
+    )
+    report = verify(ds)
+    if report.problems:
+        more = f" (and {len(report.problems) - 1} more)" if len(report.problems) > 1 else ""
+        return f"{ds.path}: the Dataset is damaged: {report.problems[0]}{more}; {hint}"
+    m = load_manifest(ds.path, check=False) or empty_manifest()
+    for entry in m["inputs"]:
+        for table, part in entry["parts"].items():
+            try:
+                pl.read_parquet(ds.path / part["file"])
+            except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError) as exc:
+                why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                return (f"{ds.path}: the Dataset is damaged: {part['file']}: table {table!r} of "
+                        f"input {entry.get('name')!r} cannot be read ({why}); {hint}")  # fmt: skip
+    return None
 
 
 @dataclass
@@ -165,6 +227,9 @@ class RepairReport:
         Inputs left out, each with why and the command that ingests it again.
     incomplete : list of str
         Inputs whose parts are not all present (an interrupted ingest), left out.
+    mended : list of str
+        Entries restored from their parts' footers (their counts or part paths contradicted the
+        manifest), and inputs listed more than once (one entry kept).
     moved_aside : Path or None
         Where an unreadable manifest was moved (kept for inspection).
     """
@@ -174,6 +239,7 @@ class RepairReport:
     kept: int = 0
     dropped: list[str] = field(default_factory=list)
     incomplete: list[str] = field(default_factory=list)
+    mended: list[str] = field(default_factory=list)
     moved_aside: Path | None = None
 
     def __str__(self) -> str:
@@ -192,6 +258,9 @@ class RepairReport:
                 f"{len(self.incomplete)} interrupted ingest(s) left out (not all parts written):"
             )
             lines += [f"  {d}" for d in self.incomplete]
+        if self.mended:
+            lines.append(f"{len(self.mended)} manifest record(s) mended:")
+            lines += [f"  {d}" for d in self.mended]
         return "\n".join(lines)
 
 
@@ -230,6 +299,12 @@ def _complete_inputs(root: Path) -> tuple[dict[str, dict[str, Any]], list[str]]:
     for pid, found in by_id.items():
         inp = meta_of[pid]
         listed = inp.get("parts") or {}
+        bad = _listed_problem(listed)
+        if bad is not None:
+            incomplete.append(
+                f"{inp.get('name')!r} ({inp.get('kind')}): its parts' footers list {bad}"
+            )
+            continue
         missing = [p["file"] for p in listed.values() if p["file"] not in found]
         wrong = [p["file"] for p in listed.values()
                  if p["file"] in found and found[p["file"]]["num_rows"] != p["rows"]]  # fmt: skip
@@ -251,16 +326,71 @@ def _complete_inputs(root: Path) -> tuple[dict[str, dict[str, Any]], list[str]]:
     return complete, incomplete
 
 
+def _listed_problem(listed: Any) -> str | None:
+    """Say what is wrong with the parts a part's footer lists (None if nothing)."""
+    if not isinstance(listed, dict) or not all(isinstance(p, dict) for p in listed.values()):
+        return "parts that are not records"
+    for p in listed.values():
+        bad = part_path_problem(p.get("file"))
+        if bad is not None:
+            return bad
+    return None
+
+
 def _order(entry: dict[str, Any]) -> tuple[str, int, str]:
     order = entry.get("order") or [entry.get("ingested_at", ""), 0]
     return (str(order[0]), int(order[1]), str(entry.get("ingested_at", "")))
+
+
+def _mend(root: Path, inputs: list[dict[str, Any]], report: RepairReport) -> list[dict[str, Any]]:
+    """Return the entries of a readable manifest to keep, saying in ``report`` what changed.
+
+    An entry whose counts or part paths contradict the manifest is replaced by its record in its
+    parts' footers (when they are all there and whole); one with a damaged or missing part is
+    dropped; of an input (or entry id) listed twice the latest read is kept.
+    """
+    footers: dict[str, dict[str, Any]] | None = None
+    keep: list[dict[str, Any]] = []
+    for n, entry in enumerate(inputs, 1):
+        own = entry_problems(entry, describe_entry(entry, n))
+        if own:
+            if footers is None:
+                footers, _ = _complete_inputs(root)
+            restored = footers.get(str(entry.get("id")))
+            if restored is not None and not entry_problems(restored, ""):
+                keep.append(restored)
+                report.mended.append(f"{own[0]}: restored its record from its parts' footers")
+                continue
+            report.dropped.append(f"{own[0]}; its parts' footers do not restore it; to ingest it "
+                                  f"again: {_again(entry, root)}")  # fmt: skip
+            continue
+        problems = [p for t, part in entry["parts"].items()
+                    if (p := _part_problem(root, entry, t, part))]  # fmt: skip
+        if problems:
+            report.dropped.append(f"{entry.get('name')!r}: {problems[0]}; to ingest it again: "
+                                  f"{_again(entry, root)}")  # fmt: skip
+        else:
+            keep.append(entry)
+    for key in ("sha256", "id"):
+        latest: dict[Any, dict[str, Any]] = {}
+        for entry in sorted(keep, key=_order):
+            latest[entry.get(key)] = entry  # a later read of the same input wins
+        for entry in keep:
+            if latest[entry.get(key)] is not entry:
+                kept = latest[entry.get(key)]
+                report.mended.append(f"{entry.get('name')!r} (sha256 {str(entry.get('sha256'))[:12]}...) was "
+                                     f"listed more than once: kept the read of {str(kept.get('ingested_at'))[:19]}")  # fmt: skip
+        keep = [e for e in keep if latest[e.get(key)] is e]
+    return keep
 
 
 def repair(ds: Dataset) -> RepairReport:
     """Repair a Dataset's manifest, holding the writer lock.
 
     The manifest is rebuilt from the parts if it is missing or unreadable (the unreadable one is
-    moved aside); else the entries whose parts are damaged or missing are dropped.
+    moved aside); else the entries whose parts are damaged or missing are dropped, an entry
+    whose counts or part paths contradict the manifest is restored from its parts' footers, and
+    of an input listed twice the latest read is kept.
 
     Parameters
     ----------
@@ -282,7 +412,7 @@ def repair(ds: Dataset) -> RepairReport:
         raise DatasetError(f"{ds.path}: no such Dataset folder")
     with DatasetLock(ds.path).held():
         try:
-            m = load_manifest(ds.path)
+            m = load_manifest(ds.path, check=False)
         except DatasetDamagedError:
             stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
             aside = ds.path / f"{MANIFEST}.damaged-{stamp}"
@@ -301,16 +431,8 @@ def repair(ds: Dataset) -> RepairReport:
             if m["inputs"] or report.moved_aside:
                 write_manifest(ds.path, m)
         else:
-            keep = []
-            for entry in m["inputs"]:
-                problems = [p for t, part in entry["parts"].items()
-                            if (p := _part_problem(ds.path, entry, t, part))]  # fmt: skip
-                if problems:
-                    report.dropped.append(f"{entry.get('name')!r}: {problems[0]}; to ingest it again: "
-                                          f"{_again(entry, ds.path)}")  # fmt: skip
-                else:
-                    keep.append(entry)
-            if len(keep) != len(m["inputs"]):
+            keep = _mend(ds.path, m["inputs"], report)
+            if [id(e) for e in keep] != [id(e) for e in m["inputs"]]:
                 m["inputs"] = keep
                 m["repaired"] = datetime.now(UTC).isoformat(timespec="seconds")
                 write_manifest(ds.path, m)

@@ -5,6 +5,10 @@ kernel when the holder exits in any way (``kill -9`` included), so a lock is nev
 the sense of blocking forever. The file's content (pid, host, start time, command) only
 serves the messages: who holds the lock, or whose leftover file was taken over.
 
+A writer that finds the lock held is refused at once, or, given a wait (``wait_s``; the CLI's
+``--wait SECONDS``), tries again until the lock is free or the wait is over, so that parallel
+collectors and cron jobs take turns: a bounded wait, never an endless one.
+
 Deleting ``.lock`` while an ingest runs lets a second writer in. Two defences keep every
 committed input: (1) before each commit a writer checks that the path still names the file it
 locked, and if not, takes the lock again (waiting for the other writer); (2) a commit
@@ -24,6 +28,7 @@ import contextlib
 import errno
 import fcntl
 import json
+import math
 import os
 import socket
 import sys
@@ -125,6 +130,13 @@ class LockInfo:
         return who
 
 
+def _unnamed(info: LockInfo | None) -> bool:
+    """Tell whether a lock file does not (yet) name a live holder on this host."""
+    if info is None or info.pid is None:
+        return True
+    return info.local and not pid_alive(info.pid)
+
+
 class DatasetLock:
     """The exclusive writer lock of one Dataset folder.
 
@@ -168,8 +180,9 @@ class DatasetLock:
               "started": datetime.now(UTC).isoformat(timespec="seconds"),
               "command": " ".join(os.path.basename(a) if i == 0 else a
                                   for i, a in enumerate(sys.argv))[:300]}  # fmt: skip
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, (json.dumps(me) + "\n").encode(), 0)
+        text = (json.dumps(me) + "\n").encode()
+        os.pwrite(fd, text, 0)  # then cut the rest: a reader never sees an empty file
+        os.ftruncate(fd, len(text))
         return fd, info
 
     def holder(self) -> LockInfo | None:
@@ -207,12 +220,39 @@ class DatasetLock:
             os.close(fd)
         return False
 
-    def acquire(self) -> None:
-        """Take the lock or raise :class:`DatasetLockedError` naming the holder."""
+    def acquire(self, wait_s: float = 0.0) -> None:
+        """Take the lock or raise :class:`DatasetLockedError` naming the holder.
+
+        Parameters
+        ----------
+        wait_s : float
+            How long to wait for another writer to finish [s]: the lock is tried again every
+            0.05 s, backing off to every 1 s, until it is free or ``wait_s`` is over; 0 refuses
+            at once.
+
+        Raises
+        ------
+        DatasetLockedError
+            If another process holds the lock (after ``wait_s``): the message names it, and how
+            long this one waited.
+        ValueError
+            If ``wait_s`` is negative, infinite or not a number.
+        """
+        if not (math.isfinite(wait_s) and wait_s >= 0.0):
+            raise ValueError(f"wait_s={wait_s!r}: expected a finite number of seconds >= 0")
         self.folder.mkdir(parents=True, exist_ok=True)
+        deadline, pause = time.monotonic() + wait_s, 0.05
         got = self._open_locked(blocking=False)
+        while got is None and (left := deadline - time.monotonic()) > 0:
+            time.sleep(min(pause, left))
+            pause = min(2 * pause, 1.0)
+            got = self._open_locked(blocking=False)
         if got is None:
             info = self.holder()
+            named_by = time.monotonic() + 0.5
+            while _unnamed(info) and time.monotonic() < named_by:
+                time.sleep(0.01)  # a holder that has just taken it writes its name next
+                info = self.holder()
             if info is not None and info.local and info.pid is not None and not pid_alive(info.pid):
                 detail = (f"it is held by a process that inherited it from {info.describe()}, "
                           "which is no longer running")  # fmt: skip
@@ -220,8 +260,9 @@ class DatasetLock:
                 detail = f"it is held by {info.describe()}"
             else:
                 detail = "it is held by another process"
+            waited = f"; waited {wait_s:g} s for it to finish" if wait_s > 0 else ""
             raise DatasetLockedError(
-                f"{self.folder}: another process is writing this Dataset ({detail}); "
+                f"{self.folder}: another process is writing this Dataset ({detail}){waited}; "
                 "try again when it has finished (the lock is released when that process exits)"
             )
         self.fd, info = got
@@ -268,15 +309,20 @@ class DatasetLock:
         self.fd = None
 
     @contextlib.contextmanager
-    def held(self) -> Iterator[DatasetLock]:
+    def held(self, wait_s: float = 0.0) -> Iterator[DatasetLock]:
         """Hold the lock for the duration of a ``with`` block.
+
+        Parameters
+        ----------
+        wait_s : float
+            How long to wait for another writer [s] (see :meth:`acquire`).
 
         Yields
         ------
         DatasetLock
             This lock, acquired; released on exit.
         """
-        self.acquire()
+        self.acquire(wait_s)
         try:
             yield self
         finally:

@@ -9,6 +9,11 @@ their parts are checked only for existence.
 An input is identified by its content and how it was read: (sha256, kind, options). The same
 file read with the same options is a no-op; with other options it is refused, or replaced
 with ``replace=True`` (:func:`option_changes`).
+
+A manifest that contradicts itself is refused by every read and write (``reliability verify``
+names what, ``reliability repair`` mends it; :func:`manifest_problems`): rows read that are
+not rows kept + quarantined, counts that are not the rows of the parts, an input listed twice,
+a part path outside the Dataset folder.
 """
 
 from __future__ import annotations
@@ -23,13 +28,17 @@ from reliability import schema
 from reliability._atomic import write_json_atomic
 from reliability._version import __version__
 from reliability.errors import DatasetDamagedError, DatasetError
+from reliability.store.parts import part_path_problem
 
 __all__ = [
     "FORMAT",
     "MANIFEST",
     "MANIFEST_VERSION",
+    "describe_entry",
     "empty_manifest",
+    "entry_problems",
     "load_manifest",
+    "manifest_problems",
     "normalise_options",
     "option_changes",
     "write_manifest",
@@ -52,11 +61,16 @@ def empty_manifest() -> dict[str, Any]:
             "manifest_version": MANIFEST_VERSION, "inputs": []}  # fmt: skip
 
 
-def _normalise_entry(entry: dict[str, Any]) -> dict[str, Any]:
-    parts = entry.get("parts") or {}
+def _normalise_entry(entry: Any, n: int) -> dict[str, Any]:
+    """Give a version 1 entry the version 2 form; None-free ``parts``; refuse a wrong shape."""
+    parts = entry.get("parts") if isinstance(entry, dict) else None
+    if not isinstance(entry, dict) or not isinstance(parts or {}, dict):
+        raise ValueError(f"entry {n} of its inputs is not an input record with parts by table")
+    if any(not isinstance(p, (dict, str)) for p in (parts or {}).values()):
+        raise ValueError(f"entry {n} of its inputs has a part that is not a record")
     entry["parts"] = {
         t: (p if isinstance(p, dict) else {"file": p, "rows": None, "bytes": None, "sha256": None})
-        for t, p in parts.items()
+        for t, p in (parts or {}).items()
     }
     counts = {**(entry.get("rows_out") or {}), "quarantine": entry.get("rows_quarantined")}
     for t, p in entry["parts"].items():
@@ -65,13 +79,16 @@ def _normalise_entry(entry: dict[str, Any]) -> dict[str, Any]:
     return entry
 
 
-def load_manifest(root: Path) -> dict[str, Any] | None:
+def load_manifest(root: Path, *, check: bool = True) -> dict[str, Any] | None:
     """Load the manifest of a Dataset.
 
     Parameters
     ----------
     root : Path
         The Dataset folder.
+    check : bool
+        Refuse a manifest that contradicts itself (:func:`manifest_problems`); ``verify`` and
+        ``repair`` load it unchecked to say what is wrong and mend it.
 
     Returns
     -------
@@ -81,7 +98,8 @@ def load_manifest(root: Path) -> dict[str, Any] | None:
     Raises
     ------
     DatasetDamagedError
-        If it is unreadable (``reliability repair`` rebuilds it).
+        If it is unreadable (``reliability repair`` rebuilds it), or contradicts itself (the
+        message names the input and the counts or path; ``reliability repair`` mends it).
     DatasetError
         If it cannot be read, is not a Dataset manifest, or is of another schema version.
     """
@@ -109,8 +127,121 @@ def load_manifest(root: Path) -> dict[str, Any] | None:
         raise DatasetDamagedError(
             f"{p}: the manifest has no list of inputs; run `reliability repair {root}`"
         )
-    m["inputs"] = [_normalise_entry(e) for e in m["inputs"]]
+    try:
+        m["inputs"] = [_normalise_entry(e, n) for n, e in enumerate(m["inputs"], 1)]
+    except ValueError as exc:
+        raise DatasetDamagedError(
+            f"{p}: {exc}; run `reliability repair {root}` to rebuild it from the parts"
+        ) from None
+    problems = manifest_problems(m) if check else []
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise DatasetDamagedError(
+            f"{p}: the manifest contradicts itself: {problems[0]}{more}; nothing was read; run "
+            f"`reliability verify {root}` for details and `reliability repair {root}` to mend it"
+        )
     return m
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def entry_problems(entry: dict[str, Any], who: str) -> list[str]:
+    """Say where one entry contradicts itself: its counts and its part paths.
+
+    Parameters
+    ----------
+    entry : dict of str to object
+        An input's manifest entry.
+    who : str
+        How messages name it (:func:`describe_entry`).
+
+    Returns
+    -------
+    list of str
+        One line per problem (see :func:`manifest_problems`); empty if there is none.
+    """
+    out = [f"{who}: no {key}" for key in ("sha256", "id")
+           if not isinstance(entry.get(key), str) or not entry.get(key)]  # fmt: skip
+    for table, part in entry["parts"].items():
+        problem = part_path_problem(part.get("file"))
+        if problem is not None:
+            out.append(f"{who}: table {table!r}: {problem}")
+    read, kept, quarantined = (entry.get(k) for k in ("rows_read", "rows_kept", "rows_quarantined"))
+    if not all(_is_count(c) for c in (read, kept, quarantined)):
+        out.append(f"{who}: rows read {read!r}, kept {kept!r}, quarantined {quarantined!r} "
+                   "are not all counts")  # fmt: skip
+        return out
+    if read != kept + quarantined:
+        out.append(f"{who}: rows read {read} != kept {kept} + quarantined {quarantined}")
+    q_part = entry["parts"].get("quarantine")
+    in_part = 0 if q_part is None else q_part.get("rows")
+    if in_part is not None and in_part != quarantined:
+        out.append(
+            f"{who}: quarantined {quarantined}, but its quarantine part holds {in_part} rows"
+        )
+    rows_out = entry.get("rows_out") or {}
+    for table, part in entry["parts"].items():
+        if table in rows_out and part.get("rows") is not None and rows_out[table] != part["rows"]:
+            out.append(f"{who}: {rows_out[table]} {table} rows out, but its {table} part holds "
+                       f"{part['rows']}")  # fmt: skip
+    return out
+
+
+def describe_entry(entry: dict[str, Any], n: int) -> str:
+    """Name an input for messages: ``input 'a.psv' (slurm, entry 3)``.
+
+    Parameters
+    ----------
+    entry : dict of str to object
+        The input's manifest entry.
+    n : int
+        Its 1-based position in the manifest's inputs.
+
+    Returns
+    -------
+    str
+        The input's name, kind and position.
+    """
+    return f"input {entry.get('name')!r} ({entry.get('kind')}, entry {n})"
+
+
+def manifest_problems(manifest: dict[str, Any]) -> list[str]:
+    """Say where a manifest contradicts itself.
+
+    An entry's rows read must be its rows kept + quarantined, its quarantine part must hold its
+    quarantined rows and each table's part its rows out, its part paths must stay inside the
+    Dataset folder, and no input (sha256) or entry id may be listed twice (a reader would count
+    its rows twice).
+
+    Parameters
+    ----------
+    manifest : dict of str to object
+        A manifest as :func:`load_manifest` returns it.
+
+    Returns
+    -------
+    list of str
+        One line per problem, naming the input (name, kind, entry number) and the counts or
+        path; empty if there is none.
+    """
+    out: list[str] = []
+    seen: dict[tuple[str, Any], int] = {}
+    for n, entry in enumerate(manifest["inputs"], 1):
+        who = describe_entry(entry, n)
+        out += entry_problems(entry, who)
+        for key in ("sha256", "id"):
+            value = entry.get(key)
+            if not isinstance(value, str) or not value:
+                continue  # said by entry_problems
+            first = seen.setdefault((key, value), n)
+            if first != n:
+                shown = f"sha256 {value[:12]}..." if key == "sha256" else f"id {value}"
+                out.append(f"{who}: the same input ({shown}) as entry {first}: listed twice, its "
+                           "rows would be counted twice")  # fmt: skip
+                break
+    return out
 
 
 def write_manifest(root: Path, manifest: dict[str, Any]) -> None:

@@ -14,11 +14,11 @@ import json
 import os
 import socket
 from datetime import UTC, datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
 from reliability import taxonomy
-from reliability._atomic import write_parquet_atomic
+from reliability._atomic import file_sha256, write_parquet_atomic
 from reliability._version import __version__
 from reliability.errors import DatasetDamagedError
 from reliability.ingest import ReadResult
@@ -29,6 +29,8 @@ __all__ = [
     "check_part",
     "new_entry",
     "part_files",
+    "part_path",
+    "part_path_problem",
     "read_part_meta",
     "remove_parts",
     "write_parts",
@@ -198,6 +200,65 @@ def part_files(root: Path) -> list[Path]:
     return out
 
 
+def part_path_problem(file: object) -> str | None:
+    """Say what is wrong with a part path recorded in a manifest or a part footer.
+
+    A part path is ``<table>/part-<id>.parquet``, relative to the Dataset folder; an absolute
+    path or one with a ``..`` would make a reader (or a repair, or the removal of a replaced
+    input's parts) follow it out of the folder.
+
+    Parameters
+    ----------
+    file : object
+        The recorded path (``parts.<table>.file``).
+
+    Returns
+    -------
+    str or None
+        The problem in words (``part path '../x' escapes the Dataset folder``), or None.
+    """
+    if not isinstance(file, str) or not file:
+        return f"part path {file!r} is not a file name"
+    posix = PurePosixPath(file)
+    if posix.is_absolute() or PureWindowsPath(file).anchor or ".." in posix.parts or "\\" in file:
+        return f"part path {file!r} escapes the Dataset folder"
+    if (len(posix.parts) != 2 or posix.parts[0] not in PART_DIRS
+            or not (posix.name.startswith("part-") and posix.suffix == ".parquet")):  # fmt: skip
+        return f"part path {file!r} is not <table>/part-<id>.parquet"
+    return None
+
+
+def part_path(root: Path, file: object) -> Path:
+    """Return the file a recorded part path names, refusing one outside the Dataset folder.
+
+    Parameters
+    ----------
+    root : Path
+        The Dataset folder.
+    file : object
+        The recorded path (see :func:`part_path_problem`).
+
+    Returns
+    -------
+    Path
+        ``root / file``.
+
+    Raises
+    ------
+    DatasetDamagedError
+        Naming the path and what to run (``reliability verify`` / ``repair``), if it escapes the
+        folder or is not a part path.
+    """
+    problem = part_path_problem(file)
+    if problem is not None:
+        raise DatasetDamagedError(
+            f"{root}: {problem} (nothing was read there); run `reliability verify {root}` for "
+            f"details and `reliability repair {root}` to fix"
+        )
+    assert isinstance(file, str)
+    return root / file
+
+
 def read_part_meta(path: Path) -> dict[str, Any]:
     """Read the ``reliability.part`` description in a part's footer.
 
@@ -233,8 +294,11 @@ def read_part_meta(path: Path) -> dict[str, Any]:
 def check_part(root: Path, table: str, part: dict[str, Any]) -> None:
     """Check one committed part cheaply before it is read.
 
-    It must exist, its size must be the one recorded, and its footer's row count the one
-    recorded.
+    Its path must stay inside the Dataset folder (:func:`part_path`), it must exist, and its
+    size, footer row count and sha256 must be the ones recorded: a part damaged in place (same
+    size) would otherwise decode to wrong values, or fail inside polars. Hashing reads the part
+    once more (about 1 s per GB; :class:`~reliability.store.dataset.Dataset` does it once per
+    file version).
 
     Parameters
     ----------
@@ -250,7 +314,7 @@ def check_part(root: Path, table: str, part: dict[str, Any]) -> None:
     DatasetDamagedError
         Naming the file and what to run (``reliability verify`` / ``repair``).
     """
-    path = root / part["file"]
+    path = part_path(root, part.get("file"))
     hint = f"run `reliability verify {root}` for details and `reliability repair {root}` to fix"
     try:
         size = path.stat().st_size
@@ -264,14 +328,21 @@ def check_part(root: Path, table: str, part: dict[str, Any]) -> None:
             f"{path}: {size} bytes, the manifest records {want}: the part was truncated or "
             f"replaced after it was committed; {hint}"
         )
-    if part.get("rows") is None:
-        return
-    try:
-        n = read_num_rows(path)
-    except (FooterError, OSError) as exc:
-        raise DatasetDamagedError(f"{path}: unreadable parquet footer ({exc}); {hint}") from None
-    if n != part["rows"]:
+    if part.get("rows") is not None:
+        try:
+            n = read_num_rows(path)
+        except (FooterError, OSError) as exc:
+            raise DatasetDamagedError(
+                f"{path}: unreadable parquet footer ({exc}); {hint}"
+            ) from None
+        if n != part["rows"]:
+            raise DatasetDamagedError(
+                f"{path}: {n} rows in its footer, the manifest records {part['rows']}: the part "
+                f"was replaced after it was committed; {hint}"
+            )
+    want_sha = part.get("sha256")
+    if want_sha is not None and (sha := file_sha256(path)[0]) != want_sha:
         raise DatasetDamagedError(
-            f"{path}: {n} rows in its footer, the manifest records {part['rows']}: the part was "
-            f"replaced after it was committed; {hint}"
+            f"{path}: sha256 {sha[:12]}..., the manifest records {str(want_sha)[:12]}...: the part "
+            f"was damaged or changed after it was committed; {hint}"
         )

@@ -182,8 +182,14 @@ def test_secondary_preemptions(out):
     _no_data(plots.plot_secondary_preemptions(empty, ax=_ax()))
 
 
-def test_lemon_suspects(out):
-    r = out["lemon"]
+def test_lemon_suspects():
+    # a detector's scores, as score_nodes returns them (the pipeline's default is the test)
+    from types import SimpleNamespace
+
+    probs = [0.97, 0.91, 0.40, 0.33, 0.05] + [0.01] * 12
+    scores = pl.DataFrame({"node": [f"n{i:02d}" for i in range(len(probs))], "probability": probs,
+                           "flagged": [p >= 0.9 for p in probs], "drivers": ["x"] * len(probs)})  # fmt: skip
+    r = SimpleNamespace(scores=scores, threshold=0.9)
     ax = plots.plot_lemon_suspects(r.scores, ax=_ax(), threshold=r.threshold)
     top = r.scores.sort("probability", descending=True).head(15)
     (bar,) = _bars(ax)
@@ -196,6 +202,22 @@ def test_lemon_suspects(out):
     assert thr.get_xdata()[0] == pytest.approx(r.threshold)
     _legend_outside(ax)
     _no_data(plots.plot_lemon_suspects(r.scores.clear(), ax=_ax()))
+
+
+def test_lemon_test():
+    nodes = pl.DataFrame({
+        "cluster": ["c"] * 4, "node": ["a", "b", "c", "d"], "incidents": [9, 1, 0, 2],
+        "exposure_days": [90.0] * 4, "expected": [0.5, 0.4, 0.5, 0.6], "excess": [18.0, 2.5, 0.0, 3.3],
+        "p": [1e-8, 0.3, 1.0, 0.1], "q": [4e-8, 0.6, 1.0, 0.2], "flagged": [True, False, False, False],
+        "evidence": ["9 x DOWN", "", "", ""],
+    })  # fmt: skip
+    ax = plots.plot_lemon_test(nodes, ax=_ax())
+    flagged, others = [c.get_offsets() for c in ax.collections][::-1]
+    assert others[:, 0].tolist() == pytest.approx([0.9, 1.0, 1.1])  # expected + 0.5
+    assert others[:, 1].tolist() == pytest.approx([1.5, 0.5, 2.5])  # incidents + 0.5
+    assert flagged.tolist() == [[1.0, 9.5]]
+    assert [t.get_text() for t in ax.texts] == ["a"]
+    _no_data(plots.plot_lemon_test(nodes.clear(), ax=_ax()))
 
 
 # ---------------------------------------------------------------- ETTR and planning

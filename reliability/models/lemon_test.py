@@ -301,8 +301,10 @@ def lemon_test(
             "no node-state history: incidents are job failures only and exposure the node-days "
             "each node ran jobs (ingest sacctmgr events to see failures of idle nodes)"
         )
-    nodes = expo.join(per_node, on=["cluster", "node"], how="left", nulls_equal=True).with_columns(
-        pl.col("incidents").fill_null(0)
+    nodes = (
+        expo.join(per_node, on=["cluster", "node"], how="left", nulls_equal=True)
+        .with_columns(pl.col("incidents").fill_null(0))
+        .sort("cluster", "node")  # a fixed order: the sums below do not depend on the join's
     )
     nodes = nodes.filter(pl.col("exposure_days") > 0)
     k = nodes["incidents"].to_numpy().astype(float)
@@ -342,6 +344,7 @@ def lemon_test(
 def _say(counts: Any) -> str:
     if counts is None:
         return ""
+    counts = sorted(counts, key=lambda c: (-c["count"], c["what"]))
     parts = [f"{c['count']} x {c['what']}" for c in counts[:4]]
     more = len(counts) - 4
     return "; ".join(parts) + (f"; {more} more kinds" if more > 0 else "")
@@ -402,7 +405,8 @@ def _in_service(st: pl.DataFrame, jobs: pl.DataFrame, lo: datetime, hi: datetime
         .group_by("cluster", "node", "g")
         .agg(s=pl.col("s").min(), e=pl.col("e").max())
         .group_by("cluster", "node")
-        .agg(out_days=((pl.col("e") - pl.col("s")).dt.total_seconds() / 86400.0).sum())
+        # integer microseconds: exact sums, the same whatever order polars adds them in
+        .agg(out_days=(pl.col("e") - pl.col("s")).dt.total_microseconds().sum() / 86_400e6)
     )
     window = (hi - lo).total_seconds() / 86400.0
     return fleet.join(iv, on=["cluster", "node"], how="left").select(
@@ -415,9 +419,10 @@ def _running(jobs: pl.DataFrame, lo: datetime, hi: datetime) -> pl.DataFrame:
     lo_l, hi_l = pl.lit(lo).cast(_TS), pl.lit(hi).cast(_TS)
     a = jobs.filter(pl.col("start_time").is_not_null()).select(
         pl.col("cluster").cast(pl.String), node=pl.col("nodes"),
-        d=((pl.min_horizontal(pl.col("end_time").fill_null(hi_l), hi_l)
-            - pl.max_horizontal("start_time", lo_l)).dt.total_seconds() / 86400.0).clip(0.0),
+        us=(pl.min_horizontal(pl.col("end_time").fill_null(hi_l), hi_l)
+            - pl.max_horizontal("start_time", lo_l)).dt.total_microseconds().clip(0),
     ).explode("node").drop_nulls("node")  # fmt: skip
+    # integer microseconds: exact sums, the same whatever order polars adds them in
     return a.group_by("cluster", pl.col("node").cast(pl.String)).agg(
-        exposure_days=pl.col("d").sum()
+        exposure_days=pl.col("us").sum() / 86_400e6
     )

@@ -421,6 +421,40 @@ def format_times(
     return out.fill_null(missing).to_list()
 
 
+def misread_local(secs: np.ndarray, epoch0: int, tz: str | None) -> np.ndarray:
+    """Mark times whose local wall-clock text is ambiguous (the repeated hour of a DST change).
+
+    Slurm prints local times without a zone; a reader that takes an ambiguous time as the
+    earlier instant (the usual choice) is an hour early for the second pass of the hour.
+
+    Parameters
+    ----------
+    secs : numpy.ndarray
+        Seconds since the simulation start (negative = missing).
+    epoch0 : int
+        The simulation start [s since 1970].
+    tz : str or None
+        The zone of the printed times (None: epoch seconds, never ambiguous).
+
+    Returns
+    -------
+    numpy.ndarray
+        True where the earlier reading of the printed text is not the true instant.
+    """
+    arr = np.floor(np.asarray(secs, dtype=np.float64))
+    if tz is None or arr.size == 0:
+        return np.zeros(arr.size, dtype=bool)
+    ok = arr >= 0
+    e = pl.Series(np.where(ok, arr, 0).astype(np.int64) + epoch0)
+    local = pl.from_epoch(e, time_unit="s").dt.replace_time_zone("UTC").dt.convert_time_zone(tz)
+    back = (
+        local.dt.replace_time_zone(None)
+        .dt.replace_time_zone(tz, ambiguous="earliest", non_existent="null")
+        .dt.epoch("s")
+    )
+    return ok & (back != e).fill_null(True).to_numpy()
+
+
 def duration(seconds: int | None) -> str:
     """Write a duration as ``[D-]HH:MM:SS`` (sacct's Timelimit / Elapsed form).
 

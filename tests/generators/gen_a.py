@@ -63,6 +63,7 @@ The world (every time in seconds since the simulation start ``t = 0``, which is
 from __future__ import annotations
 
 import bisect
+import functools
 import heapq
 import itertools
 import math
@@ -644,7 +645,9 @@ class _SimA:
         self.hw_wait: dict[int, tuple[int, int]] = {}  # node -> (failure, events row) busy drains
         self.fail_event: dict[int, int] = {}
         self.low_alive: dict[int, _Att] = {}
-        self.dirty = True
+        self.dirty = True  # capacity grew since the last pass: try the whole queue
+        self.fresh: set[int] = set()  # jobs queued since the last pass
+        self.last_res: tuple[np.ndarray | None, float] = (None, math.inf)
         for k, (node, a, b, _, _) in enumerate(admin):
             self.push(a, _ADMIN_START, node, k)
             self.push(b, _ADMIN_END, node, k)
@@ -672,7 +675,10 @@ class _SimA:
                 self.handle(now, kind, a, b)
             if self.dirty and self.queue:
                 self.schedule(now)
-                self.dirty = False
+            elif self.fresh and self.queue:
+                self.schedule(now, only=self.fresh)  # Slurm's quick try of new submissions
+            self.dirty = False
+            self.fresh = set()
 
     def handle(self, now, kind, a, b):
         if kind == _ARRIVE:
@@ -759,7 +765,7 @@ class _SimA:
         static = _QOS_W[j.tier] + 10 * j.n_nodes
         key = -(static) + j.submit * age_rate
         bisect.insort(self.queue, (key, j.seq, j))
-        self.dirty = True
+        self.fresh.add(j.seq)
 
     def priority(self, j, now):
         return int(_QOS_W[j.tier] + 10 * j.n_nodes + min((now - j.submit) / 60.0, 10080))
@@ -880,7 +886,10 @@ class _SimA:
         self.push(att.end, _JOB_END, att.k_global)
         return att
 
-    def schedule(self, now):
+    def schedule(self, now, only=None):
+        """A scheduling pass: the queue in priority order, EASY backfill around the first
+        job that does not fit. With ``only`` (new submissions while nothing freed up), only
+        those jobs are tried, around the reservation of the last full pass."""
         G = GPUS
         usable = (self.down == 0) & (self.drain == 0)
         free = self.free
@@ -888,13 +897,16 @@ class _SimA:
         n_full = int(full.sum())
         part = usable & (free > 0)
         part_max = int(free[part].max()) if part.any() else 0
-        shadow = math.inf
-        reserved = None
-        n_unres = n_full
+        if part_max == 0 and not any(e[2].tier == 2 and e[2].eligible <= now for e in self.queue):
+            return  # no free GPU anywhere and nobody who may preempt
+        if only is None:
+            self.last_res = (None, math.inf)
+        reserved, shadow = self.last_res
+        n_unres = n_full if reserved is None else int((full & ~reserved).sum())
         started: set[int] = set()
         tested = 0
         for _key, seq, j in self.queue:
-            if j.eligible > now:
+            if j.eligible > now or (only is not None and seq not in only):
                 continue
             tested += 1
             if tested > _DEPTH:
@@ -909,10 +921,13 @@ class _SimA:
                         full = usable & (free == G)
                         n_full = int(full.sum())
                         nodes = _contiguous(full, k) if n_full >= k else None
-                    else:
+                    elif only is None:
                         nodes = None
                         reserved, shadow = self.reserve(k, now, usable, full)
                         n_unres = int((full & ~reserved).sum())
+                        self.last_res = (reserved, shadow)
+                    else:
+                        nodes = None
                 else:
                     if (n_full if fits_before else n_unres) < k:
                         continue
@@ -946,6 +961,8 @@ class _SimA:
             started.add(seq)
             part = usable & (free > 0)
             part_max = int(free[part].max()) if part.any() else 0
+            if part_max == 0:
+                break  # the machine is full
         if started:
             self.queue = [e for e in self.queue if e[1] not in started]
 
@@ -1011,6 +1028,23 @@ def _contiguous(mask, k):
     return np.sort(np.concatenate(picked))
 
 
+@functools.cache
+def _tres_a(k: int, gpn: int) -> tuple[str, str, str, str]:
+    """AllocTRES, ReqTRES, the batch step's TRES and an srun step's TRES of a job of ``k``
+    nodes and ``gpn`` GPUs per node (24 cores and 250 GB per GPU)."""
+    g = gpn * k
+    cpu, mem = 24 * g, f"{250 * g}G"
+    alloc = tres(
+        {"billing": cpu, "cpu": cpu, "gres/gpu:h100": g, "gres/gpu": g, "mem": mem, "node": k}
+    )
+    req = tres({"billing": cpu, "cpu": cpu, "gres/gpu": g, "mem": mem, "node": k})
+    node = tres(
+        {"cpu": 24 * gpn, "gres/gpu:h100": gpn, "gres/gpu": gpn, "mem": f"{250 * gpn}G", "node": 1}
+    )
+    step = tres({"cpu": cpu, "gres/gpu:h100": g, "gres/gpu": g, "mem": mem, "node": k})
+    return alloc, req, node, step
+
+
 def _write(out, config, vocab, rng, sim, jobs, names, rate_day, rate_s, lemon, factor, weekly,
            clock, F, epoch0, t_win, t_sim, s0, cluster):  # fmt: skip
     """Export window, sacct / sacctmgr / kernel files and the truth."""
@@ -1057,24 +1091,8 @@ def _write(out, config, vocab, rng, sim, jobs, names, rate_day, rate_s, lemon, f
         ran = st is not None
         hl = compress_hostlist([names[n] for n in nodes]) if ran else "None assigned"
         k = j.n_nodes
-        g = j.gpn * k
-        cpu = 24 * g
-        mem = f"{250 * g}G"
-        alloc = (
-            tres(
-                {
-                    "billing": cpu,
-                    "cpu": cpu,
-                    "gres/gpu:h100": g,
-                    "gres/gpu": g,
-                    "mem": mem,
-                    "node": k,
-                }
-            )
-            if ran
-            else ""
-        )
-        req = tres({"billing": cpu, "cpu": cpu, "gres/gpu": g, "mem": mem, "node": k})
+        alloc_tres, req, node_tres, step_tres = _tres_a(k, j.gpn)
+        alloc = alloc_tres if ran else ""
         rows.append([str(j.jid), j.name, str(j.jid), cluster, j.partition, j.account, j.user, j.qos,
                      str(prio), state, ex, t_sub, t_st, t_en, duration(int(j.limit)), str(k),
                      alloc, req, hl])  # fmt: skip
@@ -1098,8 +1116,6 @@ def _write(out, config, vocab, rng, sim, jobs, names, rate_day, rate_s, lemon, f
         if bst == "CANCELLED" and bex == "0:15" and en is not None and en + 1 <= t_sim:
             step_end = ts(en + 1)
         first = names[int(nodes[0])]
-        node_tres = tres({"cpu": 24 * j.gpn, "gres/gpu:h100": j.gpn, "gres/gpu": j.gpn,
-                          "mem": f"{250 * j.gpn}G", "node": 1})  # fmt: skip
         for step, sname, sst, sex, snodes, stres, send in (
             ("batch", "batch", bst, bex, "1", node_tres, step_end),
             ("extern", "extern", est, eex, str(k), alloc, t_en),
@@ -1111,7 +1127,7 @@ def _write(out, config, vocab, rng, sim, jobs, names, rate_day, rate_s, lemon, f
             t0 = ts(s0_)
             sst = bst if bst != "FAILED" else "FAILED"
             rows.append([f"{j.jid}.0", "python", f"{j.jid}.0", cluster, "", j.account, "", "", "",
-                         sst, bex, t0, t0, t_en, "", str(k), alloc.replace("billing=" + str(cpu) + ",", ""), "", hl])  # fmt: skip
+                         sst, bex, t0, t0, t_en, "", str(k), step_tres, "", hl])  # fmt: skip
     sacct = out / "sacct.psv"
     write_psv(sacct, SACCT_FIELDS, rows)
 
@@ -1208,10 +1224,12 @@ def _write(out, config, vocab, rng, sim, jobs, names, rate_day, rate_s, lemon, f
             ],
             "failure_id": [int(a.fail) if h else None for a, h in zip(att_of, hw, strict=True)],
             "end_reason": [r[9] for r in recs],
+            "resubmit_of": [None] * n_rec,  # users do not resubmit here: --requeue
+            "ambiguous_local_time": [False] * n_rec,  # epoch times
             "true_hazard": hz,
             "node_days": nd,
         },
-        schema_overrides={"attempt": pl.UInt16, "failure_id": pl.Int64},
+        schema_overrides={"attempt": pl.UInt16, "failure_id": pl.Int64, "resubmit_of": pl.String},
     ).sort("job_id", "attempt")
     hits = attempts.filter(pl.col("hardware")).group_by("failure_id").len()
     hit_map = dict(zip(hits["failure_id"].to_list(), hits["len"].to_list(), strict=True))

@@ -51,6 +51,7 @@ the cluster's history from an empty machine):
 
 from __future__ import annotations
 
+import functools
 import heapq
 import itertools
 import math
@@ -73,6 +74,7 @@ from generators._common import (
     compress_hostlist,
     duration,
     format_times,
+    misread_local,
     monday_offset,
     node_base_rates,
     node_lists,
@@ -838,6 +840,18 @@ def _array_spec(tasks, throttle):
     return "[" + ",".join(runs) + (f"%{throttle}" if throttle else "") + "]"
 
 
+@functools.cache
+def _tres_b(k: int, gpn: int) -> tuple[str, str]:
+    """AllocTRES and ReqTRES of a job of ``k`` nodes and ``gpn`` GPUs per node (16 cores and
+    120 GB per GPU, billing 10 per GPU)."""
+    g = gpn * k
+    cpu, mem = 16 * g, f"{120 * g}G"
+    alloc = tres(
+        {"billing": g * 10, "cpu": cpu, "gres/gpu:a100": g, "gres/gpu": g, "mem": mem, "node": k}
+    )
+    return alloc, tres({"billing": g * 10, "cpu": cpu, "gres/gpu": g, "mem": mem, "node": k})
+
+
 def _write(out, config, vocab, rng, sim, names, rate_day, rate_s, lemon, factor, weekly, clock, F,
            epoch0, t_end, start, cluster, tz, zone):  # fmt: skip
     obs = t_end
@@ -926,24 +940,8 @@ def _write(out, config, vocab, rng, sim, names, rate_day, rate_s, lemon, factor,
         j, jid, raw, _, st, _en, state, ex, nodes, _att, _ = r
         ran = st is not None
         k = j.n_nodes
-        g = j.gpn * k
-        cpu = 16 * g
-        mem = f"{120 * g}G"
-        alloc = (
-            tres(
-                {
-                    "billing": g * 10,
-                    "cpu": cpu,
-                    "gres/gpu:a100": g,
-                    "gres/gpu": g,
-                    "mem": mem,
-                    "node": k,
-                }
-            )
-            if ran
-            else ""
-        )
-        req = tres({"billing": g * 10, "cpu": cpu, "gres/gpu": g, "mem": mem, "node": k})
+        alloc_tres, req = _tres_b(k, j.gpn)
+        alloc = alloc_tres if ran else ""
         prio = int(1000 + 5 * k + min(((st if ran else obs) - j.submit) / 60, 20000))
         rows.append([jid, j.name, str(raw), cluster, j.partition, j.account, j.user, j.qos, str(prio), state, ex,
                      txt[3 * i], txt[3 * i + 1], txt[3 * i + 2], duration(int(j.limit)), str(k), alloc, req,
@@ -1025,6 +1023,9 @@ def _write(out, config, vocab, rng, sim, names, rate_day, rate_s, lemon, factor,
             "resubmit_of": [
                 None if r[0].resubmit_of is None else str(r[0].resubmit_of) for r in recs
             ],
+            "ambiguous_local_time": misread_local(np.array([r[3] for r in recs]), epoch0, tz)
+            | misread_local(starts, epoch0, tz)
+            | misread_local(np.array([-1.0 if r[5] is None else r[5] for r in recs]), epoch0, tz),
             "true_hazard": hz,
             "node_days": nd,
         },

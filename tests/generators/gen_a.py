@@ -646,7 +646,7 @@ class _SimA:
         self.fail_event: dict[int, int] = {}
         self.low_alive: dict[int, _Att] = {}
         self.dirty = True  # capacity grew since the last pass: try the whole queue
-        self.fresh: set[int] = set()  # jobs queued since the last pass
+        self.fresh: list[tuple[float, int, _Job]] = []  # queue entries added since the last pass
         self.last_res: tuple[np.ndarray | None, float] = (None, math.inf)
         for k, (node, a, b, _, _) in enumerate(admin):
             self.push(a, _ADMIN_START, node, k)
@@ -676,9 +676,9 @@ class _SimA:
             if self.dirty and self.queue:
                 self.schedule(now)
             elif self.fresh and self.queue:
-                self.schedule(now, only=self.fresh)  # Slurm's quick try of new submissions
+                self.schedule(now, only=sorted(self.fresh))  # Slurm's quick try of new jobs
             self.dirty = False
-            self.fresh = set()
+            self.fresh = []
 
     def handle(self, now, kind, a, b):
         if kind == _ARRIVE:
@@ -764,8 +764,9 @@ class _SimA:
         age_rate = 1.0 / 60.0  # one priority point per minute of age
         static = _QOS_W[j.tier] + 10 * j.n_nodes
         key = -(static) + j.submit * age_rate
-        bisect.insort(self.queue, (key, j.seq, j))
-        self.fresh.add(j.seq)
+        entry = (key, j.seq, j)
+        bisect.insort(self.queue, entry)
+        self.fresh.append(entry)
 
     def priority(self, j, now):
         return int(_QOS_W[j.tier] + 10 * j.n_nodes + min((now - j.submit) / 60.0, 10080))
@@ -903,10 +904,11 @@ class _SimA:
             self.last_res = (None, math.inf)
         reserved, shadow = self.last_res
         n_unres = n_full if reserved is None else int((full & ~reserved).sum())
-        started: set[int] = set()
+        started: list[tuple[float, int, _Job]] = []
         tested = 0
-        for _key, seq, j in self.queue:
-            if j.eligible > now or (only is not None and seq not in only):
+        for entry in self.queue if only is None else only:
+            j = entry[2]
+            if j.eligible > now:
                 continue
             tested += 1
             if tested > _DEPTH:
@@ -958,13 +960,13 @@ class _SimA:
                     if reserved is not None and not reserved[n]:
                         n_unres -= 1
             self.start(j, nodes, now)
-            started.add(seq)
+            started.append(entry)
             part = usable & (free > 0)
             part_max = int(free[part].max()) if part.any() else 0
             if part_max == 0:
                 break  # the machine is full
-        if started:
-            self.queue = [e for e in self.queue if e[1] not in started]
+        for entry in started:
+            del self.queue[bisect.bisect_left(self.queue, entry)]
 
     def reserve(self, k, now, usable, full):
         rel = np.where(full, now, np.maximum(self.busy_until, now))

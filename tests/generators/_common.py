@@ -696,9 +696,16 @@ class History:
         One row per attempt the export holds: ``job_id`` (as sacct prints JobID), ``attempt``
         (0-based in start order, as the package numbers them), ``raw_job_id``, ``state``
         (sacct's state without ``by <uid>``), times (UTC), ``nodes``, ``n_nodes``, ``n_gpus``,
-        ``hardware`` (ended by a hardware failure), ``mechanism``, ``culprit_node``, ``cause``,
-        ``failure_id``, ``end_reason``, ``true_hazard`` and ``node_days`` (exposure up to the
-        end, or to ``end`` of the export for open attempts).
+        ``hardware`` (ended by a hardware failure), ``mechanism`` (``not_responding``,
+        ``health_check``, ``xid``, ``silent``), ``culprit_node``, ``cause`` (component),
+        ``failure_id`` (row of :attr:`failures`), ``end_reason`` (``completed``,
+        ``user_exit``, ``timeout``, ``cancelled``, ``oom``, ``preempted``, ``prolog_error``,
+        ``hardware``, ``running``, ``pending``; a prolog error also names its node as
+        ``culprit_node`` with cause ``software``, not hardware), ``resubmit_of`` (B: the JobID
+        a user resubmitted), ``ambiguous_local_time`` (B: a time printed in the repeated hour of
+        a DST change), ``true_hazard`` (expected number of hardware failures under the
+        attempt: the integral of its nodes' rates over its run) and ``node_days`` (exposure up
+        to the end, or to ``end`` of the export for open attempts).
     nodes : polars.DataFrame
         ``node``, ``index``, ``base_rate_per_day``, ``factor``, ``is_lemon``.
     failures : polars.DataFrame

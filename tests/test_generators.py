@@ -259,24 +259,47 @@ def _sim_start(h: History):
     return h.start - timedelta(days=float(h.config.get("warmup_days", 0.0)))
 
 
-@pytest.mark.parametrize("which", ["a", "b"])
-def test_trend_and_lemons_follow_the_law(which, tmp_path):
-    # rate x4 over the history, 8 lemons at 8x: both samplers (A inverts, B thins) must agree
-    h = GEN[which](tmp_path, seed=33, n_nodes=160, days=42, base_rate_per_1000_node_days=15.0,
-                   weekly_swing=0.0, trend=4.0, n_lemons=8, lemon_factor=8.0, node_spread=0.0,
-                   repair_median_h=1.0, repair_sigma=0.3)  # fmt: skip
-    f = h.failures.with_columns(
-        t=(pl.col("time") - pl.lit(_sim_start(h))).dt.total_seconds().cast(pl.Float64)
+def test_hazard_clock_integrates_and_inverts():
+    # weekly multipliers, a trend and a week boundary 5 days after t = 0
+    clock = HazardClock([1.0, 2.5, 0.4, 1.7], 3.0, 28 * 86400.0, offset_s=2 * 86400.0)
+    t = np.linspace(0, 30 * 86400.0, 3_000_001)
+    numeric = np.concatenate(
+        [[0.0], np.cumsum((clock.factor(t[1:]) + clock.factor(t[:-1])) / 2 * np.diff(t))]
     )
-    horizon = (h.end - _sim_start(h)).total_seconds()
-    clock = HazardClock([1.0] * 20, 4.0, horizon)
-    half = horizon / 2
-    expect = float((clock.cum(horizon) - clock.cum(half)) / clock.cum(half))  # = 2 for x4
-    late, early = (f["t"] >= half).sum(), (f["t"] < half).sum()
-    ratio = late / early
-    se = ratio * math.sqrt(1 / late + 1 / early)
-    assert abs(ratio - expect) < 4 * se, (ratio, expect)
-    per = f.group_by("node").len().join(h.nodes, on="node", how="right").fill_null(0)
+    assert np.allclose(clock.cum(t[::1000]), numeric[::1000], rtol=1e-5)
+    assert np.allclose(clock.inv(clock.cum(t[::1000])), t[::1000], atol=1e-3)
+    assert clock.factor(5 * 86400.0 - 1) == pytest.approx(
+        1.0 * 3.0 ** ((5 * 86400.0 - 1) / (28 * 86400.0))
+    )
+    assert clock.factor(5 * 86400.0 + 1) == pytest.approx(
+        2.5 * 3.0 ** ((5 * 86400.0 + 1) / (28 * 86400.0))
+    )
+
+
+@pytest.mark.parametrize("which", ["a", "b"])
+def test_swings_trend_and_lemons_follow_the_law(which, tmp_path):
+    # weekly swings, rate x3 over the history, 8 lemons at 8x: both samplers (A inverts the
+    # integrated rate, B thins a homogeneous process) must give the same law
+    h = GEN[which](tmp_path, seed=33, n_nodes=160, days=42, base_rate_per_1000_node_days=15.0,
+                   weekly_swing=0.6, trend=3.0, n_lemons=8, lemon_factor=8.0, node_spread=0.0,
+                   repair_median_h=1.0, repair_sigma=0.3)  # fmt: skip
+    start = _sim_start(h)
+    horizon = (h.end - start).total_seconds()
+    w = h.weeks.sort("week")
+    offset = (start - w["week_start"][0]).total_seconds()
+    clock = HazardClock(w["multiplier"].to_numpy(), 3.0, horizon, offset_s=offset)
+    edges = np.clip(np.append(clock.week_starts(), np.inf), 0, horizon)
+    weeks = np.flatnonzero(np.diff(edges) > 86400)  # weeks with at least a day in the history
+    t = (h.failures["time"] - start).dt.total_seconds().to_numpy()
+    observed = np.histogram(t, bins=edges)[0][weeks]
+    mass = np.diff(clock.cum(edges))[weeks]  # expected counts are proportional to it
+    expected = observed.sum() * mass / mass.sum()
+    chi2 = float(((observed - expected) ** 2 / expected).sum())
+    dof = weeks.size - 1
+    assert chi2 < dof + 4 * math.sqrt(2 * dof), (observed, expected.round(1))
+    flat = observed.sum() * np.diff(edges)[weeks] / np.diff(edges)[weeks].sum()
+    assert chi2 < float(((observed - flat) ** 2 / flat).sum())  # the swings are visible
+    per = h.failures.group_by("node").len().join(h.nodes, on="node", how="right").fill_null(0)
     lem = per.filter("is_lemon")["len"].mean()
     ok = per.filter(~pl.col("is_lemon"))["len"].mean()
     assert 4 < lem / ok < 14, (lem, ok)

@@ -122,7 +122,8 @@ def test_node_states_and_kernel_events_are_all_read(ingested):
     h, ds, _ = ingested
     assert ds.node_states.height == h.node_events.height
     xid_lines = sum(len(re.findall(r"NVRM: Xid \(PCI:", p.read_text())) for p in h.kernel)
-    assert ds.health_events.filter(pl.col("source") == "kernel_log").height >= xid_lines > 0
+    # one event per Xid line ("fallen off the bus" lines repeat an Xid 79 a second earlier)
+    assert ds.health_events.filter(pl.col("source") == "kernel_log").height == xid_lines > 0
     # every Xid failure that ended a job left its Xid on the culprit node at the failure time
     xf = h.failures.filter((pl.col("mechanism") == "xid") & pl.col("hit_job") & pl.col("in_window"))
     ke = ds.health_events.filter(pl.col("source") == "kernel_log").select(
@@ -131,40 +132,40 @@ def test_node_states_and_kernel_events_are_all_read(ingested):
     assert xf.join(ke, on=["node", "time", "xid"], how="anti").height == 0
 
 
-def test_both_generators_emit_every_ending(tmp_path):
-    # one small history of each is enough to see the kinds of records each one promises
-    a = generate_a(tmp_path / "a", seed=3, n_nodes=128, days=35)
-    b = generate_b(tmp_path / "b", seed=3, n_nodes=128, days=35)
-    sa = set(a.attempts["state"])
-    assert {"COMPLETED", "FAILED", "NODE_FAIL", "REQUEUED", "PREEMPTED", "TIMEOUT",
-            "CANCELLED", "OUT_OF_MEMORY", "RUNNING"} <= sa  # fmt: skip
-    # --requeue: a NODE_FAIL attempt followed by another attempt of the same JobID
-    requeued = a.attempts.filter(pl.col("state") == "NODE_FAIL").select("job_id", "attempt")
-    nxt = requeued.with_columns(pl.col("attempt") + 1).join(a.attempts, on=["job_id", "attempt"])
-    assert nxt.height > 0
-    text = a.sacct.read_text()
-    assert ".batch|batch|" in text
-    assert ".extern|extern|" in text
-    assert re.search(r"\|None\|\d+\|", text) or "PENDING" in text  # cancelled while pending
-    sb = set(b.attempts["state"])
-    assert {"COMPLETED", "FAILED", "NODE_FAIL", "TIMEOUT", "CANCELLED", "OUT_OF_MEMORY"} <= sb
-    assert b.attempts["attempt"].max() == 0  # no requeue: every attempt is its own JobID
-    assert b.attempts.filter(pl.col("job_id").str.contains(r"^\d+_\d+$")).height > 0  # arrays
-    resub = b.attempts.filter(pl.col("resubmit_of").is_not_null())
-    assert resub.height > 0
-    orig = resub.join(
-        b.attempts.select("job_id", pl.col("name").alias("orig_name")),
-        left_on="resubmit_of", right_on="job_id",
-    )  # fmt: skip
-    assert (orig["name"] == orig["orig_name"]).all()
-    assert ".batch" not in b.sacct.read_text()
-    assert b.tz is not None
-    assert re.search(r"\|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\|", b.sacct.read_text())
-    assert a.tz is None  # epoch seconds
-    # node names differ in style; GPUs per node differ
-    assert a.nodes["node"][0].startswith("gpu-a")
-    assert re.fullmatch(r"r\d\dn\d\d", b.nodes["node"][0])
-    assert (a.gpus_per_node, b.gpus_per_node) == (8, 4)
+def test_each_generator_emits_every_ending_it_promises(history):
+    h = history
+    states = set(h.attempts["state"])
+    text = h.sacct.read_text()
+    assert {"COMPLETED", "FAILED", "NODE_FAIL", "TIMEOUT", "CANCELLED", "OUT_OF_MEMORY",
+            "RUNNING", "PENDING"} <= states  # fmt: skip
+    if h.generator == "A":
+        assert {"REQUEUED", "PREEMPTED"} <= states
+        # --requeue: a NODE_FAIL attempt followed by another attempt of the same JobID
+        nf = h.attempts.filter(pl.col("state") == "NODE_FAIL").select("job_id", "attempt")
+        assert (
+            nf.with_columns(pl.col("attempt") + 1).join(h.attempts, on=["job_id", "attempt"]).height
+        )
+        assert ".batch|batch|" in text
+        assert ".extern|extern|" in text
+        assert re.search(r"\|CANCELLED by \d+\|0:0\|\d+\|None\|\d+\|", text)  # cancelled pending
+        assert h.tz is None  # epoch seconds
+        assert h.nodes["node"][0] == "gpu-a0001"
+        assert h.gpus_per_node == 8
+    else:
+        assert h.attempts["attempt"].max() == 0  # no requeue: every attempt has its own JobID
+        assert h.attempts.filter(pl.col("job_id").str.contains(r"^\d+_\d+$")).height > 0
+        resub = h.attempts.filter(pl.col("resubmit_of").is_not_null())
+        assert resub.height > 0
+        orig = resub.join(
+            h.attempts.select("job_id", pl.col("name").alias("orig_name")),
+            left_on="resubmit_of", right_on="job_id",
+        )  # fmt: skip
+        assert (orig["name"] == orig["orig_name"]).all()
+        assert ".batch" not in text
+        assert h.tz is not None
+        assert re.search(r"\|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\|", text)
+        assert re.fullmatch(r"r\d\dn\d\d", h.nodes["node"][0])
+        assert h.gpus_per_node == 4
 
 
 def test_truth_is_self_consistent(history):
@@ -280,7 +281,7 @@ def test_hazard_clock_integrates_and_inverts():
 def test_swings_trend_and_lemons_follow_the_law(which, tmp_path):
     # weekly swings, rate x3 over the history, 8 lemons at 8x: both samplers (A inverts the
     # integrated rate, B thins a homogeneous process) must give the same law
-    h = GEN[which](tmp_path, seed=33, n_nodes=160, days=42, base_rate_per_1000_node_days=15.0,
+    h = GEN[which](tmp_path, seed=33, n_nodes=128, days=42, base_rate_per_1000_node_days=18.0,
                    weekly_swing=0.6, trend=3.0, n_lemons=8, lemon_factor=8.0, node_spread=0.0,
                    repair_median_h=1.0, repair_sigma=0.3)  # fmt: skip
     start = _sim_start(h)

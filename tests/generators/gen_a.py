@@ -642,7 +642,6 @@ class _SimA:
         self.admin = admin
         self.admin_pending: dict[int, int] = {}  # node -> admin index waiting for the node to idle
         self.admin_event: dict[int, int] = {}  # admin index -> events row
-        self.hw_wait: dict[int, tuple[int, int]] = {}  # node -> (failure, events row) busy drains
         self.fail_event: dict[int, int] = {}
         self.low_alive: dict[int, _Att] = {}
         self.dirty = True  # capacity grew since the last pass: try the whole queue

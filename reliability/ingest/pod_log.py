@@ -20,7 +20,6 @@ line, else from ``cluster=``.
 
 from __future__ import annotations
 
-import json
 import re
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,7 +34,14 @@ from reliability.ingest._bounds import (
     latest_time,
     time_out_of_bounds,
 )
-from reliability.ingest._common import ReadResult, check_name_option, quarantine_frame, read_lines
+from reliability.ingest._common import (
+    ReadResult,
+    check_name_option,
+    clip_lines,
+    quarantine_frame,
+    read_lines,
+)
+from reliability.ingest._json import MAX_LINE_BYTES, RAW_PREFIX, JsonLimitError, loads_record
 
 __all__ = ["POD_EVENTS", "read_pod_log"]
 
@@ -99,11 +105,20 @@ def read_pod_log(path: str | Path, *, cluster: str | None = None) -> ReadResult:
     crossconnects = 0
     n = 0
     named: set[str] = set()  # clusters the lines name, other than cluster=
-    for no, line in lines.iter_rows():
+    fixed = 0
+    for no, line, n_bytes in clip_lines(lines, MAX_LINE_BYTES, RAW_PREFIX).iter_rows():
         if not line.strip():
             continue
         n += 1
-        obj, why = _event(line)
+        if n_bytes is not None:
+            why = (
+                f"not a pod event: line of {n_bytes:,} bytes is longer than the "
+                f"{MAX_LINE_BYTES:,}-byte limit of one JSON record: not parsed"
+            )
+            q[0].append(no), q[1].append(line), q[2].append(why)
+            continue
+        obj, why, replaced = _event(line)
+        fixed += replaced
         if why is not None:
             q[0].append(no), q[1].append(line), q[2].append(why)
             continue
@@ -206,6 +221,10 @@ def read_pod_log(path: str | Path, *, cluster: str | None = None) -> ReadResult:
     if crossconnects:
         notes.append(f"{crossconnects:,} OCS circuits switched by job starts (crossconnect events)")
     qf = quarantine_frame(src, *q)
+    if fixed:
+        notes.append(
+            f"{fixed} line(s) hold lone surrogate escapes (\\ud800..., not text): replaced by U+FFFD"
+        )
     if named:
         notes.append(
             f"cluster={cluster!r} applies to the lines without a cluster; {len(named)} cluster(s) "
@@ -217,38 +236,42 @@ def read_pod_log(path: str | Path, *, cluster: str | None = None) -> ReadResult:
 _STR_FIELDS = ("event", "time", "cluster", "component_type", "component_id", "detail")
 
 
-def _event(line: str) -> tuple[dict[str, object], str | None]:
-    """One log line -> (object with ``time`` as a UTC datetime, None) or ({}, why)."""
+def _event(line: str) -> tuple[dict[str, object], str | None, bool]:
+    """Read one log line.
+
+    Returns (object with ``time`` as a UTC datetime, None, whether lone surrogate escapes were
+    replaced) or ({}, why, False).
+    """
     try:
-        obj = json.loads(line)
-    except RecursionError:
-        return {}, "not a pod event: JSON nested too deeply"
+        obj, replaced = loads_record(line)
+    except JsonLimitError as exc:
+        return {}, f"not a pod event: {exc}", False
     except ValueError as exc:
-        return {}, f"not a pod event: not valid JSON: {str(exc)[:120]}"
+        return {}, f"not a pod event: not valid JSON: {str(exc)[:120]}", False
     if not isinstance(obj, dict):
-        return {}, "not a pod event: the line is not a JSON object"
+        return {}, "not a pod event: the line is not a JSON object", False
     for key in ("event", "time"):
         if key not in obj:
-            return {}, f"not a pod event: no {key!r}"
+            return {}, f"not a pod event: no {key!r}", False
     for key in _STR_FIELDS:
         v = obj.get(key)
         if v is not None and not isinstance(v, str):
-            return {}, f"field {key}: expected a string, got {type(v).__name__}"
+            return {}, f"field {key}: expected a string, got {type(v).__name__}", False
     try:
         t = datetime.fromisoformat(obj["time"])
     except ValueError:
-        return {}, f"field time: {obj['time'][:40]!r} is not an ISO-8601 time"
+        return {}, f"field time: {obj['time'][:40]!r} is not an ISO-8601 time", False
     if t.tzinfo is None or t.utcoffset() is None:
-        return {}, "field time: time has no UTC offset"
+        return {}, "field time: time has no UTC offset", False
     shown = f"field time: {obj['time'][:40]!r} is"
     try:
         t = t.astimezone(UTC)
     except (OverflowError, ValueError):
-        return {}, f"{shown} {bounds_text(latest_time())}"
+        return {}, f"{shown} {bounds_text(latest_time())}", False
     if (outside := time_out_of_bounds(t)) is not None:
-        return {}, f"{shown} {outside}"
+        return {}, f"{shown} {outside}", False
     obj["time"] = t
-    return obj, None
+    return obj, None, replaced
 
 
 _CUBES = re.compile(r"\d{1,3}(,\d{1,3})*")

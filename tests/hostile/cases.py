@@ -93,6 +93,15 @@ def health_cases() -> Iterator[Case]:
            "{not json"]  # fmt: skip
     yield Case("jsonl deep, wrong shape, poison", read_health, "h.jsonl", _lines(jl + bad),
                read=3 + len(bad), kept=3, quarantined={4 + i: "" for i in range(len(bad))})  # fmt: skip
+    # issue 37: nesting past the limit, a line past the size limit (not parsed: it took ~3 GB
+    # at 100 MiB), a lone surrogate escape (a UnicodeEncodeError that refused the file)
+    rows = [json.dumps(good), json.dumps({**good, "message": [[[[[[[[]]]]]]]]}),
+            json.dumps({**good, "x": 0})[:-1] + ', "y": ' + "[" * 65 + "]" * 65 + "}",
+            json.dumps({**good, "message": "m" * (1 << 20)}),
+            json.dumps({**good, "message": "lone \udc80 surrogate"}), json.dumps(good)]  # fmt: skip
+    yield Case("jsonl depth, size and surrogate limits", read_health, "h.jsonl", _lines(rows),
+               read=6, kept=3, quarantined={2: "got an array", 3: "nested deeper than 64 levels",
+                                            4: "longer than the 1,048,576-byte limit"})  # fmt: skip
     yield Case("csv bad zone", read_health, "h.csv", _lines([HEALTH_HEADER, _health_row(0)]),
                {"tz": "Mars/Olympus"}, error=r"unknown time zone 'Mars/Olympus' \(option tz=\)")  # fmt: skip
     yield Case("csv naive times need tz", read_health, "h.csv",

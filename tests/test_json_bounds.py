@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from reliability.cli import main
-from reliability.ingest import _json, read_health
+from reliability.ingest import _json, read_health, read_pod_log
 from reliability.ingest._json import MAX_DEPTH, MAX_LINE_BYTES, JsonLimitError, loads_record
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -150,6 +150,44 @@ def test_deep_json_through_the_cli_is_a_message_not_a_traceback(
     assert "this is a bug" not in err
     if code:
         assert err.startswith(f"error: {p}")
+
+
+def test_pod_values_that_broke_the_reader_are_quarantined(tmp_path):
+    """Each of these refused the whole file as "a bug" (TypeError, ValueError,
+    UnicodeEncodeError); found by the JSON-value mutations of tests/hostile."""
+    t = "2025-01-01T00:00:00+00:00"
+    ok = {
+        "time": t,
+        "event": "inventory",
+        "component_type": "machine",
+        "component_id": "h1",
+        "cluster": "p",
+    }
+    sub = {
+        **ok,
+        "event": "job_submit",
+        "component_type": "job",
+        "component_id": "j1",
+        "detail": "prio=prod",
+    }
+    lines = [json.dumps(ok), json.dumps(sub),
+             json.dumps({**ok, "time": None}),  # fromisoformat(None)
+             json.dumps({**ok, "event": 7}),
+             json.dumps({**sub, "event": "job_start", "detail": "attempt=\u00b2;cubes=1"}),  # int('²')
+             json.dumps({**sub, "event": "crossconnect", "detail": "changed=\u00b2"}),
+             json.dumps({**sub, "event": "job_start", "detail": "attempt=0;cubes=\u0663"}),
+             json.dumps({**ok, "component_id": "h\udc802"})]  # fmt: skip
+    r = read_pod_log(_jsonl(tmp_path, lines, "pod.jsonl"))
+    assert (r.rows_read, r.rows_kept) == (8, 3)
+    reasons = dict(zip(r.quarantine["line_no"], r.quarantine["reason"], strict=True))
+    assert reasons == {
+        3: "field time: expected a string, got null",
+        4: "field event: expected a string, got a number",
+        5: "job_start needs attempt=N (0-65535) and cubes=",
+        6: "crossconnect without changed=N",
+        7: "job_start needs cubes=<cube numbers separated by commas>",
+    }
+    assert sorted(r.tables["inventory"]["component_id"].to_list()) == ["h1", "h\ufffd2"]
 
 
 def _peak_rss_mb(code: str) -> tuple[float, str]:

@@ -253,10 +253,12 @@ def _event(line: str) -> tuple[dict[str, object], str | None, bool]:
     for key in ("event", "time"):
         if key not in obj:
             return {}, f"not a pod event: no {key!r}", False
+        if not isinstance(obj[key], str):
+            return {}, f"field {key}: expected a string, got {_json_type(obj[key])}", False
     for key in _STR_FIELDS:
         v = obj.get(key)
         if v is not None and not isinstance(v, str):
-            return {}, f"field {key}: expected a string, got {type(v).__name__}", False
+            return {}, f"field {key}: expected a string, got {_json_type(v)}", False
     try:
         t = datetime.fromisoformat(obj["time"])
     except ValueError:
@@ -274,7 +276,20 @@ def _event(line: str) -> tuple[dict[str, object], str | None, bool]:
     return obj, None, replaced
 
 
-_CUBES = re.compile(r"\d{1,3}(,\d{1,3})*")
+_CUBES = re.compile(r"[0-9]{1,3}(,[0-9]{1,3})*")
+#: a count in a detail field: ASCII digits only (str.isdigit() takes '²', which int() refuses)
+_COUNT = re.compile(r"[0-9]{1,9}")
+
+
+def _json_type(v: object) -> str:
+    """Name a JSON value's type as JSON does (null, a boolean, a number...)."""
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "a boolean"
+    if isinstance(v, (int, float)):
+        return "a number"
+    return "an object" if isinstance(v, dict) else "an array"
 
 
 def _hosts(cubes: str) -> list[str]:
@@ -298,7 +313,7 @@ def _job_event(
     if event == "crossconnect":
         return (
             None
-            if "changed" in detail and detail["changed"].isdigit()
+            if "changed" in detail and _COUNT.fullmatch(detail["changed"])
             else "crossconnect without changed=N"
         )
     if event == "job_start":
@@ -308,7 +323,7 @@ def _job_event(
             return "job_start while the job is already running"
         sub_t, sub = submits[key]
         attempt_s, cubes = detail.get("attempt", ""), detail.get("cubes", "")
-        if not (attempt_s.isdigit() and len(attempt_s) <= 5 and int(attempt_s) <= 65535):
+        if not (_COUNT.fullmatch(attempt_s) and int(attempt_s) <= 65535):
             return "job_start needs attempt=N (0-65535) and cubes="
         if not _CUBES.fullmatch(cubes) or cubes.count(",") >= MAX_NODES_PER_JOB // 16:
             return "job_start needs cubes=<cube numbers separated by commas>"

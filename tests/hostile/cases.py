@@ -237,6 +237,15 @@ def pod_cases() -> Iterator[Case]:
     yield Case("pod deep, wrong shape, poison", read_pod_log, "pod.jsonl",
                _lines([json.dumps(ok), json.dumps(sub), *bad]), read=2 + len(bad), kept=2,
                quarantined={3 + i: "" for i in range(len(bad))})  # fmt: skip
+    # issue 37: values that refused the whole file "as a bug" (TypeError, ValueError from
+    # int('²'), UnicodeEncodeError); the lone surrogate is read as U+FFFD
+    rows = [json.dumps(ok), json.dumps(sub), json.dumps({**ok, "time": None}),
+            json.dumps({**sub, "event": "job_start", "detail": "attempt=\u00b2;cubes=1"}),
+            json.dumps({**sub, "event": "crossconnect", "detail": "changed=\u00b2"}),
+            json.dumps({**ok, "component_id": "h\udc80"}), json.dumps({**ok, "event": None})]  # fmt: skip
+    yield Case("pod values int() and UTF-8 refuse", read_pod_log, "pod.jsonl", _lines(rows),
+               read=7, kept=3, quarantined={3: "got null", 4: "attempt=N", 5: "changed=N",
+                                            7: "got null"})  # fmt: skip
 
 
 def all_cases() -> list[Case]:

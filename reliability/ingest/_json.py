@@ -19,8 +19,10 @@ bytes nested 1-2 levels; ``sacct --json`` nests about 10 levels.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -31,7 +33,9 @@ __all__ = [
     "JsonLimitError",
     "Mark",
     "Structure",
+    "blank",
     "fix_surrogates",
+    "list_items",
     "loads_record",
     "shallow_marks",
     "structure",
@@ -57,10 +61,23 @@ _CLASS[ord("\\")] = 5
 _CLASS_TABLE = _CLASS.tobytes()
 _STRUCT_TABLE = ((_CLASS >= 1) & (_CLASS <= 3)).astype(np.int8).tobytes()
 _STEP = np.array([0, 1, -1, 0], np.int64)
+_SPACE = re.compile(rb"[ \t\r\n]*")
 
 
 class JsonLimitError(ValueError):
-    """A JSON record breaks a limit of this module (depth or size); the message says which."""
+    """A JSON record breaks a limit of this module (depth or size); the message says which.
+
+    Parameters
+    ----------
+    message : str
+        The limit broken, in words.
+    pos : int or None
+        Offset in the text where it is broken, when known.
+    """
+
+    def __init__(self, message: str, pos: int | None = None) -> None:
+        super().__init__(message)
+        self.pos = pos
 
 
 @dataclass(frozen=True)
@@ -194,12 +211,11 @@ def too_deep(text: str | bytes) -> int | None:
     return top if top > MAX_DEPTH else None
 
 
-@dataclass(frozen=True)
-class Mark:
+class Mark(NamedTuple):
     """A structural character found by :func:`shallow_marks`."""
 
     pos: int  #: its offset in the text
-    kind: int  #: 1 opening bracket, 2 closing bracket, 3 comma
+    kind: int  #: 1 opening bracket, 2 closing bracket, 3 comma, 0 the end of the scan
     depth: int  #: nesting depth after it
     index: int  #: structural characters before it since the scan's start
 
@@ -233,13 +249,13 @@ def shallow_marks(
     Yields
     ------
     Mark
-        In order of position.
+        In order of position; last, the end of the range (kind 0, the depth there and the
+        number of structural characters in the range).
 
     Raises
     ------
     JsonLimitError
-        If the text nests deeper than :data:`MAX_DEPTH` (counting ``depth``); the message
-        gives the offset.
+        If the text nests deeper than :data:`MAX_DEPTH` (counting ``depth``), with the offset.
     """
     seen = 0
     for block in structure(data, start, stop, depth):
@@ -247,12 +263,15 @@ def shallow_marks(
         top = int(after.max())
         if top > MAX_DEPTH:
             at = int(block.pos[np.argmax(after > MAX_DEPTH)])
-            raise JsonLimitError(f"JSON nested deeper than {MAX_DEPTH} levels (at byte {at:,})")
+            raise JsonLimitError(f"JSON nested deeper than {MAX_DEPTH} levels", at)
         before = after - np.where(block.kind == 1, 1, np.where(block.kind == 2, -1, 0))
         hit = np.flatnonzero(np.minimum(before, after) <= level)
         for i in hit.tolist():
             yield Mark(int(block.pos[i]), int(block.kind[i]), int(after[i]), seen + i)
         seen += block.pos.size
+        depth = int(after[-1])
+    end = len(data) if stop is None else stop
+    yield Mark(end, 0, depth, seen)
 
 
 def fix_surrogates(value: object) -> tuple[object, bool]:
@@ -286,6 +305,55 @@ def fix_surrogates(value: object) -> tuple[object, bool]:
         return v
 
     return fix(value), changed
+
+
+def blank(data: bytes, lo: int = 0, hi: int | None = None) -> bool:
+    """Tell whether ``data[lo:hi]`` is only white space (or empty).
+
+    Parameters
+    ----------
+    data : bytes
+        The text.
+    lo, hi : int
+        The range [offsets]; ``hi`` None: the end.
+
+    Returns
+    -------
+    bool
+        True for white space only.
+    """
+    hi = len(data) if hi is None else hi
+    m = _SPACE.match(data, lo, hi)
+    return m is not None and m.end() == hi
+
+
+def list_items(data: bytes, lo: int, hi: int, *, depth: int) -> Iterator[tuple[int, int, int]]:
+    """Yield the extent of each item of a JSON array, without parsing any.
+
+    Parameters
+    ----------
+    data : bytes
+        UTF-8 JSON text.
+    lo, hi : int
+        Offsets of the array's ``[`` and ``]``.
+    depth : int
+        Nesting depth inside the array (1 for a top-level array).
+
+    Yields
+    ------
+    (int, int, int)
+        The item's start and stop offsets (white space around it included) and the number of
+        brackets and commas inside it (a bound on the values :mod:`json` would build).
+    """
+    prev, before, seen = lo, -1, 0
+    for block in structure(data, lo + 1, hi, depth):
+        commas = np.flatnonzero((block.kind == 3) & (block.depth == depth))
+        for i, pos in zip((commas + seen).tolist(), block.pos[commas].tolist(), strict=True):
+            yield prev + 1, pos, i - before - 1
+            prev, before = pos, i
+        seen += block.pos.size
+    if before >= 0 or not blank(data, prev + 1, hi):
+        yield prev + 1, hi, seen - before - 1
 
 
 def loads_record(

@@ -186,6 +186,14 @@ def kernel_cases() -> Iterator[Case]:
                quarantined={1: "not a valid date", 2: "not a valid date", 3: "not a valid date",
                             4: "outside 1990-2200", 5: "outside 1990-2200", 6: "overflow",
                             7: "outside 1990-2200"})  # fmt: skip
+    # issue 37: `dmesg -r` (priority <N>) and `dmesg -x` (facility:level) prefixes were "no
+    # timestamp"; a line of either without a time is quarantined as a plain one is
+    rows = [f"<4>[   12.5] {XID}", f"<12>[Sun Feb 23 16:24:18 2025] {XID}",
+            f"kern  :warn  : [   13.5] {XID}", f"kern  :err   : [Sun Feb 23 16:24:19 2025] {XID}",
+            f"<4>{XID}", XID]  # fmt: skip
+    yield Case("kernel dmesg -r and -x prefixes", read_kernel_log, "k.log", _lines(rows),
+               {"cluster": "c", "node": "n", "tz": "UTC", "boot_time": BOOT}, read=6, kept=4,
+               events=4, quarantined={5: "no timestamp", 6: "no timestamp"})  # fmt: skip
     rows = [f"Feb 30 01:02:03 h kernel: {XID}", f"Mar  1 01:02:03 h kernel: {XID}"]
     yield Case("syslog Feb 30", read_kernel_log, "k.log", _lines(rows),
                {"cluster": "c", "tz": "UTC", "year": 2025}, read=2, kept=1,

@@ -149,6 +149,13 @@ def dcgm_cases() -> Iterator[Case]:
     yield Case("dcgm bad scrape and sample times", read_dcgm, "n1.prom", _lines(rows),
                {"cluster": "c"}, read=5, kept=2, events=1,
                quarantined={4: "scraped_at 2025-13-01", 7: "outside 1990-2200", 8: "outside 1990-2200"})  # fmt: skip
+    # issue 37: OpenMetrics exemplars were read as the sample's timestamp (1970): quarantined
+    ex = '# {trace_id="abc"} 1.0 1600000000.000'
+    rows = ["# scraped_at 2025-01-01T00:00:00Z", _prom(lab, "ECC_DBE_VOL_TOTAL", f"1 {ex}"),
+            "# scraped_at 2025-01-01T00:01:00Z", _prom(lab, "ECC_DBE_VOL_TOTAL", f"4 {ex}"),
+            _prom(other, "ECC_DBE_VOL_TOTAL", "1 1 2 # x"), "# EOF"]  # fmt: skip
+    yield Case("dcgm OpenMetrics exemplars", read_dcgm, "n1.prom", _lines(rows), {"cluster": "c"},
+               read=3, kept=2, events=1, quarantined={5: "not a Prometheus sample"})  # fmt: skip
     yield Case("dcgm naive scraped_at option", read_dcgm, "n1.prom", _lines(rows[:2]),
                {"cluster": "c", "scraped_at": datetime(2025, 1, 1)}, error=r"option scraped_at=")  # fmt: skip
 

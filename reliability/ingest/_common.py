@@ -18,6 +18,7 @@ from reliability.ingest._compressed import read_all
 
 __all__ = [
     "NULL_SENTINELS",
+    "RAW_PREFIX",
     "ReadResult",
     "check_name_option",
     "check_time_option",
@@ -412,7 +413,11 @@ def quarantine_frame(
     )
 
 
-def clip_lines(lines: pl.DataFrame, max_bytes: int, keep: int = 4096) -> pl.DataFrame:
+#: characters of an unread record kept as its raw text in the quarantine
+RAW_PREFIX = 4096
+
+
+def clip_lines(lines: pl.DataFrame, max_bytes: int, keep: int = RAW_PREFIX) -> pl.DataFrame:
     """Cut the lines longer than a reader's limit to their start, before they reach Python.
 
     Parameters

@@ -26,6 +26,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from reliability.ingest._common import RAW_PREFIX
+
 __all__ = [
     "MAX_DEPTH",
     "MAX_LINE_BYTES",
@@ -46,8 +48,6 @@ __all__ = [
 MAX_DEPTH = 64
 #: longest line of a JSON-lines input (health events, pod events) that is parsed [bytes]
 MAX_LINE_BYTES = 1 << 20
-#: characters of an unread record kept as its raw text in the quarantine
-RAW_PREFIX = 4096
 #: bytes scanned per numpy block (bounds the scan's temporaries to a few times this)
 _BLOCK = 1 << 20
 

@@ -229,3 +229,39 @@ def test_a_100_mib_json_line_is_bounded(tmp_path, reader):
     # the file is 105 MB; the old reader took ~3 GB. What is left is reading the file whole
     # (2x) and polars splitting its lines (up to 4x for one huge last line): not the JSON
     assert grew < 1000, grew
+
+
+def test_pod_events_that_end_before_they_begin_are_quarantined(tmp_path):
+    """A repair before its failure, a job_end before its job_start (and the other pairs) were
+    kept: intervals of negative length, a wrong answer with exit code 0. The closing line is
+    quarantined; what it would have closed stays open, as if it were not in the log."""
+    t = [f"2025-01-01T0{h}:00:00+00:00" for h in range(10)]
+    m = {"component_type": "machine", "component_id": "h1", "cluster": "p"}
+    j = {"component_type": "job", "component_id": "j1", "cluster": "p"}
+    lines = [{**m, "time": t[5], "event": "component_fail"},
+             {**m, "time": t[4], "event": "component_repair"},  # before the failure
+             {**m, "time": t[6], "event": "component_repair"},
+             {**m, "time": t[5], "event": "maintenance_start", "component_id": "h2"},
+             {**m, "time": t[1], "event": "maintenance_end", "component_id": "h2"},  # before
+             {**j, "time": t[2], "event": "job_submit", "detail": "prio=prod"},
+             {**j, "time": t[1], "event": "job_start", "detail": "attempt=0;cubes=1"},  # before
+             {**j, "time": t[3], "event": "job_start", "detail": "attempt=0;cubes=1"},
+             {**j, "time": t[2], "event": "job_end", "detail": "state=COMPLETED"},  # before
+             {**j, "time": t[8], "event": "job_end", "detail": "state=COMPLETED"}]  # fmt: skip
+    r = read_pod_log(_jsonl(tmp_path, [json.dumps(x) for x in lines], "pod.jsonl"))
+    assert (r.rows_read, r.rows_kept) == (10, 6)
+    reasons = dict(zip(r.quarantine["line_no"], r.quarantine["reason"], strict=True))
+    assert set(reasons) == {2, 5, 7, 9}
+    assert reasons[2].startswith(
+        "component_repair at 2025-01-01T04:00:00+00:00, before its failure"
+    )
+    assert all(x.endswith("(impossible order; not fixed)") for x in reasons.values())
+    f = r.tables["component_failures"].select("failed_at", "repaired_at").rows()
+    assert [(a.hour, b.hour) for a, b in f] == [(5, 6)]
+    ns = r.tables["node_states"].select("node", "state", "end").sort("node").rows()
+    assert [(n, s, e.hour if e else None) for n, s, e in ns] == [
+        ("h1", "REPAIR", 6),
+        ("h2", "MAINT", None),
+    ]
+    job = r.tables["jobs"].row(0, named=True)
+    assert (job["submit_time"].hour, job["start_time"].hour, job["end_time"].hour) == (2, 3, 8)

@@ -174,10 +174,18 @@ def read_pod_log(path: str | Path, *, cluster: str | None = None) -> ReadResult:
                 states.append(st)
                 open_fail[(clus, "state", cid)] = st
         elif event == "component_repair":
-            rec = open_fail.pop(key, None)
+            rec = open_fail.get(key)
             if rec is None:
                 q[0].append(no), q[1].append(line), q[2].append("repair without an open failure")
                 continue
+            if t < rec["failed_at"]:  # type: ignore[operator]
+                (
+                    q[0].append(no),
+                    q[1].append(line),
+                    q[2].append(_before(event, t, "failure", rec["failed_at"])),
+                )
+                continue
+            del open_fail[key]
             rec["repaired_at"] = t
             st = open_fail.pop((clus, "state", cid), None)
             if st is not None:
@@ -188,10 +196,18 @@ def read_pod_log(path: str | Path, *, cluster: str | None = None) -> ReadResult:
             states.append(st)
             open_maint[(clus, cid)] = st
         elif event == "maintenance_end":
-            st = open_maint.pop((clus, cid), None)
+            st = open_maint.get((clus, cid))
             if st is None:
                 q[0].append(no), q[1].append(line), q[2].append("maintenance end without a start")
                 continue
+            if t < st["start"]:  # type: ignore[operator]
+                (
+                    q[0].append(no),
+                    q[1].append(line),
+                    q[2].append(_before(event, t, "maintenance start", st["start"])),
+                )
+                continue
+            del open_maint[(clus, cid)]
             st["end"] = t
         else:  # healthd
             symptom = str(obj.get("detail") or "unknown")
@@ -281,6 +297,12 @@ _CUBES = re.compile(r"[0-9]{1,3}(,[0-9]{1,3})*")
 _COUNT = re.compile(r"[0-9]{1,9}")
 
 
+def _before(event: str, t: datetime, what: str, then: object) -> str:
+    """Word the quarantine reason of an event that ends something before it began."""
+    shown = then.isoformat() if isinstance(then, datetime) else str(then)
+    return f"{event} at {t.isoformat()}, before its {what} at {shown} (impossible order; not fixed)"
+
+
 def _json_type(v: object) -> str:
     """Name a JSON value's type as JSON does (null, a boolean, a number...)."""
     if v is None:
@@ -322,6 +344,8 @@ def _job_event(
         if key in open_jobs:
             return "job_start while the job is already running"
         sub_t, sub = submits[key]
+        if t < sub_t:
+            return _before(event, t, "job_submit", sub_t)
         attempt_s, cubes = detail.get("attempt", ""), detail.get("cubes", "")
         if not (_COUNT.fullmatch(attempt_s) and int(attempt_s) <= 65535):
             return "job_start needs attempt=N (0-65535) and cubes="
@@ -338,12 +362,18 @@ def _job_event(
         }  # fmt: skip
         return None
     if event == "job_end":
-        rec = open_jobs.pop(key, None)
+        rec = open_jobs.get(key)
         if rec is None:
             return "job_end without a job_start"
         state = detail.get("state", "")
         if state not in ("COMPLETED", "PREEMPTED", "NODE_FAIL", "FAILED", "CANCELLED"):
             return f"job_end with unknown state {state!r}"
+        if t < rec["start_time"]:
+            return _before(event, t, "job_start", rec["start_time"])
+        late = [k for k in open_reroute if k[:2] == key and t < open_reroute[k]["start_time"]]
+        if late:
+            return _before(event, t, "reroute_start", open_reroute[late[0]]["start_time"])
+        del open_jobs[key]
         rec["end_time"], rec["state"] = t, state
         rec["exit_code"] = 0 if state in ("COMPLETED", "PREEMPTED") else 1
         jobs.append(rec)
@@ -356,6 +386,8 @@ def _job_event(
     if run is None:
         return f"{event} for a job that is not running"
     if event == "reroute_start":
+        if t < run["start_time"]:
+            return _before(event, t, "job_start", run["start_time"])
         n = sum(1 for k in open_reroute if k[:2] == key) + sum(
             1 for s in steps if (s["cluster"], s["job_id"]) == key
         )
@@ -367,7 +399,11 @@ def _job_event(
         return None
     # reroute_end: this OCS's reroute, or (job ended) all of them
     ocs = detail.get("ocs")
-    for rkey in [k for k in open_reroute if k[:2] == key and (ocs is None or k[2] == ocs)]:
+    ending = [k for k in open_reroute if k[:2] == key and (ocs is None or k[2] == ocs)]
+    late = [k for k in ending if t < open_reroute[k]["start_time"]]
+    if late:
+        return _before(event, t, "reroute_start", open_reroute[late[0]]["start_time"])
+    for rkey in ending:
         step = open_reroute.pop(rkey)
         step["end_time"], step["state"] = t, "COMPLETED"
         steps.append(step)

@@ -598,7 +598,15 @@ class _Assembler:
                     break
                 nxt = self.t(k)
                 if _headerish(nxt, lay):
-                    break
+                    after = parse_header(nxt)
+                    if after is not None and known_header(after) and not after.same_as(new):
+                        break  # another export's header: this section may well be empty
+                    # a copy of the candidate, or a header-like line that is no header (a job
+                    # name's text, a header run into a record): neither may end the look-ahead,
+                    # or a forged header followed by it would be taken with no record to
+                    # support it (issue 37); it reads well under neither layout
+                    k += 1
+                    continue
                 if nxt.strip():
                     follow.append(nxt)
                 k += 1

@@ -319,6 +319,14 @@ def read_sacctmgr_events(
         names, trailing = names[:-1], True
     else:
         trailing = False
+    repeated = [n for n in names if not n.strip() or names.count(n) > 1]
+    if repeated:  # (a header line run into the next line: polars cannot name the fields)
+        raise IngestError(
+            src,
+            "malformed sacctmgr header: a field name is empty or appears twice",
+            line=header_no,
+            field=repeated[0],
+        )
     if "TimeStart" not in names:
         raise IngestError(
             src,

@@ -17,6 +17,7 @@ from reliability.ingest import (
     read_dcgm,
     read_health,
     read_kernel_log,
+    read_lanl,
     read_node_snapshot,
     read_pod_log,
     read_sacctmgr_events,
@@ -227,6 +228,11 @@ def node_cases() -> Iterator[Case]:
                read=9, kept=2, events=2,
                quarantined={3: "outside 1990-2200", 4: "outside 1990-2200", 5: "cannot read time",
                             6: "cannot read time", 7: "NodeName", 8: "NodeName", 9: "TimeEnd"})  # fmt: skip
+    # issue 37 (found at 1,000 mutations): a header run into the next line (its newline
+    # flipped) named two fields '' and was a polars DuplicateError traceback
+    yield Case("events header run into a line", read_sacctmgr_events, "ev.psv",
+               _lines([head + "\x01" + "c1||2025-01-01T00:00:00|Unknown||Cluster Registered TRES|", rows[1]]),
+               {"tz": "UTC"}, error=r"ev\.psv:1: field '': malformed sacctmgr header")  # fmt: skip
     yield Case("events bad zone", read_sacctmgr_events, "ev.psv", _lines(rows[:2]),
                {"tz": "Mars/Olympus"}, error=r"option tz=")  # fmt: skip
     yield Case("events need tz", read_sacctmgr_events, "ev.psv", _lines(rows[:2]), {},
@@ -279,6 +285,22 @@ def pod_cases() -> Iterator[Case]:
                                             7: "got null"})  # fmt: skip
 
 
+def lanl_cases() -> Iterator[Case]:
+    header = ("System,machine type,nodes,procstot,procsinnode,nodenum,nodenumz,node install,node prod,"
+              "node decom,fru type,mem,cputype,memtype,num intercon,purpose,Prob Started,Prob Fixed,"
+              "Down Time,Facilities,Hardware,Human Error,Network,Undetermined,Software,Same Event")  # fmt: skip
+    row = ("7,smp,128,1024,8,{n},{n},2-Jan,2-Mar,current,part,8,1,1,0,compute,5/23/2003 9:37,{fixed},"
+           "144,,Memory Dimm,,,,,No")  # fmt: skip
+    # issue 37 (found at 1,000 mutations): no time bound: a repair in the year 3003 (or
+    # '٣003': strptime reads any digit) was kept, stretching the observation window
+    yield Case("lanl poison times", read_lanl, "lanl.csv",
+               _lines([header, row.format(n=1, fixed="5/23/2003 12:01"), row.format(n=2, fixed="5/23/3003 12:01"),
+                       row.format(n=3, fixed="5/23/\u0663003 12:01"), row.format(n=4, fixed="5/23/1989 12:01")]),
+               read=4, kept=1, quarantined={3: "field Prob Fixed: time '5/23/3003 12:01' is outside 1990-2200",
+                                            4: "outside 1990-2200", 5: "field Prob Fixed"})  # fmt: skip
+
+
 def all_cases() -> list[Case]:
     """Every crafted case."""
-    return [*health_cases(), *dcgm_cases(), *kernel_cases(), *node_cases(), *pod_cases()]
+    return [*health_cases(), *dcgm_cases(), *kernel_cases(), *node_cases(), *pod_cases(),
+            *lanl_cases()]  # fmt: skip

@@ -68,10 +68,9 @@ _NAME = r"[A-Za-z0-9][\w.-]*"
 
 # -- one record -> rows (None: undecided, []: must give no row) ------------------------------
 def _health_jsonl(text: str, sample: Sample) -> Rows | None:
-    try:
-        obj = json.loads(text)
-    except ValueError:
+    if "\n" in text:  # (each line is a record of its own)
         return None
+    obj = _json(text)
     keys = {"cluster", "node", "time", "source", "component", "code", "severity", "device",
             "message"}  # fmt: skip
     if not isinstance(obj, dict) or set(obj) != keys:
@@ -96,6 +95,11 @@ def _health_jsonl(text: str, sample: Sample) -> Rows | None:
 
 
 def _health_csv(text: str, sample: Sample) -> Rows | None:
+    # a quoted field runs over lines only up to a line that is a whole record by itself (the
+    # reader's documented rule, not RFC 4180's): such a line leaves the record undecided
+    for line in text.split("\n")[1:]:
+        if line.count(",") >= 8:
+            return None
     try:
         rows = list(csv.reader(io.StringIO(text, newline=""), strict=True))
     except csv.Error:
@@ -234,10 +238,9 @@ def _sinfo(text: str, sample: Sample) -> Rows | None:
 
 def _pod(text: str, sample: Sample) -> Rows | None:
     """Machine events (inventory, healthd); a job's rows depend on its other lines: undecided."""
-    try:
-        obj = json.loads(text)
-    except ValueError:
+    if "\n" in text:  # (each line is a record of its own)
         return None
+    obj = _json(text)
     if not isinstance(obj, dict) or not all(isinstance(v, str) for v in obj.values()):
         return None
     base = {"time", "event", "component_type", "component_id"}
@@ -428,6 +431,24 @@ def expected(sample: Sample, lines: list[str], edited: int | None = None,
         for row in rows:
             out[_unit(sample.reader, row)].append(row)
     return {u: sorted(r, key=_order) for u, r in out.items() if u not in undecided}
+
+
+def _json(text: str) -> object:
+    """A JSON value with its lone surrogates (``\\ud800``: not text) as U+FFFD, as the readers
+    document; None if the text is not JSON."""
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return None
+
+    def text_of(v: object) -> object:
+        if isinstance(v, str):
+            return v.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        if isinstance(v, dict):
+            return {text_of(k): text_of(x) for k, x in v.items()}
+        return [text_of(x) for x in v] if isinstance(v, list) else v
+
+    return text_of(obj)
 
 
 def _decoded(text: str) -> str:

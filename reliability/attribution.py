@@ -23,13 +23,19 @@ attempt that never started, and then only the left bound ``end - before_min`` ap
   interval *begins* in ``[max(start, end - before_min), end + state_slack_s]``: a state change
   that ends an attempt happens while it runs or at its end (Slurm sets a node DOWN and ends its
   jobs NODE_FAIL in the same second; a health-check drain requeues them at once; a prolog
-  failure drains the node as it requeues the job). An interval that began before the attempt
-  started (whether it ended before the start or is still open) is never evidence: Slurm does
-  not start jobs on such nodes, so it is either stale or about something else. Nor is a state
-  change after the end: in run 1 of the real Slurm corpus an admin set node07 FAIL 21-29 s
-  after seven user failures and three exit-code requeues on it, none of which it caused. A
-  fault that is only detected later is evidence through its health event (kernel log, DCGM,
-  a health check, or the signal in a drain reason), whose window reaches ``after_min`` past
+  failure drains the node as it requeues the job). Evidence first, words second: the change
+  counts whatever its reason's wording, unless the reason is an administrator's
+  (:mod:`reliability.reasons`). Two kinds of record come after the fact and count up to
+  ``end + drain_slack_s``: a DRAIN (Slurm's accounting records it when the node became
+  DRAINED, once its jobs ended) and ``Node unexpectedly rebooted`` (recorded when slurmd
+  registers again). An interval that began before the attempt started (whether it ended
+  before the start or is still open) is never evidence: Slurm does not start jobs on such
+  nodes, so it is either stale or about something else. Nor is a DOWN or FAIL set after the
+  end: in run 1 of the real Slurm corpus an admin set node07 FAIL 21-29 s after seven user
+  failures and three exit-code requeues on it, none of which it caused (a DOWN or FAIL takes
+  effect at once, so one that did not end the attempt by its end did not end it). A fault
+  that is only detected later is evidence through its health event (kernel log, DCGM, a
+  health check, or the signal in a drain reason), whose window reaches ``after_min`` past
   the end.
 
 The nearest evidence to the attempt's end wins; a health event beats a node-state change,
@@ -42,9 +48,10 @@ Rules per Slurm state (the paper's rule, plus Slurm's requeue semantics):
   segment of a job before ``scontrol update NumNodes=``, not a failure).
 - PREEMPTED: ``preemption`` (both PreemptMode=CANCEL and REQUEUE print PREEMPTED).
 - NODE_FAIL, BOOT_FAIL: the evidence's domain, else ``hardware`` (cause ``unknown``).
-- FAILED, LAUNCH_FAILED: a critical health event (the paper's rule) or a node failing under
-  the attempt (DOWN / FAIL / a Slurm node-fault reason) gives its domain with the node as
-  culprit; otherwise ``user``. A plain DRAIN does not kill jobs and is not evidence here.
+- FAILED, LAUNCH_FAILED: a critical health event (the paper's rule) or a node leaving
+  service under the attempt (DOWN, FAIL, or a DRAIN whose reason is not an administrator's)
+  gives its domain with the node as culprit (an unclassified reason: ``hardware``, cause
+  ``unknown``); otherwise ``user``.
 - REQUEUED: an exit code in ``requeue_exit_codes`` (Slurm's RequeueExit / RequeueExitHold)
   gives ``user``: the application asked to be requeued, whatever happened on its nodes (an
   application that requeues itself on hardware errors should leave that code out). Else a
@@ -93,6 +100,8 @@ _FAILING = ("hardware", "infrastructure", "system_software", "unknown")
 _HEALTH, _FAULT, _DRAIN, _ADMIN = 0, 1, 2, 3
 #: reader kinds whose node_states are point-in-time snapshots, not a history
 _SNAPSHOT_KINDS = ("nodes",)
+#: reasons Slurm records when the node comes back, after the failure they explain
+_LATE_REASONS = r"^\s*node unexpectedly rebooted"
 
 
 def _frames(source: Dataset | pl.DataFrame | pl.LazyFrame, health, states):
@@ -127,7 +136,24 @@ def _reason_class(reason: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
     return comp, dom
 
 
-def _node_state_evidence(ns, reasons, nearest, slack, ended) -> list[pl.LazyFrame]:
+def _administrative_starts(ns: pl.LazyFrame, reasons: ReasonRules | None) -> pl.LazyFrame:
+    """``cluster, node, start, source="slurm"`` of intervals with an administrator's reason."""
+    names = ns.collect_schema().names()
+    out = ns.select(
+        pl.col("cluster").cast(pl.String), pl.col("node").cast(pl.String), "start",
+        reason=pl.col("reason").cast(pl.String) if "reason" in names else pl.lit(None, pl.String),
+        user=pl.col("user").cast(pl.String) if "user" in names else pl.lit(None, pl.String),
+    )  # fmt: skip
+    classes = classify_reasons(out.select("reason", "user").unique().collect(), reasons)
+    admin = classes.filter(pl.col("reason_class") == "administrative").select("reason", "user")
+    return out.join(admin.lazy(), on=["reason", "user"], how="semi", nulls_equal=True).select(
+        "cluster", "node", "start", source=pl.lit("slurm")
+    )
+
+
+def _node_state_evidence(
+    ns, reasons, nearest, latest_before, slack, late_slack, ended_drain
+) -> list[pl.LazyFrame]:
     """Node-state changes as evidence, by the class of their reason (:mod:`reliability.reasons`).
 
     A DOWN, FAIL or REPAIR, or a DRAIN whose reason names a signal or is one Slurm sets, is a
@@ -159,10 +185,17 @@ def _node_state_evidence(ns, reasons, nearest, slack, ended) -> list[pl.LazyFram
     )
     drains = out.filter(drain).with_columns(__domain=pl.lit("hardware"), __cause=pl.lit("unknown"))
     admins = out.filter(admin).with_columns(__domain=pl.lit("admin"), __cause=pl.lit("none"))
+    # recorded after the fact: a drain when the node became DRAINED (its jobs done), a reboot
+    # when slurmd registered again
+    late = (pl.col("__state") == "DRAIN") | pl.col("__reason").str.contains(
+        f"(?i){_LATE_REASONS}"
+    ).fill_null(False)
     return [
         nearest(faults.drop("__state"), _FAULT, slack),
+        latest_before(faults.filter(late).drop("__state"), _FAULT, late_slack),
         nearest(drains.drop("__state"), _DRAIN, slack),
-        nearest(admins.drop("__state"), _ADMIN, slack, ended.filter(pl.col("__drain"))),
+        latest_before(drains.drop("__state"), _DRAIN, late_slack),
+        nearest(admins.drop("__state"), _ADMIN, slack, ended_drain),
     ]
 
 
@@ -183,6 +216,7 @@ def attribute_failures(
     before_min: float = 10.0,
     after_min: float = 5.0,
     state_slack_s: float = 5.0,
+    drain_slack_s: float = 300.0,
     requeue_exit_codes: Iterable[int] = (),
     health_events: pl.DataFrame | pl.LazyFrame | None = None,
     node_states: pl.DataFrame | pl.LazyFrame | None = None,
@@ -199,6 +233,11 @@ def attribute_failures(
         Health-event window around the attempt's end [minutes], never reaching before the attempt's
         start (Kokolis et al. HPCA'25 §III: 10 and 5); ``before_min`` also bounds node-state changes
         before the end.
+    drain_slack_s : float
+        How long after the attempt's end a DRAIN (or a "Node unexpectedly rebooted") still counts
+        [s]: Slurm's accounting records a drain when the node became DRAINED, once its jobs
+        have ended (seen in run 1 of the real corpus), and a reboot when slurmd registers again,
+        after the failure they explain. Default 300 s, the paper's window after the end.
     state_slack_s : float
         How long after the attempt's end a node-state change still counts [s] (the two records'
         clock granularity; Slurm stamps both to the second).
@@ -224,10 +263,10 @@ def attribute_failures(
         ``evidence_reason`` and ``reason_class`` (the node-state reason the domain rests on and
         its class, when it rests on one) and ``resource_class`` added (same rows, same order).
     """
-    if min(before_min, after_min, state_slack_s) < 0:
+    if min(before_min, after_min, state_slack_s, drain_slack_s) < 0:
         raise ValueError(
-            "before_min, after_min and state_slack_s must be >= 0 "
-            f"(got {before_min}, {after_min}, {state_slack_s})"
+            "before_min, after_min, state_slack_s and drain_slack_s must be >= 0 "
+            f"(got {before_min}, {after_min}, {state_slack_s}, {drain_slack_s})"
         )
     codes = _exit_codes(requeue_exit_codes)
     jobs, he, ns, states_known = _frames(source, health_events, node_states)
@@ -290,8 +329,37 @@ def attribute_failures(
             )
         )  # fmt: skip
 
+    def latest_before(events: pl.LazyFrame, kind: int, lag: timedelta) -> pl.LazyFrame:
+        """Match each event recorded after the fact to the last failing attempts before it.
+
+        Per node, within ``lag``: the failure that led to it (earlier failures on the node are
+        not explained by it).
+        """
+        ends = ended.select("cluster", "node", __e=pl.col("end_time")).unique().sort("__e")
+        ev = events.with_columns(__unk=pl.col("__cause") == "unknown").sort("__t")
+        last = ev.join_asof(
+            ends, left_on="__t", right_on="__e", by=["cluster", "node"], strategy="backward",
+            tolerance=lag, check_sortedness=False,
+        ).drop_nulls("__e")  # fmt: skip
+        return last.join(
+            ended, left_on=["cluster", "node", "__e"], right_on=["cluster", "node", "end_time"]
+        ).select(
+            "__rid", "__cause", "__domain", "__unk", "__reason", "__rclass", __node=pl.col("node"),
+            __dist=(pl.col("__t") - pl.col("__e")).dt.total_microseconds().abs(),
+            __kind=pl.lit(kind, pl.Int8),
+        )  # fmt: skip
+
     if he is not None:
-        crit = he.filter(pl.col("severity").cast(pl.String) == "critical").select(
+        crit = he.filter(pl.col("severity").cast(pl.String) == "critical")
+        if ns is not None:
+            # a signal read from an administrator's reason ("burn-in after GPU swap (was Xid 79)")
+            # is history, not a fault now: not evidence
+            crit = crit.join(
+                _administrative_starts(ns, reasons), how="anti", nulls_equal=True,
+                left_on=["cluster", "node", "time", pl.col("source").cast(pl.String)],
+                right_on=["cluster", "node", "start", "source"],
+            )  # fmt: skip
+        crit = crit.select(
             "cluster", "node", __t=pl.col("time"), __cause=pl.col("component").cast(pl.String)
         )
         crit = crit.with_columns(
@@ -303,7 +371,15 @@ def attribute_failures(
         )
         evidence.append(nearest(crit, _HEALTH, after))
     if ns is not None:
-        evidence += _node_state_evidence(ns, reasons, nearest, slack, ended)
+        evidence += _node_state_evidence(
+            ns,
+            reasons,
+            nearest,
+            latest_before,
+            slack,
+            timedelta(seconds=drain_slack_s),
+            ended.filter(pl.col("__drain")),
+        )
     # the best evidence per attempt: strongest kind first, then nearest the end, then by
     # node name, then a known cause before "unknown" (deterministic on ties)
     best = (

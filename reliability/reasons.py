@@ -5,19 +5,20 @@ ended it, whatever the reason's wording, unless the reason is an administrator's
 first, words second. Every reason falls in one class (:data:`REASON_CLASSES`), decided in
 this order:
 
-1. ``signal``: it names a hardware signal, an Xid, SXid, ECC or NVLink error
+1. ``administrative``: maintenance, reboot requests, reservations, upgrades, reinstalls,
+   benchmarks, burn-in (:data:`ADMIN_PATTERNS`), or a reason set by a named person rather
+   than a system account (sacctmgr's ``User`` field, not one of :data:`SYSTEM_USERS`), unless
+   it also says something failed (:data:`FAULT_PATTERNS`: failed, error, fault, bad,
+   unhealthy, timeout, hang...; ``maintenance: bad DIMM`` is a fault). Even when it names a
+   signal (``burn-in after GPU swap (was Xid 79)`` is the node's history). Not evidence: an
+   administrator's drain does not end jobs.
+2. ``signal``: it names a hardware signal, an Xid, SXid, ECC or NVLink error
    (:func:`reliability.taxonomy.reason_signals`). Evidence; the cause is the signal's
    component (a signal the taxonomy puts in the user's domain, such as Xid 13, is not
    evidence against the node).
-2. ``slurm``: a reason Slurm sets itself (``Prolog error``, ``Kill task failed``, ``Node
+3. ``slurm``: a reason Slurm sets itself (``Prolog error``, ``Kill task failed``, ``Node
    unexpectedly rebooted``: :data:`reliability.taxonomy.SLURM_NODE_REASONS`). Evidence, with
    the domain the taxonomy gives.
-3. ``administrative``: maintenance, reboot requests, reservations, upgrades, reinstalls,
-   benchmarks (:data:`ADMIN_PATTERNS`), or a reason set by a named person rather than a system
-   account (sacctmgr's ``User`` field, not one of :data:`SYSTEM_USERS`), unless it also says
-   something failed (:data:`FAULT_PATTERNS`: failed, error, fault, bad, unhealthy, timeout,
-   hang...; ``maintenance: bad DIMM`` is a fault). Not evidence: an administrator's drain does
-   not end jobs.
 4. ``signal`` again: it names a component (``PSU``, ``DIMM``, ``InfiniBand``, ``GPU``...:
    :data:`COMPONENT_PATTERNS`). Evidence; the cause is that component.
 5. ``unclassified``: anything else, an empty reason included (a site's own health-check
@@ -79,6 +80,7 @@ FAULT_PATTERNS: tuple[str, ...] = (
     r"\bhang", r"\bhung\b", r"\bcrash", r"\bpanic", r"\blost\b", r"\bdegraded\b", r"\bcritical\b",
     r"\boverheat", r"\bthrottl", r"\bmissing\b", r"\bcorrupt", r"\bsel\b", r"\bmce\b",
     r"\bmachine check\b", r"\bunreachable\b", r"\bflap", r"\bsegfault",
+    r"\b(fell|fallen|falling|dropped) off\b", r"\buncorrect", r"\bdbe\b",
 )  # fmt: skip
 #: component words in a reason -> taxonomy component (first match wins)
 COMPONENT_PATTERNS: tuple[tuple[str, str], ...] = (
@@ -284,6 +286,11 @@ class ReasonRules:
         """
         admin, fault, comps = self._compiled
         text = reason or ""
+        failing = fault.search(text) is not None
+        if not failing and (admin.search(text) or self._by_a_person(user)):
+            # an administrator's words, even naming a signal ("burn-in after GPU swap (was Xid
+            # 79)"): the history of the node, not a fault now
+            return _row("administrative", None, None, None)
         sig = reason_signals(text)
         if sig:
             hw = [s for s in sig if s.classification.domain == "hardware"]
@@ -294,9 +301,6 @@ class ReasonRules:
         c = classify_slurm_reason(text)
         if c is not None:
             return _row("slurm", c.component, _DOMAIN.get(c.domain, c.domain), c.description)
-        failing = fault.search(text) is not None
-        if not failing and (admin.search(text) or self._by_a_person(user)):
-            return _row("administrative", None, None, None)
         for pat, comp in comps:
             m = pat.search(text)
             if m:

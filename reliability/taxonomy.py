@@ -37,7 +37,7 @@ __all__ = [
     "xid_table",
 ]
 
-TAXONOMY_VERSION = "2026.11.2"  # + reason signals (node-state reasons -> health events)
+TAXONOMY_VERSION = "2026.12.1"  # Xid 94 critical (it terminates the application)
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,11 @@ XID: dict[int, Classification] = {
     74: _C("nvlink", "hardware", "critical", "NVLink error"),
     79: _C("gpu", "hardware", "critical", "GPU has fallen off the bus"),
     92: _C("gpu_memory", "hardware", "warning", "high single-bit ECC error rate"),
-    94: _C("gpu_memory", "hardware", "warning", "contained ECC error (application must restart)"),
+    # the process that touched the poisoned memory is terminated (NVIDIA Xid catalog: immediate
+    # action RESTART_APP): a job ends on it, so it is evidence for that job's failure
+    94: _C(
+        "gpu_memory", "hardware", "critical", "contained ECC error (the application is terminated)"
+    ),
     95: _C("gpu_memory", "hardware", "critical", "uncontained ECC error (GPU reset required)"),
     109: _C("gpu", "software", "warning", "context switch timeout"),
     119: _C("gpu", "hardware", "critical", "GSP RPC timeout"),

@@ -292,6 +292,17 @@ def _reference(jobs, he, ns, before_min=10.0, after_min=5.0, slack_s=5.0, codes=
         timedelta(seconds=slack_s),
     )
     out = []
+    failing_ends: dict[str, list] = {}
+    for o in jobs.iter_rows(named=True):
+        if o["end_time"] is not None and o["state"] in (
+            "FAILED",
+            "NODE_FAIL",
+            "REQUEUED",
+            "BOOT_FAIL",
+            "LAUNCH_FAILED",
+        ):
+            for n in o["nodes"]:
+                failing_ends.setdefault(n, []).append(o["end_time"])
     for j in jobs.iter_rows(named=True):
         state, start, end = j["state"], j["start_time"], j["end_time"]
         cands = []
@@ -314,10 +325,23 @@ def _reference(jobs, he, ns, before_min=10.0, after_min=5.0, slack_s=5.0, codes=
                     }.get(comp, "hardware")
                     cands.append((0, abs(e["time"] - end), e["node"], comp == "unknown", comp, dom))
             for s in ns.iter_rows(named=True):
+                # a drain (recorded when the node became DRAINED) and a reboot (recorded when
+                # slurmd came back) also count up to 5 minutes after the end, for the failing
+                # attempts on the node that ended last before them; anything else 5 s
+                late = s["state"] == "DRAIN" or str(s["reason"]).lower().startswith(
+                    "node unexpectedly rebooted"
+                )
+                last = max(
+                    (t for t in failing_ends.get(s["node"], [])
+                     if s["start"] - timedelta(seconds=300) <= t <= s["start"]),
+                    default=None,
+                )  # fmt: skip
+                in_window = lo <= s["start"] <= end + slack
+                after_fact = late and last == end
                 if (
                     s["node"] in j["nodes"]
                     and s["state"] in (*FAULT, "DRAIN")
-                    and lo <= s["start"] <= end + slack
+                    and (in_window or after_fact)
                 ):
                     # evidence first: the change is a fault unless its reason is an
                     # administrator's (then it explains only states an admin can cause)
@@ -435,7 +459,9 @@ def test_no_culprit_from_outside_the_attempt(seed, n):
                 return False
         return True
 
-    extra_s = [x for x in extra_s if outside_all(x[0], x[2], 10 * M, 5 * S)]
+    extra_s = [
+        x for x in extra_s if outside_all(x[0], x[2], 10 * M, 300 * S if x[1] == "DRAIN" else 5 * S)
+    ]
     extra_h = [x for x in extra_h if outside_all(x[0], x[1], 10 * M, 5 * M)]
     more = attribute_failures(
         jobs, health_events=pl.concat([he, _health(extra_h)]) if extra_h else he,

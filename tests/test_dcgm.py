@@ -94,3 +94,40 @@ def test_err_code_label_and_mig(tmp_path):
                                           (0, False), (65.0, False), (2147483631, False)])  # fmt: skip
 def test_is_blank(v, blank):
     assert is_blank(v) is blank
+
+
+def test_openmetrics_exemplars_are_not_timestamps(tmp_path):
+    """Issue 37: the exemplar after ' # ' was read as the sample's timestamp (its last number,
+    as milliseconds: 1970), quarantining every sample that carried one. Per OpenMetrics the
+    exemplar is not part of the sample, and a sample timestamp is in seconds."""
+    lab = 'gpu="0",Hostname="n1"'
+    ex = '# {trace_id="abc"} 1.0 1600000000.000'
+    text = "\n".join([
+        "# scraped_at 2025-01-01T00:00:00Z",
+        f"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{{{lab}}} 1 {ex}",
+        f"DCGM_FI_DEV_XID_ERRORS{{{lab}}} 0 {ex}",
+        "# scraped_at 2025-01-01T00:01:00Z",
+        f"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{{{lab}}} 3 {ex}",
+        f"DCGM_FI_DEV_XID_ERRORS{{{lab}}} 79 1735689720.5 {ex}",  # own time: 2025-01-01T00:02:00.5Z
+        'DCGM_FI_DEV_XID_ERRORS{gpu="1",Hostname="n # {2}"} 48 # {a="b"} 1',  # '#' in a label
+        "# EOF",
+    ]) + "\n"  # fmt: skip
+    p = tmp_path / "om.prom"
+    p.write_text(text)
+    r = read_dcgm(p, cluster="c")
+    assert (r.rows_read, r.rows_kept, r.rows_quarantined) == (5, 5, 0)
+    he = r.tables["health_events"].sort("time", "node")
+    assert he.select("node", "time", "code").rows() == [
+        ("n # {2}", datetime(2025, 1, 1, 0, 1, tzinfo=UTC), "48"),
+        ("n1", datetime(2025, 1, 1, 0, 1, tzinfo=UTC), "ECC_DBE_VOL_TOTAL"),
+        ("n1", datetime(2025, 1, 1, 0, 2, 0, 500000, tzinfo=UTC), "79"),
+    ]
+    assert he.filter(code="ECC_DBE_VOL_TOTAL").item(0, "message").endswith("+2 (counter now 3)")
+
+
+def test_prometheus_text_timestamps_stay_milliseconds(tmp_path):
+    """Without '# EOF' or exemplars the file is Prometheus text: timestamps in ms."""
+    p = tmp_path / "p.prom"
+    p.write_text('DCGM_FI_DEV_XID_ERRORS{gpu="0",Hostname="n1"} 79 1735689720500\n')
+    he = read_dcgm(p, cluster="c").tables["health_events"]
+    assert he["time"].to_list() == [datetime(2025, 1, 1, 0, 2, 0, 500000, tzinfo=UTC)]

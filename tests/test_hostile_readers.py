@@ -7,7 +7,8 @@ Properties, for every reader (``read_sacct`` and ``read_lanl`` included, read-on
    another exception; for line-per-record formats the records read equal a count made here
    from the bytes;
 2. mutating one record never changes the output rows of any other record (rows are grouped
-   by their unit: node, job id, component id);
+   by their unit: node, job id, component id), and every unit whose records an independent
+   strict parse decides (:mod:`hostile.oracles`) has exactly the rows it gives;
 3. lossless re-encodings (UTF-16 with or without BOM, UTF-8 BOM, CRLF, gzip) give exactly the
    output of the plain UTF-8 file.
 """
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from hostile import oracles
 from hostile.cases import Case, all_cases
 from hostile.mutations import (
     LOSSLESS_ENCODINGS,
@@ -127,6 +129,49 @@ def test_mutating_one_record_changes_no_other(reader, data, tmp_path_factory) ->
         if unit == rec.unit or unit in new:
             continue
         assert got.get(unit) == rows, (unit, new)
+
+
+def test_the_oracles_decide_every_clean_record(tmp_path: Path) -> None:
+    """The independent parse decides every record of each clean sample (a pod job's rows
+    depend on its other lines: those are left to the locality property) and agrees with
+    the reader there: so the property below has teeth."""
+    for reader in GENERATORS:
+        sample = GENERATORS[reader]()
+        r = read(sample, _write(tmp_path / reader, sample, sample.text().encode()))
+        assert isinstance(r, ReadResult)
+        want = oracles.expected(sample, sample.lines)
+        units = {rec.unit for rec in sample.records if not rec.unit.startswith("job")}
+        assert units <= set(want), (reader, units - set(want))
+        got = oracles.kept(reader, r.tables)
+        for unit, rows in want.items():
+            assert got.get(unit, []) == rows, (reader, unit)
+        assert sum(len(v) for v in want.values()) > 0, reader
+
+
+@pytest.mark.parametrize("reader", LOCALITY_READERS)
+@PROPERTY
+@given(data=st.data())
+def test_kept_rows_equal_an_independent_parse(reader, data, tmp_path_factory) -> None:
+    """Issue 37: under a mutation of one record, every unit whose records an independent
+    strict parse (:mod:`hostile.oracles`) decides has exactly the rows that parse gives: a
+    record that kept its form is read as written, one with a value no reader may keep gives
+    no row, and the others are untouched."""
+    tmp = tmp_path_factory.mktemp(f"oracle-{reader}")
+    sample = GENERATORS[reader]()
+    k = data.draw(st.integers(0, len(sample.records) - 1), label="record")
+    rec = sample.records[k]
+    extra = tuple(header_tokens(sample.lines[0])) if sample.reader in _DELIMITED else ()
+    new = data.draw(record_edit("\n".join(sample.lines[rec.start : rec.stop]), extra),
+                    label="mutated record")  # fmt: skip
+    lines = [*sample.lines[: rec.start], *new.split("\n"), *sample.lines[rec.stop :]]
+    text = "\n".join(lines) + "\n"
+    r = read(sample, _write(tmp, sample, text.encode("utf-8", errors="surrogatepass")))
+    if isinstance(r, IngestError):
+        return  # (a refusal of the whole file is the other properties' business)
+    want = oracles.expected(sample, lines, k, new)
+    got = oracles.kept(reader, r.tables)
+    for unit, rows in want.items():
+        assert got.get(unit, []) == rows, (unit, new)
 
 
 def _bundled_samples() -> list[tuple[Sample, bytes]]:

@@ -194,3 +194,32 @@ def test_the_default_node_note_is_about_the_rows_kept(tmp_path):
     node = r.tables["health_events"].get_column("node").to_list()
     assert len(node) == 1
     assert any(f"node set to {node[0]!r}" in n for n in r.notes)
+
+
+def test_dmesg_raw_and_decoded_prefixes_are_read_like_plain_dmesg(tmp_path):
+    """Issue 37: `dmesg -r` writes the syslog priority before each line (<4>), `dmesg -x` the
+    decoded facility and level (kern  :warn  :); both lines were quarantined as 'no
+    timestamp'. Expected times are boot + the seconds written, and the -T time in UTC."""
+    xid = "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=python, GPU has fallen off the bus."
+    sxid = "nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 20034, Fatal, Link 3 LTSSM Fault Up"
+    lines = [f"<4>[   12.500000] {xid}",
+             f"<12>[Sun Feb 23 16:24:18 2025] {xid.replace('3b', '5e')}",
+             f"kern  :warn  : [   13.250000] {xid.replace('3b', '86')}",
+             f"<4>[   14.000000] {sxid}",
+             f"<4>{xid}",  # dmesg -r -t: no time, as plain dmesg -t
+             xid]  # fmt: skip
+    p = tmp_path / "k.log"
+    p.write_text("\n".join(lines) + "\n")
+    r = read_kernel_log(p, cluster="c", node="n", tz="UTC", boot_time=BOOT)
+    he = r.tables["health_events"]
+    assert he.select("time", "code", "device").rows() == [
+        (datetime(2025, 1, 1, 0, 0, 12, 500000, tzinfo=UTC), "79", "0000:3b:00"),
+        (datetime(2025, 2, 23, 16, 24, 18, tzinfo=UTC), "79", "0000:5e:00"),
+        (datetime(2025, 1, 1, 0, 0, 13, 250000, tzinfo=UTC), "79", "0000:86:00"),
+        (datetime(2025, 1, 1, 0, 0, 14, tzinfo=UTC), "SXid20034", "nvidia-nvswitch0@0000:05:00"),
+    ]
+    assert he["message"][0] == "pid=1, name=python, GPU has fallen off the bus."
+    q = r.quarantine
+    assert q["line_no"].to_list() == [5, 6]
+    assert q["raw"][0] == lines[4]  # the raw line, prefix and all
+    assert set(q["reason"]) == {"no timestamp on the line"}

@@ -203,6 +203,13 @@ def test_bad_fields_are_quarantined_with_reason(tmp_path, bad, reason):
         (("T01:00:00|2|", "T01:00:00|999999999999999999999999|"), "field NNodes: not a count"),
         (("gres/gpu=16", f"gres/gpu={2**32}"), f"the GPU count is more than {MAX_ACCELERATORS_PER_JOB:,}"),
         (("gres/gpu=16", "gres/gpu=99999999999999999999999"), "does not fit 64 bits"),
+        # issue 37: a sign or a unit suffix is no GPU count (was read as 0 GPUs, and as 8)
+        (("gres/gpu=16", "cpu=4,gres/gpu=-8,mem=1G"),
+         "field AllocTRES: a GPU count is not a whole number of GPUs (Slurm prints gres/gpu "
+         "counts without a sign or a unit suffix): 'cpu=4,gres/gpu=-8,mem=1G'"),
+        (("gres/gpu=16", "gres/gpu=8K"), "field AllocTRES: a GPU count is not a whole number"),
+        (("gres/gpu=16", "gres/gpu:a100=8,gres/gpu:h100=2M"), "a GPU count is not a whole number"),
+        (("gres/gpu=16", "gres/gpu=NONE"), "a GPU count is not a whole number"),
         (("n[01-02]", "node[1-100000000]"), f"more than the {MAX_HOSTLIST_NODES:,}"),
         (("n[01-02]", "r[1-100000]n[1-100000]"), "names 10,000,000,000 hosts"),
         (("n[01-02]", "n[1-99999999999999999999999]"), "host number too long"),
@@ -519,6 +526,19 @@ def test_cpu_only_jobs_have_zero_gpus(tmp_path):
     req = "JobID|State|Submit|AllocTRES|ReqTRES|Cluster\n7|PENDING|2025-01-01T00:00:00||cpu=2,gres/gpu=2|c\n8|PENDING|2025-01-01T00:00:00||cpu=2|c"
     r = read_sacct(_write(tmp_path, req, "r.psv"), tz="UTC")
     assert r.tables["jobs"].get_column("n_accelerators").to_list() == [2, 0]
+
+
+def test_gpu_counts_beside_suffixed_tres_and_the_field_named(tmp_path):
+    """Slurm suffixes mem, gres/gpumem and bb counts (mem=64G, gres/gpumem=80G): not the GPU
+    count. A bad count is named with the field it was read from (ReqTRES when the job never
+    got an allocation)."""
+    req = ("JobID|State|Submit|AllocTRES|ReqTRES|Cluster\n"
+           "7|COMPLETED|2025-01-01T00:00:00|cpu=8,gres/gpu=8,gres/gpumem=80G,mem=64G|cpu=8|c\n"
+           "8|PENDING|2025-01-01T00:00:00||cpu=2,gres/gpu=2G|c\n"
+           "9|PENDING|2025-01-01T00:00:00||gres/gpu:a100=3,gres/gpu:h100=1|c")  # fmt: skip
+    r = read_sacct(_write(tmp_path, req, "r.psv"), tz="UTC")
+    assert dict(r.tables["jobs"].select("job_id", "n_accelerators").iter_rows()) == {"7": 8, "9": 4}
+    assert r.quarantine.item(0, "reason").startswith("field ReqTRES: a GPU count is not a whole")
 
 
 def test_long_line_is_quarantined_without_holding_it(tmp_path, monkeypatch):

@@ -15,6 +15,7 @@ header-like payloads are generated for that order.
 from __future__ import annotations
 
 import polars as pl
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -177,3 +178,30 @@ def test_header_swapping_user_and_account_in_the_middle_of_a_file(tmp_path):
     names = bad.tables["jobs"].get_column("name").to_list()
     assert names[2] == recs2[4]["JobName"]
     assert (bad.rows_read, bad.rows_quarantined) == (clean.rows_read, 0)
+
+
+@pytest.mark.parametrize("layout", ["name last", "name second", "name middle", "recommended"])
+@pytest.mark.parametrize("tail", ["", "123", "x|y"])
+def test_a_forged_header_followed_by_its_copy_remaps_nothing(tmp_path, layout, tail):
+    """Issue 37 (found by the independent-parse property of tests/hostile at 1,000
+    mutations): a forged header whose next line was another header-like line (its copy, or
+    a header run into text) had nothing after it to compare and was taken as a new section:
+    every later record was read with two fields swapped (here User <-> Account), without a
+    word (JobName last: the record before the forged lines is complete).
+    The look-ahead now reads past such lines; only another, different header ends it."""
+    fields = LAYOUTS[layout]
+    recs = _records()
+    swapped = list(fields)
+    i, j = swapped.index("User"), swapped.index("Account")
+    swapped[i], swapped[j] = swapped[j], swapped[i]
+    forged = "|".join(swapped)
+    attacked = [dict(r) for r in recs]
+    attacked[4]["JobName"] = f"evil\n{forged}\n{forged}{tail}"
+    (tmp_path / "a.psv").write_text(_export(fields, attacked))
+    (tmp_path / "c.psv").write_text(_export(fields, recs))
+    bad, clean = read_sacct(tmp_path / "a.psv", tz="UTC"), read_sacct(tmp_path / "c.psv", tz="UTC")
+    vid = recs[4]["JobID"]
+    for table in ("jobs", "job_steps"):
+        want = _rows(clean.tables[table].filter(pl.col("job_id") != vid))
+        got = _rows(bad.tables[table].filter(pl.col("job_id") != vid))
+        assert got == want, (layout, tail)

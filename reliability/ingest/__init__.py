@@ -21,6 +21,7 @@ from pathlib import Path
 from reliability.errors import IngestError
 from reliability.ingest import hostlist
 from reliability.ingest._common import ReadResult, decode_text, read_bytes
+from reliability.ingest._sacct_io import head
 from reliability.ingest._slurm_text import identify, refusal
 from reliability.ingest.dcgm import read_dcgm
 from reliability.ingest.health import read_health
@@ -77,13 +78,14 @@ def read_node_snapshot(path: str | Path, *, cluster: str, tz: str | None = None)
     IngestError
         If the file is empty or holds another kind of output.
     """
-    data, _ = decode_text(read_bytes(path))
+    start = head(path)  # (the start decides: the reader reads the file itself)
+    data, _ = decode_text(start)
     fmt = identify(data[:65536].decode("utf-8", errors="replace"))
     if fmt == "scontrol_node":
         return read_scontrol_nodes(path, cluster=cluster, tz=tz)
     if fmt == "sinfo_reasons":
         return read_sinfo_reasons(path, cluster=cluster, tz=tz)
-    if not data.strip():
+    if not data.strip() and not decode_text(read_bytes(path))[0].strip():
         raise IngestError(str(path), "empty file")
     raise IngestError(str(path), refusal(fmt, "nodes"), line=1)
 

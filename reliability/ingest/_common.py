@@ -18,10 +18,12 @@ from reliability.ingest._compressed import read_all
 
 __all__ = [
     "NULL_SENTINELS",
+    "RAW_PREFIX",
     "ReadResult",
     "check_name_option",
     "check_time_option",
     "check_zone",
+    "clip_lines",
     "decode_text",
     "first_of_runs",
     "quarantine_frame",
@@ -408,4 +410,37 @@ def quarantine_frame(
     return pl.DataFrame(
         {"source_file": [source] * len(line_no), "line_no": line_no, "raw": raw, "reason": reason},
         schema=schema.TABLES["quarantine"].schema,
+    )
+
+
+#: characters of an unread record kept as its raw text in the quarantine
+RAW_PREFIX = 4096
+
+
+def clip_lines(lines: pl.DataFrame, max_bytes: int, keep: int = RAW_PREFIX) -> pl.DataFrame:
+    """Cut the lines longer than a reader's limit to their start, before they reach Python.
+
+    Parameters
+    ----------
+    lines : polars.DataFrame
+        ``line_no`` and ``line``, as :func:`read_lines` returns them.
+    max_bytes : int
+        Longest line kept whole [bytes].
+    keep : int
+        Characters kept of a longer line (its raw text in the quarantine).
+
+    Returns
+    -------
+    polars.DataFrame
+        ``line_no``, ``line`` and ``n_bytes``: the length of each cut line [bytes], null for
+        the lines kept whole.
+    """
+    n = pl.col("line").str.len_bytes()
+    return lines.select(
+        "line_no",
+        pl.when(n > max_bytes)
+        .then(pl.col("line").str.slice(0, keep))
+        .otherwise("line")
+        .alias("line"),
+        pl.when(n > max_bytes).then(n).alias("n_bytes"),
     )

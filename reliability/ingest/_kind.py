@@ -7,13 +7,13 @@ is. Only confident signatures count; a file none of them matches is left to its 
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 from reliability.errors import ReliabilityError
 from reliability.ingest._common import decode_text
 from reliability.ingest._compressed import open_input
+from reliability.ingest._json import loads_record
 from reliability.ingest._slurm_text import _KIND, _WHAT, identify
 
 __all__ = ["HEAD_BYTES", "input_kind"]
@@ -78,8 +78,8 @@ def input_kind(path: str | Path) -> tuple[str, str] | None:
     if any(_kernel_xid(ln) for ln in lines):
         return "kernel", "a kernel log with NVIDIA Xid messages"
     try:
-        first = json.loads(lines[0])
-    except ValueError:
+        first, _ = loads_record(lines[0])
+    except ValueError:  # not JSON, or nested too deeply (JsonLimitError) to be an event
         return None
     if isinstance(first, dict) and "event" in first and "time" in first:
         return "pod", "a TPU pod event log (JSON lines)"

@@ -33,7 +33,7 @@ import polars as pl
 
 from reliability.ingest import _sacct_io
 from reliability.ingest._sacct_parse import time_form, typed_plan
-from reliability.ingest._sacct_records import Layout, assemble, parse_header
+from reliability.ingest._sacct_records import Layout, assemble, headerish_pattern, parse_header
 from reliability.ingest.slurm_fields import USED_FIELDS
 
 if TYPE_CHECKING:
@@ -183,7 +183,8 @@ def _assemble(reader: SacctReader, m: _Mapped, layout: Layout, data_start: int) 
             starts, ends, counts = m.spans(lo, hi, n)
             lead = m.arr[starts.clip(0, len(m.mm) - 1)] | 0x20
             marks = counts != e
-            marks |= lead == ord("j")  # the assembly checks the lines that may be headers
+            # the assembly checks the lines that may be headers (JobID or the header's first)
+            marks |= (lead == ord("j")) | (lead == ord(layout.names[0][:1].lower() or "j"))
             if np.count_nonzero(m.arr[lo:hi] == 0):
                 nul = np.searchsorted(ends, np.flatnonzero(m.arr[lo:hi] == 0) + lo)
                 marks[nul[nul < n]] = True
@@ -296,7 +297,7 @@ def _read(reader: SacctReader, path: str | Path, m: _Mapped) -> bool:
         *(pl.col(f"column_{i + 1}").alias(layout.names[i]) for i in cols),
     )  # fmt: skip
     used = {layout.names[i] for i in cols}
-    pattern, keep = _sacct_io.HEADERISH_PATTERN, []
+    pattern, keep = headerish_pattern(layout), []
     if layout.names[0] != "JobID":  # (a header line fails the job-id check: the plan tests those)
         lf = lf.with_columns(_headerish=pl.col(layout.names[0]).str.contains(pattern))
         pattern, keep = None, ["_headerish"]

@@ -204,25 +204,46 @@ def _duration_s(expr: pl.Expr) -> pl.Expr:
     return pl.when(ok & too_big).then(-1).when(ok).then(secs)
 
 
+#: a GPU count in a TRES string: Slurm prints gres/gpu counts as plain integers (only mem,
+#: gres/gpumem and bb get unit suffixes: slurmdb_make_tres_string_from_simple in Slurm's
+#: src/common/slurmdb_defs.c), so a sign or a suffix (gres/gpu=-8, gres/gpu=8K) is no count
+_COUNT = r"^\d+$"
+#: :func:`_gpu_count` of a count that does not fit 64 bits / that is not a plain integer
+GPU_OVERFLOW, GPU_NOT_A_COUNT = -1, -2
+
+
 def _gpu_count(tres: pl.Expr) -> pl.Expr:
     """Count the GPUs of a TRES string (``gres/gpu=8``, or typed ``gres/gpu:a100=8`` summed).
 
-    Null when it names no GPUs, -1 when a count does not fit 64 bits.
+    Null when it names no GPUs, :data:`GPU_OVERFLOW` when a count does not fit 64 bits,
+    :data:`GPU_NOT_A_COUNT` when a count is not a plain integer (a sign, a unit suffix, text).
     """
-    plain_s = tres.str.extract(r"(?:^|,)gres/gpu=(\d+)", 1)
-    plain = plain_s.cast(pl.Int64, strict=False)
-    typed_s = tres.str.extract_all(r"gres/gpu:[^=,]+=\d+").list.eval(
-        pl.element().str.extract(r"=(\d+)$", 1)
+    plain_s = tres.str.extract(r"(?:^|,)gres/gpu=([^,]*)", 1)
+    plain_form = plain_s.str.contains(_COUNT)
+    plain = pl.when(plain_form).then(plain_s.cast(pl.Int64, strict=False))
+    typed_s = tres.str.extract_all(r"gres/gpu:[^=,]+=[^,]*").list.eval(
+        pl.element().str.extract(r"=([^,=]*)$", 1)
     )
+    typed_form_bad = typed_s.list.eval(
+        ~pl.element().str.contains(_COUNT).fill_null(False)
+    ).list.any()
     typed_i = typed_s.list.eval(pl.element().cast(pl.Int64, strict=False))
     typed_bad = typed_i.list.eval(pl.element().is_null()).list.any()
     typed = (
-        pl.when(typed_bad)
-        .then(-1)
+        pl.when(typed_form_bad)
+        .then(GPU_NOT_A_COUNT)
+        .when(typed_bad)
+        .then(GPU_OVERFLOW)
         .otherwise(typed_i.list.eval(pl.element().clip(0, MAX_ACCELERATORS_PER_JOB + 1)).list.sum())
     )
     typed = pl.when(tres.str.contains("gres/gpu:", literal=True)).then(typed)
-    plain = pl.when(plain_s.is_not_null() & plain.is_null()).then(-1).otherwise(plain)
+    plain = (
+        pl.when(plain_s.is_not_null() & ~plain_form)
+        .then(GPU_NOT_A_COUNT)
+        .when(plain_s.is_not_null() & plain.is_null())
+        .then(GPU_OVERFLOW)
+        .otherwise(plain)
+    )
     return pl.coalesce(plain, typed)
 
 
@@ -522,8 +543,23 @@ def _alloc_fields(allocs: pl.DataFrame, gpu: bool, cache: ValueTable | None = No
         ),
         _c_limit_poison=((limit == -1) | (limit_raw > MAX_DURATION_S // 60) | (limit_raw < 0))
         .fill_null(False),
-        _c_gpus=((gpus < 0) | (gpus > MAX_ACCELERATORS_PER_JOB)).fill_null(False),
+        _c_gpus=((gpus == GPU_OVERFLOW) | (gpus > MAX_ACCELERATORS_PER_JOB)).fill_null(False),
+        _c_gpus_form=(gpus == GPU_NOT_A_COUNT).fill_null(False),
+        _gpu_field=_gpu_field(cols),
     )  # fmt: skip
+
+
+def _gpu_field(cols: set[str]) -> pl.Expr:
+    """Name the field the GPU count of a row is read from (as :func:`_alloc_fields` picks it)."""
+    order = [
+        n for n in ("AllocTRES", "ReqTRES", "AllocGRES", "ReqGRES", "Gres") if f"_raw_{n}" in cols
+    ]
+    if not order:
+        return pl.lit("AllocTRES")
+    out = pl.lit(order[-1])
+    for n in reversed(order[:-1]):
+        out = pl.when(pl.col(f"_raw_{n}").is_not_null()).then(pl.lit(n)).otherwise(out)
+    return out
 
 
 def _alloc_msgs(frame: pl.DataFrame) -> list[tuple[pl.Expr, pl.Expr]]:
@@ -533,15 +569,18 @@ def _alloc_msgs(frame: pl.DataFrame) -> list[tuple[pl.Expr, pl.Expr]]:
         col = f"_raw_{name}"
         return (pl.col(col) if col in frame.columns else pl.lit(None, pl.String)).fill_null("")
 
+    gpu_text = pl.coalesce(v("AllocTRES"), v("ReqTRES"), v("AllocGRES"), v("ReqGRES"), v("Gres"))
     return [
         (pl.col("_c_limit_poison"), pl.format(
             "field Timelimit: '{}' is longer than the accepted calendar (a poison value)",
             pl.coalesce(v("Timelimit"), v("TimelimitRaw")))),
         (pl.col("_c_limit"), pl.format("field Timelimit: cannot read duration '{}'", v("Timelimit"))),
         (pl.col("_c_gpus"), pl.format(
-            f"field AllocTRES: the GPU count is more than {MAX_ACCELERATORS_PER_JOB:,} or "
-            "does not fit 64 bits (a poison value): '{}'",
-            pl.coalesce(v("AllocTRES"), v("ReqTRES"), v("AllocGRES"), v("ReqGRES"), v("Gres")))),
+            f"field {{}}: the GPU count is more than {MAX_ACCELERATORS_PER_JOB:,} or "
+            "does not fit 64 bits (a poison value): '{}'", pl.col("_gpu_field"), gpu_text)),
+        (pl.col("_c_gpus_form"), pl.format(
+            "field {}: a GPU count is not a whole number of GPUs (Slurm prints gres/gpu counts "
+            "without a sign or a unit suffix): '{}'", pl.col("_gpu_field"), gpu_text)),
     ]  # fmt: skip
 
 

@@ -61,10 +61,18 @@ from reliability.ingest._sacct_post import (
     resize_segments,
     same_attempts,
 )
-from reliability.ingest._sacct_records import Layout, Record, assemble, parse_header
+from reliability.ingest._sacct_records import (
+    Layout,
+    Record,
+    assemble,
+    headerish_pattern,
+    parse_header,
+)
 from reliability.ingest.slurm_fields import (
+    HEADER_FIRST,
     REQUIRED_FIELDS,
     SACCT_EXPORT_COMMAND,
+    SACCT_FIELDS,
     USED_FIELDS,
 )
 
@@ -73,7 +81,6 @@ __all__ = ["MAX_NODE_NAMES_PER_INPUT", "SacctReader"]
 #: most host names the expanded node lists of one input may hold in total (about 1.6 GB);
 #: beyond it the input is refused (split the export by time) instead of exhausting memory
 MAX_NODE_NAMES_PER_INPUT = 100_000_000
-_HEADERISH = re.compile(r"(?i)^\s*jobid(raw)?\s*$")
 _EXPORT_HINT = f"export with: {SACCT_EXPORT_COMMAND}"
 
 
@@ -324,6 +331,15 @@ class SacctReader:
                 f"their column width; use --parsable2: {SACCT_EXPORT_COMMAND}",
                 line=line,
             )
+        names = [n.strip() for n in text.split("|")]
+        unknown = [n for n in names if n and n.lower() not in SACCT_FIELDS]
+        if len(names) > 1 and unknown and any(HEADER_FIRST.match(n) for n in names):
+            raise IngestError(
+                self.src,
+                f"a header line names fields sacct does not print ({', '.join(unknown[:3])}): "
+                f"a header must name sacct fields only when JobID is not first; {_EXPORT_HINT}",
+                line=line,
+            )
         raise IngestError(
             self.src,
             "no sacct header line (the first field should be JobID); for --noheader output "
@@ -384,7 +400,7 @@ class SacctReader:
                 self.src, "internal error: lines and rows disagree", line=block.first_line
             )
         e = layout.expected
-        headerish = frame.get_column("f0").str.contains(_HEADERISH.pattern).fill_null(False)
+        headerish = frame.get_column("f0").str.contains(headerish_pattern(layout)).fill_null(False)
         has_nul = b"\x00" in data
         clean = count_pipes(data) == block.n_lines * e and not has_nul and not bool(headerish.any())
         spans = None

@@ -23,7 +23,8 @@ a job name can hold a whole forged line with the header's separator count, which
 record. The recommended export (:data:`~reliability.ingest.slurm_fields.EXPORT_FIELDS`) puts
 JobName second, so that the most a job name can do is relabel its own job's record with
 another job id; ``--json`` output has no such problem.
-* A line that looks like a header (first field ``JobID``) starts a new section only if it
+* A line that looks like a header (first field ``JobID``, or the header's own first field
+  when the export's ``--format`` does not start with JobID) starts a new section only if it
   names known sacct fields, including the required ones, and the lines after it read better
   under it than under the current header (more of them have its field count and well-formed
   fields). A repeated copy of the current header is skipped. Otherwise the line is part of
@@ -37,6 +38,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from reliability.ingest._sacct_io import HEADERISH_PATTERN
 from reliability.ingest.slurm_fields import (
     FIELD_PATTERNS,
     HEADER_FIRST,
@@ -52,6 +54,7 @@ __all__ = [
     "Layout",
     "Record",
     "assemble",
+    "headerish_pattern",
     "known_header",
     "parse_header",
     "place",
@@ -136,8 +139,10 @@ class Layout:
 def parse_header(line: str) -> Layout | None:
     """Parse a sacct header line.
 
-    A header's first field is ``JobID`` or ``JobIDRaw``; duplicate names are numbered
-    (``JobName_2``) as sacct prints a field once per mention in ``--format``.
+    A header's first field is ``JobID`` or ``JobIDRaw``, or it names only fields sacct prints,
+    ``JobID`` or ``JobIDRaw`` among them (``--format=JobName,JobID,...``: any order works);
+    duplicate names are numbered (``JobName_2``) as sacct prints a field once per mention in
+    ``--format``.
 
     Parameters
     ----------
@@ -152,12 +157,14 @@ def parse_header(line: str) -> Layout | None:
     if "|" not in line:
         return None
     names = [n.strip() for n in line.rstrip("\r").split("|")]
-    if not HEADER_FIRST.match(names[0]):
-        return None
     trailing = names[-1] == "" and len(names) > 1
     if trailing:
         names = names[:-1]
     if any(not n for n in names):
+        return None
+    if not HEADER_FIRST.match(names[0]) and not (
+        all(n.lower() in SACCT_FIELDS for n in names) and any(HEADER_FIRST.match(n) for n in names)
+    ):
         return None
     seen: dict[str, int] = {}
     out = []
@@ -352,8 +359,37 @@ class _NeedMore(Exception):
     """The decision at a line needs lines past the end of the block."""
 
 
-def _headerish(line: str) -> bool:
-    return "|" in line and HEADER_FIRST.match(line.split("|", 1)[0].strip()) is not None
+def _headerish(line: str, layout: Layout) -> bool:
+    """Tell whether a line may be a header.
+
+    Its first field is JobID, or the current header's first field (when that is another
+    field) and the line parses as a header.
+    """
+    if "|" not in line:
+        return False
+    first = line.split("|", 1)[0].strip()
+    if HEADER_FIRST.match(first):
+        return True
+    return first.lower() == layout.names[0].lower() and parse_header(line) is not None
+
+
+def headerish_pattern(layout: Layout) -> str:
+    """Return the regular expression of a first field that may start a header line.
+
+    Parameters
+    ----------
+    layout : Layout
+        The current header's fields.
+
+    Returns
+    -------
+    str
+        ``JobID`` or ``JobIDRaw``, or the header's own first field (any case).
+    """
+    first = layout.names[0]
+    if HEADER_FIRST.match(first):
+        return HEADERISH_PATTERN
+    return rf"(?i)^\s*(jobid(raw)?|{re.escape(first)})\s*$"
 
 
 def _parts(raw: str, layout: Layout) -> list[str] | None:
@@ -421,7 +457,7 @@ class _Assembler:
             self.out.consumed.add(i)
             self.out.comments += 1
             return i + 1
-        if _headerish(line):
+        if _headerish(line, lay):
             return self.header_at(i)
         if c == e:
             parts = _parts(line, lay)
@@ -510,14 +546,15 @@ class _Assembler:
         last = min(i + SPAN_LINES, self.n)
         if not self.final and i + SPAN_LINES >= self.n:
             raise _NeedMore
-        head_id = self.t(i).split("|", 1)[0].strip()
+        # (a job's steps follow it only where the first field is the job id)
+        head_id = self.t(i).split("|", 1)[0].strip() if HEADER_FIRST.match(lay.names[0]) else None
         anchored: int | None = None
         for k in range(j + 1, last):
             line = self.t(k)
             first = line.split("|", 1)[0].strip()
             closer = self.counts[k] != e or not lay.starts_record(first)
             if not closer:
-                if anchored is None and k + 1 < self.n:
+                if anchored is None and head_id is not None and k + 1 < self.n:
                     nxt = self.t(k + 1).split("|", 1)[0].strip()
                     if nxt.startswith(head_id + ".") and self._joins(i, k):
                         anchored = k
@@ -560,8 +597,16 @@ class _Assembler:
                         raise _NeedMore
                     break
                 nxt = self.t(k)
-                if _headerish(nxt):
-                    break
+                if _headerish(nxt, lay):
+                    after = parse_header(nxt)
+                    if after is not None and known_header(after) and not after.same_as(new):
+                        break  # another export's header: this section may well be empty
+                    # a copy of the candidate, or a header-like line that is no header (a job
+                    # name's text, a header run into a record): neither may end the look-ahead,
+                    # or a forged header followed by it would be taken with no record to
+                    # support it (issue 37); it reads well under neither layout
+                    k += 1
+                    continue
                 if nxt.strip():
                     follow.append(nxt)
                 k += 1
@@ -645,7 +690,7 @@ def assemble(
                     return asm.out
         except _NeedMore:
             prev = asm.last
-            if prev is not None and prev.last == i - 1 and _headerish(asm.t(i)):
+            if prev is not None and prev.last == i - 1 and _headerish(asm.t(i), layout):
                 # the decision at a header-like line may change the record before it: take
                 # that record back and decide both with the next block
                 asm.out.records.remove(prev)

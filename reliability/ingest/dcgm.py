@@ -23,6 +23,11 @@ Values that are not readings never make events (issue 16, "phantom events"):
 - a sample or ``# scraped_at`` time that cannot be read or lies outside 1990-2200 or after the time of reading
   quarantines the samples it times.
 
+OpenMetrics (a file with a ``# EOF`` line or exemplars): an exemplar after the value
+(``metric{...} 3 # {trace_id="abc"} 1.0 1600000000.000``) is not part of the sample and is
+ignored, and a sample timestamp is in seconds; in the Prometheus text format it is in
+milliseconds.
+
 Scrape times: the sample's own timestamp if present; else the last ``# scraped_at <ISO-8601>``
 comment line above it (``{ echo "# scraped_at $(date -Is)"; curl -s host:9400/metrics; }``
 appends one); else ``scraped_at=``; else the file's modification time (noted).
@@ -108,6 +113,29 @@ def _device(labels: dict[str, str]) -> str | None:
 
 #: largest value read as an Xid code from the last-Xid gauge
 _MAX_XID = 65535
+#: a sample's name and labels (quoted label values may hold '#', '}' and spaces)
+_NAME_LABELS = re.compile(r'[^\s{]*(?:\{(?:[^"}]|"(?:[^"\\]|\\.)*")*\})?')
+
+
+def _split_sample(text: str) -> tuple[str, list[str], bool]:
+    """Split a sample line at the end of its name and labels.
+
+    Returns the name and labels, the tokens after them (value, timestamp) and whether an
+    OpenMetrics exemplar (``# {...} value [timestamp]``) follows them (it is dropped).
+    """
+    m = _NAME_LABELS.match(text)
+    end = m.end() if m is not None else 0
+    rest, exemplar, _ = text[end:].partition("#")
+    return text[:end], rest.split(), bool(exemplar)
+
+
+def _is_openmetrics(lines: pl.DataFrame) -> bool:
+    """Tell an OpenMetrics exposition (``# EOF``, or an exemplar on a sample line)."""
+    text = lines.get_column("line").str.strip_chars()
+    if (text == "# EOF").any():
+        return True
+    maybe = text.filter(~text.str.starts_with("#") & text.str.contains("#", literal=True))
+    return any(_split_sample(t)[2] for t in maybe.to_list())
 
 
 @dataclass
@@ -140,8 +168,11 @@ def _parse_time(text: str) -> tuple[datetime | None, str | None]:
 
 
 def _sample_time(ts: object) -> tuple[datetime | None, str | None]:
+    """Read a sample timestamp [s since the epoch] into (UTC time, None) or (None, why)."""
     try:
         secs = float(ts)  # type: ignore[arg-type]
+        if not math.isfinite(secs):
+            raise ValueError(ts)
         t = datetime.fromtimestamp(secs, tz=UTC)
     except (OverflowError, ValueError, OSError, TypeError):
         return None, f"sample timestamp {ts!r} is {bounds_text(latest_time())}"
@@ -200,6 +231,7 @@ def read_dcgm(
 
     samples: list[_Sample] = []
     n_read = 0
+    openmetrics = _is_openmetrics(lines)
     for line_no, line in lines.iter_rows():
         text = line.strip()
         if not text:
@@ -211,7 +243,14 @@ def read_dcgm(
                 current_bad = None if why is None else f"{why} (line {line_no})"
             continue
         n_read += 1
+        seconds: str | None = None  # an OpenMetrics timestamp (the parser's are ms)
         try:
+            if openmetrics:
+                head, tokens, _ = _split_sample(text)
+                if not 1 <= len(tokens) <= 2:
+                    raise ValueError("value [timestamp] expected")
+                seconds = tokens[1] if len(tokens) == 2 else None
+                text = f"{head} {tokens[0]}"
             families = list(text_string_to_metric_families(text + "\n"))
             sample = families[0].samples[0]
             value = float(sample.value)
@@ -227,7 +266,9 @@ def read_dcgm(
             continue
         if sample.name not in taxonomy.DCGM_FIELDS:
             continue
-        if sample.timestamp is not None:
+        if seconds is not None:
+            when, why = _sample_time(seconds)
+        elif sample.timestamp is not None:
             when, why = _sample_time(sample.timestamp)
         elif current_bad is not None:
             when, why = None, f"scrape time unknown: {current_bad}"

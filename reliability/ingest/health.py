@@ -13,8 +13,9 @@ another:
   line that is itself a whole record, and only if the lines then form a well-formed record:
   otherwise a stray ``"`` quarantines its own line ("unterminated quote") instead of
   swallowing the rest of the file. A row whose field count is wrong is quarantined by itself.
-- JSON lines: each line is one object; invalid JSON, JSON nested too deeply, a value of the
-  wrong type (an object, array or boolean where a string, number or time belongs), a
+- JSON lines: each line is one object; invalid JSON, JSON nested deeper than 64 levels, a
+  line longer than 1 MiB (not parsed: :mod:`reliability.ingest._json`), a value of the wrong
+  type (an object, array or boolean where a string, number or time belongs), a
   non-finite number, or a key outside the contract quarantines that line only. The table of
   a JSONL file is the one most of its lines describe.
 """
@@ -37,9 +38,11 @@ from reliability.ingest._common import (
     ReadResult,
     check_name_option,
     check_zone,
+    clip_lines,
     quarantine_frame,
     read_lines,
 )
+from reliability.ingest._json import MAX_LINE_BYTES, RAW_PREFIX, JsonLimitError, loads_record
 
 __all__ = ["CANONICAL_TABLES", "detect_table", "read_health"]
 
@@ -297,20 +300,32 @@ def _json_value(col: str, v: object) -> tuple[str | None, str | None]:
 
 def _jsonl_records(
     lines: pl.DataFrame, table: str | None
-) -> tuple[str | None, list[tuple[int, str, dict[str, object] | None, str | None]]]:
-    """Table and records (line_no, raw, object or None, reason or None) of a JSONL file."""
+) -> tuple[str | None, list[tuple[int, str, dict[str, object] | None, str | None]], int]:
+    """Read the records of a JSONL file.
+
+    Returns the table, the records (line_no, raw, object or None, reason or None) and the
+    number of records whose lone surrogate escapes were replaced.
+    """
     records: list[tuple[int, str, dict[str, object] | None, str | None]] = []
     votes: Counter[str] = Counter()
-    for no, line in lines.iter_rows():
+    fixed = 0
+    for no, line, n_bytes in clip_lines(lines, MAX_LINE_BYTES, RAW_PREFIX).iter_rows():
         if not line.strip():
             continue
+        if n_bytes is not None:
+            why = (
+                f"line of {n_bytes:,} bytes is longer than the {MAX_LINE_BYTES:,}-byte limit "
+                "of one JSON record: not parsed"
+            )
+            records.append((no, line, None, why))
+            continue
         try:
-            obj = json.loads(line)
+            obj, replaced = loads_record(line)
+        except JsonLimitError as exc:
+            records.append((no, line, None, str(exc)))
+            continue
         except json.JSONDecodeError as exc:
             records.append((no, line, None, f"not valid JSON: {exc.msg} at column {exc.colno}"))
-            continue
-        except RecursionError:
-            records.append((no, line, None, "JSON nested too deeply"))
             continue
         except ValueError as exc:  # e.g. an integer of more than 4300 digits
             records.append((no, line, None, f"not valid JSON: {str(exc)[:120]}"))
@@ -318,6 +333,7 @@ def _jsonl_records(
         if not isinstance(obj, dict):
             records.append((no, line, None, "JSON line is not an object"))
             continue
+        fixed += replaced
         with contextlib.suppress(ValueError):
             votes[detect_table(list(obj))] += 1
         records.append((no, line, obj, None))
@@ -325,7 +341,7 @@ def _jsonl_records(
         ranked = votes.most_common()
         tie = len(ranked) > 1 and ranked[0][1] == ranked[1][1]
         table = None if tie else ranked[0][0]  # a tie: the caller is asked for table=
-    return table, records
+    return table, records, fixed
 
 
 def read_health(
@@ -370,10 +386,21 @@ def read_health(
     lines, notes = read_lines(path)
     q: tuple[list[int], list[str], list[str]] = ([], [], [])
     if name.endswith((".jsonl", ".ndjson", ".json")):
-        table, records = _jsonl_records(lines, table)
+        table, records, fixed = _jsonl_records(lines, table)
+        if fixed:
+            notes.append(
+                f"{fixed} JSON line(s) hold lone surrogate escapes (\\ud800..., not text): "
+                "replaced by U+FFFD"
+            )
         if not records:
             raise IngestError(src, "empty file")
         if table is None:
+            unread = [(no, why) for no, _, obj, why in records if obj is None]
+            if len(unread) == len(records):  # not one object: say why the first is not
+                raise IngestError(
+                    src, f"no line is a JSON object to read; first: {unread[0][1]}",
+                    line=unread[0][0],
+                )  # fmt: skip
             raise IngestError(
                 src,
                 "the JSON lines match no single canonical table: pass table= "

@@ -5,7 +5,8 @@ Recognised records: ``NVRM: Xid (PCI:...): <code>, ...`` lines, NVSwitch
 off the bus" reported without an Xid (possibly over several continuation lines), which is
 recorded as Xid 79 unless an Xid 79 for the same GPU is within a minute of it.
 
-Timestamp prefixes:
+Timestamp prefixes (after the ``<4>`` priority of ``dmesg -r`` or the ``kern  :warn  :``
+of ``dmesg -x``, which are read past):
 
 - ``[ 1843.308145]`` seconds since boot (needs ``boot_time``; otherwise quarantined),
 - ``[Sun Feb 23 16:24:18 2025]`` (``dmesg -T``, local time: needs ``tz``),
@@ -49,9 +50,14 @@ from reliability.ingest._common import (
 
 __all__ = ["read_kernel_log"]
 
-_REL = re.compile(r"^\[\s*(?P<secs>\d+\.\d+)\]\s?(?P<rest>.*)$")
+#: ``dmesg -r`` (raw) starts each line with the syslog priority, ``<4>``; ``dmesg -x`` with
+#: the decoded facility and level, ``kern  :warn  : ``
+_PRIORITY = re.compile(r"^<\d{1,3}>")
+_DECODED = r"(?:[a-z]+\s*:\s*[a-z]+\s*:\s*)?"
+_REL = re.compile(rf"^{_DECODED}\[\s*(?P<secs>\d+\.\d+)\]\s?(?P<rest>.*)$")
 _CTIME = re.compile(
-    r"^\[(?P<ts>[A-Z][a-z]{2} [A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d \d{4})\]\s?(?P<rest>.*)$"
+    rf"^{_DECODED}\[(?P<ts>[A-Z][a-z]{{2}} [A-Z][a-z]{{2}} +\d{{1,2}} \d\d:\d\d:\d\d \d{{4}})\]"
+    r"\s?(?P<rest>.*)$"
 )
 _ISO = re.compile(
     r"^(?:\w+\s*:\s*\w+\s*:\s*)?(?P<ts>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)"
@@ -282,10 +288,11 @@ def read_kernel_log(
             context += 1
         group = None
 
-    cand_rows = cand.rows()
+    # (the raw line is kept for the quarantine; its priority prefix is not parsed)
+    cand_rows = [(no, raw, _PRIORITY.sub("", raw, count=1)) for no, raw in cand.rows()]
     months = [
         _MONTHS.get(m.group("ts")[:3]) if (m := _SYSLOG.match(line)) else None
-        for _, line in cand_rows
+        for _, _, line in cand_rows
     ]
     following: list[int | None] = [None] * len(months)
     upcoming: int | None = None
@@ -293,12 +300,12 @@ def read_kernel_log(
         following[k] = upcoming
         if months[k] is not None:
             upcoming = months[k]
-    for k, (line_no, line) in enumerate(cand_rows):
+    for k, (line_no, raw, line) in enumerate(cand_rows):
         clock.next_month = following[k]
         is_cont = line[:1].isspace() and line.strip().startswith("NVRM:")
         if is_cont and group is not None:
             group["message"] = f"{group['message']} {line.strip().removeprefix('NVRM:').strip()}"
-            group["raw"] = f"{group['raw']}\n{line}"
+            group["raw"] = f"{group['raw']}\n{raw}"
             continue
         close_group()
         t, host, rest, why = clock.parse(line, line_no)
@@ -307,7 +314,7 @@ def read_kernel_log(
             host = node or default_node
         base = {
             "line_no": line_no,
-            "raw": line,
+            "raw": raw,
             "time": t,
             "node": host,
             "why": why,

@@ -42,6 +42,7 @@ import polars as pl
 
 from reliability import schema
 from reliability.errors import IngestError
+from reliability.ingest._bounds import time_out_of_bounds
 from reliability.ingest._common import ReadResult, decode_text, quarantine_frame, read_bytes
 
 __all__ = ["LANL_FIRST_NODE", "LANL_NODES_PER_SYSTEM", "read_lanl"]
@@ -144,6 +145,13 @@ def read_lanl(
             fixed = datetime.strptime(get("Prob Fixed"), "%m/%d/%Y %H:%M").replace(tzinfo=zone)
         except ValueError as exc:
             q[0].append(line_no), q[1].append(raw), q[2].append(f"field Prob Started/Fixed: {exc}")
+            continue
+        outside = [(c, t) for c, t in (("Prob Started", started), ("Prob Fixed", fixed))
+                   if time_out_of_bounds(t) is not None]  # fmt: skip
+        if outside:  # (strptime reads any digits: 5/23/٣003 is the year 3003)
+            c, t = outside[0]
+            q[0].append(line_no), q[1].append(raw)
+            q[2].append(f"field {c}: time '{get(c)[:40]}' is {time_out_of_bounds(t)}")
             continue
         if fixed < started:
             (

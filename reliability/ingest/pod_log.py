@@ -20,7 +20,6 @@ line, else from ``cluster=``.
 
 from __future__ import annotations
 
-import json
 import re
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,7 +34,14 @@ from reliability.ingest._bounds import (
     latest_time,
     time_out_of_bounds,
 )
-from reliability.ingest._common import ReadResult, check_name_option, quarantine_frame, read_lines
+from reliability.ingest._common import (
+    ReadResult,
+    check_name_option,
+    clip_lines,
+    quarantine_frame,
+    read_lines,
+)
+from reliability.ingest._json import MAX_LINE_BYTES, RAW_PREFIX, JsonLimitError, loads_record
 
 __all__ = ["POD_EVENTS", "read_pod_log"]
 
@@ -99,11 +105,20 @@ def read_pod_log(path: str | Path, *, cluster: str | None = None) -> ReadResult:
     crossconnects = 0
     n = 0
     named: set[str] = set()  # clusters the lines name, other than cluster=
-    for no, line in lines.iter_rows():
+    fixed = 0
+    for no, line, n_bytes in clip_lines(lines, MAX_LINE_BYTES, RAW_PREFIX).iter_rows():
         if not line.strip():
             continue
         n += 1
-        obj, why = _event(line)
+        if n_bytes is not None:
+            why = (
+                f"not a pod event: line of {n_bytes:,} bytes is longer than the "
+                f"{MAX_LINE_BYTES:,}-byte limit of one JSON record: not parsed"
+            )
+            q[0].append(no), q[1].append(line), q[2].append(why)
+            continue
+        obj, why, replaced = _event(line)
+        fixed += replaced
         if why is not None:
             q[0].append(no), q[1].append(line), q[2].append(why)
             continue
@@ -159,10 +174,18 @@ def read_pod_log(path: str | Path, *, cluster: str | None = None) -> ReadResult:
                 states.append(st)
                 open_fail[(clus, "state", cid)] = st
         elif event == "component_repair":
-            rec = open_fail.pop(key, None)
+            rec = open_fail.get(key)
             if rec is None:
                 q[0].append(no), q[1].append(line), q[2].append("repair without an open failure")
                 continue
+            if t < rec["failed_at"]:  # type: ignore[operator]
+                (
+                    q[0].append(no),
+                    q[1].append(line),
+                    q[2].append(_before(event, t, "failure", rec["failed_at"])),
+                )
+                continue
+            del open_fail[key]
             rec["repaired_at"] = t
             st = open_fail.pop((clus, "state", cid), None)
             if st is not None:
@@ -173,10 +196,18 @@ def read_pod_log(path: str | Path, *, cluster: str | None = None) -> ReadResult:
             states.append(st)
             open_maint[(clus, cid)] = st
         elif event == "maintenance_end":
-            st = open_maint.pop((clus, cid), None)
+            st = open_maint.get((clus, cid))
             if st is None:
                 q[0].append(no), q[1].append(line), q[2].append("maintenance end without a start")
                 continue
+            if t < st["start"]:  # type: ignore[operator]
+                (
+                    q[0].append(no),
+                    q[1].append(line),
+                    q[2].append(_before(event, t, "maintenance start", st["start"])),
+                )
+                continue
+            del open_maint[(clus, cid)]
             st["end"] = t
         else:  # healthd
             symptom = str(obj.get("detail") or "unknown")
@@ -206,6 +237,10 @@ def read_pod_log(path: str | Path, *, cluster: str | None = None) -> ReadResult:
     if crossconnects:
         notes.append(f"{crossconnects:,} OCS circuits switched by job starts (crossconnect events)")
     qf = quarantine_frame(src, *q)
+    if fixed:
+        notes.append(
+            f"{fixed} line(s) hold lone surrogate escapes (\\ud800..., not text): replaced by U+FFFD"
+        )
     if named:
         notes.append(
             f"cluster={cluster!r} applies to the lines without a cluster; {len(named)} cluster(s) "
@@ -217,41 +252,66 @@ def read_pod_log(path: str | Path, *, cluster: str | None = None) -> ReadResult:
 _STR_FIELDS = ("event", "time", "cluster", "component_type", "component_id", "detail")
 
 
-def _event(line: str) -> tuple[dict[str, object], str | None]:
-    """One log line -> (object with ``time`` as a UTC datetime, None) or ({}, why)."""
+def _event(line: str) -> tuple[dict[str, object], str | None, bool]:
+    """Read one log line.
+
+    Returns (object with ``time`` as a UTC datetime, None, whether lone surrogate escapes were
+    replaced) or ({}, why, False).
+    """
     try:
-        obj = json.loads(line)
-    except RecursionError:
-        return {}, "not a pod event: JSON nested too deeply"
+        obj, replaced = loads_record(line)
+    except JsonLimitError as exc:
+        return {}, f"not a pod event: {exc}", False
     except ValueError as exc:
-        return {}, f"not a pod event: not valid JSON: {str(exc)[:120]}"
+        return {}, f"not a pod event: not valid JSON: {str(exc)[:120]}", False
     if not isinstance(obj, dict):
-        return {}, "not a pod event: the line is not a JSON object"
+        return {}, "not a pod event: the line is not a JSON object", False
     for key in ("event", "time"):
         if key not in obj:
-            return {}, f"not a pod event: no {key!r}"
+            return {}, f"not a pod event: no {key!r}", False
+        if not isinstance(obj[key], str):
+            return {}, f"field {key}: expected a string, got {_json_type(obj[key])}", False
     for key in _STR_FIELDS:
         v = obj.get(key)
         if v is not None and not isinstance(v, str):
-            return {}, f"field {key}: expected a string, got {type(v).__name__}"
+            return {}, f"field {key}: expected a string, got {_json_type(v)}", False
     try:
         t = datetime.fromisoformat(obj["time"])
     except ValueError:
-        return {}, f"field time: {obj['time'][:40]!r} is not an ISO-8601 time"
+        return {}, f"field time: {obj['time'][:40]!r} is not an ISO-8601 time", False
     if t.tzinfo is None or t.utcoffset() is None:
-        return {}, "field time: time has no UTC offset"
+        return {}, "field time: time has no UTC offset", False
     shown = f"field time: {obj['time'][:40]!r} is"
     try:
         t = t.astimezone(UTC)
     except (OverflowError, ValueError):
-        return {}, f"{shown} {bounds_text(latest_time())}"
+        return {}, f"{shown} {bounds_text(latest_time())}", False
     if (outside := time_out_of_bounds(t)) is not None:
-        return {}, f"{shown} {outside}"
+        return {}, f"{shown} {outside}", False
     obj["time"] = t
-    return obj, None
+    return obj, None, replaced
 
 
-_CUBES = re.compile(r"\d{1,3}(,\d{1,3})*")
+_CUBES = re.compile(r"[0-9]{1,3}(,[0-9]{1,3})*")
+#: a count in a detail field: ASCII digits only (str.isdigit() takes '²', which int() refuses)
+_COUNT = re.compile(r"[0-9]{1,9}")
+
+
+def _before(event: str, t: datetime, what: str, then: object) -> str:
+    """Word the quarantine reason of an event that ends something before it began."""
+    shown = then.isoformat() if isinstance(then, datetime) else str(then)
+    return f"{event} at {t.isoformat()}, before its {what} at {shown} (impossible order; not fixed)"
+
+
+def _json_type(v: object) -> str:
+    """Name a JSON value's type as JSON does (null, a boolean, a number...)."""
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "a boolean"
+    if isinstance(v, (int, float)):
+        return "a number"
+    return "an object" if isinstance(v, dict) else "an array"
 
 
 def _hosts(cubes: str) -> list[str]:
@@ -275,7 +335,7 @@ def _job_event(
     if event == "crossconnect":
         return (
             None
-            if "changed" in detail and detail["changed"].isdigit()
+            if "changed" in detail and _COUNT.fullmatch(detail["changed"])
             else "crossconnect without changed=N"
         )
     if event == "job_start":
@@ -284,8 +344,10 @@ def _job_event(
         if key in open_jobs:
             return "job_start while the job is already running"
         sub_t, sub = submits[key]
+        if t < sub_t:
+            return _before(event, t, "job_submit", sub_t)
         attempt_s, cubes = detail.get("attempt", ""), detail.get("cubes", "")
-        if not (attempt_s.isdigit() and len(attempt_s) <= 5 and int(attempt_s) <= 65535):
+        if not (_COUNT.fullmatch(attempt_s) and int(attempt_s) <= 65535):
             return "job_start needs attempt=N (0-65535) and cubes="
         if not _CUBES.fullmatch(cubes) or cubes.count(",") >= MAX_NODES_PER_JOB // 16:
             return "job_start needs cubes=<cube numbers separated by commas>"
@@ -300,12 +362,18 @@ def _job_event(
         }  # fmt: skip
         return None
     if event == "job_end":
-        rec = open_jobs.pop(key, None)
+        rec = open_jobs.get(key)
         if rec is None:
             return "job_end without a job_start"
         state = detail.get("state", "")
         if state not in ("COMPLETED", "PREEMPTED", "NODE_FAIL", "FAILED", "CANCELLED"):
             return f"job_end with unknown state {state!r}"
+        if t < rec["start_time"]:
+            return _before(event, t, "job_start", rec["start_time"])
+        late = [k for k in open_reroute if k[:2] == key and t < open_reroute[k]["start_time"]]
+        if late:
+            return _before(event, t, "reroute_start", open_reroute[late[0]]["start_time"])
+        del open_jobs[key]
         rec["end_time"], rec["state"] = t, state
         rec["exit_code"] = 0 if state in ("COMPLETED", "PREEMPTED") else 1
         jobs.append(rec)
@@ -318,6 +386,8 @@ def _job_event(
     if run is None:
         return f"{event} for a job that is not running"
     if event == "reroute_start":
+        if t < run["start_time"]:
+            return _before(event, t, "job_start", run["start_time"])
         n = sum(1 for k in open_reroute if k[:2] == key) + sum(
             1 for s in steps if (s["cluster"], s["job_id"]) == key
         )
@@ -329,7 +399,11 @@ def _job_event(
         return None
     # reroute_end: this OCS's reroute, or (job ended) all of them
     ocs = detail.get("ocs")
-    for rkey in [k for k in open_reroute if k[:2] == key and (ocs is None or k[2] == ocs)]:
+    ending = [k for k in open_reroute if k[:2] == key and (ocs is None or k[2] == ocs)]
+    late = [k for k in ending if t < open_reroute[k]["start_time"]]
+    if late:
+        return _before(event, t, "reroute_start", open_reroute[late[0]]["start_time"])
+    for rkey in ending:
         step = open_reroute.pop(rkey)
         step["end_time"], step["state"] = t, "COMPLETED"
         steps.append(step)

@@ -29,7 +29,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import polars as pl
 
 from reliability.errors import IngestError
-from reliability.ingest._common import ReadResult
+from reliability.ingest._common import ReadResult, decode_text
 from reliability.ingest._sacct_io import head
 from reliability.ingest._sacct_reader import MAX_NODE_NAMES_PER_INPUT, SacctReader
 from reliability.ingest.slurm_fields import (
@@ -65,8 +65,9 @@ def read_sacct(
 ) -> ReadResult:
     """Read a ``sacct --parsable2`` (or ``--parsable``) export into ``jobs`` and ``job_steps``.
 
-    ``sacct --json`` output is recognised by its first character and read by
-    :func:`reliability.ingest.slurm_json.read_sacct_json`. YAML and sacct's fixed-width
+    ``sacct --json`` output is recognised by its first character (after a byte-order mark) and
+    read by :func:`reliability.ingest.slurm_json.read_sacct_json`; a JSON list is refused saying
+    what it is. YAML and sacct's fixed-width
     tables are refused with the command to use instead.
 
     Parameters
@@ -102,10 +103,10 @@ def read_sacct(
     end = _window_time(src, "window_end", window_end)
     if start is not None and end is not None and end <= start:
         raise IngestError(src, f"window_end={end} is not after window_start={start}")
-    first = head(path)
+    first = decode_text(head(path))[0]  # (without a byte-order mark; UTF-16 decoded)
     if names is None:
         _refuse_other_formats(src, first)
-    if names is None and first.lstrip()[:1] == b"{":
+    if names is None and first.lstrip()[:1] in (b"{", b"["):  # JSON (a list is refused)
         from reliability.ingest.slurm_json import read_sacct_json
 
         result = read_sacct_json(path, cluster=cluster)

@@ -4,14 +4,22 @@ Handles the 22.05 shape (``openapi/dbv0.0.38``: plain numbers, ``state.current``
 ``time.limit`` in minutes) and the later one (numbers wrapped as
 ``{"set", "infinite", "number"}``, ``state.current`` a list, step ids ``"36.batch"``). Times are
 epoch seconds, so no time zone is needed. JSON has no field-delimiter problems, so it is the
-most faithful export; it is loaded whole, so for years of history prefer ``--parsable2``.
-Quarantine rows name the record's position in the ``jobs`` array as its "line"; a refused job
-is one quarantined record (its steps go with it).
+most faithful export. Quarantine rows name the record's position in the ``jobs`` array as its
+"line"; a refused job is one quarantined record (its steps go with it).
+
+The export is read one job record at a time (:mod:`reliability.ingest._json` finds the records'
+extent and the nesting depth with numpy before :mod:`json` parses anything), so memory is the
+file, one record, and the rows: a record over :data:`MAX_JOB_RECORD_BYTES` or
+:data:`MAX_JOB_RECORD_MARKS` is quarantined unread (``json.loads`` of the whole of a 100 MiB
+export took up to 2.6 GB); JSON nested deeper than 64 levels is refused (sacct nests about 10).
+A UTF-8 byte-order mark (or UTF-16/32 text) is decoded; a top-level JSON list is refused
+saying what it is.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -27,8 +35,17 @@ from reliability.ingest._bounds import (
     bounds_text,
     latest_time,
 )
-from reliability.ingest._common import ReadResult, quarantine_frame
+from reliability.ingest._common import ReadResult, decode_text, quarantine_frame
 from reliability.ingest._compressed import read_all
+from reliability.ingest._json import (
+    MAX_DEPTH,
+    RAW_PREFIX,
+    JsonLimitError,
+    blank,
+    list_items,
+    loads_record,
+    shallow_marks,
+)
 from reliability.ingest._sacct_parse import MAX_DURATION_S
 from reliability.ingest._sacct_post import (
     exact_duplicates,
@@ -36,8 +53,20 @@ from reliability.ingest._sacct_post import (
     number_attempts,
     resize_segments,
 )
+from reliability.ingest.slurm_fields import SACCT_EXPORT_COMMAND
 
-__all__ = ["read_sacct_json"]
+__all__ = ["MAX_JOB_RECORD_BYTES", "MAX_JOB_RECORD_MARKS", "read_sacct_json"]
+
+#: largest job record read [bytes] (Slurm 22.05 prints about 4 KB per step: ~15,000 steps)
+MAX_JOB_RECORD_BYTES = 64 << 20
+#: most brackets and commas in one job record (about 400 per step: ~12,000 steps); bounds what
+#: json.loads builds for one record (at most a value per bracket or comma, ~70 bytes each)
+MAX_JOB_RECORD_MARKS = 5_000_000
+#: largest top-level value other than ``jobs`` (meta, errors, warnings) [bytes]
+_MAX_OTHER_BYTES = 16 << 20
+_LEAD = re.compile(rb"[^ \t\r\n]")
+_KEY = re.compile(rb'\s*("(?:[^"\\]|\\.)*")\s*:\s*', re.DOTALL)
+_EXPORT = f"export with `sacct --json`, or with: {SACCT_EXPORT_COMMAND}"
 
 _EPOCH_MIN = int(datetime(1990, 1, 1, tzinfo=UTC).timestamp())
 _INT64_MAX = 2**63 - 1
@@ -228,6 +257,116 @@ def _step_rows(
     return out
 
 
+def _line(data: bytes, pos: int) -> int:
+    """Return the 1-based line number of a byte offset."""
+    return data.count(b"\n", 0, pos) + 1
+
+
+class _Reader:
+    """The byte-level structure of one export: its top-level members and the job records."""
+
+    def __init__(self, src: str, data: bytes) -> None:
+        self.src, self.data = src, data
+
+    def error(self, pos: int, problem: str) -> IngestError:
+        return IngestError(self.src, problem, line=_line(self.data, pos))
+
+    def top(self) -> tuple[dict[str, Any], tuple[int, int] | None]:
+        """Parse the top-level object but the ``jobs`` list, and find that list's brackets."""
+        data, src = self.data, self.src
+        lead_m = _LEAD.search(data)
+        start = len(data) if lead_m is None else lead_m.start()
+        if start == len(data):
+            raise IngestError(src, "empty file")
+        lead = data[start : start + 1]
+        if lead == b"[":
+            raise self.error(
+                start,
+                "this is a JSON list ([...]), not sacct --json output: sacct --json prints one "
+                f'object, {{"meta": {{...}}, "jobs": [...]}}; {_EXPORT}',
+            )
+        if lead != b"{":
+            raise self.error(
+                start, f"not sacct --json output (it does not start with '{{'); {_EXPORT}"
+            )
+        members: dict[str, Any] = {}
+        jobs: tuple[int, int] | None = None
+        prev, value, end = start, None, None
+        try:
+            for m in shallow_marks(data, start, level=1):
+                if m.pos == start:
+                    continue
+                if m.kind == 1 and m.depth == 2:
+                    value = (m.pos, -1)
+                elif m.kind == 2 and m.depth == 1 and value is not None:
+                    value = (value[0], m.pos)
+                elif (m.kind == 3 and m.depth == 1) or (m.kind == 2 and m.depth == 0):
+                    found = self.member(
+                        prev + 1, m.pos, value, members, not members and m.kind == 2
+                    )
+                    if found is not None:
+                        if jobs is not None:
+                            raise self.error(found[0], "not sacct --json output: two 'jobs' lists")
+                        jobs = found
+                    prev, value = m.pos, None
+                    if m.depth == 0:
+                        end = m.pos
+                        break
+        except JsonLimitError as exc:
+            raise self.error(
+                exc.pos or 0, f"JSON nested too deeply, more than {MAX_DEPTH} levels: not sacct "
+                "--json output (it nests about 10)",
+            ) from None  # fmt: skip
+        if end is None or data[end] != ord("}"):
+            raise self.error(
+                len(data) if end is None else end,
+                "not valid JSON: the top-level object does not close (a truncated file?)",
+            )
+        if not blank(data, end + 1):
+            raise self.error(end + 1, "not valid JSON: text after the top-level object")
+        return members, jobs
+
+    def member(
+        self,
+        lo: int,
+        hi: int,
+        value: tuple[int, int] | None,
+        members: dict[str, Any],
+        empty_ok: bool,
+    ) -> tuple[int, int] | None:
+        """Read one ``"key": value`` of the top-level object; the brackets of ``jobs``'s list."""
+        data = self.data
+        key_m = _KEY.match(data, lo, min(hi, lo + 4096))  # (names are short)
+        if key_m is None:
+            if empty_ok and blank(data, lo, hi):
+                return None  # {}
+            raise self.error(lo, 'not valid JSON: expected "name": value in the top-level object')
+        key = json.loads(key_m.group(1))
+        at = key_m.end()
+        if key == "jobs" and value is not None and value[0] == at and data[at] == ord("["):
+            if data[value[1]] != ord("]") or not blank(data, value[1] + 1, hi):
+                raise self.error(value[1], "not valid JSON: the 'jobs' list does not close")
+            return value
+        if hi - lo > _MAX_OTHER_BYTES:
+            raise self.error(
+                lo, f"not sacct --json output: its top-level '{str(key)[:40]}' value is "
+                f"{hi - lo:,} bytes (sacct prints a small meta/errors/warnings object)",
+            )  # fmt: skip
+        try:
+            got, _ = loads_record(
+                b"{" + data[lo:hi] + b"}", max_bytes=_MAX_OTHER_BYTES, depth_checked=True
+            )
+        except ValueError as exc:
+            raise self.error(lo, f"not valid JSON: {str(exc)[:200]}") from None
+        members.update(got)  # type: ignore[arg-type]
+        return None
+
+    def raw(self, start: int, stop: int) -> str:
+        """Return a record's text for the quarantine (its first 4096 bytes)."""
+        text = self.data[start : min(stop, start + RAW_PREFIX)].decode("utf-8", "replace")
+        return text.strip()
+
+
 def read_sacct_json(path: str | Path, *, cluster: str | None = None) -> ReadResult:
     """Read ``sacct --json`` output (see the module notes).
 
@@ -241,35 +380,63 @@ def read_sacct_json(path: str | Path, *, cluster: str | None = None) -> ReadResu
     Returns
     -------
     ReadResult
-        The read, with ``jobs`` and ``job_steps``; a job record of the wrong shape or with a poison
-        value is one quarantined record (with its steps), named by its position.
+        The read, with ``jobs`` and ``job_steps``; a job record of the wrong shape, with a poison
+        value, or over the size limits is one quarantined record (with its steps), named by its
+        position.
+
+    Raises
+    ------
+    IngestError
+        If the file is not one JSON object with a ``jobs`` list (a JSON list, invalid JSON, JSON
+        nested deeper than 64 levels), naming the line.
     """
     src = str(path)
-    try:
-        doc = json.loads(read_all(path))
-    except RecursionError:
-        raise IngestError(src, "JSON nested too deeply to be sacct --json output") from None
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise IngestError(src, f"not valid JSON: {exc}") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("jobs"), list):
+    data, notes = decode_text(read_all(path))
+    reader = _Reader(src, data)
+    doc, span = reader.top()
+    if span is None:
         raise IngestError(src, "not sacct --json output (no 'jobs' list)")
+    if "jobs" in doc:  # json.loads would keep the last of two 'jobs' members
+        raise IngestError(src, "not sacct --json output: two 'jobs' members")
     meta = doc.get("meta") if isinstance(doc.get("meta"), dict) else {}
     plugin_info = meta.get("plugin") if isinstance(meta.get("plugin"), dict) else {}
     plugin = str(plugin_info.get("type", ""))
     # Slurm 22.05's data_parser (dbv0.0.38) prints status SUCCESS / return code 0 for jobs
     # that exited non-zero (signals survive): such exit codes are unknown, not 0.
     old_parser = plugin.endswith("dbv0.0.38") or plugin.endswith("dbv0.0.37")
-    notes: list[str] = []
     jobs: list[dict[str, Any]] = []
     steps: list[dict[str, Any]] = []
-    raws: dict[int, str] = {}
+    spans: dict[int, tuple[int, int]] = {}
     q: tuple[list[int], list[str], list[str]] = ([], [], [])
     states = set(schema.JOB_STATES)
-    for i, j in enumerate(doc["jobs"], start=1):
+    fixed = n_jobs = 0
+    for i, (start, stop, marks) in enumerate(list_items(data, *span, depth=2), start=1):
+        n_jobs = i
+        if stop - start > MAX_JOB_RECORD_BYTES or marks > MAX_JOB_RECORD_MARKS:
+            q[0].append(i), q[1].append(reader.raw(start, stop))
+            q[2].append(
+                f"record {i}: job record of {stop - start:,} bytes and {marks:,} brackets and "
+                f"commas is larger than one record may be ({MAX_JOB_RECORD_BYTES >> 20} MiB, "
+                f"{MAX_JOB_RECORD_MARKS:,}: about 12,000 steps): not read; export this window "
+                "with --parsable2"
+            )
+            continue
         try:
-            raw = json.dumps(j, ensure_ascii=False)[:4000]
-        except (RecursionError, ValueError):  # pragma: no cover - loads would have failed
-            raw = "<unprintable>"
+            j, replaced = loads_record(
+                data[start:stop],
+                max_bytes=MAX_JOB_RECORD_BYTES,
+                what="job record",
+                depth_checked=True,
+            )
+        except json.JSONDecodeError as exc:
+            raise IngestError(
+                src, f"not valid JSON: {exc.msg} (in record {i} of the jobs list)",
+                line=_line(data, start) + exc.lineno - 1,
+            ) from None  # fmt: skip
+        except ValueError as exc:
+            raise reader.error(start, f"not valid JSON: {str(exc)[:200]} (in record {i})") from None
+        fixed += replaced
+        raw = reader.raw(start, stop)
         try:
             if not isinstance(j, dict):
                 raise _Bad(f"a job record must be an object, got {type(j).__name__}")
@@ -288,9 +455,24 @@ def read_sacct_json(path: str | Path, *, cluster: str | None = None) -> ReadResu
             q[0].append(i), q[1].append(raw), q[2].append(f"record {i}: {reason}")
             continue
         row["line_no"] = i
-        raws[i] = raw
+        spans[i] = (start, stop)
         jobs.append(row)
         steps.extend(job_steps)
+    if fixed:
+        notes.append(
+            f"{fixed} job record(s) hold lone surrogate escapes (\\ud800..., not text): "
+            "replaced by U+FFFD"
+        )
+
+    def canonical(lines: list[int]) -> dict[int, str]:
+        """Return the records' JSON, parsed again and printed alike (to find exact repeats)."""
+        out = {}
+        for ln in lines:
+            value, _ = loads_record(data[slice(*spans[ln])], max_bytes=MAX_JOB_RECORD_BYTES,
+                                    depth_checked=True)  # fmt: skip
+            out[ln] = json.dumps(value, ensure_ascii=False, sort_keys=True)
+        return out
+
     cols = {
         "line_no": pl.Int64,
         **{k: v for k, v in schema.TABLES["jobs"].schema.items() if k != "attempt"},
@@ -298,10 +480,11 @@ def read_sacct_json(path: str | Path, *, cluster: str | None = None) -> ReadResu
     frame = pl.DataFrame(jobs, schema=cols, orient="row") if jobs else pl.DataFrame(schema=cols)
     frame, late, resize_notes = resize_segments(frame, unit="record")
     notes += resize_notes
-    frame, repeats = exact_duplicates(frame, lambda lines: {k: raws[k] for k in lines})
+    frame, repeats = exact_duplicates(frame, canonical)
     late += [(r, f"exact duplicate of record {f}") for r, f in repeats]
     for ln, reason in late:
-        q[0].append(ln), q[1].append(raws.get(ln, "")), q[2].append(f"record {ln}: {reason}")
+        raw = reader.raw(*spans[ln]) if ln in spans else ""
+        q[0].append(ln), q[1].append(raw), q[2].append(f"record {ln}: {reason}")
     if frame.height:
         note = missing_duplicates_note(frame)
         if note:
@@ -316,7 +499,7 @@ def read_sacct_json(path: str | Path, *, cluster: str | None = None) -> ReadResu
     if old_parser:
         notes.append(f"{plugin}: exit codes of jobs/steps that did not complete are not reliable "
                      "in this Slurm version's JSON and are left null (use --parsable2 for them)")  # fmt: skip
-    n_read = len(doc["jobs"]) + len(steps)
+    n_read = n_jobs + len(steps)
     return ReadResult(src, {"jobs": frame, "job_steps": step_frame}, qf, n_read,
                       frame.height + step_frame.height, notes)  # fmt: skip
 

@@ -32,16 +32,24 @@ from reliability.errors import IngestError
 from reliability.ingest import hostlist
 from reliability.ingest._bounds import bounds_text, latest_time, out_of_range_time
 from reliability.ingest._common import (
+    RAW_PREFIX,
     ReadResult,
     check_name_option,
     check_zone,
+    clip_lines,
     quarantine_frame,
     read_lines,
 )
 from reliability.ingest._delimited import split_delimited
 from reliability.ingest._slurm_text import identify, refusal
 
-__all__ = ["read_sacctmgr_events", "read_scontrol_nodes", "read_sinfo_reasons", "reduce_state"]
+__all__ = [
+    "MAX_RECORD_BYTES",
+    "read_sacctmgr_events",
+    "read_scontrol_nodes",
+    "read_sinfo_reasons",
+    "reduce_state",
+]
 
 #: Slurm state flags (long and ``sinfo %t`` short forms) -> canonical node state, most
 #: severe first.
@@ -70,6 +78,10 @@ _TIME_FMT = "%Y-%m-%dT%H:%M:%S"
 _NO_TIME = frozenset({"", "Unknown", "None", "N/A"})
 #: an epoch of more digits than this is beyond year 5138: out of range before any arithmetic
 _MAX_EPOCH_DIGITS = 11
+#: longest line (and ``scontrol show node`` record) read [bytes]: Slurm prints node records of
+#: 1-2 KB, and reasons kept by slurmdbd are at most 255 bytes (tinytext); a longer one is
+#: quarantined unread (a 100 MiB record took 40 s, mostly in the reason's regexes)
+MAX_RECORD_BYTES = 64 << 10
 _EVENT_TEXT = ("Reason",)
 _EVENT_PATTERNS = {
     n: re.compile(p)
@@ -199,6 +211,18 @@ class _Builder:
         self.q[1].append(raw)
         self.q[2].append(reason)
 
+    def long_lines(self, lines: pl.DataFrame, what: str) -> pl.DataFrame:
+        """Quarantine the lines over :data:`MAX_RECORD_BYTES` (each a record read), unread.
+
+        Returns the other lines (``line_no``, ``line``).
+        """
+        cut = clip_lines(lines, MAX_RECORD_BYTES, RAW_PREFIX)
+        long = cut.filter(pl.col("n_bytes").is_not_null())
+        for no, raw, n in long.iter_rows():
+            self.read += 1
+            self.bad(no, raw, _too_long(n, what))
+        return cut.filter(pl.col("n_bytes").is_null()).select("line_no", "line")
+
     def add(self, row: dict[str, object]) -> None:
         """One node_states row, plus a health event per hardware signal in its reason."""
         self.rows.append(row)
@@ -240,6 +264,13 @@ class _Builder:
             self.read - q.height,
             notes,
         )
+
+
+def _too_long(n_bytes: int, what: str) -> str:
+    return (
+        f"{what} of {n_bytes:,} bytes, longer than the {MAX_RECORD_BYTES:,}-byte limit "
+        "of one (Slurm prints 1-2 KB): not read"
+    )
 
 
 def _expand(expr: str) -> list[str]:
@@ -288,6 +319,14 @@ def read_sacctmgr_events(
         names, trailing = names[:-1], True
     else:
         trailing = False
+    repeated = [n for n in names if not n.strip() or names.count(n) > 1]
+    if repeated:  # (a header line run into the next line: polars cannot name the fields)
+        raise IngestError(
+            src,
+            "malformed sacctmgr header: a field name is empty or appears twice",
+            line=header_no,
+            field=repeated[0],
+        )
     if "TimeStart" not in names:
         raise IngestError(
             src,
@@ -296,13 +335,13 @@ def read_sacctmgr_events(
             field="TimeStart",
         )
     b = _Builder(src)
-    body = data.slice(1)
+    body = b.long_lines(data.slice(1), "line")
     split = split_delimited(
         body, names, trailing=trailing, text_fields=_EVENT_TEXT, patterns=_EVENT_PATTERNS
     )
     for no, raw, reason in zip(split.bad_line_no, split.bad_raw, split.bad_reason, strict=True):
         b.bad(no, raw, reason)
-    b.read = len(split.bad_line_no) + split.records.height
+    b.read += len(split.bad_line_no) + split.records.height
     recs = split.records
     cols = {n: recs.get_column(n).to_list() for n in recs.columns}
     none = [None] * recs.height
@@ -403,17 +442,23 @@ def read_scontrol_nodes(path: str | Path, *, cluster: str, tz: str | None = None
     if lines.height == 0:
         raise IngestError(src, "empty file")
     recs: list[tuple[int, list[str]]] = []
+    size: list[int] = []  # bytes of each record (its lines are no longer kept past the limit)
     preamble = 0
-    for no, line in lines.iter_rows():
+    for no, line, n_bytes in clip_lines(lines, MAX_RECORD_BYTES, RAW_PREFIX).iter_rows():
+        n = len(line.encode()) + 1 if n_bytes is None else n_bytes
         if line.lstrip().startswith("NodeName="):
             recs.append((no, [line]))
+            size.append(n)
         elif recs:
             if not line.strip():
                 continue
-            if line[:1].isspace():
-                recs[-1][1].append(line)  # continuation lines are indented
+            if line[:1].isspace():  # continuation lines are indented
+                if size[-1] <= MAX_RECORD_BYTES:
+                    recs[-1][1].append(line)
+                size[-1] += n
             else:
                 recs.append((no, [line]))  # a broken record start: its own (bad) record
+                size.append(n)
         elif line.strip():
             preamble += 1
     if not recs:
@@ -426,8 +471,11 @@ def read_scontrol_nodes(path: str | Path, *, cluster: str, tz: str | None = None
     healthy = 0
     times: list[str | None] = []
     parsed: list[tuple[int, str, str, str, str | None, str | None]] = []
-    for no, rec_lines in recs:
+    for (no, rec_lines), n_bytes in zip(recs, size, strict=True):
         raw = "\n".join(rec_lines)
+        if n_bytes > MAX_RECORD_BYTES:
+            b.bad(no, raw[:RAW_PREFIX], _too_long(n_bytes, "record"))
+            continue
         if not rec_lines[0].lstrip().startswith("NodeName="):
             b.bad(no, raw, "record does not start with NodeName= (a damaged record)")
             continue
@@ -544,7 +592,7 @@ def read_sinfo_reasons(path: str | Path, *, cluster: str, tz: str | None = None)
             pipe = "|" in line
             tail = line[line.index("REASON") :]
             header = [h.strip() for h in (tail.split("|") if pipe else tail.split())]
-            body = data.filter(pl.col("line_no") > no)
+            body = b.long_lines(data.filter(pl.col("line_no") > no), "line")
             break
         head = "\n".join(data.head(5).get_column("line").to_list())
         raise IngestError(src, refusal(identify(head), "nodes"), line=no)
@@ -564,7 +612,7 @@ def read_sinfo_reasons(path: str | Path, *, cluster: str, tz: str | None = None)
         )
         for no, raw, why in zip(split.bad_line_no, split.bad_raw, split.bad_reason, strict=True):
             b.bad(no, raw, why)
-        b.read = len(split.bad_line_no) + split.records.height
+        b.read += len(split.bad_line_no) + split.records.height
         recs = split.records.rename({h: _SINFO_FIELDS[h] for h in header})
         for row in recs.iter_rows(named=True):
             pending.append(

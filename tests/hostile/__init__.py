@@ -8,7 +8,11 @@
   logs, unparsable Xid lines, poison values, deep JSON, wrong shapes...), each with the
   outcome known by construction (records read, kept, which lines are quarantined).
 - :mod:`hostile.mutations`: hypothesis strategies for mutations of records and files
-  (byte flips, truncation, inserted lines, quotes, huge numbers, encodings).
+  (byte flips, truncation, inserted lines, quotes, huge numbers, encodings, hostile JSON
+  values).
+- :mod:`hostile.oracles`: an independent strict parse of each sample's records (issue 37):
+  the rows each reader must keep for a record that kept its form, none for one with a value
+  no reader may keep.
 
 ``python -m hostile`` (from ``tests/``) runs the crafted cases and the mutation corpus and
 prints the inputs tried, tracebacks and silent drops.

@@ -17,6 +17,7 @@ from reliability.ingest import (
     read_dcgm,
     read_health,
     read_kernel_log,
+    read_lanl,
     read_node_snapshot,
     read_pod_log,
     read_sacctmgr_events,
@@ -93,6 +94,15 @@ def health_cases() -> Iterator[Case]:
            "{not json"]  # fmt: skip
     yield Case("jsonl deep, wrong shape, poison", read_health, "h.jsonl", _lines(jl + bad),
                read=3 + len(bad), kept=3, quarantined={4 + i: "" for i in range(len(bad))})  # fmt: skip
+    # issue 37: nesting past the limit, a line past the size limit (not parsed: it took ~3 GB
+    # at 100 MiB), a lone surrogate escape (a UnicodeEncodeError that refused the file)
+    rows = [json.dumps(good), json.dumps({**good, "message": [[[[[[[[]]]]]]]]}),
+            json.dumps({**good, "x": 0})[:-1] + ', "y": ' + "[" * 65 + "]" * 65 + "}",
+            json.dumps({**good, "message": "m" * (1 << 20)}),
+            json.dumps({**good, "message": "lone \udc80 surrogate"}), json.dumps(good)]  # fmt: skip
+    yield Case("jsonl depth, size and surrogate limits", read_health, "h.jsonl", _lines(rows),
+               read=6, kept=3, quarantined={2: "got an array", 3: "nested deeper than 64 levels",
+                                            4: "longer than the 1,048,576-byte limit"})  # fmt: skip
     yield Case("csv bad zone", read_health, "h.csv", _lines([HEALTH_HEADER, _health_row(0)]),
                {"tz": "Mars/Olympus"}, error=r"unknown time zone 'Mars/Olympus' \(option tz=\)")  # fmt: skip
     yield Case("csv naive times need tz", read_health, "h.csv",
@@ -140,6 +150,13 @@ def dcgm_cases() -> Iterator[Case]:
     yield Case("dcgm bad scrape and sample times", read_dcgm, "n1.prom", _lines(rows),
                {"cluster": "c"}, read=5, kept=2, events=1,
                quarantined={4: "scraped_at 2025-13-01", 7: "outside 1990-2200", 8: "outside 1990-2200"})  # fmt: skip
+    # issue 37: OpenMetrics exemplars were read as the sample's timestamp (1970): quarantined
+    ex = '# {trace_id="abc"} 1.0 1600000000.000'
+    rows = ["# scraped_at 2025-01-01T00:00:00Z", _prom(lab, "ECC_DBE_VOL_TOTAL", f"1 {ex}"),
+            "# scraped_at 2025-01-01T00:01:00Z", _prom(lab, "ECC_DBE_VOL_TOTAL", f"4 {ex}"),
+            _prom(other, "ECC_DBE_VOL_TOTAL", "1 1 2 # x"), "# EOF"]  # fmt: skip
+    yield Case("dcgm OpenMetrics exemplars", read_dcgm, "n1.prom", _lines(rows), {"cluster": "c"},
+               read=3, kept=2, events=1, quarantined={5: "not a Prometheus sample"})  # fmt: skip
     yield Case("dcgm naive scraped_at option", read_dcgm, "n1.prom", _lines(rows[:2]),
                {"cluster": "c", "scraped_at": datetime(2025, 1, 1)}, error=r"option scraped_at=")  # fmt: skip
 
@@ -177,6 +194,14 @@ def kernel_cases() -> Iterator[Case]:
                quarantined={1: "not a valid date", 2: "not a valid date", 3: "not a valid date",
                             4: "outside 1990-2200", 5: "outside 1990-2200", 6: "overflow",
                             7: "outside 1990-2200"})  # fmt: skip
+    # issue 37: `dmesg -r` (priority <N>) and `dmesg -x` (facility:level) prefixes were "no
+    # timestamp"; a line of either without a time is quarantined as a plain one is
+    rows = [f"<4>[   12.5] {XID}", f"<12>[Sun Feb 23 16:24:18 2025] {XID}",
+            f"kern  :warn  : [   13.5] {XID}", f"kern  :err   : [Sun Feb 23 16:24:19 2025] {XID}",
+            f"<4>{XID}", XID]  # fmt: skip
+    yield Case("kernel dmesg -r and -x prefixes", read_kernel_log, "k.log", _lines(rows),
+               {"cluster": "c", "node": "n", "tz": "UTC", "boot_time": BOOT}, read=6, kept=4,
+               events=4, quarantined={5: "no timestamp", 6: "no timestamp"})  # fmt: skip
     rows = [f"Feb 30 01:02:03 h kernel: {XID}", f"Mar  1 01:02:03 h kernel: {XID}"]
     yield Case("syslog Feb 30", read_kernel_log, "k.log", _lines(rows),
                {"cluster": "c", "tz": "UTC", "year": 2025}, read=2, kept=1,
@@ -203,6 +228,11 @@ def node_cases() -> Iterator[Case]:
                read=9, kept=2, events=2,
                quarantined={3: "outside 1990-2200", 4: "outside 1990-2200", 5: "cannot read time",
                             6: "cannot read time", 7: "NodeName", 8: "NodeName", 9: "TimeEnd"})  # fmt: skip
+    # issue 37 (found at 1,000 mutations): a header run into the next line (its newline
+    # flipped) named two fields '' and was a polars DuplicateError traceback
+    yield Case("events header run into a line", read_sacctmgr_events, "ev.psv",
+               _lines([head + "\x01" + "c1||2025-01-01T00:00:00|Unknown||Cluster Registered TRES|", rows[1]]),
+               {"tz": "UTC"}, error=r"ev\.psv:1: field '': malformed sacctmgr header")  # fmt: skip
     yield Case("events bad zone", read_sacctmgr_events, "ev.psv", _lines(rows[:2]),
                {"tz": "Mars/Olympus"}, error=r"option tz=")  # fmt: skip
     yield Case("events need tz", read_sacctmgr_events, "ev.psv", _lines(rows[:2]), {},
@@ -212,6 +242,22 @@ def node_cases() -> Iterator[Case]:
     yield Case("scontrol bad reason time", read_node_snapshot, "sc.txt", _lines(block),
                {"cluster": "c", "tz": "UTC"}, read=2, kept=1, events=1,
                quarantined={1: "cannot read time"})  # fmt: skip
+    # issue 37: a record over 64 KiB is quarantined unread (a 100 MiB one took 40 s); the
+    # records around it are read
+    big = ["NodeName=a1 Arch=x86_64", "   State=IDLE+DRAIN", "   Reason=" + "x " * 40_000 + "[root@2025-01-01T00:00:00]"]  # fmt: skip
+    yield Case("scontrol record over the limit", read_node_snapshot, "sc.txt",
+               _lines([*block[3:], *big, *block[3:]]), {"cluster": "c", "tz": "UTC"},
+               read=3, kept=2, events=2, quarantined={4: "longer than the 65,536-byte limit"})  # fmt: skip
+    yield Case("events line over the limit", read_sacctmgr_events, "ev.psv",
+               _lines([head, rows[1], "c|n2|2025-01-01T00:00:00|Unknown|DRAIN|" + "x " * 40_000 + "|root(0)", rows[1].replace("n1", "n3")]),
+               {"tz": "UTC"}, read=3, kept=2, events=2, quarantined={3: "longer than the 65,536-byte limit"})  # fmt: skip
+    sinfo = ["REASON               USER      TIMESTAMP           NODELIST",
+             "Xid 79               root      2025-01-01T00:00:00 n1",
+             "x " * 40_000 + " root      2025-01-01T00:00:00 n2",
+             "Xid 48               root      2025-01-01T00:00:00 n3"]  # fmt: skip
+    yield Case("sinfo line over the limit", read_node_snapshot, "si.txt", _lines(sinfo),
+               {"cluster": "c", "tz": "UTC"}, read=3, kept=2, events=2,
+               quarantined={3: "longer than the 65,536-byte limit"})  # fmt: skip
     yield Case("nodes YAML", read_node_snapshot, "n.yaml", b"---\nnodes:\n- name: n1\n",
                {"cluster": "c", "tz": "UTC"}, error=r"YAML is not read")  # fmt: skip
 
@@ -228,8 +274,33 @@ def pod_cases() -> Iterator[Case]:
     yield Case("pod deep, wrong shape, poison", read_pod_log, "pod.jsonl",
                _lines([json.dumps(ok), json.dumps(sub), *bad]), read=2 + len(bad), kept=2,
                quarantined={3 + i: "" for i in range(len(bad))})  # fmt: skip
+    # issue 37: values that refused the whole file "as a bug" (TypeError, ValueError from
+    # int('²'), UnicodeEncodeError); the lone surrogate is read as U+FFFD
+    rows = [json.dumps(ok), json.dumps(sub), json.dumps({**ok, "time": None}),
+            json.dumps({**sub, "event": "job_start", "detail": "attempt=\u00b2;cubes=1"}),
+            json.dumps({**sub, "event": "crossconnect", "detail": "changed=\u00b2"}),
+            json.dumps({**ok, "component_id": "h\udc80"}), json.dumps({**ok, "event": None})]  # fmt: skip
+    yield Case("pod values int() and UTF-8 refuse", read_pod_log, "pod.jsonl", _lines(rows),
+               read=7, kept=3, quarantined={3: "got null", 4: "attempt=N", 5: "changed=N",
+                                            7: "got null"})  # fmt: skip
+
+
+def lanl_cases() -> Iterator[Case]:
+    header = ("System,machine type,nodes,procstot,procsinnode,nodenum,nodenumz,node install,node prod,"
+              "node decom,fru type,mem,cputype,memtype,num intercon,purpose,Prob Started,Prob Fixed,"
+              "Down Time,Facilities,Hardware,Human Error,Network,Undetermined,Software,Same Event")  # fmt: skip
+    row = ("7,smp,128,1024,8,{n},{n},2-Jan,2-Mar,current,part,8,1,1,0,compute,5/23/2003 9:37,{fixed},"
+           "144,,Memory Dimm,,,,,No")  # fmt: skip
+    # issue 37 (found at 1,000 mutations): no time bound: a repair in the year 3003 (or
+    # '٣003': strptime reads any digit) was kept, stretching the observation window
+    yield Case("lanl poison times", read_lanl, "lanl.csv",
+               _lines([header, row.format(n=1, fixed="5/23/2003 12:01"), row.format(n=2, fixed="5/23/3003 12:01"),
+                       row.format(n=3, fixed="5/23/\u0663003 12:01"), row.format(n=4, fixed="5/23/1989 12:01")]),
+               read=4, kept=1, quarantined={3: "field Prob Fixed: time '5/23/3003 12:01' is outside 1990-2200",
+                                            4: "outside 1990-2200", 5: "field Prob Fixed"})  # fmt: skip
 
 
 def all_cases() -> list[Case]:
     """Every crafted case."""
-    return [*health_cases(), *dcgm_cases(), *kernel_cases(), *node_cases(), *pod_cases()]
+    return [*health_cases(), *dcgm_cases(), *kernel_cases(), *node_cases(), *pod_cases(),
+            *lanl_cases()]  # fmt: skip

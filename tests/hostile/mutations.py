@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import codecs
 import gzip
+import json
 from collections import defaultdict
 from pathlib import Path
 
@@ -23,7 +24,14 @@ TOKENS = [
     "Unknown", "None", "", "(null)", "0000-01-01T00:00:00", "2025-13-01T00:00:00",
     "2025-02-30T00:00:00", "99999-01-01T00:00:00Z", "[" * 400, "{" * 50, "node[1-100000000]",
     "r[1-100000]n[1-100000]", "<xid 79>", "Xid 48", "NVRM: Xid (PCI:0000:00:00): ", "SXid ",
-    "x" * 5000,
+    "x" * 5000, "\u00b2", "\u0663", "\\ud800", "null",
+]  # fmt: skip
+#: JSON values put in place of a value of a JSON-lines record (issue 37): null or another type
+#: where a string belongs, digits int() refuses ('²', '٣'), a lone surrogate (not text),
+#: nesting, numbers beyond int64 / float64
+JSON_VALUES: list[object] = [
+    None, True, 0, -1, 2**64, 1e308, [], {}, "", "\u00b2", "\u0663", "\ud800", "x" * 5000,
+    [[[[[[[[[[]]]]]]]]]], "2025-13-01T00:00:00Z", "attempt=\u00b2;cubes=1", "changed=\u00b2",
 ]  # fmt: skip
 
 
@@ -42,8 +50,18 @@ def header_tokens(header: str) -> list[str]:
 @st.composite
 def record_edit(draw: st.DrawFn, text: str, extra: tuple[str, ...] = ()) -> str:
     """One to three edits of a record's text: replace / insert a token (``TOKENS`` plus
-    ``extra``), truncate, replace a digit run by a huge number, or delete a character."""
+    ``extra``), truncate, replace a digit run by a huge number, or delete a character; or,
+    for a JSON object, one field's value replaced by one of ``JSON_VALUES``."""
     tokens = [*TOKENS, *extra]
+    if text.startswith("{") and draw(st.booleans()):
+        try:
+            obj = json.loads(text)
+        except ValueError:
+            obj = None
+        if isinstance(obj, dict):  # a JSON-lines record: put a hostile value in a field
+            key = draw(st.sampled_from([*sorted(obj), "detail", "extra"]))
+            obj[key] = draw(st.sampled_from(JSON_VALUES))
+            return json.dumps(obj)
     for _ in range(draw(st.integers(1, 3))):
         kind = draw(st.sampled_from(["replace", "insert", "truncate", "number", "delete"]))
         pos = draw(st.integers(0, len(text)))

@@ -277,6 +277,12 @@ def pod(seed: int = 0, n: int = 10) -> Sample:
                                      "component_type": "machine", "component_id": host, "detail": "machine_unhealthy"}))  # fmt: skip
         for line in lines:
             s.add([line], host)
+    for k, job in enumerate(_names(rng, "job", 3)):  # a job's events: submit, start, end
+        t = T0 + timedelta(hours=n + k)
+        for dt, event, detail in [(0, "job_submit", "prio=prod"), (5, "job_start", f"attempt=0;cubes={k + 1}"),
+                                  (6, "crossconnect", "changed=2"), (50, "job_end", "state=COMPLETED")]:  # fmt: skip
+            s.add([json.dumps({"time": (t + timedelta(minutes=dt)).isoformat(), "event": event,
+                               "component_type": "job", "component_id": job, "detail": detail})], job)  # fmt: skip
     return s
 
 

@@ -97,7 +97,10 @@ _FAULT_STATES = ("DOWN", "FAIL", "REPAIR")
 #: domains of an attempt that failed because of something on a node (culprit, cause)
 _FAILING = ("hardware", "infrastructure", "system_software", "unknown")
 #: evidence kinds, in order of strength
-_HEALTH, _FAULT, _DRAIN, _ADMIN = 0, 1, 2, 3
+_HEALTH, _FAULT, _DRAIN, _WARN, _ADMIN = 0, 1, 2, 3, 4
+#: components of a warning that is the hardware's (not the application's, software's or a
+#: shared service's)
+_NOT_HARDWARE = ("software", "filesystem", "unknown")
 #: reader kinds whose node_states are point-in-time snapshots, not a history
 _SNAPSHOT_KINDS = ("nodes",)
 #: reasons Slurm records when the node comes back, after the failure they explain
@@ -217,6 +220,7 @@ def attribute_failures(
     after_min: float = 5.0,
     state_slack_s: float = 5.0,
     drain_slack_s: float = 300.0,
+    warning_before_min: float = 5.0,
     requeue_exit_codes: Iterable[int] = (),
     health_events: pl.DataFrame | pl.LazyFrame | None = None,
     node_states: pl.DataFrame | pl.LazyFrame | None = None,
@@ -233,6 +237,10 @@ def attribute_failures(
         Health-event window around the attempt's end [minutes], never reaching before the attempt's
         start (Kokolis et al. HPCA'25 §III: 10 and 5); ``before_min`` also bounds node-state changes
         before the end.
+    warning_before_min : float
+        How long before a failing end a hardware *warning* on the node (Xid 63 row remapping,
+        Xid 92 ECC error rate; not the application's own Xids 13, 31, 43) counts [min]: weaker
+        evidence than any node-state change (default 5).
     drain_slack_s : float
         How long after the attempt's end a DRAIN (or a "Node unexpectedly rebooted") still counts
         [s]: Slurm's accounting records a drain when the node became DRAINED, once its jobs
@@ -263,7 +271,7 @@ def attribute_failures(
         ``evidence_reason`` and ``reason_class`` (the node-state reason the domain rests on and
         its class, when it rests on one) and ``resource_class`` added (same rows, same order).
     """
-    if min(before_min, after_min, state_slack_s, drain_slack_s) < 0:
+    if min(before_min, after_min, state_slack_s, drain_slack_s, warning_before_min) < 0:
         raise ValueError(
             "before_min, after_min, state_slack_s and drain_slack_s must be >= 0 "
             f"(got {before_min}, {after_min}, {state_slack_s}, {drain_slack_s})"
@@ -297,8 +305,9 @@ def attribute_failures(
                                      "__node": pl.String, "__dist": pl.Int64, "__kind": pl.Int8})]  # fmt: skip
 
     def nearest(
-        events: pl.LazyFrame, kind: int, after: timedelta, attempts: pl.LazyFrame = ended
-    ) -> pl.LazyFrame:
+        events: pl.LazyFrame, kind: int, after: timedelta, attempts: pl.LazyFrame = ended,
+        before: timedelta = before,
+    ) -> pl.LazyFrame:  # fmt: skip
         """Find, per (attempt, node), the event nearest the attempt's end within the window.
 
         Two as-of joins (latest at or before the end, earliest at or after it) instead of a
@@ -370,6 +379,17 @@ def attribute_failures(
             __rclass=pl.lit(None, pl.String),
         )
         evidence.append(nearest(crit, _HEALTH, after))
+        # a hardware warning (Xid 63 row remapping, Xid 92 ECC rate...) on the node in the
+        # minutes before a failing end: weaker evidence, after every node-state change
+        warn = he.filter(
+            (pl.col("severity").cast(pl.String) == "warning")
+            & ~pl.col("component").cast(pl.String).is_in(_NOT_HARDWARE)
+        ).select(
+            "cluster", "node", __t=pl.col("time"), __cause=pl.col("component").cast(pl.String),
+            __domain=pl.lit("hardware"), __reason=pl.lit(None, pl.String),
+            __rclass=pl.lit(None, pl.String),
+        )  # fmt: skip
+        evidence.append(nearest(warn, _WARN, slack, before=timedelta(minutes=warning_before_min)))
     if ns is not None:
         evidence += _node_state_evidence(
             ns,
@@ -401,7 +421,7 @@ def attribute_failures(
         .when(st.is_in(["NODE_FAIL", "BOOT_FAIL"])).then(
             pl.when(kind.is_not_null()).then(ev_domain).otherwise(pl.lit("hardware")))
         .when(st.is_in(["FAILED", "LAUNCH_FAILED"])).then(
-            pl.when(kind.is_in([_HEALTH, _FAULT, _DRAIN])).then(ev_domain).otherwise(pl.lit("user")))
+            pl.when(kind.is_in([_HEALTH, _FAULT, _DRAIN, _WARN])).then(ev_domain).otherwise(pl.lit("user")))
         .when(st == "REQUEUED").then(
             pl.when(app_requeue.fill_null(False)).then(pl.lit("user"))
             .when(kind.is_not_null()).then(ev_domain)
@@ -425,7 +445,7 @@ def attribute_failures(
             evidence_reason=pl.when(by_state).then(pl.col("__reason")),
             reason_class=pl.when(by_state).then(pl.col("__rclass")),
             evidence=pl.when(pl.col("failure_domain") == "none").then(pl.lit(None, pl.String))
-            .when(on_node).then(pl.when(kind == _HEALTH).then(pl.lit("health_event"))
+            .when(on_node).then(pl.when(kind.is_in([_HEALTH, _WARN])).then(pl.lit("health_event"))
                                 .otherwise(pl.lit("node_state")))
             .when((st == "REQUEUED") & (pl.col("failure_domain") == "user")).then(pl.lit("exit_code"))
             .otherwise(pl.lit("job_state")),

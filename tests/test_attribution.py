@@ -110,7 +110,7 @@ def test_health_event_window_is_clipped_at_the_attempt_start():
                                    "culprit_node": "n1", "evidence": "health_event"}  # fmt: skip
     long = dict(short, start=end - 60 * M)
     assert _one(long, before_start)["culprit_node"] == "n1"
-    # after the end: 5 min counts, 6 min does not; a warning never counts
+    # after the end: 5 min counts, 6 min does not
     assert (
         _one(long, _health([("n1", end + 5 * M, "nvlink", "critical")]))["failure_cause"]
         == "nvlink"
@@ -118,7 +118,18 @@ def test_health_event_window_is_clipped_at_the_attempt_start():
     assert (
         _one(long, _health([("n1", end + 6 * M, "nvlink", "critical")]))["failure_domain"] == "user"
     )
-    assert _one(long, _health([("n1", end, "nvlink", "warning")]))["failure_domain"] == "user"
+    # a hardware warning counts only in the 5 minutes before the end (to 5 s after); the
+    # application's own warnings (Xid 13, 31: component software) never
+    assert (
+        _one(long, _health([("n1", end - 4 * M, "gpu_memory", "warning")]))["failure_cause"]
+        == "gpu_memory"
+    )
+    assert (
+        _one(long, _health([("n1", end - 6 * M, "gpu_memory", "warning")]))["failure_domain"]
+        == "user"
+    )
+    assert _one(long, _health([("n1", end + M, "nvlink", "warning")]))["failure_domain"] == "user"
+    assert _one(long, _health([("n1", end - M, "software", "warning")]))["failure_domain"] == "user"
     # an event on another node is not evidence for this attempt
     assert _one(long, _health([("n2", end, "nvlink", "critical")]))["failure_domain"] == "user"
 
@@ -324,6 +335,22 @@ def _reference(jobs, he, ns, before_min=10.0, after_min=5.0, slack_s=5.0, codes=
                         "unknown": "unknown",
                     }.get(comp, "hardware")
                     cands.append((0, abs(e["time"] - end), e["node"], comp == "unknown", comp, dom))
+                # a hardware warning in the 5 minutes before the end (to the clock slack after)
+                warn_lo = (
+                    end - timedelta(minutes=5)
+                    if start is None
+                    else max(start, end - timedelta(minutes=5))
+                )
+                if (
+                    e_ok := [e for e in he.iter_rows(named=True)
+                             if e["node"] in j["nodes"] and e["severity"] == "warning"
+                             and e["component"] not in ("software", "filesystem", "unknown")
+                             and warn_lo <= e["time"] <= end + slack]
+                ):  # fmt: skip
+                    for e in e_ok:
+                        cands.append(
+                            (3, abs(e["time"] - end), e["node"], False, e["component"], "hardware")
+                        )
             for s in ns.iter_rows(named=True):
                 # a drain (recorded when the node became DRAINED) and a reboot (recorded when
                 # slurmd came back) also count up to 5 minutes after the end, for the failing
@@ -349,7 +376,7 @@ def _reference(jobs, he, ns, before_min=10.0, after_min=5.0, slack_s=5.0, codes=
                     if c["reason_class"] == "administrative":
                         if state not in ("NODE_FAIL", "REQUEUED", "BOOT_FAIL"):
                             continue
-                        kind, comp, dom = 3, "none", "admin"
+                        kind, comp, dom = 4, "none", "admin"
                     elif c["domain"] == "user":
                         continue
                     elif s["state"] in FAULT or c["reason_class"] in ("signal", "slurm"):
@@ -368,7 +395,7 @@ def _reference(jobs, he, ns, before_min=10.0, after_min=5.0, slack_s=5.0, codes=
         elif state in ("NODE_FAIL", "BOOT_FAIL"):
             dom = best[5] if best else "hardware"
         elif state in ("FAILED", "LAUNCH_FAILED"):
-            dom = best[5] if kind in (0, 1, 2) else "user"
+            dom = best[5] if kind in (0, 1, 2, 3) else "user"
         elif state == "REQUEUED":
             dom = "user" if j["exit_code"] in codes else (best[5] if best else "admin")
         else:

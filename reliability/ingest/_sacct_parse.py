@@ -41,6 +41,7 @@ __all__ = [
     "finish",
     "parse_records",
     "partial_schema",
+    "repeated_hour_times",
     "time_form",
     "typed_plan",
 ]
@@ -431,6 +432,11 @@ def typed_plan(
                 tz, ambiguous="earliest", non_existent="null"
             ).dt.convert_time_zone("UTC")
         stage2[f"_local_{key}"] = local
+        if tz not in (None, "UTC") and key in ("start", "end"):
+            # the other reading of a time in the hour repeated when daylight saving ends
+            stage2[f"_late_{key}"] = iso.dt.replace_time_zone(
+                tz, ambiguous="latest", non_existent="null"
+            ).dt.convert_time_zone("UTC")
         # text that is neither an ISO time nor a sentinel (epoch seconds, or garbage)
         stage2[f"_other_{key}"] = pl.when(
             txt.is_not_null() & iso.is_null() & ~txt.is_in(_SENTINELS)
@@ -456,6 +462,20 @@ def typed_plan(
         stage3[f"_c_{key}_range"] = iso_out | (num.is_not_null() & ~epoch_ok)
         stage3[f"_c_{key}_read"] = other.is_not_null() & num.is_null()
         stage3[f"_iso_{key}"] = pl.col(f"_iso_{key}").is_not_null()
+    # stage 3b: a time in the repeated hour of a fall-back change takes the reading that keeps
+    # Submit <= Start <= End (the earlier one where both do)
+    stage3b: dict[str, pl.Expr] = {}
+    if tz not in (None, "UTC"):
+        s_, e_ = pl.col("start_time"), pl.col("end_time")
+        late_e = pl.col("_late_end")
+        end_fix = (e_ < s_) & (late_e >= s_) & (late_e != e_)
+        stage3b["end_time"] = pl.when(end_fix.fill_null(False)).then(late_e).otherwise(e_)
+    stage3c: dict[str, pl.Expr] = {}
+    if tz not in (None, "UTC"):
+        s_, e_, sub = pl.col("start_time"), pl.col("end_time"), pl.col("submit_time")
+        late_s = pl.col("_late_start")
+        start_fix = (s_ < sub) & (late_s >= sub) & (late_s != s_) & (e_.is_null() | (late_s <= e_))
+        stage3c["start_time"] = pl.when(start_fix.fill_null(False)).then(late_s).otherwise(s_)
     # stage 4: checks across fields
     alloc = pl.col("step").is_null()
     stage4: dict[str, pl.Expr] = {
@@ -478,11 +498,14 @@ def typed_plan(
         "_has_nnodes", "_has_priority",
         *(f"_{part}_{k}" for _, k in _TIMES for part in ("txt", "local", "other")),
         *((f"_num_{k}" for _, k in _TIMES) if times == "epoch" else ()),
+        *(("_late_start", "_late_end") if tz not in (None, "UTC") else ()),
     ]  # fmt: skip
     return (
         lf.select("line_no", *keep, **stage1)
         .with_columns(**stage2)
         .with_columns(**stage3)
+        .with_columns(**stage3b)
+        .with_columns(**stage3c)
         .with_columns(**stage4)
         .with_columns(_bad=bad)
         # the count as the table stores it (the rows outside [0, MAX] are quarantined above):
@@ -884,3 +907,33 @@ def _reasons(
         [pl.when(pl.col(flag)).then(msg) for flag, msg in msgs if flag in frame.columns]
     )
     return frame.select("line_no", reason=reason.fill_null("malformed record"))
+
+
+def repeated_hour_times(jobs: pl.DataFrame, tz: str | None) -> int:
+    """Count the start and end times of ``jobs`` that fall in an hour repeated in ``tz``.
+
+    Parameters
+    ----------
+    jobs : polars.DataFrame
+        Attempts with ``start_time`` and ``end_time`` [UTC].
+    tz : str or None
+        The zone the export printed its times in.
+
+    Returns
+    -------
+    int
+        Times whose local reading is ambiguous (the hour repeated when daylight saving time
+        ends): read by the order Submit <= Start <= End, or as the earlier instant where both
+        readings keep it.
+    """
+    if tz in (None, "UTC") or jobs.height == 0:
+        return 0
+    n = 0
+    for col in ("start_time", "end_time"):
+        local = (
+            jobs.get_column(col).drop_nulls().dt.convert_time_zone(tz).dt.replace_time_zone(None)
+        )
+        early = local.dt.replace_time_zone(tz, ambiguous="earliest", non_existent="null")
+        late = local.dt.replace_time_zone(tz, ambiguous="latest", non_existent="null")
+        n += int((early != late).sum())
+    return n

@@ -49,6 +49,7 @@ from reliability.ingest._sacct_parse import (
     complete,
     finish,
     partial_schema,
+    repeated_hour_times,
     time_form_of,
     typed_plan,
 )
@@ -644,6 +645,14 @@ class SacctReader:
             note = missing_duplicates_note(allocs, dup=dup)
         if note:
             notes.append(note)
+        ambiguous = repeated_hour_times(allocs, self.tz)
+        if ambiguous:
+            notes.append(
+                f"{ambiguous:,} start/end time(s) fall in the hour repeated when daylight saving "
+                f"time ended ({self.tz}): each read as the instant that keeps Submit <= Start <= "
+                "End, the earlier one where both do (then possibly an hour off); export with "
+                "SLURM_TIME_FORMAT=%s for exact times"
+            )
         # the added columns are chunked like the rows (else polars copies the whole table)
         topology = pl.repeat(None, allocs.height, dtype=pl.String, eager=True).alias("topology")
         jobs = allocs.with_columns(

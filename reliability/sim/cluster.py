@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from reliability.sim.config import CAUSES, ClusterConfig
+from reliability.sim.config import CAUSES, ClusterConfig, site_wording
 from reliability.sim.engine import EventLog, Kernel, paused_gc
 from reliability.sim.workload import PRIORITY
 
@@ -886,7 +886,8 @@ class ClusterSim:
             # the crashed jobs' epilog runs the health check before the node can take new work
             # (Slurm keeps it COMPLETING): it is out of service from now, the check reports at
             # the end of the epilog
-            self._take_down(node, "DRAIN", c.reason, "root", repair_s, cause)
+            wording = site_wording(c.component, c.reason, node, self.k.now)
+            self._take_down(node, "DRAIN", wording, "root", repair_s, cause)
             self.k.post_after(EPILOG_S, self._log_health, node, cause)
         elif detected:
             # an idle node is caught at its next periodic (5-minute) check
@@ -902,9 +903,10 @@ class ClusterSim:
             return
         reason = CAUSES[cause].reason if cause else "health check failed (transient)"
         component = CAUSES[cause].component if cause else "unknown"
+        wording = site_wording(component, reason, node, self.k.now)
         self.log.add("health", self.k.now, node=node, component=component, code=cause or "false_alarm",
                      message=reason)  # fmt: skip
-        self._take_down(node, "DRAIN", reason, "root", repair_s, cause or "false_alarm")
+        self._take_down(node, "DRAIN", wording, "root", repair_s, cause or "false_alarm")
 
     def _false_alarm(self, node: int, repair_s: float, phase: float) -> None:
         self.k.post_at(

@@ -17,12 +17,14 @@ from typing import Any
 
 __all__ = [
     "MAX_DAYS",
+    "SITE_WORDINGS",
     "Cause",
     "ClusterConfig",
     "FailureConfig",
     "WorkloadConfig",
     "load_preset",
     "preset_names",
+    "site_wording",
 ]
 
 
@@ -99,6 +101,53 @@ CAUSES: dict[str, Cause] = {
     "bios": Cause("bios", None, True, "BIOS / firmware fault"),
     "cpu": Cause("cpu", None, True, "CPU machine check"),
 }
+
+#: How a site's health check words a drain for each cause, beside :attr:`Cause.reason`: real
+#: sites write their own wording, which often names no signal the taxonomy knows (NHC's check
+#: names, a vendor diagnostic, free text with a ticket). A drain takes one of these (or the
+#: cause's own reason) by the node and the second it happens: no random draw, so the run's
+#: random stream, and every figure built on it, is unchanged.
+SITE_WORDINGS: dict[str, tuple[str, ...]] = {
+    "gpu": ("NHC: check_hw_gpu failed", "HC FAIL: dcgmi diag -r 3", "nvidia-smi timeout"),
+    "gpu_memory": ("NHC: check_hw_gpu failed", "hc: retired pages pending", "HC FAIL: dcgmi diag -r 3"),
+    "nvlink": ("HC FAIL: nvbandwidth below threshold", "NHC: check_hw_gpu failed"),
+    "pcie": ("node unresponsive - see ops",),
+    "ib_link": ("HC FAIL: ibstat mlx5_0 not Active", "NHC: check_hw_ib failed", "IB errors - ticket 4411"),
+    "nic": ("NHC: check_hw_eth failed", "eth0 link flapping"),
+    "dimm": ("NHC: check_hw_physmem failed", "EDAC: CE storm on mc1"),
+    "filesystem": ("NHC: check_fs_mount /scratch", "lustre client evicted"),
+    "psu": ("BMC SEL: critical event", "power supply fault - ticket 3021"),
+    "bios": ("NHC: check_hw_cpuinfo failed", "BIOS settings drift"),
+    "cpu": ("mce: cpu machine check", "NHC: check_hw_cpuinfo failed"),
+    "unknown": ("node unhealthy - see ops", "HC FAIL"),
+}  # fmt: skip
+
+
+def site_wording(component: str, reason: str, node: int, time_s: float) -> str:
+    """Pick the drain reason a site would write: a site wording or the cause's own reason.
+
+    Deterministic in (node, second), so the simulator's random stream is untouched.
+
+    Parameters
+    ----------
+    component : str
+        The failing component (a key of :data:`SITE_WORDINGS`).
+    reason : str
+        The cause's own reason (:attr:`Cause.reason`).
+    node : int
+        Node index.
+    time_s : float
+        When the drain is written [s since the start].
+
+    Returns
+    -------
+    str
+        One of the site's wordings for the component, or ``reason`` (one time in two).
+    """
+    words = SITE_WORDINGS.get(component, SITE_WORDINGS["unknown"])
+    k = (node * 7919 + int(time_s)) % (2 * len(words))
+    return reason if k >= len(words) else words[k]
+
 
 #: Share of each cause among ordinary nodes' failures.
 DEFAULT_CAUSE_MIX = {

@@ -118,14 +118,14 @@ def test_health_event_window_is_clipped_at_the_attempt_start():
     assert (
         _one(long, _health([("n1", end + 6 * M, "nvlink", "critical")]))["failure_domain"] == "user"
     )
-    # a hardware warning counts only in the 5 minutes before the end (to 5 s after); the
+    # a hardware warning counts only in the 3 minutes before the end (to 5 s after); the
     # application's own warnings (Xid 13, 31: component software) never
     assert (
-        _one(long, _health([("n1", end - 4 * M, "gpu_memory", "warning")]))["failure_cause"]
+        _one(long, _health([("n1", end - 2 * M, "gpu_memory", "warning")]))["failure_cause"]
         == "gpu_memory"
     )
     assert (
-        _one(long, _health([("n1", end - 6 * M, "gpu_memory", "warning")]))["failure_domain"]
+        _one(long, _health([("n1", end - 4 * M, "gpu_memory", "warning")]))["failure_domain"]
         == "user"
     )
     assert _one(long, _health([("n1", end + M, "nvlink", "warning")]))["failure_domain"] == "user"
@@ -337,9 +337,9 @@ def _reference(jobs, he, ns, before_min=10.0, after_min=5.0, slack_s=5.0, codes=
                     cands.append((0, abs(e["time"] - end), e["node"], comp == "unknown", comp, dom))
                 # a hardware warning in the 5 minutes before the end (to the clock slack after)
                 warn_lo = (
-                    end - timedelta(minutes=5)
+                    end - timedelta(minutes=3)
                     if start is None
-                    else max(start, end - timedelta(minutes=5))
+                    else max(start, end - timedelta(minutes=3))
                 )
                 if (
                     e_ok := [e for e in he.iter_rows(named=True)
@@ -360,7 +360,7 @@ def _reference(jobs, he, ns, before_min=10.0, after_min=5.0, slack_s=5.0, codes=
                 )
                 last = max(
                     (t for t in failing_ends.get(s["node"], [])
-                     if s["start"] - timedelta(seconds=300) <= t <= s["start"]),
+                     if s["start"] - timedelta(seconds=120) <= t <= s["start"]),
                     default=None,
                 )  # fmt: skip
                 in_window = lo <= s["start"] <= end + slack
@@ -487,7 +487,7 @@ def test_no_culprit_from_outside_the_attempt(seed, n):
         return True
 
     extra_s = [
-        x for x in extra_s if outside_all(x[0], x[2], 10 * M, 300 * S if x[1] == "DRAIN" else 5 * S)
+        x for x in extra_s if outside_all(x[0], x[2], 10 * M, 120 * S if x[1] == "DRAIN" else 5 * S)
     ]
     extra_h = [x for x in extra_h if outside_all(x[0], x[1], 10 * M, 5 * M)]
     more = attribute_failures(

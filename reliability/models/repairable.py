@@ -328,17 +328,22 @@ def _frailty_nll(
     params: np.ndarray, t: np.ndarray, d: np.ndarray, idx: np.ndarray, n: int
 ) -> float:
     """Negative log-likelihood of the gamma-frailty Weibull in (log k, log λ, log θ)."""
-    lk, ll, lth = params
-    k, lam, th = np.exp(lk), np.exp(ll), np.exp(np.clip(lth, -30, 30))
-    z = (t / lam) ** k
-    H = np.bincount(idx, z, n)
-    D = np.bincount(idx, d.astype(float), n)
-    logh = float(np.where(d, np.log(k) - k * np.log(lam) + (k - 1) * np.log(t), 0.0).sum())
-    a = 1.0 / th
-    ll_nodes = (
-        special.gammaln(a + D) - special.gammaln(a) + D * np.log(th) - (a + D) * np.log1p(th * H)
+    lk, ll, lth = (
+        np.clip(params[0], -5, 5),
+        np.clip(params[1], -50, 50),
+        np.clip(params[2], -30, 30),
     )
-    out = -(logh + float(ll_nodes.sum()))
+    k, th = np.exp(lk), np.exp(lth)
+    with np.errstate(all="ignore"):  # a line search may step far out: such points score 1e300
+        z = np.exp(k * (np.log(t) - ll))
+        H = np.bincount(idx, z, n)
+        D = np.bincount(idx, d.astype(float), n)
+        logh = float(np.where(d, lk - k * ll + (k - 1) * np.log(t), 0.0).sum())
+        a = 1.0 / th
+        ll_nodes = (
+            special.gammaln(a + D) - special.gammaln(a) + D * lth - (a + D) * np.log1p(th * H)
+        )
+        out = -(logh + float(ll_nodes.sum()))
     return out if np.isfinite(out) else 1e300
 
 
@@ -384,7 +389,7 @@ def weibull_frailty(
     best = None
     for th0 in (-3.0, 0.0):
         r = optimize.minimize(_frailty_nll, [0.0, scale0, th0], args=(t, d, idx, n),
-                              method="Nelder-Mead", options={"maxiter": 4000, "xatol": 1e-7, "fatol": 1e-9})  # fmt: skip
+                              method="L-BFGS-B")  # fmt: skip
         if best is None or r.fun < best.fun:
             best = r
     if best is None or not np.isfinite(best.fun):
@@ -393,7 +398,7 @@ def weibull_frailty(
 
     def excess(lk: float) -> float:
         r = optimize.minimize(lambda p: _frailty_nll(np.array([lk, *p]), t, d, idx, n), best.x[1:],
-                              method="Nelder-Mead", options={"maxiter": 2000, "xatol": 1e-7, "fatol": 1e-9})  # fmt: skip
+                              method="L-BFGS-B")  # fmt: skip
         return 2.0 * (r.fun - best.fun) - crit
 
     lk = float(best.x[0])

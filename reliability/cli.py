@@ -21,7 +21,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import polars as pl
@@ -370,8 +370,17 @@ def _mtime_hint(outcome: IngestOutcome) -> None:
         t = datetime.fromtimestamp(Path(outcome.path).stat().st_mtime, UTC)
     except OSError:
         return
-    print(f"  note: {outcome.path} was last written at {t:%Y-%m-%dT%H:%M:%SZ}: if that is when it "
-          f"was exported, ingest it with --replace --observed-at {t:%Y-%m-%dT%H:%M:%SZ}")  # fmt: skip
+    latest = outcome.observed_until
+    if latest is None or not latest <= t <= latest + MTIME_PLAUSIBLE:
+        # a copied or touched file: its time says nothing about the export
+        return
+    print(f"  note: {outcome.path} was last written at {t:%Y-%m-%dT%H:%M:%SZ}: if the export wrote "
+          "it then and it was not copied or edited since, that is when it was exported: ingest it "
+          f"with --replace --observed-at {t:%Y-%m-%dT%H:%M:%SZ}")  # fmt: skip
+
+
+#: a file written this long after its latest record may still be the export itself
+MTIME_PLAUSIBLE = timedelta(hours=6)
 
 
 def _analyze(args: argparse.Namespace) -> int:

@@ -9,7 +9,7 @@ folder and never imports the simulator (data flows one way: sim -> files -> inge
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from reliability.errors import ReliabilityError
@@ -43,6 +43,8 @@ def ingest_simulation(out: str | Path, dataset: str | Path) -> list[IngestOutcom
         files, tz, cluster = m["ingest"], m["tz"], m["cluster"]
         # the exports are taken at the end of the run: what is still open is open then
         end = datetime.fromisoformat(m["start"]) + timedelta(days=float(m["days"]))
+        # a run simulated past this machine's clock: its end is no export time; infer it
+        observed_at = end if end <= datetime.now(UTC) else None
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ReliabilityError(
             f"{out}: not a simulator output folder (manifest.json unreadable: {exc})"
@@ -54,7 +56,7 @@ def ingest_simulation(out: str | Path, dataset: str | Path) -> list[IngestOutcom
         if not paths:
             continue
         if kind in ("slurm", "events"):
-            outcomes += ds.ingest(kind, paths, tz=tz, observed_at=end)
+            outcomes += ds.ingest(kind, paths, tz=tz, observed_at=observed_at)
         else:
-            outcomes += ds.ingest(kind, paths, cluster=cluster, observed_at=end)
+            outcomes += ds.ingest(kind, paths, cluster=cluster, observed_at=observed_at)
     return outcomes

@@ -299,3 +299,25 @@ def test_text_and_html_forms(history):
     assert proj.item(0, "mttf_h_low") <= proj.item(0, "mttf_h") <= proj.item(0, "mttf_h_high")
     assert proj.item(0, "mttf_h") == pytest.approx(24 / (2048 * m.rate_per_node_day_))
     assert math.isfinite(m.glm_slope_) or "GLM slope not estimable" in " ".join(m.notes)
+
+
+def test_failures_all_at_one_duration_give_no_weibull_and_no_abort():
+    """Every attempt fails at exactly 2,000 s: the Weibull likelihood grows without bound as the
+    shape grows (a point mass has no finite-shape MLE), so the shape is not estimable; the rate
+    still is (failures over exposure), and nothing raises (`analyze` aborted on such data)."""
+    rng = np.random.default_rng(6)
+    jobs, _ = job_histories(rng, days=20, rate_per_node_day=0.01, slots=4, nodes_per_job=16)
+    jobs = jobs.with_columns(
+        end_time=pl.col("start_time") + timedelta(seconds=2000),
+        state=pl.lit("NODE_FAIL", jobs.schema["state"]),
+        failure_domain=pl.lit("hardware", jobs.schema["failure_domain"]),
+    )
+    end = jobs["end_time"].max()
+    m = fit_mttf(jobs, min_gpus=1, observation_end=end)
+    row = m.survival.row(0, named=True)
+    assert row["weibull_shape"] is None
+    assert row["verdict"].startswith("not estimable")
+    hours = jobs.height * (2000 / 3600) * 16
+    assert m.failures_ == jobs.height
+    assert m.rate_per_node_day_ == pytest.approx(jobs.height / (hours / 24))
+    _no_bad_words(str(m))

@@ -144,14 +144,26 @@ def _cli(*argv: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_cli_observed_at_and_info(tmp_path: Path) -> None:
+    import os
+
     sacct, events = _exports(tmp_path)
     d = str(tmp_path / "ds")
+    # written 20 min after its latest record (10:30): plausibly the export itself
+    written = datetime(2025, 3, 1, 10, 50, tzinfo=UTC).timestamp()
+    os.utime(events, (written, written))
     r = _cli("ingest", "events", str(events), "--into", d, "--tz", "UTC")
     assert r.returncode == 0, r.stderr
     # the note speaks the CLI's language, and offers the file's modification time
     assert "--observed-at" in r.stdout
-    assert "was last written at" in r.stdout
+    assert "was last written at 2025-03-01T10:50:00Z" in r.stdout
     assert "observed_at=" not in r.stdout
+    # a file copied years later: its modification time says nothing about the export
+    copy = tmp_path / "copy.psv"
+    copy.write_bytes(events.read_bytes())
+    r = _cli("ingest", "events", str(copy), "--into", str(tmp_path / "d3"), "--tz", "UTC")
+    assert r.returncode == 0, r.stderr
+    assert "--observed-at" in r.stdout
+    assert "was last written" not in r.stdout
     r = _cli("ingest", "slurm", str(sacct), "--into", d, "--tz", "UTC",
              "--observed-at", "2025-03-01T12:00:00+00:00")  # fmt: skip
     assert r.returncode == 0, r.stderr
@@ -185,3 +197,27 @@ def test_pipeline_observed_at_key(tmp_path: Path) -> None:
     # a TOML local time has no zone: refused, naming the key as the pipeline spells it
     with pytest.raises(PipelineError, match=r"inputs\[0\]\.observed_at.*UTC offset"):
         load_pipeline(pipeline("2025-03-01T12:00:00"))
+
+
+def test_observed_at_in_the_future_is_refused(tmp_path: Path) -> None:
+    """An export cannot have been taken after this machine's clock (beyond an hour of skew):
+    2099 would count the running job and the down node as open for 74 years."""
+    sacct, _ = _exports(tmp_path)
+    ds = Dataset(tmp_path / "ds")
+    with pytest.raises(ReliabilityError, match=r"observed_at=.*is in the future"):
+        ds.ingest("slurm", [sacct], tz="UTC", observed_at="2099-01-01T00:00:00Z")
+    assert not ds.inputs
+
+
+def test_observed_at_long_after_the_data_is_noted(tmp_path: Path) -> None:
+    """The export's latest time is 10:30 on 1 March; an observed_at 10 days later keeps the
+    running job and the down node open for those days, which the ingest says."""
+    _sacct, events = _exports(tmp_path)
+    ds = Dataset(tmp_path / "ds")
+    out = ds.ingest("events", [events], tz="UTC", observed_at="2025-03-11T10:30:00Z")
+    assert any("is 10.0 days after the latest time" in n for n in out[0].notes)
+    # a day's gap or less is an ordinary export delay: no note
+    out = Dataset(tmp_path / "ds2").ingest(
+        "events", [events], tz="UTC", observed_at="2025-03-02T10:00:00Z"
+    )
+    assert not any("days after the latest time" in n for n in out[0].notes)

@@ -65,3 +65,20 @@ def test_an_event_on_an_idle_node_is_not_exposed():
     row = s.signals.row(0, named=True)
     assert (row["exposed"], row["share"], row["lift"]) == (0, None, None)
     assert "none with a job running" in str(s)
+
+
+def test_a_signal_on_a_node_that_never_failed_a_job_has_no_lift_and_says_so():
+    """Node n2 runs two jobs that complete; Xid 79 fires during one. Exposed 1, followed 0,
+    and the node's baseline is 0 (no abnormal end ever): no lift can be formed, and the text
+    says why instead of printing a number (the cold tester's traceback on real run-1 data)."""
+    jobs = [_job("1", "n2", 0, 10, "COMPLETED"), _job("2", "n2", 10, 20, "COMPLETED")]
+    s = signal_calibration(_frames(jobs, [_he("n2", 5, "79")]), horizon_h=6)
+    row = s.signals.row(0, named=True)
+    assert (row["exposed"], row["followed"], row["baseline"]) == (1, 0, 0.0)
+    assert row["lift"] is None
+    assert row["p"] is None
+    text = str(s)
+    assert "no baseline" in text
+    assert "None" not in text
+    assert "nan" not in text
+    s._repr_html_()

@@ -327,7 +327,7 @@ def _fit_group(
     group: str, t: np.ndarray, e: np.ndarray, entry: np.ndarray | None, alpha: float
 ) -> LifetimeFit:
     from lifelines import ExponentialFitter, KaplanMeierFitter, LogNormalFitter
-    from lifelines.exceptions import StatError
+    from lifelines.exceptions import ConvergenceError, StatError
 
     z = float(stats.norm.ppf(1 - alpha / 2))
     km_note = None
@@ -367,7 +367,13 @@ def _fit_group(
     models["exponential"] = {"loglik": float(ef.log_likelihood_), "aic": float(ef.AIC_),
                              "params": {"lambda_": lam}, "mttf": lam, "mttf_low": lam / f, "mttf_high": lam * f,
                              "b10": lam * _B10, "b10_low": lam * _B10 / f, "b10_high": lam * _B10 * f}  # fmt: skip
-    w = fit_weibull(t, e, entry, alpha=alpha)
+    try:
+        w = fit_weibull(t, e, entry, alpha=alpha)
+    except (ValueError, np.linalg.LinAlgError, ConvergenceError):
+        # e.g. every failure at the same age: no finite Weibull shape; the exponential stands
+        return LifetimeFit(**base, models=models, shape=None, shape_low=None, shape_high=None,
+                           lr_stat=None, lr_p=None, best=None,
+                           verdict="Weibull not estimable (no finite shape fits these ages)")  # fmt: skip
     wf = w["fitter"]
     theta = np.array([float(wf.lambda_), float(wf.rho_)])
     cov = wf.variance_matrix_.loc[["lambda_", "rho_"], ["lambda_", "rho_"]].to_numpy()
@@ -548,10 +554,13 @@ class LifetimeResult(Result):
                     + (f"Kaplan-Meier median {fmt_num(f.km_median)} {u}" if f.km_median else "Kaplan-Meier median not reached")
                 )  # fmt: skip
                 continue
-            lines.append(
-                f"  Weibull shape {f.shape:.3f} ({pct} CI {f.shape_low:.3f}-{f.shape_high:.3f}): {f.verdict}; "
-                f"LR test against the exponential p = {f.lr_p:.3g}"
-            )
+            if f.shape is None:
+                lines.append(f"  {f.verdict}")
+            else:
+                lines.append(
+                    f"  Weibull shape {f.shape:.3f} ({pct} CI {f.shape_low:.3f}-{f.shape_high:.3f}): {f.verdict}; "
+                    f"LR test against the exponential p = {f.lr_p:.3g}"
+                )
             for m in _MODELS:
                 d = f.models.get(m)
                 if not d:

@@ -716,7 +716,13 @@ def _survival(exp: pl.DataFrame, alpha: float) -> pl.DataFrame:
         # lifelines' edge: numpy arrays (polars' to_pandas would need pyarrow)
         hours = part.get_column("hours").to_numpy()
         failed = part.get_column("failed").to_numpy()
-        w = fit_weibull(hours, failed, alpha=alpha, engine="numpy")
+        try:
+            w = fit_weibull(hours, failed, alpha=alpha, engine="numpy")
+        except (ValueError, np.linalg.LinAlgError) as exc:
+            # e.g. every failure at the same duration: no finite Weibull shape
+            row["verdict"] = f"not estimable (no Weibull fits these durations: {exc})"
+            rows.append(row)
+            continue
         med = km_median(hours, failed)
         row |= {"weibull_shape": w["shape"], "shape_low": w["shape_low"], "shape_high": w["shape_high"],
                 "weibull_scale_h": w["scale"], "exp_rate_per_h": events / float(hours.sum()),

@@ -115,9 +115,14 @@ class SignalCalibration(Result):
                 if r["lead_min_median"] is None
                 else f", median lead {fmt_num(r['lead_min_median'])} min"
             )
+            head = f"  {r['signal']}: {r['followed']}/{r['exposed']} = {100 * r['share']:.0f}% "
+            if r["lift"] is None:
+                lines.append(
+                    head + f"(no baseline: these nodes never had an abnormal job end){lead}"
+                )
+                continue
             lines.append(
-                f"  {r['signal']}: {r['followed']}/{r['exposed']} = {100 * r['share']:.0f}% "
-                f"(baseline {100 * r['baseline']:.1f}%, lift x{fmt_num(r['lift'])} "
+                head + f"(baseline {100 * r['baseline']:.1f}%, lift x{fmt_num(r['lift'])} "
                 f"[{fmt_num(r['lift_low'])}-{fmt_num(r['lift_high'])}], p = {r['p']:.2g}){lead}"
             )
         return lines

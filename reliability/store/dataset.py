@@ -92,6 +92,8 @@ class IngestOutcome:
     rows_quarantined: int
     rows_out: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    #: the end of the input's observation [UTC] (given, known or inferred; None if it has no time)
+    observed_until: datetime | None = None
 
     def line(self) -> str:
         """Summarise the outcome in one line for the CLI.
@@ -112,9 +114,11 @@ class IngestOutcome:
 
 
 def _outcome(entry: dict[str, Any], shown: str, status: str) -> IngestOutcome:
+    until = (entry.get("observation") or {}).get("until")
     return IngestOutcome(shown, status, entry["sha256"], entry["rows_read"], entry["rows_kept"],
                          entry["rows_quarantined"], dict(entry.get("rows_out") or {}),
-                         list(entry.get("notes") or []) if status != "unchanged" else [])  # fmt: skip
+                         list(entry.get("notes") or []) if status != "unchanged" else [],
+                         datetime.fromisoformat(until) if until else None)  # fmt: skip
 
 
 def _writer_alive(writer: dict[str, Any] | None, call: str) -> bool:

@@ -7,7 +7,10 @@ the report. It comes from, in order of precedence:
 1. ``observed_at=`` given at ingest (``--observed-at`` on the CLI, ``inputs[i].observed_at``
    in a pipeline): when the export was taken. A timestamp in the input later than it is a
    contradiction (a wrong ``observed_at`` or a wrong time zone) and the input is refused;
-   with sacct's ``--endtime`` (``window_end=``) the earlier of the two ends the observation;
+   with sacct's ``--endtime`` (``window_end=``) the earlier of the two ends the observation.
+   A time past this machine's clock (by more than :data:`FUTURE_MARGIN`) is refused; one more
+   than :data:`LONG_AFTER` after the latest record, with something open, gets a note (what is
+   open is counted as open until then);
 2. what the reader knows (sacct's ``--endtime`` given as ``window_end=``);
 3. the latest timestamp in the input: a lower bound of when it was exported. An export
    taken while a node is DOWN has that node's open interval start as its latest timestamp;
@@ -17,7 +20,7 @@ the report. It comes from, in order of precedence:
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import polars as pl
 
@@ -82,7 +85,21 @@ def check_observed_at(value: object) -> datetime:
         raise ReliabilityError(
             f"observed_at={t.isoformat()!r} is outside the years {YEAR_MIN}-{YEAR_MAX}"
         )
-    return t.astimezone(UTC)
+    t = t.astimezone(UTC)
+    now = datetime.now(UTC)
+    if t > now + FUTURE_MARGIN:
+        raise ReliabilityError(
+            f"observed_at={t.isoformat()} is in the future (this machine's clock reads "
+            f"{now:%Y-%m-%dT%H:%M:%SZ}): an export cannot have been taken after now, and every "
+            "interval or attempt open at the end would be counted as open until then; give the "
+            "time the export was taken"
+        )
+    return t
+
+
+#: how far past this machine's clock an ``observed_at`` may be (clock skew between the cluster
+#: and the machine reading its export)
+FUTURE_MARGIN = timedelta(hours=1)
 
 
 def _latest(result: ReadResult) -> tuple[datetime, str] | None:
@@ -134,6 +151,18 @@ def apply_observed_at(result: ReadResult, shown: str, observed_at: datetime) -> 
             f"{t.isoformat()} ({where}), by {_span(gap_h)}{zone}: an export cannot record what "
             "happened after it was taken; give the time the export was taken",
         )
+    if (
+        latest is not None
+        and observed_at - latest[0] > LONG_AFTER
+        and _open_counts(result) != (0, 0)
+    ):
+        days = (observed_at - latest[0]).total_seconds() / 86400.0
+        result.notes.append(
+            f"observed_at={observed_at:%Y-%m-%dT%H:%M:%SZ} is {days:.1f} days after the latest time "
+            f"in the input ({latest[0]:%Y-%m-%dT%H:%M:%SZ}): what is open at the end (attempts "
+            "running or pending, nodes out of service) is counted as open for those days; if the "
+            "export was taken earlier, give that time"
+        )
     if result.observed_until is not None and result.observation_basis not in ("", INFERRED):
         if observed_at < result.observed_until:
             result.observed_until = observed_at
@@ -153,6 +182,25 @@ def _span(hours: float) -> str:
 INFERRED_NOTE_END = "pass observed_at= to record when the export was taken"
 
 
+def _open_counts(result: ReadResult) -> tuple[int, int]:
+    """Count the attempts still running or pending and the node-state intervals still open."""
+    jobs = result.tables.get("jobs")
+    states = result.tables.get("node_states")
+    n_jobs = (
+        jobs.filter(
+            pl.col("end_time").is_null() & pl.col("state").cast(pl.String).is_in(_OPEN_STATES)
+        ).height
+        if jobs is not None and jobs.height
+        else 0
+    )
+    n_states = states.filter(pl.col("end").is_null()).height if states is not None else 0
+    return n_jobs, n_states
+
+
+#: an ``observed_at`` this long after the latest record in an input gets a note
+LONG_AFTER = timedelta(days=1)
+
+
 def note_inferred_end(result: ReadResult) -> None:
     """Say, in the input's notes, where open records end when the export time was inferred.
 
@@ -165,16 +213,7 @@ def note_inferred_end(result: ReadResult) -> None:
     """
     if result.observation_basis != INFERRED or result.observed_until is None:
         return
-    jobs = result.tables.get("jobs")
-    states = result.tables.get("node_states")
-    n_jobs = (
-        jobs.filter(
-            pl.col("end_time").is_null() & pl.col("state").cast(pl.String).is_in(_OPEN_STATES)
-        ).height
-        if jobs is not None and jobs.height
-        else 0
-    )
-    n_states = states.filter(pl.col("end").is_null()).height if states is not None else 0
+    n_jobs, n_states = _open_counts(result)
     if not n_jobs and not n_states:
         return
     what = " and ".join(

@@ -32,7 +32,7 @@ def test_the_same_export_in_a_wrong_zone_is_refused(run1: Path, tmp_path: Path) 
     msg = str(e.value)
     assert f"as {EPOCH!r}" in msg
     assert "shifted by -5 h" in msg  # 20:28 New York read as 20:28 UTC is 5 h early
-    assert "tz='UTC'" in msg
+    assert "this one read as local times in 'UTC', that one as epoch times" in msg
     assert ds.jobs.height == n
     assert len(ds.inputs) == 1
     # in its own zone it is the same records: merged, not doubled, not refused
@@ -120,3 +120,28 @@ def test_node_fails_that_find_their_node_a_zone_away_get_a_note(tmp_path: Path) 
     a = attribute_failures(ds)
     assert a.filter(pl.col("culprit_node").is_null()).height == 0
     assert zone_mismatch_note(a, ds.node_states) is None
+
+
+def test_in_a_pipeline_the_refusal_names_this_input_key_and_the_earlier_input_by_name(
+    run1: Path, tmp_path: Path
+) -> None:
+    """inputs[1] repeats inputs[0] with a wrong tz: the message asks for inputs[1].tz and names
+    the earlier input's zone as a zone, not as an option of inputs[1] (the cold tester found
+    the earlier input's tz spelled as this input's key)."""
+    from reliability.pipeline import PipelineError, run_pipeline
+
+    p = tmp_path / "p.toml"
+    p.write_text(
+        '[pipeline]\nname = "t"\n'
+        f'[[inputs]]\nkind = "files"\nreader = "slurm"\npaths = ["{run1 / EPOCH}"]\n'
+        f'[[inputs]]\nkind = "files"\nreader = "slurm"\npaths = ["{run1 / NEW_YORK}"]\n'
+        'tz = "UTC"\n'
+    )
+    with pytest.raises(PipelineError) as e:
+        run_pipeline(p, out=tmp_path / "out", report=False)
+    msg = str(e.value)
+    assert "inputs[1]" in msg
+    assert "inputs[0]" not in msg
+    assert "this one read as local times in 'UTC', that one as epoch times" in msg
+    assert f"as {EPOCH!r}" in msg
+    assert "tz=" not in msg  # Python's spelling, respelled for the pipeline

@@ -76,17 +76,19 @@ class ShiftedCopy:
         """
         what = "jobs" if self.table == "jobs" else "node-state intervals"
         shifts = " and ".join(_hours(h) for h in self.shifts_h)
+        # the zones are named, not spelled as options: front ends respell ``tz=`` for the input
+        # being ingested, and the earlier input's option is not this one's
         then = (self.earlier.get("options") or {}).get("tz")
-        tz_then = f"tz={then!r}" if then else "no tz= (epoch times, or a zone in the data)"
-        tz_new = f"tz={tz_now!r}" if tz_now else "no tz="
+        zone_then = f"local times in {then!r}" if then else "epoch times or times with a zone"
+        zone_new = f"local times in {tz_now!r}" if tz_now else "epoch times or times with a zone"
         return (
             f"the same {self.shifted:,} {what} as {self.earlier.get('name')!r} (ingested "
             f"{str(self.earlier.get('ingested_at', '?'))[:19]}), with the same durations and "
             f"every time shifted by {shifts}: the same records read twice in different time zones "
-            f"(this one with {tz_new}, that one with {tz_then}). Nothing was ingested. sacct and "
-            "sacctmgr print local time without a zone: pass the zone of the host that ran them "
-            "as tz=; if the earlier input is the wrong one, ingest it again with replace= and "
-            "the right tz="
+            f"(this one read as {zone_new}, that one as {zone_then}). Nothing was ingested. "
+            "sacct and sacctmgr print local time without a zone: pass the zone of the host that "
+            "ran them as tz=; if the earlier input was read in the wrong zone, ingest that one "
+            "again, replacing it, in the right zone"
         )
 
 

@@ -125,6 +125,7 @@ def test_four_concurrent_ingests_without_wait_one_commits_and_the_others_name_it
     for err in refused:
         assert f"another process is writing this Dataset (it is held by pid {winner}" in err
         assert "waited" not in err
+        assert "or let this call wait for it with --wait SECONDS" in err  # the CLI's flag
         assert "Traceback" not in err
     assert len(Dataset(root).inputs) == 2
 

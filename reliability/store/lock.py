@@ -263,7 +263,8 @@ class DatasetLock:
             waited = f"; waited {wait_s:g} s for it to finish" if wait_s > 0 else ""
             raise DatasetLockedError(
                 f"{self.folder}: another process is writing this Dataset ({detail}){waited}; "
-                "try again when it has finished (the lock is released when that process exits)"
+                "try again when it has finished (the lock is released when that process exits), "
+                "or let this call wait for it with wait_s=SECONDS"
             )
         self.fd, info = got
         if info is not None and (info.pid != os.getpid() or not info.local):

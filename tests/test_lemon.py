@@ -83,8 +83,16 @@ def test_node_features_by_hand():
     assert n2["hw_culprit"] == 0
     assert n2["xid"] == 0
     assert n2["critical_events"] == 0
-    # fleet-relative: n1's out_of_service over the mean of (2, 0) plus 0.1
-    assert n1["out_of_service_vs_fleet"] == pytest.approx(2 / 1.1)
+    # fleet-relative, shrunk: n1 was in service 14 - 142/24 days, n2 14 days; the fleet had
+    # 2 out-of-service intervals over those days, so n1 would expect 2 * e1 / (e1 + 14) of them
+    # at the fleet's rate; (2 + 2) / (2 + expected) with a prior of 2 events (docstring)
+    e1 = 14 - 142 / 24
+    assert n1["out_of_service_vs_fleet"] == pytest.approx(4 / (2 + 2 * e1 / (e1 + 14)))
+    assert n2["out_of_service_vs_fleet"] == pytest.approx(2 / (2 + 2 * 14 / (e1 + 14)))
+    # no critical events on either node: both read 1 (no evidence either way)
+    assert n2["critical_events_vs_fleet"] == pytest.approx((0 + 2) / (2 + 2 * 14 / (e1 + 14)))
+    # hours out: a day of pseudo-downtime on both sides of the ratio to the mean (71 h)
+    assert n1["hours_out_vs_fleet"] == pytest.approx((142 + 24) / (71 + 24))
     # the second window holds job 6 only
     w2 = f.filter((pl.col("window_end") == T0 + timedelta(days=28)) & (pl.col("node") == "n2"))
     assert w2["failed"][0] == 1

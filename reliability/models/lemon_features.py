@@ -22,10 +22,21 @@ canonical tables only (polars expressions, no per-node Python loop):
 ``out_of_service``          node-state intervals (drain, down, repair...) that began in the window
 ``drains`` / ``downs``      of those, DRAIN / DOWN
 ``hours_out``               hours out of service within the window
-``<count>_vs_fleet``        the count over the fleet's mean in the same window (+0.1), for
-                            failed, hw_culprit, xid, critical_events, out_of_service, downs,
-                            hours_out: a lemon stands out from its peers at any fleet rate
+``<count>_vs_fleet``        the node's rate relative to the fleet's in the same window, shrunk
+                            toward 1 (see below), for failed, hw_culprit, cofailures, xid,
+                            critical_events, out_of_service, downs, hours_out: a lemon stands
+                            out from its peers at any fleet rate
 ==========================  ================================================================
+
+The fleet-relative features are empirical-Bayes rate ratios, not raw ratios to the fleet's
+mean: with ``c`` the node's count, ``e`` its days in service in the window (the window less
+its hours out of service), ``λ = Σc / Σe`` the fleet's rate in the window and ``E = λ·e`` the
+count the node would have at the fleet's rate, the feature is ``(c + A) / (A + E)``, the
+posterior mean of the node's rate ratio under a Gamma(A, A) prior (mean 1) with
+``A =`` :data:`PRIOR_COUNTS`. A node with no events reads about 1 at a quiet fleet and below 1
+at a busy one; one event where the fleet expects 0.05 reads 1.5, not the 10 a ratio to a
+near-zero mean gave (one Xid then flagged an ordinary node, issue 40); ten events read 5.9.
+``hours_out_vs_fleet`` is ``(h + 24) / (mean h + 24)``: a day of pseudo-downtime on both sides.
 
 The paper's "jobs excluded from the node" and "repair tickets" are not in the data contract;
 repair tickets appear here as REPAIR node states when a site ingests them.
@@ -50,7 +61,7 @@ from reliability.models.counts import as_utc, clip_attempts
 if TYPE_CHECKING:
     from reliability.store import Dataset
 
-__all__ = ["FEATURES", "XID_COMPONENTS", "node_features"]
+__all__ = ["FEATURES", "PRIOR_COUNTS", "XID_COMPONENTS", "node_features"]
 
 XID_COMPONENTS = ("gpu", "gpu_memory", "nvlink", "pcie", "nic", "ib_link", "dimm", "psu", "unknown")
 FEATURES = (
@@ -69,8 +80,11 @@ _RELATIVE = (
     "critical_events",
     "out_of_service",
     "downs",
-    "hours_out",
 )
+#: prior strength of the fleet-relative rate ratios, in events (a Gamma(A, A) prior, mean 1)
+PRIOR_COUNTS = 2.0
+#: pseudo-downtime added to a node's and the fleet's mean hours out of service [h]
+PRIOR_HOURS_OUT = 24.0
 #: components that are not the node's own hardware (a missing mount is the filesystem's fault)
 _NOT_NODE = ("filesystem", "software")
 _FAILED = ("FAILED", "NODE_FAIL", "REQUEUED", "OUT_OF_MEMORY")
@@ -280,10 +294,17 @@ def node_features(
             hw_share=pl.when(pl.col("failed") > 0).then(pl.col("hw_culprit") / pl.col("failed")).otherwise(0.0),
             window_end=window_end,
         )
+        # days in service in the window: the exposure of the fleet-relative rates
+        .with_columns(_days=(window_days - pl.col("hours_out") / 24.0).clip(lower_bound=0.0))
         .with_columns(
             # relative to the fleet in the same window: a lemon is an outlier among its peers,
-            # whatever the cluster-wide failure rate is doing at the time
-            [(pl.col(c) / (pl.col(c).mean().over("cluster", "_k") + 0.1)).alias(f"{c}_vs_fleet") for c in _RELATIVE]
+            # whatever the cluster-wide failure rate is doing at the time; shrunk toward 1 so
+            # one event at a quiet fleet is not an outlier
+            [((pl.col(c) + PRIOR_COUNTS) / (PRIOR_COUNTS + pl.col("_days") * pl.col(c).sum().over("cluster", "_k")
+              / pl.col("_days").sum().over("cluster", "_k").clip(lower_bound=1e-9))).alias(f"{c}_vs_fleet")
+             for c in _RELATIVE],
+            hours_out_vs_fleet=(pl.col("hours_out") + PRIOR_HOURS_OUT)
+            / (pl.col("hours_out").mean().over("cluster", "_k") + PRIOR_HOURS_OUT),
         )
         .select("cluster", "node", "window_end", *[pl.col(f).cast(pl.Float64) for f in FEATURES])
         .sort("cluster", "node", "window_end")

@@ -221,3 +221,16 @@ def test_observed_at_long_after_the_data_is_noted(tmp_path: Path) -> None:
         "events", [events], tz="UTC", observed_at="2025-03-02T10:00:00Z"
     )
     assert not any("days after the latest time" in n for n in out[0].notes)
+
+
+def test_node_health_without_attribution_does_not_claim_no_hardware_failure(tmp_path: Path) -> None:
+    """Without attributed jobs the repeat offenders were not looked for: the text says so
+    rather than "no hardware-attributed failure names a node"."""
+    sacct, events = _exports(tmp_path)
+    ds = Dataset(tmp_path / "ds")
+    ds.ingest("slurm", [sacct], tz="UTC")
+    ds.ingest("events", [events], tz="UTC")
+    h = node_health(ds)
+    assert not h.offenders_assessed
+    assert "repeat offenders not assessed" in str(h)
+    assert "no hardware-attributed failure" not in str(h)

@@ -143,6 +143,8 @@ class NodeHealth(Result):
         The period of ``by_period`` (polars duration, e.g. ``"1d"``).
     unattributed_failures : int
         Hardware-attributed attempts on several nodes with no culprit.
+    offenders_assessed : bool
+        False when no attributed jobs were given (``offenders`` is then empty by omission).
     """
 
     title = "Node health: out-of-service time, open drains and repeat offenders"
@@ -160,6 +162,8 @@ class NodeHealth(Result):
     unattributed_failures: int = 0
     end_basis: str = ""
     notes: list[str] = field(default_factory=list)
+    #: False when no attributed jobs were given: repeat offenders were not looked for
+    offenders_assessed: bool = True
 
     @property
     def window_h(self) -> float:
@@ -253,6 +257,10 @@ class NodeHealth(Result):
                     f"  {r['node']}: {r['failures']} failures (incidents), {r['attempts_hit']} attempts of "
                     f"{r['jobs_hit']} jobs, {fmt_num(r['gpu_hours_failed'])} GPU-hours of failed attempts"
                 )
+        elif not self.offenders_assessed:
+            lines.append(
+                "repeat offenders not assessed (no attributed jobs given: pass attributed=)"
+            )
         else:
             lines.append("no hardware-attributed failure names a node")
         return lines
@@ -620,4 +628,5 @@ def node_health(
         unattributed_failures=unattributed,
         end_basis=basis_end,
         notes=notes,
+        offenders_assessed=attributed is not None,
     )

@@ -31,7 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from generators import generate_a, generate_b
 
 from reliability import Dataset
-from reliability.models import LemonDetector, default_detector, node_features, score_nodes
+from reliability.models import LemonDetector, node_features, score_nodes
+from reliability.models.lemon import default_detector
 from reliability.models.lemon_features import FEATURES
 from reliability.models.lemon_test import lemon_test
 

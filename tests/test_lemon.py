@@ -46,9 +46,11 @@ def test_node_features_by_hand():
         n_nodes=pl.col("nodes").list.len(), n_accelerators=pl.col("nodes").list.len() * 8,
     )  # fmt: skip
     he = pl.DataFrame({
-        "cluster": ["c"] * 3, "node": ["n1", "n1", "n2"], "time": [_h(9.99), _h(29.9), _h(35)],
-        "source": ["kernel_log", "kernel_log", "health_check"], "component": ["gpu", "gpu_memory", "ib_link"],
-        "severity": ["critical", "critical", "warning"],
+        "cluster": ["c"] * 4, "node": ["n1", "n1", "n2", "n2"], "time": [_h(9.99), _h(29.9), _h(35), _h(39)],
+        "source": ["kernel_log", "kernel_log", "health_check", "kernel_log"],
+        # n2's Xid 13 is the application's (software), not the node's hardware
+        "component": ["gpu", "gpu_memory", "ib_link", "software"],
+        "severity": ["critical", "critical", "warning", "warning"],
     })  # fmt: skip
     ns = pl.DataFrame({
         "cluster": ["c", "c"], "node": ["n1", "n1"], "state": ["DOWN", "DRAIN"],

@@ -16,7 +16,9 @@ canonical tables only (polars expressions, no per-node Python loop):
 ``distinct_causes``         distinct attributed causes among hw_culprit
 ``cofailures``              minutes in which two or more attempts on the node failed together
                             (a crash that escaped the health check takes every job with it)
-``xid``                     kernel-log (Xid/SXid) events; ``xid_<component>`` per component
+``xid``                     kernel-log (Xid/SXid) events of the node's own hardware (not the
+                            application Xids of the software component); ``xid_<component>``
+                            per component
 ``critical_events``         critical health events (any source) of the node's own hardware
                             (filesystem and software events are not the node's fault)
 ``out_of_service``          node-state intervals (drain, down, repair...) that began in the window
@@ -254,7 +256,9 @@ def node_features(
         for c in XID_COMPONENTS
     ]
     e = ev.group_by("cluster", "node", "_k").agg(
-        (pl.col("source") == "kernel_log").sum().alias("xid"),
+        # the node's own hardware: application Xids (13, 31, 43: software) follow the workload
+        # (a node running many small jobs logs many), not the node's health
+        ((pl.col("source") == "kernel_log") & ~pl.col("component").is_in(_NOT_NODE)).sum().alias("xid"),
         ((pl.col("severity") == "critical") & ~pl.col("component").is_in(_NOT_NODE))
         .sum()
         .alias("critical_events"),

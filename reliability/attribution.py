@@ -46,6 +46,11 @@ attempt that never started, and then only the left bound ``end - before_min`` ap
 The nearest evidence to the attempt's end wins; a health event beats a node-state change,
 and a failure state (DOWN, FAIL, REPAIR, or a reason Slurm itself sets such as
 ``Prolog error``, see :data:`reliability.taxonomy.SLURM_NODE_REASONS`) beats a plain DRAIN.
+A reason Slurm sets *because* a job ended (``Epilog error``, ``Kill task failed``, ``Batch
+job complete failure``: the epilog and the job's cleanup run after its end) is an aftermath:
+evidence of a node problem on its own, but weaker than any fault or drain that began while
+the attempt ran (on the independent generators, a health-check drain seconds before the end
+followed by an epilog failure was read as ``system_software``, not the hardware fault it was).
 
 Rules per Slurm state (the paper's rule, plus Slurm's requeue semantics):
 
@@ -102,7 +107,10 @@ _FAULT_STATES = ("DOWN", "FAIL", "REPAIR")
 #: domains of an attempt that failed because of something on a node (culprit, cause)
 _FAILING = ("hardware", "infrastructure", "system_software", "unknown")
 #: evidence kinds, in order of strength
-_HEALTH, _FAULT, _DRAIN, _WARN, _ADMIN = 0, 1, 2, 3, 4
+_HEALTH, _FAULT, _DRAIN, _AFTERMATH, _WARN, _ADMIN = 0, 1, 2, 3, 4, 5
+#: reasons Slurm sets because a job ended on the node (its epilog, its cleanup): a fault's
+#: aftermath, weaker than a fault or drain that began while the attempt ran
+_AFTERMATH_REASONS = r"^\s*(epilog (error|failure)|kill task failed|batch job complete failure)"
 #: components of a warning that is the hardware's (not the application's, software's or a
 #: shared service's)
 _NOT_HARDWARE = ("software", "filesystem", "unknown")
@@ -188,9 +196,12 @@ def _node_state_evidence(
         pl.col("__state").is_in(_FAULT_STATES) | pl.col("__rclass").is_in(["signal", "slurm"])
     )
     drain = usable & ~fault
+    aftermath = pl.col("__reason").str.contains(f"(?i){_AFTERMATH_REASONS}").fill_null(False)
     faults = out.filter(fault).with_columns(
         pl.col("__domain").fill_null("hardware"), pl.col("__cause").fill_null("unknown")
     )
+    # separate as-of joins: the nearest of each kind is its only candidate on each side
+    after_job, faults = faults.filter(aftermath), faults.filter(~aftermath)
     drains = out.filter(drain).with_columns(__domain=pl.lit("hardware"), __cause=pl.lit("unknown"))
     admins = out.filter(admin).with_columns(__domain=pl.lit("admin"), __cause=pl.lit("none"))
     # recorded after the fact: a drain when the node became DRAINED (its jobs done), a reboot
@@ -201,6 +212,8 @@ def _node_state_evidence(
     return [
         nearest(faults.drop("__state"), _FAULT, slack),
         latest_before(faults.filter(late).drop("__state"), _FAULT, late_slack),
+        nearest(after_job.drop("__state"), _AFTERMATH, slack),
+        latest_before(after_job.filter(late).drop("__state"), _AFTERMATH, late_slack),
         nearest(drains.drop("__state"), _DRAIN, slack),
         latest_before(drains.drop("__state"), _DRAIN, late_slack),
         nearest(admins.drop("__state"), _ADMIN, slack, ended_drain),
@@ -429,7 +442,7 @@ def attribute_failures(
         .when(st.is_in(["NODE_FAIL", "BOOT_FAIL"])).then(
             pl.when(kind.is_not_null()).then(ev_domain).otherwise(pl.lit("hardware")))
         .when(st.is_in(["FAILED", "LAUNCH_FAILED"])).then(
-            pl.when(kind.is_in([_HEALTH, _FAULT, _DRAIN, _WARN])).then(ev_domain).otherwise(pl.lit("user")))
+            pl.when(kind.is_in([_HEALTH, _FAULT, _DRAIN, _AFTERMATH, _WARN])).then(ev_domain).otherwise(pl.lit("user")))
         .when(st == "REQUEUED").then(
             pl.when(app_requeue.fill_null(False)).then(pl.lit("user"))
             .when(kind.is_not_null()).then(ev_domain)
@@ -440,7 +453,7 @@ def attribute_failures(
     # a culprit only where a failing domain rests on evidence on that node
     on_node = failing & kind.is_not_null()
     # the domain rests on a node-state change (a fault, or an administrator's drain or DOWN)
-    by_state = (on_node & kind.is_in([_FAULT, _DRAIN])) | (
+    by_state = (on_node & kind.is_in([_FAULT, _DRAIN, _AFTERMATH])) | (
         (kind == _ADMIN) & (pl.col("failure_domain") == "admin")
     )
     accel = pl.col("n_accelerators") if "n_accelerators" in cols else pl.lit(None, pl.UInt32)

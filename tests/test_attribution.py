@@ -235,6 +235,27 @@ def test_epilog_error_on_failed_attempt_is_the_nodes():
     assert _one(job, states=ns)["culprit_node"] == "n1"
 
 
+def test_an_epilog_error_after_a_drain_in_the_run_is_its_aftermath():
+    """The epilog runs after the job: an ``Epilog error`` drain seconds after the end is a
+    consequence of the fault that a health-check drain 3 s before the end recorded, not the
+    cause; alone it still explains the failure (system_software, above)."""
+    job = {"state": "FAILED", "exit_code": 1, "start": T0, "end": T0 + M, "nodes": ["n1", "n2"]}
+    ns = _states([("n1", "DRAIN", T0 + M - 3 * S, None, "site check 17 failed"),
+                  ("n2", "DRAIN", T0 + M + S, None, "Epilog error")])  # fmt: skip
+    got = _one(job, states=ns)
+    assert (got["failure_domain"], got["failure_cause"], got["culprit_node"]) == (
+        "hardware", "unknown", "n1"
+    )
+    # a DOWN in the run still beats it; an aftermath still beats a hardware warning
+    ns = _states([("n1", "DOWN", T0 + M - 9 * S, None, "Not responding"),
+                  ("n2", "DRAIN", T0 + M, None, "Kill task failed")])  # fmt: skip
+    assert _one(job, states=ns)["culprit_node"] == "n1"
+    he = _health([("n1", T0 + M - S, "gpu", "warning", "kernel_log", "63")])
+    ns = _states([("n2", "DRAIN", T0 + M + 2 * S, None, "Kill task failed")])
+    got = _one(job, he, ns)
+    assert (got["failure_domain"], got["culprit_node"]) == ("system_software", "n2")
+
+
 def test_drain_reason_signal_is_evidence_of_its_component():
     """A drain reason like 'GPU ECC errors <xid 79> on gpu:1' becomes a health event
     (source slurm, code 79, component gpu, critical): attribution names the component and the
@@ -349,7 +370,7 @@ def _reference(jobs, he, ns, before_min=10.0, after_min=5.0, slack_s=5.0, codes=
                 ):  # fmt: skip
                     for e in e_ok:
                         cands.append(
-                            (3, abs(e["time"] - end), e["node"], False, e["component"], "hardware")
+                            (4, abs(e["time"] - end), e["node"], False, e["component"], "hardware")
                         )
             for s in ns.iter_rows(named=True):
                 # a drain (recorded when the node became DRAINED) and a reboot (recorded when
@@ -376,11 +397,16 @@ def _reference(jobs, he, ns, before_min=10.0, after_min=5.0, slack_s=5.0, codes=
                     if c["reason_class"] == "administrative":
                         if state not in ("NODE_FAIL", "REQUEUED", "BOOT_FAIL"):
                             continue
-                        kind, comp, dom = 4, "none", "admin"
+                        kind, comp, dom = 5, "none", "admin"
                     elif c["domain"] == "user":
                         continue
                     elif s["state"] in FAULT or c["reason_class"] in ("signal", "slurm"):
                         kind, comp, dom = 1, c["component"] or "unknown", c["domain"] or "hardware"
+                        # Slurm sets these because a job ended: weaker than a drain in the run
+                        if str(s["reason"]).lower().startswith(
+                            ("epilog error", "kill task failed", "batch job complete failure")
+                        ):
+                            kind = 3
                     else:
                         kind, comp, dom = 2, "unknown", "hardware"
                     cands.append(
@@ -395,7 +421,7 @@ def _reference(jobs, he, ns, before_min=10.0, after_min=5.0, slack_s=5.0, codes=
         elif state in ("NODE_FAIL", "BOOT_FAIL"):
             dom = best[5] if best else "hardware"
         elif state in ("FAILED", "LAUNCH_FAILED"):
-            dom = best[5] if kind in (0, 1, 2, 3) else "user"
+            dom = best[5] if kind in (0, 1, 2, 3, 4) else "user"
         elif state == "REQUEUED":
             dom = "user" if j["exit_code"] in codes else (best[5] if best else "admin")
         else:
@@ -429,7 +455,7 @@ def _random_case(rng: np.random.Generator, n_jobs: int, n_nodes: int, n_events: 
         s = t()
         e = None if rng.random() < 0.3 else s + int(rng.integers(0, 120)) * M
         ns_rows.append((nodes[rng.integers(n_nodes)], str(rng.choice(["DOWN", "DRAIN", "FAIL", "MAINT"])), s, e,
-                        str(rng.choice(["Prolog error", "kernel panic", "Not responding", "Kill task failed",
+                        str(rng.choice(["Prolog error", "kernel panic", "Not responding", "Kill task failed", "Epilog error",
                                         "maintenance window", "NHC: check_hw failed", "PSU redundancy lost",
                                         "Xid 13", "reboot for upgrade"]))))  # fmt: skip
     return jobs, he, _states(ns_rows)

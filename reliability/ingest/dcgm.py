@@ -5,7 +5,9 @@ A file holds one or more scrapes of one or more hosts. Events are emitted for
 - error counters that increased between two scrapes of the same series (double-bit ECC,
   row-remap failures, NVLink CRC / recovery errors, PCIe replays; see
   :data:`reliability.taxonomy.DCGM_FIELDS`); a counter that went down was reset and its new
-  value counts as the increase; the first scrape of a series is only a baseline;
+  value counts as the increase; the first scrape of a series is only a baseline. Each series
+  is read in time order, not file order (scrape files concatenated or merged out of order
+  are one history; the notes say when a series was out of order);
 - ``DCGM_FI_DEV_XID_ERRORS``, a gauge holding the *last* Xid seen (not a count): an event when
   it changes to a non-zero code, and at its first observation if non-zero (the Xid may predate
   the scrape: the message says so). Newer exporters put the code in an ``err_code`` label;
@@ -322,11 +324,21 @@ def read_dcgm(
                     f"series appears {len(group)} times in one scrape with different values ({vals}; lines {nos}): which is real is unknown",
                 )
                 dropped.add(g.line_no)
+    # difference each series in time order, not file order (scrapes concatenated or merged
+    # out of order); a stable sort keeps the file order of samples taken at the same time
+    kept = [smp for smp in samples if smp.line_no not in dropped]
+    last_seen: dict[tuple[object, ...], datetime] = {}
+    unordered: set[tuple[object, ...]] = set()
+    for smp in kept:
+        seen = last_seen.get(smp.key)
+        if seen is not None and smp.when < seen:  # type: ignore[operator]
+            unordered.add(smp.key)
+        else:
+            last_seen[smp.key] = smp.when  # type: ignore[assignment]
+    kept.sort(key=lambda smp: smp.when)  # type: ignore[arg-type, return-value]
     prev: dict[tuple[object, ...], float] = {}
     rows: list[dict[str, object]] = []
-    for smp in samples:
-        if smp.line_no in dropped:
-            continue
+    for smp in kept:
         cls, kind = taxonomy.DCGM_FIELDS[smp.name]
         value, labels = smp.value, smp.labels
         before = prev.get(smp.key)
@@ -375,6 +387,11 @@ def read_dcgm(
         notes.append(f"{blanks} DCGM blank sentinel value(s) (no reading) ignored")
     if baselines:
         notes.append(f"{baselines} counter series seen for the first time: baseline only, no event")
+    if unordered:
+        notes.append(
+            f"{len(unordered)} series have samples out of time order in the file (scrapes "
+            "concatenated or merged?): differenced in time order"
+        )
     if used_mtime:
         notes.append("no sample timestamps or '# scraped_at' lines: file modification time used")
     if used_default_node:

@@ -17,7 +17,10 @@ of ``dmesg -x``, which are read past):
 
 A line that names ``NVRM: Xid`` or ``SXid`` but does not parse (no bus id, no numeric code) is
 a record and is quarantined with the reason, as is a record whose timestamp is not a real
-date (month 13, Feb 30), overflows, or lies outside 1990-2200 or after the time of reading. UTF-16 logs (with or without a
+date (month 13, Feb 30), overflows, or lies outside 1990-2200 or after the time of reading.
+A record that repeats an earlier one (same host, time, code, device and message: dmesg and
+journalctl of one boot concatenated, a log rotated with overlap) is counted once; the repeat
+is quarantined "exact duplicate of line N". UTF-16 logs (with or without a
 byte-order mark) are decoded. Every other line (kernel noise, RPC history tables, SXid detail
 lines) is not a record; the notes say how many lines were skipped.
 """
@@ -393,11 +396,23 @@ def read_kernel_log(
         events.append({**f, "code": "79", "message": f"(no Xid printed) {f['message']}", "cls": c})
     rows: list[dict[str, object]] = []
     records = sorted([*events, *unparsed], key=lambda e: e["line_no"])  # type: ignore[arg-type, return-value]
+    # the same record twice (dmesg and journalctl of one boot concatenated, a log rotated with
+    # overlap): the same host, time, code, device and message is one event, counted once
+    first_of: dict[tuple[object, ...], object] = {}
+    repeats = 0
     for e in records:
         if e["time"] is None or e.get("unparsed"):
             q[0].append(e["line_no"])  # type: ignore[arg-type]
             q[1].append(e["raw"])  # type: ignore[arg-type]
             q[2].append(str(e["why"]))
+            continue
+        key = (e["node"], e["time"], e["code"], e["device"], e["message"])
+        first = first_of.setdefault(key, e["line_no"])
+        if first != e["line_no"]:
+            repeats += 1
+            q[0].append(e["line_no"])  # type: ignore[arg-type]
+            q[1].append(e["raw"])  # type: ignore[arg-type]
+            q[2].append(f"exact duplicate of line {first} (same host, time and message)")
             continue
         c: taxonomy.Classification = e["cls"]  # type: ignore[assignment, no-redef]
         # the note on the default node is for the rows kept (a quarantined line lacks one too)
@@ -425,6 +440,11 @@ def read_kernel_log(
         )
     if duplicates:
         notes.append(f"{duplicates} 'fallen off the bus' line(s) repeat an Xid 79 already recorded")
+    if repeats:
+        notes.append(
+            f"{repeats} record(s) repeat an earlier line exactly (same host, time and message: "
+            "overlapping logs concatenated?): counted once, the repeats quarantined"
+        )
     qf = quarantine_frame(src, *q)
     n_read = len(records)
     return ReadResult(src, {"health_events": frame}, qf, n_read, n_read - qf.height, notes)

@@ -35,7 +35,9 @@ comment line above it (``{ echo "# scraped_at $(date -Is)"; curl -s host:9400/me
 appends one); else ``scraped_at=``; else the file's modification time (noted).
 DCGM's blank sentinels (e.g. 9223372036854775794) are "no value", never readings.
 Samples are parsed with ``prometheus_client``'s parser, one line at a time, so that a bad
-line is quarantined with its line number instead of failing the file.
+line is quarantined with its line number instead of failing the file. A file without one
+sample line of a ``DCGM_`` metric (a JSON document, an image, another exporter's or tool's
+output) is refused with an :class:`~reliability.errors.IngestError`, not read as empty.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ from reliability.ingest._common import (
     ReadResult,
     check_name_option,
     check_time_option,
+    not_this_format,
     quarantine_frame,
     read_lines,
 )
@@ -113,6 +116,11 @@ def _device(labels: dict[str, str]) -> str | None:
     return f"{dev}/gi{gi}" if gi not in (None, "") else dev
 
 
+#: the form the reader reads, for the refusal of a file with no DCGM sample line
+_EXPECTED = (
+    'Prometheus text from dcgm-exporter, e.g. `DCGM_FI_DEV_XID_ERRORS{gpu="0",Hostname="node017"} '
+    "0 [timestamp]`"
+)
 #: largest value read as an Xid code from the last-Xid gauge
 _MAX_XID = 65535
 #: a sample's name and labels (quoted label values may hold '#', '}' and spaces)
@@ -210,6 +218,12 @@ def read_dcgm(
         and ``# HELP``/``# TYPE`` are not rows); a sample is kept when it is a reading (it parses,
         is finite, is not a duplicate; a counter or Xid is not negative), whether or not it produces
         an event.
+
+    Raises
+    ------
+    IngestError
+        If an option is invalid, or the file is empty or holds no sample line of a ``DCGM_``
+        metric (it is not a DCGM scrape).
     """
     src = str(path)
     check_name_option(src, cluster, "cluster")
@@ -218,6 +232,8 @@ def read_dcgm(
     lines, notes = read_lines(path)
     if lines.height == 0:
         raise IngestError(src, "empty file")
+    if not lines.get_column("line").str.strip_chars_start().str.starts_with("DCGM_").any():
+        raise not_this_format(src, lines, "DCGM sample line", _EXPECTED)
     default_node = node or Path(src).name.split(".")[0]
     current: datetime | None = scraped_at
     current_bad: str | None = None  # why the current scrape has no usable time

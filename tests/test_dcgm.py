@@ -1,3 +1,4 @@
+import random
 from datetime import UTC, datetime
 
 import polars as pl
@@ -131,3 +132,78 @@ def test_prometheus_text_timestamps_stay_milliseconds(tmp_path):
     p.write_text('DCGM_FI_DEV_XID_ERRORS{gpu="0",Hostname="n1"} 79 1735689720500\n')
     he = read_dcgm(p, cluster="c").tables["health_events"]
     assert he["time"].to_list() == [datetime(2025, 1, 1, 0, 2, 0, 500000, tzinfo=UTC)]
+
+
+#: one GPU's readings per minute from T0 (minutes 0-4): double-bit ECC counter (reset to 1
+#: at minute 3), last-Xid gauge, and a second GPU's PCIe replay counter
+_ECC = [0, 2, 5, 1, 1]
+_XID = [0, 0, 79, 79, 0]
+_PCIE = [3, 3, 4, 10, 10]
+#: the events, worked out by hand from the readings above (time [min], code, message end)
+_BY_HAND = [
+    (1, "ECC_DBE_VOL_TOTAL", "+2 (counter now 2)"),
+    (2, "79", "GPU has fallen off the bus"),
+    (2, "ECC_DBE_VOL_TOTAL", "+3 (counter now 5)"),
+    (2, "PCIE_REPLAY_COUNTER", "+1 (counter now 4)"),
+    (3, "ECC_DBE_VOL_TOTAL", "+1 (counter now 1)"),  # 5 -> 1 in time order: a reset
+    (3, "PCIE_REPLAY_COUNTER", "+6 (counter now 10)"),
+]
+
+
+def _scrape_lines(minutes: range, stamped: bool) -> list[str]:
+    """Sample lines of the readings above, with their own timestamps [ms] or after a
+    ``# scraped_at`` line per scrape."""
+    g0, g1 = 'gpu="0",Hostname="n1"', 'gpu="1",Hostname="n1"'
+    out: list[str] = []
+    for k in minutes:
+        ms = f" {1735689600000 + 60_000 * k}" if stamped else ""
+        if not stamped:
+            out.append(f"# scraped_at 2025-01-01T00:0{k}:00Z")
+        out += [f"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{{{g0}}} {_ECC[k]}{ms}",
+                f"DCGM_FI_DEV_XID_ERRORS{{{g0}}} {_XID[k]}{ms}",
+                f"DCGM_FI_DEV_PCIE_REPLAY_COUNTER{{{g1}}} {_PCIE[k]}{ms}"]  # fmt: skip
+    return out
+
+
+def _events(path) -> list[tuple[int, str, str]]:
+    he = read_dcgm(path, cluster="c").tables["health_events"]
+    got = [(int((t - T0).total_seconds() // 60), code, msg)
+           for t, code, msg in he.select("time", "code", "message").rows()]  # fmt: skip
+    return sorted(got)
+
+
+def _matches_by_hand(got: list[tuple[int, str, str]]) -> bool:
+    if len(got) != len(_BY_HAND):
+        return False
+    pairs = zip(got, _BY_HAND, strict=True)
+    return all((m, c) == (hm, hc) and msg.endswith(end) for (m, c, msg), (hm, hc, end) in pairs)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_counters_are_differenced_in_time_order_not_file_order(tmp_path, seed):
+    """Cold tester: samples of one series out of time order in the file (scrapes merged)
+    were differenced in file order, giving wrong increments and missing events. Any order of
+    the lines of a timestamped scrape gives the events worked out by hand from the readings."""
+    lines = _scrape_lines(range(5), stamped=True)
+    in_order = tmp_path / "sorted.prom"
+    in_order.write_text("\n".join(lines) + "\n")
+    assert _matches_by_hand(_events(in_order))  # the control
+    random.Random(seed).shuffle(lines)
+    shuffled = tmp_path / "shuffled.prom"
+    shuffled.write_text("\n".join(lines) + "\n")
+    got = _events(shuffled)
+    assert _matches_by_hand(got), got
+    r = read_dcgm(shuffled, cluster="c")
+    assert (r.rows_read, r.rows_kept, r.rows_quarantined) == (15, 15, 0)
+
+
+def test_scrape_files_concatenated_later_first(tmp_path):
+    """Two scrape files (``# scraped_at`` comments) concatenated in the wrong order: the later
+    file's first reading is not a reset of the earlier file's last one."""
+    p = tmp_path / "cat.prom"
+    p.write_text(
+        "\n".join(_scrape_lines(range(3, 5), False) + _scrape_lines(range(3), False)) + "\n"
+    )
+    r = read_dcgm(p, cluster="c")
+    assert _matches_by_hand(_events(p))
+    assert any("out of time order" in n for n in r.notes)

@@ -223,3 +223,74 @@ def test_dmesg_raw_and_decoded_prefixes_are_read_like_plain_dmesg(tmp_path):
     assert q["line_no"].to_list() == [5, 6]
     assert q["raw"][0] == lines[4]  # the raw line, prefix and all
     assert set(q["reason"]) == {"no timestamp on the line"}
+
+
+def _xid(code: int, bus: str = "3b", pid: int = 1) -> str:
+    return f"NVRM: Xid (PCI:0000:{bus}:00): {code}, pid={pid}, name=python, event"
+
+
+def test_a_log_rotated_with_overlap_counts_each_xid_once(tmp_path):
+    """Cold tester: the same kernel line twice (a log rotated with overlap, concatenated) gave
+    two Xid events. Written here: 4 distinct Xid lines; the second file repeats lines 3-4 of
+    the first (they are lines 6-7 of the concatenation, lines 5 and 8 are noise)."""
+    first = [
+        f"2025-01-21T04:41:4{i}.283+00:00 n1 kernel: {_xid(c)}"
+        for i, c in enumerate([13, 31, 48, 79])
+    ]
+    noise = "2025-01-21T04:41:45.001+00:00 n1 kernel: usb 1-1: new high-speed USB device"
+    later = "2025-01-21T04:41:46.000+00:00 n1 kernel: " + _xid(94)
+    p = tmp_path / "kern.log"
+    p.write_text("\n".join([*first, noise, first[2], first[3], noise, later]) + "\n")
+    r = read_kernel_log(p, cluster="c")
+    he = r.tables["health_events"]
+    assert he.get_column("code").to_list() == ["13", "31", "48", "79", "94"]  # by hand
+    assert (r.rows_read, r.rows_kept, r.rows_quarantined) == (7, 5, 2)
+    assert r.quarantine.select("line_no", "reason").rows() == [
+        (6, "exact duplicate of line 3 (same host, time and message)"),
+        (7, "exact duplicate of line 4 (same host, time and message)"),
+    ]
+    assert any("repeat an earlier line" in n for n in r.notes)
+
+
+def test_dmesg_and_journalctl_of_one_boot_concatenated(tmp_path):
+    """The same Xid printed by `dmesg -T` and by journalctl (host and time in other forms,
+    a priority prefix) is one event; an Xid at the same time on another GPU, and the same
+    message a second later, are other events."""
+    p = tmp_path / "n1.log"
+    p.write_text(
+        f"[Tue Jan 21 04:41:44 2025] {_xid(79)}\n"
+        f"[Tue Jan 21 04:41:44 2025] {_xid(79, bus='5e')}\n"
+        f"<4>[Tue Jan 21 04:41:45 2025] {_xid(79)}\n"
+        f"Jan 21 04:41:44 n1 kernel: {_xid(79)}\n"
+        f"Jan 21 04:41:44 n1 kernel: {_xid(79, bus='5e')}\n"
+        f"Jan 21 04:41:45 n1 kernel: {_xid(79)}\n"
+    )
+    r = read_kernel_log(p, cluster="c", node="n1", tz="UTC", year=2025)
+    he = r.tables["health_events"]
+    assert he.select("time", "device").rows() == [
+        (datetime(2025, 1, 21, 4, 41, 44, tzinfo=UTC), "0000:3b:00"),
+        (datetime(2025, 1, 21, 4, 41, 44, tzinfo=UTC), "0000:5e:00"),
+        (datetime(2025, 1, 21, 4, 41, 45, tzinfo=UTC), "0000:3b:00"),
+    ]
+    assert dict(r.quarantine.select("line_no", "reason").rows()) == {
+        4: "exact duplicate of line 1 (same host, time and message)",
+        5: "exact duplicate of line 2 (same host, time and message)",
+        6: "exact duplicate of line 3 (same host, time and message)",
+    }
+    assert r.rows_read == r.rows_kept + r.rows_quarantined == 6
+
+
+def test_a_repeated_fallen_off_the_bus_message_is_one_xid_79(tmp_path):
+    """The multi-line "fallen off the bus" message (no Xid printed) twice: one Xid 79."""
+    msg = (
+        "[ 1843.308145] NVRM: The NVIDIA GPU 0000:b3:00.0\n"
+        "               NVRM: (PCI ID: 10de:26b5) installed in this system has\n"
+        "               NVRM: fallen off the bus and is not responding to commands.\n"
+    )
+    p = tmp_path / "dmesg.log"
+    p.write_text(msg + msg)
+    r = read_kernel_log(p, cluster="c", node="n3", boot_time=BOOT)
+    assert r.tables["health_events"].get_column("code").to_list() == ["79"]
+    assert r.quarantine.select("line_no", "reason").rows() == [
+        (4, "exact duplicate of line 1 (same host, time and message)")
+    ]

@@ -26,6 +26,7 @@ __all__ = [
     "clip_lines",
     "decode_text",
     "first_of_runs",
+    "not_this_format",
     "quarantine_frame",
     "read_bytes",
     "read_lines",
@@ -415,6 +416,48 @@ def quarantine_frame(
 
 #: characters of an unread record kept as its raw text in the quarantine
 RAW_PREFIX = 4096
+
+
+def not_this_format(
+    src: str, lines: pl.DataFrame, found: str, expected: str, first: str | None = None
+) -> IngestError:
+    """Build the refusal of an input in which no line is of the reader's format.
+
+    A foreign file (a JSON document, an image, random text, another tool's export) would
+    otherwise be "read" with nothing kept, or with every line quarantined, and report success.
+
+    Parameters
+    ----------
+    src : str
+        The input's name.
+    lines : polars.DataFrame
+        Its lines, as :func:`read_lines` returns them.
+    found : str
+        What was looked for, e.g. ``"DCGM sample line"``.
+    expected : str
+        The form the reader reads, with an example.
+    first : str or None
+        Why the first line is not of the format, when the reader knows; else its text is
+        quoted.
+
+    Returns
+    -------
+    IngestError
+        Naming the file (not a line: the whole file is refused), what was expected, and the
+        first line (or that the file holds binary data).
+    """
+    text = lines.get_column("line")
+    nonblank = lines.filter(text.str.strip_chars() != "")
+    problem = f"no {found} found (expected {expected})"
+    binary = text.str.contains("\ufffd", literal=True).sum()
+    if binary and binary >= nonblank.height / 10:
+        problem += "; the file holds bytes that are not text (binary data?)"
+    elif nonblank.height == 0:
+        problem += "; the file holds only blank lines"
+    else:
+        no, line = nonblank.row(0)
+        problem += f"; line {no}: " + (first if first is not None else f"{line[:80]!r}")
+    return IngestError(src, problem)
 
 
 def clip_lines(lines: pl.DataFrame, max_bytes: int, keep: int = RAW_PREFIX) -> pl.DataFrame:

@@ -5,7 +5,9 @@ A file holds one or more scrapes of one or more hosts. Events are emitted for
 - error counters that increased between two scrapes of the same series (double-bit ECC,
   row-remap failures, NVLink CRC / recovery errors, PCIe replays; see
   :data:`reliability.taxonomy.DCGM_FIELDS`); a counter that went down was reset and its new
-  value counts as the increase; the first scrape of a series is only a baseline;
+  value counts as the increase; the first scrape of a series is only a baseline. Each series
+  is read in time order, not file order (scrape files concatenated or merged out of order
+  are one history; the notes say when a series was out of order);
 - ``DCGM_FI_DEV_XID_ERRORS``, a gauge holding the *last* Xid seen (not a count): an event when
   it changes to a non-zero code, and at its first observation if non-zero (the Xid may predate
   the scrape: the message says so). Newer exporters put the code in an ``err_code`` label;
@@ -33,7 +35,9 @@ comment line above it (``{ echo "# scraped_at $(date -Is)"; curl -s host:9400/me
 appends one); else ``scraped_at=``; else the file's modification time (noted).
 DCGM's blank sentinels (e.g. 9223372036854775794) are "no value", never readings.
 Samples are parsed with ``prometheus_client``'s parser, one line at a time, so that a bad
-line is quarantined with its line number instead of failing the file.
+line is quarantined with its line number instead of failing the file. A file without one
+sample line of a ``DCGM_`` metric (a JSON document, an image, another exporter's or tool's
+output) is refused with an :class:`~reliability.errors.IngestError`, not read as empty.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ from reliability.ingest._common import (
     ReadResult,
     check_name_option,
     check_time_option,
+    not_this_format,
     quarantine_frame,
     read_lines,
 )
@@ -111,6 +116,11 @@ def _device(labels: dict[str, str]) -> str | None:
     return f"{dev}/gi{gi}" if gi not in (None, "") else dev
 
 
+#: the form the reader reads, for the refusal of a file with no DCGM sample line
+_EXPECTED = (
+    'Prometheus text from dcgm-exporter, e.g. `DCGM_FI_DEV_XID_ERRORS{gpu="0",Hostname="node017"} '
+    "0 [timestamp]`"
+)
 #: largest value read as an Xid code from the last-Xid gauge
 _MAX_XID = 65535
 #: a sample's name and labels (quoted label values may hold '#', '}' and spaces)
@@ -208,6 +218,12 @@ def read_dcgm(
         and ``# HELP``/``# TYPE`` are not rows); a sample is kept when it is a reading (it parses,
         is finite, is not a duplicate; a counter or Xid is not negative), whether or not it produces
         an event.
+
+    Raises
+    ------
+    IngestError
+        If an option is invalid, or the file is empty or holds no sample line of a ``DCGM_``
+        metric (it is not a DCGM scrape).
     """
     src = str(path)
     check_name_option(src, cluster, "cluster")
@@ -216,6 +232,8 @@ def read_dcgm(
     lines, notes = read_lines(path)
     if lines.height == 0:
         raise IngestError(src, "empty file")
+    if not lines.get_column("line").str.strip_chars_start().str.starts_with("DCGM_").any():
+        raise not_this_format(src, lines, "DCGM sample line", _EXPECTED)
     default_node = node or Path(src).name.split(".")[0]
     current: datetime | None = scraped_at
     current_bad: str | None = None  # why the current scrape has no usable time
@@ -322,11 +340,21 @@ def read_dcgm(
                     f"series appears {len(group)} times in one scrape with different values ({vals}; lines {nos}): which is real is unknown",
                 )
                 dropped.add(g.line_no)
+    # difference each series in time order, not file order (scrapes concatenated or merged
+    # out of order); a stable sort keeps the file order of samples taken at the same time
+    kept = [smp for smp in samples if smp.line_no not in dropped]
+    last_seen: dict[tuple[object, ...], datetime] = {}
+    unordered: set[tuple[object, ...]] = set()
+    for smp in kept:
+        seen = last_seen.get(smp.key)
+        if seen is not None and smp.when < seen:  # type: ignore[operator]
+            unordered.add(smp.key)
+        else:
+            last_seen[smp.key] = smp.when  # type: ignore[assignment]
+    kept.sort(key=lambda smp: smp.when)  # type: ignore[arg-type, return-value]
     prev: dict[tuple[object, ...], float] = {}
     rows: list[dict[str, object]] = []
-    for smp in samples:
-        if smp.line_no in dropped:
-            continue
+    for smp in kept:
         cls, kind = taxonomy.DCGM_FIELDS[smp.name]
         value, labels = smp.value, smp.labels
         before = prev.get(smp.key)
@@ -375,6 +403,11 @@ def read_dcgm(
         notes.append(f"{blanks} DCGM blank sentinel value(s) (no reading) ignored")
     if baselines:
         notes.append(f"{baselines} counter series seen for the first time: baseline only, no event")
+    if unordered:
+        notes.append(
+            f"{len(unordered)} series have samples out of time order in the file (scrapes "
+            "concatenated or merged?): differenced in time order"
+        )
     if used_mtime:
         notes.append("no sample timestamps or '# scraped_at' lines: file modification time used")
     if used_default_node:

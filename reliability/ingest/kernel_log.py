@@ -17,7 +17,12 @@ of ``dmesg -x``, which are read past):
 
 A line that names ``NVRM: Xid`` or ``SXid`` but does not parse (no bus id, no numeric code) is
 a record and is quarantined with the reason, as is a record whose timestamp is not a real
-date (month 13, Feb 30), overflows, or lies outside 1990-2200 or after the time of reading. UTF-16 logs (with or without a
+date (month 13, Feb 30), overflows, or lies outside 1990-2200 or after the time of reading.
+A record that repeats an earlier one (same host, time, code, device and message: dmesg and
+journalctl of one boot concatenated, a log rotated with overlap) is counted once; the repeat
+is quarantined "exact duplicate of line N". A file with no NVRM / SXid line and no line
+that starts like a kernel log's (a JSON document, an image, random text) is refused with an
+:class:`~reliability.errors.IngestError`; a log without Xids reads no record. UTF-16 logs (with or without a
 byte-order mark) are decoded. Every other line (kernel noise, RPC history tables, SXid detail
 lines) is not a record; the notes say how many lines were skipped.
 """
@@ -44,6 +49,7 @@ from reliability.ingest._common import (
     check_name_option,
     check_time_option,
     check_zone,
+    not_this_format,
     quarantine_frame,
     read_lines,
 )
@@ -85,6 +91,21 @@ _MONTHS = {
     )
 }
 _DEDUP_WINDOW = timedelta(seconds=60)
+#: a line of a kernel log: one of the timestamp prefixes above, after a priority or decoded
+#: facility and level (a log without any such line, nor an NVRM / SXid line, is not a log)
+_STAMPED = (
+    r"^(?:<\d{1,3}>)?(?:[a-z]+\s*:\s*[a-z]+\s*:\s*)?(?:"
+    r"\[\s*\d+\.\d+\]"
+    r"|\[[A-Z][a-z]{2} [A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d \d{4}\]"
+    r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d\S*\s"
+    rf"|(?:{'|'.join(_MONTHS)}) +\d{{1,2}} \d\d:\d\d:\d\d\s+\S+\s)"
+)
+#: the forms read, for the refusal of a file that is not a kernel log
+_EXPECTED = (
+    "lines of dmesg, journalctl -k or syslog, each starting with a time such as "
+    "`[ 1843.308145]`, `[Sun Feb 23 16:24:18 2025]`, `2025-01-21T04:41:44.283+00:00` or "
+    "`Jan 21 04:41:44 host kernel:`, or NVIDIA `NVRM: Xid` / `SXid` lines"
+)
 
 
 def _bus_id(dev: str) -> str:
@@ -252,6 +273,13 @@ def read_kernel_log(
     ReadResult
         The read, with ``health_events`` (source ``kernel_log``), classified with
         :mod:`reliability.taxonomy`.
+
+    Raises
+    ------
+    IngestError
+        If an option is invalid, a local or seconds-since-boot time needs an option that was
+        not given, or the file is empty or is not a kernel log (no NVRM / SXid line and no line
+        that starts with a kernel log's timestamp).
     """
     src = str(path)
     check_name_option(src, cluster, "cluster")
@@ -267,6 +295,8 @@ def read_kernel_log(
     if lines.height == 0:
         raise IngestError(src, "empty file")
     cand = lines.filter(pl.col("line").str.contains(r"NVRM|SXid"))
+    if cand.height == 0 and not lines.get_column("line").str.contains(_STAMPED).any():
+        raise not_this_format(src, lines, "kernel log line", _EXPECTED)
     skipped = lines.filter(pl.col("line").str.strip_chars() != "").height - cand.height
     clock = _Clock(src, tz, year, boot_time)
     default_node = node or Path(src).name.split(".")[0]
@@ -393,11 +423,23 @@ def read_kernel_log(
         events.append({**f, "code": "79", "message": f"(no Xid printed) {f['message']}", "cls": c})
     rows: list[dict[str, object]] = []
     records = sorted([*events, *unparsed], key=lambda e: e["line_no"])  # type: ignore[arg-type, return-value]
+    # the same record twice (dmesg and journalctl of one boot concatenated, a log rotated with
+    # overlap): the same host, time, code, device and message is one event, counted once
+    first_of: dict[tuple[object, ...], object] = {}
+    repeats = 0
     for e in records:
         if e["time"] is None or e.get("unparsed"):
             q[0].append(e["line_no"])  # type: ignore[arg-type]
             q[1].append(e["raw"])  # type: ignore[arg-type]
             q[2].append(str(e["why"]))
+            continue
+        key = (e["node"], e["time"], e["code"], e["device"], e["message"])
+        first = first_of.setdefault(key, e["line_no"])
+        if first != e["line_no"]:
+            repeats += 1
+            q[0].append(e["line_no"])  # type: ignore[arg-type]
+            q[1].append(e["raw"])  # type: ignore[arg-type]
+            q[2].append(f"exact duplicate of line {first} (same host, time and message)")
             continue
         c: taxonomy.Classification = e["cls"]  # type: ignore[assignment, no-redef]
         # the note on the default node is for the rows kept (a quarantined line lacks one too)
@@ -425,6 +467,11 @@ def read_kernel_log(
         )
     if duplicates:
         notes.append(f"{duplicates} 'fallen off the bus' line(s) repeat an Xid 79 already recorded")
+    if repeats:
+        notes.append(
+            f"{repeats} record(s) repeat an earlier line exactly (same host, time and message: "
+            "overlapping logs concatenated?): counted once, the repeats quarantined"
+        )
     qf = quarantine_frame(src, *q)
     n_read = len(records)
     return ReadResult(src, {"health_events": frame}, qf, n_read, n_read - qf.height, notes)

@@ -15,7 +15,10 @@ healthd              component_id (the host), detail (the symptom)    health_eve
 
 A failure without a repair in the log is still open (``repaired_at`` null). Machine failures
 and maintenance become node_states intervals (REPAIR / MAINT). ``cluster`` comes from each
-line, else from ``cluster=``.
+line, else from ``cluster=``. A file in which no line is a JSON object with ``time`` and ``event``
+(a JSON document, an image, random text) is refused with an
+:class:`~reliability.errors.IngestError`; a file with some such lines keeps them and
+quarantines the others.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from reliability.ingest._common import (
     ReadResult,
     check_name_option,
     clip_lines,
+    not_this_format,
     quarantine_frame,
     read_lines,
 )
@@ -83,7 +87,8 @@ def read_pod_log(path: str | Path, *, cluster: str | None = None) -> ReadResult:
     Raises
     ------
     IngestError
-        If the file is empty or ``cluster`` is not a valid name.
+        If the file is empty, no line of it is a pod event (a JSON object with ``time`` and
+        ``event``: the file is not a pod event log), or ``cluster`` is not a valid name.
     """
     src = str(path)
     check_name_option(src, cluster, "cluster")
@@ -104,6 +109,7 @@ def read_pod_log(path: str | Path, *, cluster: str | None = None) -> ReadResult:
     open_reroute: dict[tuple[str, str], dict[str, object]] = {}
     crossconnects = 0
     n = 0
+    events_seen = 0  # lines that are pod events (a JSON object with "time" and "event")
     named: set[str] = set()  # clusters the lines name, other than cluster=
     fixed = 0
     for no, line, n_bytes in clip_lines(lines, MAX_LINE_BYTES, RAW_PREFIX).iter_rows():
@@ -112,13 +118,14 @@ def read_pod_log(path: str | Path, *, cluster: str | None = None) -> ReadResult:
         n += 1
         if n_bytes is not None:
             why = (
-                f"not a pod event: line of {n_bytes:,} bytes is longer than the "
+                f"{_NOT_EVENT}: line of {n_bytes:,} bytes is longer than the "
                 f"{MAX_LINE_BYTES:,}-byte limit of one JSON record: not parsed"
             )
             q[0].append(no), q[1].append(line), q[2].append(why)
             continue
         obj, why, replaced = _event(line)
         fixed += replaced
+        events_seen += why is None or not why.startswith(_NOT_EVENT)
         if why is not None:
             q[0].append(no), q[1].append(line), q[2].append(why)
             continue
@@ -214,6 +221,9 @@ def read_pod_log(path: str | Path, *, cluster: str | None = None) -> ReadResult:
             component, severity = _HEALTHD.get(symptom, ("unknown", "warning"))
             health.append({"cluster": clus, "node": cid, "time": t, "source": "healthd", "component": component,
                            "code": symptom, "severity": severity, "device": None, "message": symptom})  # fmt: skip
+    if events_seen == 0:  # not one line is a pod event: this is not a pod event log
+        first = q[2][0].removeprefix(f"{_NOT_EVENT}: ") if q[2] else None
+        raise not_this_format(src, lines, "pod event line", _EXPECTED, first)
     tables = {
         "inventory": pl.DataFrame(inv, schema=schema.TABLES["inventory"].schema, orient="row"),
         "component_failures": pl.DataFrame(
@@ -250,6 +260,15 @@ def read_pod_log(path: str | Path, *, cluster: str | None = None) -> ReadResult:
 
 
 _STR_FIELDS = ("event", "time", "cluster", "component_type", "component_id", "detail")
+#: the start of the reason of a line that is not a pod event at all (not a JSON object with
+#: "time" and "event")
+_NOT_EVENT = "not a pod event"
+#: the form read, for the refusal of a file that holds no pod event
+_EXPECTED = (
+    'JSON lines, one object per line with "time" and "event", e.g. `{"time": '
+    '"2025-01-01T00:00:00Z", "event": "component_fail", "component_type": "machine", '
+    '"component_id": "h1"}`'
+)
 
 
 def _event(line: str) -> tuple[dict[str, object], str | None, bool]:
@@ -261,14 +280,14 @@ def _event(line: str) -> tuple[dict[str, object], str | None, bool]:
     try:
         obj, replaced = loads_record(line)
     except JsonLimitError as exc:
-        return {}, f"not a pod event: {exc}", False
+        return {}, f"{_NOT_EVENT}: {exc}", False
     except ValueError as exc:
-        return {}, f"not a pod event: not valid JSON: {str(exc)[:120]}", False
+        return {}, f"{_NOT_EVENT}: not valid JSON: {str(exc)[:120]}", False
     if not isinstance(obj, dict):
-        return {}, "not a pod event: the line is not a JSON object", False
+        return {}, f"{_NOT_EVENT}: the line is not a JSON object", False
     for key in ("event", "time"):
         if key not in obj:
-            return {}, f"not a pod event: no {key!r}", False
+            return {}, f"{_NOT_EVENT}: no {key!r}", False
         if not isinstance(obj[key], str):
             return {}, f"field {key}: expected a string, got {_json_type(obj[key])}", False
     for key in _STR_FIELDS:

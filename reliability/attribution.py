@@ -33,7 +33,9 @@ attempt that never started, and then only the left bound ``end - before_min`` ap
   (:mod:`reliability.reasons`). Two kinds of record come after the fact and count up to
   ``end + drain_slack_s``: a DRAIN (Slurm's accounting records it when the node became
   DRAINED, once its jobs ended) and ``Node unexpectedly rebooted`` (recorded when slurmd
-  registers again). An interval that began before the attempt started (whether it ended
+  registers again); each explains every failing attempt on the node that ended in the
+  ``drain_slack_s`` before it (a fault on a node shared by several jobs kills them seconds
+  apart, and the drain is recorded once, at the last end). An interval that began before the attempt started (whether it ended
   before the start or is still open) is never evidence: Slurm does not start jobs on such
   nodes, so it is either stale or about something else. Nor is a DOWN or FAIL set after the
   end: in run 1 of the real Slurm corpus an admin set node07 FAIL 21-29 s after seven user
@@ -360,22 +362,25 @@ def attribute_failures(
         )  # fmt: skip
 
     def latest_before(events: pl.LazyFrame, kind: int, lag: timedelta) -> pl.LazyFrame:
-        """Match each event recorded after the fact to the last failing attempts before it.
+        """Match each event recorded after the fact to the failing attempts it ended.
 
-        Per node, within ``lag``: the failure that led to it (earlier failures on the node are
-        not explained by it).
+        Per node, within ``lag`` before it: the burst of failures that led to it. A node
+        shared by several jobs drains (or reboots) once, when the last of the jobs the fault
+        killed has ended, so every failing attempt on the node in the ``lag`` before the record
+        is explained by it, each by the first such record after its end.
         """
-        ends = ended.select("cluster", "node", __e=pl.col("end_time")).unique().sort("__e")
-        ev = events.with_columns(__unk=pl.col("__cause") == "unknown").sort("__t")
-        last = ev.join_asof(
-            ends, left_on="__t", right_on="__e", by=["cluster", "node"], strategy="backward",
+        ev = (
+            events.with_columns(__unk=pl.col("__cause") == "unknown")
+            .sort("__t", "__unk", "__cause")
+            .unique(subset=["cluster", "node", "__t"], keep="first", maintain_order=True)
+        )
+        first = ended.join_asof(
+            ev, left_on="end_time", right_on="__t", by=["cluster", "node"], strategy="forward",
             tolerance=lag, check_sortedness=False,
-        ).drop_nulls("__e")  # fmt: skip
-        return last.join(
-            ended, left_on=["cluster", "node", "__e"], right_on=["cluster", "node", "end_time"]
-        ).select(
+        ).drop_nulls("__t")  # fmt: skip
+        return first.select(
             "__rid", "__cause", "__domain", "__unk", "__reason", "__rclass", __node=pl.col("node"),
-            __dist=(pl.col("__t") - pl.col("__e")).dt.total_microseconds().abs(),
+            __dist=(pl.col("__t") - pl.col("end_time")).dt.total_microseconds().abs(),
             __kind=pl.lit(kind, pl.Int8),
         )  # fmt: skip
 

@@ -374,41 +374,50 @@ def _reference(jobs, he, ns, before_min=10.0, after_min=5.0, slack_s=5.0, codes=
                         )
             for s in ns.iter_rows(named=True):
                 # a drain (recorded when the node became DRAINED) and a reboot (recorded when
-                # slurmd came back) also count up to 5 minutes after the end, for the failing
-                # attempts on the node that ended last before them; anything else 5 s
-                late = s["state"] == "DRAIN" or str(s["reason"]).lower().startswith(
-                    "node unexpectedly rebooted"
-                )
-                last = max(
-                    (t for t in failing_ends.get(s["node"], [])
-                     if s["start"] - timedelta(seconds=120) <= t <= s["start"]),
+                # slurmd came back) also count up to 120 s after the end, for every failing
+                # attempt on the node in the 120 s before them, each by the first such record
+                # of its kind after its end (an administrator's only within 5 s); anything
+                # else 5 s
+                def is_late(r):
+                    return r["state"] == "DRAIN" or str(r["reason"]).lower().startswith(
+                        "node unexpectedly rebooted"
+                    )
+
+                def kind_of(r):
+                    """(kind, component, domain) of a state change as evidence, or None."""
+                    if r["state"] not in (*FAULT, "DRAIN"):
+                        return None
+                    # evidence first: the change is a fault unless its reason is an
+                    # administrator's (then it explains only states an admin can cause)
+                    c = ReasonRules().classify(r["reason"], r.get("user"))
+                    if c["reason_class"] == "administrative":
+                        if state not in ("NODE_FAIL", "REQUEUED", "BOOT_FAIL"):
+                            return None
+                        return 5, "none", "admin"
+                    if c["domain"] == "user":
+                        return None
+                    if r["state"] in FAULT or c["reason_class"] in ("signal", "slurm"):
+                        # Slurm sets these because a job ended: weaker than a drain in the run
+                        aftermath = str(r["reason"]).lower().startswith(
+                            ("epilog error", "kill task failed", "batch job complete failure")
+                        )
+                        comp, dom = c["component"] or "unknown", c["domain"] or "hardware"
+                        return (3 if aftermath else 1), comp, dom
+                    return 2, "unknown", "hardware"
+
+                k = kind_of(s)
+                if s["node"] not in j["nodes"] or k is None:
+                    continue
+                first = min(
+                    (r["start"] for r in ns.iter_rows(named=True)
+                     if r["node"] == s["node"] and is_late(r) and (kind_of(r) or (None,))[0] == k[0]
+                     and end <= r["start"] <= end + timedelta(seconds=120)),
                     default=None,
                 )  # fmt: skip
                 in_window = lo <= s["start"] <= end + slack
-                after_fact = late and last == end
-                if (
-                    s["node"] in j["nodes"]
-                    and s["state"] in (*FAULT, "DRAIN")
-                    and (in_window or after_fact)
-                ):
-                    # evidence first: the change is a fault unless its reason is an
-                    # administrator's (then it explains only states an admin can cause)
-                    c = ReasonRules().classify(s["reason"], s.get("user"))
-                    if c["reason_class"] == "administrative":
-                        if state not in ("NODE_FAIL", "REQUEUED", "BOOT_FAIL"):
-                            continue
-                        kind, comp, dom = 5, "none", "admin"
-                    elif c["domain"] == "user":
-                        continue
-                    elif s["state"] in FAULT or c["reason_class"] in ("signal", "slurm"):
-                        kind, comp, dom = 1, c["component"] or "unknown", c["domain"] or "hardware"
-                        # Slurm sets these because a job ended: weaker than a drain in the run
-                        if str(s["reason"]).lower().startswith(
-                            ("epilog error", "kill task failed", "batch job complete failure")
-                        ):
-                            kind = 3
-                    else:
-                        kind, comp, dom = 2, "unknown", "hardware"
+                after_fact = is_late(s) and first == s["start"] and k[0] != 5
+                if in_window or after_fact:
+                    kind, comp, dom = k
                     cands.append(
                         (kind, abs(s["start"] - end), s["node"], comp == "unknown", comp, dom)
                     )
@@ -620,6 +629,26 @@ def test_the_rule_that_separates_an_admins_later_fail_from_a_cause():
     assert _one(FAILED_JOB, states=later)["failure_domain"] == "user"
     at_end = _with_user([("n1", "FAIL", end, None, "scontrol FAIL test", "root(0)")])
     assert _one(FAILED_JOB, states=at_end)["failure_domain"] == "hardware"
+
+
+def test_a_drain_recorded_after_a_burst_explains_every_attempt_it_ended():
+    """A health check kills the three jobs sharing a node (ends at +0, +1 and +10 s); Slurm
+    records the DRAIN when the node became DRAINED, at the last end. All three are the node's
+    (generator A's shared nodes: only the last was, before). A failure 3 minutes earlier is
+    outside the 120 s and stays the user's; a DOWN 10 s after an end still explains nothing
+    (a DOWN takes effect at once)."""
+    end = T0 + 3 * 60 * M
+    jobs = [{"state": "FAILED", "exit_code": 1, "start": T0 + i * M, "end": end + d * S,
+             "nodes": ["n1"]} for i, d in enumerate((-180, 0, 1))]  # fmt: skip
+    jobs.append({"state": "REQUEUED", "exit_code": 0, "start": T0, "end": end + 10 * S,
+                 "nodes": ["n1"]})  # fmt: skip
+    ns = _states([("n1", "DRAIN", end + 10 * S, None, "hc: check 17 failed")])
+    got = attribute_failures(_jobs(jobs), node_states=ns)
+    assert got["failure_domain"].to_list() == ["user", "hardware", "hardware", "hardware"]
+    assert got["culprit_node"].to_list() == [None, "n1", "n1", "n1"]
+    down = _states([("n1", "DOWN", end + 10 * S, None, "hc: check 17 failed")])
+    got = attribute_failures(_jobs(jobs), node_states=down)
+    assert got["failure_domain"].to_list() == ["user", "user", "user", "hardware"]
 
 
 def test_operators_extend_the_reason_rules():

@@ -244,7 +244,9 @@ def test_an_epilog_error_after_a_drain_in_the_run_is_its_aftermath():
                   ("n2", "DRAIN", T0 + M + S, None, "Epilog error")])  # fmt: skip
     got = _one(job, states=ns)
     assert (got["failure_domain"], got["failure_cause"], got["culprit_node"]) == (
-        "hardware", "unknown", "n1"
+        "hardware",
+        "unknown",
+        "n1",
     )
     # a DOWN in the run still beats it; an aftermath still beats a hardware warning
     ns = _states([("n1", "DOWN", T0 + M - 9 * S, None, "Not responding"),
@@ -383,7 +385,7 @@ def _reference(jobs, he, ns, before_min=10.0, after_min=5.0, slack_s=5.0, codes=
                         "node unexpectedly rebooted"
                     )
 
-                def kind_of(r):
+                def kind_of(r, state=state):
                     """(kind, component, domain) of a state change as evidence, or None."""
                     if r["state"] not in (*FAULT, "DRAIN"):
                         return None
@@ -398,8 +400,12 @@ def _reference(jobs, he, ns, before_min=10.0, after_min=5.0, slack_s=5.0, codes=
                         return None
                     if r["state"] in FAULT or c["reason_class"] in ("signal", "slurm"):
                         # Slurm sets these because a job ended: weaker than a drain in the run
-                        aftermath = str(r["reason"]).lower().startswith(
-                            ("epilog error", "kill task failed", "batch job complete failure")
+                        aftermath = (
+                            str(r["reason"])
+                            .lower()
+                            .startswith(
+                                ("epilog error", "kill task failed", "batch job complete failure")
+                            )
                         )
                         comp, dom = c["component"] or "unknown", c["domain"] or "hardware"
                         return (3 if aftermath else 1), comp, dom

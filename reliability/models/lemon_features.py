@@ -258,7 +258,9 @@ def node_features(
     e = ev.group_by("cluster", "node", "_k").agg(
         # the node's own hardware: application Xids (13, 31, 43: software) follow the workload
         # (a node running many small jobs logs many), not the node's health
-        ((pl.col("source") == "kernel_log") & ~pl.col("component").is_in(_NOT_NODE)).sum().alias("xid"),
+        ((pl.col("source") == "kernel_log") & ~pl.col("component").is_in(_NOT_NODE))
+        .sum()
+        .alias("xid"),
         ((pl.col("severity") == "critical") & ~pl.col("component").is_in(_NOT_NODE))
         .sum()
         .alias("critical_events"),

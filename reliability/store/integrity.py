@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import socket
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,7 +33,7 @@ import polars as pl
 from reliability._atomic import file_sha256
 from reliability.errors import DatasetDamagedError, DatasetError
 from reliability.store.footer import FooterError
-from reliability.store.lock import DatasetLock
+from reliability.store.lock import DatasetLock, pid_alive
 from reliability.store.manifest import (
     MANIFEST,
     describe_entry,
@@ -47,7 +48,132 @@ from reliability.store.parts import part_files, part_path_problem, read_part_met
 if TYPE_CHECKING:  # pragma: no cover
     from reliability.store.dataset import Dataset
 
-__all__ = ["RepairReport", "VerifyReport", "damaged_part", "repair", "verify"]
+__all__ = [
+    "ORPHAN_MAX_AGE_S",
+    "RepairReport",
+    "VerifyReport",
+    "damaged_part",
+    "remove_orphans",
+    "repair",
+    "verify",
+]
+
+#: a part left by another host's writer is a crash leftover once it is this old [s] (its pid
+#: cannot be checked from here; no ingest holds the lock that long)
+ORPHAN_MAX_AGE_S = 86400.0
+
+
+def _started_after(pid: int, t: float) -> bool:
+    """Tell whether process ``pid`` started after time ``t`` [s since the epoch] (Linux /proc).
+
+    A part whose writer's pid now names a process started after the part was written was left
+    by an earlier process with the same pid (pids are reused). False when it cannot be told.
+    """
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        ticks = int(stat.rsplit(")", 1)[1].split()[19])  # field 22: starttime [clock ticks]
+        with open("/proc/stat", encoding="ascii") as fh:
+            btime = next(int(ln.split()[1]) for ln in fh if ln.startswith("btime "))
+        started = btime + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return False
+    return started > t + 2.0  # btime has a 1 s resolution
+
+
+def writer_gone(writer: Any, mtime: float, call: str | None, now: float) -> str | None:
+    """Say why the writer of a part can no longer commit it (None if it may still).
+
+    Parameters
+    ----------
+    writer : object
+        The ``writer`` record of the part's footer (pid, host, call).
+    mtime : float
+        The part's modification time [s since the epoch].
+    call : str or None
+        The id of the ingest call this process is running under the lock (its own parts are
+        kept); None when none is (``repair``).
+    now : float
+        The time now [s since the epoch].
+
+    Returns
+    -------
+    str or None
+        Why it is gone (``pid 4242 on node1 is no longer running``), or None: it may still be
+        writing (a part that names no writer is never taken for a leftover).
+    """
+    if not isinstance(writer, dict):
+        return None
+    pid, host = writer.get("pid"), writer.get("host")
+    if not isinstance(pid, int) or not isinstance(host, str):
+        return None
+    who = f"pid {pid} on {host}"
+    if host != socket.gethostname():
+        if now - mtime > ORPHAN_MAX_AGE_S:
+            return f"written by {who} {(now - mtime) / 3600:.0f} h ago"
+        return None  # another host's live writer cannot be told from a dead one
+    if pid == os.getpid():
+        return None if writer.get("call") == call else f"an earlier ingest of this process ({who})"
+    if not pid_alive(pid):
+        return f"{who} is no longer running"
+    if _started_after(pid, mtime):
+        return f"{who} exited (that pid now names a later process)"
+    return None
+
+
+def remove_orphans(root: Path, manifest: dict[str, Any], call: str | None) -> list[str]:
+    """Remove the part files no manifest entry names whose writer can no longer commit them.
+
+    Such a part was left by an ingest killed after writing it and before its manifest commit
+    (``kill -9``, a power cut), or belongs to an input dropped by ``repair``: it is not part
+    of the Dataset. A part whose writer may still be running (it holds or waits for the lock,
+    e.g. after ``.lock`` was deleted; or another host's writer, within
+    :data:`ORPHAN_MAX_AGE_S`) is kept, as is one whose footer names no writer. Call this only
+    while holding the writer lock.
+
+    Parameters
+    ----------
+    root : Path
+        The Dataset folder.
+    manifest : dict of str to object
+        The manifest as on disk (under the lock).
+    call : str or None
+        The ingest call this process runs (its own parts are kept), or None.
+
+    Returns
+    -------
+    list of str
+        One line per input whose parts were removed: its name and kind, the files, why its
+        writer is gone, and the command that ingests it (so nothing is lost without a word).
+    """
+    if not root.is_dir():
+        return []
+    referenced = {p.get("file") for e in manifest["inputs"] for p in e["parts"].values()}
+    now = datetime.now(UTC).timestamp()
+    removed: dict[str, tuple[dict[str, Any], str, list[str]]] = {}
+    for f in part_files(root):
+        rel = f"{f.parent.name}/{f.name}"
+        if rel in referenced:
+            continue
+        try:
+            mtime = f.stat().st_mtime
+            meta = read_part_meta(f)
+        except (OSError, ValueError):
+            continue  # unreadable or without a description: listed by verify, never deleted
+        why = writer_gone(meta.get("writer"), mtime, call, now)
+        if why is None:
+            continue
+        f.unlink(missing_ok=True)
+        inp = meta.get("input") or {}
+        key = str(inp.get("id") or rel)
+        removed.setdefault(key, (inp, why, []))[2].append(rel)
+    out = []
+    for inp, why, files in removed.values():
+        out.append(
+            f"removed {len(files)} part file(s) no manifest entry names ({', '.join(files)}): "
+            f"input {inp.get('name')!r} ({inp.get('kind')}), never committed or dropped; its "
+            f"writer is gone ({why}); to ingest it: {_again(inp, root)}"
+        )
+    return out
 
 
 @dataclass
@@ -93,6 +219,10 @@ class VerifyReport:
             lines.append(f"{len(self.unreferenced)} part file(s) not in the manifest (left by an "
                          "interrupted ingest; not part of the Dataset):")  # fmt: skip
             lines += [f"  {u}" for u in self.unreferenced[:20]]
+            if len(self.unreferenced) > 20:
+                lines.append(f"  ... and {len(self.unreferenced) - 20} more")
+            lines.append(f"`reliability repair {self.path}` (or the next ingest) removes those "
+                         "whose writer is no longer running")  # fmt: skip
         return "\n".join(lines)
 
 
@@ -232,6 +362,9 @@ class RepairReport:
         manifest), and inputs listed more than once (one entry kept).
     moved_aside : Path or None
         Where an unreadable manifest was moved (kept for inspection).
+    removed : list of str
+        Part files no entry names whose writer is gone, removed (one line per input, with the
+        command that ingests it).
     """
 
     path: Path
@@ -241,6 +374,7 @@ class RepairReport:
     incomplete: list[str] = field(default_factory=list)
     mended: list[str] = field(default_factory=list)
     moved_aside: Path | None = None
+    removed: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
         head = ("rebuilt the manifest from the parts" if self.rebuilt
@@ -261,6 +395,9 @@ class RepairReport:
         if self.mended:
             lines.append(f"{len(self.mended)} manifest record(s) mended:")
             lines += [f"  {d}" for d in self.mended]
+        if self.removed:
+            lines.append(f"{len(self.removed)} interrupted or dropped ingest(s) cleaned up:")
+            lines += [f"  {d}" for d in self.removed]
         return "\n".join(lines)
 
 
@@ -390,7 +527,8 @@ def repair(ds: Dataset) -> RepairReport:
     The manifest is rebuilt from the parts if it is missing or unreadable (the unreadable one is
     moved aside); else the entries whose parts are damaged or missing are dropped, an entry
     whose counts or part paths contradict the manifest is restored from its parts' footers, and
-    of an input listed twice the latest read is kept.
+    of an input listed twice the latest read is kept. Then the part files no entry names whose
+    writer is gone (an ingest killed before its commit) are removed (:func:`remove_orphans`).
 
     Parameters
     ----------
@@ -437,5 +575,6 @@ def repair(ds: Dataset) -> RepairReport:
                 m["repaired"] = datetime.now(UTC).isoformat(timespec="seconds")
                 write_manifest(ds.path, m)
         report.kept = len(m["inputs"])
+        report.removed = remove_orphans(ds.path, m, None)
     ds._cache = None
     return report

@@ -43,7 +43,13 @@ from reliability.store.manifest import (
     manifest_problems,
     write_manifest,
 )
-from reliability.store.parts import part_files, part_path_problem, read_part_meta
+from reliability.store.parts import (
+    UNSEALED,
+    part_files,
+    part_path_problem,
+    read_part_meta,
+    seal_problem,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from reliability.store.dataset import Dataset
@@ -250,6 +256,9 @@ def _part_problem(
     except ValueError:
         meta = None  # a part written before parts carried metadata
     if meta is not None:
+        seal = seal_problem(path, meta)
+        if seal not in (None, UNSEALED):
+            return f"{part['file']}: the part is damaged: {seal}"
         if part.get("rows") is not None and meta["num_rows"] != part["rows"]:
             return f"{part['file']}: {meta['num_rows']} rows in its footer, the manifest records {part['rows']}"
         inp = meta.get("input") or {}
@@ -258,6 +267,80 @@ def _part_problem(
                     f"{inp.get('name')!r} (sha256 {str(inp.get('sha256'))[:12]}...), the manifest "
                     f"lists it as table {table!r} of {entry.get('name')!r}")  # fmt: skip
     return None
+
+
+def _flat(value: Any, prefix: str) -> dict[str, Any]:
+    if isinstance(value, dict) and value:
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            out.update(_flat(v, f"{prefix}.{k}"))
+        return out
+    return {prefix: value}
+
+
+def footer_differences(root: Path, entry: dict[str, Any], n: int) -> list[str]:
+    """Say which fields of a manifest entry differ from the copy its parts' footers carry.
+
+    Every part's footer carries its input's entry as it was written (all but the parts' own
+    sizes and hashes, which the files themselves give). A field that differs was changed in the
+    manifest after the ingest (or the part is not the input's: said by the part check).
+
+    Parameters
+    ----------
+    root : Path
+        The Dataset folder.
+    entry : dict of str to object
+        The input's manifest entry.
+    n : int
+        Its 1-based position (messages name the field as ``inputs[n-1].field``).
+
+    Returns
+    -------
+    list of str
+        One line per field: its name, the manifest's value and the footers'; empty if they
+        agree, or if no part of the entry carries a readable description of it.
+    """
+    inp: dict[str, Any] | None = None
+    for part in entry["parts"].values():
+        if part_path_problem(part.get("file")) is not None:
+            continue
+        try:
+            meta = read_part_meta(root / part["file"])
+        except (OSError, ValueError):
+            continue
+        candidate = meta.get("input") or {}
+        if candidate.get("id") == entry.get("id"):
+            inp = candidate
+            break
+    if inp is None:
+        return []
+    mine = _flat({k: v for k, v in entry.items() if k != "parts"}, f"inputs[{n - 1}]")
+    theirs = _flat({k: v for k, v in inp.items() if k != "parts"}, f"inputs[{n - 1}]")
+    out = []
+    for key in sorted(set(mine) | set(theirs)):
+        if mine.get(key, _ABSENT) != theirs.get(key, _ABSENT):
+            a = "(absent)" if key not in mine else repr(mine[key])
+            b = "(absent)" if key not in theirs else repr(theirs[key])
+            out.append(f"{key} (input {entry.get('name')!r}): the manifest records {a[:80]}, its "
+                       f"parts' footers {b[:80]}: the manifest was edited after the ingest")  # fmt: skip
+    return out
+
+
+_ABSENT = object()
+
+
+def _seal_note(path: Path) -> str:
+    """Say whether a part that disagrees with the manifest is itself intact (its seal)."""
+    try:
+        seal = seal_problem(path, read_part_meta(path))
+    except (OSError, ValueError):
+        return ""
+    if seal is None:
+        return ("; the part itself matches the sha256 it was sealed with: the manifest's record "
+                "was changed, `reliability repair` restores it from the part")  # fmt: skip
+    if seal == UNSEALED:
+        return ""
+    return f"; the part is damaged: {seal}"
 
 
 def verify(ds: Dataset) -> VerifyReport:
@@ -286,8 +369,9 @@ def verify(ds: Dataset) -> VerifyReport:
         return report
     report.problems += manifest_problems(m)
     referenced: set[str] = set()
-    for entry in m["inputs"]:
+    for n, entry in enumerate(m["inputs"], 1):
         report.inputs += 1
+        report.problems += footer_differences(ds.path, entry, n)
         for table, part in entry["parts"].items():
             report.parts += 1
             if part_path_problem(part.get("file")) is not None:
@@ -295,9 +379,11 @@ def verify(ds: Dataset) -> VerifyReport:
             referenced.add(part["file"])
             problem = _part_problem(ds.path, entry, table, part)
             if problem:
-                report.problems.append(
-                    f"{problem} (input {entry.get('name')!r}, {entry.get('kind')})"
+                note = (
+                    "" if "the part is damaged" in problem else _seal_note(ds.path / part["file"])
                 )
+                report.problems.append(f"{problem} (input {entry.get('name')!r}, "
+                                       f"{entry.get('kind')}){note}")  # fmt: skip
     report.unreferenced = [f"{f.parent.name}/{f.name}" for f in files
                            if f"{f.parent.name}/{f.name}" not in referenced]  # fmt: skip
     return report
@@ -416,7 +502,10 @@ def _again(entry: dict[str, Any], root: Path) -> str:
 def _complete_inputs(root: Path) -> tuple[dict[str, dict[str, Any]], list[str]]:
     """Rebuild from the part footers the inputs whose every part is present and whole.
 
-    Returns {input id: manifest entry}, and descriptions of the incomplete ones.
+    A part whose content no longer matches its seal (:func:`~reliability.store.parts.seal_problem`)
+    is damaged: its input is left out, said. Returns {input id: manifest entry} (an entry all
+    of whose parts match their seals carries ``_sealed = True``, removed before it is written),
+    and descriptions of the inputs left out.
     """
     by_id: dict[str, dict[str, dict[str, Any]]] = {}
     meta_of: dict[str, dict[str, Any]] = {}
@@ -429,8 +518,10 @@ def _complete_inputs(root: Path) -> tuple[dict[str, dict[str, Any]], list[str]]:
         inp = meta.get("input") or {}
         if not inp.get("id"):
             continue
+        meta["seal"] = seal_problem(f, meta)
         by_id.setdefault(inp["id"], {})[rel] = meta
-        meta_of[inp["id"]] = inp
+        if meta["seal"] is None or inp["id"] not in meta_of:
+            meta_of[inp["id"]] = inp  # the description of a part that proves itself intact
     complete: dict[str, dict[str, Any]] = {}
     incomplete: list[str] = []
     for pid, found in by_id.items():
@@ -441,6 +532,11 @@ def _complete_inputs(root: Path) -> tuple[dict[str, dict[str, Any]], list[str]]:
             incomplete.append(
                 f"{inp.get('name')!r} ({inp.get('kind')}): its parts' footers list {bad}"
             )
+            continue
+        damaged = [f"{rel}: {m['seal']}" for rel, m in found.items()
+                   if m["seal"] not in (None, UNSEALED)]  # fmt: skip
+        if damaged:
+            incomplete.append(f"{inp.get('name')!r} ({inp.get('kind')}): {damaged[0]}")
             continue
         missing = [p["file"] for p in listed.values() if p["file"] not in found]
         wrong = [p["file"] for p in listed.values()
@@ -459,6 +555,7 @@ def _complete_inputs(root: Path) -> tuple[dict[str, dict[str, Any]], list[str]]:
                 "bytes": size,
                 "sha256": sha,
             }
+        entry["_sealed"] = all(found[p["file"]]["seal"] is None for p in listed.values())
         complete[pid] = entry
     return complete, incomplete
 
@@ -482,32 +579,41 @@ def _order(entry: dict[str, Any]) -> tuple[str, int, str]:
 def _mend(root: Path, inputs: list[dict[str, Any]], report: RepairReport) -> list[dict[str, Any]]:
     """Return the entries of a readable manifest to keep, saying in ``report`` what changed.
 
-    An entry whose counts or part paths contradict the manifest is replaced by its record in its
-    parts' footers (when they are all there and whole); one with a damaged or missing part is
-    dropped; of an input (or entry id) listed twice the latest read is kept.
+    An entry that contradicts itself, its parts or their footers (counts, part paths, a part's
+    size or sha256, a field its footers record otherwise) is rebuilt from its parts' footers
+    when its parts prove themselves intact: every part it lists is there and matches the
+    sha256 it was sealed with (parts written before seals: only for an entry whose own counts or
+    paths contradict it, as long as the footers' row counts hold). Else it is dropped, saying
+    which part is damaged. Of an input (or entry id) listed twice the latest read is kept.
     """
     footers: dict[str, dict[str, Any]] | None = None
     keep: list[dict[str, Any]] = []
     for n, entry in enumerate(inputs, 1):
         own = entry_problems(entry, describe_entry(entry, n))
-        if own:
-            if footers is None:
-                footers, _ = _complete_inputs(root)
-            restored = footers.get(str(entry.get("id")))
-            if restored is not None and not entry_problems(restored, ""):
-                keep.append(restored)
-                report.mended.append(f"{own[0]}: restored its record from its parts' footers")
-                continue
-            report.dropped.append(f"{own[0]}; its parts' footers do not restore it; to ingest it "
-                                  f"again: {_again(entry, root)}")  # fmt: skip
-            continue
-        problems = [p for t, part in entry["parts"].items()
-                    if (p := _part_problem(root, entry, t, part))]  # fmt: skip
-        if problems:
-            report.dropped.append(f"{entry.get('name')!r}: {problems[0]}; to ingest it again: "
-                                  f"{_again(entry, root)}")  # fmt: skip
-        else:
+        problems = list(own)
+        if not own:
+            problems += [f"{entry.get('name')!r}: {p}" for t, part in entry["parts"].items()
+                         if (p := _part_problem(root, entry, t, part))]  # fmt: skip
+            problems += footer_differences(root, entry, n)
+        if not problems:
             keep.append(entry)
+            continue
+        if footers is None:
+            footers, _ = _complete_inputs(root)
+        restored = footers.get(str(entry.get("id")))
+        if (restored is not None and (restored["_sealed"] or (own and not problems[len(own):]))
+                and not entry_problems(restored, "")):  # fmt: skip
+            proof = ("every part it lists is there and matches the sha256 it was sealed with"
+                     if restored["_sealed"] else "every part it lists is there with its rows")  # fmt: skip
+            keep.append(restored)
+            report.mended.append(f"{problems[0]}: the parts are intact ({proof}): restored its "
+                                 "record from its parts' footers, nothing dropped")  # fmt: skip
+            continue
+        why = _why_not_restored(root, entry, restored)
+        report.dropped.append(f"{problems[0]}; {why}; to ingest it again: "
+                              f"{_again(entry, root)}")  # fmt: skip
+    for e in keep:
+        e.pop("_sealed", None)
     for key in ("sha256", "id"):
         latest: dict[Any, dict[str, Any]] = {}
         for entry in sorted(keep, key=_order):
@@ -519,6 +625,29 @@ def _mend(root: Path, inputs: list[dict[str, Any]], report: RepairReport) -> lis
                                      f"listed more than once: kept the read of {str(kept.get('ingested_at'))[:19]}")  # fmt: skip
         keep = [e for e in keep if latest[e.get(key)] is e]
     return keep
+
+
+def _why_not_restored(root: Path, entry: dict[str, Any], restored: dict[str, Any] | None) -> str:
+    """Say why an entry could not be restored from its parts: the damaged part, or what lacks."""
+    for part in entry["parts"].values():
+        if part_path_problem(part.get("file")) is not None:
+            continue
+        path = root / part["file"]
+        if not path.is_file():
+            return f"its part {part['file']} is missing"
+        try:
+            meta = read_part_meta(path)
+        except FooterError as exc:
+            return f"its part {part['file']} is damaged (unreadable parquet footer: {exc})"
+        except (OSError, ValueError):
+            continue
+        seal = seal_problem(path, meta)
+        if seal not in (None, UNSEALED):
+            return f"its part {part['file']} is damaged ({seal})"
+    if restored is not None and not restored["_sealed"]:
+        return ("its parts were written before parts were sealed (0.9), so they cannot prove "
+                "themselves intact")  # fmt: skip
+    return "its parts' footers do not restore it (not all of its parts are there and whole)"
 
 
 def repair(ds: Dataset) -> RepairReport:
@@ -562,6 +691,7 @@ def repair(ds: Dataset) -> RepairReport:
             complete, report.incomplete = _complete_inputs(ds.path)
             latest: dict[str, dict[str, Any]] = {}
             for entry in sorted(complete.values(), key=_order):
+                entry.pop("_sealed", None)
                 latest[entry["sha256"]] = entry  # a later read of the same input wins
             m = empty_manifest()
             m["inputs"] = sorted(latest.values(), key=_order)

@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import polars as pl
@@ -25,7 +26,7 @@ from polars.testing import assert_frame_equal
 
 from reliability import Dataset
 from reliability.cli import main
-from reliability.errors import DatasetDamagedError
+from reliability.errors import DatasetDamagedError, DatasetError
 from reliability.store.parts import PART_KEY, read_part_meta
 from reliability.testing import synthetic_sacct
 
@@ -436,3 +437,86 @@ def test_repair_drops_only_the_input_whose_part_is_really_damaged(two, capsys):
     order = ["cluster", "job_id", "attempt"]
     assert_frame_equal(fixed.jobs.sort(order), jobs_q.sort(order))
     assert fixed.verify().ok
+
+
+# -- manifest fields outside their domain ----------------------------------------------------
+
+
+def _latest_time(root: Path) -> datetime:
+    """The latest time of any datetime column of the Dataset's jobs (computed here)."""
+    jobs = Dataset(root).jobs
+    cols = [c for c, t in jobs.schema.items() if isinstance(t, pl.Datetime)]
+    return max(v for c in cols if (v := jobs[c].max()) is not None)
+
+
+FIELD_EDITS = {
+    "manifest_version -1": (lambda m, root: m.update(manifest_version=-1), "manifest_version -1"),
+    "an unknown tz": (
+        lambda m, root: m["inputs"][0]["options"].update(tz="Mars/Olympus_Mons"),
+        "options.tz 'Mars/Olympus_Mons'",
+    ),
+    "another valid tz": (
+        lambda m, root: m["inputs"][0]["options"].update(tz="Europe/Paris"),
+        "inputs[0].options.tz",
+    ),
+    "until not a time": (
+        lambda m, root: m["inputs"][0]["observation"].update(until="yesterday"),
+        "observation.until 'yesterday'",
+    ),
+    "until in the future": (
+        lambda m, root: m["inputs"][0]["observation"].update(until="2999-01-01T00:00:00+00:00"),
+        "observation.until '2999-01-01T00:00:00+00:00' is in the future",
+    ),
+    "until not UTC": (
+        lambda m, root: m["inputs"][0]["observation"].update(until="2020-01-01T00:00:00+02:00"),
+        "not a UTC timestamp",
+    ),
+    "until before the data": (
+        lambda m, root: m["inputs"][0]["observation"].update(
+            until=(_latest_time(root) - timedelta(seconds=1)).isoformat()
+        ),
+        "observation.until",
+    ),
+}
+
+
+@pytest.mark.parametrize("edit", list(FIELD_EDITS))
+def test_verify_names_an_edited_manifest_field_and_repair_restores_it(two, edit, capsys):
+    root = two[0]
+    before = _tables(root)
+    inputs = Dataset(root).inputs
+    change, named = FIELD_EDITS[edit]
+    _edit_manifest(root, lambda m: change(m, root))
+    assert main(["verify", str(root)]) == 1
+    out = capsys.readouterr().out
+    assert named in out, out
+    assert main(["repair", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert "input(s) dropped" not in out, out
+    fixed = Dataset(root)
+    assert fixed.manifest["manifest_version"] == 2
+    assert [(i["options"], i["observation"]) for i in fixed.inputs] == [
+        (i["options"], i["observation"]) for i in inputs
+    ]
+    for t, frame in before.items():
+        assert_frame_equal(fixed.table(t), frame)
+    assert fixed.verify().ok
+
+
+@pytest.mark.parametrize("edit", ["manifest_version -1", "an unknown tz", "until in the future"])
+def test_reads_refuse_a_manifest_field_outside_its_domain(two, edit):
+    root = two[0]
+    change, named = FIELD_EDITS[edit]
+    _edit_manifest(root, lambda m: change(m, root))
+    with pytest.raises(DatasetDamagedError, match=re.escape(named)):
+        Dataset(root).jobs  # noqa: B018
+
+
+def test_a_manifest_of_a_newer_version_is_refused_not_mended(two):
+    root = two[0]
+    _edit_manifest(root, lambda m: m.update(manifest_version=3))
+    with pytest.raises(DatasetError, match=r"manifest version 3.*newer version"):
+        Dataset(root).jobs  # noqa: B018
+    with pytest.raises(DatasetError, match="manifest version 3"):
+        Dataset(root).repair()
+    assert json.loads((root / "manifest.json").read_text())["manifest_version"] == 3

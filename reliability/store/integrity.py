@@ -36,13 +36,16 @@ from reliability.store.footer import FooterError
 from reliability.store.lock import DatasetLock, pid_alive
 from reliability.store.manifest import (
     MANIFEST,
+    MANIFEST_VERSION,
     describe_entry,
     empty_manifest,
     entry_problems,
     load_manifest,
     manifest_problems,
+    version_problem,
     write_manifest,
 )
+from reliability.store.observation import GIVEN, INFERRED
 from reliability.store.parts import (
     UNSEALED,
     part_files,
@@ -343,6 +346,45 @@ def _seal_note(path: Path) -> str:
     return f"; the part is damaged: {seal}"
 
 
+def _until_problem(root: Path, entry: dict[str, Any], n: int) -> str | None:
+    """Say if an entry's ``observation.until`` is before the latest time in its own rows.
+
+    Only for an end given at ingest or inferred from the input (an end the reader knows, such
+    as sacct's ``--endtime``, may cut records that go on after it).
+    """
+    obs = entry.get("observation") or {}
+    if obs.get("basis") not in (GIVEN, INFERRED) or not isinstance(obs.get("until"), str):
+        return None
+    try:
+        until = datetime.fromisoformat(obs["until"])
+    except ValueError:
+        return None  # said by manifest_problems
+    latest: tuple[datetime, str] | None = None
+    for table, part in entry["parts"].items():
+        if table == "quarantine" or part_path_problem(part.get("file")) is not None:
+            continue
+        try:
+            lf = pl.scan_parquet(root / part["file"])
+            cols = [c for c, t in lf.collect_schema().items() if isinstance(t, pl.Datetime)]
+            if not cols:
+                continue
+            row = lf.select(pl.col(cols).max()).collect().row(0)
+        except (pl.exceptions.PolarsError, OSError):
+            continue  # a damaged part is said by the part check
+        for col, t in zip(cols, row, strict=True):
+            if (
+                isinstance(t, datetime)
+                and t.tzinfo is not None
+                and (latest is None or t > latest[0])
+            ):
+                latest = (t, f"{table}.{col}")
+    if latest is not None and latest[0] > until:
+        return (f"inputs[{n - 1}].observation.until (input {entry.get('name')!r}): "
+                f"{obs['until']!r} is before the latest time in its own rows, "
+                f"{latest[0].isoformat()} ({latest[1]})")  # fmt: skip
+    return None
+
+
 def verify(ds: Dataset) -> VerifyReport:
     """Check every part of a Dataset against its manifest (reads every part in full).
 
@@ -372,6 +414,8 @@ def verify(ds: Dataset) -> VerifyReport:
     for n, entry in enumerate(m["inputs"], 1):
         report.inputs += 1
         report.problems += footer_differences(ds.path, entry, n)
+        if (late := _until_problem(ds.path, entry, n)) is not None:
+            report.problems.append(late)
         for table, part in entry["parts"].items():
             report.parts += 1
             if part_path_problem(part.get("file")) is not None:
@@ -700,7 +744,9 @@ def repair(ds: Dataset) -> RepairReport:
                 write_manifest(ds.path, m)
         else:
             keep = _mend(ds.path, m["inputs"], report)
-            if [id(e) for e in keep] != [id(e) for e in m["inputs"]]:
+            if (bad := version_problem(m)) is not None:
+                report.mended.append(f"{bad}: set to {MANIFEST_VERSION}")
+            if bad is not None or [id(e) for e in keep] != [id(e) for e in m["inputs"]]:
                 m["inputs"] = keep
                 m["repaired"] = datetime.now(UTC).isoformat(timespec="seconds")
                 write_manifest(ds.path, m)

@@ -14,6 +14,7 @@ import os
 import re
 import socket
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -135,7 +136,10 @@ def _write_errno(exc: Exception, tmp: str) -> int | None:
 
 
 def write_parquet_atomic(
-    frame: pl.DataFrame, dest: Path, metadata: dict[str, str] | None = None
+    frame: pl.DataFrame,
+    dest: Path,
+    metadata: dict[str, str] | None = None,
+    finish: Callable[[Path], None] | None = None,
 ) -> tuple[int, str]:
     """Write ``frame`` to ``dest`` so that readers see the old file or the new one, never half.
 
@@ -147,6 +151,9 @@ def write_parquet_atomic(
         Final path.
     metadata : dict of str to str or None
         Parquet key-value metadata stored in the footer.
+    finish : callable or None
+        Called with the temporary file once it is written, before it is synced and renamed
+        (e.g. to seal it: write a digest of its content into a placeholder of its footer).
 
     Returns
     -------
@@ -170,6 +177,8 @@ def write_parquet_atomic(
             if code is None:
                 raise
             raise OSError(code, os.strerror(code), tmp) from exc
+        if finish is not None:
+            finish(Path(tmp))
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
         sha, size = file_sha256(tmp)

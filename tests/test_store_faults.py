@@ -460,3 +460,120 @@ def test_killing_the_parent_of_a_partitioned_run_leaves_no_workers(backend):
         with contextlib.suppress(ProcessLookupError):
             os.killpg(parent.pid, signal.SIGKILL)
         parent.communicate()
+
+
+def _part_names(ds: Dataset) -> set[str]:
+    return {f"{p.parent.name}/{p.name}" for p in ds.path.rglob("part-*.parquet")}
+
+
+def _kill_before_commit(ds: Dataset, path: Path) -> set[str]:
+    """Ingest ``path`` in a child killed (SIGKILL) after its parts, before its manifest commit;
+    return the part files it left."""
+    before = _part_names(ds)
+    r = _child("import os, signal, sys\n" + textwrap.dedent(KILL_POINTS["before the manifest"]) + textwrap.dedent("""
+        from reliability import Dataset
+        Dataset(sys.argv[1]).ingest("slurm", sys.argv[2], tz="UTC")
+    """), str(ds.path), str(path))  # fmt: skip
+    assert r.returncode == -signal.SIGKILL, r.stderr
+    left = _part_names(ds) - before
+    assert left  # the child wrote its parts, then died
+    return left
+
+
+def test_an_orphan_part_of_a_killed_ingest_is_named_by_verify_and_removed_by_the_next_ingest(
+    tmp_path, base
+):
+    ds, a, b = base
+    c = tmp_path / "c.psv"
+    synthetic_sacct(c, 100, seed=3, n_nodes=16, cluster="third")
+    orphans = _kill_before_commit(ds, b)
+    # verify names each orphan as a file outside the Dataset, not as damage to its data
+    report = Dataset(ds.path).verify()
+    assert report.ok, report
+    assert sorted(report.unreferenced) == sorted(orphans)
+    assert all(o in str(report) for o in orphans)
+    # the next ingest of ANOTHER input (b is never retried) removes them, and says so
+    [o] = Dataset(ds.path).ingest("slurm", c, tz="UTC")
+    assert o.status == "ingested"
+    assert any("removed 2 part file(s)" in n and "'b.psv'" in n for n in o.notes), o.notes
+    fresh = Dataset(ds.path)
+    referenced = {p["file"] for i in fresh.inputs for p in i["parts"].values()}
+    assert _part_names(fresh) == referenced  # every file on disk is in the manifest
+    assert not (orphans & _part_names(fresh))
+    assert fresh.jobs.height == _allocations(a) + _allocations(c)
+    report = fresh.verify()
+    assert report.ok, report
+    assert not report.unreferenced, report
+
+
+@pytest.mark.parametrize("point", ["between parts", "before the manifest"])
+def test_repair_removes_the_orphan_parts_of_a_killed_ingest(base, capsys, point):
+    ds, a, b = base
+    jobs_a = ds.jobs
+    before = _part_names(ds)
+    r = _child("import os, signal, sys\n" + textwrap.dedent(KILL_POINTS[point]) + textwrap.dedent("""
+        from reliability import Dataset
+        Dataset(sys.argv[1]).ingest("slurm", sys.argv[2], tz="UTC")
+    """), str(ds.path), str(b))  # fmt: skip
+    assert r.returncode == -signal.SIGKILL, r.stderr
+    orphans = _part_names(ds) - before
+    assert orphans
+    assert main(["repair", str(ds.path)]) == 0
+    out = capsys.readouterr().out
+    assert all(o in out for o in orphans), out
+    assert "reliability ingest slurm" in out  # how to ingest it
+    assert "b.psv" in out
+    assert _part_names(ds) == before
+    _assert_only_a(ds, a, jobs_a)
+    assert not Dataset(ds.path).verify().unreferenced
+    [o] = Dataset(ds.path).ingest("slurm", b, tz="UTC")  # nothing of b was committed
+    assert o.status == "ingested"
+    assert o.rows_read == _records(b)
+
+
+WAIT_BEFORE_COMMIT = """
+    import os, sys, time
+    from pathlib import Path
+    import reliability.store.dataset as d
+    real = d.write_manifest
+    def write(*a, **kw):
+        print("parts written", flush=True)
+        while not Path(sys.argv[3]).exists():
+            time.sleep(0.05)
+        return real(*a, **kw)
+    d.write_manifest = write
+    from reliability import Dataset
+    [o] = Dataset(sys.argv[1]).ingest("slurm", sys.argv[2], tz="UTC")
+    print(o.status, flush=True)
+"""
+
+
+def test_repair_never_removes_the_parts_of_a_live_writer(tmp_path, base):
+    # a writer has written its parts and is about to commit; the lock file was deleted, so a
+    # repair gets the lock meanwhile: the writer's parts are not in the manifest yet, but it
+    # is alive and will commit them
+    ds, a, b = base
+    before = _part_names(ds)
+    go = tmp_path / "go"
+    slow = _child(WAIT_BEFORE_COMMIT, str(ds.path), str(b), str(go), wait=False)
+    try:
+        assert slow.stdout.readline().strip() == "parts written"
+        pending = _part_names(ds) - before
+        assert pending
+        (ds.path / ".lock").unlink()
+        report = Dataset(ds.path).repair()
+        assert not report.removed, report
+        assert _part_names(ds) - before == pending
+        # the next ingest does not remove them either
+        assert Dataset(ds.path).ingest("slurm", a, tz="UTC")[0].status == "unchanged"
+        assert _part_names(ds) - before == pending
+    finally:
+        go.touch()
+        out, err = slow.communicate(timeout=60)
+    assert slow.returncode == 0, err
+    assert "ingested" in out
+    fresh = Dataset(ds.path)
+    assert [i["rows_read"] for i in fresh.inputs] == [_records(a), _records(b)]
+    report = fresh.verify()
+    assert report.ok, report
+    assert not report.unreferenced, report

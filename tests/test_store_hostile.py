@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import polars as pl
@@ -25,7 +26,7 @@ from polars.testing import assert_frame_equal
 
 from reliability import Dataset
 from reliability.cli import main
-from reliability.errors import DatasetDamagedError
+from reliability.errors import DatasetDamagedError, DatasetError
 from reliability.store.parts import PART_KEY, read_part_meta
 from reliability.testing import synthetic_sacct
 
@@ -340,7 +341,8 @@ def test_a_damaged_part_is_named_by_every_command_that_reads_the_dataset(two, tm
 @pytest.mark.parametrize("command", ["analyze", "info"])
 def test_a_part_polars_cannot_read_is_named_even_when_the_manifest_vouches_for_it(two, command, capsys):  # fmt: skip
     """The manifest's size and sha256 rewritten to match the damage: the reads' checks pass and
-    polars fails; the command then finds and names the part instead of a traceback."""
+    polars fails; the command then finds and names the part instead of a traceback (the part's
+    own seal tells it is damaged)."""
     root, _, _ = two
     m = json.loads((root / "manifest.json").read_text())
     part = m["inputs"][0]["parts"]["jobs"]
@@ -349,7 +351,172 @@ def test_a_part_polars_cannot_read_is_named_even_when_the_manifest_vouches_for_i
     (root / "manifest.json").write_text(json.dumps(m))
     assert main([command, str(root)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"error: {root}: the Dataset is damaged: {part['file']}: table 'jobs' "
-                          "of input 'a.psv' cannot be read (")  # fmt: skip
+    assert err.startswith(f"error: {root}: the Dataset is damaged: {part['file']}: the part is "
+                          "damaged: its content no longer matches the sha256 its footer was "
+                          "sealed with")  # fmt: skip
+    assert "(input 'a.psv', slurm)" in err
     assert f"reliability repair {root}" in err
     assert "Traceback" not in err
+
+
+# -- an edited manifest over intact parts ----------------------------------------------------
+
+
+def _tables(root: Path) -> dict[str, pl.DataFrame]:
+    ds = Dataset(root)
+    return {t: ds.table(t) for t in ("jobs", "job_steps", "quarantine")}
+
+
+EDITS = {
+    # one part's sha256 (its file is untouched)
+    "a part's sha256": lambda m: m["inputs"][0]["parts"]["jobs"].update(sha256="0" * 64),
+    # one part's size
+    "a part's size": lambda m: m["inputs"][0]["parts"]["jobs"].update(
+        bytes=m["inputs"][0]["parts"]["jobs"]["bytes"] + 1
+    ),
+    # a table's rows, consistently in rows_out and in the part record
+    "a part's rows": lambda m: (
+        m["inputs"][0]["parts"]["jobs"].update(rows=m["inputs"][0]["parts"]["jobs"]["rows"] + 7),
+        m["inputs"][0]["rows_out"].update(jobs=m["inputs"][0]["rows_out"]["jobs"] + 7),
+    ),
+    # rows read and kept, so that read = kept + quarantined still holds
+    "rows read and kept": lambda m: m["inputs"][1].update(
+        rows_read=m["inputs"][1]["rows_read"] + 5, rows_kept=m["inputs"][1]["rows_kept"] + 5
+    ),
+}
+
+
+@pytest.mark.parametrize("edit", list(EDITS))
+def test_repair_restores_an_edited_record_from_intact_parts_and_drops_nothing(two, edit, capsys):
+    root, a, q = two
+    before = _tables(root)
+    _edit_manifest(root, EDITS[edit])
+    assert main(["verify", str(root)]) == 1  # the edit is seen
+    capsys.readouterr()
+    assert main(["repair", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert "input(s) dropped" not in out, out
+    assert "1 manifest record(s) mended" in out, out
+    assert "restored its record from its parts' footers, nothing dropped" in out
+    fixed = Dataset(root)
+    # the counts are the inputs' own (counted here from the files), the rows those read before
+    assert [(i["name"], i["rows_read"], i["rows_kept"], i["rows_quarantined"]) for i in fixed.inputs] == [
+        ("a.psv", _records(a), _records(a), 0), ("q.psv", _records(q), _records(q) - 1, 1),
+    ]  # fmt: skip
+    for t, frame in before.items():
+        assert_frame_equal(fixed.table(t), frame)
+    assert fixed.verify().ok
+
+
+def test_repair_drops_only_the_input_whose_part_is_really_damaged(two, capsys):
+    root, _a, q = two
+    jobs_q = Dataset(root).jobs.filter(pl.col("cluster") == "qq")
+    m = json.loads((root / "manifest.json").read_text())
+    part_a = root / m["inputs"][0]["parts"]["jobs"]["file"]
+    # q's record edited (intact parts), a's part damaged in place and its sha "fixed" to match
+    data = bytearray(part_a.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    part_a.write_bytes(bytes(data))
+
+    def edit(m):
+        m["inputs"][0]["parts"]["jobs"]["sha256"] = hashlib.sha256(data).hexdigest()
+        m["inputs"][1]["rows_read"] += 3
+        m["inputs"][1]["rows_kept"] += 3
+
+    _edit_manifest(root, edit)
+    report = Dataset(root).verify()
+    assert any(part_a.name in p and "damaged" in p for p in report.problems), report
+    assert main(["repair", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert "1 input(s) dropped" in out, out
+    assert f"its part jobs/{part_a.name} is damaged" in out
+    assert "reliability ingest slurm" in out
+    assert "1 manifest record(s) mended" in out
+    fixed = Dataset(root)
+    assert [(i["name"], i["rows_read"]) for i in fixed.inputs] == [("q.psv", _records(q))]
+    order = ["cluster", "job_id", "attempt"]
+    assert_frame_equal(fixed.jobs.sort(order), jobs_q.sort(order))
+    assert fixed.verify().ok
+
+
+# -- manifest fields outside their domain ----------------------------------------------------
+
+
+def _latest_time(root: Path) -> datetime:
+    """The latest time of any datetime column of the Dataset's jobs (computed here)."""
+    jobs = Dataset(root).jobs
+    cols = [c for c, t in jobs.schema.items() if isinstance(t, pl.Datetime)]
+    return max(v for c in cols if (v := jobs[c].max()) is not None)
+
+
+FIELD_EDITS = {
+    "manifest_version -1": (lambda m, root: m.update(manifest_version=-1), "manifest_version -1"),
+    "an unknown tz": (
+        lambda m, root: m["inputs"][0]["options"].update(tz="Mars/Olympus_Mons"),
+        "options.tz 'Mars/Olympus_Mons'",
+    ),
+    "another valid tz": (
+        lambda m, root: m["inputs"][0]["options"].update(tz="Europe/Paris"),
+        "inputs[0].options.tz",
+    ),
+    "until not a time": (
+        lambda m, root: m["inputs"][0]["observation"].update(until="yesterday"),
+        "observation.until 'yesterday'",
+    ),
+    "until in the future": (
+        lambda m, root: m["inputs"][0]["observation"].update(until="2999-01-01T00:00:00+00:00"),
+        "observation.until '2999-01-01T00:00:00+00:00' is in the future",
+    ),
+    "until not UTC": (
+        lambda m, root: m["inputs"][0]["observation"].update(until="2020-01-01T00:00:00+02:00"),
+        "not a UTC timestamp",
+    ),
+    "until before the data": (
+        lambda m, root: m["inputs"][0]["observation"].update(
+            until=(_latest_time(root) - timedelta(seconds=1)).isoformat()
+        ),
+        "observation.until",
+    ),
+}
+
+
+@pytest.mark.parametrize("edit", list(FIELD_EDITS))
+def test_verify_names_an_edited_manifest_field_and_repair_restores_it(two, edit, capsys):
+    root = two[0]
+    before = _tables(root)
+    inputs = Dataset(root).inputs
+    change, named = FIELD_EDITS[edit]
+    _edit_manifest(root, lambda m: change(m, root))
+    assert main(["verify", str(root)]) == 1
+    out = capsys.readouterr().out
+    assert named in out, out
+    assert main(["repair", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert "input(s) dropped" not in out, out
+    fixed = Dataset(root)
+    assert fixed.manifest["manifest_version"] == 2
+    assert [(i["options"], i["observation"]) for i in fixed.inputs] == [
+        (i["options"], i["observation"]) for i in inputs
+    ]
+    for t, frame in before.items():
+        assert_frame_equal(fixed.table(t), frame)
+    assert fixed.verify().ok
+
+
+@pytest.mark.parametrize("edit", ["manifest_version -1", "an unknown tz", "until in the future"])
+def test_reads_refuse_a_manifest_field_outside_its_domain(two, edit):
+    root = two[0]
+    change, named = FIELD_EDITS[edit]
+    _edit_manifest(root, lambda m: change(m, root))
+    with pytest.raises(DatasetDamagedError, match=re.escape(named)):
+        Dataset(root).jobs  # noqa: B018
+
+
+def test_a_manifest_of_a_newer_version_is_refused_not_mended(two):
+    root = two[0]
+    _edit_manifest(root, lambda m: m.update(manifest_version=3))
+    with pytest.raises(DatasetError, match=r"manifest version 3.*newer version"):
+        Dataset(root).jobs  # noqa: B018
+    with pytest.raises(DatasetError, match="manifest version 3"):
+        Dataset(root).repair()
+    assert json.loads((root / "manifest.json").read_text())["manifest_version"] == 3

@@ -10,7 +10,7 @@ Layout::
 The manifest is the commit point: an input's parts are written first (temp file + rename),
 then the manifest (temp file + rename, every 200 inputs and at the end of an ingest call).
 A crash leaves the previous state readable; parts that no manifest entry names are not part
-of the Dataset. Every part carries its input's description in its footer, so a lost manifest
+of the Dataset (the next ingest, or ``reliability repair``, removes those whose writer is gone). Every part carries its input's description in its footer, so a lost manifest
 is rebuilt by ``reliability repair`` (a Dataset with parts and no manifest is refused, never
 emptied). Reads check each part's size, footer row count and sha256 against the manifest.
 
@@ -62,7 +62,6 @@ from reliability.store.parts import (
     new_entry,
     part_files,
     part_path,
-    read_part_meta,
     remove_parts,
     write_parts,
 )
@@ -119,20 +118,6 @@ def _outcome(entry: dict[str, Any], shown: str, status: str) -> IngestOutcome:
                          entry["rows_quarantined"], dict(entry.get("rows_out") or {}),
                          list(entry.get("notes") or []) if status != "unchanged" else [],
                          datetime.fromisoformat(until) if until else None)  # fmt: skip
-
-
-def _writer_alive(writer: dict[str, Any] | None, call: str) -> bool:
-    """Tell whether the writer of a part could still be working on it (and commit it)."""
-    if not writer:
-        return True
-    if writer.get("host") != socket.gethostname():
-        return True  # cannot tell from here
-    pid = writer.get("pid")
-    if not isinstance(pid, int):
-        return True
-    if pid == os.getpid():
-        return writer.get("call") == call
-    return pid_alive(pid)
 
 
 class Dataset:
@@ -207,18 +192,19 @@ class Dataset:
                 self._refuse_if_damaged(writer=True)
                 m = empty_manifest()
             call = os.urandom(6).hex()
-            self._collect_garbage(m, call)
+            lock.notes += self._collect_garbage(m, call)
             yield lock, m, call
 
-    def _collect_garbage(self, manifest: dict[str, Any], call: str) -> None:
-        """Remove what crashed writers left.
+    def _collect_garbage(self, manifest: dict[str, Any], call: str) -> list[str]:
+        """Remove what crashed writers left; return what was removed, in words.
 
-        Their temp files, and part files of an input that is committed under another part id (a
-        retried ingest). Other unreferenced parts are kept (``reliability verify`` lists them): they
-        may be all that is left of data whose manifest entry was lost.
+        Their temp files, and part files no manifest entry names whose writer can no longer
+        commit them (an ingest killed before its commit: see
+        :func:`~reliability.store.integrity.remove_orphans`); parts a live writer may still
+        commit are kept.
         """
         if not self.path.is_dir():
-            return
+            return []
         now = datetime.now(UTC).timestamp()
         for d in (self.path, *(self.path / s for s in PART_DIRS)):
             if not d.is_dir():
@@ -232,19 +218,7 @@ class Dataset:
                     mine = owner[0] == HOST_TAG
                     if old or (mine and owner[1] != os.getpid() and not pid_alive(owner[1])):
                         f.unlink()
-        referenced = {p["file"] for e in manifest["inputs"] for p in e["parts"].values()}
-        committed = {e["sha256"] for e in manifest["inputs"]}
-        for f in part_files(self.path):
-            rel = f"{f.parent.name}/{f.name}"
-            if rel in referenced:
-                continue
-            try:
-                meta = read_part_meta(f)
-            except (OSError, ValueError):
-                continue
-            inp = meta.get("input") or {}
-            if inp.get("sha256") in committed and not _writer_alive(meta.get("writer"), call):
-                f.unlink(missing_ok=True)
+        return integrity.remove_orphans(self.path, manifest, call)
 
     def _decide(
         self, known: dict[str, dict[str, Any]], src: Source, sha: str, kind: str,

@@ -14,7 +14,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Footer", "FooterError", "read_footer", "read_num_rows"]
+__all__ = ["Footer", "FooterError", "footer_span", "read_footer", "read_num_rows"]
 
 _MAGIC = b"PAR1"
 #: footers larger than this are not parquet files written by this package
@@ -154,6 +154,27 @@ def _parse(buf: bytes) -> Footer:
 
 
 def _footer_bytes(path: str | Path) -> bytes:
+    return footer_span(path)[1]
+
+
+def footer_span(path: str | Path) -> tuple[int, bytes]:
+    """Return where a parquet file's footer (``FileMetaData``) starts, and its bytes.
+
+    Parameters
+    ----------
+    path : str or Path
+        A parquet file.
+
+    Returns
+    -------
+    (int, bytes)
+        The footer's offset in the file [bytes] and its content.
+
+    Raises
+    ------
+    FooterError
+        As :func:`read_footer`.
+    """
     with open(path, "rb") as fh:
         size = os.fstat(fh.fileno()).st_size
         if size < 12:
@@ -166,7 +187,7 @@ def _footer_bytes(path: str | Path) -> bytes:
         if length <= 0 or length > min(size - 12, _MAX_FOOTER):
             raise FooterError(f"footer length {length} does not fit a {size}-byte file")
         fh.seek(size - 8 - length)
-        return fh.read(length)
+        return size - 8 - length, fh.read(length)
 
 
 def read_num_rows(path: str | Path) -> int:

@@ -13,21 +13,24 @@ with ``replace=True`` (:func:`option_changes`).
 A manifest that contradicts itself is refused by every read and write (``reliability verify``
 names what, ``reliability repair`` mends it; :func:`manifest_problems`): rows read that are
 not rows kept + quarantined, counts that are not the rows of the parts, an input listed twice,
-a part path outside the Dataset folder.
+a part path outside the Dataset folder, a field outside its domain (``manifest_version``,
+``options.tz``, ``observation.from`` / ``until``: :func:`field_problems`).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from reliability import schema
 from reliability._atomic import write_json_atomic
 from reliability._version import __version__
 from reliability.errors import DatasetDamagedError, DatasetError
+from reliability.store.observation import FUTURE_MARGIN
 from reliability.store.parts import part_path_problem
 
 __all__ = [
@@ -37,10 +40,12 @@ __all__ = [
     "describe_entry",
     "empty_manifest",
     "entry_problems",
+    "field_problems",
     "load_manifest",
     "manifest_problems",
     "normalise_options",
     "option_changes",
+    "version_problem",
     "write_manifest",
 ]
 
@@ -123,6 +128,12 @@ def load_manifest(root: Path, *, check: bool = True) -> dict[str, Any] | None:
         raise DatasetError(
             f"{p}: schema version {m.get('schema_version')}, this package reads {schema.SCHEMA_VERSION}"
         )
+    v = m.get("manifest_version")
+    if isinstance(v, int) and not isinstance(v, bool) and v > MANIFEST_VERSION:
+        raise DatasetError(
+            f"{p}: manifest version {v}, this package reads 1 to {MANIFEST_VERSION} (written by a "
+            "newer version of the package: upgrade it to read this Dataset)"
+        )
     if not isinstance(m.get("inputs"), list):
         raise DatasetDamagedError(
             f"{p}: the manifest has no list of inputs; run `reliability repair {root}`"
@@ -186,7 +197,102 @@ def entry_problems(entry: dict[str, Any], who: str) -> list[str]:
         if table in rows_out and part.get("rows") is not None and rows_out[table] != part["rows"]:
             out.append(f"{who}: {rows_out[table]} {table} rows out, but its {table} part holds "
                        f"{part['rows']}")  # fmt: skip
+    return out + field_problems(entry, who)
+
+
+def _zone_problem(tz: Any) -> str | None:
+    if not isinstance(tz, str) or not tz.strip():
+        return "not an IANA time zone name"
+    try:
+        ZoneInfo(tz)
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        return "not an IANA time zone (such as 'UTC' or 'Europe/Berlin')"
+    return None
+
+
+def _utc_problem(value: Any) -> tuple[datetime | None, str | None]:
+    if not isinstance(value, str):
+        return None, "not a timestamp"
+    try:
+        t = datetime.fromisoformat(value)
+    except ValueError:
+        return None, "not an ISO 8601 timestamp"
+    if t.tzinfo is None or t.utcoffset() != timedelta(0):
+        return None, "not a UTC timestamp (ISO 8601 with +00:00)"
+    return t, None
+
+
+def field_problems(entry: dict[str, Any], who: str) -> list[str]:
+    """Say which fields of an entry hold a value outside their domain.
+
+    ``options.tz`` must be an IANA time zone; ``observation.from`` and ``observation.until``
+    UTC timestamps (or absent), the start not after the end and the end not past this
+    machine's clock (by more than :data:`~reliability.store.observation.FUTURE_MARGIN`: an
+    export cannot record what had not happened yet).
+
+    Parameters
+    ----------
+    entry : dict of str to object
+        An input's manifest entry.
+    who : str
+        How messages name it (:func:`describe_entry`).
+
+    Returns
+    -------
+    list of str
+        One line per field, naming it and its value; empty if there is none.
+    """
+    out: list[str] = []
+    options = entry.get("options")
+    if options is not None and not isinstance(options, dict):
+        out.append(f"{who}: options {options!r} is not a record of reader options")
+        options = None
+    if options and "tz" in options and (why := _zone_problem(options["tz"])) is not None:
+        out.append(f"{who}: options.tz {options['tz']!r}: {why}")
+    obs = entry.get("observation")
+    if obs is None:
+        return out
+    if not isinstance(obs, dict):
+        return [*out, f"{who}: observation {obs!r} is not a record"]
+    times: dict[str, datetime] = {}
+    for key in ("from", "until"):
+        if obs.get(key) is None:
+            continue
+        t, why = _utc_problem(obs[key])
+        if why is not None:
+            out.append(f"{who}: observation.{key} {obs[key]!r}: {why}")
+        elif t is not None:
+            times[key] = t
+    if "from" in times and "until" in times and times["from"] > times["until"]:
+        out.append(f"{who}: observation.until {obs['until']!r} is before observation.from "
+                   f"{obs['from']!r}")  # fmt: skip
+    now = datetime.now(UTC)
+    if "until" in times and times["until"] > now + FUTURE_MARGIN:
+        out.append(f"{who}: observation.until {obs['until']!r} is in the future (this machine's "
+                   f"clock says {now:%Y-%m-%dT%H:%M:%SZ})")  # fmt: skip
     return out
+
+
+def version_problem(manifest: dict[str, Any]) -> str | None:
+    """Say what is wrong with a manifest's ``manifest_version`` (None if it is one this reads).
+
+    Parameters
+    ----------
+    manifest : dict of str to object
+        A manifest.
+
+    Returns
+    -------
+    str or None
+        The problem, naming the field and its value.
+    """
+    if "manifest_version" not in manifest:
+        return None  # version 1 manifests did not always record it
+    v = manifest["manifest_version"]
+    if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MANIFEST_VERSION:
+        return (f"manifest_version {v!r}: not a manifest version this package writes (1 to "
+                f"{MANIFEST_VERSION})")  # fmt: skip
+    return None
 
 
 def describe_entry(entry: dict[str, Any], n: int) -> str:
@@ -227,6 +333,8 @@ def manifest_problems(manifest: dict[str, Any]) -> list[str]:
         path; empty if there is none.
     """
     out: list[str] = []
+    if (bad := version_problem(manifest)) is not None:
+        out.append(bad)
     seen: dict[tuple[str, Any], int] = {}
     for n, entry in enumerate(manifest["inputs"], 1):
         who = describe_entry(entry, n)

@@ -5,11 +5,14 @@ prefix; ``token``: unique per write, so re-reading an input never overwrites a c
 part). Its parquet footer holds, under the key ``reliability.part``, a JSON copy of the
 input's manifest entry (name, path, sha256, kind, options, counts, observation window,
 notes, ingest time, package version, the list of its sibling parts with their row counts)
-and who wrote it (pid, host). ``reliability repair`` rebuilds a lost manifest from these.
+and who wrote it (pid, host), and is sealed with the part's own sha256 (``content_sha256``:
+of the whole file with those 64 characters read as ``0``), so a part proves itself intact
+without the manifest. ``reliability repair`` rebuilds a lost or edited manifest from these.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import socket
@@ -22,7 +25,7 @@ from reliability._atomic import file_sha256, write_parquet_atomic
 from reliability._version import __version__
 from reliability.errors import DatasetDamagedError
 from reliability.ingest import ReadResult
-from reliability.store.footer import FooterError, read_footer, read_num_rows
+from reliability.store.footer import FooterError, footer_span, read_footer, read_num_rows
 
 __all__ = [
     "PART_KEY",
@@ -33,6 +36,7 @@ __all__ = [
     "part_path_problem",
     "read_part_meta",
     "remove_parts",
+    "seal_problem",
     "write_parts",
 ]
 
@@ -42,6 +46,11 @@ PART_FORMAT = "reliability-part"
 DATA_TABLES = ("jobs", "job_steps", "health_events", "node_states", "component_failures",
                "inventory")  # fmt: skip
 PART_DIRS = (*DATA_TABLES, "quarantine")
+#: key of a part's own sha256 in its description (see :func:`seal_problem`)
+SEAL_KEY = "content_sha256"
+_UNSEALED = "0" * 64
+#: what :func:`seal_problem` returns for a part written without a seal
+UNSEALED = "unsealed"
 
 
 def _iso(t: datetime | None) -> str | None:
@@ -154,15 +163,90 @@ def write_parts(
             desc = {"format": PART_FORMAT, "version": 1, "table": table, "rows": frame.height,
                     "input": meta, "writer": writer}  # fmt: skip
             dest = root / files[table]
+            desc[SEAL_KEY] = _UNSEALED
             size, sha = write_parquet_atomic(
-                frame, dest, metadata={PART_KEY: json.dumps(desc, ensure_ascii=False)}
-            )
+                frame, dest, metadata={PART_KEY: json.dumps(desc, ensure_ascii=False)},
+                finish=_seal,
+            )  # fmt: skip
             written.append(dest)
             entry["parts"][table].update(bytes=size, sha256=sha)
     except BaseException:
         remove_parts(written)
         raise
     return entry
+
+
+def _seal_marker(digest: str) -> bytes:
+    """Return the bytes of the seal in a part's footer (as the JSON of its description has it)."""
+    return json.dumps({SEAL_KEY: digest})[1:-1].encode()
+
+
+def _hash_with_hole(path: Path, at: int, n: int) -> str:
+    """Hash a file with its bytes ``[at, at + n)`` read as ``0`` characters."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        pos = 0
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            lo, hi = max(at - pos, 0), min(at + n - pos, len(chunk))
+            if lo < hi:
+                chunk = chunk[:lo] + b"0" * (hi - lo) + chunk[hi:]
+            h.update(chunk)
+            pos += len(chunk)
+    return h.hexdigest()
+
+
+def _seal(path: Path) -> None:
+    """Write the part's own sha256 into its footer (the placeholder the description holds).
+
+    The digest is of the whole file with the 64 characters of the digest itself read as ``0``:
+    data pages, schema, statistics, row count and the description (counts, input, table) are
+    all covered, so a part proves itself intact without the manifest (:func:`seal_problem`).
+    The digest has the placeholder's length: no offset in the file moves.
+    """
+    start, footer = footer_span(path)
+    marker = _seal_marker(_UNSEALED)
+    at = footer.rfind(marker)
+    if at < 0 or footer.count(marker) != 1:
+        raise ValueError(f"{path}: the seal placeholder is not once in the footer")
+    value_at = start + at + len(marker) - 65  # the 64 characters between the quotes
+    digest = _hash_with_hole(path, value_at, 64)
+    with open(path, "r+b") as fh:
+        fh.seek(value_at)
+        fh.write(digest.encode())
+
+
+def seal_problem(path: Path, meta: dict[str, Any]) -> str | None:
+    """Say whether a part is as its writer sealed it (its own sha256 in its footer).
+
+    Parameters
+    ----------
+    path : Path
+        A part file.
+    meta : dict of str to object
+        Its description (:func:`read_part_meta`).
+
+    Returns
+    -------
+    str or None
+        None if the part's content matches its seal; ``UNSEALED`` if it carries no seal (written
+        before 0.9, it cannot prove itself intact); else what differs.
+    """
+    digest = meta.get(SEAL_KEY)
+    if not isinstance(digest, str) or len(digest) != 64 or digest == _UNSEALED:
+        return UNSEALED
+    try:
+        start, footer = footer_span(path)
+    except (FooterError, OSError) as exc:
+        return f"unreadable parquet footer ({exc})"
+    marker = _seal_marker(digest)
+    at = footer.rfind(marker)
+    if at < 0:
+        return "its seal is not where its writer put it"
+    actual = _hash_with_hole(path, start + at + len(marker) - 65, 64)
+    if actual != digest:
+        return (f"its content no longer matches the sha256 its footer was sealed with "
+                f"({actual[:12]}..., sealed {digest[:12]}...): damaged or changed")  # fmt: skip
+    return None
 
 
 def remove_parts(paths: list[Path]) -> None:

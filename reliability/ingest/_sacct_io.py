@@ -175,6 +175,42 @@ def _count_lines(data: bytes) -> int:
     return n + (0 if data.endswith(b"\n") else 1)
 
 
+def _prefix(data: bytes) -> str:
+    return data[:_RAW_PREFIX].decode("utf-8", errors="replace").replace("\x00", "\ufffd")
+
+
+def _split_long(data: bytes, first_line: int, limit: int) -> Iterator[Block | LongLine]:
+    """Yield whole lines as blocks, each line longer than ``limit`` bytes as a LongLine.
+
+    Every line longer than ``limit`` covers a whole aligned stretch of ``limit // 2`` bytes
+    without a newline, so a few ``find`` calls prove most blocks free of them; only a block
+    with such a stretch is split line by line (with numpy).
+    """
+    half = max(limit // 2, 1)
+    if len(data) <= limit + 1 or all(
+        data.find(b"\n", k, k + half) >= 0 for k in range(0, len(data), half)
+    ):
+        yield Block(data, first_line, _count_lines(data))
+        return
+    arr = np.frombuffer(data, np.uint8)
+    ends = np.flatnonzero(arr == 10)
+    if not data.endswith(b"\n"):
+        ends = np.append(ends, len(data))
+    starts = np.empty_like(ends)
+    starts[0] = 0
+    starts[1:] = ends[:-1] + 1
+    lengths = ends - starts
+    prev = 0
+    for i in np.flatnonzero(lengths > limit).tolist():
+        if i > prev:
+            yield Block(data[int(starts[prev]) : int(starts[i])], first_line + prev, i - prev)
+        a = int(starts[i])
+        yield LongLine(first_line + i, _prefix(data[a : a + _RAW_PREFIX]), int(lengths[i]))
+        prev = i + 1
+    if prev < len(ends):
+        yield Block(data[int(starts[prev]) :], first_line + prev, len(ends) - prev)
+
+
 def iter_blocks(
     stream: ByteStream, *, block_bytes: int | None = None, first_line: int = 1
 ) -> Iterator[Block | LongLine]:
@@ -192,8 +228,9 @@ def iter_blocks(
     Yields
     ------
     Block or LongLine
-        Blocks of whole lines, and lines longer than :data:`MAX_LINE_BYTES` as
-        :class:`LongLine` (only their start is kept).
+        Blocks of whole lines, and every line longer than :data:`MAX_LINE_BYTES` (wherever it
+        lies: inside a block, across blocks, or at the end) as a :class:`LongLine` (only its
+        start is kept; a line longer than a block is skipped without being held).
 
     Raises
     ------
@@ -203,43 +240,43 @@ def iter_blocks(
         For read errors.
     """
     size = block_bytes or BLOCK_BYTES
+    limit = MAX_LINE_BYTES
     carry = b""
     line = first_line
     while True:
         chunk = stream.read(size)
         if not chunk:
-            if carry:
+            if len(carry) > limit:
+                yield LongLine(line, _prefix(carry), len(carry))
+            elif carry:
                 yield Block(carry, line, 1)
             return
         buf = carry + chunk if carry else chunk
         cut = buf.rfind(b"\n")
-        if cut < 0:
-            if len(buf) <= MAX_LINE_BYTES:
-                carry = buf
-                continue
-            # one line longer than the limit: keep its start, skip to its end
-            n_bytes = len(buf)
-            prefix = buf[:_RAW_PREFIX].decode("utf-8", errors="replace")
-            rest = b""
-            while True:
-                more = stream.read(size)
-                if not more:
-                    break
-                k = more.find(b"\n")
-                if k >= 0:
-                    n_bytes += k
-                    rest = more[k + 1 :]
-                    break
-                n_bytes += len(more)
-            yield LongLine(line, prefix, n_bytes)
-            line += 1
-            carry = rest
-            continue
-        block = buf[: cut + 1]
         carry = buf[cut + 1 :]
-        n = _count_lines(block)
-        yield Block(block, line, n)
-        line += n
+        if cut >= 0:
+            for item in _split_long(buf[: cut + 1], line, limit):
+                yield item
+                line += item.n_lines if isinstance(item, Block) else 1
+        del buf
+        if len(carry) <= limit:
+            continue
+        # a line already longer than the limit and not ended: keep its start, skip to its end
+        n_bytes = len(carry)
+        prefix = _prefix(carry)
+        carry = b""
+        while True:
+            more = stream.read(size)
+            if not more:
+                break
+            k = more.find(b"\n")
+            if k >= 0:
+                n_bytes += k
+                carry = more[k + 1 :]
+                break
+            n_bytes += len(more)
+        yield LongLine(line, prefix, n_bytes)
+        line += 1
 
 
 def block_frame(data: bytes, n_fields: int, columns: Sequence[int]) -> pl.DataFrame:

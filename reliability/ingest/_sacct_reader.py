@@ -26,7 +26,7 @@ import polars as pl
 
 from reliability import schema
 from reliability.errors import IngestError
-from reliability.ingest import hostlist
+from reliability.ingest import _sacct_io, hostlist
 from reliability.ingest._bounds import MAX_HOSTLIST_NODES
 from reliability.ingest._common import ReadResult, quarantine_frame
 from reliability.ingest._compressed import is_gzip
@@ -383,7 +383,8 @@ class SacctReader:
         self.n_records += 1
         self.quarantine.append(
             (item.line_no, item.prefix,
-             f"line of {item.n_bytes:,} bytes, longer than any sacct record: not read")
+             f"line of {item.n_bytes:,} bytes, longer than any sacct record (the limit is "
+             f"{_sacct_io.MAX_LINE_BYTES:,} bytes): not read")
         )  # fmt: skip
 
     # -- one block ------------------------------------------------------------------------

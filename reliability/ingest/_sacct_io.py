@@ -30,10 +30,12 @@ __all__ = [
     "LongLine",
     "block_frame",
     "count_pipes",
+    "ends_with_bar",
     "head",
     "iter_blocks",
     "line_spans",
     "line_text",
+    "regular_lines",
     "utf8_stream",
     "wide_text",
 ]
@@ -321,6 +323,75 @@ def count_pipes(data: bytes) -> int:
         The number of ``|``.
     """
     return int(np.count_nonzero(np.frombuffer(data, np.uint8) == 124))
+
+
+def ends_with_bar(
+    arr: np.ndarray, ends: np.ndarray, starts: np.ndarray | None = None
+) -> np.ndarray:
+    r"""Tell which lines end with ``|`` (before a ``\r``), as ``sacct --parsable`` prints them.
+
+    Parameters
+    ----------
+    arr : numpy.ndarray
+        The bytes (uint8).
+    ends : numpy.ndarray
+        Offset of each line's end (its newline, or the end of the data).
+    starts : numpy.ndarray or None
+        Offset of each line's start (an empty line ends with nothing); None: no line is empty.
+
+    Returns
+    -------
+    numpy.ndarray
+        One bool per line.
+    """
+    ends = np.asarray(ends, np.int64)
+    lo = np.zeros_like(ends) if starts is None else np.asarray(starts, np.int64)
+    last = ends - 1
+    cr = (last >= lo) & (arr[last.clip(0, None)] == 13)
+    last = np.where(cr, last - 1, last)
+    return (last >= lo) & (arr[last.clip(0, None)] == 124)
+
+
+def regular_lines(arr: np.ndarray, e: int, trailing: bool = False) -> bool:
+    """Tell whether every line of a buffer has exactly ``e`` ``|`` separators.
+
+    Checked line by line (a line with one ``|`` too many and another with one too few have the
+    right total): in the sequence of separators (``|`` and newlines), every ``(e + 1)``-th is a
+    newline and no other is; a last line without a newline has ``e`` too. With ``trailing``
+    (a ``--parsable`` header) every line must also end with ``|``.
+
+    Parameters
+    ----------
+    arr : numpy.ndarray
+        The buffer's bytes (uint8), whole lines.
+    e : int
+        Separators per line.
+    trailing : bool
+        Every line must end with ``|`` too.
+
+    Returns
+    -------
+    bool
+        True when every line has ``e`` separators (and ends with ``|`` if ``trailing``).
+    """
+    step = 1 << 20
+    phase = 0
+    for a in range(0, arr.size, step):
+        w = arr[a : a + step]
+        sep = w == 124
+        sep |= w == 10
+        pos = np.flatnonzero(sep)
+        is_nl = w[pos] == 10
+        due = is_nl[(e - phase) % (e + 1) :: e + 1]
+        if due.size != int(np.count_nonzero(is_nl)) or not bool(due.all()):
+            return False
+        if trailing and not bool(ends_with_bar(arr, pos[is_nl] + a).all()):
+            return False
+        phase = (phase + pos.size) % (e + 1)
+    ends_line = arr.size == 0 or arr[-1] == 10
+    if trailing and not ends_line and not bool(ends_with_bar(arr, np.array([arr.size])).all()):
+        return False
+    return phase == (0 if ends_line else e)
 
 
 def line_spans(data: bytes, n_lines: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

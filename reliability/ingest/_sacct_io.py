@@ -421,7 +421,7 @@ def line_spans(data: bytes, n_lines: int) -> tuple[np.ndarray, np.ndarray, np.nd
     return starts, ends, counts
 
 
-def line_text(data: bytes, start: int, end: int) -> str:
+def line_text(data: bytes, start: int, end: int, *, keep_nul: bool = False) -> str:
     r"""Decode one physical line (invalid UTF-8 and NUL replaced by U+FFFD, ``\r`` dropped).
 
     Parameters
@@ -430,6 +430,8 @@ def line_text(data: bytes, start: int, end: int) -> str:
         The buffer.
     start, end : int
         The line's offsets (end: its newline).
+    keep_nul : bool
+        Keep NUL bytes (for the record assembly, which quarantines records holding them).
 
     Returns
     -------
@@ -439,4 +441,5 @@ def line_text(data: bytes, start: int, end: int) -> str:
     raw = data[start:end]
     if raw.endswith(b"\r"):
         raw = raw[:-1]
-    return raw.decode("utf-8", errors="replace").replace("\x00", "\ufffd")
+    text = raw.decode("utf-8", errors="replace")
+    return text if keep_nul else text.replace("\x00", "\ufffd")

@@ -35,7 +35,7 @@ from reliability.ingest import _sacct_io
 from reliability.ingest._sacct_io import ends_with_bar
 from reliability.ingest._sacct_parse import time_form, typed_plan
 from reliability.ingest._sacct_records import Layout, assemble, headerish_pattern, parse_header
-from reliability.ingest.slurm_fields import USED_FIELDS
+from reliability.ingest.slurm_fields import READ_FIELDS
 
 if TYPE_CHECKING:
     from reliability.ingest._sacct_reader import SacctReader
@@ -90,11 +90,12 @@ class _Mapped:
             with contextlib.suppress(OSError, ValueError):
                 self.mm.madvise(mmap.MADV_DONTNEED, start, hi - start)
 
-    def text(self, start: int, end: int) -> str:
+    def text(self, start: int, end: int, *, keep_nul: bool = False) -> str:
         raw = self.mm[start:end]
         if raw.endswith(b"\r"):
             raw = raw[:-1]
-        return raw.decode("utf-8", errors="replace").replace("\x00", "\ufffd")
+        text = raw.decode("utf-8", errors="replace")
+        return text if keep_nul else text.replace("\x00", "\ufffd")
 
     def line(self, line_no: int) -> str:
         """Text of physical line ``line_no`` (1-based) of the data windows."""
@@ -221,7 +222,7 @@ def _assemble(reader: SacctReader, m: _Mapped, layout: Layout, data_start: int) 
             anomalies = np.flatnonzero(marks).tolist()
             final = j == len(windows) - 1
             asm = assemble(
-                lambda i, s=starts, t=ends: m.text(int(s[i]), int(t[i])),
+                lambda i, s=starts, t=ends: m.text(int(s[i]), int(t[i]), keep_nul=True),
                 counts.tolist(), anomalies, layout, final=final,
                 line_no=lambda i, f=first: f + i,
             )  # fmt: skip
@@ -313,7 +314,7 @@ def _read(reader: SacctReader, path: str | Path, m: _Mapped) -> bool:
     if any(not w.clean for w in m.windows) and not _assemble(reader, m, layout, data_start):
         return False
     n_fields = len(layout.names) + int(layout.trailing)
-    cols = sorted({0} | {i for i, n in enumerate(layout.names) if n in USED_FIELDS})
+    cols = sorted({0} | {i for i, n in enumerate(layout.names) if n in READ_FIELDS})
     schema = {f"column_{i + 1}": pl.String for i in range(n_fields)}
     consumed = sorted(reader.consumed)
     lf = pl.scan_csv(

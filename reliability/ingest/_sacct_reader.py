@@ -72,10 +72,10 @@ from reliability.ingest._sacct_records import (
 )
 from reliability.ingest.slurm_fields import (
     HEADER_FIRST,
+    READ_FIELDS,
     REQUIRED_FIELDS,
     SACCT_EXPORT_COMMAND,
     SACCT_FIELDS,
-    USED_FIELDS,
 )
 
 __all__ = ["MAX_NODE_NAMES_PER_INPUT", "SacctReader"]
@@ -290,7 +290,7 @@ class SacctReader:
         layout = self.layout
         if not self._window_records or layout is None:
             return
-        cols = sorted({0} | {i for i, n in enumerate(layout.names) if n in USED_FIELDS})
+        cols = sorted({0} | {i for i, n in enumerate(layout.names) if n in READ_FIELDS})
         recs = pl.DataFrame(
             {
                 "line_no": [ln for ln, _ in self._window_records],
@@ -399,7 +399,7 @@ class SacctReader:
             return None
         data = block.data
         n_fields = len(layout.names) + int(layout.trailing)
-        cols = sorted({0} | {i for i, n in enumerate(layout.names) if n in USED_FIELDS})
+        cols = sorted({0} | {i for i, n in enumerate(layout.names) if n in READ_FIELDS})
         frame = block_frame(data, n_fields, cols)
         if frame.height != block.n_lines:  # pragma: no cover - polars kept one row per line
             raise IngestError(
@@ -432,7 +432,7 @@ class SacctReader:
                 marks[nul_lines[nul_lines < block.n_lines]] = True
             anomalies = np.flatnonzero(marks).tolist()
             asm = assemble(
-                lambda i: line_text(data, int(starts[i]), int(ends[i])),
+                lambda i: line_text(data, int(starts[i]), int(ends[i]), keep_nul=True),
                 counts.tolist(),
                 anomalies,
                 layout,

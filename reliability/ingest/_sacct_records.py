@@ -796,6 +796,33 @@ def assemble(
         The records made from the lines around the anomalies; the other lines are untouched.
     """
     asm = _Assembler(text, counts, layout, final, line_no)
+    out = _assemble(asm, counts, anomalies, layout)
+    for rec in out.records:
+        if "\x00" in rec.raw:
+            _no_nul(rec, layout)
+    return out
+
+
+def _no_nul(rec: Record, layout: Layout) -> None:
+    """Quarantine a record that holds a NUL byte, naming the field; replace NUL in its text.
+
+    sacct prints C strings, which cannot hold NUL: a NUL is a corrupt line (a file system
+    zero-filled a block after a crash, a copy went wrong). It is never kept in a field (where
+    it would truncate the value for C readers downstream, or reach the report).
+    """
+    if rec.values is not None:
+        field = next((layout.names[i] for i, v in enumerate(rec.values) if "\x00" in v), None)
+        where = f"field {field}" if field is not None else "after the last field"
+        rec.values = None
+        rec.reason = (
+            f"{where}: NUL byte (sacct prints none: a corrupt line; shown as U+FFFD in raw)"
+        )
+    rec.raw = rec.raw.replace("\x00", "\ufffd")
+
+
+def _assemble(
+    asm: _Assembler, counts: Sequence[int], anomalies: Sequence[int], layout: Layout
+) -> Assembly:
     n, cursor = len(counts), 0
     marked = set(anomalies)
     for a in anomalies:

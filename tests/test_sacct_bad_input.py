@@ -554,6 +554,34 @@ def test_long_line_is_quarantined_without_holding_it(tmp_path, monkeypatch):
     assert len(r.quarantine.item(0, "raw")) <= 4096
 
 
+@pytest.mark.parametrize("compress", [False, True])
+def test_line_over_16_mib_is_quarantined_wherever_it_lies(tmp_path, compress):
+    """README: "a line longer than 16 MiB is quarantined unread". With the real bounds (no
+    monkeypatch): a line of exactly 16 MiB (16,777,216 bytes before its newline) is a record;
+    one byte more is quarantined naming its size, whether it lies between short lines inside
+    one read block, or is the last line without a newline; plain (mapped, then the block
+    stream) and gzip input alike. The sizes are counted here from the text written."""
+    limit = 16 * 1024 * 1024
+    head = "11|"
+    tail = ROWS[2][len("11|eval") :]  # "|FAILED|1:0|..." (the rest of the record)
+    exact = head + "x" * (limit - len(head) - len(tail)) + tail
+    over = head + "y" * (limit + 1 - len(head) - len(tail)) + tail
+    assert (len(exact), len(over)) == (limit, limit + 1)
+    lines = [HEADER, ROWS[0], exact, over.replace("11|", "13|", 1), ROWS[3], over]
+    data = "\n".join(lines).encode()  # the last line has no newline
+    p = _write(tmp_path, gzip.compress(data, 1) if compress else data, "big.psv")
+    r = read_sacct(p, tz="UTC")
+    assert (r.rows_read, r.rows_kept, r.rows_quarantined) == (5, 3, 2)
+    jobs = r.tables["jobs"]
+    assert jobs.get_column("job_id").to_list() == ["10", "11", "12_3"]
+    assert jobs.filter(pl.col("job_id") == "11").item(0, "name") == "x" * (limit - 3 - len(tail))
+    q = r.quarantine
+    assert q.get_column("line_no").to_list() == [4, 6]
+    for reason in q.get_column("reason"):
+        assert "16,777,217 bytes" in reason, reason
+    assert all(len(raw) <= 4096 for raw in q.get_column("raw"))
+
+
 def test_both_front_ends_agree_on_a_real_dirty_export(shared, tmp_path):
     """The mapped front end (plain file) and the block stream (the same file gzipped) give
     identical tables, quarantine and notes on real output with '|' and newlines in names."""

@@ -41,24 +41,39 @@ def test_recovers_truth(tmp_path):
 
 
 def test_byte_counts_match_bytes_count_across_sub_blocks(monkeypatch):
-    # the mapped front end counts newlines and separators 1 MiB at a time and notes whether
-    # every byte is ASCII (then polars reads the file as strict UTF-8): oracle bytes.count/max
+    # the mapped front end counts newlines and separators 1 MiB at a time, notes whether
+    # every byte is ASCII (then polars reads the file as strict UTF-8) and whether every line
+    # has the header's separator count: oracle bytes.count/max and bytes.split per line
     import numpy as np
 
-    from reliability.ingest import _sacct_mapped
+    from reliability.ingest import _sacct_io, _sacct_mapped
+
+    def oracle(part: bytes, e: int) -> bool:
+        lines = part.split(b"\n")
+        if part.endswith(b"\n"):
+            lines = lines[:-1]
+        return all(x.count(b"|") == e for x in lines)
 
     monkeypatch.setattr(_sacct_mapped, "_COUNT_BYTES", 7)
     rng = np.random.default_rng(5)
     data = rng.choice(np.frombuffer(b"ab|\n|x\n\x00", np.uint8), size=1000)
     for lo, hi in ((0, 1000), (3, 997), (10, 11), (500, 507)):
         part = data[lo:hi].tobytes()
-        assert _sacct_mapped._byte_counts(data, lo, hi) == (
-            part.count(b"\n"),
-            part.count(b"|"),
-            max(part),
-        )
+        got = _sacct_mapped._byte_counts(data, lo, hi, 2)
+        assert got[:3] == (part.count(b"\n"), part.count(b"|"), max(part))
+        assert got[3] == oracle(part, 2)
     data[640] = 0xC3
-    assert _sacct_mapped._byte_counts(data, 600, 700)[2] == 0xC3
+    assert _sacct_mapped._byte_counts(data, 600, 700, 2)[2] == 0xC3
+    # regular and ragged lines, the ragged ones compensating (the total is right), split
+    # across sub-blocks at every offset
+    rows = [b"1|a|b", b"2|c|d", b"3|e", b"4|f|g|h", b"5|i|j"]
+    for text in (b"\n".join(rows[:2]) + b"\n", b"\n".join(rows[:2]), b"\n".join(rows) + b"\n",
+                 b"\n".join([rows[0], rows[3], rows[1], rows[2]]), b"1|a|b\n\n2|c|d||\n"):  # fmt: skip
+        arr = np.frombuffer(text, np.uint8)
+        for step in (1, 2, 3, 5, 7, 64):
+            monkeypatch.setattr(_sacct_mapped, "_COUNT_BYTES", step)
+            assert _sacct_mapped._byte_counts(arr, 0, arr.size, 2)[3] == oracle(text, 2), text
+        assert _sacct_io.regular_lines(arr, 2) == oracle(text, 2), text
 
 
 def test_non_ascii_names_and_invalid_bytes_read_as_before(tmp_path):

@@ -30,10 +30,12 @@ __all__ = [
     "LongLine",
     "block_frame",
     "count_pipes",
+    "ends_with_bar",
     "head",
     "iter_blocks",
     "line_spans",
     "line_text",
+    "regular_lines",
     "utf8_stream",
     "wide_text",
 ]
@@ -175,6 +177,42 @@ def _count_lines(data: bytes) -> int:
     return n + (0 if data.endswith(b"\n") else 1)
 
 
+def _prefix(data: bytes) -> str:
+    return data[:_RAW_PREFIX].decode("utf-8", errors="replace").replace("\x00", "\ufffd")
+
+
+def _split_long(data: bytes, first_line: int, limit: int) -> Iterator[Block | LongLine]:
+    """Yield whole lines as blocks, each line longer than ``limit`` bytes as a LongLine.
+
+    Every line longer than ``limit`` covers a whole aligned stretch of ``limit // 2`` bytes
+    without a newline, so a few ``find`` calls prove most blocks free of them; only a block
+    with such a stretch is split line by line (with numpy).
+    """
+    half = max(limit // 2, 1)
+    if len(data) <= limit + 1 or all(
+        data.find(b"\n", k, k + half) >= 0 for k in range(0, len(data), half)
+    ):
+        yield Block(data, first_line, _count_lines(data))
+        return
+    arr = np.frombuffer(data, np.uint8)
+    ends = np.flatnonzero(arr == 10)
+    if not data.endswith(b"\n"):
+        ends = np.append(ends, len(data))
+    starts = np.empty_like(ends)
+    starts[0] = 0
+    starts[1:] = ends[:-1] + 1
+    lengths = ends - starts
+    prev = 0
+    for i in np.flatnonzero(lengths > limit).tolist():
+        if i > prev:
+            yield Block(data[int(starts[prev]) : int(starts[i])], first_line + prev, i - prev)
+        a = int(starts[i])
+        yield LongLine(first_line + i, _prefix(data[a : a + _RAW_PREFIX]), int(lengths[i]))
+        prev = i + 1
+    if prev < len(ends):
+        yield Block(data[int(starts[prev]) :], first_line + prev, len(ends) - prev)
+
+
 def iter_blocks(
     stream: ByteStream, *, block_bytes: int | None = None, first_line: int = 1
 ) -> Iterator[Block | LongLine]:
@@ -192,8 +230,9 @@ def iter_blocks(
     Yields
     ------
     Block or LongLine
-        Blocks of whole lines, and lines longer than :data:`MAX_LINE_BYTES` as
-        :class:`LongLine` (only their start is kept).
+        Blocks of whole lines, and every line longer than :data:`MAX_LINE_BYTES` (wherever it
+        lies: inside a block, across blocks, or at the end) as a :class:`LongLine` (only its
+        start is kept; a line longer than a block is skipped without being held).
 
     Raises
     ------
@@ -203,43 +242,43 @@ def iter_blocks(
         For read errors.
     """
     size = block_bytes or BLOCK_BYTES
+    limit = MAX_LINE_BYTES
     carry = b""
     line = first_line
     while True:
         chunk = stream.read(size)
         if not chunk:
-            if carry:
+            if len(carry) > limit:
+                yield LongLine(line, _prefix(carry), len(carry))
+            elif carry:
                 yield Block(carry, line, 1)
             return
         buf = carry + chunk if carry else chunk
         cut = buf.rfind(b"\n")
-        if cut < 0:
-            if len(buf) <= MAX_LINE_BYTES:
-                carry = buf
-                continue
-            # one line longer than the limit: keep its start, skip to its end
-            n_bytes = len(buf)
-            prefix = buf[:_RAW_PREFIX].decode("utf-8", errors="replace")
-            rest = b""
-            while True:
-                more = stream.read(size)
-                if not more:
-                    break
-                k = more.find(b"\n")
-                if k >= 0:
-                    n_bytes += k
-                    rest = more[k + 1 :]
-                    break
-                n_bytes += len(more)
-            yield LongLine(line, prefix, n_bytes)
-            line += 1
-            carry = rest
-            continue
-        block = buf[: cut + 1]
         carry = buf[cut + 1 :]
-        n = _count_lines(block)
-        yield Block(block, line, n)
-        line += n
+        if cut >= 0:
+            for item in _split_long(buf[: cut + 1], line, limit):
+                yield item
+                line += item.n_lines if isinstance(item, Block) else 1
+        del buf
+        if len(carry) <= limit:
+            continue
+        # a line already longer than the limit and not ended: keep its start, skip to its end
+        n_bytes = len(carry)
+        prefix = _prefix(carry)
+        carry = b""
+        while True:
+            more = stream.read(size)
+            if not more:
+                break
+            k = more.find(b"\n")
+            if k >= 0:
+                n_bytes += k
+                carry = more[k + 1 :]
+                break
+            n_bytes += len(more)
+        yield LongLine(line, prefix, n_bytes)
+        line += 1
 
 
 def block_frame(data: bytes, n_fields: int, columns: Sequence[int]) -> pl.DataFrame:
@@ -286,6 +325,75 @@ def count_pipes(data: bytes) -> int:
     return int(np.count_nonzero(np.frombuffer(data, np.uint8) == 124))
 
 
+def ends_with_bar(
+    arr: np.ndarray, ends: np.ndarray, starts: np.ndarray | None = None
+) -> np.ndarray:
+    r"""Tell which lines end with ``|`` (before a ``\r``), as ``sacct --parsable`` prints them.
+
+    Parameters
+    ----------
+    arr : numpy.ndarray
+        The bytes (uint8).
+    ends : numpy.ndarray
+        Offset of each line's end (its newline, or the end of the data).
+    starts : numpy.ndarray or None
+        Offset of each line's start (an empty line ends with nothing); None: no line is empty.
+
+    Returns
+    -------
+    numpy.ndarray
+        One bool per line.
+    """
+    ends = np.asarray(ends, np.int64)
+    lo = np.zeros_like(ends) if starts is None else np.asarray(starts, np.int64)
+    last = ends - 1
+    cr = (last >= lo) & (arr[last.clip(0, None)] == 13)
+    last = np.where(cr, last - 1, last)
+    return (last >= lo) & (arr[last.clip(0, None)] == 124)
+
+
+def regular_lines(arr: np.ndarray, e: int, trailing: bool = False) -> bool:
+    """Tell whether every line of a buffer has exactly ``e`` ``|`` separators.
+
+    Checked line by line (a line with one ``|`` too many and another with one too few have the
+    right total): in the sequence of separators (``|`` and newlines), every ``(e + 1)``-th is a
+    newline and no other is; a last line without a newline has ``e`` too. With ``trailing``
+    (a ``--parsable`` header) every line must also end with ``|``.
+
+    Parameters
+    ----------
+    arr : numpy.ndarray
+        The buffer's bytes (uint8), whole lines.
+    e : int
+        Separators per line.
+    trailing : bool
+        Every line must end with ``|`` too.
+
+    Returns
+    -------
+    bool
+        True when every line has ``e`` separators (and ends with ``|`` if ``trailing``).
+    """
+    step = 1 << 20
+    phase = 0
+    for a in range(0, arr.size, step):
+        w = arr[a : a + step]
+        sep = w == 124
+        sep |= w == 10
+        pos = np.flatnonzero(sep)
+        is_nl = w[pos] == 10
+        due = is_nl[(e - phase) % (e + 1) :: e + 1]
+        if due.size != int(np.count_nonzero(is_nl)) or not bool(due.all()):
+            return False
+        if trailing and not bool(ends_with_bar(arr, pos[is_nl] + a).all()):
+            return False
+        phase = (phase + pos.size) % (e + 1)
+    ends_line = arr.size == 0 or arr[-1] == 10
+    if trailing and not ends_line and not bool(ends_with_bar(arr, np.array([arr.size])).all()):
+        return False
+    return phase == (0 if ends_line else e)
+
+
 def line_spans(data: bytes, n_lines: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Locate every physical line of a buffer and count its separators.
 
@@ -313,7 +421,7 @@ def line_spans(data: bytes, n_lines: int) -> tuple[np.ndarray, np.ndarray, np.nd
     return starts, ends, counts
 
 
-def line_text(data: bytes, start: int, end: int) -> str:
+def line_text(data: bytes, start: int, end: int, *, keep_nul: bool = False) -> str:
     r"""Decode one physical line (invalid UTF-8 and NUL replaced by U+FFFD, ``\r`` dropped).
 
     Parameters
@@ -322,6 +430,8 @@ def line_text(data: bytes, start: int, end: int) -> str:
         The buffer.
     start, end : int
         The line's offsets (end: its newline).
+    keep_nul : bool
+        Keep NUL bytes (for the record assembly, which quarantines records holding them).
 
     Returns
     -------
@@ -331,4 +441,5 @@ def line_text(data: bytes, start: int, end: int) -> str:
     raw = data[start:end]
     if raw.endswith(b"\r"):
         raw = raw[:-1]
-    return raw.decode("utf-8", errors="replace").replace("\x00", "\ufffd")
+    text = raw.decode("utf-8", errors="replace")
+    return text if keep_nul else text.replace("\x00", "\ufffd")

@@ -3,8 +3,8 @@
 For a plain (uncompressed, UTF-8) file:
 
 1. numpy counts ``|``, newlines and NUL bytes of each window of whole lines of the mapped
-   file, without copying it; a window whose lines all have the header's separator count and
-   no NUL is clean;
+   file, without copying it; a window whose every line has the header's separator count
+   (checked line by line, not as a total) and no NUL is clean;
 2. in the few windows that are not, per-line counts find the anomalies, and the record
    assembly (:func:`reliability.ingest._sacct_records.assemble`) turns the lines around them
    into records (or quarantine rows), remembering which lines it consumed;
@@ -32,9 +32,10 @@ import numpy as np
 import polars as pl
 
 from reliability.ingest import _sacct_io
+from reliability.ingest._sacct_io import ends_with_bar
 from reliability.ingest._sacct_parse import time_form, typed_plan
 from reliability.ingest._sacct_records import Layout, assemble, headerish_pattern, parse_header
-from reliability.ingest.slurm_fields import USED_FIELDS
+from reliability.ingest.slurm_fields import READ_FIELDS
 
 if TYPE_CHECKING:
     from reliability.ingest._sacct_reader import SacctReader
@@ -89,11 +90,12 @@ class _Mapped:
             with contextlib.suppress(OSError, ValueError):
                 self.mm.madvise(mmap.MADV_DONTNEED, start, hi - start)
 
-    def text(self, start: int, end: int) -> str:
+    def text(self, start: int, end: int, *, keep_nul: bool = False) -> str:
         raw = self.mm[start:end]
         if raw.endswith(b"\r"):
             raw = raw[:-1]
-        return raw.decode("utf-8", errors="replace").replace("\x00", "\ufffd")
+        text = raw.decode("utf-8", errors="replace")
+        return text if keep_nul else text.replace("\x00", "\ufffd")
 
     def line(self, line_no: int) -> str:
         """Text of physical line ``line_no`` (1-based) of the data windows."""
@@ -114,18 +116,45 @@ WINDOW_BYTES = 4 << 20
 _COUNT_BYTES = 1 << 20
 
 
-def _byte_counts(arr: np.ndarray, lo: int, hi: int) -> tuple[int, int, int]:
-    """Return (newlines, ``|`` separators, largest byte value) of ``arr[lo:hi]``."""
-    lines = pipes = top = 0
+def _byte_counts(
+    arr: np.ndarray, lo: int, hi: int, e: int, trailing: bool = False
+) -> tuple[int, int, int, bool]:
+    """Count the separators of ``arr[lo:hi]`` and check every line's.
+
+    Returns (newlines, ``|`` separators, largest byte value, regular): regular when every line
+    of the stretch has exactly ``e`` separators (the last one, if no newline ends it, too).
+    A per-line check, not a total: a line with one ``|`` too many and another with one too
+    few have the right total, and taken as clean the first would be split into shifted
+    columns. In the sequence of separators (``|`` and newlines) of a regular stretch, every
+    ``(e + 1)``-th is a newline and no other is. With ``trailing`` (a ``--parsable`` header),
+    every line must also end with ``|`` (one that does not is ``--parsable2`` output: its
+    ``|`` count says nothing about its fields).
+    """
+    lines = pipes = top = phase = 0
+    regular = True
     for a in range(lo, hi, _COUNT_BYTES):
         w = arr[a : min(a + _COUNT_BYTES, hi)]
-        lines += int(np.count_nonzero(w == 10))
-        pipes += int(np.count_nonzero(w == 124))
+        sep = w == 124
+        sep |= w == 10
+        pos = np.flatnonzero(sep)
+        is_nl = w[pos] == 10
+        k = int(np.count_nonzero(is_nl))
+        if regular:
+            due = is_nl[(e - phase) % (e + 1) :: e + 1]
+            regular = due.size == k and bool(due.all())
+            if regular and trailing and k:
+                regular = bool(ends_with_bar(arr, pos[is_nl] + a).all())
+        phase = (phase + pos.size) % (e + 1)
+        lines += k
+        pipes += pos.size - k
         top = max(top, int(w.max()))
-    return lines, pipes, top
+    ends_line = hi > lo and arr[hi - 1] == 10
+    if regular and trailing and hi > lo and not ends_line:
+        regular = bool(ends_with_bar(arr, np.array([hi], np.int64)).all())
+    return lines, pipes, top, regular and phase == (0 if ends_line or hi == lo else e)
 
 
-def _windows(m: _Mapped, start: int, first_line: int, e: int) -> bool:
+def _windows(m: _Mapped, start: int, first_line: int, e: int, trailing: bool = False) -> bool:
     """Split [start, end of file) into windows of whole lines and count them.
 
     The windows are counted two at a time (numpy's comparisons release the GIL). False if a
@@ -145,20 +174,20 @@ def _windows(m: _Mapped, start: int, first_line: int, e: int) -> bool:
         bounds.append((lo, hi))
         lo = hi
 
-    def count(span: tuple[int, int]) -> tuple[int, int, int, bool]:
+    def count(span: tuple[int, int]) -> tuple[int, int, bool, bool]:
         lo, hi = span
-        n, pipes, top = _byte_counts(arr, lo, hi)
+        n, _, top, regular = _byte_counts(arr, lo, hi, e, trailing)
         n += 0 if arr[hi - 1] == 10 else 1
         nul = mm.find(b"\x00", lo, hi) >= 0
         m.release(lo, hi)
-        return n, pipes, top, nul
+        return n, top, regular, nul
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         counts = list(pool.map(count, bounds))
     line = first_line
-    for (lo, hi), (n, pipes, top, nul) in zip(bounds, counts, strict=True):
+    for (lo, hi), (n, top, regular, nul) in zip(bounds, counts, strict=True):
         m.ascii = m.ascii and top < 0x80
-        m.windows.append(_Window(lo, hi, line, n, pipes == n * e and not nul))
+        m.windows.append(_Window(lo, hi, line, n, regular and not nul))
         line += n
     return True
 
@@ -183,6 +212,8 @@ def _assemble(reader: SacctReader, m: _Mapped, layout: Layout, data_start: int) 
             starts, ends, counts = m.spans(lo, hi, n)
             lead = m.arr[starts.clip(0, len(m.mm) - 1)] | 0x20
             marks = counts != e
+            if layout.trailing:  # (a line without the trailing '|': --parsable2 output)
+                marks |= ~ends_with_bar(m.arr, ends, starts)
             # the assembly checks the lines that may be headers (JobID or the header's first)
             marks |= (lead == ord("j")) | (lead == ord(layout.names[0][:1].lower() or "j"))
             if np.count_nonzero(m.arr[lo:hi] == 0):
@@ -191,7 +222,7 @@ def _assemble(reader: SacctReader, m: _Mapped, layout: Layout, data_start: int) 
             anomalies = np.flatnonzero(marks).tolist()
             final = j == len(windows) - 1
             asm = assemble(
-                lambda i, s=starts, t=ends: m.text(int(s[i]), int(t[i])),
+                lambda i, s=starts, t=ends: m.text(int(s[i]), int(t[i]), keep_nul=True),
                 counts.tolist(), anomalies, layout, final=final,
                 line_no=lambda i, f=first: f + i,
             )  # fmt: skip
@@ -277,13 +308,13 @@ def _read(reader: SacctReader, path: str | Path, m: _Mapped) -> bool:
     reader.set_layout(layout, line)
     if data_start >= len(mm):
         return True  # a header and no records
-    if not _windows(m, data_start, data_line, layout.expected):
+    if not _windows(m, data_start, data_line, layout.expected, layout.trailing):
         return False
     reader.mapped = m
     if any(not w.clean for w in m.windows) and not _assemble(reader, m, layout, data_start):
         return False
     n_fields = len(layout.names) + int(layout.trailing)
-    cols = sorted({0} | {i for i, n in enumerate(layout.names) if n in USED_FIELDS})
+    cols = sorted({0} | {i for i, n in enumerate(layout.names) if n in READ_FIELDS})
     schema = {f"column_{i + 1}": pl.String for i in range(n_fields)}
     consumed = sorted(reader.consumed)
     lf = pl.scan_csv(

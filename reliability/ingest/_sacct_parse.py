@@ -32,8 +32,11 @@ from reliability.ingest.slurm_fields import DURATION, FIELD_PATTERNS, ISO_FMT, N
 
 __all__ = [
     "ALLOC_COLS",
+    "EXIT_CODE_MAX",
+    "EXIT_SIGNAL_MAX",
     "MAX_DURATION_S",
     "STEP_COLS",
+    "TERMINAL_STATES",
     "Parsed",
     "ValueTable",
     "chunked_like",
@@ -184,6 +187,31 @@ def _exit_parts(text: pl.Expr) -> pl.Expr:
         exit_code=ex.struct.field("field_0").cast(pl.Int32, strict=False),
         exit_signal=ex.struct.field("field_1").cast(pl.Int32, strict=False),
     )
+
+
+#: states of a finished job or step: Slurm sets End when a record enters one of them, so such a
+#: record that started, with End ``Unknown`` (or empty), is corrupt, not an attempt still running
+TERMINAL_STATES = (
+    "COMPLETED", "FAILED", "NODE_FAIL", "TIMEOUT", "CANCELLED", "OUT_OF_MEMORY", "PREEMPTED",
+    "BOOT_FAIL", "DEADLINE",
+)  # fmt: skip
+#: Slurm's ExitCode / DerivedExitCode is ``code:signal``: the exit status 0-255 and the number
+#: of the signal that ended the process, 0-127 (``man sacct``; the wait status's bit fields)
+EXIT_CODE_MAX, EXIT_SIGNAL_MAX = 255, 127
+
+
+def _exit_flags(text: pl.Series, parts: pl.DataFrame, key: str) -> list[pl.Series]:
+    """Flag exit codes that are not ``code:signal`` (``_c_<key>``) or out of range.
+
+    The range flag (``_c_<key>_range``) is set where both parts are integers but the code is
+    outside 0-255 or the signal outside 0-127.
+    """
+    code, sig = parts.get_column("exit_code"), parts.get_column("exit_signal")
+    form = text.is_not_null() & (code.is_null() | sig.is_null())
+    out_of_range = (
+        ~code.is_between(0, EXIT_CODE_MAX) | ~sig.is_between(0, EXIT_SIGNAL_MAX)
+    ).fill_null(False)
+    return [form.alias(f"_c_{key}"), out_of_range.alias(f"_c_{key}_range")]
 
 
 def _duration_s(expr: pl.Expr) -> pl.Expr:
@@ -379,6 +407,7 @@ def typed_plan(
         ),
         # (read per distinct value by finish: a few values over millions of rows)
         "_exit_txt": c("ExitCode"),
+        **({"_dexit_txt": c("DerivedExitCode")} if "DerivedExitCode" in cols else {}),
         "priority": text("Priority").cast(pl.Int64, strict=False),
         "_nnodes": pl.coalesce(
             text("NNodes").cast(pl.Int64, strict=False),
@@ -478,7 +507,19 @@ def typed_plan(
         stage3c["start_time"] = pl.when(start_fix.fill_null(False)).then(late_s).otherwise(s_)
     # stage 4: checks across fields
     alloc = pl.col("step").is_null()
+    if "End" in cols:
+        # a finished record that ran always has an End: without one it would count as still
+        # running (one that never started, e.g. cancelled while pending, has no exposure)
+        end_txt = pl.col("_txt_end")
+        end_missing = end_txt.is_null() | end_txt.is_in(_SENTINELS)
+        finished = pl.col("state").is_in(
+            pl.Series(TERMINAL_STATES, dtype=schema.JobState).implode()
+        )
+        end_unknown = (finished & end_missing & pl.col("start_time").is_not_null()).fill_null(False)
+    else:
+        end_unknown = pl.lit(False)
     stage4: dict[str, pl.Expr] = {
+        "_c_end_unknown": end_unknown,
         "_c_order_end": (pl.col("start_time") > pl.col("end_time")).fill_null(False),
         # no Submit time, and not for a reason given by another check
         "_c_submit_missing": (
@@ -667,18 +708,25 @@ def finish(
     cache = cache if cache is not None else ValueTable()
     text = typed.get_column("_exit_txt")
     parts = cache.lookup(text, "ExitCode", _exit_parts, _EXIT_DTYPE).struct.unnest()
-    bad_exit = text.is_not_null() & parts.select(pl.any_horizontal(pl.all().is_null())).to_series()
+    flags = _exit_flags(text, parts, "exit")
+    if "_dexit_txt" in typed.columns:  # (checked, not kept: the contract has no column for it)
+        dtext = typed.get_column("_dexit_txt")
+        dparts = cache.lookup(dtext, "DerivedExitCode", _exit_parts, _EXIT_DTYPE).struct.unnest()
+        flags += _exit_flags(dtext, dparts, "dexit")
+        typed = typed.drop("_dexit_txt")
     # (chunked like the read columns: a column in one chunk among them would make polars
     # copy every column it is selected with)
     typed = typed.drop("_exit_txt").with_columns(
         *(chunked_like(parts.get_column(c), typed, "line_no") for c in parts.columns),
-        chunked_like(bad_exit.alias("_c_exit"), typed, "line_no"),
+        *(chunked_like(f, typed, "line_no") for f in flags),
     )
     naive = bool(typed.select(pl.any_horizontal(f"_iso_{k}" for _, k in _TIMES).any()).item())
     out = typed
     checks = [c for c in out.columns if c.startswith("_c_")]
     only_alloc = [c for c in checks if c.startswith(("_c_submit", "_c_priority"))]
-    flag = out.get_column("_bad") | out.get_column("_c_exit")
+    flag = out.get_column("_bad")
+    for f in flags:
+        flag = flag | f
     reasons = [_NO_REASONS]
     if flag.any():
         bad_rows = out.filter(flag).with_columns(
@@ -871,6 +919,28 @@ def _reasons(
         ("_c_cluster", pl.lit("field Cluster: empty, and no cluster= was given")),
         ("_c_state", pl.format("field State: unknown job state '{}'", v("State"))),
         ("_c_exit", pl.format("field ExitCode: expected code:signal, got '{}'", v("ExitCode"))),
+        (
+            "_c_exit_range",
+            pl.format(
+                f"field ExitCode: '{{}}' is out of range (code:signal, code 0-{EXIT_CODE_MAX}, "
+                f"signal 0-{EXIT_SIGNAL_MAX})",
+                v("ExitCode"),
+            ),
+        ),
+        (
+            "_c_dexit",
+            pl.format(
+                "field DerivedExitCode: expected code:signal, got '{}'", v("DerivedExitCode")
+            ),
+        ),
+        (
+            "_c_dexit_range",
+            pl.format(
+                f"field DerivedExitCode: '{{}}' is out of range (code:signal, code 0-{EXIT_CODE_MAX}"
+                f", signal 0-{EXIT_SIGNAL_MAX})",
+                v("DerivedExitCode"),
+            ),
+        ),
         ("_c_submit_missing", pl.lit("field Submit: missing submit time")),
     ]
     for field, key in _TIMES:
@@ -900,6 +970,10 @@ def _reasons(
             pl.coalesce(v("AllocTRES"), v("ReqTRES"), v("AllocGRES"), v("ReqGRES"), v("Gres")))),
         ("_c_order_end", pl.format("End {} is before Start {} (impossible order; not fixed)",
                                    v("End"), v("Start"))),
+        ("_c_end_unknown", pl.format(
+            "field End: '{}' for a record that started ({}) and is in the finished State {} "
+            "(Slurm sets End when a job or step finishes: a corrupt record, not one still "
+            "running)", v("End"), v("Start"), v("State"))),
         ("_c_hostlist", pl.lit("field NodeList: ") + pl.col("nodelist").replace_strict(
             hl_errors, default="", return_dtype=pl.String) if hl_errors else pl.lit("")),
     ]  # fmt: skip

@@ -26,7 +26,7 @@ import polars as pl
 
 from reliability import schema
 from reliability.errors import IngestError
-from reliability.ingest import hostlist
+from reliability.ingest import _sacct_io, hostlist
 from reliability.ingest._bounds import MAX_HOSTLIST_NODES
 from reliability.ingest._common import ReadResult, quarantine_frame
 from reliability.ingest._compressed import is_gzip
@@ -34,10 +34,11 @@ from reliability.ingest._sacct_io import (
     Block,
     LongLine,
     block_frame,
-    count_pipes,
+    ends_with_bar,
     iter_blocks,
     line_spans,
     line_text,
+    regular_lines,
     utf8_stream,
     wide_text,
 )
@@ -71,10 +72,10 @@ from reliability.ingest._sacct_records import (
 )
 from reliability.ingest.slurm_fields import (
     HEADER_FIRST,
+    READ_FIELDS,
     REQUIRED_FIELDS,
     SACCT_EXPORT_COMMAND,
     SACCT_FIELDS,
-    USED_FIELDS,
 )
 
 __all__ = ["MAX_NODE_NAMES_PER_INPUT", "SacctReader"]
@@ -119,6 +120,8 @@ class SacctReader:
         self.replaced = False
         self.sections = 0
         self.comments = 0
+        #: records read in the other --parsable form than their header's (trailing '|')
+        self.other_form = 0
         #: lines the record assembly consumed (mapped front end)
         self.consumed: set[int] = set()
         self.mapped: object | None = None
@@ -278,6 +281,7 @@ class SacctReader:
         if rec.values is None:
             self.quarantine.append((line_no, rec.raw, rec.reason))
             return
+        self.other_form += rec.other_form
         self.window_raw[line_no] = rec.raw
         self._window_records.append((line_no, rec.values))
 
@@ -286,7 +290,7 @@ class SacctReader:
         layout = self.layout
         if not self._window_records or layout is None:
             return
-        cols = sorted({0} | {i for i, n in enumerate(layout.names) if n in USED_FIELDS})
+        cols = sorted({0} | {i for i, n in enumerate(layout.names) if n in READ_FIELDS})
         recs = pl.DataFrame(
             {
                 "line_no": [ln for ln, _ in self._window_records],
@@ -383,7 +387,8 @@ class SacctReader:
         self.n_records += 1
         self.quarantine.append(
             (item.line_no, item.prefix,
-             f"line of {item.n_bytes:,} bytes, longer than any sacct record: not read")
+             f"line of {item.n_bytes:,} bytes, longer than any sacct record (the limit is "
+             f"{_sacct_io.MAX_LINE_BYTES:,} bytes): not read")
         )  # fmt: skip
 
     # -- one block ------------------------------------------------------------------------
@@ -394,7 +399,7 @@ class SacctReader:
             return None
         data = block.data
         n_fields = len(layout.names) + int(layout.trailing)
-        cols = sorted({0} | {i for i, n in enumerate(layout.names) if n in USED_FIELDS})
+        cols = sorted({0} | {i for i, n in enumerate(layout.names) if n in READ_FIELDS})
         frame = block_frame(data, n_fields, cols)
         if frame.height != block.n_lines:  # pragma: no cover - polars kept one row per line
             raise IngestError(
@@ -403,7 +408,11 @@ class SacctReader:
         e = layout.expected
         headerish = frame.get_column("f0").str.contains(headerish_pattern(layout)).fill_null(False)
         has_nul = b"\x00" in data
-        clean = count_pipes(data) == block.n_lines * e and not has_nul and not bool(headerish.any())
+        clean = (
+            not has_nul
+            and not bool(headerish.any())
+            and regular_lines(np.frombuffer(data, np.uint8), e, layout.trailing)
+        )
         spans = None
         if clean:
             bulk = frame
@@ -415,13 +424,15 @@ class SacctReader:
             spans = line_spans(data, block.n_lines)
             starts, ends, counts = spans
             marks = (counts != e) | headerish.to_numpy()
+            if layout.trailing:  # (a line without the trailing '|': --parsable2 output)
+                marks |= ~ends_with_bar(np.frombuffer(data, np.uint8), ends, starts)
             if has_nul:
                 arr = np.frombuffer(data, np.uint8)
                 nul_lines = np.searchsorted(ends, np.flatnonzero(arr == 0))
                 marks[nul_lines[nul_lines < block.n_lines]] = True
             anomalies = np.flatnonzero(marks).tolist()
             asm = assemble(
-                lambda i: line_text(data, int(starts[i]), int(ends[i])),
+                lambda i: line_text(data, int(starts[i]), int(ends[i]), keep_nul=True),
                 counts.tolist(),
                 anomalies,
                 layout,
@@ -457,6 +468,7 @@ class SacctReader:
             if r.values is None:
                 self.quarantine.append((ln, r.raw, r.reason))
                 continue
+            self.other_form += r.other_form
             self.window_raw[ln] = r.raw
         kept = [r for r in records if r.values is not None]
         if kept:
@@ -580,6 +592,12 @@ class SacctReader:
         if self.comments:
             notes.append(
                 f"{self.comments} comment line(s) starting with '#' skipped (not sacct output)"
+            )
+        if self.other_form:
+            notes.append(
+                f"{self.other_form} line(s) in the other sacct form than their header line "
+                "(a trailing '|' where the header has none, or none where it has one: "
+                "--parsable and --parsable2 output mixed?): each read by its own field count"
             )
         if self.replaced:
             notes.append("input is not valid UTF-8: undecodable bytes were replaced by U+FFFD")

@@ -337,6 +337,9 @@ class Record:
     raw: str
     values: list[str] | None  # None: quarantined with ``reason``
     reason: str = ""
+    #: read by its own field count, with or without the trailing ``|`` its header does not
+    #: have (or has): ``--parsable`` and ``--parsable2`` lines mixed
+    other_form: bool = False
 
 
 @dataclass
@@ -402,6 +405,51 @@ def _parts(raw: str, layout: Layout) -> list[str] | None:
     return parts
 
 
+def _other_form(line: str, layout: Layout) -> list[str] | None:
+    """Parts of a line in the other ``--parsable`` form than its header's, or None.
+
+    A ``--parsable`` header (trailing ``|``) with a line that does not end with ``|``: every
+    part; a ``--parsable2`` header with a line that ends with ``|``: the parts before it.
+    """
+    ends = line.endswith("|")
+    if layout.trailing and not ends:
+        return line.split("|")
+    if not layout.trailing and ends:
+        return line.split("|")[:-1]
+    return None
+
+
+def _malformed(values: Sequence[str], layout: Layout) -> str:
+    """Name the first field of a record that does not have its field's form."""
+    for i, v in enumerate(values):
+        if not _valid(layout, i, v):
+            return f"field {layout.names[i]} is not well formed: '{v[:80]}'"
+    return "every field is well formed"
+
+
+def _n_fields(raw: str, layout: Layout) -> int:
+    """Fields of a record's text (without the spare trailing part of ``--parsable``)."""
+    parts = raw.split("|")
+    if layout.trailing and len(parts) > 1 and parts[-1] == "":
+        return len(parts) - 1
+    return len(parts)
+
+
+def _count_reason(raw: str, layout: Layout, what: str) -> str:
+    """Say a record's field count against its header's, and why it is not read."""
+    n = _n_fields(raw, layout)
+    if layout.trailing:
+        found = f"{n} fields, expected {len(layout.names)} (--parsable: each line ends with '|')"
+    elif raw.endswith("|"):
+        found = (
+            f"{n} fields (the last one empty: the trailing '|' of --parsable?), expected "
+            f"{len(layout.names)}"
+        )
+    else:
+        found = f"{n} fields, expected {len(layout.names)}"
+    return f"{found}: {what}"
+
+
 def _score(line: str, layout: Layout) -> bool:
     parts = _parts(line, layout)
     return (
@@ -459,40 +507,98 @@ class _Assembler:
             return i + 1
         if _headerish(line, lay):
             return self.header_at(i)
-        if c == e:
-            parts = _parts(line, lay)
-            reason = (
-                "" if parts is not None else "line does not end with '|' as --parsable output does"
-            )
-            self.emit(Record(i, i, line, parts, reason))
+        if c == e and _parts(line, lay) is not None:
+            self.emit(Record(i, i, line, _parts(line, lay)))
             return i + 1
         first = line.split("|", 1)[0]
         if not lay.starts_record(first.strip()):
             self.quarantine(
                 i,
                 i,
-                f"{c + 1} fields, expected {len(lay.names)}, and the first "
-                "field is not a job id: a fragment of a record split by a newline",
-            )
+                _count_reason(
+                    line, lay, "the first field is not a job id: a fragment of a record split "
+                    "by a newline"
+                ),
+            )  # fmt: skip
+            return i + 1
+        read = self.own_line(i)
+        if read is not None:
+            return read
+        if c == e:  # (a --parsable header, and a line that does not end with '|')
+            self.emit(Record(i, i, line, None, _count_reason(
+                line, lay, "no '|' in a free-text field gives well-formed fields, with or "
+                "without the trailing '|' of --parsable")))  # fmt: skip
             return i + 1
         if c > e:
             parts = _parts(line, lay)
             values, reason = (
                 place(parts, lay)
                 if parts is not None
-                else (None, "line does not end with '|' as --parsable output does")
-            )
+                else (None, _count_reason(line, lay, "no '|' in a free-text field gives "
+                      "well-formed fields, with or without the trailing '|' of --parsable"))
+            )  # fmt: skip
+            if values is None and _other_form(line, lay) is not None and not lay.trailing:
+                reason = _count_reason(line, lay, "no '|' in a free-text field gives "
+                                       "well-formed fields, with or without the last one")  # fmt: skip
             if values is not None or not self._short_next(i):
                 self.emit(Record(i, i, line, values, reason))
                 return i + 1
         return self.head_at(i)
 
-    def _short_next(self, i: int) -> bool:
+    def own_line(self, i: int) -> int | None:
+        """Read line i by itself when only the trailing ``|`` of ``--parsable`` is off.
+
+        ``sacct --parsable`` ends every line with ``|``, ``--parsable2`` does not; a file may
+        mix them (concatenated exports). A line in the other form than its header's is read
+        by its own field count when its fields are well formed (placing any surplus ``|`` in
+        free-text fields). It is never joined with the lines after it, except with a short
+        fragment that completes it (a newline inside its last field, when that field is free
+        text). When it also reads as a record of the header's own form, differently, it is
+        quarantined as ambiguous. Returns the next line's index, or None when the line is
+        not such a line.
+        """
+        line, lay = self.t(i), self.layout
+        alt = self.other_values(i)
+        if alt is None:
+            return None
+        c, e = self.counts[i], self.e
+        if lay.trailing and c == e - 1 and self._short_next(i, e - 1):
+            # a newline in the last field? the header's form joined with the next line
+            raw = line + "\n" + self.t(i + 1)
+            parts = _parts(raw, lay)
+            if parts is not None:
+                values, _ = place(parts, lay)
+                if values is not None:
+                    self.emit(Record(i, i + 1, raw, values))
+                    return i + 2
+        own = _parts(line, lay)
+        if own is not None and c >= e:
+            values, _ = place(own, lay)
+            if values is not None and values != alt:
+                self.emit(Record(i, i, line, None, _count_reason(
+                    line, lay, "ambiguous: read with and without the trailing '|' of "
+                    "--parsable, the fields differ")))  # fmt: skip
+                return i + 1
+        self.emit(Record(i, i, line, alt, other_form=True))
+        return i + 1
+
+    def other_values(self, i: int) -> list[str] | None:
+        """Values of line i read in the other ``--parsable`` form (None: not well formed)."""
+        c, e, lay = self.counts[i], self.e, self.layout
+        if c < e - 1:
+            return None
+        parts = _other_form(self.t(i), lay)
+        if parts is None or len(parts) < len(lay.names):
+            return None
+        values, _ = place(parts, lay)
+        return values
+
+    def _short_next(self, i: int, below: int | None = None) -> bool:
         if i + 1 >= self.n:
             if not self.final:
                 raise _NeedMore
             return False
-        return self.counts[i + 1] < self.e
+        return self.counts[i + 1] < (self.e if below is None else below)
 
     def head_at(self, i: int) -> int:
         e, lay = self.e, self.layout
@@ -502,7 +608,7 @@ class _Assembler:
                 if not self.final:
                     raise _NeedMore
                 break
-            if self.counts[j + 1] >= e:
+            if self.counts[j + 1] >= e or self._stands_alone(j + 1):
                 break
             j += 1
             total += self.counts[j]
@@ -529,10 +635,21 @@ class _Assembler:
             if span is not None:
                 return span
         self.failed_head = i
-        self.quarantine(
-            i, j, f"{total + 1} fields, expected {len(lay.names)}: truncated or malformed record"
-        )
+        raw = "\n".join(self.t(k) for k in range(i, j + 1))
+        what = "truncated or malformed record"
+        alt = _other_form(raw, lay) if j == i else None
+        if alt is not None and len(alt) == len(lay.names):
+            what = f"read without the trailing '|' of --parsable, {_malformed(alt, lay)}"
+        self.quarantine(i, j, _count_reason(raw, lay, what))
         return j + 1
+
+    def _stands_alone(self, k: int) -> bool:
+        """Line k is a record by itself in the other ``--parsable`` form than its header's."""
+        line = self.t(k)
+        if _other_form(line, self.layout) is None:
+            return False
+        first = line.split("|", 1)[0].strip()
+        return self.layout.starts_record(first) and self.other_values(k) is not None
 
     def span_from(self, i: int, j: int) -> int | None:
         """Find a record from line i that spans full-count lines up to a closing line.
@@ -552,7 +669,9 @@ class _Assembler:
         for k in range(j + 1, last):
             line = self.t(k)
             first = line.split("|", 1)[0].strip()
-            closer = self.counts[k] != e or not lay.starts_record(first)
+            closer = (self.counts[k] != e or not lay.starts_record(first)) and not (
+                self._stands_alone(k)
+            )
             if not closer:
                 if anchored is None and head_id is not None and k + 1 < self.n:
                     nxt = self.t(k + 1).split("|", 1)[0].strip()
@@ -677,6 +796,33 @@ def assemble(
         The records made from the lines around the anomalies; the other lines are untouched.
     """
     asm = _Assembler(text, counts, layout, final, line_no)
+    out = _assemble(asm, counts, anomalies, layout)
+    for rec in out.records:
+        if "\x00" in rec.raw:
+            _no_nul(rec, layout)
+    return out
+
+
+def _no_nul(rec: Record, layout: Layout) -> None:
+    """Quarantine a record that holds a NUL byte, naming the field; replace NUL in its text.
+
+    sacct prints C strings, which cannot hold NUL: a NUL is a corrupt line (a file system
+    zero-filled a block after a crash, a copy went wrong). It is never kept in a field (where
+    it would truncate the value for C readers downstream, or reach the report).
+    """
+    if rec.values is not None:
+        field = next((layout.names[i] for i, v in enumerate(rec.values) if "\x00" in v), None)
+        where = f"field {field}" if field is not None else "after the last field"
+        rec.values = None
+        rec.reason = (
+            f"{where}: NUL byte (sacct prints none: a corrupt line; shown as U+FFFD in raw)"
+        )
+    rec.raw = rec.raw.replace("\x00", "\ufffd")
+
+
+def _assemble(
+    asm: _Assembler, counts: Sequence[int], anomalies: Sequence[int], layout: Layout
+) -> Assembly:
     n, cursor = len(counts), 0
     marked = set(anomalies)
     for a in anomalies:

@@ -13,6 +13,7 @@ __all__ = [
     "EXPORT_FIELDS",
     "FIELD_PATTERNS",
     "HEADER_FIRST",
+    "READ_FIELDS",
     "RECOMMENDED_FORMAT",
     "REQUIRED_FIELDS",
     "SACCTMGR_EVENTS_COMMAND",
@@ -156,6 +157,9 @@ USED_FIELDS = frozenset(
         "ReqTRES", "AllocGRES", "ReqGRES", "Gres", "NodeList", "Priority", "Cluster",
     }
 )  # fmt: skip
+#: Fields read when present: the used ones, and those only checked (a DerivedExitCode that is
+#: no ``code:signal`` quarantines its record; the contract has no column for it).
+READ_FIELDS = USED_FIELDS | {"DerivedExitCode"}
 #: Free-text fields (user-controlled; may contain ``|`` or newlines), most likely first.
 TEXT_FIELDS = (
     "JobName", "SubmitLine", "Comment", "AdminComment", "SystemComment", "Constraints",

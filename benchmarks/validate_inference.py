@@ -37,10 +37,14 @@ from reliability.models.lemon_test import lemon_test
 HW = ("hardware", "infrastructure")
 
 
-def one(gen: str, seed: int, nodes: int, days: float, swing: float, out: Path, lemons: int) -> dict:
+def one(
+    gen: str, seed: int, nodes: int, days: float, swing: float, out: Path, lemons: int,
+    silent: float | None = None,
+) -> dict:  # fmt: skip
     """Generate one history, run the inference, score it against the truth."""
+    kw = {} if silent is None else {"silent_share": silent}
     h = {"a": generate_a, "b": generate_b}[gen](
-        out / "h", seed=seed, n_nodes=nodes, days=days, weekly_swing=swing, n_lemons=lemons
+        out / "h", seed=seed, n_nodes=nodes, days=days, weekly_swing=swing, n_lemons=lemons, **kw
     )
     ds = Dataset(out / "ds")
     h.ingest(ds)
@@ -103,6 +107,10 @@ def main() -> None:
     ap.add_argument("--nodes", type=int, default=512)
     ap.add_argument("--days", type=float, default=56.0)
     ap.add_argument("--lemons", type=int, default=6, help="lemons planted per history (5-10x)")
+    ap.add_argument(
+        "--silent", type=float, default=None,
+        help="share of hardware failures that leave no trace (the generators' default: 0.04)",
+    )  # fmt: skip
     a = ap.parse_args()
     rows = []
     t0 = time.perf_counter()
@@ -110,7 +118,9 @@ def main() -> None:
         for swing in (0.0, 0.4):
             for seed in range(a.seeds):
                 with tempfile.TemporaryDirectory() as tmp:
-                    rows.append(one(gen, seed, a.nodes, a.days, swing, Path(tmp), a.lemons))
+                    rows.append(
+                        one(gen, seed, a.nodes, a.days, swing, Path(tmp), a.lemons, a.silent)
+                    )
     print(
         f"{len(rows)} histories of {a.nodes} nodes x {a.days:g} days in {time.perf_counter() - t0:.0f} s"
     )

@@ -204,13 +204,13 @@ def _exit_flags(text: pl.Series, parts: pl.DataFrame, key: str) -> list[pl.Serie
     """Flag exit codes that are not ``code:signal`` (``_c_<key>``) or out of range.
 
     The range flag (``_c_<key>_range``) is set where both parts are integers but the code is
-    outside 0-255 or the signal outside 0-127.
+    above 255 or the signal outside 0-127. A negative code is not flagged: Slurm before 15.08
+    printed internal values there (``-2:0`` on a cancelled step, in real output); the reader
+    keeps such a record with the exit code unknown, and says so.
     """
     code, sig = parts.get_column("exit_code"), parts.get_column("exit_signal")
     form = text.is_not_null() & (code.is_null() | sig.is_null())
-    out_of_range = (
-        ~code.is_between(0, EXIT_CODE_MAX) | ~sig.is_between(0, EXIT_SIGNAL_MAX)
-    ).fill_null(False)
+    out_of_range = ((code > EXIT_CODE_MAX) | ~sig.is_between(0, EXIT_SIGNAL_MAX)).fill_null(False)
     return [form.alias(f"_c_{key}"), out_of_range.alias(f"_c_{key}_range")]
 
 

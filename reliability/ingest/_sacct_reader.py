@@ -609,6 +609,17 @@ class SacctReader:
         allocs = _in_line_order(self.allocs, n_allocs, partial_schema("allocs"))
         steps = _in_line_order(self.steps, n_steps, partial_schema("steps"))
         self.allocs, self.steps = [], []
+        negative = allocs.height and int((allocs.get_column("exit_code") < 0).sum())
+        negative += steps.height and int((steps.get_column("exit_code") < 0).sum())
+        if negative:
+            unknown = pl.when(pl.col("exit_code") >= 0)
+            allocs = allocs.with_columns(unknown.then("exit_code"), unknown.then("exit_signal"))
+            steps = steps.with_columns(unknown.then("exit_code"), unknown.then("exit_signal"))
+            notes.append(
+                f"{negative} record(s) with a negative ExitCode (e.g. '-2:0': Slurm before "
+                "15.08 printed internal values there, not an exit status): kept with the exit "
+                "code unknown"
+            )
         n_allocs = allocs.height
         # what does not need the node lists runs on a second thread while they are built (both
         # are mostly polars and numpy, which release the GIL): the duplicate candidates, and

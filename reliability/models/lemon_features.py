@@ -197,30 +197,42 @@ def node_features(
     # Attempts are many (millions, each on many nodes): count them once per node and step,
     # then sum the steps of each window, instead of copying every attempt into its windows.
     step_us = int(step.total_seconds() * 1e6)
-    att = (
-        ended.select(
-            "cluster", "end_time", "failure_domain", "failure_cause", "culprit_node",
+    # Per attempt first, then one row per (attempt, node): only narrow columns are copied to
+    # every node of a long host list (the culprit's node and cause only for the few attempts
+    # charged to hardware).
+    hw = pl.col("failure_domain").is_in(_HW) & ~pl.col("open")
+    exploded = (
+        ended.lazy()
+        .select(
+            "cluster", "end_time",
             failed=pl.col("state").cast(pl.String).is_in(_FAILED) & ~pl.col("open"),
             node_fail=(pl.col("state").cast(pl.String) == "NODE_FAIL") & ~pl.col("open"),
-            open="open",
             single=pl.col("nodes").list.len() == 1,
+            _k=(pl.col("end_time") - pl.lit(t0)).dt.total_microseconds() // step_us + 1,
+            _hw_node=pl.when(hw).then(pl.col("culprit_node")),
+            failure_cause=pl.when(hw).then(pl.col("failure_cause")),
             node=pl.col("nodes"),
         )
         .explode("node")
         .drop_nulls("node")
-        .with_columns(_k=(pl.col("end_time") - pl.lit(t0)).dt.total_microseconds() // step_us + 1)
-        .filter(pl.col("_k").is_between(1, n_windows))
-        .with_columns(culprit=pl.col("failure_domain").is_in(_HW) & (pl.col("culprit_node") == pl.col("node")) & ~pl.col("open"))
-    )  # fmt: skip
+    ).collect()  # fmt: skip
+    in_range = pl.col("_k").is_between(1, n_windows)
+    att = (
+        exploded.lazy()
+        .filter(in_range)
+        .with_columns(culprit=pl.col("_hw_node") == pl.col("node"))
+        .drop("_hw_node")
+    )
     # several attempts on the node failing in the same minute: a crash that took them all
+    # (minutes counted from the epoch: the times are UTC)
     co = (
         att.filter(pl.col("failed"))
-        .group_by("cluster", "node", "_k", pl.col("end_time").dt.truncate("1m"))
+        .group_by("cluster", "node", "_k", pl.col("end_time").dt.epoch("us") // 60_000_000)
         .agg(n=pl.len())
         .group_by("cluster", "node", "_k")
         .agg(cofailures=(pl.col("n") >= 2).sum())
     )
-    steps = (
+    steps, culprits = pl.collect_all([
         att.group_by("cluster", "node", "_k")
         .agg(
             attempts=pl.len(),
@@ -231,8 +243,9 @@ def node_features(
             single_attempts=pl.col("single").sum(),
             hw_culprit=pl.col("culprit").sum(),
         )
-        .join(co, on=["cluster", "node", "_k"], how="left")
-    )
+        .join(co, on=["cluster", "node", "_k"], how="left"),
+        att.filter(pl.col("culprit")).select("cluster", "node", "end_time", "failure_cause"),
+    ])  # fmt: skip
     counts = [c for c in steps.columns if c not in ("cluster", "node", "_k")]
     a = (
         steps.select("cluster", "node").unique()
@@ -245,7 +258,7 @@ def node_features(
     )  # fmt: skip
     # distinct causes do not add up over steps: the few culprit attempts go into their windows
     causes = (
-        per_window(att.filter(pl.col("culprit")).select("cluster", "node", "end_time", "failure_cause"), "end_time")
+        per_window(culprits, "end_time")
         .group_by("cluster", "node", "_k")
         .agg(distinct_causes=pl.col("failure_cause").n_unique())
     )  # fmt: skip
@@ -285,8 +298,9 @@ def node_features(
         )
     )  # fmt: skip
     nodes = pl.concat([
-        att.select("cluster", "node"), ev.select("cluster", "node"), st.select("cluster", "node"),
-        ended.select("cluster", node=pl.col("nodes")).explode("node").drop_nulls(),
+        steps.select("cluster", "node"),
+        exploded.filter(~in_range.fill_null(False)).select("cluster", "node").drop_nulls(),
+        ev.select("cluster", "node"), st.select("cluster", "node"),
     ]).unique()  # fmt: skip
     grid = nodes.join(ends, how="cross")
     out = (

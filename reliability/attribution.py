@@ -323,6 +323,8 @@ def attribute_failures(
         .drop_nulls("node")
         .sort("end_time")
     )
+    # every evidence kind joins these rows: build them once, not once per as-of join
+    ended = ended.cache() if lazy else ended.collect().lazy()
     evidence = [pl.LazyFrame(schema={"__rid": pl.UInt32, "__cause": pl.String, "__domain": pl.String,
                                      "__unk": pl.Boolean, "__reason": pl.String, "__rclass": pl.String,
                                      "__node": pl.String, "__dist": pl.Int64, "__kind": pl.Int8})]  # fmt: skip

@@ -16,6 +16,20 @@ and the growth per 10x of data (time ratio scaled to a 10x step in attempts). Wi
 ``--baseline COMMIT`` the two stages are also timed with the code of ``attribution.py`` and
 ``models/lemon_features.py`` at that commit, back to back with the working tree's (the machine
 may be shared: compare ratios in one run, not runs), and their outputs are checked equal.
+
+Measured with ``--million --baseline adcbd42`` (2 shared cores, loaded: one run each; the
+attribution difference is within the noise at 1M, an earlier A/B gave x1.14-x1.25):
+
+==================  ==================  ==================  ==================  ============
+attempts (nodes)    attribution before  attribution after   node_features       fit_mttf
+                                                            before -> after
+==================  ==================  ==================  ==================  ============
+10,000 (1,024)      0.11 s              0.10 s              0.14 -> 0.09 s      0.03 s
+100,000 (10,000)    1.20 s (x10.5)      1.16 s (x11.1)      2.25 -> 0.89 s      0.24 s (x7.1)
+1,000,000 (10,240)  9.12 s (x7.6)       11.03 s (x9.5)      28.2 -> 10.6 s      2.77 s (x11.6)
+==================  ==================  ==================  ==================  ============
+
+(growth per 10x in brackets; node_features x16.0 / x12.5 per 10x before, x9.9 / x12.0 after)
 """
 
 from __future__ import annotations

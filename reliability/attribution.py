@@ -325,6 +325,11 @@ def attribute_failures(
     )
     # every evidence kind joins these rows: build them once, not once per as-of join
     ended = ended.cache() if lazy else ended.collect().lazy()
+    # attempt starts (node lists not yet exploded), for the records made after the fact
+    starts = (
+        jobs.select("cluster", __s=start, __nodes=pl.col("nodes")).drop_nulls("__s").sort("__s")
+    )
+    starts = starts.cache() if lazy else starts.collect().lazy()
     evidence = [pl.LazyFrame(schema={"__rid": pl.UInt32, "__cause": pl.String, "__domain": pl.String,
                                      "__unk": pl.Boolean, "__reason": pl.String, "__rclass": pl.String,
                                      "__node": pl.String, "__dist": pl.Int64, "__kind": pl.Int8})]  # fmt: skip
@@ -369,7 +374,10 @@ def attribute_failures(
         Per node, within ``lag`` before it: the burst of failures that led to it. A node
         shared by several jobs drains (or reboots) once, when the last of the jobs the fault
         killed has ended, so every failing attempt on the node in the ``lag`` before the record
-        is explained by it, each by the first such record after its end.
+        is explained by it, each by the first such record after its end; unless an attempt
+        started on the node between that end and the record (the node ran a new job: the
+        failure before it was not the fault's; on a real cluster, an admin requeue, then a
+        prolog failure of the next job on the node 40 s later).
         """
         ev = (
             events.with_columns(__unk=pl.col("__cause") == "unknown")
@@ -380,6 +388,29 @@ def attribute_failures(
             ev, left_on="end_time", right_on="__t", by=["cluster", "node"], strategy="forward",
             tolerance=lag, check_sortedness=False,
         ).drop_nulls("__t")  # fmt: skip
+        # the starts in the lag before some record (few), per node; then the first start on
+        # the node after each failure's end: one at or before the record breaks the burst
+        times = ev.select("cluster", __u=pl.col("__t")).unique().sort("__u")
+        near = (
+            starts.join_asof(
+                times, left_on="__s", right_on="__u", by="cluster", strategy="forward",
+                tolerance=lag, check_sortedness=False,
+            )
+            .drop_nulls("__u")
+            .select("cluster", "__s", node=pl.col("__nodes"))
+            .explode("node")
+            .drop_nulls("node")
+            .sort("__s")
+        )  # fmt: skip
+        first = (
+            first.with_columns(__after=pl.col("end_time") + timedelta(microseconds=1))
+            .sort("__after")
+            .join_asof(
+                near, left_on="__after", right_on="__s", by=["cluster", "node"],
+                strategy="forward", check_sortedness=False,
+            )
+            .filter(pl.col("__s").is_null() | (pl.col("__s") > pl.col("__t")))
+        )  # fmt: skip
         return first.select(
             "__rid", "__cause", "__domain", "__unk", "__reason", "__rclass", __node=pl.col("node"),
             __dist=(pl.col("__t") - pl.col("end_time")).dt.total_microseconds().abs(),

@@ -421,7 +421,13 @@ def _reference(jobs, he, ns, before_min=10.0, after_min=5.0, slack_s=5.0, codes=
                     default=None,
                 )  # fmt: skip
                 in_window = lo <= s["start"] <= end + slack
-                after_fact = is_late(s) and first == s["start"] and k[0] != 5
+                # ... unless an attempt started on the node between the end and the record
+                restarted = any(
+                    o["start_time"] is not None and s["node"] in o["nodes"]
+                    and end < o["start_time"] <= s["start"]
+                    for o in jobs.iter_rows(named=True)
+                )  # fmt: skip
+                after_fact = is_late(s) and first == s["start"] and k[0] != 5 and not restarted
                 if in_window or after_fact:
                     kind, comp, dom = k
                     cands.append(
@@ -655,6 +661,26 @@ def test_a_drain_recorded_after_a_burst_explains_every_attempt_it_ended():
     down = _states([("n1", "DOWN", end + 10 * S, None, "hc: check 17 failed")])
     got = attribute_failures(_jobs(jobs), node_states=down)
     assert got["failure_domain"].to_list() == ["user", "user", "user", "hardware"]
+
+
+def test_a_drain_after_the_next_job_started_does_not_explain_the_failure_before_it():
+    """Real Slurm (tests/test_collect_live.py): an admin requeue on n2, the next job started
+    on n2 and its prolog failed 40 s later (DRAIN "Prolog error" at that requeue). The node
+    ran a new job in between: the drain explains the prolog requeue, not the admin's."""
+    t = T0 + 60 * M
+    jobs = [{"state": "REQUEUED", "exit_code": 0, "start": T0, "end": t, "nodes": ["n2"]},
+            {"state": "REQUEUED", "exit_code": 0, "start": t + 38 * S, "end": t + 40 * S,
+             "nodes": ["n2"]}]  # fmt: skip
+    ns = _states([("n2", "DRAIN", t + 40 * S, None, "Prolog error")])
+    got = attribute_failures(_jobs(jobs), node_states=ns)
+    assert got["failure_domain"].to_list() == ["admin", "system_software"]
+    assert got["culprit_node"].to_list() == [None, "n2"]
+    # the same two ends without the second start (a third job's, on another node): a burst
+    jobs[1]["nodes"] = ["n3"]
+    jobs.append({"state": "FAILED", "exit_code": 1, "start": T0, "end": t + 30 * S,
+                 "nodes": ["n2"]})  # fmt: skip
+    got = attribute_failures(_jobs(jobs), node_states=ns)
+    assert got["failure_domain"].to_list() == ["system_software", "admin", "system_software"]
 
 
 def test_operators_extend_the_reason_rules():

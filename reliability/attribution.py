@@ -35,7 +35,8 @@ attempt that never started, and then only the left bound ``end - before_min`` ap
   DRAINED, once its jobs ended) and ``Node unexpectedly rebooted`` (recorded when slurmd
   registers again); each explains every failing attempt on the node that ended in the
   ``drain_slack_s`` before it (a fault on a node shared by several jobs kills them seconds
-  apart, and the drain is recorded once, at the last end). An interval that began before the attempt started (whether it ended
+  apart, and the drain is recorded once, at the last end), unless an attempt started on the
+  node in between (the node ran a new job: the failure before it was not the fault's). An interval that began before the attempt started (whether it ended
   before the start or is still open) is never evidence: Slurm does not start jobs on such
   nodes, so it is either stale or about something else. Nor is a DOWN or FAIL set after the
   end: in run 1 of the real Slurm corpus an admin set node07 FAIL 21-29 s after seven user

@@ -56,7 +56,7 @@ def test_truncated_last_record(tmp_path):
 
 def test_binary_garbage_without_header_is_an_error(tmp_path):
     p = _write(tmp_path, bytes(range(256)) * 20)
-    with pytest.raises(IngestError, match=r"in\.psv:1: no sacct header"):
+    with pytest.raises(IngestError, match=r"in\.psv: the file holds binary data"):
         read_sacct(p, tz="UTC")
 
 
@@ -200,7 +200,7 @@ def test_bad_fields_are_quarantined_with_reason(tmp_path, bad, reason):
         (("|2025-01-01T00:00:00|2025-01-01T00:01:00", "|99999999999999999999999|2025-01-01T00:01:00"),
          "field Submit: cannot read time"),
         (("T01:00:00|2|", "T01:00:00|99999999999|"), "field NNodes: 99999999999 nodes is more than"),
-        (("T01:00:00|2|", "T01:00:00|999999999999999999999999|"), "field NNodes: not a count"),
+        (("T01:00:00|2|", "T01:00:00|999999999999999999999999|"), "field NNodes: not a node count"),
         (("gres/gpu=16", f"gres/gpu={2**32}"), f"the GPU count is more than {MAX_ACCELERATORS_PER_JOB:,}"),
         (("gres/gpu=16", "gres/gpu=99999999999999999999999"), "does not fit 64 bits"),
         # issue 37: a sign or a unit suffix is no GPU count (was read as 0 GPUs, and as 8)

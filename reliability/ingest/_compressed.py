@@ -25,6 +25,7 @@ __all__ = [
     "is_gzip",
     "open_input",
     "read_all",
+    "unsupported_compression",
 ]
 
 #: most bytes a gzip input may inflate to when it is streamed (sacct exports)
@@ -61,6 +62,35 @@ class ByteStream(Protocol):
 
     def close(self) -> None:
         """Close the stream and the file under it."""
+
+
+#: magic bytes of the compressed forms no reader inflates, with their names
+_OTHER_MAGIC = (
+    (b"BZh", "bzip2", "bunzip2"),
+    (b"\xfd7zXZ\x00", "xz", "unxz"),
+    (b"\x28\xb5\x2f\xfd", "zstd", "unzstd"),
+    (b"PK\x03\x04", "zip", "unzip"),
+)
+
+
+def unsupported_compression(start: bytes) -> str | None:
+    """Say what an input is when it starts like a compressed form the readers do not inflate.
+
+    Parameters
+    ----------
+    start : bytes
+        The file's first bytes (as stored, or after one gunzip).
+
+    Returns
+    -------
+    str or None
+        E.g. ``"is bzip2-compressed (not supported: decompress it first, e.g. bunzip2)"``;
+        None for any other start.
+    """
+    for magic, name, tool in _OTHER_MAGIC:
+        if start.startswith(magic) and (name != "bzip2" or start[3:4] in b"123456789"):
+            return f"is {name}-compressed (not supported: decompress it first, e.g. {tool})"
+    return None
 
 
 def is_gzip(path: str | Path) -> bool:

@@ -362,6 +362,7 @@ def loads_record(
     max_bytes: int = MAX_LINE_BYTES,
     what: str = "line",
     depth_checked: bool = False,
+    repeated_keys: list[str] | None = None,
 ) -> tuple[object, bool]:
     """Parse one JSON record within the limits.
 
@@ -375,6 +376,9 @@ def loads_record(
         What the record is, for the messages (``"line"``, ``"job record"``).
     depth_checked : bool
         The caller has checked the nesting already (:func:`shallow_marks`).
+    repeated_keys : list of str or None
+        If given, the keys named twice in one object are appended to it (``json.loads`` keeps
+        the last value silently: the caller decides).
 
     Returns
     -------
@@ -397,6 +401,17 @@ def loads_record(
         )
     if not depth_checked and (depth := too_deep(text)) is not None:
         raise JsonLimitError(f"JSON nested deeper than {MAX_DEPTH} levels ({depth}): not parsed")
-    value = json.loads(text)
+    if repeated_keys is None:
+        value = json.loads(text)
+    else:
+
+        def pairs(items: list[tuple[str, object]]) -> dict[str, object]:
+            obj = dict(items)
+            if len(obj) != len(items):
+                seen: set[str] = set()
+                repeated_keys.extend(k for k, _ in items if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+            return obj
+
+        value = json.loads(text, object_pairs_hook=pairs)
     escaped = b"\\u" in text if isinstance(text, bytes) else "\\u" in text
     return fix_surrogates(value) if escaped else (value, False)

@@ -35,7 +35,7 @@ from reliability.ingest import _sacct_io
 from reliability.ingest._sacct_io import ends_with_bar
 from reliability.ingest._sacct_parse import time_form, typed_plan
 from reliability.ingest._sacct_records import Layout, assemble, headerish_pattern, parse_header
-from reliability.ingest.slurm_fields import READ_FIELDS
+from reliability.ingest.slurm_fields import read_column
 
 if TYPE_CHECKING:
     from reliability.ingest._sacct_reader import SacctReader
@@ -314,7 +314,7 @@ def _read(reader: SacctReader, path: str | Path, m: _Mapped) -> bool:
     if any(not w.clean for w in m.windows) and not _assemble(reader, m, layout, data_start):
         return False
     n_fields = len(layout.names) + int(layout.trailing)
-    cols = sorted({0} | {i for i, n in enumerate(layout.names) if n in READ_FIELDS})
+    cols = sorted({0} | {i for i, n in enumerate(layout.names) if read_column(n)})
     schema = {f"column_{i + 1}": pl.String for i in range(n_fields)}
     consumed = sorted(reader.consumed)
     lf = pl.scan_csv(

@@ -28,7 +28,7 @@ from reliability.ingest._bounds import (
     latest_time,
 )
 from reliability.ingest._common import NULL_SENTINELS
-from reliability.ingest.slurm_fields import DURATION, FIELD_PATTERNS, ISO_FMT, NO_LIMIT
+from reliability.ingest.slurm_fields import DURATION, FIELD_PATTERNS, ISO_FMT, NO_LIMIT, copy_of
 
 __all__ = [
     "ALLOC_COLS",
@@ -236,7 +236,7 @@ def _duration_s(expr: pl.Expr) -> pl.Expr:
 #: a GPU count in a TRES string: Slurm prints gres/gpu counts as plain integers (only mem,
 #: gres/gpumem and bb get unit suffixes: slurmdb_make_tres_string_from_simple in Slurm's
 #: src/common/slurmdb_defs.c), so a sign or a suffix (gres/gpu=-8, gres/gpu=8K) is no count
-_COUNT = r"^\d+$"
+_COUNT = r"^[0-9]+$"
 #: :func:`_gpu_count` of a count that does not fit 64 bits / that is not a plain integer
 GPU_OVERFLOW, GPU_NOT_A_COUNT = -1, -2
 
@@ -273,13 +273,15 @@ def _gpu_count(tres: pl.Expr) -> pl.Expr:
         .then(GPU_OVERFLOW)
         .otherwise(plain)
     )
-    return pl.coalesce(plain, typed)
+    # 'gres/gpu' (or 'gres/gpu:a100') with no '=N': not a TRES value (Slurm prints name=count)
+    bare = tres.str.contains(r"(?:^|,)gres/gpu(?::[^=,]*)?(?:,|$)")
+    return pl.when(bare).then(GPU_NOT_A_COUNT).otherwise(pl.coalesce(plain, typed))
 
 
 def _gres_count(gres: pl.Expr) -> pl.Expr:
     """GPU count of an old GRES string (``gpu:4``, ``gpu:a100:2(IDX:0-1)``)."""
-    items = gres.str.extract_all(r"gpu(?::[^:,(]+)?:\d+").list.eval(
-        pl.element().str.extract(r":(\d+)$", 1).cast(pl.Int64, strict=False)
+    items = gres.str.extract_all(r"gpu(?::[^:,(]+)?:[0-9]+").list.eval(
+        pl.element().str.extract(r":([0-9]+)$", 1).cast(pl.Int64, strict=False)
     )
     bad = items.list.eval(pl.element().is_null()).list.any()
     total = pl.when(bad).then(-1).otherwise(items.list.sum())
@@ -402,7 +404,7 @@ def typed_plan(
             st_exact,
             pl.when(st_exact.is_null())
             .then(st)
-            .str.extract(r"^([A-Z_]+)(?: by -?\d+)?\+?$", 1)
+            .str.extract(r"^([A-Z_]+)(?: by -?[0-9]+)?\+?$", 1)
             .cast(schema.JobState, strict=False),
         ),
         # (read per distinct value by finish: a few values over millions of rows)
@@ -445,11 +447,18 @@ def typed_plan(
         "_c_jobid": pl.col("_c_jobid") | (pl.col("step") == "").fill_null(False),
         "_c_cluster": pl.col("cluster").is_null(),
         "_c_state": pl.col("state").is_null(),
-        "_c_nnodes": (pl.col("_has_nnodes") & pl.col("_nnodes").is_null()).fill_null(False),
-        "_c_nnodes_poison": ((pl.col("_nnodes") > MAX_NODES_PER_JOB) | (pl.col("_nnodes") < 0))
+        "_c_nnodes": (pl.col("_has_nnodes") & (pl.col("_nnodes").is_null() | (pl.col("_nnodes") < 0)))
         .fill_null(False),
+        "_c_nnodes_poison": (pl.col("_nnodes") > MAX_NODES_PER_JOB).fill_null(False),
         "_c_priority": (pl.col("_has_priority") & pl.col("priority").is_null()).fill_null(False),
     }  # fmt: skip
+    # a field named twice in --format: sacct prints the same value in each copy; copies that
+    # differ leave the record's value unknown (which one is it?)
+    for name in sorted(cols):
+        base = copy_of(name)
+        if base is not None and base in cols:
+            stage1[f"_twice_{name}"] = c(base).ne_missing(c(name))
+            stage2[f"_c_twice_{name}"] = pl.col(f"_twice_{name}")
     for _, key in _TIMES:
         iso, txt = pl.col(f"_iso_{key}"), pl.col(f"_txt_{key}")
         if tz is None:
@@ -536,7 +545,7 @@ def typed_plan(
     common = [k for k in checks if k not in only_alloc]
     bad = pl.any_horizontal(common) | (alloc & pl.any_horizontal(only_alloc))
     drop = [
-        "_has_nnodes", "_has_priority",
+        "_has_nnodes", "_has_priority", *(k[2:] for k in stage2 if k.startswith("_c_twice_")),
         *(f"_{part}_{k}" for _, k in _TIMES for part in ("txt", "local", "other")),
         *((f"_num_{k}" for _, k in _TIMES) if times == "epoch" else ()),
         *(("_late_start", "_late_end") if tz not in (None, "UTC") else ()),
@@ -780,7 +789,7 @@ def complete(
         Before expanding, if the node lists would hold more than ``node_budget`` names.
     """
     both = pl.concat([allocs.get_column("nodelist"), steps.get_column("nodelist")])
-    nodes, hl_errors, node_names = hostlist.node_lists(both, budget=node_budget)
+    nodes, hl_errors, node_names = hostlist.node_lists(both, budget=node_budget, distinct=True)
     del both
     late: list[tuple[int, str]] = []
     out: list[pl.DataFrame] = []
@@ -789,11 +798,26 @@ def complete(
         (steps, STEP_COLS, nodes.slice(allocs.height)),
     ):
         frame = frame.with_columns(chunked_like(part, frame))
+        given = frame.get_column("_nnodes")  # NNodes as printed (null: no such field / empty)
         if frame.get_column("_nnodes").has_nulls():  # no NNodes field: the list's length
             count = pl.col("nodes").list.len().clip(0, MAX_NODES_PER_JOB).cast(pl.UInt32)
             frame = frame.with_columns(n_nodes=pl.coalesce(pl.col("_nnodes"), count))
         else:
             frame = frame.rename({"_nnodes": "n_nodes"})
+        # a record that started ran on at least one node: NNodes 0 (and no NodeList) would
+        # hide its exposure (a never-started record prints NNodes 1 'None assigned')
+        nodeless = ((given == 0) & frame.get_column("start_time").is_not_null()).fill_null(False)
+        if nodeless.any():
+            bad = frame.filter(nodeless).select("line_no", "nodelist")
+            late += [
+                (
+                    ln,
+                    f"field NNodes: 0 nodes (NodeList '{nl or ''}') for a record that started: "
+                    "a started job or step runs on at least one node",
+                )
+                for ln, nl in bad.iter_rows()
+            ]
+            frame = frame.filter(~nodeless)
         if hl_errors:
             flag = frame.get_column("nodelist").is_in(list(hl_errors)).fill_null(False)
             if flag.any():
@@ -958,7 +982,7 @@ def _reasons(
             "field Timelimit: '{}' is longer than the accepted calendar (a poison value)",
             pl.coalesce(v("Timelimit"), v("TimelimitRaw")))),
         ("_c_limit", pl.format("field Timelimit: cannot read duration '{}'", v("Timelimit"))),
-        ("_c_nnodes", pl.format("field NNodes: not a count '{}'",
+        ("_c_nnodes", pl.format("field NNodes: not a node count '{}'",
                                 pl.coalesce(v("NNodes"), v("AllocNodes")))),
         ("_c_nnodes_poison", pl.format(
             f"field NNodes: {{}} nodes is more than {MAX_NODES_PER_JOB:,} (a poison value)",
@@ -977,6 +1001,13 @@ def _reasons(
         ("_c_hostlist", pl.lit("field NodeList: ") + pl.col("nodelist").replace_strict(
             hl_errors, default="", return_dtype=pl.String) if hl_errors else pl.lit("")),
     ]  # fmt: skip
+    for flag in frame.columns:
+        if flag.startswith("_c_twice_"):
+            name = flag.removeprefix("_c_twice_")
+            base = copy_of(name) or name
+            msgs.append((flag, pl.format(
+                f"field {base}: the header names {base} twice and the copies differ "
+                "('{}' and '{}'): the record's value is unknown", v(base), v(name))))  # fmt: skip
     reason = pl.coalesce(
         [pl.when(pl.col(flag)).then(msg) for flag, msg in msgs if flag in frame.columns]
     )

@@ -72,10 +72,10 @@ from reliability.ingest._sacct_records import (
 )
 from reliability.ingest.slurm_fields import (
     HEADER_FIRST,
-    READ_FIELDS,
     REQUIRED_FIELDS,
     SACCT_EXPORT_COMMAND,
     SACCT_FIELDS,
+    read_column,
 )
 
 __all__ = ["MAX_NODE_NAMES_PER_INPUT", "SacctReader"]
@@ -262,6 +262,15 @@ class SacctReader:
             if ln.strip() and not ln.startswith("#")
         ]
         n = len(self.fields)
+        if lines and not any(x.count("|") in (n - 1, n) for x in lines):
+            # not one line fits: the fields are not the export's (checked before the fields'
+            # content, e.g. a missing Cluster, so the message names the real mistake)
+            raise IngestError(
+                self.src,
+                f"option fields= names {n} fields, but none of the first {len(lines)} lines has "
+                f"{n} (the first has {lines[0].count('|') + 1}, '|'-separated): give the "
+                "--format list the export was made with, in its order",
+            )
         trailing = sum(x.endswith("|") and x.count("|") == n for x in lines) > len(lines) / 2
         return Layout(tuple(self.fields), trailing)
 
@@ -290,7 +299,7 @@ class SacctReader:
         layout = self.layout
         if not self._window_records or layout is None:
             return
-        cols = sorted({0} | {i for i, n in enumerate(layout.names) if n in READ_FIELDS})
+        cols = sorted({0} | {i for i, n in enumerate(layout.names) if read_column(n)})
         recs = pl.DataFrame(
             {
                 "line_no": [ln for ln, _ in self._window_records],
@@ -399,7 +408,7 @@ class SacctReader:
             return None
         data = block.data
         n_fields = len(layout.names) + int(layout.trailing)
-        cols = sorted({0} | {i for i, n in enumerate(layout.names) if n in READ_FIELDS})
+        cols = sorted({0} | {i for i, n in enumerate(layout.names) if read_column(n)})
         frame = block_frame(data, n_fields, cols)
         if frame.height != block.n_lines:  # pragma: no cover - polars kept one row per line
             raise IngestError(

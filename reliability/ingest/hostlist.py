@@ -35,7 +35,7 @@ __all__ = [
 
 _EMPTY = frozenset({"", "None assigned", "(null)", "None"})
 _MAX_DIGITS = 18  # host numbers fit in an int64
-_TRAILING_NUM = re.compile(r"^(.*?)(\d+)$")
+_TRAILING_NUM = re.compile(r"^(.*?)([0-9]+)$")
 
 
 class HostlistError(ValueError):
@@ -295,9 +295,10 @@ def sizes(exprs: pl.Series) -> pl.Series:
         .with_row_index("p")
         .explode("body")
         .with_columns(
-            lo=pl.col("body").str.extract(r"^(\d+)", 1).cast(pl.Int64, strict=False),
+            lo=pl.col("body").str.extract(r"^([0-9]+)", 1).cast(pl.Int64, strict=False),
             hi=pl.coalesce(
-                pl.col("body").str.extract(r"-(\d+)$", 1), pl.col("body").str.extract(r"^(\d+)", 1)
+                pl.col("body").str.extract(r"-([0-9]+)$", 1),
+                pl.col("body").str.extract(r"^([0-9]+)", 1),
             ).cast(pl.Int64, strict=False),
         )
         .with_columns(
@@ -328,7 +329,7 @@ def sizes(exprs: pl.Series) -> pl.Series:
 
 
 def node_lists(
-    nodelist: pl.Series, *, budget: int | None = None
+    nodelist: pl.Series, *, budget: int | None = None, distinct: bool = False
 ) -> tuple[pl.Series, dict[str, str], int]:
     """Expand a column of hostlists into ``list[str]`` (null or empty hostlist -> ``[]``).
 
@@ -343,6 +344,9 @@ def node_lists(
         Hostlist expressions, one per row.
     budget : int or None
         Most host names all rows may hold in total; None: no limit.
+    distinct : bool
+        An expression that names a host twice (``n1,n1``, ``n[1,1]``) is an error: a Slurm
+        job's node set never repeats a host (checked once per distinct expression).
 
     Returns
     -------
@@ -369,6 +373,26 @@ def node_lists(
         .join(table, on="nodelist", how="left", maintain_order="left")
         .get_column("_expanded")
     )
+    if distinct and lists.len():
+        many = (lists.list.len() > 1).fill_null(False)
+        if many.any():
+            multi = lists.filter(many)
+            twice = (multi.list.n_unique() != multi.list.len()).fill_null(False)
+            if twice.any():
+                errors = dict(errors)
+                for key, names in zip(
+                    keys.filter(many).filter(twice), multi.filter(twice), strict=True
+                ):
+                    seen: set[str] = set()
+                    dup = ""
+                    for name in names:
+                        if name in seen:
+                            dup = name
+                            break
+                        seen.add(name)
+                    errors[key] = (
+                        f"'{key}' names host '{dup}' twice (a Slurm node set never repeats a host)"
+                    )
     empty = pl.Series([[]], dtype=pl.List(pl.String))
     values = pl.concat([lists, empty], rechunk=True)
     if values.has_nulls():  # invalid expressions: no nodes
@@ -401,8 +425,8 @@ def expand_column(frame: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, str]]:
 
 
 _SIMPLE_HOSTLIST = (
-    r"^[\w\-.]+(\[\d{1,18}(-\d{1,18})?(,\d{1,18}(-\d{1,18})?)*\])?"
-    r"(,[\w\-.]+(\[\d{1,18}(-\d{1,18})?(,\d{1,18}(-\d{1,18})?)*\])?)*$"
+    r"^[\w\-.]+(\[[0-9]{1,18}(-[0-9]{1,18})?(,[0-9]{1,18}(-[0-9]{1,18})?)*\])?"
+    r"(,[\w\-.]+(\[[0-9]{1,18}(-[0-9]{1,18})?(,[0-9]{1,18}(-[0-9]{1,18})?)*\])?)*$"
 )
 
 
@@ -463,8 +487,8 @@ def expand_table(exprs: pl.Series) -> tuple[pl.DataFrame, dict[str, str]]:
             .explode("item")
             .with_row_index("rid")
             .with_columns(
-                lo=pl.col("item").str.extract(r"^(\d+)", 1),
-                hi=pl.coalesce(pl.col("item").str.extract(r"-(\d+)$", 1), pl.col("item").str.extract(r"^(\d+)", 1)),
+                lo=pl.col("item").str.extract(r"^([0-9]+)", 1),
+                hi=pl.coalesce(pl.col("item").str.extract(r"-([0-9]+)$", 1), pl.col("item").str.extract(r"^([0-9]+)", 1)),
             )
             .with_columns(
                 width=pl.when(pl.col("lo").str.starts_with("0") | (pl.col("lo").str.len_chars() == pl.col("hi").str.len_chars()))

@@ -30,6 +30,7 @@ import polars as pl
 
 from reliability.errors import IngestError
 from reliability.ingest._common import ReadResult, decode_text
+from reliability.ingest._compressed import is_gzip, unsupported_compression
 from reliability.ingest._sacct_io import head
 from reliability.ingest._sacct_reader import MAX_NODE_NAMES_PER_INPUT, SacctReader
 from reliability.ingest.slurm_fields import (
@@ -103,7 +104,9 @@ def read_sacct(
     end = _window_time(src, "window_end", window_end)
     if start is not None and end is not None and end <= start:
         raise IngestError(src, f"window_end={end} is not after window_start={start}")
+    _refuse_unreadable(src, path)
     first = decode_text(head(path))[0]  # (without a byte-order mark; UTF-16 decoded)
+    _refuse_binary(src, first)
     if names is None:
         _refuse_other_formats(src, first)
     if names is None and first.lstrip()[:1] in (b"{", b"["):  # JSON (a list is refused)
@@ -111,7 +114,20 @@ def read_sacct(
 
         result = read_sacct_json(path, cluster=cluster)
     else:
+        if b"\n" not in first and b"\r" in first.strip():
+            # old Mac line endings: read as one line, every record would be lost
+            raise IngestError(
+                src,
+                "the file has CR-only line endings (old Mac style, no newline in its first "
+                f"{len(first):,} bytes): convert them first, e.g. tr '\\r' '\\n' < in > out",
+                line=1,
+            )
         result = SacctReader(src, cluster=cluster, tz=tz, names=names).run(path)
+        if result.rows_read and not _ends_with_newline(path):
+            result.notes.append(
+                "the last line has no newline (sacct ends every line with one): the file may "
+                "have been cut, and its last record with it (kept as read: check it)"
+            )
     if start is not None:
         result.observed_from = start
     if end is not None:
@@ -174,6 +190,58 @@ def _window_time(src: str, name: str, value: datetime | str | None) -> datetime 
     if value.tzinfo is None:
         raise IngestError(src, f"option {name}={value} has no time zone (give e.g. ...Z)")
     return value.astimezone(UTC)
+
+
+def _ends_with_newline(path: str | Path) -> bool:
+    """Tell whether a plain file's last byte is a newline (True for gzip: not checked)."""
+    if is_gzip(path):
+        return True
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, 2)
+            if fh.tell() == 0:
+                return True
+            fh.seek(max(fh.tell() - 4, 0))
+            tail = fh.read(4)
+    except OSError:
+        return True
+    # (UTF-16/32 text ends with the newline's wide form)
+    return tail.rstrip(b"\x00").endswith(b"\n") or tail.endswith(b"\x00\n")
+
+
+def _refuse_unreadable(src: str, path: str | Path) -> None:
+    """Refuse a compressed form that is not gzip, and gzip inside gzip, saying what it is."""
+    try:
+        with open(path, "rb") as fh:
+            start = fh.read(8)
+    except OSError:
+        return  # the reader says why it cannot read the file
+    what = unsupported_compression(start)
+    if what is None and is_gzip(path):
+        inner = head(path, 8)
+        if inner[:2] == b"\x1f\x8b":
+            what = "is gzip inside gzip (not supported: gunzip it twice)"
+        else:
+            what = (inner and unsupported_compression(inner)) or None
+            what = what and what.replace("is ", "is gzip of ", 1)
+    if what is not None:
+        raise IngestError(src, f"the file {what}; then read the plain sacct export")
+
+
+#: share of control bytes and undecodable bytes in a file's start that marks binary data
+_BINARY_SHARE = 0.1
+_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f\ufffd]")
+
+
+def _refuse_binary(src: str, first: bytes) -> None:
+    """Refuse a file whose start is mostly not text (an image, an archive, random bytes)."""
+    sample = first[:4096].decode("utf-8", errors="replace")
+    if sample and len(_CONTROL.findall(sample)) > _BINARY_SHARE * len(sample):
+        raise IngestError(
+            src,
+            "the file holds binary data, not a sacct export (text lines of '|'-separated "
+            f"fields); {_EXPORT_HINT}",
+        )
 
 
 def _refuse_other_formats(src: str, first: bytes) -> None:

@@ -23,6 +23,8 @@ __all__ = [
     "SACCT_SPELLING",
     "TEXT_FIELDS",
     "USED_FIELDS",
+    "copy_of",
+    "read_column",
     "sacct_export_args",
     "sacct_jobs_args",
     "sacctmgr_events_args",
@@ -160,28 +162,69 @@ USED_FIELDS = frozenset(
 #: Fields read when present: the used ones, and those only checked (a DerivedExitCode that is
 #: no ``code:signal`` quarantines its record; the contract has no column for it).
 READ_FIELDS = USED_FIELDS | {"DerivedExitCode"}
+
+
+def copy_of(name: str) -> str | None:
+    """Return the field a header column repeats (``State_2`` -> ``State``), or None.
+
+    sacct prints a field once per mention in ``--format``. Only fields the reader reads and
+    that are not free text count: their copies are read and compared (a record whose copies
+    differ is quarantined).
+
+    Parameters
+    ----------
+    name : str
+        A column name of the layout (copies numbered by :func:`parse_header`).
+
+    Returns
+    -------
+    str or None
+        The repeated field.
+    """
+    base, _, n = name.rpartition("_")
+    if n.isdigit() and n.isascii() and base in READ_FIELDS and base not in TEXT_FIELDS:
+        return base
+    return None
+
+
+def read_column(name: str) -> bool:
+    """Tell whether the reader reads a header column (a field it uses, or a copy of one).
+
+    Parameters
+    ----------
+    name : str
+        A column name of the layout.
+
+    Returns
+    -------
+    bool
+        True if the column is read.
+    """
+    return name in READ_FIELDS or copy_of(name) is not None
+
+
 #: Free-text fields (user-controlled; may contain ``|`` or newlines), most likely first.
 TEXT_FIELDS = (
     "JobName", "SubmitLine", "Comment", "AdminComment", "SystemComment", "Constraints",
     "WorkDir", "Extra", "Container", "MCSLabel", "StdOut", "StdErr", "StdIn", "FailedNode",
 )  # fmt: skip
 
-_TIME = r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d|\d+|Unknown|None|)"
-_DUR = r"((\d+-)?(\d+:)?\d+:\d+(\.\d+)?|UNLIMITED|Partition_Limit|INVALID|)"
-_COUNT = r"(\d*|UNLIMITED|Partition_Limit|INVALID)"
+_TIME = r"([0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9]|[0-9]+|Unknown|None|)"
+_DUR = r"(([0-9]+-)?([0-9]+:)?[0-9]+:[0-9]+(\.[0-9]+)?|UNLIMITED|Partition_Limit|INVALID|)"
+_COUNT = r"([0-9]*|UNLIMITED|Partition_Limit|INVALID)"
 _IDENT = r"[\w\-.$@]*"
 _TRES = r"[\w/:=,.\-]*"
-_MEM = r"([\d.]+[KMGTPkmgtp]?[cn]?|)"
+_MEM = r"([0-9.]+[KMGTPkmgtp]?[cn]?|)"
 #: Shape of each structured field; used to choose among repairs of delimiter collisions.
 FIELD_PATTERNS: dict[str, re.Pattern[str]] = {
     name: re.compile(p)
     for name, p in {
-        "JobID": r"\d+(_(\d+|\[[^\]|]*\]))?(\+\d+)?(\.[\w-]+)?",
-        "JobIDRaw": r"\d+(\+\d+)?(\.[\w-]+)?",
-        "User": _IDENT, "Group": _IDENT, "UID": r"\d*", "GID": r"\d*",
-        "Account": _IDENT, "Partition": r"[\w\-.,]*", "QOS": r"[\w\-.,]*", "QOSRAW": r"\d*",
-        "State": r"([A-Z_]+( by -?\d+)?\+?)?",
-        "ExitCode": r"(-?\d+:-?\d+)?", "DerivedExitCode": r"(-?\d+:-?\d+)?",
+        "JobID": r"[0-9]+(_([0-9]+|\[[^\]|]*\]))?(\+[0-9]+)?(\.[A-Za-z0-9_-]+)?",
+        "JobIDRaw": r"[0-9]+(\+[0-9]+)?(\.[A-Za-z0-9_-]+)?",
+        "User": _IDENT, "Group": _IDENT, "UID": r"[0-9]*", "GID": r"[0-9]*",
+        "Account": _IDENT, "Partition": r"[\w\-.,]*", "QOS": r"[\w\-.,]*", "QOSRAW": r"[0-9]*",
+        "State": r"([A-Z_]+( by -?[0-9]+)?\+?)?",
+        "ExitCode": r"(-?[0-9]+:-?[0-9]+)?", "DerivedExitCode": r"(-?[0-9]+:-?[0-9]+)?",
         "Submit": _TIME, "Eligible": _TIME, "Start": _TIME, "End": _TIME,
         "Elapsed": _DUR, "Suspended": _DUR, "Timelimit": _DUR, "TotalCPU": _DUR,
         "UserCPU": _DUR, "SystemCPU": _DUR, "CPUTime": _DUR, "AveCPU": _DUR, "MinCPU": _DUR,
@@ -199,6 +242,6 @@ FIELD_PATTERNS: dict[str, re.Pattern[str]] = {
 }  # fmt: skip
 
 HEADER_FIRST = re.compile(r"(?i)^jobid(raw)?$")
-DURATION = r"^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+)(?:\.\d+)?$"
+DURATION = r"^(?:([0-9]+)-)?(?:([0-9]+):)?([0-9]+):([0-9]+)(?:\.[0-9]+)?$"
 NO_LIMIT = ("UNLIMITED", "Partition_Limit", "INVALID")
 ISO_FMT = "%Y-%m-%dT%H:%M:%S"

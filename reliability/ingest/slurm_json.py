@@ -138,6 +138,8 @@ def _exit(v: Any, trusted: bool = True) -> tuple[int | None, int | None]:
     code = _num(v.get("return_code"))
     sig = v.get("signal") or {}
     signal = _num(sig.get("signal_id", sig.get("id"))) if isinstance(sig, dict) else None
+    if code is None and signal is None and status in ("PENDING", None):
+        return None, None  # no exit yet (a step sacct has no code for): unknown, not 0
     return (code if code is not None else 0), (signal if signal is not None else 0)
 
 
@@ -421,12 +423,14 @@ def read_sacct_json(path: str | Path, *, cluster: str | None = None) -> ReadResu
                 "with --parsable2"
             )
             continue
+        repeated: list[str] = []
         try:
             j, replaced = loads_record(
                 data[start:stop],
                 max_bytes=MAX_JOB_RECORD_BYTES,
                 what="job record",
                 depth_checked=True,
+                repeated_keys=repeated,
             )
         except json.JSONDecodeError as exc:
             raise IngestError(
@@ -440,6 +444,11 @@ def read_sacct_json(path: str | Path, *, cluster: str | None = None) -> ReadResu
         try:
             if not isinstance(j, dict):
                 raise _Bad(f"a job record must be an object, got {type(j).__name__}")
+            if repeated:
+                raise _Bad(
+                    f"key '{repeated[0]}' appears twice in one object: the record is ambiguous "
+                    "(sacct prints each key once)"
+                )
             row = _row(j, cluster, old_parser)
             reason = _check(row, states)
             job_steps = _step_rows(j, row, old_parser, states) if reason is None else []

@@ -126,7 +126,16 @@ def test_gpumem_tres_is_no_gpu_count(tmp_path):
 
 # -- SW8: a started record on no node ------------------------------------------------------
 def test_started_record_on_no_node_is_quarantined(tmp_path):
+    # NNodes 0 and an empty NodeList: the empty NodeList is named (checked first)
     text = "\n".join([HEADER, row(100, nn="0", nodes=""), row(101)])
+    r = read_sacct(_write(tmp_path, text + "\n"))
+    assert _counts(r) == (2, 1, 1)
+    ((line, reason),) = _reasons(r)
+    assert line == 2
+    assert reason.startswith("field NodeList: '' for a record that started")
+    # without a NodeList field, NNodes 0 is named
+    header = HEADER.removesuffix("|NodeList")
+    text = "\n".join([header, row(100, nn="0").rsplit("|", 1)[0], row(101).rsplit("|", 1)[0]])
     r = read_sacct(_write(tmp_path, text + "\n"))
     assert _counts(r) == (2, 1, 1)
     ((line, reason),) = _reasons(r)
@@ -258,3 +267,24 @@ def test_json_key_named_twice_is_quarantined(tmp_path):
     assert r.tables["jobs"].get_column("job_id").to_list() == ["5"]
     (reason,) = r.quarantine.get_column("reason").to_list()
     assert "key 'job_id' appears twice in one object" in reason
+
+
+@pytest.mark.parametrize("nodes", ["", "None assigned"])
+def test_started_record_without_node_list_is_quarantined(tmp_path, nodes):
+    text = "\n".join([HEADER, row(100, nodes=nodes), row(101)])
+    r = read_sacct(_write(tmp_path, text + "\n"))
+    assert _counts(r) == (2, 1, 1)
+    assert _reasons(r) == [
+        (
+            2,
+            f"field NodeList: '{nodes}' for a record that started (1796001610): a started job "
+            "or step runs on at least one node",
+        )
+    ]
+
+
+def test_started_record_without_node_list_field_is_kept(tmp_path):
+    header = HEADER.removesuffix("|NodeList")
+    text = "\n".join([header, row(100).rsplit("|", 1)[0]])
+    r = read_sacct(_write(tmp_path, text + "\n"))
+    assert _counts(r) == (1, 1, 0)

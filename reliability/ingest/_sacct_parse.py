@@ -529,6 +529,14 @@ def typed_plan(
         end_unknown = pl.lit(False)
     stage4: dict[str, pl.Expr] = {
         "_c_end_unknown": end_unknown,
+        # a record that started ran on at least one node: with the NodeList field exported,
+        # an empty one (or 'None assigned', which only never-started records print) would
+        # hide its exposure
+        "_c_no_nodes": (
+            (pl.col("nodelist").is_null() & pl.col("start_time").is_not_null()).fill_null(False)
+            if "NodeList" in cols
+            else pl.lit(False)
+        ),
         "_c_order_end": (pl.col("start_time") > pl.col("end_time")).fill_null(False),
         # no Submit time, and not for a reason given by another check
         "_c_submit_missing": (
@@ -992,6 +1000,9 @@ def _reasons(
             f"field AllocTRES: the GPU count is more than {MAX_ACCELERATORS_PER_JOB:,} or "
             "does not fit 64 bits (a poison value): '{}'",
             pl.coalesce(v("AllocTRES"), v("ReqTRES"), v("AllocGRES"), v("ReqGRES"), v("Gres")))),
+        ("_c_no_nodes", pl.format(
+            "field NodeList: '{}' for a record that started ({}): a started job or step runs "
+            "on at least one node", v("NodeList"), v("Start"))),
         ("_c_order_end", pl.format("End {} is before Start {} (impossible order; not fixed)",
                                    v("End"), v("Start"))),
         ("_c_end_unknown", pl.format(

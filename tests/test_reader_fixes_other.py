@@ -68,3 +68,89 @@ def test_events_of_the_cluster_only_need_no_node_fields(tmp_path):
     r = read_sacctmgr_events(p, tz="UTC")
     assert _counts(r) == (1, 1, 0)
     assert r.tables["node_states"].height == 0
+
+
+def test_kernel_xid_code_in_non_ascii_digits_is_quarantined(tmp_path):
+    from reliability.ingest.kernel_log import read_kernel_log
+
+    p = tmp_path / "k.log"
+    p.write_text(
+        "[Sun Mar  8 05:30:00 2026] NVRM: Xid (PCI:0000:9b:00): \u0667\u0669, pid=1\n"
+        "[Sun Mar  8 05:31:00 2026] NVRM: Xid (PCI:0000:9b:00): 48, pid=1, DBE\n"
+    )
+    r = read_kernel_log(p, cluster="c", node="gpu01", tz="UTC")
+    assert _counts(r) == (2, 1, 1)
+    assert r.tables["health_events"].get_column("code").to_list() == ["48"]
+    assert r.quarantine.item(0, "line_no") == 1
+
+
+def test_kernel_local_time_in_a_dst_gap_is_quarantined_and_a_repeated_hour_noted(tmp_path):
+    from reliability.ingest.kernel_log import read_kernel_log
+
+    p = tmp_path / "k.log"
+    p.write_text(
+        "[Sun Mar  8 02:30:00 2026] NVRM: Xid (PCI:0000:9b:00): 79, pid=1\n"
+        "[Sun Nov  1 01:30:00 2026] NVRM: Xid (PCI:0000:9b:00): 48, pid=1\n"
+    )
+    r = read_kernel_log(p, cluster="c", node="gpu01", tz="America/New_York")
+    assert _counts(r) == (2, 1, 1)
+    assert r.quarantine.select("line_no", "reason").rows() == [
+        (
+            1,
+            "timestamp 'Sun Mar  8 02:30:00 2026' cannot be read: it does not exist in "
+            "America/New_York (a daylight-saving gap)",
+        )
+    ]
+    # 01:30 EDT (the earlier reading, as the sacct reader) is 05:30Z
+    assert r.tables["health_events"].item(0, "time") == datetime(2026, 11, 1, 5, 30, tzinfo=UTC)
+    assert any("hour repeated" in n for n in r.notes)
+
+
+def test_kernel_rfc3339_without_offset_and_no_tz_says_so(tmp_path):
+    from reliability.ingest.kernel_log import read_kernel_log
+
+    p = tmp_path / "k.log"
+    p.write_text(
+        "2026-03-08T05:30:00 gpu01 kernel: NVRM: Xid (PCI:0000:9b:00): 79, pid=1\n"
+        "2026-03-08T05:30:01Z gpu01 kernel: NVRM: Xid (PCI:0000:9b:00): 48, pid=1\n"
+    )
+    r = read_kernel_log(p, cluster="c")
+    assert _counts(r) == (2, 1, 1)
+    assert r.quarantine.item(0, "reason") == (
+        "timestamp '2026-03-08T05:30:00' has no UTC offset: pass tz= (--tz)"
+    )
+
+
+def test_dcgm_non_ascii_value_and_newline_host_are_quarantined(tmp_path):
+    from reliability.ingest.dcgm import read_dcgm
+
+    p = tmp_path / "d.prom"
+    p.write_text(
+        'DCGM_FI_DEV_XID_ERRORS{gpu="0",Hostname="gpu07"} \u0667\u0669\n'
+        'DCGM_FI_DEV_XID_ERRORS{gpu="0",Hostname="gpu\\n07"} 79\n'
+        'DCGM_FI_DEV_XID_ERRORS{gpu="1",Hostname="gpu07"} 48\n'
+    )
+    r = read_dcgm(p, cluster="c", scraped_at=datetime(2026, 1, 1, tzinfo=UTC))
+    assert _counts(r) == (3, 1, 1 + 1)
+    assert r.tables["health_events"].select("node", "code").rows() == [("gpu07", "48")]
+    assert r.quarantine.select("line_no", "reason").rows() == [
+        (1, "value '\u0667\u0669' is not a number (ASCII digits only)"),
+        (2, "host label 'gpu\\n07' is not a host name (a control character)"),
+    ]
+
+
+def test_health_csv_time_in_non_ascii_digits_is_not_a_number_or_time(tmp_path):
+    from reliability.ingest.health import read_health
+
+    p = tmp_path / "h.csv"
+    arabic = "".join(chr(0x660 + int(c)) for c in "1795600000")
+    p.write_text(
+        "cluster,node,time,source,component,code,severity,device,message\n"
+        f"c1,n1,{arabic},sim,gpu,79,critical,,x\n"
+        "c1,n2,1795600000,sim,gpu,79,critical,,x\n"
+    )
+    r = read_health(p)
+    assert _counts(r) == (2, 1, 1)
+    reason = r.quarantine.item(0, "reason")
+    assert reason.startswith("column time: cannot read")
+    assert "1990-2200" not in reason

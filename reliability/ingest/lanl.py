@@ -67,14 +67,14 @@ _REQUIRED = ("System", "nodenumz", "Prob Started", "Prob Fixed", "node prod", "n
 def _month(text: str) -> datetime | None:
     """``Nov-96`` / ``2-Mar`` -> first day of that month (naive); None for current / unknown."""
     t = text.strip().lower()
-    m = re.fullmatch(r"([a-z]{3})-(\d{2})", t)
+    m = re.fullmatch(r"([a-z]{3})-([0-9]{2})", t)
     if m and m.group(1) in _MONTHS:
         return datetime(
             1900 + int(m.group(2)) if int(m.group(2)) > 50 else 2000 + int(m.group(2)),
             _MONTHS[m.group(1)],
             1,
         )
-    m = re.fullmatch(r"(\d{1,2})-([a-z]{3})", t)
+    m = re.fullmatch(r"([0-9]{1,2})-([a-z]{3})", t)
     if m and m.group(2) in _MONTHS:
         return datetime(2000 + int(m.group(1)), _MONTHS[m.group(2)], 1)
     return None
@@ -240,7 +240,9 @@ def _complete_inventory(
             )
             continue
         numbered = sorted(
-            (int(str(r["component_id"])), r) for r in rows if str(r["component_id"]).isdigit()
+            (int(str(r["component_id"])), r)
+            for r in rows
+            if str(r["component_id"]).isascii() and str(r["component_id"]).isdigit()
         )
         if not numbered:
             continue

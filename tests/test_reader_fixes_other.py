@@ -154,3 +154,45 @@ def test_health_csv_time_in_non_ascii_digits_is_not_a_number_or_time(tmp_path):
     reason = r.quarantine.item(0, "reason")
     assert reason.startswith("column time: cannot read")
     assert "1990-2200" not in reason
+
+
+def test_pod_json_lines_repeated_keys_and_non_finite_numbers_are_quarantined(tmp_path):
+    from reliability.ingest.pod_log import read_pod_log
+
+    fail = '"time":"2026-01-01T00:00:00Z","event":"component_fail","component_type":"machine"'
+    p = tmp_path / "p.jsonl"
+    p.write_text(
+        '{"time":"2026-01-01T00:00:00Z","event":"healthd","event":"component_fail",'
+        '"component_type":"machine","component_id":"h1"}\n'
+        f'{{{fail},"component_id":"h2","x":NaN}}\n'
+        f'{{{fail},"component_id":"h3","x":1e400}}\n'
+        f'{{{fail},"component_id":"h4","time":"2026-01-02T00:00:00Z"}}\n'
+        f'{{{fail},"component_id":"h5"}}\n'
+    )
+    r = read_pod_log(p, cluster="c")
+    assert _counts(r) == (5, 1, 4)
+    assert r.quarantine.select("line_no", "reason").rows() == [
+        (1, "key 'event' given twice in one object (ambiguous)"),
+        (2, "NaN is not JSON (not a finite number)"),
+        (3, "number 1e400 is not a finite number (too large for a float)"),
+        (4, "key 'time' given twice in one object (ambiguous)"),
+    ]
+    assert r.tables["component_failures"].height == 1
+
+
+def test_health_jsonl_repeated_key_is_quarantined(tmp_path):
+    from reliability.ingest.health import read_health
+
+    rest = '"time":"2026-01-01T00:00:00Z","source":"sim","component":"gpu","code":"79",'
+    rest += '"severity":"critical","message":"x"'
+    p = tmp_path / "h.jsonl"
+    p.write_text(
+        f'{{"cluster":"c1","node":"gpu01","node":"gpu02",{rest}}}\n'
+        f'{{"cluster":"c1","node":"gpu03",{rest}}}\n'
+    )
+    r = read_health(p)
+    assert _counts(r) == (2, 1, 1)
+    assert r.quarantine.select("line_no", "reason").rows() == [
+        (1, "key 'node' given twice in one object (ambiguous)")
+    ]
+    assert r.tables["health_events"].get_column("node").to_list() == ["gpu03"]

@@ -19,6 +19,7 @@ bytes nested 1-2 levels; ``sacct --json`` nests about 10 levels.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ __all__ = [
     "MAX_LINE_BYTES",
     "RAW_PREFIX",
     "JsonLimitError",
+    "JsonValueError",
     "Mark",
     "Structure",
     "blank",
@@ -78,6 +80,37 @@ class JsonLimitError(ValueError):
     def __init__(self, message: str, pos: int | None = None) -> None:
         super().__init__(message)
         self.pos = pos
+
+
+class JsonValueError(ValueError):
+    """A JSON record that :mod:`json` reads but that is ambiguous or not JSON (the message)."""
+
+
+def _no_repeated_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for k, v in pairs:
+        if k in out:
+            raise JsonValueError(f"key {k[:40]!r} given twice in one object (ambiguous)")
+        out[k] = v
+    return out
+
+
+def _no_constant(token: str) -> object:
+    raise JsonValueError(f"{token} is not JSON (not a finite number)")
+
+
+def _finite_float(text: str) -> float:
+    v = float(text)
+    if not math.isfinite(v):
+        raise JsonValueError(f"number {text[:40]} is not a finite number (too large for a float)")
+    return v
+
+
+_LINE_HOOKS = {
+    "object_pairs_hook": _no_repeated_keys,
+    "parse_constant": _no_constant,
+    "parse_float": _finite_float,
+}
 
 
 @dataclass(frozen=True)
@@ -362,6 +395,7 @@ def loads_record(
     max_bytes: int = MAX_LINE_BYTES,
     what: str = "line",
     depth_checked: bool = False,
+    strict: bool = False,
 ) -> tuple[object, bool]:
     """Parse one JSON record within the limits.
 
@@ -375,6 +409,11 @@ def loads_record(
         What the record is, for the messages (``"line"``, ``"job record"``).
     depth_checked : bool
         The caller has checked the nesting already (:func:`shallow_marks`).
+    strict : bool
+        Refuse what :mod:`json` accepts but JSON (RFC 8259) leaves undefined or forbids
+        (:class:`JsonValueError`): a key given twice in one object (``json`` keeps the last
+        silently), ``NaN`` / ``Infinity`` tokens, and numbers too large for a float (``1e400``
+        read as infinity). The JSON-lines readers (health, pod events) parse this way.
 
     Returns
     -------
@@ -385,6 +424,8 @@ def loads_record(
     ------
     JsonLimitError
         If the record is longer than ``max_bytes`` or nested deeper than :data:`MAX_DEPTH`.
+    JsonValueError
+        (``strict``) If the record is ambiguous or holds a non-finite number.
     ValueError
         If it is not valid JSON (:class:`json.JSONDecodeError`, :class:`UnicodeDecodeError`, or
         an integer too long to convert).
@@ -397,6 +438,6 @@ def loads_record(
         )
     if not depth_checked and (depth := too_deep(text)) is not None:
         raise JsonLimitError(f"JSON nested deeper than {MAX_DEPTH} levels ({depth}): not parsed")
-    value = json.loads(text)
+    value = json.loads(text, **_LINE_HOOKS) if strict else json.loads(text)
     escaped = b"\\u" in text if isinstance(text, bytes) else "\\u" in text
     return fix_surrogates(value) if escaped else (value, False)

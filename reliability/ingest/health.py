@@ -42,7 +42,13 @@ from reliability.ingest._common import (
     quarantine_frame,
     read_lines,
 )
-from reliability.ingest._json import MAX_LINE_BYTES, RAW_PREFIX, JsonLimitError, loads_record
+from reliability.ingest._json import (
+    MAX_LINE_BYTES,
+    RAW_PREFIX,
+    JsonLimitError,
+    JsonValueError,
+    loads_record,
+)
 
 __all__ = ["CANONICAL_TABLES", "detect_table", "read_health"]
 
@@ -320,8 +326,8 @@ def _jsonl_records(
             records.append((no, line, None, why))
             continue
         try:
-            obj, replaced = loads_record(line)
-        except JsonLimitError as exc:
+            obj, replaced = loads_record(line, strict=True)
+        except (JsonLimitError, JsonValueError) as exc:
             records.append((no, line, None, str(exc)))
             continue
         except json.JSONDecodeError as exc:

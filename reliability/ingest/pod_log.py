@@ -45,7 +45,13 @@ from reliability.ingest._common import (
     quarantine_frame,
     read_lines,
 )
-from reliability.ingest._json import MAX_LINE_BYTES, RAW_PREFIX, JsonLimitError, loads_record
+from reliability.ingest._json import (
+    MAX_LINE_BYTES,
+    RAW_PREFIX,
+    JsonLimitError,
+    JsonValueError,
+    loads_record,
+)
 
 __all__ = ["POD_EVENTS", "read_pod_log"]
 
@@ -278,9 +284,11 @@ def _event(line: str) -> tuple[dict[str, object], str | None, bool]:
     replaced) or ({}, why, False).
     """
     try:
-        obj, replaced = loads_record(line)
+        obj, replaced = loads_record(line, strict=True)
     except JsonLimitError as exc:
         return {}, f"{_NOT_EVENT}: {exc}", False
+    except JsonValueError as exc:
+        return {}, str(exc), False
     except ValueError as exc:
         return {}, f"{_NOT_EVENT}: not valid JSON: {str(exc)[:120]}", False
     if not isinstance(obj, dict):

@@ -196,3 +196,32 @@ def test_health_jsonl_repeated_key_is_quarantined(tmp_path):
         (1, "key 'node' given twice in one object (ambiguous)")
     ]
     assert r.tables["health_events"].get_column("node").to_list() == ["gpu03"]
+
+
+def test_pod_second_failure_without_repair_is_quarantined(tmp_path):
+    from reliability.ingest.pod_log import read_pod_log
+
+    def ev(t, event):
+        return (
+            f'{{"time":"2026-01-01T0{t}:00:00Z","event":"{event}",'
+            '"component_type":"machine","component_id":"h1"}\n'
+        )
+
+    p = tmp_path / "p.jsonl"
+    p.write_text(
+        ev(0, "component_fail")
+        + ev(1, "component_fail")
+        + ev(2, "component_repair")
+        + ev(3, "component_fail")
+    )
+    r = read_pod_log(p, cluster="c")
+    assert _counts(r) == (4, 3, 1)
+    assert r.quarantine.select("line_no", "reason").rows() == [
+        (2, "machine h1 already failed at line 1 (no repair in between)")
+    ]
+    cf = r.tables["component_failures"]
+    assert cf.select("failed_at", "repaired_at").rows() == [
+        (datetime(2026, 1, 1, 0, tzinfo=UTC), datetime(2026, 1, 1, 2, tzinfo=UTC)),
+        (datetime(2026, 1, 1, 3, tzinfo=UTC), None),
+    ]
+    assert r.tables["node_states"].height == 2

@@ -225,3 +225,51 @@ def test_pod_second_failure_without_repair_is_quarantined(tmp_path):
         (datetime(2026, 1, 1, 3, tzinfo=UTC), None),
     ]
     assert r.tables["node_states"].height == 2
+
+
+_LANL_HEAD = (
+    "System,machine type,nodes,procstot,procsinnode,nodenum,nodenumz,node install,node prod,"
+    "node decom,fru type,mem,cputype,memtype,num intercon,purpose,Prob Started,Prob Fixed,"
+    "Down Time,Facilities,Hardware,Human Error,Network,Undetermined,Software,Same Event\n"
+)
+
+
+def _lanl_row(node, started, fixed, down):
+    return (
+        f"2,cluster,49,6152,80,{node},{node},5-Apr,5-Jun,current,part,80,1,1,0,graphics.fe,"
+        f"{started},{fixed},{down},,Graphics Accel Hdwr,,,,,No\n"
+    )
+
+
+def test_lanl_down_time_contradicting_the_interval_is_noted(tmp_path):
+    from reliability.ingest.lanl import read_lanl
+
+    p = tmp_path / "lanl.csv"
+    p.write_text(
+        _LANL_HEAD
+        + _lanl_row(0, "6/21/2005 10:54", "6/21/2005 11:00", 6)
+        + _lanl_row(1, "6/21/2005 10:54", "6/21/2005 11:00", 6000)
+        + _lanl_row(2, "6/21/2005 10:54", "6/21/2005 11:00", 5)  # rounding: fine
+    )
+    r = read_lanl(p)
+    assert _counts(r) == (3, 3, 0)
+    down = [n for n in r.notes if "Down Time" in n]
+    assert len(down) == 1
+    assert down[0].startswith("1 record(s) give a Down Time")
+    assert "(lines 3)" in down[0]
+
+
+def test_lanl_time_in_non_ascii_digits_is_quarantined(tmp_path):
+    from reliability.ingest.lanl import read_lanl
+
+    p = tmp_path / "lanl.csv"
+    p.write_text(
+        _LANL_HEAD
+        + _lanl_row(0, "6/21/200\u0665 10:54", "6/21/2005 11:00", 6)
+        + _lanl_row(1, "6/21/2005 10:54", "6/21/2005 11:00", 6)
+    )
+    r = read_lanl(p)
+    assert _counts(r) == (2, 1, 1)
+    assert r.quarantine.select("line_no", "reason").rows() == [
+        (2, "field Prob Started: '6/21/200\u0665 10:54' is not a number or time (ASCII digits)")
+    ]

@@ -273,3 +273,41 @@ def test_lanl_time_in_non_ascii_digits_is_quarantined(tmp_path):
     assert r.quarantine.select("line_no", "reason").rows() == [
         (2, "field Prob Started: '6/21/200\u0665 10:54' is not a number or time (ASCII digits)")
     ]
+
+
+def test_events_overlapping_intervals_of_one_node_and_state_are_noted(tmp_path):
+    p = tmp_path / "e.psv"
+    p.write_text(
+        _HEAD
+        + "c1|n1|2026-01-01T00:00:00|2026-01-01T03:00:00|DOWN|a|root\n"
+        + "c1|n1|2026-01-01T02:00:00|2026-01-01T04:00:00|DOWN|b|root\n"
+        + "c1|n1|2026-01-01T05:00:00|Unknown|DOWN|c|root\n"
+        + "c1|n1|2026-01-01T06:00:00|2026-01-01T07:00:00|DOWN|d|root\n"
+        + "c1|n1|2026-01-01T02:30:00|2026-01-01T02:45:00|DRAIN|e|root\n"
+    )
+    r = read_sacctmgr_events(p, tz="UTC")
+    assert _counts(r) == (5, 5, 0)
+    assert r.tables["node_states"].height == 5
+    notes = [n for n in r.notes if "overlap" in n]
+    assert notes == [
+        "2 interval(s) overlap an earlier one of the same node and state (lines 3, 5): kept "
+        "as printed, so the time they share is in both"
+    ]
+
+
+def test_events_time_in_a_dst_gap_says_so(tmp_path):
+    p = tmp_path / "e.psv"
+    p.write_text(
+        _HEAD
+        + "c1|n1|2026-03-08T02:30:00|2026-03-08T04:00:00|DOWN|a|root\n"
+        + "c1|n2|2026-03-08T01:30:00|2026-03-08T04:00:00|DOWN|a|root\n"
+    )
+    r = read_sacctmgr_events(p, tz="America/New_York")
+    assert _counts(r) == (2, 1, 1)
+    assert r.quarantine.select("line_no", "reason").rows() == [
+        (
+            2,
+            "field TimeStart: cannot read time '2026-03-08T02:30:00': it does not exist in "
+            "America/New_York (a daylight-saving gap)",
+        )
+    ]

@@ -172,9 +172,12 @@ def _to_utc(
             field=field,
         )
     utc = pl.from_epoch("epoch", time_unit="s").dt.replace_time_zone("UTC").cast(schema.UTC_TIME)
+    gap = pl.lit(False)
     if tz is not None:
         local = pl.col("iso").dt.replace_time_zone(tz, ambiguous="earliest", non_existent="null")
         utc = pl.coalesce(utc, local.dt.convert_time_zone("UTC").cast(schema.UTC_TIME))
+        gap = pl.col("iso").is_not_null() & local.is_null()
+    df = df.with_columns(gap=gap)
     latest = latest_time()
     df = df.with_columns(out=utc).with_columns(
         oob=out_of_range_time("out", latest) | pl.col("huge")
@@ -185,9 +188,15 @@ def _to_utc(
     times = out.to_list()
     reasons: list[str | None] = []
     bounds = bounds_text(latest)
-    for raw, t, far in zip(clean, times, oob, strict=True):
+    gaps = df.get_column("gap").to_list()
+    for raw, t, far, in_gap in zip(clean, times, oob, gaps, strict=True):
         if raw is None:
             reasons.append(None)
+        elif in_gap:
+            reasons.append(
+                f"field {field}: cannot read time {raw[:40]!r}: it does not exist in {tz} "
+                "(a daylight-saving gap)"
+            )
         elif far:
             reasons.append(f"field {field}: time {raw[:40]!r} is {bounds}")
         elif t is None:
@@ -282,6 +291,26 @@ def _too_long(n_bytes: int, what: str) -> str:
         f"{what} of {n_bytes:,} bytes, longer than the {MAX_RECORD_BYTES:,}-byte limit "
         "of one (Slurm prints 1-2 KB): not read"
     )
+
+
+def _overlapping(rows: list[dict[str, object]], lines: dict[int, int]) -> list[int]:
+    """Lines of the intervals that start before an earlier one of the node and state ends."""
+    by: dict[tuple[object, ...], list[tuple[datetime, datetime | None, int]]] = {}
+    for i, r in enumerate(rows):
+        key = (r["cluster"], r["node"], r["state"])
+        by.setdefault(key, []).append((r["start"], r["end"], lines[i]))  # type: ignore[arg-type]
+    out: set[int] = set()
+    for ivs in by.values():
+        if len(ivs) < 2:
+            continue
+        ivs.sort(key=lambda x: x[0])
+        reach: datetime | None = ivs[0][1]
+        for start, end, line in ivs[1:]:
+            if reach is None or start < reach:
+                out.add(line)
+            if reach is not None and (end is None or end > reach):
+                reach = end
+    return sorted(out)
 
 
 def _event_rank(row: dict[str, object], line_no: int) -> tuple[object, ...]:
@@ -448,6 +477,13 @@ def read_sacctmgr_events(
                 continue
             seen_key[key] = (len(b.rows), no)
             b.add(row)
+    overlaps = _overlapping(b.rows, {at: ln for at, ln in seen_key.values()})
+    if overlaps:
+        shown = ", ".join(map(str, overlaps[:5])) + (", ..." if len(overlaps) > 5 else "")
+        notes.append(
+            f"{len(overlaps)} interval(s) overlap an earlier one of the same node and state "
+            f"(lines {shown}): kept as printed, so the time they share is in both"
+        )
     if merged:
         notes.append(
             f"{merged} interval(s) repeat the cluster, node, state and start of another line "

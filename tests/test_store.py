@@ -312,3 +312,20 @@ def test_summary_counts_running_attempts_up_to_the_observation_end(tmp_path):
     want_h = (2 * 60 + 4 * 90) / 3600
     assert s.accelerator_hours == pytest.approx(want_h)
     assert f"accelerator-hours: {want_h:.3g}" in str(s)
+
+
+def test_a_symlink_loop_or_a_device_is_refused_clearly(tmp_path):
+    import os
+
+    ds = Dataset(tmp_path / "ds")
+    (tmp_path / "l1").symlink_to(tmp_path / "l2")
+    (tmp_path / "l2").symlink_to(tmp_path / "l1")
+    with pytest.raises(IngestError, match=r"l1: symlink loop"):
+        ds.ingest("slurm", tmp_path / "l1", tz="UTC")
+    with pytest.raises(IngestError, match=r"/dev/null: not a regular file \(a device or pipe\)"):
+        ds.ingest("slurm", "/dev/null", tz="UTC")
+    os.mkfifo(tmp_path / "fifo")
+    with pytest.raises(IngestError, match=r"fifo: not a regular file \(a device or pipe\)"):
+        ds.ingest("slurm", tmp_path / "fifo", tz="UTC")
+    with pytest.raises(IngestError, match=r"not a file \(a folder\?"):
+        ds.ingest("slurm", tmp_path, tz="UTC")

@@ -19,6 +19,7 @@ bytes nested 1-2 levels; ``sacct --json`` nests about 10 levels.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ __all__ = [
     "MAX_LINE_BYTES",
     "RAW_PREFIX",
     "JsonLimitError",
+    "JsonValueError",
     "Mark",
     "Structure",
     "blank",
@@ -78,6 +80,37 @@ class JsonLimitError(ValueError):
     def __init__(self, message: str, pos: int | None = None) -> None:
         super().__init__(message)
         self.pos = pos
+
+
+class JsonValueError(ValueError):
+    """A JSON record that :mod:`json` reads but that is ambiguous or not JSON (the message)."""
+
+
+def _no_repeated_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for k, v in pairs:
+        if k in out:
+            raise JsonValueError(f"key {k[:40]!r} given twice in one object (ambiguous)")
+        out[k] = v
+    return out
+
+
+def _no_constant(token: str) -> object:
+    raise JsonValueError(f"{token} is not JSON (not a finite number)")
+
+
+def _finite_float(text: str) -> float:
+    v = float(text)
+    if not math.isfinite(v):
+        raise JsonValueError(f"number {text[:40]} is not a finite number (too large for a float)")
+    return v
+
+
+_LINE_HOOKS = {
+    "object_pairs_hook": _no_repeated_keys,
+    "parse_constant": _no_constant,
+    "parse_float": _finite_float,
+}
 
 
 @dataclass(frozen=True)
@@ -363,6 +396,7 @@ def loads_record(
     what: str = "line",
     depth_checked: bool = False,
     repeated_keys: list[str] | None = None,
+    strict: bool = False,
 ) -> tuple[object, bool]:
     """Parse one JSON record within the limits.
 
@@ -379,6 +413,11 @@ def loads_record(
     repeated_keys : list of str or None
         If given, the keys named twice in one object are appended to it (``json.loads`` keeps
         the last value silently: the caller decides).
+    strict : bool
+        Refuse what :mod:`json` accepts but JSON (RFC 8259) leaves undefined or forbids
+        (:class:`JsonValueError`): a key given twice in one object (``json`` keeps the last
+        silently), ``NaN`` / ``Infinity`` tokens, and numbers too large for a float (``1e400``
+        read as infinity). The JSON-lines readers (health, pod events) parse this way.
 
     Returns
     -------
@@ -389,6 +428,8 @@ def loads_record(
     ------
     JsonLimitError
         If the record is longer than ``max_bytes`` or nested deeper than :data:`MAX_DEPTH`.
+    JsonValueError
+        (``strict``) If the record is ambiguous or holds a non-finite number.
     ValueError
         If it is not valid JSON (:class:`json.JSONDecodeError`, :class:`UnicodeDecodeError`, or
         an integer too long to convert).
@@ -401,7 +442,9 @@ def loads_record(
         )
     if not depth_checked and (depth := too_deep(text)) is not None:
         raise JsonLimitError(f"JSON nested deeper than {MAX_DEPTH} levels ({depth}): not parsed")
-    if repeated_keys is None:
+    if strict:
+        value = json.loads(text, **_LINE_HOOKS)
+    elif repeated_keys is None:
         value = json.loads(text)
     else:
 

@@ -262,6 +262,12 @@ def read_dcgm(
             continue
         n_read += 1
         seconds: str | None = None  # an OpenMetrics timestamp (the parser's are ms)
+        _, after, _ = _split_sample(text)
+        if odd := next((t for t in after if not t.isascii()), None):
+            # Python's float() reads '٧٩' as 79; Prometheus numbers are ASCII only
+            what = "value" if odd is after[0] else "timestamp"
+            bad(line_no, line, f"{what} {odd[:40]!r} is not a number (ASCII digits only)")
+            continue
         try:
             if openmetrics:
                 head, tokens, _ = _split_sample(text)
@@ -301,6 +307,14 @@ def read_dcgm(
             continue
         labels = dict(sample.labels)
         host, defaulted = _node(labels, default_node)
+        if not host.isprintable():
+            why = f"host label {host[:60]!r} is not a host name (a control character)"
+            bad(line_no, line, why)
+            continue
+        code = labels.get("err_code")
+        if code and not (code.isascii() and code.isdigit()):
+            bad(line_no, line, f"label err_code: {code[:40]!r} is not an Xid code (ASCII digits)")
+            continue
         used_default_node |= defaulted
         kind = taxonomy.DCGM_FIELDS[sample.name][1]
         if value < 0 and kind in ("counter", "last_xid", "xid_window_count"):

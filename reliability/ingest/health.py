@@ -42,7 +42,13 @@ from reliability.ingest._common import (
     quarantine_frame,
     read_lines,
 )
-from reliability.ingest._json import MAX_LINE_BYTES, RAW_PREFIX, JsonLimitError, loads_record
+from reliability.ingest._json import (
+    MAX_LINE_BYTES,
+    RAW_PREFIX,
+    JsonLimitError,
+    JsonValueError,
+    loads_record,
+)
 
 __all__ = ["CANONICAL_TABLES", "detect_table", "read_health"]
 
@@ -251,13 +257,13 @@ def _time(expr: pl.Expr, tz: str | None) -> tuple[pl.Expr, pl.Expr]:
     """(UTC time, is-an-epoch-number) of a string column."""
     v = (
         expr.str.strip_chars()
-        .str.replace(r"^(\d{4}-\d\d-\d\d) ", "${1}T")
+        .str.replace(r"^([0-9]{4}-[0-9][0-9]-[0-9][0-9]) ", "${1}T")
         .str.replace(r"Z$", "+00:00")
     )
     aware = v.str.to_datetime(
         "%Y-%m-%dT%H:%M:%S%.f%:z", strict=False, time_unit="us", time_zone="UTC"
     )
-    is_epoch = v.str.contains(r"^\d+(\.\d+)?$")
+    is_epoch = v.str.contains(r"^[0-9]+(\.[0-9]+)?$")
     epoch = pl.when(is_epoch).then(
         (v.cast(pl.Float64, strict=False) * 1e6)
         .cast(pl.Int64, strict=False)
@@ -320,8 +326,8 @@ def _jsonl_records(
             records.append((no, line, None, why))
             continue
         try:
-            obj, replaced = loads_record(line)
-        except JsonLimitError as exc:
+            obj, replaced = loads_record(line, strict=True)
+        except (JsonLimitError, JsonValueError) as exc:
             records.append((no, line, None, str(exc)))
             continue
         except json.JSONDecodeError as exc:
@@ -503,7 +509,9 @@ def read_health(
     if tz is None and out.height:
         naive = pl.any_horizontal(
             [
-                pl.col(c).str.contains(r"^\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d(\.\d+)?)?$")
+                pl.col(c).str.contains(
+                    r"^[0-9]{4}-[0-9][0-9]-[0-9][0-9][T ][0-9][0-9]:[0-9][0-9](:[0-9][0-9](\.[0-9]+)?)?$"
+                )
                 for c in time_cols
             ]
         ).fill_null(False)

@@ -58,27 +58,27 @@ __all__ = ["read_kernel_log"]
 
 #: ``dmesg -r`` (raw) starts each line with the syslog priority, ``<4>``; ``dmesg -x`` with
 #: the decoded facility and level, ``kern  :warn  : ``
-_PRIORITY = re.compile(r"^<\d{1,3}>")
+_PRIORITY = re.compile(r"^<[0-9]{1,3}>")
 _DECODED = r"(?:[a-z]+\s*:\s*[a-z]+\s*:\s*)?"
-_REL = re.compile(rf"^{_DECODED}\[\s*(?P<secs>\d+\.\d+)\]\s?(?P<rest>.*)$")
+_REL = re.compile(rf"^{_DECODED}\[\s*(?P<secs>[0-9]+\.[0-9]+)\]\s?(?P<rest>.*)$")
 _CTIME = re.compile(
-    rf"^{_DECODED}\[(?P<ts>[A-Z][a-z]{{2}} [A-Z][a-z]{{2}} +\d{{1,2}} \d\d:\d\d:\d\d \d{{4}})\]"
+    rf"^{_DECODED}\[(?P<ts>[A-Z][a-z]{{2}} [A-Z][a-z]{{2}} +[0-9]{{1,2}} [0-9][0-9]:[0-9][0-9]:[0-9][0-9] [0-9]{{4}})\]"
     r"\s?(?P<rest>.*)$"
 )
 _ISO = re.compile(
-    r"^(?:\w+\s*:\s*\w+\s*:\s*)?(?P<ts>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)"
+    r"^(?:\w+\s*:\s*\w+\s*:\s*)?(?P<ts>[0-9]{4}-[0-9][0-9]-[0-9][0-9][T ][0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:[.,][0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?)"
     r"\s+(?P<rest>.*)$"
 )
 _SYSLOG = re.compile(
-    r"^(?P<ts>[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d)\s+(?P<host>\S+)\s+(?P<rest>.*)$"
+    r"^(?P<ts>[A-Z][a-z]{2} +[0-9]{1,2} [0-9][0-9]:[0-9][0-9]:[0-9][0-9])\s+(?P<host>\S+)\s+(?P<rest>.*)$"
 )
 _HOSTED = re.compile(r"^(?P<host>[A-Za-z0-9][\w\-.]*)\s+kernel:\s*(?P<rest>.*)$")
-_KERNEL_TAG = re.compile(r"^kernel:\s*(?:\[\s*\d+\.\d+\]\s*)?")
+_KERNEL_TAG = re.compile(r"^kernel:\s*(?:\[\s*[0-9]+\.[0-9]+\]\s*)?")
 _XID = re.compile(
-    r"NVRM: Xid \((?:PCI:)?(?P<dev>[0-9A-Fa-f:.]+)\): (?P<code>\d{1,6})(?!\d),?\s*(?P<msg>.*)$"
+    r"NVRM: Xid \((?:PCI:)?(?P<dev>[0-9A-Fa-f:.]+)\): (?P<code>[0-9]{1,6})(?![0-9]),?\s*(?P<msg>.*)$"
 )
 _SXID = re.compile(
-    r"(?P<sw>nvidia-nvswitch\d+): SXid \((?:PCI:)?(?P<dev>[0-9A-Fa-f:.]+)\): (?P<code>\d{1,6}),\s*(?P<msg>.*)$"
+    r"(?P<sw>nvidia-nvswitch[0-9]+): SXid \((?:PCI:)?(?P<dev>[0-9A-Fa-f:.]+)\): (?P<code>[0-9]{1,6}),\s*(?P<msg>.*)$"
 )
 _XID_MENTION = re.compile(r"NVRM: Xid\b")
 _SXID_MENTION = re.compile(r"\bSXid\b")
@@ -94,11 +94,11 @@ _DEDUP_WINDOW = timedelta(seconds=60)
 #: a line of a kernel log: one of the timestamp prefixes above, after a priority or decoded
 #: facility and level (a log without any such line, nor an NVRM / SXid line, is not a log)
 _STAMPED = (
-    r"^(?:<\d{1,3}>)?(?:[a-z]+\s*:\s*[a-z]+\s*:\s*)?(?:"
-    r"\[\s*\d+\.\d+\]"
-    r"|\[[A-Z][a-z]{2} [A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d \d{4}\]"
-    r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d\S*\s"
-    rf"|(?:{'|'.join(_MONTHS)}) +\d{{1,2}} \d\d:\d\d:\d\d\s+\S+\s)"
+    r"^(?:<[0-9]{1,3}>)?(?:[a-z]+\s*:\s*[a-z]+\s*:\s*)?(?:"
+    r"\[\s*[0-9]+\.[0-9]+\]"
+    r"|\[[A-Z][a-z]{2} [A-Z][a-z]{2} +[0-9]{1,2} [0-9][0-9]:[0-9][0-9]:[0-9][0-9] [0-9]{4}\]"
+    r"|[0-9]{4}-[0-9][0-9]-[0-9][0-9][T ][0-9][0-9]:[0-9][0-9]:[0-9][0-9]\S*\s"
+    rf"|(?:{'|'.join(_MONTHS)}) +[0-9]{{1,2}} [0-9][0-9]:[0-9][0-9]:[0-9][0-9]\s+\S+\s)"
 )
 #: the forms read, for the refusal of a file that is not a kernel log
 _EXPECTED = (
@@ -118,6 +118,10 @@ def _bus_id(dev: str) -> str:
     return ":".join([*parts[:-1], last])
 
 
+class _LocalTimeError(Exception):
+    """A local time that does not exist in the zone (the message says why)."""
+
+
 class _Clock:
     """Turns the various prefixes into UTC datetimes."""
 
@@ -131,6 +135,7 @@ class _Clock:
         self.last_month: int | None = None
         self.next_month: int | None = None  # month of the next syslog line (set by the caller)
         self.last_rel: timedelta | None = None  # seconds-since-boot of the last line, if any
+        self.ambiguous = 0  # local times in the hour repeated when daylight saving ends
 
     def local(self, naive: datetime, line: int) -> datetime:
         if self.zone is None:
@@ -140,7 +145,15 @@ class _Clock:
                 "the host that wrote the log, e.g. tz='UTC')",
                 line=line,
             )
-        return naive.replace(tzinfo=self.zone).astimezone(UTC)
+        t = naive.replace(tzinfo=self.zone)  # fold=0: the earlier reading of a repeated hour
+        back = t.astimezone(UTC).astimezone(self.zone).replace(tzinfo=None)
+        if back != naive:
+            raise _LocalTimeError(
+                f"it does not exist in {self.zone.key} (a daylight-saving gap)"  # type: ignore[union-attr]
+            )
+        if naive.replace(fold=1, tzinfo=self.zone).utcoffset() != t.utcoffset():
+            self.ambiguous += 1
+        return t.astimezone(UTC)
 
     def parse(self, line: str, line_no: int) -> tuple[datetime | None, str | None, str, str | None]:
         """(time or None, host or None, message rest, why-no-time or None)."""
@@ -157,7 +170,11 @@ class _Clock:
                 naive = datetime.strptime(f"{year} {m.group('ts')}", "%Y %b %d %H:%M:%S")
             except ValueError:
                 return None, m.group("host"), rest, self._bad_date(m.group("ts"))
-            return self._checked(self.local(naive, line_no), m.group("host"), rest, m.group("ts"))
+            try:
+                t = self.local(naive, line_no)
+            except _LocalTimeError as exc:
+                return None, m.group("host"), rest, self._not_here(m.group("ts"), exc)
+            return self._checked(t, m.group("host"), rest, m.group("ts"))
         m = _ISO.match(line)
         if m:
             ts = m.group("ts").replace(",", ".").replace(" ", "T")
@@ -167,7 +184,15 @@ class _Clock:
                 host, rest = h.group("host"), _KERNEL_TAG.sub("", "kernel: " + h.group("rest"))
             try:
                 t = datetime.fromisoformat(ts)
+            except (ValueError, OverflowError):
+                return None, host, rest, self._bad_date(m.group("ts"))
+            if t.tzinfo is None and self.zone is None:
+                why = f"timestamp {m.group('ts')[:40]!r} has no UTC offset: pass tz= (--tz)"
+                return None, host, rest, why
+            try:
                 t = t.astimezone(UTC) if t.tzinfo else self.local(t, line_no)
+            except _LocalTimeError as exc:
+                return None, host, rest, self._not_here(m.group("ts"), exc)
             except (ValueError, OverflowError):
                 return None, host, rest, self._bad_date(m.group("ts"))
             return self._checked(t, host, rest, m.group("ts"))
@@ -177,7 +202,11 @@ class _Clock:
                 naive = datetime.strptime(" ".join(m.group("ts").split()), "%a %b %d %H:%M:%S %Y")
             except ValueError:
                 return None, None, m.group("rest"), self._bad_date(m.group("ts"))
-            return self._checked(self.local(naive, line_no), None, m.group("rest"), m.group("ts"))
+            try:
+                t = self.local(naive, line_no)
+            except _LocalTimeError as exc:
+                return None, None, m.group("rest"), self._not_here(m.group("ts"), exc)
+            return self._checked(t, None, m.group("rest"), m.group("ts"))
         m = _REL.match(line)
         if m:
             secs = m.group("secs")
@@ -227,6 +256,10 @@ class _Clock:
             self.year += 1  # the log crossed New Year
         self.last_month = month
         return self.year
+
+    @staticmethod
+    def _not_here(ts: str, exc: Exception) -> str:
+        return f"timestamp {ts[:40]!r} cannot be read: {exc}"
 
     @staticmethod
     def _bad_date(ts: str) -> str:
@@ -464,6 +497,11 @@ def read_kernel_log(
         notes.append(
             f"{skipped + context} line(s) are not Xid/SXid records (kernel messages, "
             "driver context, SXid detail lines) and were skipped"
+        )
+    if clock.ambiguous:
+        notes.append(
+            f"{clock.ambiguous} local time(s) fall in the hour repeated when daylight saving "
+            f"time ended ({tz}): each read as the earlier instant (possibly an hour off)"
         )
     if duplicates:
         notes.append(f"{duplicates} 'fallen off the bus' line(s) repeat an Xid 79 already recorded")

@@ -45,6 +45,11 @@ from reliability.errors import IngestError
 from reliability.ingest._bounds import time_out_of_bounds
 from reliability.ingest._common import ReadResult, decode_text, quarantine_frame, read_bytes
 
+#: a Down Time [min]; it may differ from Prob Fixed - Prob Started by a minute (rounding) or
+#: an hour (daylight saving) in the records, more is a contradiction
+_DOWN = re.compile(r"[0-9]{1,9}")
+_DOWN_SLACK_MIN = 61
+
 __all__ = ["LANL_FIRST_NODE", "LANL_NODES_PER_SYSTEM", "read_lanl"]
 
 #: Nodes per LANL system. Source: the ``nodes`` column of LA-UR-05-7318-failure-data-1996-2005.csv
@@ -67,14 +72,14 @@ _REQUIRED = ("System", "nodenumz", "Prob Started", "Prob Fixed", "node prod", "n
 def _month(text: str) -> datetime | None:
     """``Nov-96`` / ``2-Mar`` -> first day of that month (naive); None for current / unknown."""
     t = text.strip().lower()
-    m = re.fullmatch(r"([a-z]{3})-(\d{2})", t)
+    m = re.fullmatch(r"([a-z]{3})-([0-9]{2})", t)
     if m and m.group(1) in _MONTHS:
         return datetime(
             1900 + int(m.group(2)) if int(m.group(2)) > 50 else 2000 + int(m.group(2)),
             _MONTHS[m.group(1)],
             1,
         )
-    m = re.fullmatch(r"(\d{1,2})-([a-z]{3})", t)
+    m = re.fullmatch(r"([0-9]{1,2})-([a-z]{3})", t)
     if m and m.group(2) in _MONTHS:
         return datetime(2000 + int(m.group(1)), _MONTHS[m.group(2)], 1)
     return None
@@ -123,6 +128,7 @@ def read_lanl(
     inv: dict[tuple[str, str], dict[str, object]] = {}
     sizes: dict[str, set[str]] = {}
     q: tuple[list[int], list[str], list[str]] = ([], [], [])
+    odd_down: list[int] = []  # lines whose Down Time contradicts Prob Started/Fixed
     n = 0
     for line_no, rec in reader:
         if not any(v.strip() for v in rec):
@@ -140,6 +146,11 @@ def read_lanl(
         def get(c: str, rec: list[str] = rec) -> str:
             return rec[idx[c]].strip()
 
+        odd = next((c for c in ("Prob Started", "Prob Fixed") if not get(c).isascii()), None)
+        if odd is not None:  # (strptime reads any digits: 5/23/٣003 is the year 3003)
+            q[0].append(line_no), q[1].append(raw)
+            q[2].append(f"field {odd}: '{get(odd)[:40]}' is not a number or time (ASCII digits)")
+            continue
         try:
             started = datetime.strptime(get("Prob Started"), "%m/%d/%Y %H:%M").replace(tzinfo=zone)
             fixed = datetime.strptime(get("Prob Fixed"), "%m/%d/%Y %H:%M").replace(tzinfo=zone)
@@ -160,6 +171,10 @@ def read_lanl(
                 q[2].append("Prob Fixed is before Prob Started (impossible order; not fixed)"),
             )
             continue
+        if "Down Time" in idx and _DOWN.fullmatch(get("Down Time")):
+            span = (fixed - started).total_seconds() / 60
+            if abs(int(get("Down Time")) - span) > _DOWN_SLACK_MIN:
+                odd_down.append(line_no)
         cluster = f"lanl-{get('System')}"
         node = get("nodenumz")
         sizes.setdefault(get("System"), set()).add(get("nodes") if "nodes" in idx else "")
@@ -181,6 +196,13 @@ def read_lanl(
         *decode_notes,
         "nodes enter the inventory from their system's production month (or their first record)",
     ]
+    if odd_down:
+        shown = ", ".join(map(str, odd_down[:5])) + (", ..." if len(odd_down) > 5 else "")
+        notes.append(
+            f"{len(odd_down)} record(s) give a Down Time [min] more than an hour away from Prob "
+            f"Fixed - Prob Started (lines {shown}): the failure interval is read from Prob "
+            "Started/Fixed, Down Time is not used"
+        )
     inv_rows, inv_notes = _complete_inventory(inv, sizes, unrecorded, last_seen=_last(fails))
     notes += inv_notes
     iv = pl.DataFrame(inv_rows, schema={"cluster": pl.String, "component_type": pl.String,
@@ -240,7 +262,9 @@ def _complete_inventory(
             )
             continue
         numbered = sorted(
-            (int(str(r["component_id"])), r) for r in rows if str(r["component_id"]).isdigit()
+            (int(str(r["component_id"])), r)
+            for r in rows
+            if str(r["component_id"]).isascii() and str(r["component_id"]).isdigit()
         )
         if not numbered:
             continue

@@ -45,7 +45,13 @@ from reliability.ingest._common import (
     quarantine_frame,
     read_lines,
 )
-from reliability.ingest._json import MAX_LINE_BYTES, RAW_PREFIX, JsonLimitError, loads_record
+from reliability.ingest._json import (
+    MAX_LINE_BYTES,
+    RAW_PREFIX,
+    JsonLimitError,
+    JsonValueError,
+    loads_record,
+)
 
 __all__ = ["POD_EVENTS", "read_pod_log"]
 
@@ -112,6 +118,7 @@ def read_pod_log(path: str | Path, *, cluster: str | None = None) -> ReadResult:
     events_seen = 0  # lines that are pod events (a JSON object with "time" and "event")
     named: set[str] = set()  # clusters the lines name, other than cluster=
     fixed = 0
+    fail_line: dict[tuple[object, ...], int] = {}  # line of each open failure
     for no, line, n_bytes in clip_lines(lines, MAX_LINE_BYTES, RAW_PREFIX).iter_rows():
         if not line.strip():
             continue
@@ -166,6 +173,13 @@ def read_pod_log(path: str | Path, *, cluster: str | None = None) -> ReadResult:
             inv.append({"cluster": clus, "component_type": ctype, "component_id": cid, "in_service": t,
                         "out_of_service": None})  # fmt: skip
         elif event == "component_fail":
+            if key in open_fail:  # a second failure of a failed component: no repair between
+                why = (
+                    f"{ctype} {cid} already failed at line {fail_line[key]} (no repair in between)"
+                )
+                q[0].append(no), q[1].append(line), q[2].append(why)
+                continue
+            fail_line[key] = no
             rec = {
                 "cluster": clus,
                 "component_type": ctype,
@@ -278,9 +292,11 @@ def _event(line: str) -> tuple[dict[str, object], str | None, bool]:
     replaced) or ({}, why, False).
     """
     try:
-        obj, replaced = loads_record(line)
+        obj, replaced = loads_record(line, strict=True)
     except JsonLimitError as exc:
         return {}, f"{_NOT_EVENT}: {exc}", False
+    except JsonValueError as exc:
+        return {}, str(exc), False
     except ValueError as exc:
         return {}, f"{_NOT_EVENT}: not valid JSON: {str(exc)[:120]}", False
     if not isinstance(obj, dict):

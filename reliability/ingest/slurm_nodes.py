@@ -22,6 +22,7 @@ are refused with what the file is and what to export instead.
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
 
@@ -83,6 +84,11 @@ _MAX_EPOCH_DIGITS = 11
 #: quarantined unread (a 100 MiB record took 40 s, mostly in the reason's regexes)
 MAX_RECORD_BYTES = 64 << 10
 _EVENT_TEXT = ("Reason",)
+#: fields an export of node events (one with NodeName) must have besides TimeStart, and why
+_EVENT_REQUIRED = {
+    "State": "without it no event says whether the node was down, drained or failed",
+    "TimeEnd": "without it every interval would read as still open",
+}
 _EVENT_PATTERNS = {
     n: re.compile(p)
     for n, p in {
@@ -166,9 +172,12 @@ def _to_utc(
             field=field,
         )
     utc = pl.from_epoch("epoch", time_unit="s").dt.replace_time_zone("UTC").cast(schema.UTC_TIME)
+    gap = pl.lit(False)
     if tz is not None:
         local = pl.col("iso").dt.replace_time_zone(tz, ambiguous="earliest", non_existent="null")
         utc = pl.coalesce(utc, local.dt.convert_time_zone("UTC").cast(schema.UTC_TIME))
+        gap = pl.col("iso").is_not_null() & local.is_null()
+    df = df.with_columns(gap=gap)
     latest = latest_time()
     df = df.with_columns(out=utc).with_columns(
         oob=out_of_range_time("out", latest) | pl.col("huge")
@@ -179,9 +188,15 @@ def _to_utc(
     times = out.to_list()
     reasons: list[str | None] = []
     bounds = bounds_text(latest)
-    for raw, t, far in zip(clean, times, oob, strict=True):
+    gaps = df.get_column("gap").to_list()
+    for raw, t, far, in_gap in zip(clean, times, oob, gaps, strict=True):
         if raw is None:
             reasons.append(None)
+        elif in_gap:
+            reasons.append(
+                f"field {field}: cannot read time {raw[:40]!r}: it does not exist in {tz} "
+                "(a daylight-saving gap)"
+            )
         elif far:
             reasons.append(f"field {field}: time {raw[:40]!r} is {bounds}")
         elif t is None:
@@ -224,8 +239,11 @@ class _Builder:
         return cut.filter(pl.col("n_bytes").is_null()).select("line_no", "line")
 
     def add(self, row: dict[str, object]) -> None:
-        """One node_states row, plus a health event per hardware signal in its reason."""
+        """One node_states row (its reason's hardware signals become health events)."""
         self.rows.append(row)
+
+    def _add_events(self, row: dict[str, object]) -> None:
+        """Record a health event per hardware signal in a row's reason."""
         reason = row["reason"]
         if not reason or row["state"] not in _SIGNAL_STATES:
             return
@@ -246,6 +264,8 @@ class _Builder:
             )
 
     def result(self, notes: list[str]) -> ReadResult:
+        for row in self.rows:
+            self._add_events(row)
         frame = pl.DataFrame(self.rows, schema=schema.TABLES["node_states"].schema, orient="row")
         events = pl.DataFrame(
             self.events, schema=schema.TABLES["health_events"].schema, orient="row"
@@ -270,6 +290,38 @@ def _too_long(n_bytes: int, what: str) -> str:
     return (
         f"{what} of {n_bytes:,} bytes, longer than the {MAX_RECORD_BYTES:,}-byte limit "
         "of one (Slurm prints 1-2 KB): not read"
+    )
+
+
+def _overlapping(rows: list[dict[str, object]], lines: dict[int, int]) -> list[int]:
+    """Lines of the intervals that start before an earlier one of the node and state ends."""
+    by: dict[tuple[object, ...], list[tuple[datetime, datetime | None, int]]] = {}
+    for i, r in enumerate(rows):
+        key = (r["cluster"], r["node"], r["state"])
+        by.setdefault(key, []).append((r["start"], r["end"], lines[i]))  # type: ignore[arg-type]
+    out: set[int] = set()
+    for ivs in by.values():
+        if len(ivs) < 2:
+            continue
+        ivs.sort(key=lambda x: x[0])
+        reach: datetime | None = ivs[0][1]
+        for start, end, line in ivs[1:]:
+            if reach is None or start < reach:
+                out.add(line)
+            if reach is not None and (end is None or end > reach):
+                reach = end
+    return sorted(out)
+
+
+def _event_rank(row: dict[str, object], line_no: int) -> tuple[object, ...]:
+    """Rank of a node_states row among rows of the same key (higher wins; see store.merge)."""
+    end = row["end"]
+    reason = row["reason"]
+    return (
+        end is not None,
+        end if end is not None else datetime.min.replace(tzinfo=UTC),
+        len(str(reason)) if reason is not None else -1,
+        line_no,
     )
 
 
@@ -334,6 +386,16 @@ def read_sacctmgr_events(
             line=header_no,
             field="TimeStart",
         )
+    for need in _EVENT_REQUIRED if "NodeName" in names else ():  # (else cluster events only)
+        if need not in names:
+            raise IngestError(
+                src,
+                f"the export has no {need} field, which the intervals need ("
+                + _EVENT_REQUIRED[need]
+                + "): export it with format=Cluster,NodeName,TimeStart,TimeEnd,State,Reason,User",
+                line=header_no,
+                field=need,
+            )
     b = _Builder(src)
     body = b.long_lines(data.slice(1), "line")
     split = split_delimited(
@@ -349,7 +411,15 @@ def read_sacctmgr_events(
     starts, start_why = _to_utc(get("TimeStart", none), tz, src, "TimeStart")
     ends, end_why = _to_utc(get("TimeEnd", none), tz, src, "TimeEnd")
     cluster_events = 0
+    seen_raw: dict[str, int] = {}
+    # (cluster, node, state, start) -> index in b.rows and line of the row kept so far
+    seen_key: dict[tuple[object, ...], tuple[int, int]] = {}
+    merged = 0
     for i, (no, raw) in enumerate(zip(cols["line_no"], cols["line"], strict=True)):
+        first = seen_raw.setdefault(raw, no)
+        if first != no:
+            b.bad(no, raw, f"exact duplicate of line {first}")
+            continue
         node_expr = (get("NodeName", none)[i] or "").strip()
         clus = (get("Cluster", none)[i] or "").strip() or cluster
         if not node_expr:
@@ -385,17 +455,41 @@ def read_sacctmgr_events(
         reason = get("Reason", none)[i]
         user = _user(get("User", none)[i])
         for node in nodes:
-            b.add(
-                {
-                    "cluster": clus,
-                    "node": node,
-                    "state": state,
-                    "start": starts[i],
-                    "end": ends[i],
-                    "reason": reason or None,
-                    "user": user,
-                }
-            )
+            row = {
+                "cluster": clus,
+                "node": node,
+                "state": state,
+                "start": starts[i],
+                "end": ends[i],
+                "reason": reason or None,
+                "user": user,
+            }
+            key = (clus, node, state, starts[i])
+            if key in seen_key:
+                # one interval printed twice (exports concatenated): keep one, as the store
+                # merges the same key across inputs (store.merge: closed, later end, longer
+                # reason, later line)
+                merged += 1
+                at, _ = seen_key[key]
+                if _event_rank(row, no) > _event_rank(b.rows[at], seen_key[key][1]):
+                    b.rows[at] = row
+                    seen_key[key] = (at, no)
+                continue
+            seen_key[key] = (len(b.rows), no)
+            b.add(row)
+    overlaps = _overlapping(b.rows, {at: ln for at, ln in seen_key.values()})
+    if overlaps:
+        shown = ", ".join(map(str, overlaps[:5])) + (", ..." if len(overlaps) > 5 else "")
+        notes.append(
+            f"{len(overlaps)} interval(s) overlap an earlier one of the same node and state "
+            f"(lines {shown}): kept as printed, so the time they share is in both"
+        )
+    if merged:
+        notes.append(
+            f"{merged} interval(s) repeat the cluster, node, state and start of another line "
+            "with a different end or reason: merged into one (the closed one, then the later "
+            "end, then the longer reason, as across inputs)"
+        )
     if cluster_events:
         notes.append(f"{cluster_events} cluster-level event(s) (no node name): kept, no interval")
     return b.result(notes)

@@ -9,9 +9,11 @@ Messages name options as ``name=`` (Python's spelling); the CLI and pipelines re
 from __future__ import annotations
 
 import contextlib
+import errno
 import inspect
 import os
 import shutil
+import stat
 import sys
 import tempfile
 import zoneinfo
@@ -300,7 +302,15 @@ def sources(root: Path, paths: list[str | Path]) -> Iterator[list[Source]]:
                 out.append(Source(spool, STDIN, STDIN, STDIN))
             else:
                 path = Path(p)
-                out.append(Source(path, path.name, str(path.resolve()), str(p)))
+                try:
+                    resolved = str(path.resolve())
+                except RuntimeError:  # Python < 3.13: a symlink loop
+                    raise IngestError(str(p), "symlink loop") from None
+                except OSError as exc:
+                    if exc.errno == errno.ELOOP:
+                        raise IngestError(str(p), "symlink loop") from None
+                    raise IngestError(str(p), f"cannot read: {exc.strerror or exc}") from None
+                out.append(Source(path, path.name, resolved, str(p)))
         yield out
     finally:
         for s in spools:
@@ -325,10 +335,18 @@ def hash_source(src: Source) -> tuple[str, int]:
     IngestError
         If it is missing, not a file, or unreadable.
     """
-    if not src.path.exists():
-        raise IngestError(src.shown, "no such file")
-    if not src.path.is_file():
+    try:
+        st = src.path.stat()
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise IngestError(src.shown, "symlink loop") from None
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            raise IngestError(src.shown, "no such file") from None
+        raise IngestError(src.shown, f"cannot read: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(st.st_mode):
         raise IngestError(src.shown, "not a file (a folder? pass the files in it)")
+    if not stat.S_ISREG(st.st_mode):
+        raise IngestError(src.shown, "not a regular file (a device or pipe)")
     try:
         return file_sha256(src.path)
     except OSError as exc:

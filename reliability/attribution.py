@@ -330,7 +330,8 @@ def attribute_failures(
     starts = (
         jobs.select("cluster", __s=start, __nodes=pl.col("nodes")).drop_nulls("__s").sort("__s")
     )
-    starts = starts.cache() if lazy else starts.collect().lazy()
+    if ns is not None:  # (only records made after the fact need them: node states)
+        starts = starts.cache() if lazy else starts.collect().lazy()
     evidence = [pl.LazyFrame(schema={"__rid": pl.UInt32, "__cause": pl.String, "__domain": pl.String,
                                      "__unk": pl.Boolean, "__reason": pl.String, "__rclass": pl.String,
                                      "__node": pl.String, "__dist": pl.Int64, "__kind": pl.Int8})]  # fmt: skip

@@ -65,7 +65,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reliability.errors import OPTION_NAMES, ReliabilityError, spell_options
+from reliability.errors import OPTION_NAMES, PipelineError, ReliabilityError, spell_options
 from reliability.pipeline.analysis import ANALYSIS_DEFAULTS, AnalysisConfig, parse_shape
 from reliability.reasons import ReasonRules
 from reliability.store.inputs import reader_options
@@ -80,10 +80,6 @@ __all__ = [
     "load_pipeline",
     "parse_shape",
 ]
-
-
-class PipelineError(ReliabilityError):
-    """A pipeline file is missing, malformed or has a bad value."""
 
 
 _INPUT_KINDS = ("simulate-cluster", "simulate-pod", "files")

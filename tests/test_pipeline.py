@@ -24,7 +24,7 @@ SECTIONS = [
     "Secondary preemptions and crash loops", "Failure rate over time", "MTTF vs job size",
     "Does MTTF ∝ 1/N hold here?",
     "ETTR of job runs", "Checkpoint planning", "Which signals predict job failures", "Lemon nodes", "Pod data",
-    "TPU pod: failures and availability", "Routing around a failed OCS",
+    "TPU pod: failures and availability", "Routing around a failed OCS", "Component lifetimes (pods)",
 ]  # fmt: skip
 
 

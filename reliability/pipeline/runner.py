@@ -35,7 +35,7 @@ from reliability._atomic import write_json_atomic
 from reliability._result_io import count_rows
 from reliability._version import __version__
 from reliability.pipeline.background import BackgroundStage
-from reliability.pipeline.cache import load_stage, save_stage
+from reliability.pipeline.cache import load_stage, run_checked, save_stage
 from reliability.pipeline.config import PipelineConfig, load_pipeline
 from reliability.pipeline.stages import STAGES
 
@@ -244,7 +244,7 @@ def run_pipeline(
                 cached = got is not None
                 if got is None:
                     _fresh(work)
-                    got = stage.run(cfg, outputs, work)
+                    got = run_checked(stage, cfg, outputs, work)
                     save_stage(work, got, time.perf_counter() - t0)
                 secs = time.perf_counter() - t0
             outputs[stage.name] = got

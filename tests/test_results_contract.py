@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import math
+import re
 from datetime import timedelta
 
 import numpy as np
@@ -31,6 +32,7 @@ from reliability.models import (
 )
 from reliability.models.counts import trend_of
 from reliability.models.repairable import crow_amsaa
+from reliability.testing import all_results, import_all_modules
 
 INPUTS = {
     "normal": dict(days=84, rate_per_node_day=0.01, slots=8, mean_job_days=2.0),
@@ -379,6 +381,136 @@ def test_every_result_class_is_on_the_base_and_keeps_the_contract(every_result):
                 assert isinstance(frame, pl.DataFrame), name
                 assert frame_is_finite(frame), name
             assert isinstance(r.sample_sizes, dict), name
+
+
+# ---------------------------------------------------------------- enumerated: every Result subclass
+
+ALL_RESULTS = all_results()
+#: the tags Result._repr_html_ writes
+_HTML_TAGS = {
+    "div",
+    "p",
+    "strong",
+    "em",
+    "pre",
+    "table",
+    "thead",
+    "tbody",
+    "tr",
+    "th",
+    "td",
+    "ul",
+    "li",
+}
+
+
+def check_result_contract(r: Result) -> None:
+    """The contract every result keeps (the module doc), on one instance."""
+    name = type(r).__name__
+    s = r.summary
+    assert isinstance(s, pl.DataFrame), name
+    assert frame_is_finite(s), (name, s)
+    text = str(r)
+    assert text.strip(), name
+    _clean(text)
+    html = r._repr_html_()
+    _clean(html)
+    assert "<table" in html, name
+    # every tag is one the base writes: text from the data (a reason, a raw line) is escaped
+    tags = set(re.findall(r"</?\s*([A-Za-z][A-Za-z0-9]*)", html))
+    assert tags <= _HTML_TAGS, (name, tags - _HTML_TAGS)
+    buf = io.StringIO()
+    r.print_summary(file=buf)
+    _clean(buf.getvalue())
+    assert r.title in buf.getvalue(), name
+    for key, frame in r.tables().items():
+        assert isinstance(key, str), name
+        assert isinstance(frame, pl.DataFrame), (name, key)
+        assert frame_is_finite(frame), (name, key)
+    sizes = r.sample_sizes
+    assert isinstance(sizes, dict), name
+    assert sizes, f"{name}: no sample sizes (what was it estimated from?)"
+    for k, v in sizes.items():
+        assert isinstance(k, str), name
+        assert isinstance(v, int | float), (name, k, v)
+        assert not isinstance(v, bool), (name, k, v)
+        assert math.isfinite(v), (name, k, v)
+        assert v >= 0, (name, k, v)
+
+
+@pytest.mark.parametrize("cls", ALL_RESULTS, ids=lambda c: c.__qualname__)
+def test_every_result_class_has_an_example_that_keeps_the_contract(cls):
+    """Every concrete Result subclass of the package (found by walking the class tree after
+    importing every module, not listed by hand) builds a tiny instance of itself with
+    ``_example()``, and that instance keeps the contract."""
+    example = cls.__dict__.get("_example")
+    assert example is not None, f"{cls.__module__}.{cls.__qualname__} has no _example()"
+    r = cls._example()
+    assert type(r) is cls
+    check_result_contract(r)
+
+
+def test_the_walk_finds_a_result_class_it_was_not_told_about():
+    """The enumeration is a walk of the class tree, not a list: a subclass defined here (of a
+    subclass, and abstract ones left out) is found, and a class off the base is not."""
+    import abc
+
+    class _Base(Result):
+        pass
+
+    class ThrowawayResult(_Base):
+        title = "Throwaway"
+
+        @property
+        def summary(self) -> pl.DataFrame:
+            return pl.DataFrame({"x": [1.0]})
+
+        def _lines(self) -> list[str]:
+            return ["throwaway"]
+
+    class AbstractResult(Result, abc.ABC):
+        @abc.abstractmethod
+        def f(self) -> None: ...
+
+    class NotAResult:
+        summary = pl.DataFrame({"x": [1.0]})
+
+    found = all_results()
+    assert ThrowawayResult in found
+    assert _Base not in found
+    assert AbstractResult not in found
+    assert NotAResult not in found
+    assert set(ALL_RESULTS) <= set(found)
+
+
+def test_every_module_of_the_package_imports():
+    """The walk imports every module; in the test environment none is skipped for a missing
+    dependency (a plain install may skip one, with the reason)."""
+    assert import_all_modules() == {}
+
+
+def test_a_module_that_needs_a_missing_dependency_is_skipped_with_the_reason(monkeypatch):
+    import importlib
+
+    import reliability.testing as rt
+
+    real = importlib.import_module
+
+    def fake(name, *args, **kwargs):
+        if name == "reliability.sweep":
+            raise ModuleNotFoundError("No module named 'dask'", name="dask")
+        if name == "reliability.cli":
+            raise ModuleNotFoundError(
+                "No module named 'reliability.nothere'", name="reliability.nothere"
+            )
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(rt.importlib, "import_module", fake)
+    monkeypatch.setattr(rt, "_NOT_IMPORTED", ("reliability.__main__", "reliability.cli"))
+    assert rt.import_all_modules() == {"reliability.sweep": "needs dask, which is not installed"}
+    monkeypatch.setattr(rt, "_NOT_IMPORTED", ("reliability.__main__",))
+    with pytest.raises(ModuleNotFoundError, match="nothere"):
+        rt.import_all_modules()
 
 
 @pytest.mark.parametrize("nines", range(1, 13))

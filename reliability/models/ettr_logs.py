@@ -191,6 +191,14 @@ class RunETTR(Result):
             )
         return lines
 
+    @classmethod
+    def _example(cls) -> RunETTR:
+        """Build a tiny instance: the runs of a 14-day, 16-node cluster (for contract tests)."""
+        from reliability.models._examples import tiny_jobs
+
+        jobs, end = tiny_jobs()
+        return job_run_ettr(jobs, observation_end=end)
+
 
 def job_run_ettr(
     source: Dataset | pl.DataFrame,

@@ -573,6 +573,17 @@ class LifetimeResult(Result):
                 )
         return lines
 
+    @classmethod
+    def _example(cls) -> LifetimeResult:
+        """Build a tiny instance: eight lifetimes [h], three censored (for contract tests)."""
+        life = pl.DataFrame(
+            {
+                "t": [120.0, 340.0, 90.0, 800.0, 410.0, 60.0, 1000.0, 230.0],
+                "e": [True, True, False, True, True, False, False, True],
+            }
+        )
+        return fit_lifetimes(life, "t", "e")
+
 
 def _as_numpy(frame: pl.DataFrame, col: str, dtype: Any) -> np.ndarray:
     if col not in frame.columns:

@@ -265,6 +265,14 @@ class NodeHealth(Result):
             lines.append("no hardware-attributed failure names a node")
         return lines
 
+    @classmethod
+    def _example(cls) -> NodeHealth:
+        """Build a tiny instance: the drains of a 14-day, 16-node cluster (for contract tests)."""
+        from reliability.models._examples import tiny_tables
+
+        t = tiny_tables()
+        return node_health(t, attributed=t["attributed"])
+
 
 def _every(window_h: float) -> str:
     if window_h <= 3.0:

@@ -36,7 +36,7 @@ that grew while observed (LANL systems added nodes) shows β > 1 from its size a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -199,6 +199,11 @@ class CrowAMSAA(Result):
             f"[{self.failures:,} failures over {fmt_num(self.exposure_h / 24)} days]"
         ]
 
+    @classmethod
+    def _example(cls) -> CrowAMSAA:
+        """Build a tiny instance: five failures of one system in 1,000 h (for contract tests)."""
+        return crow_amsaa(np.array([40.0, 180.0, 390.0, 600.0, 910.0]), 1000.0, system="n00")
+
 
 def crow_amsaa(
     times_h: np.ndarray, end_h: float, *, alpha: float = 0.05, system: str = "system"
@@ -322,6 +327,20 @@ class InterFailureResult(Result):
         lines.append("Crow-AMSAA trend of each system's failure intensity:")
         lines += [f"  {c._lines()[0]}" for c in self.crow_amsaa.values()]
         return lines
+
+    @classmethod
+    def _example(cls) -> InterFailureResult:
+        """Build a tiny instance: six failures of two nodes in 14 days (for contract tests)."""
+        from reliability.models._examples import T0, tiny_tables
+
+        days = {"n00": [1.0, 3.5, 6.0, 10.0], "n01": [2.0, 9.0]}
+        cf = pl.DataFrame({
+            "cluster": "tiny", "component_type": "node",
+            "component_id": [n for n, ds in days.items() for _ in ds],
+            "failed_at": [T0 + timedelta(days=d) for ds in days.values() for d in ds],
+        }).with_columns(repaired_at=pl.col("failed_at") + timedelta(hours=6))  # fmt: skip
+        inventory = tiny_tables()["inventory"].filter(pl.col("component_id").is_in(list(days)))
+        return fit_interfailure(cf, inventory, observation_end=T0 + timedelta(days=14))
 
 
 def _frailty_nll(

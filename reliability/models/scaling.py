@@ -171,6 +171,14 @@ class ScalingCheck(Result):
             )
         return lines
 
+    @classmethod
+    def _example(cls) -> ScalingCheck:
+        """Build a tiny instance: failures and job hours of four job sizes (for contract tests)."""
+        return check_scaling(
+            np.array([1, 2, 3, 5]), np.array([2000.0, 1500.0, 1200.0, 900.0]),
+            np.array([1, 2, 4, 8]), ["8", "16", "32", "64"], None,
+        )  # fmt: skip
+
 
 def _rng(point: float | None, low: float | None, high: float | None) -> str:
     if point is None:

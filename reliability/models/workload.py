@@ -420,6 +420,14 @@ class WorkloadResult(Result):
                 )
         return lines
 
+    @classmethod
+    def _example(cls) -> WorkloadResult:
+        """Build a tiny instance: the workload of a 14-day, 16-node cluster (for contract tests)."""
+        from reliability.models._examples import tiny_jobs
+
+        jobs, end = tiny_jobs()
+        return workload_summary(jobs, observation_end=end)
+
 
 def workload_summary(
     attributed: pl.DataFrame,

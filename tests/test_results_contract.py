@@ -349,9 +349,8 @@ def every_result(tmp_path_factory) -> dict[type, list]:
     return seen
 
 
-def test_every_result_class_is_on_the_base_and_keeps_the_contract(every_result):
+def test_a_class_that_looks_like_a_result_is_on_the_base():
     classes = _public_classes()
-    results = {k: v for k, v in classes.items() if issubclass(v, Result) and v is not Result}
     looks = {
         k
         for k, v in classes.items()
@@ -360,6 +359,13 @@ def test_every_result_class_is_on_the_base_and_keeps_the_contract(every_result):
     }
     # a new result-like class must adopt the base (or be listed here with the reason)
     assert looks - set(NOT_RESULTS) == set()
+
+
+@pytest.mark.slow  # 37 s: a pipeline run and two simulations
+def test_results_of_real_runs_keep_the_contract(every_result):
+    """Instances from a real pipeline run and simulations (not only the tiny examples)."""
+    classes = _public_classes()
+    results = {k: v for k, v in classes.items() if issubclass(v, Result) and v is not Result}
     assert len(results) >= 25
     missing = sorted(k for k, v in results.items() if v not in every_result)
     assert missing == [], "no instance of these result classes is checked: add one above"
@@ -387,21 +393,25 @@ def test_every_result_class_is_on_the_base_and_keeps_the_contract(every_result):
 
 ALL_RESULTS = all_results()
 #: the tags Result._repr_html_ writes
-_HTML_TAGS = {
-    "div",
-    "p",
-    "strong",
-    "em",
-    "pre",
-    "table",
-    "thead",
-    "tbody",
-    "tr",
-    "th",
-    "td",
-    "ul",
-    "li",
-}
+_HTML_TAGS = {"div", "p", "strong", "em", "pre", "table", "thead", "tbody", "tr", "th", "td", "ul", "li"}  # fmt: skip
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _no_empty_heading(text: str, name: str) -> None:
+    """A heading of the text form (a line ending in ":") is followed by its content, indented
+    or a list: an empty section says nothing about why it is empty."""
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if not line.rstrip().endswith(":"):
+            continue
+        nxt = lines[i + 1] if i + 1 < len(lines) else ""
+        assert nxt.strip(), (name, "heading with nothing after it", line)
+        assert _indent(nxt) > _indent(line) or nxt.lstrip().startswith("-"), (
+            name, "heading followed by another heading", line, nxt
+        )  # fmt: skip
 
 
 def check_result_contract(r: Result) -> None:
@@ -413,6 +423,7 @@ def check_result_contract(r: Result) -> None:
     text = str(r)
     assert text.strip(), name
     _clean(text)
+    _no_empty_heading(text, name)
     html = r._repr_html_()
     _clean(html)
     assert "<table" in html, name
@@ -448,6 +459,26 @@ def test_every_result_class_has_an_example_that_keeps_the_contract(cls):
     r = cls._example()
     assert type(r) is cls
     check_result_contract(r)
+
+
+def _takes_kind(cls: type) -> bool:
+    import inspect
+
+    example = cls.__dict__.get("_example")
+    return example is not None and "kind" in inspect.signature(cls._example).parameters
+
+
+@pytest.mark.parametrize(
+    "cls", [c for c in ALL_RESULTS if _takes_kind(c)], ids=lambda c: c.__qualname__
+)
+def test_every_result_without_failures_keeps_the_contract(cls):
+    """The degenerate example (no hardware failure at all) of every result class that has one:
+    the contract holds, and what could not be estimated is said, not printed as 0 or nan."""
+    r = cls._example(kind="no failures")
+    assert type(r) is cls
+    check_result_contract(r)
+    with pytest.raises(ValueError, match="kind"):
+        cls._example(kind="no such kind")
 
 
 def test_the_walk_finds_a_result_class_it_was_not_told_about():

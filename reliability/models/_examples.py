@@ -20,6 +20,9 @@ from reliability.schema import TABLES
 T0 = datetime(2025, 1, 6, tzinfo=UTC)
 #: length of the tiny window [days]
 DAYS = 14
+#: the examples there are: ``"normal"``, and ``"no failures"`` (the degenerate case every
+#: model has to say something sensible about)
+KINDS = ("normal", "no failures")
 #: nodes of the tiny cluster
 NODES = [f"n{i:02d}" for i in range(16)]
 
@@ -36,13 +39,32 @@ def _frame(rows: list[dict], table: str) -> pl.DataFrame:
     )
 
 
-def tiny_jobs(seed: int = 0) -> tuple[pl.DataFrame, datetime]:
+def check_kind(kind: str) -> None:
+    """Refuse a kind of example there is not.
+
+    Parameters
+    ----------
+    kind : str
+        One of :data:`KINDS`.
+
+    Raises
+    ------
+    ValueError
+        If it is not.
+    """
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+
+
+def tiny_jobs(seed: int = 0, *, kind: str = "normal") -> tuple[pl.DataFrame, datetime]:
     """Return attributed job attempts of the tiny cluster and the observation end.
 
     Parameters
     ----------
     seed : int
         Random seed (same seed, same frame).
+    kind : {"normal", "no failures"}
+        ``"no failures"``: the same attempts, those a hardware failure ended completing instead.
 
     Returns
     -------
@@ -50,6 +72,7 @@ def tiny_jobs(seed: int = 0) -> tuple[pl.DataFrame, datetime]:
         The jobs table plus ``failure_domain``, ``failure_cause`` and ``culprit_node``; the
         observation end [UTC].
     """
+    check_kind(kind)
     rng = np.random.default_rng(seed)
     end = T0 + timedelta(days=DAYS)
     rows = []
@@ -66,7 +89,7 @@ def tiny_jobs(seed: int = 0) -> tuple[pl.DataFrame, datetime]:
         failed = rng.random() < 0.05 * len(nodes) * dur_h / 20.0
         stop_h = start_h + dur_h
         state, domain, cause, culprit = "COMPLETED", "none", None, None
-        if failed:
+        if failed and kind != "no failures":
             state, domain, cause, culprit = "NODE_FAIL", "hardware", "gpu", nodes[0]
         elif rng.random() < 0.15:
             state, domain = "FAILED", "user"
@@ -90,13 +113,15 @@ def tiny_jobs(seed: int = 0) -> tuple[pl.DataFrame, datetime]:
     return _frame(rows, "jobs"), end
 
 
-def tiny_tables(seed: int = 0) -> dict[str, pl.DataFrame]:
+def tiny_tables(seed: int = 0, *, kind: str = "normal") -> dict[str, pl.DataFrame]:
     """Return the tiny cluster's canonical tables, as a Dataset would give them.
 
     Parameters
     ----------
     seed : int
         Random seed of the jobs (:func:`tiny_jobs`).
+    kind : {"normal", "no failures"}
+        As for :func:`tiny_jobs`.
 
     Returns
     -------
@@ -104,7 +129,7 @@ def tiny_tables(seed: int = 0) -> dict[str, pl.DataFrame]:
         ``jobs`` (canonical columns only), ``attributed`` (with the attribution columns),
         ``health_events``, ``node_states``, ``inventory`` and ``component_failures``.
     """
-    attributed, end = tiny_jobs(seed)
+    attributed, end = tiny_jobs(seed, kind=kind)
     jobs = attributed.select(list(TABLES["jobs"].schema))
     fails = attributed.filter(pl.col("failure_domain") == "hardware")
     events = [

@@ -517,9 +517,20 @@ class RateEstimate(Result):
         return [self.describe()]
 
     @classmethod
-    def _example(cls) -> RateEstimate:
-        """Build a tiny instance: four weeks of a node fleet with a few failures (for contract tests)."""
-        return estimate_rate([1, 0, 2, 1], [30.0, 28.0, 31.0, 29.0], label="tiny", unit="node")
+    def _example(cls, kind: str = "normal") -> RateEstimate:
+        """Build a tiny instance: four weeks of a node fleet with a few failures (for contract tests).
+
+        ``kind="no failures"``: the same without hardware failures.
+        """
+        from reliability.models._examples import check_kind
+
+        check_kind(kind)
+        return estimate_rate(
+            [1, 0, 2, 1] if kind == "normal" else [0, 0, 0, 0],
+            [30.0, 28.0, 31.0, 29.0],
+            label="tiny",
+            unit="node",
+        )
 
 
 def estimate_rate(
@@ -663,9 +674,18 @@ class TrendTest(Result):
         return [self.describe()]
 
     @classmethod
-    def _example(cls) -> TrendTest:
-        """Build a tiny instance: failures over four weeks of equal exposure (for contract tests)."""
-        return trend_of(np.array([0, 1, 1, 3]), np.array([30.0, 30.0, 30.0, 30.0]))
+    def _example(cls, kind: str = "normal") -> TrendTest:
+        """Build a tiny instance: failures over four weeks of equal exposure (for contract tests).
+
+        ``kind="no failures"``: the same without hardware failures.
+        """
+        from reliability.models._examples import check_kind
+
+        check_kind(kind)
+        return trend_of(
+            np.array([0, 1, 1, 3] if kind == "normal" else [0, 0, 0, 0]),
+            np.array([30.0, 30.0, 30.0, 30.0]),
+        )
 
 
 def trend_of(

@@ -266,11 +266,14 @@ class NodeHealth(Result):
         return lines
 
     @classmethod
-    def _example(cls) -> NodeHealth:
-        """Build a tiny instance: the drains of a 14-day, 16-node cluster (for contract tests)."""
+    def _example(cls, kind: str = "normal") -> NodeHealth:
+        """Build a tiny instance: the drains of a 14-day, 16-node cluster (for contract tests).
+
+        ``kind="no failures"``: the same without hardware failures.
+        """
         from reliability.models._examples import tiny_tables
 
-        t = tiny_tables()
+        t = tiny_tables(kind=kind)
         return node_health(t, attributed=t["attributed"])
 
 

@@ -96,17 +96,20 @@ class AttributionResult(Result):
         ]
 
     @classmethod
-    def _example(cls) -> AttributionResult:
-        """Build a tiny instance: the attempts of a 14-day, 16-node cluster attributed (for contract tests)."""
+    def _example(cls, kind: str = "normal") -> AttributionResult:
+        """Build a tiny instance: the attempts of a 14-day, 16-node cluster attributed (for contract tests).
+
+        ``kind="no failures"``: the same without hardware failures.
+        """
         from reliability.attribution import attribute_failures
         from reliability.models._examples import tiny_jobs, tiny_tables
         from reliability.reasons import reason_table
 
-        t = tiny_tables()
+        t = tiny_tables(kind=kind)
         jobs = attribute_failures(t["jobs"], health_events=t["health_events"],
                                   node_states=t["node_states"])  # fmt: skip
         return cls(jobs=jobs, before_min=10.0, after_min=5.0, requeue_exit_codes=(),
-                   observation_end=tiny_jobs()[1], reasons=reason_table(jobs, t["node_states"]))  # fmt: skip
+                   observation_end=tiny_jobs(kind=kind)[1], reasons=reason_table(jobs, t["node_states"]))  # fmt: skip
 
 
 def reason_blocks(a: AttributionResult) -> list[Any]:
@@ -387,14 +390,17 @@ class CheckpointPlan(Result):
         return lines
 
     @classmethod
-    def _example(cls) -> CheckpointPlan:
-        """Build a tiny instance: the plan per job size of a 14-day, 16-node cluster (for contract tests)."""
+    def _example(cls, kind: str = "normal") -> CheckpointPlan:
+        """Build a tiny instance: the plan per job size of a 14-day, 16-node cluster (for contract tests).
+
+        ``kind="no failures"``: the same without hardware failures.
+        """
         from types import SimpleNamespace
 
         from reliability.pipeline.analysis import AnalysisConfig
 
         cfg = SimpleNamespace(analysis=AnalysisConfig(min_gpus=1))
-        deps = {"mttf": MTTFResult._example(), "attribution": AttributionResult._example()}
+        deps = {"mttf": MTTFResult._example(kind), "attribution": AttributionResult._example(kind)}
         return checkpoint_plan(cfg, deps, Path("."))  # type: ignore[arg-type]
 
 

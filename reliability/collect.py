@@ -165,9 +165,7 @@ class CollectResult(Result):
     def _example(cls) -> CollectResult:
         """Build a tiny instance: one day's sacct export ingested (for contract tests)."""
         since = datetime(2025, 1, 6, tzinfo=UTC)
-        out = IngestOutcome("raw/sacct-2025-01-06.psv", "ingested", "0" * 64, 120, 118, 2,
-                            {"jobs": 80, "job_steps": 38}, ["2 rows without a start time"],
-                            since + timedelta(days=1))  # fmt: skip
+        out = IngestOutcome._example()
         return cls(Path("data/tiny"), since, since + timedelta(days=1), "given",
                    ("sacct --parsable2 --duplicates --starttime 2025-01-06T00:00:00",),
                    raw_dir=Path("data/tiny/raw"), outcomes=(out,), requeue_exit_codes=(42,))  # fmt: skip

@@ -259,11 +259,11 @@ def test_lemon_features_censor_at_the_observation_end():
 
 #: public classes that look like results but are not on the base, and why
 NOT_RESULTS = {
+    # its field `tables` (the canonical frames) would hide Result.tables(); 200 uses to rename
     "reliability.ingest._common.ReadResult": "a reader's rows and quarantine, consumed by the store",
     "reliability.ingest._delimited.SplitResult": "an internal of the delimited-file splitter",
     "reliability.ingest._sacct_parse.ValueTable": "the sacct reader's cache of parsed field values",
     "reliability.models.lemon.LemonDetector": "an estimator (fit/predict), not a result",
-    "reliability.pipeline.runner.RunResult": "holds the stages' results (each on the base)",
     "reliability.report.model.Report": "the report's document model",
     "reliability.report.model.Table": "a report block",
     "reliability.store.integrity.VerifyReport": "the store's integrity check (own text form)",
@@ -324,15 +324,17 @@ def every_result(tmp_path_factory) -> dict[type, list]:
     from reliability.sim.experiments import LemonBacktest, QuarantineRun
     from reliability.sim.pod import simulate_pod
     from reliability.sim.run import simulate_cluster
+    from reliability.store import IngestOutcome
     from reliability.sweep import SweepResult
 
     seen: dict[type, list] = {}
-    _walk(tiny_run(tmp_path_factory)[1].outputs, seen)
+    _walk(tiny_run(tmp_path_factory)[1], seen)  # the RunResult and its stages' results
     for case in ("normal", "one failure"):
         _walk(_results(case), seen)
     _walk(simulate_cluster("small", days=1, seed=0), seen)
     _walk(simulate_pod("tpuv4", days=3, seed=0), seen)
     t = datetime(2025, 1, 1, tzinfo=UTC)
+    _walk(IngestOutcome("raw.psv", "unchanged", "ab" * 32, 0, 0, 0), seen)
     _walk(CollectResult(Path("ds"), t, t + timedelta(days=1), "given", ("sacct ...",), dry_run=True), seen)  # fmt: skip
     agg = pl.DataFrame({"cell": ["a"], "key": ["ettr"], "n": [1], "mean": [0.9], "sd": [None],
                         "ci_low": [None], "ci_high": [None]}, schema_overrides={"sd": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64})  # fmt: skip

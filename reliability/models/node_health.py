@@ -271,10 +271,10 @@ class NodeHealth(Result):
 
         ``kind="no failures"``: the same without hardware failures.
         """
-        from reliability.models._examples import tiny_tables
+        from reliability.models._examples import tiny_jobs, tiny_tables
 
         t = tiny_tables(kind=kind)
-        return node_health(t, attributed=t["attributed"])
+        return node_health(t, attributed=t["attributed"], end=tiny_jobs()[1])
 
 
 def _every(window_h: float) -> str:

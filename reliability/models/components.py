@@ -14,7 +14,7 @@ constant hazard these fits test.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 import polars as pl
@@ -105,6 +105,23 @@ class ComponentReliability(Result):
             if part is not None:
                 lines += part._lines()
         return lines
+
+    @classmethod
+    def _example(cls, kind: str = "normal") -> ComponentReliability:
+        """Build a tiny instance: eight components' lifetimes and two nodes' failures (for contract tests).
+
+        ``kind="no failures"``: the lifetimes all censored and no time between failures, as
+        :func:`component_reliability` gives for a Dataset without component failures.
+        """
+        from reliability.models._examples import DAYS, T0, check_kind
+
+        check_kind(kind)
+        end = T0 + timedelta(days=DAYS)
+        if kind == "no failures":
+            return cls(lifetimes=LifetimeResult._example(kind), interfailure=None, observation_end=end,
+                       notes=["no component failures in the Dataset: no time between failures to fit"])  # fmt: skip
+        return cls(lifetimes=LifetimeResult._example(), interfailure=InterFailureResult._example(),
+                   observation_end=end)  # fmt: skip
 
 
 def component_reliability(

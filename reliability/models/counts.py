@@ -516,6 +516,22 @@ class RateEstimate(Result):
     def _lines(self) -> list[str]:
         return [self.describe()]
 
+    @classmethod
+    def _example(cls, kind: str = "normal") -> RateEstimate:
+        """Build a tiny instance: four weeks of a node fleet with a few failures (for contract tests).
+
+        ``kind="no failures"``: the same without hardware failures.
+        """
+        from reliability.models._examples import check_kind
+
+        check_kind(kind)
+        return estimate_rate(
+            [1, 0, 2, 1] if kind == "normal" else [0, 0, 0, 0],
+            [30.0, 28.0, 31.0, 29.0],
+            label="tiny",
+            unit="node",
+        )
+
 
 def estimate_rate(
     k: np.ndarray | list[int],
@@ -656,6 +672,20 @@ class TrendTest(Result):
 
     def _lines(self) -> list[str]:
         return [self.describe()]
+
+    @classmethod
+    def _example(cls, kind: str = "normal") -> TrendTest:
+        """Build a tiny instance: failures over four weeks of equal exposure (for contract tests).
+
+        ``kind="no failures"``: the same without hardware failures.
+        """
+        from reliability.models._examples import check_kind
+
+        check_kind(kind)
+        return trend_of(
+            np.array([0, 1, 1, 3] if kind == "normal" else [0, 0, 0, 0]),
+            np.array([30.0, 30.0, 30.0, 30.0]),
+        )
 
 
 def trend_of(

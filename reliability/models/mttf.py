@@ -426,6 +426,17 @@ class MTTFResult(Result):
             lines += ["  " + ln for ln in self.scaling._lines()]
         return lines
 
+    @classmethod
+    def _example(cls, kind: str = "normal") -> MTTFResult:
+        """Build a tiny instance: a 14-day, 16-node cluster, jobs of 1 to 8 nodes (for contract tests).
+
+        ``kind="no failures"``: the same without hardware failures.
+        """
+        from reliability.models._examples import tiny_jobs
+
+        jobs, end = tiny_jobs(kind=kind)
+        return fit_mttf(jobs, min_gpus=1, observation_end=end)
+
 
 def _bucket_name(bucket: int) -> str:
     """Name the GPUs a size bucket holds, from its lower edge: ``"8-15 GPUs"``, ``"4096+ GPUs"``."""

@@ -171,6 +171,20 @@ class ScalingCheck(Result):
             )
         return lines
 
+    @classmethod
+    def _example(cls, kind: str = "normal") -> ScalingCheck:
+        """Build a tiny instance: failures and job hours of four job sizes (for contract tests).
+
+        ``kind="no failures"``: the same without hardware failures.
+        """
+        from reliability.models._examples import check_kind
+
+        check_kind(kind)
+        return check_scaling(
+            np.array([1, 2, 3, 5] if kind == "normal" else [0, 0, 0, 0]), np.array([2000.0, 1500.0, 1200.0, 900.0]),
+            np.array([1, 2, 4, 8]), ["8", "16", "32", "64"], None,
+        )  # fmt: skip
+
 
 def _rng(point: float | None, low: float | None, high: float | None) -> str:
     if point is None:

@@ -31,7 +31,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import polars as pl
+
 from reliability._atomic import write_json_atomic
+from reliability._result import Result
 from reliability._result_io import count_rows
 from reliability._version import __version__
 from reliability.pipeline.background import BackgroundStage
@@ -53,18 +56,63 @@ _DEPENDENCIES = (
 
 
 @dataclass
-class RunResult:
+class RunResult(Result):
     """The result of a pipeline run.
 
     The typed result of every stage that ran (by stage name), per-stage records, and the files
-    written.
+    written. A result like the stages': its ``summary`` is the table of stages (``stage, key,
+    cached, seconds, rows``), its text form says what ran and what was written.
     """
+
+    title = "Pipeline run"
 
     config: PipelineConfig
     outputs: dict[str, Any]
     stages: list[dict[str, Any]]
     files: dict[str, Path] = field(default_factory=dict)
     pdf_pages: int | None = None
+
+    @property
+    def summary(self) -> pl.DataFrame:
+        """One row per stage: ``stage, key, cached, seconds, rows``."""
+        return pl.DataFrame(
+            self.stages,
+            schema={"stage": pl.String, "key": pl.String, "cached": pl.Boolean,
+                    "seconds": pl.Float64, "rows": pl.Int64},
+        )  # fmt: skip
+
+    @property
+    def sample_sizes(self) -> dict[str, int | float]:
+        """Stages run (or taken from the cache) and files written."""
+        return {"stages": len(self.stages), "from the cache": sum(bool(s["cached"]) for s in self.stages),
+                "files": len(self.files)}  # fmt: skip
+
+    def _lines(self) -> list[str]:
+        lines = [f"Pipeline {self.config.name}: {len(self.stages)} stage(s)"]
+        lines += [
+            f"  {s['stage']:<13} {'cached' if s['cached'] else 'ran'} in {s['seconds']:.2f} s, {s['rows']:,} rows"
+            for s in self.stages
+        ]
+        lines += [f"wrote {path}" for path in self.files.values()]
+        return lines
+
+    @classmethod
+    def _example(cls) -> RunResult:
+        """Build a tiny instance: two analysis stages of a pipeline and its report (for contract tests)."""
+        from reliability.models import MTTFResult, RateSeries
+        from reliability.pipeline.analysis import AnalysisConfig
+
+        cfg = PipelineConfig(path=Path("pipelines/tiny.toml"), name="tiny", out=Path("reports/tiny"),
+                             inputs=(), analysis=AnalysisConfig(), title="Tiny cluster",
+                             formats=("html",), raw={})  # fmt: skip
+        stages = [
+            {"stage": "mttf", "key": "0123456789abcdef", "cached": False, "seconds": 0.41, "rows": 3},
+            {"stage": "rates", "key": "fedcba9876543210", "cached": True, "seconds": 0.02, "rows": 2},
+            {"stage": "report", "key": "00ff00ff00ff00ff", "cached": False, "seconds": 1.3, "rows": 0},
+        ]  # fmt: skip
+        outputs = {"mttf": MTTFResult._example(), "rates": RateSeries._example()}
+        return cls(config=cfg, outputs=outputs, stages=stages,
+                   files={"html": Path("reports/tiny/report.html")})  # fmt: skip
 
     def cached(self, name: str) -> bool:
         """Tell whether a stage's result came from the cache.

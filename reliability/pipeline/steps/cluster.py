@@ -95,6 +95,22 @@ class AttributionResult(Result):
             f"attempt's end to {self.after_min:g} min after)"
         ]
 
+    @classmethod
+    def _example(cls, kind: str = "normal") -> AttributionResult:
+        """Build a tiny instance: the attempts of a 14-day, 16-node cluster attributed (for contract tests).
+
+        ``kind="no failures"``: the same without hardware failures.
+        """
+        from reliability.attribution import attribute_failures
+        from reliability.models._examples import tiny_jobs, tiny_tables
+        from reliability.reasons import reason_table
+
+        t = tiny_tables(kind=kind)
+        jobs = attribute_failures(t["jobs"], health_events=t["health_events"],
+                                  node_states=t["node_states"])  # fmt: skip
+        return cls(jobs=jobs, before_min=10.0, after_min=5.0, requeue_exit_codes=(),
+                   observation_end=tiny_jobs(kind=kind)[1], reasons=reason_table(jobs, t["node_states"]))  # fmt: skip
+
 
 def reason_blocks(a: AttributionResult) -> list[Any]:
     """Say how node-state reasons were counted: the unclassified faults, then every reason.
@@ -372,6 +388,20 @@ class CheckpointPlan(Result):
             f"  {r['n_gpus']:>7,} GPUs: {r['status']}" for r in self.sizes.iter_rows(named=True)
         ]
         return lines
+
+    @classmethod
+    def _example(cls, kind: str = "normal") -> CheckpointPlan:
+        """Build a tiny instance: the plan per job size of a 14-day, 16-node cluster (for contract tests).
+
+        ``kind="no failures"``: the same without hardware failures.
+        """
+        from types import SimpleNamespace
+
+        from reliability.pipeline.analysis import AnalysisConfig
+
+        cfg = SimpleNamespace(analysis=AnalysisConfig(min_gpus=1))
+        deps = {"mttf": MTTFResult._example(kind), "attribution": AttributionResult._example(kind)}
+        return checkpoint_plan(cfg, deps, Path("."))  # type: ignore[arg-type]
 
 
 def plan_sizes(attributed: pl.DataFrame, cfg: PipelineConfig) -> tuple[list[int], str]:

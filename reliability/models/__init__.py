@@ -32,6 +32,12 @@ from reliability.models.ettr import (
 )
 from reliability.models.ettr_logs import RunETTR, job_run_ettr
 from reliability.models.ettr_mc import ESTIMANDS, ETTRSimulation, simulate_ettr
+from reliability.models.fleets import (
+    FleetComparison,
+    PublishedFleets,
+    compare_fleets,
+    published_fleets,
+)
 from reliability.models.incidents import failures_by_node, node_incidents
 from reliability.models.jobs import (
     CRASH_LOOP_MIN_REQUEUES,
@@ -109,6 +115,7 @@ __all__ = [
     "CrowAMSAA",
     "ETTRApproximationWarning",
     "ETTRSimulation",
+    "FleetComparison",
     "InterFailureResult",
     "LemonDetector",
     "LifetimeFit",
@@ -120,6 +127,7 @@ __all__ = [
     "PlanResult",
     "PodJobStats",
     "PodSpec",
+    "PublishedFleets",
     "RateEstimate",
     "RateSeries",
     "RecoveryComparison",
@@ -129,6 +137,7 @@ __all__ = [
     "WorkloadResult",
     "all_to_all_throughput",
     "availability_curve",
+    "compare_fleets",
     "component_failure_rates",
     "count_baseline",
     "crash_loops",
@@ -169,6 +178,7 @@ __all__ = [
     "pod_job_stats",
     "poisson_ci",
     "poisson_regression",
+    "published_fleets",
     "rate_interval",
     "recovery_paths",
     "required_host_availability",

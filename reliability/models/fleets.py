@@ -578,6 +578,9 @@ def compare_fleets(
                 "source": row["source"], "caveat": row["caveat"],
             })  # fmt: skip
     components, unmapped = _component_tables(hw, fleets)
+    for row in published.summary.iter_rows(named=True):
+        if row["flags"]:
+            notes.append(f"{row['fleet']} ({row['source']}) does not add up: {row['flags']}")
 
     gpu_jobs = exp.filter(pl.col("n_accelerators") >= 1)
     largest = int(gpu_jobs.get_column("n_accelerators").max()) if gpu_jobs.height else None  # type: ignore[arg-type]

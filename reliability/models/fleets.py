@@ -366,6 +366,8 @@ class FleetComparison(Result):
         ``1/(N r_f)``, then each fleet's projection at that size, with intervals and caveats.
     largest_gpus : int or None
         The largest job [GPUs] (None without GPU jobs).
+    published : PublishedFleets or None
+        The published fleets compared against (:func:`published_fleets`).
     min_gpus : int
         Jobs of at least this many GPUs enter the user's r_f.
     alpha : float
@@ -378,6 +380,7 @@ class FleetComparison(Result):
     unmapped: pl.DataFrame
     mttf: pl.DataFrame
     largest_gpus: int | None
+    published: PublishedFleets | None = None
     min_gpus: int = 129
     failures: int = 0
     node_days: float = 0.0
@@ -622,6 +625,7 @@ def compare_fleets(
         unmapped=unmapped,
         mttf=pl.DataFrame(mttf_rows, schema=_COMPARE_MTTF),
         largest_gpus=largest,
+        published=published,
         min_gpus=fit.min_gpus,
         failures=r.failures,
         node_days=r.exposure,

@@ -454,6 +454,9 @@ def _compare(args: argparse.Namespace) -> int:
 
     if args.min_gpus < 1:
         raise ReliabilityError(f"--min-gpus: expected an integer >= 1, got {args.min_gpus}")
+    bad = [c for c in args.requeue_exit_codes if not 0 <= c <= 255]
+    if bad:
+        raise ReliabilityError(f"--requeue-exit-codes: exit codes are 0-255, got {bad}")
     if args.gpus_per_node is not None and args.gpus_per_node < 1:
         raise ReliabilityError(
             f"--gpus-per-node: expected an integer >= 1, got {args.gpus_per_node}"

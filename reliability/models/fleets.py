@@ -450,7 +450,7 @@ def _component_tables(
         if hw.height
         else pl.DataFrame(schema={"component": pl.String, "yours": pl.Int64})
     )
-    frame = yours.with_columns(your_share=pl.col("yours") / max(hw.height, 1))
+    frame = yours
     unmapped: list[dict[str, Any]] = []
     for key in COMPARED_TABLES:
         f = fleets[key]
@@ -472,12 +472,15 @@ def _component_tables(
             schema={"component": pl.String, key: pl.Int64},
         ).with_columns((pl.col(key) / max(n_hw, 1)).alias(f"{key}_share"))
         frame = frame.join(theirs, on="component", how="full", coalesce=True)
-    order = pl.coalesce("yours", pl.lit(0)) + pl.coalesce(*[pl.col(k) for k in COMPARED_TABLES])
+    # your most frequent components first, then the published tables' largest shares
+    theirs_share = pl.sum_horizontal(pl.col([f"{k}_share" for k in COMPARED_TABLES]).fill_null(0))
     frame = frame.with_columns(pl.col("yours").fill_null(0)).sort(
-        [order, "component"], descending=[True, False]
+        ["yours", theirs_share, "component"], descending=[True, True, False]
     )
     frame = frame.with_columns(
-        your_share=pl.col("yours") / hw.height if hw.height else pl.lit(None)
+        your_share=pl.col("yours") / hw.height if hw.height else pl.lit(None, pl.Float64)
+    ).select(
+        "component", "yours", "your_share", *[c for k in COMPARED_TABLES for c in (k, f"{k}_share")]
     )
     return frame, pl.DataFrame(unmapped, schema=_UNMAPPED)
 

@@ -270,6 +270,8 @@ def test_cli_compare_prints_your_row_and_refuses_without_exposure(tmp_path, caps
     assert "--min-gpus 128" in err
     assert main(["compare", str(tmp_path / "nope")]) == 2
     assert "no such Dataset folder" in capsys.readouterr().err
+    assert main(["compare", str(ds), "--gpus-per-node", "0"]) == 2
+    assert "--gpus-per-node: expected an integer >= 1, got 0" in capsys.readouterr().err
 
 
 def test_unknown_fleet_key_names_the_known_ones(pub):

@@ -441,6 +441,16 @@ def _pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.1f}%"
 
 
+def _left_out(f: Fleet) -> str:
+    """Say which rows of a fleet's table its hardware-only rate leaves out."""
+    out = [c for c in f.components if c.domain not in HARDWARE]
+    kept = _total(f) - sum(c.count for c in out)
+    return (
+        f"the {kept:,} of {_total(f):,} interruptions in rows the taxonomy counts as hardware, as "
+        "your r_f does; left out: " + ", ".join(f"{c.label} {c.count:,}" for c in out)
+    )
+
+
 def _component_tables(
     hw: pl.DataFrame, fleets: dict[str, Fleet]
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -581,7 +591,8 @@ def compare_fleets(
                                         ylo if has_rate else None, yhi),
                 "definition": ("rows the taxonomy puts in the hardware domains" if hw_only
                                else row["failure_definition"]),
-                "source": row["source"], "caveat": row["caveat"],
+                "source": row["source"],
+                "caveat": _left_out(fleets[row["key"]]) if hw_only else row["caveat"],
             })  # fmt: skip
     components, unmapped = _component_tables(hw, fleets)
     for row in published.summary.iter_rows(named=True):

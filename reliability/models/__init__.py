@@ -32,12 +32,8 @@ from reliability.models.ettr import (
 )
 from reliability.models.ettr_logs import RunETTR, job_run_ettr
 from reliability.models.ettr_mc import ESTIMANDS, ETTRSimulation, simulate_ettr
-from reliability.models.fleets import (
-    FleetComparison,
-    PublishedFleets,
-    compare_fleets,
-    published_fleets,
-)
+from reliability.models.fleet_compare import FleetComparison, compare_fleets
+from reliability.models.fleets import PublishedFleets, published_fleets
 from reliability.models.incidents import failures_by_node, node_incidents
 from reliability.models.jobs import (
     CRASH_LOOP_MIN_REQUEUES,

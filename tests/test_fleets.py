@@ -281,3 +281,22 @@ def test_unknown_fleet_key_names_the_known_ones(pub):
         pub.row("nope")
     with pytest.raises(ValueError, match="alpha"):
         published_fleets(alpha=1.5)
+
+
+def test_compare_without_failures_gives_your_upper_bound():
+    """No hardware failure: your r_f is not estimable; the upper bound is Garwood's for 0
+    failures (-ln(0.025) / node-days) and each fleet is placed against it."""
+    rng = np.random.default_rng(2)
+    jobs, end = job_histories(rng, days=20, rate_per_node_day=1e-9, slots=2, nodes_per_job=32)
+    c = compare_fleets(jobs, observation_end=end)
+    yours = c.summary.row(0, named=True)
+    assert yours["failures"] == 0
+    assert yours["rate_per_node_day"] is None
+    assert yours["ci_high"] == pytest.approx(garwood(0, yours["node_days"])[1], rel=1e-9)
+    assert yours["ci_high"] == pytest.approx(-np.log(0.025) / yours["node_days"], rel=1e-9)
+    for r in c.summary.iter_rows(named=True):
+        if r["fleet"] != "yours" and r["rate_per_node_day"] is not None:
+            low = r["ci_low"] if r["ci_low"] is not None else r["rate_per_node_day"]
+            side = "above" if low > yours["ci_high"] else "within"
+            assert r["versus_yours"].startswith(side), r["fleet"]
+    assert "upper bound" in str(c)

@@ -55,10 +55,19 @@ _UNMAPPED = {
 
 
 def _versus(
-    rate: float, lo: float | None, hi: float | None, ylo: float | None, yhi: float | None
+    rate: float,
+    lo: float | None,
+    hi: float | None,
+    ylo: float | None,
+    yhi: float | None,
+    estimable: bool = True,
 ) -> str:
-    if ylo is None or yhi is None:
-        return "not comparable (your r_f is not estimable)"
+    """Say where a fleet's rate (and interval) lies against yours (or your upper bound)."""
+    if yhi is None or ylo is None:
+        return "not comparable (no exposure of yours)"
+    if not estimable:  # no failure of yours: only an upper bound
+        above = (lo if lo is not None else rate) > yhi
+        return f"{'above' if above else 'within'} your upper bound (you had no hardware failure)"
     if lo is None or hi is None:
         if rate > yhi:
             return "printed rate above your interval"
@@ -136,7 +145,13 @@ class FleetComparison(Result):
         out = [f"r_f per 1000 node-days ({pct} intervals; yours: jobs of {self.min_gpus:,}+ GPUs):"]
         for r in self.summary.iter_rows(named=True):
             if r["rate_per_node_day"] is None:
-                rate = "not estimable" if r["fleet"] == "yours" else r["versus_yours"]
+                rate = r["versus_yours"]
+                if r["fleet"] == "yours":
+                    rate = (
+                        "not estimable (no exposure)"
+                        if r["ci_high"] is None
+                        else f"no hardware failure: at most {fmt_num(1000 * r['ci_high'])} (upper bound)"
+                    )
             elif r["ci_low"] is None:
                 rate = f"{fmt_num(1000 * r['rate_per_node_day'])} (as printed, no interval)"
             else:
@@ -315,8 +330,8 @@ def compare_fleets(
                 "node_days": row["node_days"], "rate_per_node_day": row[f"{pre}rate_per_node_day"],
                 "ci_low": lo, "ci_high": hi,
                 "rate_per_gpu_day": None if hw_only else row["rate_per_gpu_day"],
-                "versus_yours": _versus(row[f"{pre}rate_per_node_day"], lo, hi,
-                                        ylo if has_rate else None, yhi),
+                "versus_yours": _versus(row[f"{pre}rate_per_node_day"], lo, hi, ylo, yhi,
+                                        estimable=has_rate),
                 "definition": ("rows the taxonomy puts in the hardware domains" if hw_only
                                else row["failure_definition"]),
                 "source": row["source"],

@@ -13,9 +13,10 @@ from typing import Any
 
 import polars as pl
 
+from reliability import plots
 from reliability.models import FleetComparison
 from reliability.pipeline.config import PipelineConfig
-from reliability.pipeline.steps.common import Context, notes_blocks, table
+from reliability.pipeline.steps.common import Context, notes_blocks, plot_block, table
 from reliability.report.model import Section, Text
 
 __all__ = ["fleets", "fleets_section"]
@@ -83,6 +84,20 @@ def fleets_section(c: FleetComparison, ctx: Context) -> list[Section]:
             "timeouts too) over that job's node-days, Delta counts GPU memory errors over every "
             "GPU-hour of its fleet, RSC-1/RSC-2 count hardware failures of large jobs as this "
             "package does. Each row says which."
+        )
+    )
+    sec.blocks.append(
+        plot_block(
+            "fleet_rates",
+            lambda ax: plots.plot_fleet_rates(c, ax=ax),
+            (6.4, 3.8),
+            "Your r_f (line, shaded: its 95% interval) beside each published fleet's rate per "
+            "1000 node-days (points with bars: exact 95% intervals from published counts; hollow: "
+            "a printed rate without counts). The fleets count different things; the table says "
+            "what.",
+            _per_1000(c.summary, ("rate_per_node_day", "ci_low", "ci_high")).select(
+                "fleet", "per_1000_node_days", "ci_low", "ci_high"
+            ),
         )
     )
     rates = _per_1000(c.summary, ("rate_per_node_day", "ci_low", "ci_high")).drop(

@@ -22,9 +22,10 @@ EVIL = "exports/" + "a_long_folder_name_" * 4 + "/evil.psv"
 SECTIONS = [
     "Data and quarantine", "Node health", "Job states and sizes", "Failure taxonomy",
     "Secondary preemptions and crash loops", "Failure rate over time", "MTTF vs job size",
+    "Does MTTF ∝ 1/N hold here?",
     "ETTR of job runs", "Checkpoint planning", "Which signals predict job failures", "Lemon nodes",
     "Your fleet beside published fleets", "Pod data",
-    "TPU pod: failures and availability", "Routing around a failed OCS",
+    "TPU pod: failures and availability", "Routing around a failed OCS", "Component lifetimes (pods)",
 ]  # fmt: skip
 
 

@@ -16,6 +16,7 @@ from reliability.models.availability import (
     steady_state_availability,
 )
 from reliability.models.checkpoint import daly_interval_h, optimal_interval_h, young_interval_h
+from reliability.models.components import ComponentReliability, component_reliability
 from reliability.models.counts import (
     RateEstimate,
     TrendTest,
@@ -88,6 +89,7 @@ from reliability.models.repairable import (
     interfailure_times,
 )
 from reliability.models.routing import ThroughputResult, all_to_all_throughput, dimension_order_load
+from reliability.models.scaling import ScalingCheck, check_scaling
 from reliability.models.workload import (
     WorkloadResult,
     failure_taxonomy,
@@ -108,6 +110,7 @@ __all__ = [
     "PODS",
     "SIZE_BUCKETS",
     "VARIANTS",
+    "ComponentReliability",
     "CrowAMSAA",
     "ETTRApproximationWarning",
     "ETTRSimulation",
@@ -128,13 +131,16 @@ __all__ = [
     "RateSeries",
     "RecoveryComparison",
     "RunETTR",
+    "ScalingCheck",
     "ThroughputResult",
     "TrendTest",
     "WorkloadResult",
     "all_to_all_throughput",
     "availability_curve",
+    "check_scaling",
     "compare_fleets",
     "component_failure_rates",
+    "component_reliability",
     "count_baseline",
     "crash_loops",
     "crow_amsaa",

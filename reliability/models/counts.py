@@ -249,7 +249,9 @@ def poisson_regression(
         Dict of arrays over the leading axes: ``slope``, ``low``, ``high``, ``se`` (robust), ``p``
         (robust p-value of slope = ``null_slope``), ``p_poisson`` (the same test if the counts were
         Poisson), ``dispersion`` (Pearson ``X² / (n − 2)``, for information), ``valid`` (enough data
-        and the fit converged; a fit with every failure in one point diverges and is invalid).
+        and the fit converged; a fit with every failure in one point diverges and is invalid),
+        ``intercept`` (``b0`` at the mean of ``x``: the model is ``b0 + b1 (x − x_mean)``),
+        ``x_mean``, ``df`` (``n − 2``, the Student-t degrees of freedom) and ``cov`` (the robust covariance of ``(b0, b1)``, shape ``(..., 2, 2)``).
     """
     k = np.asarray(k, dtype=float)
     e = np.asarray(exposure, dtype=float)
@@ -284,6 +286,8 @@ def poisson_regression(
         "high": np.where(valid, slope + q * se, nan), "se": np.where(valid, se, nan),
         "p": np.where(valid, p, nan), "p_poisson": np.where(valid, p_poisson, nan),
         "dispersion": np.where(valid, phi, nan), "valid": valid,
+        "intercept": np.where(valid, b[..., 0], nan), "x_mean": x.mean(), "df": df,
+        "cov": np.where(valid[..., None, None], robust_cov, np.nan),
     }  # fmt: skip
 
 

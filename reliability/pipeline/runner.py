@@ -32,9 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from reliability._atomic import write_json_atomic
-from reliability._result_io import count_rows, load_result, save_result
+from reliability._result_io import count_rows
 from reliability._version import __version__
 from reliability.pipeline.background import BackgroundStage
+from reliability.pipeline.cache import load_stage, save_stage
 from reliability.pipeline.config import PipelineConfig, load_pipeline
 from reliability.pipeline.stages import STAGES
 
@@ -135,47 +136,6 @@ def _key(name: str, params: dict[str, Any], upstream: list[str]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def _load(folder: Path) -> Any | None:
-    """Load the result cached in ``folder``.
-
-    None when there is none, or it cannot be read: a result written by another version of a
-    class is recomputed, not trusted.
-    """
-    if not (folder / "meta.json").is_file():
-        return None
-    try:
-        return load_result(folder)
-    except (OSError, ValueError, TypeError, KeyError):
-        return None
-
-
-def _save(folder: Path, result: Any, seconds: float) -> None:
-    save_result(result, folder)
-    write_json_atomic(
-        {"result": type(result).__name__, "seconds": seconds, "rows": count_rows(result)},
-        folder / "meta.json",
-    )
-
-
-def _run_stage(cfg: PipelineConfig, name: str, deps: dict[str, str], work: str) -> None:
-    """Run stage ``name`` into its cache folder ``work``, its inputs read from their folders.
-
-    What a background stage's child process does (its time goes into ``meta.json``).
-    """
-    stage = next(s for s in STAGES if s.name == name)
-    outputs: dict[str, Any] = {}
-    for need, folder in deps.items():
-        got = _load(Path(folder))
-        if got is None:
-            raise RuntimeError(
-                f"stage {name}: the result of stage {need} in {folder} cannot be read"
-            )
-        outputs[need] = got
-    t0 = time.perf_counter()
-    result = stage.run(cfg, outputs, Path(work))
-    _save(Path(work), result, time.perf_counter() - t0)
-
-
 def _fresh(work: Path) -> None:
     """Make ``work`` an empty folder (a crashed earlier attempt leaves files behind)."""
     if work.exists():
@@ -272,7 +232,7 @@ def run_pipeline(
                 # waited on before it leaves ``running``: interrupted here, it is still killed
                 secs = running[stage.name].result()  # its error, if it failed
                 del running[stage.name]
-                got = _load(work)
+                got = load_stage(work)
                 if got is None:  # pragma: no cover - the worker saved it
                     raise RuntimeError(f"stage {stage.name}: its result in {work} cannot be read")
                 cached, where = (
@@ -280,12 +240,12 @@ def run_pipeline(
                     f" (on a second process; waited {time.perf_counter() - t0:.2f} s)",
                 )
             else:
-                got = _load(work)
+                got = load_stage(work)
                 cached = got is not None
                 if got is None:
                     _fresh(work)
                     got = stage.run(cfg, outputs, work)
-                    _save(work, got, time.perf_counter() - t0)
+                    save_stage(work, got, time.perf_counter() - t0)
                 secs = time.perf_counter() - t0
             outputs[stage.name] = got
             launch_ready()

@@ -273,6 +273,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--into", type=Path, default=Path("reports/demo"))
     demo.add_argument("--seed", type=int, default=0)
+    cmp = sub.add_parser(
+        "compare",
+        help="your r_f, failure components and largest-job MTTF beside published fleets "
+        "(RSC-1/2, Llama 3, FT-HSDP, Delta, ...)",
+    )
+    cmp.add_argument("dataset", type=Path)
+    for a in an._actions:  # the same attribution and r_f options as `analyze`
+        if a.dest not in ("help", "dataset"):
+            cmp._add_action(a)
     return p
 
 
@@ -435,6 +444,40 @@ def _analyze(args: argparse.Namespace) -> int:
     for name, frame in frames.items():
         write_parquet_atomic(frame, out / f"{name}.parquet")
     print(f"wrote {len(frames)} tables to {out}")
+    return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from reliability.attribution import attribute_failures
+    from reliability.models import compare_fleets, fit_mttf
+    from reliability.reasons import ReasonRules
+
+    if args.min_gpus < 1:
+        raise ReliabilityError(f"--min-gpus: expected an integer >= 1, got {args.min_gpus}")
+    bad = [c for c in args.requeue_exit_codes if not 0 <= c <= 255]
+    if bad:
+        raise ReliabilityError(f"--requeue-exit-codes: exit codes are 0-255, got {bad}")
+    if args.gpus_per_node is not None and args.gpus_per_node < 1:
+        raise ReliabilityError(
+            f"--gpus-per-node: expected an integer >= 1, got {args.gpus_per_node}"
+        )
+    ds = _dataset(args.dataset)
+    per_node = args.gpus_per_node or max(ds.summary().accelerators_per_node, 1)
+    rules = ReasonRules.from_file(args.reasons) if args.reasons else None
+    jobs = attribute_failures(ds, before_min=args.before_min, after_min=args.after_min,
+                              requeue_exit_codes=args.requeue_exit_codes, reasons=rules)  # fmt: skip
+    fit = fit_mttf(
+        jobs, min_gpus=args.min_gpus, gpus_per_node=per_node, observation_end=ds.observation_end
+    )
+    if fit.node_days_ <= 0:
+        largest = int(jobs.get_column("n_accelerators").max() or 0) if jobs.height else 0
+        raise ReliabilityError(
+            f"{args.dataset}: no exposure from jobs of >= {args.min_gpus:,} GPUs (largest job: "
+            f"{largest:,} GPUs), so there is no r_f to set beside the published fleets"
+            + (f"; pass --min-gpus {largest} or lower" if largest >= 1 else "")
+        )
+    result = compare_fleets(jobs, fit=fit, observation_end=ds.observation_end)
+    print(_cli_terms(str(result), args))
     return 0
 
 
@@ -915,6 +958,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _analyze(args)
         if args.command == "simulate":
             return _simulate(args)
+        if args.command == "compare":
+            return _compare(args)
         if args.command == "plan":
             return _plan(args)
         if args.command == "signals":

@@ -19,6 +19,23 @@ References
 - :data:`DSN06`: Schroeder & Gibson, "A large-scale study of failures in high-performance
   computing systems", DSN 2006 (the LANL 1996-2005 failure records).
 
+Published fleets (their component tables are in :mod:`reliability.fleets`):
+
+- :data:`DUBEY24`: Dubey et al., "The Llama 3 Herd of Models", 2024 (Table 5: 419 unexpected
+  interruptions of the 405B pre-training job in 54 days).
+- :data:`SALPEKAR26`: Salpekar et al., "Training LLMs with Fault Tolerant HSDP on 100,000 GPUs",
+  2026 (678 unexpected interruptions at 32K H100).
+- :data:`CUI25`: Cui et al., "Story of Two GPUs", SC'25 (NCSA Delta, A100 vs H100 memory errors).
+- :data:`HU24`: Hu et al., "Characterization of Large Language Model Development in the
+  Datacenter", NSDI'24 (Acme).
+- :data:`JEON19`: Jeon et al., "Analysis of Large-Scale Multi-Tenant GPU Clusters for DNN
+  Training Workloads", USENIX ATC'19 (Philly).
+- :data:`XIONG24`: Xiong et al., "SuperBench", USENIX ATC'24 (Azure incident intervals).
+- :data:`WAN25`: Wan et al., "Robust LLM Training Infrastructure at ByteDance", 2025 (ByteRobust).
+
+Where a number could only be checked against a secondary source (a summary quoting the paper),
+its ``note`` says so: "checked against a secondary summary; primary not reachable here".
+
 No SC'20 number is quoted anywhere in the package, so none is recorded here.
 
 Examples
@@ -37,10 +54,17 @@ from dataclasses import dataclass
 import polars as pl
 
 __all__ = [
+    "CUI25",
     "DALY06",
     "DSN06",
+    "DUBEY24",
     "HPCA25",
+    "HU24",
+    "JEON19",
     "NSDI24",
+    "SALPEKAR26",
+    "WAN25",
+    "XIONG24",
     "YOUNG74",
     "Paper",
     "Reference",
@@ -353,6 +377,169 @@ LANL_FAILURES_PER_YEAR = Reference(
 TBF_WEIBULL_SHAPE = Reference(
     (0.7, 0.8), "Weibull shape", "time between failures per node and per system: Weibull with "
     "decreasing hazard", DSN06, "analysis of the time between failures",
+)  # fmt: skip
+
+
+# ---------------------------------------------------------------- published fleets
+#: how a number checked only against a summary that quotes the paper is marked
+SECONDARY = "checked against a secondary summary quoting the paper; primary not reachable here"
+
+DUBEY24 = Paper(
+    short="Dubey et al., 2024 (Llama 3)",
+    title="The Llama 3 Herd of Models",
+    venue="arXiv:2407.21783",
+    year=2024,
+    doi="10.48550/arXiv.2407.21783",
+    url="https://arxiv.org/abs/2407.21783",
+)
+SALPEKAR26 = Paper(
+    short="Salpekar et al., 2026 (FT-HSDP)",
+    title="Training LLMs with Fault Tolerant HSDP on 100,000 GPUs",
+    venue="arXiv:2602.00277",
+    year=2026,
+    doi="10.48550/arXiv.2602.00277",
+    url="https://arxiv.org/abs/2602.00277",
+)
+CUI25 = Paper(
+    short="Cui et al., SC'25 (NCSA Delta)",
+    title="Story of Two GPUs: Characterizing the Resilience of Hopper H100 and Ampere A100 GPUs",
+    venue="SC '25 (arXiv:2503.11901)",
+    year=2025,
+    doi=None,
+    url="https://arxiv.org/abs/2503.11901",
+)
+HU24 = Paper(
+    short="Hu et al., NSDI'24 (Acme)",
+    title="Characterization of Large Language Model Development in the Datacenter",
+    venue="21st USENIX Symposium on Networked Systems Design and Implementation (NSDI), "
+    "pp. 709-729",
+    year=2024,
+    doi=None,
+    url="https://arxiv.org/abs/2403.07648",
+)
+JEON19 = Paper(
+    short="Jeon et al., ATC'19 (Philly)",
+    title="Analysis of Large-Scale Multi-Tenant GPU Clusters for DNN Training Workloads",
+    venue="USENIX Annual Technical Conference (ATC)",
+    year=2019,
+    doi=None,
+    url="https://arxiv.org/abs/1901.05758",
+)
+XIONG24 = Paper(
+    short="Xiong et al., ATC'24 (SuperBench)",
+    title="SuperBench: Improving Cloud AI Infrastructure Reliability with Proactive Validation",
+    venue="USENIX Annual Technical Conference (ATC)",
+    year=2024,
+    doi=None,
+    url="https://arxiv.org/abs/2402.06194",
+)
+WAN25 = Paper(
+    short="Wan et al., 2025 (ByteRobust)",
+    title="Robust LLM Training Infrastructure at ByteDance",
+    venue="arXiv:2509.16293",
+    year=2025,
+    doi="10.48550/arXiv.2509.16293",
+    url="https://arxiv.org/abs/2509.16293",
+)
+
+# Llama 3: checked against the paper's text (a text extraction of the arXiv PDF, §3.3.4 and
+# Table 5, stored in a public repository) and glennklockwood.com/garden/component-reliability
+LLAMA3_GPUS = Reference(
+    16384, "GPUs", "H100 80GB GPUs of the Llama 3 405B pre-training job", DUBEY24, "§3.3",
+    note="printed as '16K GPUs'; 16,384 = 2,048 Grand Teton servers of 8 GPUs (§3.3.1)",
+)  # fmt: skip
+LLAMA3_GPUS_PER_SERVER = Reference(8, "GPUs", "GPUs per Grand Teton server", DUBEY24, "§3.3.1")
+LLAMA3_DAYS = Reference(
+    54, "days", "snapshot of the 405B pre-training the interruptions are counted over", DUBEY24,
+    "§3.3.4, Table 5",
+)  # fmt: skip
+LLAMA3_INTERRUPTIONS = Reference(
+    (466, 47, 419), "job interruptions", "total, planned (automated maintenance), unexpected",
+    DUBEY24, "§3.3.4",
+)  # fmt: skip
+LLAMA3_GPU_ISSUES_SHARE = Reference(
+    0.587, "fraction of unexpected interruptions", "GPU issues, the largest category", DUBEY24,
+    "§3.3.4",
+    note="Table 5's rows of category GPU add up to 268 of 419 = 64.0%, not 58.7%",
+)  # fmt: skip
+LLAMA3_HARDWARE_SHARE = Reference(
+    0.78, "fraction of unexpected interruptions", "confirmed or suspected hardware (about)",
+    DUBEY24, "§3.3.4, Table 5 caption",
+)  # fmt: skip
+
+# FT-HSDP: only secondary summaries were reachable (the arXiv abstract page gives no counts)
+FTHSDP_INTERRUPTIONS = Reference(
+    678, "unexpected interruptions", "of production training at 32K H100 GPUs, by 16 categories",
+    SALPEKAR26, "Table 1", note=SECONDARY + "; the observation period is not given there",
+)  # fmt: skip
+FTHSDP_RATE = Reference(
+    2.3, "interruptions per 1000 servers per day", "measured at 32K GPUs", SALPEKAR26, "§2",
+    note=SECONDARY,
+)  # fmt: skip
+FTHSDP_MTBF_100K = Reference(
+    18.0, "min", "measured MTBF of synchronous training at about 100K (98K) GPUs", SALPEKAR26,
+    "§2", note=SECONDARY,
+)  # fmt: skip
+FTHSDP_ETTR = Reference(
+    (0.44, 0.80), "ETTR", "effective training time at O(100K) GPUs: synchronous / FT-HSDP",
+    SALPEKAR26, "Abstract",
+)  # fmt: skip
+
+# NCSA Delta: the abstract (arXiv 2503.11901v3 page) checked; counts and MTBEs secondary (v4)
+DELTA_GPU_HOURS = Reference(
+    11.7e6, "GPU-hours", "operational data of 1,056 A100 and H100 GPUs over 2.5 years", CUI25,
+    "Abstract",
+)  # fmt: skip
+DELTA_GPUS = Reference(
+    (448, 608), "GPUs", "A100 40GB / H100 96GB (GH200, 4 per node)", CUI25, "§2",
+    note=SECONDARY,
+)  # fmt: skip
+DELTA_DAYS = Reference((895, 146), "days", "A100 / H100 observation", CUI25, "§2", note=SECONDARY)
+DELTA_MEMORY_ERRORS = Reference(
+    (34, 24), "errors", "uncorrectable GPU memory errors, A100 / H100", CUI25, "Table 1",
+    note=SECONDARY,
+)  # fmt: skip
+DELTA_MEMORY_MTBE = Reference(
+    (283271, 88768), "h", "per-GPU MTBE of uncorrectable memory errors, A100 / H100", CUI25,
+    "Table 1", note=SECONDARY,
+)  # fmt: skip
+DELTA_MTBE_RATIO = Reference(
+    3.2, "ratio", "H100's per-GPU memory MTBE is this much lower than A100's", CUI25, "Abstract"
+)
+
+# Acme, Philly, SuperBench, ByteRobust: secondary summaries only
+ACME_FAILED_JOBS = Reference(
+    (281, 404, 1890), "failed jobs", "by category: infrastructure, framework, script", HU24,
+    "failure table (§5)", note=SECONDARY,
+)  # fmt: skip
+ACME_INFRASTRUCTURE_SHARES = Reference(
+    (0.11, 0.82), "fraction", "infrastructure failures: of failed jobs (about) / of failed "
+    "jobs' GPU time (about)", HU24, "failure table (§5)", note=SECONDARY,
+)  # fmt: skip
+PHILLY_UNSUCCESSFUL = Reference(
+    (0.172, 0.1776), "fraction", "unsuccessful jobs (16,568): of jobs / of GPU time", JEON19,
+    "Table 6", note=SECONDARY,
+)  # fmt: skip
+PHILLY_GPU_ECC_FAILURES = Reference(
+    10, "failure trials", "GPU ECC errors, the one clearly hardware-rooted failure class", JEON19,
+    "failure classification table", note=SECONDARY,
+)  # fmt: skip
+SUPERBENCH_NODE_MTBI = Reference(
+    (719.4, 151.7), "h", "per-node mean time between incidents at the 1st / the 20th incident "
+    "(repaired nodes fail sooner)", XIONG24, "incident analysis", note=SECONDARY,
+)  # fmt: skip
+SUPERBENCH_DEFECTIVE_NODES = Reference(
+    0.1036, "fraction of nodes", "nodes failing proactive validation (24k+ A100 GPUs)", XIONG24,
+    "validation results", note=SECONDARY,
+)  # fmt: skip
+BYTEROBUST_INCIDENTS = Reference(
+    55366, "incidents", "over 778,135 training jobs in three months", WAN25, "incident table",
+    note=SECONDARY,
+)  # fmt: skip
+BYTEROBUST_INCIDENT_PARTS = Reference(
+    (38236, 5948, 9582), "incidents", "explicit failures / implicit failures / manual restarts",
+    WAN25, "incident table",
+    note=SECONDARY + "; they add up to 53,766, not the printed 55,366",
 )  # fmt: skip
 
 

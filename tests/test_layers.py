@@ -17,7 +17,7 @@ PKG = Path(__file__).resolve().parents[1] / "reliability"
 LAYERS = {
     "foundation": ["reliability._version", "reliability.errors", "reliability._atomic",
                    "reliability.schema", "reliability.taxonomy", "reliability.topology",
-                   "reliability.references", "reliability.reasons", "reliability._result",
+                   "reliability.references", "reliability.fleets", "reliability.reasons", "reliability._result",
                    "reliability._result_io"],
     "ingest": ["reliability.ingest"],
     "store": ["reliability.store", "reliability.parallel"],

@@ -23,7 +23,8 @@ SECTIONS = [
     "Data and quarantine", "Node health", "Job states and sizes", "Failure taxonomy",
     "Secondary preemptions and crash loops", "Failure rate over time", "MTTF vs job size",
     "Does MTTF ∝ 1/N hold here?",
-    "ETTR of job runs", "Checkpoint planning", "Which signals predict job failures", "Lemon nodes", "Pod data",
+    "ETTR of job runs", "Checkpoint planning", "Which signals predict job failures", "Lemon nodes",
+    "Your fleet beside published fleets", "Pod data",
     "TPU pod: failures and availability", "Routing around a failed OCS", "Component lifetimes (pods)",
 ]  # fmt: skip
 
@@ -197,7 +198,7 @@ def test_stage_caching(tiny, tmp_path):
     wider = run_pipeline(pipe, report=False)
     reran = {s["stage"] for s in wider.stages if not s["cached"]}
     assert reran == {"attribution", "mttf", "rates", "workload", "node_health", "ettr", "plan",
-                     "signals", "lemon"}  # fmt: skip
+                     "signals", "lemon", "fleets"}  # fmt: skip
     # the lemon window reruns the lemon stages only: this pipeline's cluster is not split for a
     # backtest either way, so cluster_split (keyed on its split day) and all after it stand
     pipe = _pipeline(tmp, restart_min=10.0, extra="before_min = 20.0", window_days=14)

@@ -452,6 +452,34 @@ def test_sweep():
     _no_data(plots.plot_sweep(agg.clear(), ax=_ax()))
 
 
+def test_fleet_rates(out):
+    """Points at the published rates re-derived here from the papers' counts (Llama 3 Table 5:
+    419 and the 350 hardware rows over 2,048 nodes x 54 days; Delta H100: 24 errors over
+    608 GPUs x 146 days, 4 per node), bars at Garwood's limits; your interval shaded."""
+    from scipy import stats
+
+    c = out["fleets"]
+    ax = plots.plot_fleet_rates(c, ax=_ax())
+    c_ = next(b for b in ax.containers if isinstance(b, ErrorbarContainer))
+    line, _caps, cols = c_.lines
+    x = np.asarray(line.get_xdata(), float)
+    nd = 2048 * 54
+    expected = [1000 * 419 / nd, 1000 * 350 / nd, 1000 * 24 / (608 * 146 / 4)]
+    assert sorted(x) == pytest.approx(sorted(expected), rel=1e-9)
+    segs = cols[0].get_segments()
+    ends = sorted((min(s[0][0], s[1][0]), max(s[0][0], s[1][0])) for s in segs)
+    k, e = 419, nd
+    lo, hi = stats.chi2.ppf(0.025, 2 * k) / 2 / e, stats.chi2.ppf(0.975, 2 * k + 2) / 2 / e
+    assert any(a == pytest.approx(1000 * lo) and b == pytest.approx(1000 * hi) for a, b in ends)
+    yours = c.summary.row(0, named=True)
+    if yours["ci_high"] is not None:
+        (band,) = [p for p in ax.patches if p.get_label().startswith("your")]
+        x0 = band.get_x() if hasattr(band, "get_x") else np.min(band.get_xy()[:, 0])
+        assert x0 == pytest.approx(1000 * (yours["ci_low"] or 0.0))
+    _legend_outside(ax)
+    _no_data(plots.plot_fleet_rates(c.summary.clear(), ax=_ax()))
+
+
 def test_every_plot_function_is_tested():
     tested = {name.removeprefix("test_") for name in globals() if name.startswith("test_")}
     public = {n.removeprefix("plot_") for n in plots.__all__ if n.startswith("plot_")}

@@ -33,6 +33,8 @@ from reliability.models.ettr import (
 )
 from reliability.models.ettr_logs import RunETTR, job_run_ettr
 from reliability.models.ettr_mc import ESTIMANDS, ETTRSimulation, simulate_ettr
+from reliability.models.fleet_compare import FleetComparison, compare_fleets
+from reliability.models.fleets import PublishedFleets, published_fleets
 from reliability.models.incidents import failures_by_node, node_incidents
 from reliability.models.jobs import (
     CRASH_LOOP_MIN_REQUEUES,
@@ -112,6 +114,7 @@ __all__ = [
     "CrowAMSAA",
     "ETTRApproximationWarning",
     "ETTRSimulation",
+    "FleetComparison",
     "InterFailureResult",
     "LemonDetector",
     "LifetimeFit",
@@ -123,6 +126,7 @@ __all__ = [
     "PlanResult",
     "PodJobStats",
     "PodSpec",
+    "PublishedFleets",
     "RateEstimate",
     "RateSeries",
     "RecoveryComparison",
@@ -134,6 +138,7 @@ __all__ = [
     "all_to_all_throughput",
     "availability_curve",
     "check_scaling",
+    "compare_fleets",
     "component_failure_rates",
     "component_reliability",
     "count_baseline",
@@ -175,6 +180,7 @@ __all__ = [
     "pod_job_stats",
     "poisson_ci",
     "poisson_regression",
+    "published_fleets",
     "rate_interval",
     "recovery_paths",
     "required_host_availability",

@@ -25,6 +25,8 @@ components        cluster_data                     ComponentReliability: lifetim
 pod               pod_data                         PodAnalysis: rates, availability, recovery paths, jobs
 pod_components    pod_data                         ComponentReliability: the pods' components
 routing           (parameters only)                RoutingTable: Table 2 throughput ratios
+fleets            attribution, mttf                FleetComparison: r_f, components and largest-job
+                                                   MTTF beside published fleets
 
 A simulated cluster that is the only cluster input is run in two halves for the lemon backtest:
 ``cluster_split`` simulates it to the split, then ``cluster_data`` continues the baseline to its
@@ -39,7 +41,16 @@ from pathlib import Path
 from typing import Any
 
 from reliability.pipeline.config import InputSpec, PipelineConfig
-from reliability.pipeline.steps import cluster, components, data, health, lemon, pod, signals
+from reliability.pipeline.steps import (
+    cluster,
+    components,
+    data,
+    fleets,
+    health,
+    lemon,
+    pod,
+    signals,
+)
 from reliability.pipeline.steps.common import Context
 from reliability.report.model import Section
 
@@ -178,6 +189,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("pod", ("pod_data",), _a("host_availability", "ckpt_interval_min"), pod.pod, _has_pod),
     Stage("pod_components", ("pod_data",), _a(), components.pod_components, _has_pod),
     Stage("routing", (), _a("routing_shapes"), pod.routing, _has_pod, background=True),
+    Stage("fleets", ("attribution", "mttf"), _a(), fleets.fleets, _has_cluster),
 )
 
 #: the report's sections in order: (stage whose result they render, builder)
@@ -191,6 +203,7 @@ SECTIONS: tuple[tuple[str, Callable[[Any, Context], list[Section]]], ...] = (
     ("plan", cluster.plan_section),
     ("signals", signals.signals_section),
     ("lemon", lemon.lemon_section),
+    ("fleets", fleets.fleets_section),
     ("components", components.components_section),
     ("pod_data", data.data_section),
     ("pod", pod.pod_section),

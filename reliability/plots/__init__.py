@@ -16,6 +16,7 @@ from reliability.plots.cluster import (
     plot_secondary_preemptions,
 )
 from reliability.plots.ettr import plot_ettr_by_size, plot_ettr_grid
+from reliability.plots.fleets import plot_fleet_rates
 from reliability.plots.health import plot_fleet_availability, plot_node_timeline
 from reliability.plots.lifetimes import plot_lifetimes
 from reliability.plots.pod import (
@@ -36,6 +37,7 @@ __all__ = [
     "plot_failure_rate",
     "plot_failure_taxonomy",
     "plot_fleet_availability",
+    "plot_fleet_rates",
     "plot_job_sizes",
     "plot_job_states",
     "plot_lemon_suspects",

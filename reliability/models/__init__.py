@@ -78,6 +78,7 @@ from reliability.models.rates import (
     failure_rate_series,
     node_mttf,
 )
+from reliability.models.recovery_cost import RecoveryCosts, recovery_costs
 from reliability.models.repairable import (
     CrowAMSAA,
     InterFailureResult,
@@ -86,6 +87,8 @@ from reliability.models.repairable import (
     interfailure_times,
 )
 from reliability.models.routing import ThroughputResult, all_to_all_throughput, dimension_order_load
+from reliability.models.strategies import StrategyComparison, compare_strategies, spares_needed
+from reliability.models.strategies_mc import StrategySimulation, simulate_strategy
 from reliability.models.workload import (
     WorkloadResult,
     failure_taxonomy,
@@ -123,12 +126,16 @@ __all__ = [
     "RateEstimate",
     "RateSeries",
     "RecoveryComparison",
+    "RecoveryCosts",
     "RunETTR",
+    "StrategyComparison",
+    "StrategySimulation",
     "ThroughputResult",
     "TrendTest",
     "WorkloadResult",
     "all_to_all_throughput",
     "availability_curve",
+    "compare_strategies",
     "component_failure_rates",
     "count_baseline",
     "crash_loops",
@@ -170,6 +177,7 @@ __all__ = [
     "poisson_ci",
     "poisson_regression",
     "rate_interval",
+    "recovery_costs",
     "recovery_paths",
     "required_host_availability",
     "rule_baseline",
@@ -177,6 +185,8 @@ __all__ = [
     "secondary_preemptions",
     "signal_cooccurrence",
     "simulate_ettr",
+    "simulate_strategy",
+    "spares_needed",
     "steady_state_availability",
     "trend_test",
     "weibull_mle",

@@ -70,7 +70,8 @@ def test_waits_are_the_given_ones_by_size():
     assert r.queue_h_for(8)[0] == pytest.approx(wa.mean(), rel=1e-6)
     assert r.queue_h_for(512)[0] == pytest.approx(np.concatenate([wa, wb]).mean(), rel=1e-6)
     assert any("censored" in n for n in r.notes)
-    assert r.repairs is None and r.repair_h is None
+    assert r.repairs is None
+    assert r.repair_h is None
 
 
 def test_no_hardware_interruption_says_so():

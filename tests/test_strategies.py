@@ -216,3 +216,57 @@ def test_simulation_is_seeded():
     b = simulate_strategy(c, "peer_checkpoint", n_runs=500, seed=7)
     assert a.estimate == b.estimate
     assert np.isfinite(a.stderr)
+
+
+# ---------------------------------------------------------------- CLI
+
+
+def _cli(capsys, *argv: str) -> tuple[int, str, str]:
+    from reliability.cli import main
+
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_cli_compare_strategies_prints_the_library_table(capsys):
+    argv = ["plan", "--gpus", "16384", "--rate", "6.5e-3", "--target-ettr", "0.5", "--restart-min", "5",
+            "--queue-min", "30", "--interval-min", "30", "--repair-hours", "8", "--compare-strategies"]  # fmt: skip
+    code, out, err = _cli(capsys, *argv)
+    assert code == 0, err
+    want = compare_strategies(16384, 6.5e-3, 0.5, 5 / 60, queue_h=0.5, repair_h=8.0)
+    for row in want.summary.iter_rows(named=True):
+        line = next(ln for ln in out.splitlines() if ln.strip().startswith(row["strategy"] + " "))
+        assert f"{row['ettr']:.4f}"[:5] in line
+    assert "checkpoint interval: --interval-min" in out
+    assert "(pass --peer-write-s)" in out
+    assert "peer_write_h" not in out
+
+
+@pytest.mark.parametrize(
+    ("extra", "flag"),
+    [
+        (["--repair-hours", "0"], "--repair-hours"),
+        (["--spares", "-2"], "--spares"),
+        (["--target-no-wait", "1"], "--target-no-wait"),
+        (["--replica-nodes", "5000"], "--replica-nodes"),
+        (["--peer-write-s", "-1"], "--peer-write-s"),
+        (["--elastic-slowdown", "1.5"], "--elastic-slowdown"),
+    ],
+)
+def test_cli_refuses_bad_strategy_flags_by_name(capsys, extra, flag):
+    argv = ["plan", "--gpus", "1024", "--rate", "6.5e-3", "--target-ettr", "0.9", "--restart-min", "5",
+            "--compare-strategies", *extra]  # fmt: skip
+    code, _out, err = _cli(capsys, *argv)
+    assert code == 2
+    assert err.startswith(f"error: {flag}: expected"), err
+
+
+def test_cli_compare_needs_a_restart_and_a_rate(capsys):
+    code, _, err = _cli(capsys, "plan", "--gpus", "1024", "--rate", "6.5e-3", "--target-ettr", "0.9",
+                        "--compare-strategies")  # fmt: skip
+    assert code == 2
+    assert "needs --restart-min" in err
+    code, _, err = _cli(capsys, "plan", "--gpus", "1024", "--target-ettr", "0.9")
+    assert code == 2
+    assert err.startswith("error: --rate: expected"), err

@@ -390,7 +390,7 @@ def compare_strategies(
     rows.append({**base, "strategy": "hot_spares", "ettr": hs, "ckpt_interval_h": ckpt_interval_h,
                  "ckpt_write_h": ckpt_write_h, "restart_h": restart_h, "queue_h": queue_h, "spare_nodes": s,
                  "p_wait": p_wait, "repair_h": repair_h, "extra_nodes": s,
-                 "assumes": f"{s} spare nodes ({why}) for {fmt_num(pool)} nodes repaired in {fmt_duration_h(repair_h)} "
+                 "assumes": f"{s} spare node{'s' if s != 1 else ''} ({why}) for {fmt_num(pool)} nodes repaired in {fmt_duration_h(repair_h)} "
                             f"on average: an interruption waits in the queue with probability {fmt_pct(p_wait, 3)}"})  # fmt: skip
     if queue_h == 0:
         notes.append(

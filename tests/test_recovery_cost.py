@@ -106,3 +106,27 @@ def test_repair_spells_merge_overlaps_and_skip_administrative_work():
     assert r.repair_h == pytest.approx(7.5)
     assert r.repair_summary.item(0, "open") == 1
     assert any("lower bound" in n for n in r.notes)
+
+
+@pytest.mark.slow  # simulates and ingests a small cluster (~5 s)
+def test_cli_plan_dataset_uses_the_measured_costs(tmp_path, capsys):
+    """`plan --dataset`: the queue wait and repair time the comparison assumes are the measured ones."""
+    from reliability.attribution import attribute_failures
+    from reliability.cli import main
+    from reliability.datasets import simulated_demo
+
+    ds = simulated_demo(tmp_path, seed=0)
+    code = main(["plan", "--gpus", "128", "--rate", "2e-3", "--target-ettr", "0.9", "--restart-min", "5",
+                 "--interval-min", "60", "--dataset", str(ds.path), "--compare-strategies"])  # fmt: skip
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    r = recovery_costs(
+        attribute_failures(ds), node_health=node_health(ds), observation_end=ds.observation_end
+    )
+    q, _ = r.queue_h_for(128)
+    assert q is not None
+    assert r.repair_h is not None
+    assert f"queue after interruption {60 * q:.1f} min" in out.out
+    assert "queue wait after an interruption: measured in --dataset" in out.out
+    assert "node repair time: measured in --dataset" in out.out
+    assert f"repaired in {r.repair_h:.1f} h" in out.out

@@ -22,8 +22,11 @@ against a Monte Carlo of the same assumptions in :mod:`reliability.models.strate
     ``s = F⁻¹_Poisson(target; λ_pool R) + 1`` (at least one: with none, every failure waits).
     ETTR is the renewal form with the queue wait replaced by its expectation
     ``q' = P(X ≥ s) · q``; exact when the waits are independent of the job's own failure
-    times (the renewal form is linear in q, Wald's identity), which holds when the spares serve
-    a pool whose failures run in wall-clock time (the job's restarts do not stop them).
+    times (the renewal form is linear in q, Wald's identity). That is the model's assumption:
+    the pool's failures run in wall-clock time whatever the job does. It is an approximation
+    for a pool of the job's own nodes, whose failures interrupt it only while it runs and whose
+    repairs follow its own interruptions (second order in P(X ≥ s): small where the spares
+    meet their target).
 ``peer_checkpoint`` (in memory, replicated to peers)
     Each checkpoint is a copy to ``peer_copies`` other nodes' memory: a cheap write w', so the
     interval shrinks to Daly's higher-order optimum ``Δt' = τ(w', M = 1/λ, u0')``
@@ -426,6 +429,12 @@ def compare_strategies(
                             f"{fmt_duration_h(dt_peer)} ({how}), restore from a peer in {fmt_duration_h(u_peer)}; "
                             f"from storage ({fmt_duration_h(restart_h)}) when the peers fail too "
                             f"(probability {fmt_pct(p_fb, 3)})"})  # fmt: skip
+
+    if queue_h > 0:
+        notes.append(
+            "peer checkpoints save the write and the lost work, not the queue wait for a replacement "
+            "node: hot spares remove that wait, and the two combine"
+        )
 
     # elastic
     if not (math.isfinite(replica_nodes) and 0 < replica_nodes <= n_nodes):

@@ -557,6 +557,7 @@ def _strategies(
 ) -> tuple[RecoveryCosts, list[StrategyComparison], list[str]]:
     """Measure recovery costs and compare the recovery strategies at the largest size and the next."""
     from reliability.models import compare_strategies, recovery_costs
+    from reliability.models.strategies import DEFAULT_REPAIR_H
 
     a = cfg.analysis
     attribution = deps["attribution"]
@@ -583,14 +584,17 @@ def _strategies(
         + (
             f"node repair {fmt_duration_h(costs.repair_h)} (measured: mean out-of-service spell)"
             if costs.repair_h is not None
-            else "node repair time not measured (no node states): an assumed value is used"
+            else f"node repair time not measured (no node states): {DEFAULT_REPAIR_H:g} h assumed"
         )
     )
-    notes += [
-        n
-        for n in dict.fromkeys(m for c in out for m in c.notes)
-        if "repair time not given" not in n
-    ]
+    # the library's hints name its arguments; the report has no keys for these assumptions
+    hints = ("(pass peer_write_h)", "(pass reconfig_h)")
+    for m in dict.fromkeys(m for c in out for m in c.notes):
+        if "repair time not given" in m:
+            continue
+        for h in hints:
+            m = m.replace(h, "(an assumption, not measured: compare_strategies() takes your own)")
+        notes.append(m)
     return costs, out, notes
 
 

@@ -1,10 +1,10 @@
-# Two commands: `make report` and `make test`. Both create .venv on first use.
+# Two commands: `make report` and `make test` (`make test-fast` leaves out the slow tests). Both create .venv on first use.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: report test lint format bench check-wheel clean
+.PHONY: report test test-fast lint format bench check-wheel clean
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ needed, found " + sys.version'
@@ -23,6 +23,9 @@ report: $(STAMP)  ## run pipelines/demo.toml: simulated cluster + pods -> report
 TEST_JOBS ?= auto
 test: $(STAMP)  ## run the test suite (TEST_JOBS=1 for one process)
 	$(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadfile
+
+test-fast: $(STAMP)  ## the suite without the tests marked slow (each over ~8 s)
+	$(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadfile -m "not slow"
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -11,7 +11,8 @@ The JSON form of a value:
   (relative to the result's folder when it lies inside it, so a moved report folder still
   finds its Dataset);
 - tuples ``{"__tuple__": [...]}``, lists as lists, dicts with string keys
-  ``{"__map__": {...}}``; numpy arrays ``{"__array__": [...], "dtype": ...}``;
+  ``{"__map__": {...}}``, other dicts ``{"__items__": [[key, value], ...]}`` (keys encoded as
+  values: an integer, a tuple); numpy arrays ``{"__array__": [...], "dtype": ...}``;
 - a polars frame ``{"__frame__": "<name>"}`` beside ``<name>.parquet``;
 - a dataclass ``{"__dataclass__": "module:Class", "fields": {...}}``: only dataclasses defined
   in this package are rebuilt (a result file can name no other code to run).
@@ -76,10 +77,11 @@ class _Writer:
         if isinstance(value, list):
             return [self.encode(v, f"{where}[{i}]") for i, v in enumerate(value)]
         if isinstance(value, dict):
-            bad = [k for k in value if not isinstance(k, str)]
-            if bad:
-                raise TypeError(f"{where}: only string keys can be saved, got {bad[0]!r}")
-            return {"__map__": {k: self.encode(v, f"{where}.{k}") for k, v in value.items()}}
+            if all(isinstance(k, str) for k in value):
+                return {"__map__": {k: self.encode(v, f"{where}.{k}") for k, v in value.items()}}
+            # other keys (a size mix keyed by GPU count): key-value pairs, the keys encoded too
+            return {"__items__": [[self.encode(k, f"{where} key"), self.encode(v, f"{where}[{k!r}]")]
+                                  for k, v in value.items()]}  # fmt: skip
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
             cls = type(value)
             if not cls.__module__.startswith(_PACKAGE):
@@ -147,6 +149,8 @@ def _decode(value: Any, folder: Path) -> Any:
         return tuple(_decode(v, folder) for v in value["__tuple__"])
     if "__map__" in value:
         return {k: _decode(v, folder) for k, v in value["__map__"].items()}
+    if "__items__" in value:
+        return {_decode(k, folder): _decode(v, folder) for k, v in value["__items__"]}
     if "__dataclass__" in value:
         cls = _class(value["__dataclass__"])
         return cls(**{k: _decode(v, folder) for k, v in value["fields"].items()})

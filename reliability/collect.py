@@ -156,6 +156,20 @@ class CollectResult(Result):
             )
         return lines
 
+    @property
+    def sample_sizes(self) -> dict[str, int | float]:
+        """Counts behind the collection: raw exports ingested and the rows read from them."""
+        return {"exports": len(self.outcomes), "rows read": sum(o.rows_read for o in self.outcomes)}
+
+    @classmethod
+    def _example(cls) -> CollectResult:
+        """Build a tiny instance: one day's sacct export ingested (for contract tests)."""
+        since = datetime(2025, 1, 6, tzinfo=UTC)
+        out = IngestOutcome._example()
+        return cls(Path("data/tiny"), since, since + timedelta(days=1), "given",
+                   ("sacct --parsable2 --duplicates --starttime 2025-01-06T00:00:00",),
+                   raw_dir=Path("data/tiny/raw"), outcomes=(out,), requeue_exit_codes=(42,))  # fmt: skip
+
 
 def _utc(value: datetime | str, name: str) -> datetime:
     """Convert a datetime or ISO 8601 text to an aware UTC datetime (no offset: read as UTC)."""

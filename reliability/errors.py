@@ -16,6 +16,7 @@ __all__ = [
     "DatasetError",
     "DatasetLockedError",
     "IngestError",
+    "PipelineError",
     "ReliabilityError",
     "SchemaError",
     "spell_options",
@@ -118,6 +119,10 @@ class IngestError(ReliabilityError, ValueError):
         return IngestError(
             path, self.problem.replace(self.path, path), line=self.line, field=self.field
         )
+
+
+class PipelineError(ReliabilityError):
+    """A pipeline file is missing, malformed or has a bad value."""
 
 
 class DatasetError(ReliabilityError):

@@ -374,6 +374,15 @@ class SweepResult(Result):
         lines += [f"FAILED {f}" for f in self.failures]
         return lines
 
+    @classmethod
+    def _example(cls) -> SweepResult:
+        """Build a tiny instance: two cells, three seeds, one key (for contract tests)."""
+        results = pl.DataFrame({
+            "cell": ["a"] * 3 + ["b"] * 3, "seed": [0, 1, 2] * 2, "key": ["ettr"] * 6,
+            "value": [0.91, 0.93, 0.92, 0.85, 0.88, 0.86],
+        })  # fmt: skip
+        return cls(results=results, aggregates=_aggregate(results), tasks_run=6)
+
 
 def _aggregate(results: pl.DataFrame) -> pl.DataFrame:
     agg = (

@@ -5,17 +5,26 @@ cluster (allocations, ``.batch`` / ``.extern`` / ``.0`` steps, job arrays, compr
 hostlists, GPU TRES, the job-state mix of Kokolis et al. HPCA'25 Table II) fully vectorised,
 so millions of rows take seconds. It is a format generator, not the cluster simulator: jobs
 do not compete for nodes.
+
+:func:`all_results` lists every concrete result class of the package (every
+:class:`~reliability._result.Result` subclass, found after importing every module), so that a
+contract test covers a new result without being told about it: the pattern of
+scikit-survival's ``all_survival_estimators``. Each result class builds a tiny instance of itself
+with ``_example()``.
 """
 
 from __future__ import annotations
 
+import importlib
+import inspect
+import pkgutil
 from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
-__all__ = ["SACCT_FIELDS", "synthetic_sacct"]
+__all__ = ["SACCT_FIELDS", "all_results", "import_all_modules", "synthetic_sacct"]
 
 #: Fields written by :func:`synthetic_sacct` (what an operator would export).
 SACCT_FIELDS = (
@@ -238,3 +247,63 @@ def synthetic_sacct(
     return jobs.select(
         "job_id", "state", "n_nodes", "gpus", "submit_s", "start_s", "end_s", "array_task"
     )
+
+
+#: modules :func:`import_all_modules` does not import: running them does something
+_NOT_IMPORTED = ("reliability.__main__",)
+
+
+def import_all_modules() -> dict[str, str]:
+    """Import every module of the package (so that every result class is defined).
+
+    A module that needs a third-party package missing from this install is not an error (a
+    plain install lacks the test and dev extras); it is returned with the reason. An import
+    that fails for any other reason (a broken module of the package) raises.
+
+    Returns
+    -------
+    dict of str to str
+        Module not imported -> why (the missing third-party package); empty when every module
+        imported.
+    """
+    import reliability
+
+    skipped: dict[str, str] = {}
+    for info in pkgutil.walk_packages(reliability.__path__, "reliability."):
+        if info.name in _NOT_IMPORTED or any(info.name.startswith(s + ".") for s in skipped):
+            continue
+        try:
+            importlib.import_module(info.name)
+        except ModuleNotFoundError as e:
+            missing = (e.name or "").split(".")[0]
+            if not missing or missing == "reliability":
+                raise
+            skipped[info.name] = f"needs {missing}, which is not installed"
+    return skipped
+
+
+def all_results() -> list[type]:
+    """Return every concrete result class of the package.
+
+    Imports every module (:func:`import_all_modules`), then walks
+    ``Result.__subclasses__()`` recursively: a result class defined anywhere, also outside the
+    package, is found. Abstract classes and classes whose name starts with ``_`` are left out.
+
+    Returns
+    -------
+    list of type
+        The classes, sorted by module and name.
+    """
+    from reliability._result import Result
+
+    import_all_modules()
+    found: set[type] = set()
+    todo = list(Result.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        if cls in found:
+            continue
+        todo.extend(cls.__subclasses__())
+        if not inspect.isabstract(cls) and not cls.__name__.startswith("_"):
+            found.add(cls)
+    return sorted(found, key=lambda c: (c.__module__, c.__qualname__))

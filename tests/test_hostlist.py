@@ -62,6 +62,7 @@ def test_round_trip(hosts):
     assert len(again) == len(set(again))
 
 
+@pytest.mark.slow  # 8 s
 @settings(deadline=None)
 @given(_hosts())
 def test_compress_is_fixed_point(hosts):
@@ -69,6 +70,7 @@ def test_compress_is_fixed_point(hosts):
     assert compress(expand(expr)) == expr
 
 
+@pytest.mark.slow  # 15 s
 @settings(deadline=None)
 @given(st.lists(_hosts(), min_size=1, max_size=5))
 def test_vectorised_expansion_matches_reference(groups):
@@ -90,6 +92,7 @@ def test_vectorised_expansion_matches_reference(groups):
             assert got[e] == expand(e), e
 
 
+@pytest.mark.slow  # 10 s
 @settings(deadline=None)
 @given(st.lists(_hosts(), min_size=1, max_size=4))
 def test_sizes_are_the_expanded_lengths(groups):

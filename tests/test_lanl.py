@@ -101,6 +101,7 @@ def test_node_mttf_over_every_node(lanl):
         assert row["mttf_days"] == pytest.approx(node_days / count[system], rel=1e-9), system
 
 
+@pytest.mark.slow  # 16 s
 def test_time_between_failures_matches_dsn06(lanl):
     """DSN'06: the time between failures is Weibull with a decreasing hazard, shape about
     0.7-0.8 (:data:`reliability.references.TBF_WEIBULL_SHAPE`). The paper looks at system 20

@@ -155,7 +155,9 @@ def _cycles(graph: dict[str, set[str]], within: str) -> list[list[str]]:
     return found
 
 
-@pytest.mark.parametrize("package", ["reliability.sim", "reliability.models"])
+@pytest.mark.parametrize(
+    "package", ["reliability.sim", "reliability.models", "reliability.pipeline"]
+)
 def test_no_import_cycles(package):
     """No module of the package imports (even lazily, even for types) one that imports it back:
     e.g. the simulator's run and emit modules used to import each other."""
@@ -164,11 +166,39 @@ def test_no_import_cycles(package):
     assert not cycles, cycles
 
 
+def test_no_runtime_import_cycles_anywhere():
+    """No module imports at run time (at module level or lazily in a function) one that imports
+    it back, anywhere in the package (the pipeline's config and analysis, runner and background
+    stages used to). Type-only imports are left out here: the store's Dataset and its integrity
+    and summary modules, and the sacct reader and its mapped fast path, still name each other's
+    classes in annotations."""
+    graph = {
+        _module_name(p): {
+            t for t in _imports_of(_runtime_source(p), _module_name(p), p.name == "__init__.py")
+            if not _is_package_root(t)
+        }
+        for p in sorted(PKG.rglob("*.py"))
+    }  # fmt: skip
+    cycles = _cycles(graph, "reliability.")
+    assert not cycles, cycles
+
+
+def _runtime_source(path: Path) -> str:
+    """The module's source without its ``if TYPE_CHECKING:`` blocks."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree.body = [
+        n
+        for n in tree.body
+        if not (isinstance(n, ast.If) and "TYPE_CHECKING" in ast.unparse(n.test))
+    ]
+    return ast.unparse(tree)
+
+
 def _is_package_root(module: str) -> bool:
     return (PKG.parent / Path(*module.split("."))).is_dir()
 
 
-def test_the_checker_sees_violations():
+def test_the_checker_sees_violations(tmp_path):
     """The checker itself: a type-only import, a lazy import inside a function, a relative
     import and ``import a.b`` are all seen, and a model importing the simulator is a violation."""
     source = (
@@ -185,3 +215,7 @@ def test_the_checker_sees_violations():
     assert _layer("reliability.sim.experiments") == "experiments"
     assert _layer("reliability.sim.cluster") == "sim"
     assert _cycles({"a.x": {"a.y"}, "a.y": {"a.x"}, "a.z": set()}, "a.") == [["a.x", "a.y", "a.x"]]
+    lazy = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import reliability.x\ndef f():\n    import reliability.y\n"
+    probe = tmp_path / "probe.py"
+    probe.write_text(lazy, encoding="utf-8")
+    assert _imports_of(_runtime_source(probe), "reliability.fake") == {"reliability.y"}

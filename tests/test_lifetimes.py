@@ -114,6 +114,7 @@ def test_shape_interval_covers_the_truth(shape):
     assert 930 <= covered <= 970, covered
 
 
+@pytest.mark.slow  # 8 s
 def test_realistic_fleet_and_verdicts():
     """20,000 GPUs installed over two years and observed for one (60% censored, every one with
     an entry age): the wear-out shape is recovered within its interval, the verdict says

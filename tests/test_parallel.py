@@ -36,6 +36,7 @@ def _spec(tmp: Path, model="ettr-monte-carlo", seeds=6, per=2, grid="ckpt_interv
     return p
 
 
+@pytest.mark.slow  # 44 s
 def test_same_results_on_every_backend(tmp_path):
     spec = _spec(tmp_path)
     runs = {
@@ -64,7 +65,9 @@ def _failing(params, seed):
     return [{"key": "value", "value": float(seed)}]
 
 
-@pytest.mark.parametrize("backend", ["serial", "processes"])
+@pytest.mark.parametrize(
+    "backend", ["serial", pytest.param("processes", marks=pytest.mark.slow)]
+)  # 25 s
 def test_failing_task_is_retried_and_reported(tmp_path, backend, monkeypatch):
     monkeypatch.setattr("reliability.sweep.MODELS", dict(MODELS))  # registration undone after
     register_model("failing", _failing)
@@ -154,6 +157,7 @@ def _tables(ds: Dataset) -> dict[str, pl.DataFrame]:
     return out
 
 
+@pytest.mark.slow  # 15 s with the sim_logs fixture
 def test_partitioned_ingestion_equals_serial(tmp_path, sim_logs):
     out, kernel = sim_logs
     serial, parallel = Dataset(tmp_path / "serial"), Dataset(tmp_path / "parallel")
@@ -178,6 +182,7 @@ def test_partitioned_ingestion_equals_serial(tmp_path, sim_logs):
     assert key(serial) == key(parallel)
 
 
+@pytest.mark.slow  # the sim_logs fixture: 10 s
 def test_partitioned_ingestion_reports_a_bad_file_and_keeps_the_rest(tmp_path, sim_logs):
     out, _ = sim_logs
     sacct = _sacct_files(out)
@@ -195,6 +200,7 @@ def test_partitioned_ingestion_reports_a_bad_file_and_keeps_the_rest(tmp_path, s
     assert names == {p.name for p in sacct}
 
 
+@pytest.mark.slow  # 15 s
 def test_report_includes_a_sweep_figure(tmp_path):
     from reliability.pipeline import run_pipeline
 

@@ -22,8 +22,9 @@ EVIL = "exports/" + "a_long_folder_name_" * 4 + "/evil.psv"
 SECTIONS = [
     "Data and quarantine", "Node health", "Job states and sizes", "Failure taxonomy",
     "Secondary preemptions and crash loops", "Failure rate over time", "MTTF vs job size",
+    "Does MTTF ∝ 1/N hold here?",
     "ETTR of job runs", "Checkpoint planning", "Which signals predict job failures", "Lemon nodes", "Pod data",
-    "TPU pod: failures and availability", "Routing around a failed OCS",
+    "TPU pod: failures and availability", "Routing around a failed OCS", "Component lifetimes (pods)",
 ]  # fmt: skip
 
 
@@ -178,6 +179,7 @@ def test_pdf_pages_and_text(tiny):
     }
 
 
+@pytest.mark.slow  # 13 s
 def test_stage_caching(tiny, tmp_path):
     import shutil
 
@@ -363,6 +365,7 @@ def test_headline_values_equal_direct_calls(tiny):
         assert f"Drain and inspect {node}" in doc
 
 
+@pytest.mark.slow  # 34 s
 def test_background_stage_gives_the_serial_result(tiny, tmp_path):
     # the lemon backtest's quarantined run (stage lemon_quarantine) runs on a second process
     # beside cluster_data and the stages after it; the oracle is the same pipeline with every
@@ -393,6 +396,7 @@ def test_background_stage_gives_the_serial_result(tiny, tmp_path):
     ]
 
 
+@pytest.mark.slow  # 37 s
 def test_background_stage_error_reaches_the_caller(tmp_path, monkeypatch):
     # lemon_quarantine fails on its child process (a detector file that is not one): the caller
     # gets the error the stage raised, as when it runs here, with the child's traceback as a

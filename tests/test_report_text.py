@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from fractions import Fraction
 
 import polars as pl
+import pytest
 
 from reliability._result import column_scales, fmt_num, fmt_pct, format_table
 from reliability.models import job_run_ettr
@@ -156,6 +157,7 @@ def _fonts_cover(names) -> bool:
     )
 
 
+@pytest.mark.slow  # 46 s
 def test_reliability_run_prints_every_job_name_in_the_pdf(tmp_path):
     """`reliability run` on a sacct export whose job names hold `$` pairs, CJK and an emoji:
     it exited 2 on a mathtext parse error, naming neither the string nor the input. The PDF

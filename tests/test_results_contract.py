@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import math
+import re
 from datetime import timedelta
 
 import numpy as np
@@ -34,6 +35,7 @@ from reliability.models import (
 )
 from reliability.models.counts import trend_of
 from reliability.models.repairable import crow_amsaa
+from reliability.testing import all_results, import_all_modules
 
 INPUTS = {
     "normal": dict(days=84, rate_per_node_day=0.01, slots=8, mean_job_days=2.0),
@@ -263,11 +265,11 @@ def test_lemon_features_censor_at_the_observation_end():
 
 #: public classes that look like results but are not on the base, and why
 NOT_RESULTS = {
+    # its field `tables` (the canonical frames) would hide Result.tables(); 200 uses to rename
     "reliability.ingest._common.ReadResult": "a reader's rows and quarantine, consumed by the store",
     "reliability.ingest._delimited.SplitResult": "an internal of the delimited-file splitter",
     "reliability.ingest._sacct_parse.ValueTable": "the sacct reader's cache of parsed field values",
     "reliability.models.lemon.LemonDetector": "an estimator (fit/predict), not a result",
-    "reliability.pipeline.runner.RunResult": "holds the stages' results (each on the base)",
     "reliability.report.model.Report": "the report's document model",
     "reliability.report.model.Table": "a report block",
     "reliability.store.integrity.VerifyReport": "the store's integrity check (own text form)",
@@ -328,15 +330,17 @@ def every_result(tmp_path_factory) -> dict[type, list]:
     from reliability.sim.experiments import LemonBacktest, QuarantineRun
     from reliability.sim.pod import simulate_pod
     from reliability.sim.run import simulate_cluster
+    from reliability.store import IngestOutcome
     from reliability.sweep import SweepResult
 
     seen: dict[type, list] = {}
-    _walk(tiny_run(tmp_path_factory)[1].outputs, seen)
+    _walk(tiny_run(tmp_path_factory)[1], seen)  # the RunResult and its stages' results
     for case in ("normal", "one failure"):
         _walk(_results(case), seen)
     _walk(simulate_cluster("small", days=1, seed=0), seen)
     _walk(simulate_pod("tpuv4", days=3, seed=0), seen)
     t = datetime(2025, 1, 1, tzinfo=UTC)
+    _walk(IngestOutcome("raw.psv", "unchanged", "ab" * 32, 0, 0, 0), seen)
     _walk(CollectResult(Path("ds"), t, t + timedelta(days=1), "given", ("sacct ...",), dry_run=True), seen)  # fmt: skip
     agg = pl.DataFrame({"cell": ["a"], "key": ["ettr"], "n": [1], "mean": [0.9], "sd": [None],
                         "ci_low": [None], "ci_high": [None]}, schema_overrides={"sd": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64})  # fmt: skip
@@ -353,9 +357,8 @@ def every_result(tmp_path_factory) -> dict[type, list]:
     return seen
 
 
-def test_every_result_class_is_on_the_base_and_keeps_the_contract(every_result):
+def test_a_class_that_looks_like_a_result_is_on_the_base():
     classes = _public_classes()
-    results = {k: v for k, v in classes.items() if issubclass(v, Result) and v is not Result}
     looks = {
         k
         for k, v in classes.items()
@@ -364,6 +367,13 @@ def test_every_result_class_is_on_the_base_and_keeps_the_contract(every_result):
     }
     # a new result-like class must adopt the base (or be listed here with the reason)
     assert looks - set(NOT_RESULTS) == set()
+
+
+@pytest.mark.slow  # 37 s: a pipeline run and two simulations
+def test_results_of_real_runs_keep_the_contract(every_result):
+    """Instances from a real pipeline run and simulations (not only the tiny examples)."""
+    classes = _public_classes()
+    results = {k: v for k, v in classes.items() if issubclass(v, Result) and v is not Result}
     assert len(results) >= 25
     missing = sorted(k for k, v in results.items() if v not in every_result)
     assert missing == [], "no instance of these result classes is checked: add one above"
@@ -385,6 +395,203 @@ def test_every_result_class_is_on_the_base_and_keeps_the_contract(every_result):
                 assert isinstance(frame, pl.DataFrame), name
                 assert frame_is_finite(frame), name
             assert isinstance(r.sample_sizes, dict), name
+
+
+# ---------------------------------------------------------------- enumerated: every Result subclass
+
+ALL_RESULTS = all_results()
+#: the tags Result._repr_html_ writes
+_HTML_TAGS = {"div", "p", "strong", "em", "pre", "table", "thead", "tbody", "tr", "th", "td", "ul", "li"}  # fmt: skip
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _no_empty_heading(text: str, name: str) -> None:
+    """A heading of the text form (a line ending in ":") is followed by its content, indented
+    or a list: an empty section says nothing about why it is empty."""
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if not line.rstrip().endswith(":"):
+            continue
+        nxt = lines[i + 1] if i + 1 < len(lines) else ""
+        assert nxt.strip(), (name, "heading with nothing after it", line)
+        assert _indent(nxt) > _indent(line) or nxt.lstrip().startswith("-"), (
+            name, "heading followed by another heading", line, nxt
+        )  # fmt: skip
+
+
+def check_result_contract(r: Result) -> None:
+    """The contract every result keeps (the module doc), on one instance."""
+    name = type(r).__name__
+    s = r.summary
+    assert isinstance(s, pl.DataFrame), name
+    assert frame_is_finite(s), (name, s)
+    text = str(r)
+    assert text.strip(), name
+    _clean(text)
+    _no_empty_heading(text, name)
+    html = r._repr_html_()
+    _clean(html)
+    assert "<table" in html, name
+    # every tag is one the base writes: text from the data (a reason, a raw line) is escaped
+    tags = set(re.findall(r"</?\s*([A-Za-z][A-Za-z0-9]*)", html))
+    assert tags <= _HTML_TAGS, (name, tags - _HTML_TAGS)
+    buf = io.StringIO()
+    r.print_summary(file=buf)
+    _clean(buf.getvalue())
+    assert r.title in buf.getvalue(), name
+    for key, frame in r.tables().items():
+        assert isinstance(key, str), name
+        assert isinstance(frame, pl.DataFrame), (name, key)
+        assert frame_is_finite(frame), (name, key)
+    sizes = r.sample_sizes
+    assert isinstance(sizes, dict), name
+    assert sizes, f"{name}: no sample sizes (what was it estimated from?)"
+    for k, v in sizes.items():
+        assert isinstance(k, str), name
+        assert isinstance(v, int | float), (name, k, v)
+        assert not isinstance(v, bool), (name, k, v)
+        assert math.isfinite(v), (name, k, v)
+        assert v >= 0, (name, k, v)
+
+
+@pytest.mark.parametrize("cls", ALL_RESULTS, ids=lambda c: c.__qualname__)
+def test_every_result_class_has_an_example_that_keeps_the_contract(cls):
+    """Every concrete Result subclass of the package (found by walking the class tree after
+    importing every module, not listed by hand) builds a tiny instance of itself with
+    ``_example()``, and that instance keeps the contract."""
+    example = cls.__dict__.get("_example")
+    assert example is not None, f"{cls.__module__}.{cls.__qualname__} has no _example()"
+    r = cls._example()
+    assert type(r) is cls
+    check_result_contract(r)
+
+
+#: results whose to_disk() fails, and why (a strict xfail: fixing one fails the test)
+CANNOT_SAVE = {
+    "ClusterResult": "its EventLog (the simulator's log) is not a dataclass: the run is saved "
+    "by write() as raw logs, or pickled as a checkpoint",
+}
+
+
+@pytest.mark.parametrize(
+    "cls",
+    [
+        pytest.param(c, marks=pytest.mark.xfail(strict=True, raises=TypeError,
+                                                reason=CANNOT_SAVE[c.__name__]))
+        if c.__name__ in CANNOT_SAVE else c
+        for c in ALL_RESULTS
+    ],
+    ids=lambda c: c.__qualname__,
+)  # fmt: skip
+def test_every_result_example_round_trips_to_disk(cls, tmp_path):
+    """Result.to_disk / from_disk (no pickle) give back the same result: the same text form
+    and the same summary."""
+    from polars.testing import assert_frame_equal
+
+    r = cls._example()
+    r.to_disk(tmp_path / "r")
+    back = cls.from_disk(tmp_path / "r")
+    assert type(back) is cls
+    assert str(back) == str(r)
+    assert_frame_equal(back.summary, r.summary)
+
+
+def test_a_mapping_with_integer_keys_is_saved(tmp_path):
+    """A pod's job-size mix is keyed by chips (ints): to_disk refused it ("only string keys")."""
+    from reliability.sim.pod import PodResult
+
+    r = PodResult._example()
+    assert any(not isinstance(k, str) for k in r.config.jobs.sizes)
+    r.to_disk(tmp_path / "pod")
+    back = PodResult.from_disk(tmp_path / "pod")
+    assert back.config == r.config
+    assert back.config.jobs.sizes == r.config.jobs.sizes
+
+
+def _takes_kind(cls: type) -> bool:
+    import inspect
+
+    example = cls.__dict__.get("_example")
+    return example is not None and "kind" in inspect.signature(cls._example).parameters
+
+
+@pytest.mark.parametrize(
+    "cls", [c for c in ALL_RESULTS if _takes_kind(c)], ids=lambda c: c.__qualname__
+)
+def test_every_result_without_failures_keeps_the_contract(cls):
+    """The degenerate example (no hardware failure at all) of every result class that has one:
+    the contract holds, and what could not be estimated is said, not printed as 0 or nan."""
+    r = cls._example(kind="no failures")
+    assert type(r) is cls
+    check_result_contract(r)
+    with pytest.raises(ValueError, match="kind"):
+        cls._example(kind="no such kind")
+
+
+def test_the_walk_finds_a_result_class_it_was_not_told_about():
+    """The enumeration is a walk of the class tree, not a list: a subclass defined here (of a
+    subclass, and abstract ones left out) is found, and a class off the base is not."""
+    import abc
+
+    class _Base(Result):
+        pass
+
+    class ThrowawayResult(_Base):
+        title = "Throwaway"
+
+        @property
+        def summary(self) -> pl.DataFrame:
+            return pl.DataFrame({"x": [1.0]})
+
+        def _lines(self) -> list[str]:
+            return ["throwaway"]
+
+    class AbstractResult(Result, abc.ABC):
+        @abc.abstractmethod
+        def f(self) -> None: ...
+
+    class NotAResult:
+        summary = pl.DataFrame({"x": [1.0]})
+
+    found = all_results()
+    assert ThrowawayResult in found
+    assert _Base not in found
+    assert AbstractResult not in found
+    assert NotAResult not in found
+    assert set(ALL_RESULTS) <= set(found)
+
+
+def test_every_module_of_the_package_imports():
+    """The walk imports every module; in the test environment none is skipped for a missing
+    dependency (a plain install may skip one, with the reason)."""
+    assert import_all_modules() == {}
+
+
+def test_a_module_that_needs_a_missing_dependency_is_skipped_with_the_reason(monkeypatch):
+    import importlib
+
+    import reliability.testing as rt
+
+    real = importlib.import_module
+
+    def fake(name, *args, **kwargs):
+        if name == "reliability.sweep":
+            raise ModuleNotFoundError("No module named 'dask'", name="dask")
+        if name == "reliability.cli":
+            raise ModuleNotFoundError(
+                "No module named 'reliability.nothere'", name="reliability.nothere"
+            )
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(rt.importlib, "import_module", fake)
+    monkeypatch.setattr(rt, "_NOT_IMPORTED", ("reliability.__main__", "reliability.cli"))
+    assert rt.import_all_modules() == {"reliability.sweep": "needs dask, which is not installed"}
+    monkeypatch.setattr(rt, "_NOT_IMPORTED", ("reliability.__main__",))
+    with pytest.raises(ModuleNotFoundError, match="nothere"):
+        rt.import_all_modules()
 
 
 @pytest.mark.parametrize("nines", range(1, 13))

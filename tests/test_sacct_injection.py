@@ -123,6 +123,7 @@ def _rows(frame: pl.DataFrame) -> list[tuple]:
     return frame.with_columns(pl.col("nodes").list.join(",")).rows()
 
 
+@pytest.mark.slow  # 23 s
 @settings(
     max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )

@@ -28,6 +28,7 @@ def pod(tmp_path_factory):
     return r, read_pod_log(out / "pod_events.jsonl")
 
 
+@pytest.mark.slow  # the pod fixture: 57 s
 def test_log_reads_cleanly(pod):
     r, rr = pod
     assert rr.rows_quarantined == 0
@@ -41,6 +42,7 @@ def test_log_reads_cleanly(pod):
     assert rr.tables["component_failures"].height == r.truth.get_column("failures").sum()
 
 
+@pytest.mark.slow  # the pod fixture: 57 s
 @pytest.mark.parametrize("ctype", ["machine", "ici_link", "ocs"])
 def test_daily_failure_rates_match_configuration(pod, ctype):
     """Failures per component-day in service lie in the exact Poisson 99% interval around the
@@ -57,6 +59,7 @@ def test_daily_failure_rates_match_configuration(pod, ctype):
     assert lo <= k <= hi
 
 
+@pytest.mark.slow  # the pod fixture: 57 s
 def test_host_availability_about_99_percent(pod):
     """NSDI'24: hosts are available about 99% of the time (a ~ 0.9896 gives Figure 1's 94%)."""
     r, rr = pod
@@ -69,6 +72,7 @@ def test_host_availability_about_99_percent(pod):
     assert availability == pytest.approx(0.99, abs=0.004)
 
 
+@pytest.mark.slow  # the pod fixture: 57 s
 def test_component_rates_series(pod):
     _r, rr = pod
     weekly = component_failure_rates(
@@ -157,6 +161,7 @@ def test_bad_lines_are_quarantined(tmp_path):
 
 
 # -- the job side: scheduling, preflight, recovery paths (NSDI'24 §3-5) -------------------
+@pytest.mark.slow  # the pod fixture: 57 s
 def test_jobs_ingest_with_topology(pod):
     r, rr = pod
     jobs = rr.tables["jobs"]
@@ -207,6 +212,7 @@ def _intervals(ev: pl.DataFrame, start: str, end: str, key: str = "component_id"
     return out
 
 
+@pytest.mark.slow  # the pod fixture: 57 s
 def test_fault_tolerant_routing_covers_exactly_the_ocs_outages(pod):
     """Every job with FT routing runs on it exactly while an OCS is down and the job runs: its
     rerouted time (the pod log's FT steps, as read back) equals the overlap of its running
@@ -245,6 +251,7 @@ def test_fault_tolerant_routing_covers_exactly_the_ocs_outages(pod):
     assert all(abs(got[j] - want[j]) < 1.0 for j in want)
 
 
+@pytest.mark.slow  # the pod fixture: 57 s
 def test_calibration_against_the_paper(pod):
     """NSDI'24 §5: about 1% of jobs see a hardware interruption (here within 0.5-1.5%, the
     paper gives one significant figure); fewer than 2% of jobs run on fault-tolerant routing

@@ -16,6 +16,7 @@ from reliability.models.availability import (
     steady_state_availability,
 )
 from reliability.models.checkpoint import daly_interval_h, optimal_interval_h, young_interval_h
+from reliability.models.components import ComponentReliability, component_reliability
 from reliability.models.counts import (
     RateEstimate,
     TrendTest,
@@ -87,6 +88,7 @@ from reliability.models.repairable import (
     interfailure_times,
 )
 from reliability.models.routing import ThroughputResult, all_to_all_throughput, dimension_order_load
+from reliability.models.scaling import ScalingCheck, check_scaling
 from reliability.models.strategies import StrategyComparison, compare_strategies, spares_needed
 from reliability.models.strategies_mc import StrategySimulation, simulate_strategy
 from reliability.models.workload import (
@@ -109,6 +111,7 @@ __all__ = [
     "PODS",
     "SIZE_BUCKETS",
     "VARIANTS",
+    "ComponentReliability",
     "CrowAMSAA",
     "ETTRApproximationWarning",
     "ETTRSimulation",
@@ -128,6 +131,7 @@ __all__ = [
     "RecoveryComparison",
     "RecoveryCosts",
     "RunETTR",
+    "ScalingCheck",
     "StrategyComparison",
     "StrategySimulation",
     "ThroughputResult",
@@ -135,8 +139,10 @@ __all__ = [
     "WorkloadResult",
     "all_to_all_throughput",
     "availability_curve",
+    "check_scaling",
     "compare_strategies",
     "component_failure_rates",
+    "component_reliability",
     "count_baseline",
     "crash_loops",
     "crow_amsaa",

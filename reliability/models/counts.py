@@ -249,7 +249,9 @@ def poisson_regression(
         Dict of arrays over the leading axes: ``slope``, ``low``, ``high``, ``se`` (robust), ``p``
         (robust p-value of slope = ``null_slope``), ``p_poisson`` (the same test if the counts were
         Poisson), ``dispersion`` (Pearson ``X² / (n − 2)``, for information), ``valid`` (enough data
-        and the fit converged; a fit with every failure in one point diverges and is invalid).
+        and the fit converged; a fit with every failure in one point diverges and is invalid),
+        ``intercept`` (``b0`` at the mean of ``x``: the model is ``b0 + b1 (x − x_mean)``),
+        ``x_mean``, ``df`` (``n − 2``, the Student-t degrees of freedom) and ``cov`` (the robust covariance of ``(b0, b1)``, shape ``(..., 2, 2)``).
     """
     k = np.asarray(k, dtype=float)
     e = np.asarray(exposure, dtype=float)
@@ -284,6 +286,8 @@ def poisson_regression(
         "high": np.where(valid, slope + q * se, nan), "se": np.where(valid, se, nan),
         "p": np.where(valid, p, nan), "p_poisson": np.where(valid, p_poisson, nan),
         "dispersion": np.where(valid, phi, nan), "valid": valid,
+        "intercept": np.where(valid, b[..., 0], nan), "x_mean": x.mean(), "df": df,
+        "cov": np.where(valid[..., None, None], robust_cov, np.nan),
     }  # fmt: skip
 
 
@@ -512,6 +516,22 @@ class RateEstimate(Result):
     def _lines(self) -> list[str]:
         return [self.describe()]
 
+    @classmethod
+    def _example(cls, kind: str = "normal") -> RateEstimate:
+        """Build a tiny instance: four weeks of a node fleet with a few failures (for contract tests).
+
+        ``kind="no failures"``: the same without hardware failures.
+        """
+        from reliability.models._examples import check_kind
+
+        check_kind(kind)
+        return estimate_rate(
+            [1, 0, 2, 1] if kind == "normal" else [0, 0, 0, 0],
+            [30.0, 28.0, 31.0, 29.0],
+            label="tiny",
+            unit="node",
+        )
+
 
 def estimate_rate(
     k: np.ndarray | list[int],
@@ -652,6 +672,20 @@ class TrendTest(Result):
 
     def _lines(self) -> list[str]:
         return [self.describe()]
+
+    @classmethod
+    def _example(cls, kind: str = "normal") -> TrendTest:
+        """Build a tiny instance: failures over four weeks of equal exposure (for contract tests).
+
+        ``kind="no failures"``: the same without hardware failures.
+        """
+        from reliability.models._examples import check_kind
+
+        check_kind(kind)
+        return trend_of(
+            np.array([0, 1, 1, 3] if kind == "normal" else [0, 0, 0, 0]),
+            np.array([30.0, 30.0, 30.0, 30.0]),
+        )
 
 
 def trend_of(

@@ -191,6 +191,17 @@ class RunETTR(Result):
             )
         return lines
 
+    @classmethod
+    def _example(cls, kind: str = "normal") -> RunETTR:
+        """Build a tiny instance: the runs of a 14-day, 16-node cluster (for contract tests).
+
+        ``kind="no failures"``: the same without hardware failures.
+        """
+        from reliability.models._examples import tiny_jobs
+
+        jobs, end = tiny_jobs(kind=kind)
+        return job_run_ettr(jobs, observation_end=end)
+
 
 def job_run_ettr(
     source: Dataset | pl.DataFrame,

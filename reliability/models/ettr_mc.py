@@ -160,6 +160,11 @@ class ETTRSimulation(Result):
             f"{s['mean_interruptions']:.1f} interruptions and {s['mean_wall_h']:.1f} h wall time on average",
         ]
 
+    @classmethod
+    def _example(cls) -> ETTRSimulation:
+        """Build a tiny instance: 200 simulated 24-h runs of a 64-GPU job (for contract tests)."""
+        return simulate_ettr(64, 0.01, 1.0, 5 / 60, job_h=24.0, n_runs=200, seed=0)
+
 
 def simulate_ettr(
     n_gpus: float,

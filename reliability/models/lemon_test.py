@@ -186,6 +186,17 @@ class LemonTest(Result):
             )
         return lines
 
+    @classmethod
+    def _example(cls, kind: str = "normal") -> LemonTest:
+        """Build a tiny instance: the nodes of a 14-day, 16-node cluster (for contract tests).
+
+        ``kind="no failures"``: the same without hardware failures.
+        """
+        from reliability.models._examples import tiny_tables
+
+        t = tiny_tables(kind=kind)
+        return lemon_test(t, attributed=t["attributed"], min_incidents=1)
+
 
 def _frames(source: Any) -> tuple[pl.DataFrame, pl.DataFrame, datetime | None, datetime | None]:
     if isinstance(source, dict):

@@ -573,6 +573,25 @@ class LifetimeResult(Result):
                 )
         return lines
 
+    @classmethod
+    def _example(cls, kind: str = "normal") -> LifetimeResult:
+        """Build a tiny instance: eight lifetimes [h], three censored (for contract tests).
+
+        ``kind="no failures"``: the same without hardware failures.
+        """
+        from reliability.models._examples import check_kind
+
+        check_kind(kind)
+        life = pl.DataFrame(
+            {
+                "t": [120.0, 340.0, 90.0, 800.0, 410.0, 60.0, 1000.0, 230.0],
+                "e": [True, True, False, True, True, False, False, True]
+                if kind == "normal"
+                else [False] * 8,
+            }
+        )
+        return fit_lifetimes(life, "t", "e")
+
 
 def _as_numpy(frame: pl.DataFrame, col: str, dtype: Any) -> np.ndarray:
     if col not in frame.columns:

@@ -38,6 +38,7 @@ from reliability.models.counts import (
     poisson_regression,
     resolve_observation_end,
 )
+from reliability.models.scaling import ScalingCheck, check_scaling
 
 if TYPE_CHECKING:
     from reliability.store import Dataset
@@ -207,6 +208,9 @@ class MTTFResult(Result):
         Kaplan-Meier median [h].
     observation_end : datetime or None
         The censoring time [UTC].
+    scaling : ScalingCheck or None
+        Whether MTTF ∝ 1/N holds on the measured sizes, and the projection to the next scale
+        with the fitted slope's uncertainty (:func:`~reliability.models.scaling.check_scaling`).
     """
 
     title = "Failure rate and MTTF by job size (Kokolis et al. HPCA'25 Fig. 7)"
@@ -224,6 +228,7 @@ class MTTFResult(Result):
     gpus_per_node: int = 8
     alpha: float = 0.05
     notes: list[str] = field(default_factory=list)
+    scaling: ScalingCheck | None = None
 
     @property
     def rate_per_node_day_(self) -> float:
@@ -366,12 +371,16 @@ class MTTFResult(Result):
         Returns
         -------
         dict of str to polars.DataFrame
-            ``"summary"``, ``"by size"``, ``"constant-rate check"`` and, when there are any,
-            ``"CPU-only jobs"``.
+            ``"summary"``, ``"by size"``, ``"constant-rate check"``, when there are any,
+            ``"CPU-only jobs"``, and the 1/N check's ``"1/N check"`` and
+            ``"projection to the next scale"``.
         """
         t = {"summary": self.summary, "by size": self.by_size, "constant-rate check": self.survival}
         if self.cpu_only.height:
             t["CPU-only jobs"] = self.cpu_only
+        if self.scaling is not None:
+            t["1/N check"] = self.scaling.points
+            t["projection to the next scale"] = self.scaling.projection
         return t
 
     def _lines(self) -> list[str]:
@@ -412,7 +421,21 @@ class MTTFResult(Result):
             lines.append(_size_line(row, label="CPU-only"))
         proj = [f"{n:,} GPUs {self.mttf_at(n)['text']}" for n in (1024, 16384, 131072)]
         lines.append("projections: " + "; ".join(proj))
+        if self.scaling is not None:
+            lines.append("Does MTTF ∝ 1/N hold here?")
+            lines += ["  " + ln for ln in self.scaling._lines()]
         return lines
+
+    @classmethod
+    def _example(cls, kind: str = "normal") -> MTTFResult:
+        """Build a tiny instance: a 14-day, 16-node cluster, jobs of 1 to 8 nodes (for contract tests).
+
+        ``kind="no failures"``: the same without hardware failures.
+        """
+        from reliability.models._examples import tiny_jobs
+
+        jobs, end = tiny_jobs(kind=kind)
+        return fit_mttf(jobs, min_gpus=1, observation_end=end)
 
 
 def _bucket_name(bucket: int) -> str:
@@ -581,11 +604,21 @@ def fit_mttf(
             f"GLM slope not estimable: {fmt_count(int(d['failures'].sum()) if d.height else 0, 'failure')} over "
             f"{fmt_count(d.height, 'size bucket')} (needs {MIN_FAILURES_FOR_GLM} over {MIN_BUCKETS_FOR_GLM})"
         )
-    return MTTFResult(
+    m = MTTFResult(
         rate_=rate, recent_rate_=recent, open_attempts_=n_open, by_size=by, cpu_only=cpu,
         glm_slope_=slope, glm_slope_ci_=slope_ci, glm_p_slope_is_1_=p1, survival=_survival(gpu, alpha),
         observation_end=obs_end, min_gpus=min_gpus, gpus_per_node=gpus_per_node, alpha=alpha, notes=notes,
     )  # fmt: skip
+    m.scaling = check_scaling(
+        d["failures"].to_numpy() if d.height else np.zeros(0),
+        d["job_hours"].to_numpy() if d.height else np.zeros(0),
+        np.maximum((d["node_hours"] / d["job_hours"]).to_numpy(), 1.0) if d.height else np.zeros(0),
+        [_bucket_name(int(b)) for b in d.get_column("bucket")] if d.height else [],
+        g, model_mttf=m.mttf_at if m.estimable_ else None,
+        largest_gpus=int(gpu.get_column("n_accelerators").max() or 0) if gpu.height else 0,
+        gpus_per_node=gpus_per_node, dispersion=rate.dispersion, dispersion_periods=rate.periods, alpha=alpha,
+    )  # fmt: skip
+    return m
 
 
 def recent_rate(

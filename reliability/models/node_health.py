@@ -265,6 +265,17 @@ class NodeHealth(Result):
             lines.append("no hardware-attributed failure names a node")
         return lines
 
+    @classmethod
+    def _example(cls, kind: str = "normal") -> NodeHealth:
+        """Build a tiny instance: the drains of a 14-day, 16-node cluster (for contract tests).
+
+        ``kind="no failures"``: the same without hardware failures.
+        """
+        from reliability.models._examples import tiny_jobs, tiny_tables
+
+        t = tiny_tables(kind=kind)
+        return node_health(t, attributed=t["attributed"], end=tiny_jobs()[1])
+
 
 def _every(window_h: float) -> str:
     if window_h <= 3.0:

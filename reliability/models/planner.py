@@ -202,6 +202,16 @@ class PlanResult(Result):
         )
         return lines
 
+    @classmethod
+    def _example(cls, kind: str = "normal") -> PlanResult:
+        """Build a tiny instance: a 1,024-GPU job planned from a tiny cluster's MTTF fit (for contract tests).
+
+        ``kind="no failures"``: the same without hardware failures.
+        """
+        from reliability.models.mttf import MTTFResult
+
+        return plan(1024, MTTFResult._example(kind), 0.9, restart_h=5 / 60)
+
 
 def _fmt_h(h: float | None) -> str:
     return fmt_duration_h(h)

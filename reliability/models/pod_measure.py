@@ -92,6 +92,17 @@ class MeasuredAvailability(Result):
             )
         return lines
 
+    @classmethod
+    def _example(cls) -> MeasuredAvailability:
+        """Build a tiny instance: two job sizes of a 4-cube pod (for contract tests)."""
+        curve = pl.DataFrame({
+            "n_chips": [64, 256, 256], "mode": ["reconfigurable"] * 3,
+            "ft_routing": [None, False, True], "measured": [0.999, 0.97, 0.99],
+            "stderr": [0.0005, 0.004, 0.002],
+        })  # fmt: skip
+        return cls(curve=curve, host_availability=0.998, link_availability=0.99995,
+                   ocs_availability=0.99998, n_cubes=4, samples=336)  # fmt: skip
+
 
 def _down_matrix(
     ids: list[str],

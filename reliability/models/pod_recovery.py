@@ -67,6 +67,11 @@ class RecoveryComparison(Result):
         )
         return lines
 
+    @classmethod
+    def _example(cls) -> RecoveryComparison:
+        """Build a tiny instance: the recovery paths of a 16-cube pod (for contract tests)."""
+        return recovery_paths(16)
+
 
 def recovery_paths(
     n_cubes: int,

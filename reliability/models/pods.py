@@ -111,6 +111,22 @@ class PodJobStats(Result):
             )
         return lines
 
+    @classmethod
+    def _example(cls) -> PodJobStats:
+        """Build a tiny instance: the jobs of a 14-day, 16-node cluster, one FT-routing step (for contract tests)."""
+        from datetime import timedelta
+
+        from reliability.models._examples import T0, tiny_tables
+        from reliability.schema import TABLES
+
+        steps = pl.DataFrame({
+            "cluster": ["tiny"], "job_id": ["0"], "step": ["ft"], "name": ["ft-routing"],
+            "start_time": [T0 + timedelta(hours=1)], "end_time": [T0 + timedelta(hours=2)],
+            "state": ["COMPLETED"], "exit_code": [0], "exit_signal": [None], "n_nodes": [1],
+            "nodes": [["n00"]],
+        }, schema_overrides=dict(TABLES["job_steps"].schema), strict=False)  # fmt: skip
+        return pod_job_stats(tiny_tables()["jobs"], steps)
+
 
 def pod_job_stats(jobs: pl.DataFrame, steps: pl.DataFrame) -> PodJobStats:
     """Jobs per pod, their hardware-interruption share, and the time on FT routing.

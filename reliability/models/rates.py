@@ -114,6 +114,17 @@ class RateSeries(Result):
             f"trend: {self.trend_.describe()}",
         ]
 
+    @classmethod
+    def _example(cls, kind: str = "normal") -> RateSeries:
+        """Build a tiny instance: weekly rates of a 14-day, 16-node cluster (for contract tests).
+
+        ``kind="no failures"``: the same without hardware failures.
+        """
+        from reliability.models._examples import tiny_jobs
+
+        jobs, end = tiny_jobs(kind=kind)
+        return failure_rate_series(jobs, min_gpus=1, observation_end=end)
+
 
 def failure_rate_series(
     attributed: pl.DataFrame | Dataset,

@@ -173,6 +173,20 @@ class RecoveryCosts(Result):
         v = self.repair_summary.item(0, "mean_h")
         return None if v is None else float(v)
 
+    @classmethod
+    def _example(cls, kind: str = "normal") -> RecoveryCosts:
+        """Build a tiny instance: the recovery costs of a 14-day, 16-node cluster (for contract tests).
+
+        ``kind="no failures"``: the same without hardware failures.
+        """
+        from reliability.models._examples import tiny_jobs, tiny_tables
+        from reliability.models.node_health import node_health
+
+        t = tiny_tables(kind=kind)
+        end = tiny_jobs()[1]
+        health = node_health(t, attributed=t["attributed"], end=end)
+        return recovery_costs(t["attributed"], node_health=health, observation_end=end)
+
     def _lines(self) -> list[str]:
         o = self.overall.row(0, named=True)
         if not o["interruptions"]:

@@ -36,7 +36,7 @@ that grew while observed (LANL systems added nodes) shows β > 1 from its size a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -199,6 +199,18 @@ class CrowAMSAA(Result):
             f"[{self.failures:,} failures over {fmt_num(self.exposure_h / 24)} days]"
         ]
 
+    @classmethod
+    def _example(cls, kind: str = "normal") -> CrowAMSAA:
+        """Build a tiny instance: five failures of one system in 1,000 h (for contract tests).
+
+        ``kind="no failures"``: the same without hardware failures.
+        """
+        from reliability.models._examples import check_kind
+
+        check_kind(kind)
+        times = [40.0, 180.0, 390.0, 600.0, 910.0] if kind == "normal" else []
+        return crow_amsaa(np.array(times), 1000.0, system="n00")
+
 
 def crow_amsaa(
     times_h: np.ndarray, end_h: float, *, alpha: float = 0.05, system: str = "system"
@@ -297,6 +309,10 @@ class InterFailureResult(Result):
         return {"systems": self.systems, "nodes (first 50)": self.nodes.head(50)}
 
     def _lines(self) -> list[str]:
+        if self.systems.height == 0:
+            return [
+                "No component failures: the time between failures and its trend are not estimable"
+            ]
         pct = f"{100 * (1 - self.alpha):.0f}%"
         lines = [
             f"Weibull shape of the time between failures ({self.measure.replace('_', ' ')}; {pct} CI):"
@@ -322,6 +338,26 @@ class InterFailureResult(Result):
         lines.append("Crow-AMSAA trend of each system's failure intensity:")
         lines += [f"  {c._lines()[0]}" for c in self.crow_amsaa.values()]
         return lines
+
+    @classmethod
+    def _example(cls, kind: str = "normal") -> InterFailureResult:
+        """Build a tiny instance: six failures of two nodes in 14 days (for contract tests).
+
+        ``kind="no failures"``: the same without hardware failures.
+        """
+        from reliability.models._examples import T0, check_kind, tiny_tables
+
+        check_kind(kind)
+        days = {"n00": [1.0, 3.5, 6.0, 10.0], "n01": [2.0, 9.0]}
+        cf = pl.DataFrame({
+            "cluster": "tiny", "component_type": "node",
+            "component_id": [n for n, ds in days.items() for _ in ds],
+            "failed_at": [T0 + timedelta(days=d) for ds in days.values() for d in ds],
+        }).with_columns(repaired_at=pl.col("failed_at") + timedelta(hours=6))  # fmt: skip
+        if kind == "no failures":
+            cf = cf.clear()
+        inventory = tiny_tables()["inventory"].filter(pl.col("component_id").is_in(list(days)))
+        return fit_interfailure(cf, inventory, observation_end=T0 + timedelta(days=14))
 
 
 def _frailty_nll(

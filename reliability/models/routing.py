@@ -112,6 +112,15 @@ class ThroughputResult(Result):
                 s += f" (NSDI'24 Table 2: {100 * self.paper_ratio:.1f}%)"
         return [s]
 
+    @classmethod
+    def _example(cls) -> ThroughputResult:
+        """Build a tiny instance: a 4x4x4 torus with one failed OCS (for contract tests)."""
+        # the figures all_to_all_throughput((4, 4, 4), failed_ocs=("x", 0)) gives; its LP takes
+        # seconds, too long for an example
+        return cls(shape=(4, 4, 4), twisted=False, failed_ocs=("x", 0), healthy_per_chip=1.96875,
+                   failed_per_chip=1.9072265625, links_lost=1, links_total=192, solve_s=0.35,
+                   lp_variables=6877)  # fmt: skip
+
 
 def _graph(slc: Slice, failed: set[tuple[str, int]]):
     """Nodes (chip tuples), their index, and the directed edges (u, v) of the links that stay up."""

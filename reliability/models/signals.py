@@ -127,6 +127,17 @@ class SignalCalibration(Result):
             )
         return lines
 
+    @classmethod
+    def _example(cls, kind: str = "normal") -> SignalCalibration:
+        """Build a tiny instance: the signals of a 14-day, 16-node cluster (for contract tests).
+
+        ``kind="no failures"``: the same without hardware failures.
+        """
+        from reliability.models._examples import tiny_tables
+
+        t = tiny_tables(kind=kind)
+        return signal_calibration(t, attributed=t["attributed"])
+
 
 def _frames(source: Any) -> dict[str, pl.DataFrame]:
     if isinstance(source, dict):

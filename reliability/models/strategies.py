@@ -238,8 +238,13 @@ class StrategyComparison(Result):
 
     @property
     def sample_sizes(self) -> dict[str, int | float]:
-        """No sample: a model evaluated at given rates (empty)."""
-        return {}
+        """What the comparison is of: the job size [GPUs, nodes] (a model at given rates, no sample)."""
+        return {"GPUs": float(self.n_gpus), "nodes": float(self.params["n_nodes"])}
+
+    @classmethod
+    def _example(cls) -> StrategyComparison:
+        """Build a tiny instance: a 1,024-GPU job at RSC-1's rate with a 30-min queue wait (for contract tests)."""
+        return compare_strategies(1024, 6.5e-3, 1.0, 5 / 60, queue_h=0.5, repair_h=8.0)
 
     def _lines(self) -> list[str]:
         lam = self.params["lam_per_h"]

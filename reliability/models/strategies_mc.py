@@ -95,6 +95,12 @@ class StrategySimulation(Result):
         """Counts behind the estimate: runs simulated."""
         return {"runs": self.runs}
 
+    @classmethod
+    def _example(cls) -> StrategySimulation:
+        """Build a tiny instance: 200 runs of the hot-spares row of a comparison's example (for contract tests)."""
+        c = StrategyComparison._example()
+        return simulate_strategy(c, "hot_spares", n_runs=200, n_pools=10, pool_failures=50, seed=0)
+
     def _lines(self) -> list[str]:
         lines = [
             f"{self.strategy}: Monte Carlo ETTR {self.estimate:.4f} (se {self.stderr:.2g}) over {self.runs:,} runs"

@@ -420,6 +420,17 @@ class WorkloadResult(Result):
                 )
         return lines
 
+    @classmethod
+    def _example(cls, kind: str = "normal") -> WorkloadResult:
+        """Build a tiny instance: the workload of a 14-day, 16-node cluster (for contract tests).
+
+        ``kind="no failures"``: the same without hardware failures.
+        """
+        from reliability.models._examples import tiny_jobs
+
+        jobs, end = tiny_jobs(kind=kind)
+        return workload_summary(jobs, observation_end=end)
+
 
 def workload_summary(
     attributed: pl.DataFrame,

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reliability.errors import PipelineError
+
 __all__ = ["ANALYSIS_DEFAULTS", "AnalysisConfig", "parse_shape"]
 
 
@@ -237,8 +239,6 @@ class AnalysisConfig:
         PipelineError
             Naming the file and the key for an unknown key or an invalid value.
         """
-        from reliability.pipeline.config import PipelineError
-
         if not isinstance(table, dict):
             raise PipelineError(
                 f"{where}: [analysis]: expected a table, got {type(table).__name__}"

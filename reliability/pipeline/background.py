@@ -105,14 +105,14 @@ class BackgroundStage:
 
 def _main(job_path: str) -> int:
     from reliability.parallel import _die_with_parent
-    from reliability.pipeline.runner import _run_stage
+    from reliability.pipeline.cache import run_stage
 
     job = pickle.loads(Path(job_path).read_bytes())
     Path(job_path).unlink()  # read: nothing of the job stays in the cache folder
     _die_with_parent(job["parent"])
     work = Path(job["work"])
     try:
-        _run_stage(job["cfg"], job["name"], job["deps"], job["work"])
+        run_stage(job["cfg"], job["name"], job["deps"], job["work"])
     except BaseException as exc:  # handed to the parent, which raises it
         text = "".join(traceback.format_exception(exc))
         sys.stderr.write(text)

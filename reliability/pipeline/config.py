@@ -65,7 +65,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reliability.errors import OPTION_NAMES, ReliabilityError, spell_options
+from reliability.errors import OPTION_NAMES, PipelineError, ReliabilityError, spell_options
+from reliability.ingest import READERS
 from reliability.pipeline.analysis import ANALYSIS_DEFAULTS, AnalysisConfig, parse_shape
 from reliability.reasons import ReasonRules
 from reliability.store.inputs import reader_options
@@ -82,12 +83,7 @@ __all__ = [
 ]
 
 
-class PipelineError(ReliabilityError):
-    """A pipeline file is missing, malformed or has a bad value."""
-
-
 _INPUT_KINDS = ("simulate-cluster", "simulate-pod", "files")
-_READERS = ("slurm", "events", "nodes", "kernel", "dcgm", "health", "lanl", "pod")
 
 
 @dataclass(frozen=True)
@@ -305,8 +301,8 @@ def _input(where: str, i: int, item: object, base: Path) -> InputSpec:
             kind=kind, preset=preset, seed=seed, days=None if days is None else float(days)
         )
     reader = item.get("reader")
-    if reader not in _READERS:
-        raise PipelineError(f"{loc}.reader: expected one of {', '.join(_READERS)}, got {reader!r}")
+    if reader not in READERS:  # the one registry of readers
+        raise PipelineError(f"{loc}.reader: expected one of {', '.join(READERS)}, got {reader!r}")
     paths = item.get("paths")
     if isinstance(paths, str):
         paths = [paths]

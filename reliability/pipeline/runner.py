@@ -31,10 +31,14 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import polars as pl
+
 from reliability._atomic import write_json_atomic
-from reliability._result_io import count_rows, load_result, save_result
+from reliability._result import Result
+from reliability._result_io import count_rows
 from reliability._version import __version__
 from reliability.pipeline.background import BackgroundStage
+from reliability.pipeline.cache import load_stage, run_checked, save_stage
 from reliability.pipeline.config import PipelineConfig, load_pipeline
 from reliability.pipeline.stages import STAGES
 
@@ -52,18 +56,63 @@ _DEPENDENCIES = (
 
 
 @dataclass
-class RunResult:
+class RunResult(Result):
     """The result of a pipeline run.
 
     The typed result of every stage that ran (by stage name), per-stage records, and the files
-    written.
+    written. A result like the stages': its ``summary`` is the table of stages (``stage, key,
+    cached, seconds, rows``), its text form says what ran and what was written.
     """
+
+    title = "Pipeline run"
 
     config: PipelineConfig
     outputs: dict[str, Any]
     stages: list[dict[str, Any]]
     files: dict[str, Path] = field(default_factory=dict)
     pdf_pages: int | None = None
+
+    @property
+    def summary(self) -> pl.DataFrame:
+        """One row per stage: ``stage, key, cached, seconds, rows``."""
+        return pl.DataFrame(
+            self.stages,
+            schema={"stage": pl.String, "key": pl.String, "cached": pl.Boolean,
+                    "seconds": pl.Float64, "rows": pl.Int64},
+        )  # fmt: skip
+
+    @property
+    def sample_sizes(self) -> dict[str, int | float]:
+        """Stages run (or taken from the cache) and files written."""
+        return {"stages": len(self.stages), "from the cache": sum(bool(s["cached"]) for s in self.stages),
+                "files": len(self.files)}  # fmt: skip
+
+    def _lines(self) -> list[str]:
+        lines = [f"Pipeline {self.config.name}: {len(self.stages)} stage(s)"]
+        lines += [
+            f"  {s['stage']:<13} {'cached' if s['cached'] else 'ran'} in {s['seconds']:.2f} s, {s['rows']:,} rows"
+            for s in self.stages
+        ]
+        lines += [f"wrote {path}" for path in self.files.values()]
+        return lines
+
+    @classmethod
+    def _example(cls) -> RunResult:
+        """Build a tiny instance: two analysis stages of a pipeline and its report (for contract tests)."""
+        from reliability.models import MTTFResult, RateSeries
+        from reliability.pipeline.analysis import AnalysisConfig
+
+        cfg = PipelineConfig(path=Path("pipelines/tiny.toml"), name="tiny", out=Path("reports/tiny"),
+                             inputs=(), analysis=AnalysisConfig(), title="Tiny cluster",
+                             formats=("html",), raw={})  # fmt: skip
+        stages = [
+            {"stage": "mttf", "key": "0123456789abcdef", "cached": False, "seconds": 0.41, "rows": 3},
+            {"stage": "rates", "key": "fedcba9876543210", "cached": True, "seconds": 0.02, "rows": 2},
+            {"stage": "report", "key": "00ff00ff00ff00ff", "cached": False, "seconds": 1.3, "rows": 0},
+        ]  # fmt: skip
+        outputs = {"mttf": MTTFResult._example(), "rates": RateSeries._example()}
+        return cls(config=cfg, outputs=outputs, stages=stages,
+                   files={"html": Path("reports/tiny/report.html")})  # fmt: skip
 
     def cached(self, name: str) -> bool:
         """Tell whether a stage's result came from the cache.
@@ -133,47 +182,6 @@ def _key(name: str, params: dict[str, Any], upstream: list[str]) -> str:
         default=str,
     )
     return hashlib.sha256(blob.encode()).hexdigest()
-
-
-def _load(folder: Path) -> Any | None:
-    """Load the result cached in ``folder``.
-
-    None when there is none, or it cannot be read: a result written by another version of a
-    class is recomputed, not trusted.
-    """
-    if not (folder / "meta.json").is_file():
-        return None
-    try:
-        return load_result(folder)
-    except (OSError, ValueError, TypeError, KeyError):
-        return None
-
-
-def _save(folder: Path, result: Any, seconds: float) -> None:
-    save_result(result, folder)
-    write_json_atomic(
-        {"result": type(result).__name__, "seconds": seconds, "rows": count_rows(result)},
-        folder / "meta.json",
-    )
-
-
-def _run_stage(cfg: PipelineConfig, name: str, deps: dict[str, str], work: str) -> None:
-    """Run stage ``name`` into its cache folder ``work``, its inputs read from their folders.
-
-    What a background stage's child process does (its time goes into ``meta.json``).
-    """
-    stage = next(s for s in STAGES if s.name == name)
-    outputs: dict[str, Any] = {}
-    for need, folder in deps.items():
-        got = _load(Path(folder))
-        if got is None:
-            raise RuntimeError(
-                f"stage {name}: the result of stage {need} in {folder} cannot be read"
-            )
-        outputs[need] = got
-    t0 = time.perf_counter()
-    result = stage.run(cfg, outputs, Path(work))
-    _save(Path(work), result, time.perf_counter() - t0)
 
 
 def _fresh(work: Path) -> None:
@@ -272,7 +280,7 @@ def run_pipeline(
                 # waited on before it leaves ``running``: interrupted here, it is still killed
                 secs = running[stage.name].result()  # its error, if it failed
                 del running[stage.name]
-                got = _load(work)
+                got = load_stage(work)
                 if got is None:  # pragma: no cover - the worker saved it
                     raise RuntimeError(f"stage {stage.name}: its result in {work} cannot be read")
                 cached, where = (
@@ -280,12 +288,12 @@ def run_pipeline(
                     f" (on a second process; waited {time.perf_counter() - t0:.2f} s)",
                 )
             else:
-                got = _load(work)
+                got = load_stage(work)
                 cached = got is not None
                 if got is None:
                     _fresh(work)
-                    got = stage.run(cfg, outputs, work)
-                    _save(work, got, time.perf_counter() - t0)
+                    got = run_checked(stage, cfg, outputs, work)
+                    save_stage(work, got, time.perf_counter() - t0)
                 secs = time.perf_counter() - t0
             outputs[stage.name] = got
             launch_ready()

@@ -21,7 +21,9 @@ signals           cluster_data, attribution        SignalCalibration: which sign
 lemon_quarantine  cluster_split                    QuarantineStep: nodes flagged at the split, the run drained
 lemon             cluster_data, attribution,       LemonReport: lemon test or node scores (and the backtest
                   lemon_quarantine                 when simulated)
+components        cluster_data                     ComponentReliability: lifetimes, time between failures
 pod               pod_data                         PodAnalysis: rates, availability, recovery paths, jobs
+pod_components    pod_data                         ComponentReliability: the pods' components
 routing           (parameters only)                RoutingTable: Table 2 throughput ratios
 
 A simulated cluster that is the only cluster input is run in two halves for the lemon backtest:
@@ -37,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from reliability.pipeline.config import InputSpec, PipelineConfig
-from reliability.pipeline.steps import cluster, data, health, lemon, pod, signals
+from reliability.pipeline.steps import cluster, components, data, health, lemon, pod, signals
 from reliability.pipeline.steps.common import Context
 from reliability.report.model import Section
 
@@ -172,7 +174,9 @@ STAGES: tuple[Stage, ...] = (
         lemon.lemon,
         _has_cluster,
     ),
+    Stage("components", ("cluster_data",), _a(), components.components, _has_cluster),
     Stage("pod", ("pod_data",), _a("host_availability", "ckpt_interval_min"), pod.pod, _has_pod),
+    Stage("pod_components", ("pod_data",), _a(), components.pod_components, _has_pod),
     Stage("routing", (), _a("routing_shapes"), pod.routing, _has_pod, background=True),
 )
 
@@ -187,7 +191,9 @@ SECTIONS: tuple[tuple[str, Callable[[Any, Context], list[Section]]], ...] = (
     ("plan", cluster.plan_section),
     ("signals", signals.signals_section),
     ("lemon", lemon.lemon_section),
+    ("components", components.components_section),
     ("pod_data", data.data_section),
     ("pod", pod.pod_section),
+    ("pod_components", components.pod_components_section),
     ("routing", pod.routing_section),
 )

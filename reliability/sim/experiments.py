@@ -250,6 +250,21 @@ class LemonBacktest(Result):
             lines.append(f"  {m:<52} {shown:>14}   {p or ''}")
         return lines
 
+    @classmethod
+    def _example(cls) -> LemonBacktest:
+        """Build a tiny instance: two flagged nodes, one a true lemon (for contract tests)."""
+        summary = pl.DataFrame({
+            "metric": ["precision (per node)", "large-job failure rate cut"],
+            "value": [0.5, float("nan")], "paper": ["> 85%", "14% -> 4%"],
+        })  # fmt: skip
+        flagged = pl.DataFrame({"node": ["n03", "n07"], "score": [0.91, 0.62],
+                                "component": ["gpu_memory", "gpu"], "lemon": [True, False]})  # fmt: skip
+        roots = pl.DataFrame(
+            {"component": ["gpu", "gpu_memory"], "flagged": [1, 1], "true_lemons": [0, 1]}
+        )
+        return cls(summary=summary, flagged=flagged, root_causes=roots,
+                   notes=["split at day 10, 14-day window, seed 1"])  # fmt: skip
+
 
 @dataclass
 class QuarantineRun(Result):
@@ -299,6 +314,20 @@ class QuarantineRun(Result):
             f"Quarantine from day {self.split_day:g} (seed {self.seed}): {self.flagged.height} "
             f"nodes flagged on {self.flagged_on}"
         ]
+
+    @property
+    def sample_sizes(self) -> dict[str, int | float]:
+        """How many nodes were flagged and drained."""
+        return {"flagged nodes": self.flagged.height}
+
+    @classmethod
+    def _example(cls) -> QuarantineRun:
+        """Build a tiny instance: two nodes drained at day 10 (for contract tests)."""
+        effect = pl.DataFrame({"metric": ["jobs", "job_share"], "value": [12.0, float("nan")]})
+        flagged = pl.DataFrame({"node": ["n03", "n07"], "score": [0.91, 0.62],
+                                "component": ["gpu_memory", "gpu"]})  # fmt: skip
+        return cls(summary=effect, flagged=flagged, split_day=10.0, seed=1,
+                   flagged_on="the logs as they stood at the split")  # fmt: skip
 
 
 def quarantine_run(

@@ -271,6 +271,16 @@ class PodResult(Result):
         )
         return out
 
+    @property
+    def sample_sizes(self) -> dict[str, int | float]:
+        """What was simulated: component events and job records."""
+        return {"events": self.events.height, "job records": self.jobs.height}
+
+    @classmethod
+    def _example(cls) -> PodResult:
+        """Build a tiny instance: a TPUv4 pod for one day (for contract tests)."""
+        return simulate_pod("tpuv4", days=1, seed=0)
+
 
 def simulate_pod(
     config: PodConfig | str | Path = "tpuv4",

@@ -111,6 +111,18 @@ class ClusterResult(Result):
         """
         return rate_schedule(self.config)
 
+    @property
+    def sample_sizes(self) -> dict[str, int | float]:
+        """What was simulated: jobs, failure events drawn and node-days."""
+        days = self.observed_days if self.observed_days is not None else self.config.days
+        return {"jobs": self.jobs.height, "failure events": self.failures.height,
+                "node-days": float(self.config.n_nodes * days)}  # fmt: skip
+
+    @classmethod
+    def _example(cls) -> ClusterResult:
+        """Build a tiny instance: the ``small`` preset for two days (for contract tests)."""
+        return simulate_cluster("small", days=2, seed=0)
+
 
 def simulate_cluster(
     config: ClusterConfig | str | Path,

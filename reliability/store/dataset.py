@@ -35,6 +35,7 @@ import polars as pl
 
 from reliability import schema
 from reliability._atomic import HOST_TAG, temp_owner
+from reliability._result import Result
 from reliability.errors import DatasetDamagedError, DatasetError, IngestError, ReliabilityError
 from reliability.store import integrity, merge
 from reliability.store.duplicates import shifted_copy
@@ -76,12 +77,15 @@ _TEMP_MAX_AGE_S = 86400.0
 
 
 @dataclass
-class IngestOutcome:
+class IngestOutcome(Result):
     """What happened to one input.
 
     ``ingested``, ``replaced`` (re-read with ``replace``, its old rows dropped) or ``unchanged``
-    (already ingested the same way).
+    (already ingested the same way). A result like the models': a one-row ``summary``, a text
+    form and sample sizes (rows read).
     """
+
+    title = "Ingest"
 
     path: str
     status: str
@@ -110,6 +114,32 @@ class IngestOutcome:
             f"{self.path}: {verb}read {self.rows_read}, kept {self.rows_kept}, "
             f"quarantined {self.rows_quarantined} ({out})"
         )
+
+    @property
+    def summary(self) -> pl.DataFrame:
+        """One row: ``path, status, rows_read, rows_kept, rows_quarantined``, ``rows_<table>``."""
+        return pl.DataFrame(
+            [{"path": self.path, "status": self.status, "rows_read": self.rows_read,
+              "rows_kept": self.rows_kept, "rows_quarantined": self.rows_quarantined,
+              **{f"rows_{t}": n for t, n in self.rows_out.items()}}],
+            schema_overrides={"rows_read": pl.Int64, "rows_kept": pl.Int64, "rows_quarantined": pl.Int64},
+        )  # fmt: skip
+
+    @property
+    def sample_sizes(self) -> dict[str, int | float]:
+        """Records read, kept and quarantined."""
+        return {"rows read": self.rows_read, "kept": self.rows_kept,
+                "quarantined": self.rows_quarantined}  # fmt: skip
+
+    def _lines(self) -> list[str]:
+        return [self.line()]
+
+    @classmethod
+    def _example(cls) -> IngestOutcome:
+        """Build a tiny instance: one sacct export with two rows quarantined (for contract tests)."""
+        return cls("raw/sacct-2025-01-06.psv", "ingested", "0" * 64, 120, 118, 2,
+                   {"jobs": 80, "job_steps": 38}, ["2 rows without a start time"],
+                   datetime(2025, 1, 7, tzinfo=UTC))  # fmt: skip
 
 
 def _outcome(entry: dict[str, Any], shown: str, status: str) -> IngestOutcome:

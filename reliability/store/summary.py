@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -197,6 +197,26 @@ class DatasetSummary(Result):
             if hidden:
                 head.append(f"  ... and {hidden:,} more reason(s): see Dataset.quarantine")
         return head
+
+    @classmethod
+    def _example(cls) -> DatasetSummary:
+        """Build a tiny instance: one sacct export with one quarantined row (for contract tests)."""
+        t0 = datetime(2025, 1, 6, tzinfo=UTC)
+        counts = pl.DataFrame({"table": ["jobs", "job_steps", "quarantine"], "rows": [80, 38, 1]})
+        inputs = pl.DataFrame({
+            "name": ["tiny/sacct.psv"], "kind": ["slurm"], "rows_read": [119], "rows_kept": [118],
+            "rows_quarantined": [1], "observed_until": [t0 + timedelta(days=14)],
+            "observation_basis": ["given at ingest"],
+        })  # fmt: skip
+        reasons = pl.DataFrame({"reason": ["unparseable time <Start>"], "rows": [1], "inputs": [1]})
+        examples = pl.DataFrame({
+            "reason": ["unparseable time <Start>"], "source_file": ["tiny/sacct.psv"], "line_no": [7],
+            "raw": ["12|job<b>|alice|Unknown"], "detail": ["Start: 'Unknown' is not a time"],
+        })  # fmt: skip
+        return cls(summary=counts, inputs=inputs, clusters=["tiny"], n_nodes=16, first=t0,
+                   last=t0 + timedelta(days=14), accelerators_per_node=8, accelerator_hours=21504.0,
+                   quarantine_reasons=reasons, quarantine_examples=examples,
+                   observation_end=t0 + timedelta(days=14), observation_end_basis="given at ingest")  # fmt: skip
 
 
 def _quarantine(ds: Dataset) -> tuple[pl.DataFrame, pl.DataFrame, int]:

@@ -26,6 +26,7 @@ from reliability.models import (
     WorkloadResult,
 )
 from reliability.models.mttf import SIZE_BUCKETS
+from reliability.models.scaling import ScalingCheck
 from reliability.pipeline.config import PipelineConfig
 from reliability.pipeline.steps.common import Context, analysis_terms, notes_blocks, plot_block
 from reliability.report.model import Section, Table, Text
@@ -46,6 +47,7 @@ __all__ = [
     "rates",
     "rates_section",
     "reason_blocks",
+    "scaling_section",
     "workload",
     "workload_sections",
 ]
@@ -101,6 +103,22 @@ class AttributionResult(Result):
             f"{self.jobs.height:,} attempts attributed (evidence from {self.before_min:g} min before an "
             f"attempt's end to {self.after_min:g} min after)"
         ]
+
+    @classmethod
+    def _example(cls, kind: str = "normal") -> AttributionResult:
+        """Build a tiny instance: the attempts of a 14-day, 16-node cluster attributed (for contract tests).
+
+        ``kind="no failures"``: the same without hardware failures.
+        """
+        from reliability.attribution import attribute_failures
+        from reliability.models._examples import tiny_jobs, tiny_tables
+        from reliability.reasons import reason_table
+
+        t = tiny_tables(kind=kind)
+        jobs = attribute_failures(t["jobs"], health_events=t["health_events"],
+                                  node_states=t["node_states"])  # fmt: skip
+        return cls(jobs=jobs, before_min=10.0, after_min=5.0, requeue_exit_codes=(),
+                   observation_end=tiny_jobs(kind=kind)[1], reasons=reason_table(jobs, t["node_states"]))  # fmt: skip
 
 
 def reason_blocks(a: AttributionResult) -> list[Any]:
@@ -405,6 +423,20 @@ class CheckpointPlan(Result):
             f"  {r['n_gpus']:>7,} GPUs: {r['status']}" for r in self.sizes.iter_rows(named=True)
         ]
         return lines
+
+    @classmethod
+    def _example(cls, kind: str = "normal") -> CheckpointPlan:
+        """Build a tiny instance: the plan per job size of a 14-day, 16-node cluster (for contract tests).
+
+        ``kind="no failures"``: the same without hardware failures.
+        """
+        from types import SimpleNamespace
+
+        from reliability.pipeline.analysis import AnalysisConfig
+
+        cfg = SimpleNamespace(analysis=AnalysisConfig(min_gpus=1))
+        deps = {"mttf": MTTFResult._example(kind), "attribution": AttributionResult._example(kind)}
+        return checkpoint_plan(cfg, deps, Path("."))  # type: ignore[arg-type]
 
 
 def plan_sizes(attributed: pl.DataFrame, cfg: PipelineConfig) -> tuple[list[int], str]:
@@ -789,7 +821,48 @@ def mttf_section(m: MTTFResult, ctx: Context) -> list[Section]:
     if line and "not estimable" not in line:  # the notes say why it is not
         sec.blocks.append(Text(line + "."))
     sec.blocks += notes_blocks(m)
-    return [sec]
+    return [sec] if m.scaling is None else [sec, scaling_section(m.scaling)]
+
+
+def scaling_section(s: ScalingCheck) -> Section:
+    """Build the "Does MTTF ∝ 1/N hold here?" report section.
+
+    Parameters
+    ----------
+    s : ScalingCheck
+        The MTTF stage's test of the 1/N model (:func:`reliability.models.scaling.check_scaling`).
+
+    Returns
+    -------
+    Section
+        The verdict, the measured rate per node by size against 1/N, and the projection to the
+        largest size and the next scale under 1/N and under the fitted slope.
+    """
+    sec = Section("Does MTTF ∝ 1/N hold here?")
+    sec.blocks.append(Text(s.verdict))
+    sec.blocks += [Text(line[:1].upper() + line[1:] + ".") for line in s.test_lines()]
+    sec.blocks.append(
+        Table(
+            "scaling_points",
+            s.points,
+            "Hardware failures per size bucket against 1/N (one rate per node-hour pooled over the buckets): "
+            "expected failures and the ratio observed/expected (1 = as 1/N predicts). MTTF = 1/(N r_f) "
+            f"({ref.MTTF_PROJECTED_16K_GPUS.cite()}) assumes every node fails at the same rate whatever "
+            "the size of its job; at scale more links, switches and collective timeouts per job can break it.",
+        )
+    )
+    if s.projection.height:
+        sec.blocks.append(
+            Table(
+                "scaling_projection",
+                s.projection,
+                "MTTF [h] at the largest job size in the data and at the next scale (twice it): under 1/N with "
+                "r_f's interval, and under the fitted power law with the interval its slope's uncertainty "
+                "implies (– where not estimable, or where the data set no upper end).",
+            )
+        )
+    sec.blocks += notes_blocks(s)
+    return sec
 
 
 def ettr_section(r: RunETTR, ctx: Context) -> list[Section]:

@@ -143,6 +143,20 @@ class DataResult(Result):
             else "observation end unknown",
         ]
 
+    @classmethod
+    def _example(cls) -> DataResult:
+        """Build a tiny instance: one sacct export read into a Dataset (for contract tests)."""
+        d = DatasetSummary._example()
+        inputs = pl.DataFrame({
+            "input": ["slurm: tiny/sacct.psv"], "path": ["/data/tiny/sacct.psv"], "reader": ["slurm"],
+            "rows_read": [119], "rows_kept": [118], "rows_quarantined": [1],
+        })  # fmt: skip
+        notes = pl.DataFrame({"path": ["/data/tiny/sacct.psv"],
+                              "note": ["1 row with an unparseable <Start> time quarantined"]})  # fmt: skip
+        return cls(kind="cluster", dataset=d, path=Path("data/tiny"), raw=[None], inputs=inputs,
+                   reader_notes=notes, observation_start=d.first, observation_end=d.observation_end,
+                   observation_basis=d.observation_end_basis)  # fmt: skip
+
 
 @dataclass
 class SplitResult(Result):
@@ -178,6 +192,16 @@ class SplitResult(Result):
         if self.checkpoint is None:
             return [f"No checkpoint: {self.note}"]
         return [f"Run stopped at day {self.split_day:g} (seed {self.seed}) and saved"]
+
+    @property
+    def sample_sizes(self) -> dict[str, int | float]:
+        """What the checkpoint holds: the days simulated before the split (empty without one)."""
+        return {} if self.split_day is None else {"days simulated": self.split_day}
+
+    @classmethod
+    def _example(cls) -> SplitResult:
+        """Build a tiny instance: a run stopped at day 10 (for contract tests)."""
+        return cls(checkpoint=Path("work/cluster_split/state.pkl"), split_day=10.0, seed=1)
 
 
 def backtest_input(cfg: PipelineConfig) -> tuple[InputSpec | None, str]:

@@ -156,6 +156,16 @@ class LemonReport(Result):
             )
         return lines
 
+    @classmethod
+    def _example(cls) -> LemonReport:
+        """Build a tiny instance: the lemon test of a 14-day, 16-node cluster (for contract tests)."""
+        test = LemonTest._example()
+        scores = pl.DataFrame(schema={"cluster": pl.String, "node": pl.String,
+                                      "window_end": pl.Datetime("us", "UTC"), "probability": pl.Float64,
+                                      "flagged": pl.Boolean, "drivers": pl.String})  # fmt: skip
+        return cls(scores=scores, threshold=None, detector="negative-binomial test", window_days=14,
+                   span_h=14 * 24.0, backtest=LemonBacktest._example(), test=test)  # fmt: skip
+
 
 def _span_h(data: Any) -> float:
     if data.observation_start is None or data.observation_end is None:
@@ -199,6 +209,18 @@ class QuarantineStep(Result):
         if self.backtest is not None:
             return ["The whole backtest was simulated (no checkpoint to start from)"]
         return [f"No quarantined run: {self.note}"]
+
+    @property
+    def sample_sizes(self) -> dict[str, int | float]:
+        """The quarantined run's (or the whole backtest's) counts; empty when neither ran."""
+        if self.run is not None:
+            return self.run.sample_sizes
+        return self.backtest.sample_sizes if self.backtest is not None else {}
+
+    @classmethod
+    def _example(cls) -> QuarantineStep:
+        """Build a tiny instance: the quarantined run of a backtest (for contract tests)."""
+        return cls(run=QuarantineRun._example())
 
 
 #: how the default path is described in the report

@@ -112,6 +112,36 @@ class PodAnalysis(Result):
             "1,024 chips (paper ~0).",
         ]
 
+    @classmethod
+    def _example(cls) -> PodAnalysis:
+        """Build a tiny instance: one 4-cube TPUv4 pod (for contract tests)."""
+        from reliability.models import (
+            MeasuredAvailability,
+            PodJobStats,
+            RecoveryComparison,
+            availability_curve,
+            component_failure_rates,
+            job_availability,
+        )
+        from reliability.models._examples import tiny_tables
+
+        t = tiny_tables()
+        m = MeasuredAvailability._example()
+        host = m.host_availability
+        links = {"ocs_availability": m.ocs_availability, "link_availability": m.link_availability}
+        curve = availability_curve(host, "tpuv4", **links)
+        return cls(
+            pods=pl.DataFrame({"cluster": ["tiny"], "pod": ["tpuv4"], "mode": ["reconfigurable"],
+                               "n_cubes": [4]}),
+            component_rates=component_failure_rates(t["component_failures"], t["inventory"], every="1w"),
+            measured=[m], curves=curve.filter(pl.col("mode") == "reconfigurable").with_columns(pod=pl.lit("tpuv4")),
+            recovery=RecoveryComparison._example(), jobs=PodJobStats._example(),
+            reference_host_availability=host,
+            fig1_tpuv4_3200=float(job_availability(3200, host, **links)),
+            fig1_tpuv4_3200_hosts=float(job_availability(3200, host)),
+            fig1_tpuv3_1024=float(job_availability(1024, host, "static", pod="tpuv3")),
+        )  # fmt: skip
+
 
 def pod(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> PodAnalysis:
     """Run stage ``pod``: rates, availability and recovery paths of every pod in the pod data.
@@ -308,6 +338,18 @@ class RoutingTable(Result):
 
     def _lines(self) -> list[str]:
         return [ln for r in self.results for ln in r._lines()] or ["no slices"]
+
+    @property
+    def sample_sizes(self) -> dict[str, int | float]:
+        """How many slices were solved."""
+        return {"slices": len(self.results)}
+
+    @classmethod
+    def _example(cls) -> RoutingTable:
+        """Build a tiny instance: one 4x4x4 slice with one OCS down (for contract tests)."""
+        from reliability.models import ThroughputResult
+
+        return cls(results=[ThroughputResult._example()])
 
 
 def routing(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> RoutingTable:

@@ -10,6 +10,7 @@ reliability lemon train DIR (--labels FILE | --sim-truth SIMDIR) --out MODEL
 reliability lemon score DIR [--model MODEL]
 reliability availability --mode static|reconfigurable --host-availability A [--target T]
 reliability plan --gpus N --rate R_F --target-ettr E [--restart-min U0] [--write-min W]
+                 [--dataset DIR] [--compare-strategies ...]
 reliability collect slurm --into DIR [--cluster NAME] [--since ISO|auto] [--until ISO] [--dry-run]
                    [--wait SECONDS]
 reliability demo [--into DIR]
@@ -23,6 +24,7 @@ import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
 
@@ -30,6 +32,9 @@ from reliability._version import __version__
 from reliability.errors import ReliabilityError, spell_options
 from reliability.ingest import READERS
 from reliability.store import Dataset, IngestOutcome
+
+if TYPE_CHECKING:
+    from reliability.models import MTTFResult, PlanResult, RecoveryCosts, StrategyComparison
 
 __all__ = ["main"]
 
@@ -175,18 +180,64 @@ def _parser() -> argparse.ArgumentParser:
     )
     pl_.add_argument("--gpus", type=int, required=True, help="job size [GPUs]")
     pl_.add_argument(
-        "--rate", type=float, required=True, help="r_f, failures per node-day (e.g. 2.34e-3)"
+        "--rate",
+        type=float,
+        help="r_f, failures per node-day (e.g. 2.34e-3); required unless --dataset fits it",
     )
     pl_.add_argument("--target-ettr", type=float, required=True)
     pl_.add_argument("--restart-min", type=float, help="restart overhead u0 [min]")
     pl_.add_argument("--write-min", type=float, default=0.0, help="blocking checkpoint write [min]")
     pl_.add_argument(
-        "--queue-min", type=float, default=0.0, help="queue wait per interruption [min]"
+        "--queue-min",
+        type=float,
+        help="queue wait per interruption [min] (default: measured with --dataset, else 0)",
     )
     pl_.add_argument("--gpus-per-node", type=int, default=8)
     pl_.add_argument(
         "--variant", default="renewal", help="ETTR form: renewal (exact), simplified, queue, hpca"
     )
+    # recovery strategies (issue 36 §2)
+    pl_.add_argument(
+        "--dataset", type=Path,
+        help="a Dataset: fit r_f from it (when --rate is not given) and measure the queue wait after "
+        "hardware interruptions and node repair times (the defaults of --queue-min and --repair-hours)",
+    )  # fmt: skip
+    pl_.add_argument(
+        "--min-gpus", type=int, default=129, help="with --dataset: jobs that enter r_f"
+    )
+    pl_.add_argument(
+        "--compare-strategies", action="store_true",
+        help="compare checkpoint-restart, hot spares, peer (in-memory) checkpoints and elastic training",
+    )  # fmt: skip
+    pl_.add_argument(
+        "--interval-min", type=float,
+        help="today's checkpoint interval [min] (default: the planner's recommendation)",
+    )  # fmt: skip
+    pl_.add_argument("--repair-hours", type=float, help="mean node repair time [h] (hot spares)")
+    pl_.add_argument(
+        "--spares", type=int, help="hot spare nodes (default: the fewest for --target-no-wait)"
+    )
+    pl_.add_argument("--target-no-wait", type=float, default=0.99,
+                     help="probability that an interruption finds a spare free")  # fmt: skip
+    pl_.add_argument("--pool-nodes", type=float, help="nodes the spares serve (default: the job's)")
+    pl_.add_argument("--peer-write-s", type=float, help="peer checkpoint write [s] (default 10)")
+    pl_.add_argument(
+        "--peer-restore-min", type=float, help="restore from a peer [min] (default: --restart-min)"
+    )
+    pl_.add_argument(
+        "--peer-copies", type=int, default=1, help="peers holding each checkpoint copy"
+    )
+    pl_.add_argument(
+        "--replica-nodes", type=float, default=1.0, help="nodes per data-parallel replica (elastic)"
+    )
+    pl_.add_argument(
+        "--heal-min",
+        type=float,
+        help="time a failed replica is out [min] (default: queue + restart)",
+    )
+    pl_.add_argument("--reconfig-s", type=float, help="elastic pause per failure [s] (default 60)")
+    pl_.add_argument("--elastic-slowdown", type=float, default=0.0,
+                     help="steady throughput cost of elastic training, a fraction in [0, 1)")  # fmt: skip
     lem = sub.add_parser("lemon", help="train or apply the lemon-node detector (HPCA'25)")
     lemsub = lem.add_subparsers(dest="lemon_command", required=True)
     lt = lemsub.add_parser("train", help="fit a detector on a Dataset with known lemon nodes")
@@ -811,7 +862,11 @@ def _plan(args: argparse.Namespace) -> int:
         raise ReliabilityError(f"--gpus: expected a job size of at least 1 GPU, got {args.gpus}")
     if args.gpus_per_node < 1:
         raise ReliabilityError(f"--gpus-per-node: expected at least 1, got {args.gpus_per_node}")
-    if not (math.isfinite(args.rate) and args.rate > 0):
+    if args.rate is None and args.dataset is None:
+        raise ReliabilityError(
+            "--rate: expected failures per node-day (e.g. 2.34e-3), or --dataset DIR to fit it from"
+        )
+    if args.rate is not None and not (math.isfinite(args.rate) and args.rate > 0):
         raise ReliabilityError(
             f"--rate: expected a positive number of failures per node-day (e.g. 2.34e-3), "
             f"got {args.rate:g}"
@@ -824,7 +879,7 @@ def _plan(args: argparse.Namespace) -> int:
                     ("--queue-min", args.queue_min)):  # fmt: skip
         if v is not None and not (math.isfinite(v) and v >= 0):
             raise ReliabilityError(f"{flag}: expected minutes >= 0, got {v:g}")
-    if args.rate > _IMPLAUSIBLE_RATE_PER_NODE_DAY:
+    if args.rate is not None and args.rate > _IMPLAUSIBLE_RATE_PER_NODE_DAY:
         print(
             f"warning: --rate {args.rate:g} failures per node-day is {1000 * args.rate:,.0f} per 1000 "
             f"node-days, far above the published clusters' (RSC-1: {RSC1_FAILURE_RATE.value:.2f}, "
@@ -832,19 +887,142 @@ def _plan(args: argparse.Namespace) -> int:
             f"node-days pass --rate {args.rate / 1000:g}",
             file=sys.stderr,
         )
-    print(
-        plan(
-            args.gpus,
-            args.rate,
-            args.target_ettr,
-            restart_h=None if args.restart_min is None else args.restart_min / 60.0,
-            ckpt_write_h=args.write_min / 60.0,
-            queue_h=args.queue_min / 60.0,
-            gpus_per_node=args.gpus_per_node,
-            variant=args.variant,
+    rate, costs = args.rate, None
+    if args.dataset is not None:
+        rate, costs = _plan_dataset(args)
+    queue_h = None if args.queue_min is None else args.queue_min / 60.0
+    queue_basis = "--queue-min" if queue_h is not None else "not given: 0"
+    if queue_h is None and costs is not None:
+        queue_h, why = costs.queue_h_for(args.gpus)
+        queue_basis = (
+            f"measured in --dataset: {why}" if queue_h is not None else f"--dataset: {why}; 0 used"
         )
+    queue_h = queue_h or 0.0
+    result = plan(
+        args.gpus,
+        rate,
+        args.target_ettr,
+        restart_h=None if args.restart_min is None else args.restart_min / 60.0,
+        ckpt_write_h=args.write_min / 60.0,
+        queue_h=queue_h,
+        gpus_per_node=args.gpus_per_node,
+        variant=args.variant,
     )
+    print(result)
+    if costs is not None:
+        print()
+        print(costs)
+    if args.compare_strategies:
+        print()
+        print(_compare(args, result, costs, queue_h, queue_basis))
     return 0
+
+
+def _plan_dataset(args: argparse.Namespace) -> tuple[float | MTTFResult, RecoveryCosts]:
+    """``plan --dataset``: the r_f fit (unless --rate) and the measured recovery costs."""
+    from reliability.attribution import attribute_failures
+    from reliability.models import fit_mttf, node_health, recovery_costs
+
+    ds = _dataset(args.dataset)
+    jobs = attribute_failures(ds)
+    rate = args.rate
+    if rate is None:
+        if args.min_gpus < 1:
+            raise ReliabilityError(f"--min-gpus: expected at least 1 GPU, got {args.min_gpus}")
+        rate = fit_mttf(jobs, min_gpus=args.min_gpus, gpus_per_node=args.gpus_per_node,
+                        observation_end=ds.observation_end)  # fmt: skip
+        if rate.node_days_ <= 0:
+            raise ReliabilityError(
+                f"--dataset {args.dataset}: no jobs of >= {args.min_gpus} GPUs to fit r_f from; pass a lower "
+                "--min-gpus or give --rate"
+            )
+    health = node_health(ds) if ds.node_states.height else None
+    return rate, recovery_costs(jobs, node_health=health, observation_end=ds.observation_end)
+
+
+def _compare(
+    args: argparse.Namespace,
+    result: PlanResult,
+    costs: RecoveryCosts | None,
+    queue_h: float,
+    queue_basis: str,
+) -> StrategyComparison:
+    """``plan --compare-strategies``: its flags checked in the CLI's terms, then the comparison."""
+    import math
+
+    from reliability.models import compare_strategies
+
+    if args.restart_min is None:
+        raise ReliabilityError(
+            "--compare-strategies: needs --restart-min (today's restart overhead)"
+        )
+    for flag, v, positive in (
+        ("--interval-min", args.interval_min, True), ("--repair-hours", args.repair_hours, True),
+        ("--peer-write-s", args.peer_write_s, True), ("--peer-restore-min", args.peer_restore_min, False),
+        ("--heal-min", args.heal_min, False), ("--reconfig-s", args.reconfig_s, False),
+        ("--replica-nodes", args.replica_nodes, True), ("--pool-nodes", args.pool_nodes, True),
+    ):  # fmt: skip
+        if v is not None and not (math.isfinite(v) and (v > 0 if positive else v >= 0)):
+            raise ReliabilityError(
+                f"{flag}: expected a number {'> 0' if positive else '>= 0'}, got {v:g}"
+            )
+    if args.spares is not None and args.spares < 0:
+        raise ReliabilityError(
+            f"--spares: expected a whole number of nodes >= 0, got {args.spares}"
+        )
+    if args.peer_copies < 1:
+        raise ReliabilityError(f"--peer-copies: expected at least 1, got {args.peer_copies}")
+    if not 0.0 < args.target_no_wait < 1.0:
+        raise ReliabilityError(
+            f"--target-no-wait: expected a probability in (0, 1), got {args.target_no_wait:g}"
+        )
+    if not 0.0 <= args.elastic_slowdown < 1.0:
+        raise ReliabilityError(
+            f"--elastic-slowdown: expected a fraction in [0, 1), got {args.elastic_slowdown:g}"
+        )
+    n_nodes = max(args.gpus / args.gpus_per_node, 1.0)
+    if args.replica_nodes > n_nodes:
+        raise ReliabilityError(
+            f"--replica-nodes: expected at most the job's {n_nodes:g} nodes, got {args.replica_nodes:g}"
+        )
+    if args.pool_nodes is not None and args.pool_nodes < n_nodes:
+        raise ReliabilityError(
+            f"--pool-nodes: expected at least the job's {n_nodes:g} nodes, got {args.pool_nodes:g}"
+        )
+    if args.interval_min is not None:
+        interval_h, interval_basis = args.interval_min / 60.0, "--interval-min"
+    elif result.recommended_interval_h is not None:
+        interval_h, interval_basis = result.recommended_interval_h, "the planner's recommendation"
+    else:
+        raise ReliabilityError(
+            "--compare-strategies: no checkpoint interval reaches the target; pass --interval-min (today's interval)"
+        )
+    repair_h, repair_basis = args.repair_hours, "--repair-hours"
+    if repair_h is None and costs is not None and costs.repair_h is not None:
+        repair_h, repair_basis = costs.repair_h, "measured in --dataset (mean out-of-service spell)"
+    c = compare_strategies(
+        args.gpus, result.rate_per_node_day, interval_h, args.restart_min / 60.0, queue_h=queue_h,
+        ckpt_write_h=args.write_min / 60.0, gpus_per_node=args.gpus_per_node, spare_nodes=args.spares,
+        repair_h=repair_h, target_no_wait=args.target_no_wait, pool_nodes=args.pool_nodes,
+        peer_write_h=None if args.peer_write_s is None else args.peer_write_s / 3600.0,
+        peer_restore_h=None if args.peer_restore_min is None else args.peer_restore_min / 60.0,
+        peer_copies=args.peer_copies, replica_nodes=args.replica_nodes,
+        heal_h=None if args.heal_min is None else args.heal_min / 60.0,
+        reconfig_h=None if args.reconfig_s is None else args.reconfig_s / 3600.0,
+        elastic_slowdown=args.elastic_slowdown,
+    )  # fmt: skip
+    c.notes[:0] = [
+        f"checkpoint interval: {interval_basis}",
+        f"queue wait after an interruption: {queue_basis}",
+    ]
+    if repair_h is not None:
+        c.notes.insert(2, f"node repair time: {repair_basis}")
+    # library wording to flags: the assumed defaults name the flag that overrides them
+    for lib, flag in (("(pass repair_h, or measure it from node states with recovery_costs)",
+                       "(pass --repair-hours, or --dataset to measure it)"),
+                      ("(pass peer_write_h)", "(pass --peer-write-s)"), ("(pass reconfig_h)", "(pass --reconfig-s)")):  # fmt: skip
+        c.notes = [n.replace(lib, flag) for n in c.notes]
+    return c
 
 
 def _cli_terms(message: str, args: argparse.Namespace) -> str:

@@ -508,3 +508,39 @@ def test_lemon_stage_flags_only_on_the_window_its_detector_was_trained_on(
         assert step.run is None
         assert step.backtest is None
         assert step.note.startswith(no_backtest)
+
+
+def test_plan_section_shows_recovery_costs_and_strategies(tiny):
+    """The strategy table's checkpoint-restart rows are the renewal E[ETTR] at the planned rate, the
+    configured interval and restart, and the measured queue wait shown beside them; the second
+    size is the next power of two above the largest planned one."""
+    import polars as pl
+
+    from reliability.models import expected_ettr
+
+    tmp, _res, _lines = tiny
+    data = tmp / "out" / "data"
+    costs = pl.read_csv(data / "recovery_costs.csv")
+    assert {"gpus_from", "n", "median_h", "mean_h", "p90_h", "censored"} <= set(costs.columns)
+    plan_t = pl.read_csv(data / "checkpoint_plan.csv")
+    strat = pl.read_csv(data / "recovery_strategies.csv")
+    largest = int(plan_t.get_column("n_gpus").max())
+    sizes = strat.get_column("n_gpus").unique().sort().to_list()
+    assert sizes == [largest, 1 << largest.bit_length()]
+    rate = (
+        float(plan_t.filter(pl.col("n_gpus") == largest).item(0, "rate_per_1000_node_days")) / 1000
+    )
+    for row in strat.filter(pl.col("strategy") == "checkpoint_restart").iter_rows(named=True):
+        assert row["ckpt_interval_min"] == pytest.approx(
+            60.0
+        )  # [analysis].ckpt_interval_min default
+        want = expected_ettr(
+            row["n_gpus"], rate, 1.0, 5 / 60, queue_h=row["queue_min"] / 60, variant="renewal"
+        )
+        assert row["ettr"] == pytest.approx(float(want), rel=1e-3)
+    assert set(strat.get_column("strategy")) == {
+        "checkpoint_restart",
+        "hot_spares",
+        "peer_checkpoint",
+        "elastic",
+    }

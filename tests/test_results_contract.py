@@ -19,6 +19,7 @@ from histories import T0, job_histories
 
 from reliability._result import Result, frame_is_finite
 from reliability.models import (
+    compare_strategies,
     estimate_rate,
     expected_ettr,
     failure_rate_series,
@@ -28,7 +29,9 @@ from reliability.models import (
     job_run_ettr,
     node_features,
     plan,
+    recovery_costs,
     simulate_ettr,
+    simulate_strategy,
 )
 from reliability.models.counts import trend_of
 from reliability.models.repairable import crow_amsaa
@@ -53,7 +56,10 @@ def _results(case: str) -> list[Result]:
         trend_of([0, 1], [1.0, 1.0]),
         estimate_rate([], []),
         crow_amsaa(np.array([1.0]), 10.0),
+        recovery_costs(jobs, observation_end=end),
     ]
+    strategies = compare_strategies(64, 0.01, 1.0, 5 / 60, queue_h=0.5)
+    out += [strategies, simulate_strategy(strategies, "hot_spares", n_runs=50, n_pools=4, seed=1)]
     m = out[0]
     if m.node_days_ > 0:  # with no exposure at all the planner refuses (tested below)
         out.append(plan(1024, m, 0.9, restart_h=5 / 60))

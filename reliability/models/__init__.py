@@ -81,6 +81,7 @@ from reliability.models.rates import (
     failure_rate_series,
     node_mttf,
 )
+from reliability.models.recovery_cost import RecoveryCosts, recovery_costs
 from reliability.models.repairable import (
     CrowAMSAA,
     InterFailureResult,
@@ -90,6 +91,8 @@ from reliability.models.repairable import (
 )
 from reliability.models.routing import ThroughputResult, all_to_all_throughput, dimension_order_load
 from reliability.models.scaling import ScalingCheck, check_scaling
+from reliability.models.strategies import StrategyComparison, compare_strategies, spares_needed
+from reliability.models.strategies_mc import StrategySimulation, simulate_strategy
 from reliability.models.workload import (
     WorkloadResult,
     failure_taxonomy,
@@ -130,8 +133,11 @@ __all__ = [
     "RateEstimate",
     "RateSeries",
     "RecoveryComparison",
+    "RecoveryCosts",
     "RunETTR",
     "ScalingCheck",
+    "StrategyComparison",
+    "StrategySimulation",
     "ThroughputResult",
     "TrendTest",
     "WorkloadResult",
@@ -139,6 +145,7 @@ __all__ = [
     "availability_curve",
     "check_scaling",
     "compare_fleets",
+    "compare_strategies",
     "component_failure_rates",
     "component_reliability",
     "count_baseline",
@@ -182,6 +189,7 @@ __all__ = [
     "poisson_regression",
     "published_fleets",
     "rate_interval",
+    "recovery_costs",
     "recovery_paths",
     "required_host_availability",
     "rule_baseline",
@@ -189,6 +197,8 @@ __all__ = [
     "secondary_preemptions",
     "signal_cooccurrence",
     "simulate_ettr",
+    "simulate_strategy",
+    "spares_needed",
     "steady_state_availability",
     "trend_test",
     "weibull_mle",

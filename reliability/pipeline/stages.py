@@ -16,7 +16,7 @@ rates             attribution                      RateSeries: weekly failure ra
 workload          attribution                      WorkloadResult: states, sizes, taxonomy, overhead, crash loops
 node_health       cluster_data, attribution        NodeHealth: out-of-service time, open drains, offenders
 ettr              attribution                      RunETTR: ETTR by run / size / priority
-plan              attribution, mttf                CheckpointPlan: interval per job size for the target
+plan              attribution, mttf, node_health   CheckpointPlan: interval per job size for the target
 signals           cluster_data, attribution        SignalCalibration: which signals predict job failures
 lemon_quarantine  cluster_split                    QuarantineStep: nodes flagged at the split, the run drained
 lemon             cluster_data, attribution,       LemonReport: lemon test or node scores (and the backtest
@@ -156,8 +156,8 @@ STAGES: tuple[Stage, ...] = (
     ),
     Stage(
         "plan",
-        ("attribution", "mttf"),
-        _a("restart_min", "target_ettr", "gpus_per_node", "plan_gpus"),
+        ("attribution", "mttf", "node_health"),
+        _a("restart_min", "target_ettr", "gpus_per_node", "plan_gpus", "ckpt_interval_min"),
         cluster.checkpoint_plan,
         _has_cluster,
     ),

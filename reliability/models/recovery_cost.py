@@ -154,12 +154,25 @@ class RecoveryCosts(Result):
         -------
         (float or None, str)
             The mean observed wait [h] of the size's bucket when it rests on at least
-            :data:`MIN_WAITS` waits, else of every GPU job size; None with the reason when no wait
-            was observed.
+            :data:`MIN_WAITS` waits, else of the nearest smaller bucket that does, else of every
+            GPU job size; None with the reason when no wait was observed.
         """
-        b = self.by_size.filter(pl.col("bucket") == _bucket_of(n_gpus))
+        bucket = _bucket_of(n_gpus)
+        b = self.by_size.filter(pl.col("bucket") == bucket)
         if b.height and b.item(0, "n") >= MIN_WAITS:
             return float(b.item(0, "mean_h")), f"mean of {b.item(0, 'n')} waits at this size"
+        # a size without enough waits (the next scale): the nearest smaller size that has them;
+        # waits grow with the size of the job (it needs more free nodes at once), so an
+        # average over every size would understate them
+        below = self.by_size.filter(
+            (pl.col("bucket") > 0) & (pl.col("bucket") < bucket) & (pl.col("n") >= MIN_WAITS)
+        ).sort("bucket")
+        if below.height:
+            row = below.row(-1, named=True)
+            return float(row["mean_h"]), (
+                f"mean of {row['n']} waits of the nearest smaller size measured ({row['bucket']:,}+ GPUs; "
+                "larger jobs usually wait longer)"
+            )
         g = self.waits.filter(pl.col("bucket") > 0).get_column("wait_h").drop_nulls()
         if g.len():
             return float(g.mean()), f"mean of {g.len()} waits over every GPU job size"  # type: ignore[arg-type]

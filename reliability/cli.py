@@ -445,39 +445,32 @@ MTIME_PLAUSIBLE = timedelta(hours=6)
 
 def _analyze(args: argparse.Namespace) -> int:
     from reliability._atomic import write_parquet_atomic
-    from reliability.attribution import attribute_failures, zone_mismatch_note
-    from reliability.models import failure_rate_series, fit_mttf, workload_summary
 
     bad = [c for c in args.requeue_exit_codes if not 0 <= c <= 255]
     if bad:
         raise ReliabilityError(f"--requeue-exit-codes: exit codes are 0-255, got {bad}")
     ds = _dataset(args.dataset)
-    end = ds.observation_end
-    per_node = args.gpus_per_node
-    if per_node is not None and per_node < 1:
-        raise ReliabilityError(f"--gpus-per-node: expected an integer >= 1, got {per_node}")
-    if per_node is None:
-        seen = ds.summary().accelerators_per_node
-        per_node = seen if seen >= 1 else 8
-        print(f"accelerators per node: {per_node} ("
-              + ("the most one node held in the data" if seen >= 1 else "no job held any: 8 assumed")
-              + "; pass --gpus-per-node)")  # fmt: skip
+    if args.gpus_per_node is not None and args.gpus_per_node < 1:
+        raise ReliabilityError(
+            f"--gpus-per-node: expected an integer >= 1, got {args.gpus_per_node}"
+        )
+    from reliability.analyses import analyze_cluster
     from reliability.reasons import ReasonRules
 
     rules = ReasonRules.from_file(args.reasons) if args.reasons else None
-    jobs = attribute_failures(
-        ds,
-        before_min=args.before_min,
-        after_min=args.after_min,
-        requeue_exit_codes=args.requeue_exit_codes,
-        reasons=rules,
-    )
-    zone = zone_mismatch_note(jobs, ds.scan("node_states"))
-    if zone:
+    c = analyze_cluster(
+        ds, before_min=args.before_min, after_min=args.after_min,
+        requeue_exit_codes=tuple(args.requeue_exit_codes), reasons=rules, min_gpus=args.min_gpus,
+        gpus_per_node=args.gpus_per_node,
+    )  # fmt: skip
+    a, m, series, w = c.attribution, c.mttf, c.rates, c.workload
+    jobs = a.jobs
+    if args.gpus_per_node is None:
+        print(
+            f"accelerators per node: {a.gpus_per_node} ({a.gpus_per_node_basis}; pass --gpus-per-node)"
+        )
+    for zone in a.notes:
         print(f"note: {_cli_terms(zone, args)}")
-    m = fit_mttf(jobs, min_gpus=args.min_gpus, observation_end=end, gpus_per_node=per_node)
-    series = failure_rate_series(jobs, min_gpus=args.min_gpus, observation_end=end)
-    w = workload_summary(jobs, observation_end=end)
     # the results' text forms: what could not be estimated is said, never printed as nan
     for result in (m, series):
         print(_cli_terms(str(result), args))
@@ -498,8 +491,8 @@ def _analyze(args: argparse.Namespace) -> int:
     return 0
 
 
-def _compare(args: argparse.Namespace) -> int:
-    from reliability.attribution import attribute_failures
+def _compare_fleets(args: argparse.Namespace) -> int:
+    from reliability.analyses import attribute
     from reliability.models import compare_fleets, fit_mttf
     from reliability.reasons import ReasonRules
 
@@ -513,12 +506,17 @@ def _compare(args: argparse.Namespace) -> int:
             f"--gpus-per-node: expected an integer >= 1, got {args.gpus_per_node}"
         )
     ds = _dataset(args.dataset)
-    per_node = args.gpus_per_node or max(ds.summary().accelerators_per_node, 1)
     rules = ReasonRules.from_file(args.reasons) if args.reasons else None
-    jobs = attribute_failures(ds, before_min=args.before_min, after_min=args.after_min,
-                              requeue_exit_codes=args.requeue_exit_codes, reasons=rules)  # fmt: skip
+    a = attribute(
+        ds, before_min=args.before_min, after_min=args.after_min,
+        requeue_exit_codes=tuple(args.requeue_exit_codes), reasons=rules, gpus_per_node=args.gpus_per_node,
+    )  # fmt: skip
+    jobs = a.jobs
     fit = fit_mttf(
-        jobs, min_gpus=args.min_gpus, gpus_per_node=per_node, observation_end=ds.observation_end
+        jobs,
+        min_gpus=args.min_gpus,
+        gpus_per_node=a.gpus_per_node,
+        observation_end=ds.observation_end,
     )
     if fit.node_days_ <= 0:
         largest = int(jobs.get_column("n_accelerators").max() or 0) if jobs.height else 0
@@ -1137,7 +1135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "simulate":
             return _simulate(args)
         if args.command == "compare":
-            return _compare(args)
+            return _compare_fleets(args)
         if args.command == "plan":
             return _plan(args)
         if args.command == "signals":

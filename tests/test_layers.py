@@ -24,6 +24,7 @@ LAYERS = {
     "simulated": ["reliability.simulated"],
     "attribution": ["reliability.attribution"],
     "models": ["reliability.models"],
+    "analyses": ["reliability.analyses"],
     "sim": ["reliability.sim"],
     "experiments": ["reliability.sim.experiments", "reliability.sim.calibration"],
     "plots": ["reliability.plots"],
@@ -40,15 +41,17 @@ FORBIDDEN = {
     "ingest": set(LAYERS) - {"foundation", "ingest"},
     "store": set(LAYERS) - {"foundation", "ingest", "store"},
     # reads what a simulator wrote; never the simulator itself
-    "simulated": {"sim", "experiments", "attribution", "models", *_ABOVE_MODELS},
-    "attribution": {"sim", "experiments", "simulated", "models", *_ABOVE_MODELS},
+    "simulated": {"sim", "experiments", "attribution", "models", "analyses", *_ABOVE_MODELS},
+    "attribution": {"sim", "experiments", "simulated", "models", "analyses", *_ABOVE_MODELS},
     # models fit data: no simulator, no ground truth, nothing above them
-    "models": {"sim", "experiments", "simulated", *_ABOVE_MODELS},
+    "models": {"sim", "experiments", "simulated", "analyses", *_ABOVE_MODELS},
+    # composite library calls over a Dataset: the models composed, no simulator, no report
+    "analyses": {"sim", "experiments", "simulated", *_ABOVE_MODELS},
     # the simulator makes data: it knows nothing of the Dataset, the models or the reports
-    "sim": {"store", "simulated", "attribution", "models", "experiments", *_ABOVE_MODELS},
+    "sim": {"store", "simulated", "attribution", "models", "analyses", "experiments", *_ABOVE_MODELS},
     # experiments run simulators and models; nothing below the front ends uses them
     "experiments": {"plots", "report", "sweep", "cli"},
-    "plots": {"sim", "experiments", "simulated", "store", "ingest", "report", "sweep",
+    "plots": {"sim", "experiments", "simulated", "store", "ingest", "analyses", "report", "sweep",
               "orchestration", "cli"},
     # the report reads a sweep's stored results (not its runs)
     "report": {"sim", "experiments", "simulated", "orchestration", "cli"},

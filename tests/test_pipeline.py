@@ -327,7 +327,9 @@ def test_headline_values_equal_direct_calls(tiny):
     jobs = attribute_failures(
         ds, before_min=a.before_min, after_min=a.after_min, requeue_exit_codes=a.requeue_exit_codes
     )
-    m = fit_mttf(jobs, min_gpus=a.min_gpus, gpus_per_node=a.gpus_per_node, observation_end=end)
+    # gpus_per_node not given: the most one node held (the Dataset summary counts it its own way)
+    per_node = a.gpus_per_node or ds.summary().accelerators_per_node
+    m = fit_mttf(jobs, min_gpus=a.min_gpus, gpus_per_node=per_node, observation_end=end)
     assert m.failures_ >= 3  # the data have hardware failures (at least evil.psv's three)
     assert m.rate_.rate is not None
     doc = res.files["html"].read_text(encoding="utf-8")
@@ -340,10 +342,10 @@ def test_headline_values_equal_direct_calls(tiny):
 
     largest = int(jobs["n_accelerators"].max())
     mttf_card = cards[f"MTTF of a {largest:,}-GPU job (the largest)"][0]
-    closed_form_h = 24.0 / ((largest / a.gpus_per_node) * m.rate_.rate)  # 1/(N r_f), r_f per day
+    closed_form_h = 24.0 / ((largest / per_node) * m.rate_.rate)  # 1/(N r_f), r_f per day
     assert _hours(mttf_card) == pytest.approx(closed_form_h, rel=0.01)
 
-    p = plan(largest, m, a.target_ettr, restart_h=a.restart_h, gpus_per_node=a.gpus_per_node)
+    p = plan(largest, m, a.target_ettr, restart_h=a.restart_h, gpus_per_node=per_node)
     assert p.recommended_interval_h is not None
     ck = cards[f"Checkpoint at {largest:,} GPUs"][0]
     assert _hours(ck) == pytest.approx(p.recommended_interval_h, rel=0.01)

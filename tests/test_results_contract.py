@@ -334,7 +334,11 @@ def every_result(tmp_path_factory) -> dict[type, list]:
     from reliability.sweep import SweepResult
 
     seen: dict[type, list] = {}
-    _walk(tiny_run(tmp_path_factory)[1], seen)  # the RunResult and its stages' results
+    run = tiny_run(tmp_path_factory)[1]
+    _walk(run, seen)  # the RunResult and its stages' results
+    from reliability.analyses import analyze_cluster
+
+    _walk(analyze_cluster(run.outputs["cluster_data"].open(), min_gpus=1), seen)
     for case in ("normal", "one failure"):
         _walk(_results(case), seen)
     _walk(simulate_cluster("small", days=1, seed=0), seen)

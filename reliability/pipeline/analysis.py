@@ -168,8 +168,9 @@ class AnalysisConfig:
         the user's, not the machine's).
     min_gpus : int
         Jobs that enter r_f [GPUs] (paper: > 128).
-    gpus_per_node : int
-        GPUs per node (turns GPUs into nodes for MTTF = 1/(N r_f)).
+    gpus_per_node : int or None
+        GPUs per node (turns GPUs into nodes for MTTF = 1/(N r_f)); None: the most one node
+        held in the data (:func:`reliability.analyses.gpus_per_node_of`).
     ckpt_interval_min : float
         Assumed checkpoint interval of ETTR from logs [min].
     restart_min : float
@@ -197,7 +198,9 @@ class AnalysisConfig:
         (), _integers(0, 255), "RequeueExit / RequeueExitHold codes (scontrol show config)"
     )
     min_gpus: int = _key(129, _integer(0), "jobs that enter r_f [GPUs] (paper: > 128)")
-    gpus_per_node: int = _key(8, _integer(1), "GPUs per node")
+    gpus_per_node: int | None = _key(
+        None, _integer(1), "GPUs per node (default: the most one node held in the data)"
+    )
     ckpt_interval_min: float = _key(
         60.0, _number(low=0, open_low=True), "assumed checkpoint interval [min]"
     )

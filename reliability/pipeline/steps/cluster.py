@@ -7,7 +7,6 @@ HPCA '25, §III-V).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ import polars as pl
 from reliability import plots
 from reliability import references as ref
 from reliability._result import Result, fmt_duration_h, fmt_num
+from reliability.analyses.attribution import AttributionResult, attribute
 from reliability.models import (
     MTTFResult,
     PlanResult,
@@ -54,71 +54,6 @@ __all__ = [
 
 #: at most this many job sizes are planned for by default (the largest ones)
 MAX_PLAN_SIZES = 6
-
-
-@dataclass
-class AttributionResult(Result):
-    """Every attempt with how it ended (:func:`reliability.attribute_failures`).
-
-    Attributes
-    ----------
-    jobs : polars.DataFrame
-        The attributed attempts.
-    before_min, after_min : float
-        The evidence window around each end [min].
-    requeue_exit_codes : tuple of int
-        RequeueExit / RequeueExitHold codes taken as the user's requests.
-    observation_end : datetime or None
-        The data's end [UTC] (attempts open then are censored downstream).
-    reasons : polars.DataFrame
-        Every reason a node left service with, its class and the failed attempts it explains
-        (:func:`reliability.reasons.reason_table`).
-    """
-
-    title = "Failure attribution (Kokolis et al. HPCA'25 §III)"
-    jobs: pl.DataFrame
-    before_min: float
-    after_min: float
-    requeue_exit_codes: tuple[int, ...]
-    observation_end: datetime | None
-    reasons: pl.DataFrame = field(default_factory=pl.DataFrame)
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def summary(self) -> pl.DataFrame:
-        """Attempts by failure domain (``failure_domain``, ``attempts``)."""
-        return (
-            self.jobs.group_by(pl.col("failure_domain").cast(pl.String))
-            .agg(attempts=pl.len().cast(pl.Int64))
-            .sort("attempts", "failure_domain", descending=[True, False])
-        )
-
-    @property
-    def sample_sizes(self) -> dict[str, int | float]:
-        """Counts behind the result: attempts attributed."""
-        return {"attempts": self.jobs.height}
-
-    def _lines(self) -> list[str]:
-        return [
-            f"{self.jobs.height:,} attempts attributed (evidence from {self.before_min:g} min before an "
-            f"attempt's end to {self.after_min:g} min after)"
-        ]
-
-    @classmethod
-    def _example(cls, kind: str = "normal") -> AttributionResult:
-        """Build a tiny instance: the attempts of a 14-day, 16-node cluster attributed (for contract tests).
-
-        ``kind="no failures"``: the same without hardware failures.
-        """
-        from reliability.attribution import attribute_failures
-        from reliability.models._examples import tiny_jobs, tiny_tables
-        from reliability.reasons import reason_table
-
-        t = tiny_tables(kind=kind)
-        jobs = attribute_failures(t["jobs"], health_events=t["health_events"],
-                                  node_states=t["node_states"])  # fmt: skip
-        return cls(jobs=jobs, before_min=10.0, after_min=5.0, requeue_exit_codes=(),
-                   observation_end=tiny_jobs(kind=kind)[1], reasons=reason_table(jobs, t["node_states"]))  # fmt: skip
 
 
 def reason_blocks(a: AttributionResult) -> list[Any]:
@@ -196,7 +131,7 @@ def attribution(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> Attrib
     ----------
     cfg : PipelineConfig
         The pipeline configuration (``[analysis].before_min``, ``after_min``,
-        ``requeue_exit_codes``).
+        ``requeue_exit_codes``, ``gpus_per_node``).
     deps : dict of str to object
         Upstream results: ``cluster_data`` (DataResult).
     work : Path
@@ -207,28 +142,14 @@ def attribution(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> Attrib
     AttributionResult
         Every attempt with its failure domain and cause, the window used and the observation end.
     """
-    from reliability.attribution import attribute_failures, zone_mismatch_note
-    from reliability.reasons import reason_table
-
     a = cfg.analysis
-    data = deps["cluster_data"]
-    ds = data.open()
-    jobs = attribute_failures(
-        ds,
+    return attribute(
+        deps["cluster_data"].open(),
         before_min=a.before_min,
         after_min=a.after_min,
         requeue_exit_codes=a.requeue_exit_codes,
         reasons=cfg.reasons,
-    )
-    zone = zone_mismatch_note(jobs, ds.scan("node_states"))
-    return AttributionResult(
-        jobs=jobs,
-        before_min=a.before_min,
-        after_min=a.after_min,
-        requeue_exit_codes=a.requeue_exit_codes,
-        observation_end=data.observation_end,
-        reasons=reason_table(jobs, ds.scan("node_states"), cfg.reasons),
-        notes=[zone] if zone else [],
+        gpus_per_node=a.gpus_per_node,
     )
 
 
@@ -257,7 +178,7 @@ def mttf(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> MTTFResult:
     return fit_mttf(
         a.jobs,
         min_gpus=cfg.analysis.min_gpus,
-        gpus_per_node=cfg.analysis.gpus_per_node,
+        gpus_per_node=deps["attribution"].gpus_per_node,
         observation_end=a.observation_end,
     )
 
@@ -439,7 +360,9 @@ class CheckpointPlan(Result):
         return checkpoint_plan(cfg, deps, Path("."))  # type: ignore[arg-type]
 
 
-def plan_sizes(attributed: pl.DataFrame, cfg: PipelineConfig) -> tuple[list[int], str]:
+def plan_sizes(
+    attributed: pl.DataFrame, cfg: PipelineConfig, per_node: int = 8
+) -> tuple[list[int], str]:
     """Choose the job sizes to plan for.
 
     Parameters
@@ -447,7 +370,9 @@ def plan_sizes(attributed: pl.DataFrame, cfg: PipelineConfig) -> tuple[list[int]
     attributed : polars.DataFrame
         Attributed attempts (``n_accelerators``).
     cfg : PipelineConfig
-        The pipeline configuration (``[analysis].plan_gpus``, ``gpus_per_node``).
+        The pipeline configuration (``[analysis].plan_gpus``).
+    per_node : int
+        GPUs per node (sizes of at least one node are planned for).
 
     Returns
     -------
@@ -464,7 +389,7 @@ def plan_sizes(attributed: pl.DataFrame, cfg: PipelineConfig) -> tuple[list[int]
     if g.len() == 0:
         return [], "no GPU jobs"
     largest = int(g.max())  # type: ignore[arg-type]
-    edges = {b for b in SIZE_BUCKETS if b >= a.gpus_per_node and (g >= b).any()}
+    edges = {b for b in SIZE_BUCKETS if b >= per_node and (g >= b).any()}
     sizes = sorted(edges | {largest})[-MAX_PLAN_SIZES:]
     return sizes, "the cluster's job sizes (size buckets of one node and more, and the largest job)"
 
@@ -519,7 +444,8 @@ def checkpoint_plan(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> Ch
 
     a = cfg.analysis
     m: MTTFResult = deps["mttf"]
-    sizes, basis = plan_sizes(deps["attribution"].jobs, cfg)
+    per_node = deps["attribution"].gpus_per_node
+    sizes, basis = plan_sizes(deps["attribution"].jobs, cfg, per_node)
     schema = {
         "n_gpus": pl.Int64,
         "basis": pl.String,
@@ -545,7 +471,7 @@ def checkpoint_plan(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> Ch
         return CheckpointPlan(sizes=empty, plans=[], refusal=why, **common)
     plans, rows = [], []
     for n in sizes:
-        p = plan(n, m, a.target_ettr, restart_h=a.restart_h, gpus_per_node=a.gpus_per_node)
+        p = plan(n, m, a.target_ettr, restart_h=a.restart_h, gpus_per_node=per_node)
         plans.append(p)
         mins = lambda h: None if h is None else 60.0 * h  # noqa: E731
         rows.append(
@@ -593,6 +519,7 @@ def _strategies(
 
     a = cfg.analysis
     attribution = deps["attribution"]
+    per_node = attribution.gpus_per_node
     costs = recovery_costs(
         attribution.jobs,
         node_health=deps.get("node_health"),
@@ -605,7 +532,7 @@ def _strategies(
         out.append(
             compare_strategies(
                 n, big.rate_per_node_day, a.ckpt_interval_h, a.restart_h, queue_h=queue_h or 0.0,
-                gpus_per_node=a.gpus_per_node, repair_h=costs.repair_h,
+                gpus_per_node=per_node, repair_h=costs.repair_h,
             )
         )  # fmt: skip
     q, why = costs.queue_h_for(big.n_gpus)

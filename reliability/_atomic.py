@@ -98,8 +98,11 @@ def _replace(tmp: str, dest: Path) -> None:
 def _explain(exc: OSError, dest: Path) -> OSError:
     """Return the same OSError with a message that names ``dest`` and what was kept."""
     if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
-        what = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "disk quota exceeded",
-                errno.EFBIG: "file too large for this file system or limit"}[exc.errno]  # fmt: skip
+        what = {
+            errno.ENOSPC: "no space left on the device",
+            errno.EDQUOT: "disk quota exceeded",
+            errno.EFBIG: "file too large for this file system or limit",
+        }[exc.errno]
         return OSError(exc.errno, f"{what} while writing {dest} (nothing was replaced)", str(dest))
     return exc
 

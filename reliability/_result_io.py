@@ -80,8 +80,12 @@ class _Writer:
             if all(isinstance(k, str) for k in value):
                 return {"__map__": {k: self.encode(v, f"{where}.{k}") for k, v in value.items()}}
             # other keys (a size mix keyed by GPU count): key-value pairs, the keys encoded too
-            return {"__items__": [[self.encode(k, f"{where} key"), self.encode(v, f"{where}[{k!r}]")]
-                                  for k, v in value.items()]}  # fmt: skip
+            return {
+                "__items__": [
+                    [self.encode(k, f"{where} key"), self.encode(v, f"{where}[{k!r}]")]
+                    for k, v in value.items()
+                ]
+            }
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
             cls = type(value)
             if not cls.__module__.startswith(_PACKAGE):

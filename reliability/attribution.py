@@ -159,10 +159,12 @@ def _administrative_starts(ns: pl.LazyFrame, reasons: ReasonRules | None) -> pl.
     """``cluster, node, start, source="slurm"`` of intervals with an administrator's reason."""
     names = ns.collect_schema().names()
     out = ns.select(
-        pl.col("cluster").cast(pl.String), pl.col("node").cast(pl.String), "start",
+        pl.col("cluster").cast(pl.String),
+        pl.col("node").cast(pl.String),
+        "start",
         reason=pl.col("reason").cast(pl.String) if "reason" in names else pl.lit(None, pl.String),
         user=pl.col("user").cast(pl.String) if "user" in names else pl.lit(None, pl.String),
-    )  # fmt: skip
+    )
     classes = classify_reasons(out.select("reason", "user").unique().collect(), reasons)
     admin = classes.filter(pl.col("reason_class") == "administrative").select("reason", "user")
     return out.join(admin.lazy(), on=["reason", "user"], how="semi", nulls_equal=True).select(
@@ -184,15 +186,24 @@ def _node_state_evidence(
     names = ns.collect_schema().names()
     state = pl.col("state").cast(pl.String)
     out = ns.filter(state.is_in((*_FAULT_STATES, "DRAIN"))).select(
-        "cluster", "node", __t=pl.col("start"), __state=state,
+        "cluster",
+        "node",
+        __t=pl.col("start"),
+        __state=state,
         reason=pl.col("reason").cast(pl.String) if "reason" in names else pl.lit(None, pl.String),
         user=pl.col("user").cast(pl.String) if "user" in names else pl.lit(None, pl.String),
-    )  # fmt: skip
+    )
     classes = classify_reasons(out.select("reason", "user").unique().collect(), reasons)
     out = out.join(classes.lazy(), on=["reason", "user"], how="left", nulls_equal=True).select(
-        "cluster", "node", "__t", "__state", __reason=pl.col("reason"),
-        __rclass=pl.col("reason_class"), __cause=pl.col("component"), __domain=pl.col("domain"),
-    )  # fmt: skip
+        "cluster",
+        "node",
+        "__t",
+        "__state",
+        __reason=pl.col("reason"),
+        __rclass=pl.col("reason_class"),
+        __cause=pl.col("component"),
+        __domain=pl.col("domain"),
+    )
     admin = pl.col("__rclass") == "administrative"
     usable = ~admin & (pl.col("__domain").fill_null("") != "user")
     fault = usable & (
@@ -332,14 +343,29 @@ def attribute_failures(
     )
     if ns is not None:  # (only records made after the fact need them: node states)
         starts = starts.cache() if lazy else starts.collect().lazy()
-    evidence = [pl.LazyFrame(schema={"__rid": pl.UInt32, "__cause": pl.String, "__domain": pl.String,
-                                     "__unk": pl.Boolean, "__reason": pl.String, "__rclass": pl.String,
-                                     "__node": pl.String, "__dist": pl.Int64, "__kind": pl.Int8})]  # fmt: skip
+    evidence = [
+        pl.LazyFrame(
+            schema={
+                "__rid": pl.UInt32,
+                "__cause": pl.String,
+                "__domain": pl.String,
+                "__unk": pl.Boolean,
+                "__reason": pl.String,
+                "__rclass": pl.String,
+                "__node": pl.String,
+                "__dist": pl.Int64,
+                "__kind": pl.Int8,
+            }
+        )
+    ]
 
     def nearest(
-        events: pl.LazyFrame, kind: int, after: timedelta, attempts: pl.LazyFrame = ended,
+        events: pl.LazyFrame,
+        kind: int,
+        after: timedelta,
+        attempts: pl.LazyFrame = ended,
         before: timedelta = before,
-    ) -> pl.LazyFrame:  # fmt: skip
+    ) -> pl.LazyFrame:
         """Find, per (attempt, node), the event nearest the attempt's end within the window.
 
         Two as-of joins (latest at or before the end, earliest at or after it) instead of a
@@ -353,8 +379,12 @@ def attribute_failures(
             .sort("__t", "__unk", "__cause")
             .unique(subset=["cluster", "node", "__t"], keep="first", maintain_order=True)
         )
-        kw = {"left_on": "end_time", "right_on": "__t", "by": ["cluster", "node"],
-              "check_sortedness": False}  # fmt: skip
+        kw = {
+            "left_on": "end_time",
+            "right_on": "__t",
+            "by": ["cluster", "node"],
+            "check_sortedness": False,
+        }
         back = attempts.join_asof(ev, strategy="backward", tolerance=before, **kw)
         fwd = attempts.join_asof(ev, strategy="forward", tolerance=after, **kw)
         return (
@@ -364,11 +394,17 @@ def attribute_failures(
                 & (pl.col("__start").is_null() | (pl.col("__t") >= pl.col("__start")))
             )
             .select(
-                "__rid", "__cause", "__domain", "__unk", "__reason", "__rclass", __node=pl.col("node"),
+                "__rid",
+                "__cause",
+                "__domain",
+                "__unk",
+                "__reason",
+                "__rclass",
+                __node=pl.col("node"),
                 __dist=(pl.col("__t") - pl.col("end_time")).dt.total_microseconds().abs(),
                 __kind=pl.lit(kind, pl.Int8),
             )
-        )  # fmt: skip
+        )
 
     def latest_before(events: pl.LazyFrame, kind: int, lag: timedelta) -> pl.LazyFrame:
         """Match each event recorded after the fact to the failing attempts it ended.
@@ -387,37 +423,57 @@ def attribute_failures(
             .unique(subset=["cluster", "node", "__t"], keep="first", maintain_order=True)
         )
         first = ended.join_asof(
-            ev, left_on="end_time", right_on="__t", by=["cluster", "node"], strategy="forward",
-            tolerance=lag, check_sortedness=False,
-        ).drop_nulls("__t")  # fmt: skip
+            ev,
+            left_on="end_time",
+            right_on="__t",
+            by=["cluster", "node"],
+            strategy="forward",
+            tolerance=lag,
+            check_sortedness=False,
+        ).drop_nulls("__t")
         # the starts in the lag before some record (few), per node; then the first start on
         # the node after each failure's end: one at or before the record breaks the burst
         times = ev.select("cluster", __u=pl.col("__t")).unique().sort("__u")
         near = (
             starts.join_asof(
-                times, left_on="__s", right_on="__u", by="cluster", strategy="forward",
-                tolerance=lag, check_sortedness=False,
+                times,
+                left_on="__s",
+                right_on="__u",
+                by="cluster",
+                strategy="forward",
+                tolerance=lag,
+                check_sortedness=False,
             )
             .drop_nulls("__u")
             .select("cluster", "__s", node=pl.col("__nodes"))
             .explode("node")
             .drop_nulls("node")
             .sort("__s")
-        )  # fmt: skip
+        )
         first = (
             first.with_columns(__after=pl.col("end_time") + timedelta(microseconds=1))
             .sort("__after")
             .join_asof(
-                near, left_on="__after", right_on="__s", by=["cluster", "node"],
-                strategy="forward", check_sortedness=False,
+                near,
+                left_on="__after",
+                right_on="__s",
+                by=["cluster", "node"],
+                strategy="forward",
+                check_sortedness=False,
             )
             .filter(pl.col("__s").is_null() | (pl.col("__s") > pl.col("__t")))
-        )  # fmt: skip
+        )
         return first.select(
-            "__rid", "__cause", "__domain", "__unk", "__reason", "__rclass", __node=pl.col("node"),
+            "__rid",
+            "__cause",
+            "__domain",
+            "__unk",
+            "__reason",
+            "__rclass",
+            __node=pl.col("node"),
             __dist=(pl.col("__t") - pl.col("end_time")).dt.total_microseconds().abs(),
             __kind=pl.lit(kind, pl.Int8),
-        )  # fmt: skip
+        )
 
     if he is not None:
         crit = he.filter(pl.col("severity").cast(pl.String) == "critical")
@@ -425,10 +481,12 @@ def attribute_failures(
             # a signal read from an administrator's reason ("burn-in after GPU swap (was Xid 79)")
             # is history, not a fault now: not evidence
             crit = crit.join(
-                _administrative_starts(ns, reasons), how="anti", nulls_equal=True,
+                _administrative_starts(ns, reasons),
+                how="anti",
+                nulls_equal=True,
                 left_on=["cluster", "node", "time", pl.col("source").cast(pl.String)],
                 right_on=["cluster", "node", "start", "source"],
-            )  # fmt: skip
+            )
         crit = crit.select(
             "cluster", "node", __t=pl.col("time"), __cause=pl.col("component").cast(pl.String)
         )
@@ -446,10 +504,14 @@ def attribute_failures(
             (pl.col("severity").cast(pl.String) == "warning")
             & ~pl.col("component").cast(pl.String).is_in(_NOT_HARDWARE)
         ).select(
-            "cluster", "node", __t=pl.col("time"), __cause=pl.col("component").cast(pl.String),
-            __domain=pl.lit("hardware"), __reason=pl.lit(None, pl.String),
+            "cluster",
+            "node",
+            __t=pl.col("time"),
+            __cause=pl.col("component").cast(pl.String),
+            __domain=pl.lit("hardware"),
+            __reason=pl.lit(None, pl.String),
             __rclass=pl.lit(None, pl.String),
-        )  # fmt: skip
+        )
         evidence.append(nearest(warn, _WARN, slack, before=timedelta(minutes=warning_before_min)))
     if ns is not None:
         evidence += _node_state_evidence(
@@ -477,18 +539,28 @@ def attribute_failures(
     app_requeue = exit_code.is_in(codes) if codes else pl.lit(False)
     unexplained_requeue = pl.lit("admin" if states_known else "unknown")
     domain = (
-        pl.when(st.is_in(_NO_FAILURE)).then(pl.lit("none"))
-        .when(st == "PREEMPTED").then(pl.lit("preemption"))
-        .when(st.is_in(["NODE_FAIL", "BOOT_FAIL"])).then(
-            pl.when(kind.is_not_null()).then(ev_domain).otherwise(pl.lit("hardware")))
-        .when(st.is_in(["FAILED", "LAUNCH_FAILED"])).then(
-            pl.when(kind.is_in([_HEALTH, _FAULT, _DRAIN, _AFTERMATH, _WARN])).then(ev_domain).otherwise(pl.lit("user")))
-        .when(st == "REQUEUED").then(
-            pl.when(app_requeue.fill_null(False)).then(pl.lit("user"))
-            .when(kind.is_not_null()).then(ev_domain)
-            .otherwise(unexplained_requeue))
+        pl.when(st.is_in(_NO_FAILURE))
+        .then(pl.lit("none"))
+        .when(st == "PREEMPTED")
+        .then(pl.lit("preemption"))
+        .when(st.is_in(["NODE_FAIL", "BOOT_FAIL"]))
+        .then(pl.when(kind.is_not_null()).then(ev_domain).otherwise(pl.lit("hardware")))
+        .when(st.is_in(["FAILED", "LAUNCH_FAILED"]))
+        .then(
+            pl.when(kind.is_in([_HEALTH, _FAULT, _DRAIN, _AFTERMATH, _WARN]))
+            .then(ev_domain)
+            .otherwise(pl.lit("user"))
+        )
+        .when(st == "REQUEUED")
+        .then(
+            pl.when(app_requeue.fill_null(False))
+            .then(pl.lit("user"))
+            .when(kind.is_not_null())
+            .then(ev_domain)
+            .otherwise(unexplained_requeue)
+        )
         .otherwise(pl.lit("user"))
-    )  # fmt: skip
+    )
     failing = pl.col("failure_domain").is_in(_FAILING)
     # a culprit only where a failing domain rests on evidence on that node
     on_node = failing & kind.is_not_null()
@@ -500,22 +572,41 @@ def attribute_failures(
     query = (
         out.with_columns(failure_domain=domain)
         .with_columns(
-            failure_cause=pl.when(on_node).then(pl.col("__cause"))
-            .when(failing).then(pl.lit("unknown")),
+            failure_cause=pl.when(on_node)
+            .then(pl.col("__cause"))
+            .when(failing)
+            .then(pl.lit("unknown")),
             culprit_node=pl.when(on_node).then(pl.col("__node")),
             evidence_reason=pl.when(by_state).then(pl.col("__reason")),
             reason_class=pl.when(by_state).then(pl.col("__rclass")),
-            evidence=pl.when(pl.col("failure_domain") == "none").then(pl.lit(None, pl.String))
-            .when(on_node).then(pl.when(kind.is_in([_HEALTH, _WARN])).then(pl.lit("health_event"))
-                                .otherwise(pl.lit("node_state")))
-            .when((st == "REQUEUED") & (pl.col("failure_domain") == "user")).then(pl.lit("exit_code"))
+            evidence=pl.when(pl.col("failure_domain") == "none")
+            .then(pl.lit(None, pl.String))
+            .when(on_node)
+            .then(
+                pl.when(kind.is_in([_HEALTH, _WARN]))
+                .then(pl.lit("health_event"))
+                .otherwise(pl.lit("node_state"))
+            )
+            .when((st == "REQUEUED") & (pl.col("failure_domain") == "user"))
+            .then(pl.lit("exit_code"))
             .otherwise(pl.lit("job_state")),
-            resource_class=pl.when(accel == 0).then(pl.lit("cpu_only"))
-            .when(accel > 0).then(pl.lit("accelerator")),
+            resource_class=pl.when(accel == 0)
+            .then(pl.lit("cpu_only"))
+            .when(accel > 0)
+            .then(pl.lit("accelerator")),
         )
-        .drop("__rid", "__cause", "__domain", "__unk", "__reason", "__rclass", "__node", "__dist",
-              "__kind")
-    )  # fmt: skip
+        .drop(
+            "__rid",
+            "__cause",
+            "__domain",
+            "__unk",
+            "__reason",
+            "__rclass",
+            "__node",
+            "__dist",
+            "__kind",
+        )
+    )
     return query if lazy else query.collect()
 
 
@@ -540,9 +631,10 @@ def attribution_quality(attributed: pl.DataFrame, truth: pl.DataFrame) -> dict[s
         ``true_positives``, ``false_positives``, ``false_negatives`` [attempts].
     """
     got = attributed.select(
-        "job_id", pl.col("attempt").cast(pl.Int64),
+        "job_id",
+        pl.col("attempt").cast(pl.Int64),
         flagged=pl.col("failure_domain").is_in(["hardware", "infrastructure"]),
-    )  # fmt: skip
+    )
     both = got.join(
         truth.select("job_id", pl.col("attempt").cast(pl.Int64), "hardware"),
         on=["job_id", "attempt"],
@@ -553,8 +645,10 @@ def attribution_quality(attributed: pl.DataFrame, truth: pl.DataFrame) -> dict[s
     return {
         "precision": tp / (tp + fp) if tp + fp else None,
         "recall": tp / (tp + fn) if tp + fn else None,
-        "true_positives": float(tp), "false_positives": float(fp), "false_negatives": float(fn),
-    }  # fmt: skip
+        "true_positives": float(tp),
+        "false_positives": float(fp),
+        "false_negatives": float(fn),
+    }
 
 
 #: a node-state change this close to a whole multiple of 15 min from a NODE_FAIL [s] (clock

@@ -57,18 +57,24 @@ def _parser() -> argparse.ArgumentParser:
     )
     ing.add_argument("--strict", action="store_true", help="fail if any row would be quarantined")
     ing.add_argument(
-        "--replace", action="store_true",
+        "--replace",
+        action="store_true",
         help="re-read files already ingested (e.g. with a corrected --tz) and replace their rows",
-    )  # fmt: skip
+    )
     ing.add_argument(
-        "--wait", dest="wait_s", type=float, default=0.0, metavar="SECONDS",
+        "--wait",
+        dest="wait_s",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
         help="if another process is writing the Dataset, wait up to SECONDS for it to finish "
         "(default 0: refuse at once)",
-    )  # fmt: skip
+    )
     ing.add_argument(
-        "--backend", choices=["serial", "processes", "dask"],
+        "--backend",
+        choices=["serial", "processes", "dask"],
         help="partitioned ingestion: one task per file on local processes or a Dask cluster",
-    )  # fmt: skip
+    )
     ing.add_argument("--workers", type=int, help="worker processes (default: all cores)")
     ing.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://host:8786")
     ing.add_argument("--fields", help="comma-separated sacct fields, for --noheader exports")
@@ -81,10 +87,11 @@ def _parser() -> argparse.ArgumentParser:
         "--table", help="canonical table for 'health' files (default: from the columns)"
     )
     ing.add_argument(
-        "--unrecorded", choices=["nearest", "system"],
+        "--unrecorded",
+        choices=["nearest", "system"],
         help="LANL records: service dates of nodes that never failed (the nearest recorded "
         "node's, or the system's whole span)",
-    )  # fmt: skip
+    )
     ing.add_argument(
         "--observed-at",
         help="when the export was taken (ISO 8601 with offset): what was still open then is "
@@ -108,18 +115,23 @@ def _parser() -> argparse.ArgumentParser:
         "--min-gpus", type=int, default=129, help="job size for r_f (paper: > 128 GPUs)"
     )
     an.add_argument(
-        "--before-min", type=float, default=10.0,
+        "--before-min",
+        type=float,
+        default=10.0,
         help="attribution window before an attempt's end [min]",
-    )  # fmt: skip
+    )
     an.add_argument(
-        "--after-min", type=float, default=5.0,
+        "--after-min",
+        type=float,
+        default=5.0,
         help="attribution window after an attempt's end [min]",
-    )  # fmt: skip
+    )
     an.add_argument(
-        "--gpus-per-node", type=int,
+        "--gpus-per-node",
+        type=int,
         help="accelerators per node, for MTTF = 1/(N r_f) with N nodes (default: the most one "
         "node held in the data, 8 if no job held any; TPU hosts hold 4)",
-    )  # fmt: skip
+    )
     an.add_argument(
         "--requeue-exit-codes",
         type=int,
@@ -130,10 +142,12 @@ def _parser() -> argparse.ArgumentParser:
         "the application asked for count as the user's, not the machine's",
     )
     an.add_argument(
-        "--reasons", type=Path, metavar="FILE",
+        "--reasons",
+        type=Path,
+        metavar="FILE",
         help="TOML with your site's node-state reason patterns (administrative = [...], fault = "
         "[...], [components]); see reliability.reasons",
-    )  # fmt: skip
+    )
     sg = sub.add_parser(
         "signals",
         help="which signals (Xids, DCGM fields, health checks, drain reasons) predicted job "
@@ -141,9 +155,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     sg.add_argument("dataset", type=Path)
     sg.add_argument(
-        "--horizon-h", type=float, default=6.0,
+        "--horizon-h",
+        type=float,
+        default=6.0,
         help="a job failure within this many hours after a signal counts [h]",
-    )  # fmt: skip
+    )
     sg.add_argument("--reasons", type=Path, metavar="FILE", help="your reason patterns (TOML)")
     sg.add_argument("--csv", type=Path, help="write the signal table to this CSV file")
     sim = sub.add_parser("simulate", help="run a bundled simulator and write its raw logs")
@@ -198,27 +214,34 @@ def _parser() -> argparse.ArgumentParser:
     )
     # recovery strategies (issue 36 §2)
     pl_.add_argument(
-        "--dataset", type=Path,
+        "--dataset",
+        type=Path,
         help="a Dataset: fit r_f from it (when --rate is not given) and measure the queue wait after "
         "hardware interruptions and node repair times (the defaults of --queue-min and --repair-hours)",
-    )  # fmt: skip
+    )
     pl_.add_argument(
         "--min-gpus", type=int, default=129, help="with --dataset: jobs that enter r_f"
     )
     pl_.add_argument(
-        "--compare-strategies", action="store_true",
+        "--compare-strategies",
+        action="store_true",
         help="compare checkpoint-restart, hot spares, peer (in-memory) checkpoints and elastic training",
-    )  # fmt: skip
+    )
     pl_.add_argument(
-        "--interval-min", type=float,
+        "--interval-min",
+        type=float,
         help="today's checkpoint interval [min] (default: the planner's recommendation)",
-    )  # fmt: skip
+    )
     pl_.add_argument("--repair-hours", type=float, help="mean node repair time [h] (hot spares)")
     pl_.add_argument(
         "--spares", type=int, help="hot spare nodes (default: the fewest for --target-no-wait)"
     )
-    pl_.add_argument("--target-no-wait", type=float, default=0.99,
-                     help="probability that an interruption finds a spare free")  # fmt: skip
+    pl_.add_argument(
+        "--target-no-wait",
+        type=float,
+        default=0.99,
+        help="probability that an interruption finds a spare free",
+    )
     pl_.add_argument("--pool-nodes", type=float, help="nodes the spares serve (default: the job's)")
     pl_.add_argument("--peer-write-s", type=float, help="peer checkpoint write [s] (default 10)")
     pl_.add_argument(
@@ -236,8 +259,12 @@ def _parser() -> argparse.ArgumentParser:
         help="time a failed replica is out [min] (default: queue + restart)",
     )
     pl_.add_argument("--reconfig-s", type=float, help="elastic pause per failure [s] (default 60)")
-    pl_.add_argument("--elastic-slowdown", type=float, default=0.0,
-                     help="steady throughput cost of elastic training, a fraction in [0, 1)")  # fmt: skip
+    pl_.add_argument(
+        "--elastic-slowdown",
+        type=float,
+        default=0.0,
+        help="steady throughput cost of elastic training, a fraction in [0, 1)",
+    )
     lem = sub.add_parser("lemon", help="train or apply the lemon-node detector (HPCA'25)")
     lemsub = lem.add_subparsers(dest="lemon_command", required=True)
     lt = lemsub.add_parser("train", help="fit a detector on a Dataset with known lemon nodes")
@@ -259,15 +286,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     ls.add_argument("dataset", type=Path)
     ls.add_argument(
-        "--model", type=Path,
+        "--model",
+        type=Path,
         help="a detector trained on your own history (reliability lemon train), or 'bundled' (trained "
         "on this package's simulator: it does not transfer to other fleets); default: the "
         "statistical test, which needs no training",
-    )  # fmt: skip
+    )
     ls.add_argument(
-        "--window-days", type=int,
+        "--window-days",
+        type=int,
         help="the test: only the last N days (default: all); a detector: its feature window (56)",
-    )  # fmt: skip
+    )
     ls.add_argument("--fdr", type=float, default=0.1, help="the test's false-discovery rate")
     ls.add_argument("--csv", type=Path, help="write one row per node to this CSV file")
     ls.add_argument("--top", type=int, default=20)
@@ -291,9 +320,10 @@ def _parser() -> argparse.ArgumentParser:
         "--pod", default=None, help="tpuv4 (default for reconfigurable), tpuv3, tpuv4-static"
     )
     av.add_argument(
-        "--no-ft-routing", action="store_true",
+        "--no-ft-routing",
+        action="store_true",
         help="OCS faults interrupt jobs (with --ocs-availability, reconfigurable mode)",
-    )  # fmt: skip
+    )
     av.add_argument("--ocs-availability", type=float)
     av.add_argument("--link-availability", type=float)
     av.add_argument(
@@ -306,18 +336,23 @@ def _parser() -> argparse.ArgumentParser:
     col.add_argument("--into", required=True, type=Path, help="Dataset folder (raw: DIR/raw/)")
     col.add_argument("--cluster", help="Slurm cluster name (sacct --clusters); default: local")
     col.add_argument(
-        "--since", default="auto",
+        "--since",
+        default="auto",
         help="window start, ISO 8601 (UTC if no offset), or 'auto' (default): where the last "
         "collection ended, minus --overlap-h",
-    )  # fmt: skip
+    )
     col.add_argument("--until", help="window end, ISO 8601 (UTC if no offset); default: now")
     col.add_argument("--overlap-h", type=float, default=1.0, help="overlap for --since auto [h]")
     col.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
     col.add_argument(
-        "--wait", dest="wait_s", type=float, default=0.0, metavar="SECONDS",
+        "--wait",
+        dest="wait_s",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
         help="if another process is writing the Dataset, wait up to SECONDS for it to finish "
         "(default 0: refuse at once)",
-    )  # fmt: skip
+    )
     demo = sub.add_parser(
         "demo",
         help="simulate the small cluster, ingest it with the bundled samples, print the summary",
@@ -395,11 +430,17 @@ def _ingest_into(args: argparse.Namespace) -> int:
         raise ReliabilityError("--scheduler needs --backend dask")
     try:
         outcomes = ds.ingest(
-            args.kind, [f if f == "-" else Path(f) for f in args.files], cluster=args.cluster,
-            tz=args.tz, strict=args.strict, replace=args.replace,
-            progress=(lambda p: bar.set_postfix_str(p.name)) if bar else None, executor=executor,
-            wait_s=args.wait_s, **_options(args),
-        )  # fmt: skip
+            args.kind,
+            [f if f == "-" else Path(f) for f in args.files],
+            cluster=args.cluster,
+            tz=args.tz,
+            strict=args.strict,
+            replace=args.replace,
+            progress=(lambda p: bar.set_postfix_str(p.name)) if bar else None,
+            executor=executor,
+            wait_s=args.wait_s,
+            **_options(args),
+        )
     finally:
         if bar is not None:
             bar.update(len(args.files))
@@ -434,9 +475,11 @@ def _mtime_hint(outcome: IngestOutcome) -> None:
     if latest is None or not latest <= t <= latest + MTIME_PLAUSIBLE:
         # a copied or touched file: its time says nothing about the export
         return
-    print(f"  note: {outcome.path} was last written at {t:%Y-%m-%dT%H:%M:%SZ}: if the export wrote "
-          "it then and it was not copied or edited since, that is when it was exported: ingest it "
-          f"with --replace --observed-at {t:%Y-%m-%dT%H:%M:%SZ}")  # fmt: skip
+    print(
+        f"  note: {outcome.path} was last written at {t:%Y-%m-%dT%H:%M:%SZ}: if the export wrote "
+        "it then and it was not copied or edited since, that is when it was exported: ingest it "
+        f"with --replace --observed-at {t:%Y-%m-%dT%H:%M:%SZ}"
+    )
 
 
 #: a file written this long after its latest record may still be the export itself
@@ -459,10 +502,14 @@ def _analyze(args: argparse.Namespace) -> int:
 
     rules = ReasonRules.from_file(args.reasons) if args.reasons else None
     c = analyze_cluster(
-        ds, before_min=args.before_min, after_min=args.after_min,
-        requeue_exit_codes=tuple(args.requeue_exit_codes), reasons=rules, min_gpus=args.min_gpus,
+        ds,
+        before_min=args.before_min,
+        after_min=args.after_min,
+        requeue_exit_codes=tuple(args.requeue_exit_codes),
+        reasons=rules,
+        min_gpus=args.min_gpus,
         gpus_per_node=args.gpus_per_node,
-    )  # fmt: skip
+    )
     a, m, series, w = c.attribution, c.mttf, c.rates, c.workload
     jobs = a.jobs
     if args.gpus_per_node is None:
@@ -482,9 +529,16 @@ def _analyze(args: argparse.Namespace) -> int:
         )
     print(_cli_terms(str(w), args))
     out = args.dataset / "analysis"
-    frames = {"attributed_jobs": jobs, "mttf_by_size": m.by_size, "mttf_summary": m.summary,
-              "survival": m.survival, "failure_rate_weekly": series.series, "job_states": w.states,
-              "job_sizes": w.sizes, "projections": m.projection()}  # fmt: skip
+    frames = {
+        "attributed_jobs": jobs,
+        "mttf_by_size": m.by_size,
+        "mttf_summary": m.summary,
+        "survival": m.survival,
+        "failure_rate_weekly": series.series,
+        "job_states": w.states,
+        "job_sizes": w.sizes,
+        "projections": m.projection(),
+    }
     for name, frame in frames.items():
         write_parquet_atomic(frame, out / f"{name}.parquet")
     print(f"wrote {len(frames)} tables to {out}")
@@ -508,9 +562,13 @@ def _compare_fleets(args: argparse.Namespace) -> int:
     ds = _dataset(args.dataset)
     rules = ReasonRules.from_file(args.reasons) if args.reasons else None
     a = attribute(
-        ds, before_min=args.before_min, after_min=args.after_min,
-        requeue_exit_codes=tuple(args.requeue_exit_codes), reasons=rules, gpus_per_node=args.gpus_per_node,
-    )  # fmt: skip
+        ds,
+        before_min=args.before_min,
+        after_min=args.after_min,
+        requeue_exit_codes=tuple(args.requeue_exit_codes),
+        reasons=rules,
+        gpus_per_node=args.gpus_per_node,
+    )
     jobs = a.jobs
     fit = fit_mttf(
         jobs,
@@ -552,20 +610,26 @@ def _simulate(args: argparse.Namespace) -> int:
             pod_cfg, days=args.days, seed=args.seed, mode=args.mode, ft_routing=args.ft_routing
         )
         r.write(args.out)
-        print(f"{r.config.name}: {r.config.n_cubes} cubes ({r.config.mode}), {r.config.days:g} days, seed {args.seed}: "
-              f"{r.events.height:,} events -> {args.out / 'pod_events.jsonl'}")  # fmt: skip
+        print(
+            f"{r.config.name}: {r.config.n_cubes} cubes ({r.config.mode}), {r.config.days:g} days, seed {args.seed}: "
+            f"{r.events.height:,} events -> {args.out / 'pod_events.jsonl'}"
+        )
         for row in r.truth.iter_rows(named=True):
-            print(f"  {row['component_type']:<9} {row['components']:>6,} components  {row['failures']:>6,} failures  "
-                  f"availability {fmt_pct(row['availability'])}")  # fmt: skip
+            print(
+                f"  {row['component_type']:<9} {row['components']:>6,} components  {row['failures']:>6,} failures  "
+                f"availability {fmt_pct(row['availability'])}"
+            )
         st = r.job_stats
         if st:
             # a job still queued at the end never started: it is in no log (nor in an ingest)
             ran = r.jobs.filter(r.jobs["attempts"] > 0) if r.jobs.height else r.jobs
             hit = fmt_pct(float((ran["hardware_interruptions"] > 0).mean()) if ran.height else None)
-            print(f"  jobs: {st['jobs']:,} submitted, {ran.height:,} started ({hit} of those saw a hardware "
-                  f"interruption), {st['reroutes']} reroutes "
-                  f"around OCS faults, {st['preemptions']:,} preemptions, {st['preflight_fails']} preflight catches, "
-                  f"{st['crossconnect_changes']:,} OCS circuit changes")  # fmt: skip
+            print(
+                f"  jobs: {st['jobs']:,} submitted, {ran.height:,} started ({hit} of those saw a hardware "
+                f"interruption), {st['reroutes']} reroutes "
+                f"around OCS faults, {st['preemptions']:,} preemptions, {st['preflight_fails']} preflight catches, "
+                f"{st['crossconnect_changes']:,} OCS circuit changes"
+            )
         return 0
     from tqdm import tqdm
 
@@ -587,8 +651,10 @@ def _simulate(args: argparse.Namespace) -> int:
     result.write(args.out)
     secs = time.perf_counter() - t0
     attempts = result.log.frame("attempt").height
-    print(f"{cfg.name}: {cfg.n_nodes} nodes, {cfg.days:g} days, seed {args.seed}: {result.jobs.height:,} jobs, "
-          f"{attempts:,} attempts, {result.events_processed:,} events in {secs:.1f} s -> {args.out}")  # fmt: skip
+    print(
+        f"{cfg.name}: {cfg.n_nodes} nodes, {cfg.days:g} days, seed {args.seed}: {result.jobs.height:,} jobs, "
+        f"{attempts:,} attempts, {result.events_processed:,} events in {secs:.1f} s -> {args.out}"
+    )
     if args.ingest:
         for o in ingest_simulation(args.out, args.ingest):
             print(o.line())  # type: ignore[attr-defined]
@@ -634,13 +700,17 @@ def _signals(args: argparse.Namespace) -> int:
     s = signal_calibration(_dataset(args.dataset), horizon_h=args.horizon_h, reasons=rules)
     print(_cli_terms(str(s), args))
     if s.policies.height:
-        print("drain policies (precision: firings followed by a hardware failure of the node within "
-              f"{args.horizon_h:g} h; recall: hardware failures a firing preceded):")  # fmt: skip
+        print(
+            "drain policies (precision: firings followed by a hardware failure of the node within "
+            f"{args.horizon_h:g} h; recall: hardware failures a firing preceded):"
+        )
         for r in s.policies.iter_rows(named=True):
             prec = "-" if r["precision"] is None else f"{r['precision']:.2f}"
             rec = "-" if r["recall"] is None else f"{r['recall']:.2f}"
-            print(f"  {r['signal']:<34} {r['k']} within {r['within_h']:g} h: {r['firings']:>5} firings, "
-                  f"precision {prec}, recall {rec}")  # fmt: skip
+            print(
+                f"  {r['signal']:<34} {r['k']} within {r['within_h']:g} h: {r['firings']:>5} firings, "
+                f"precision {prec}, recall {rec}"
+            )
     if args.csv:
         write_bytes_atomic(csv_safe(s.signals).write_csv().encode(), args.csv)
         print(f"wrote {s.signals.height} signal kinds to {args.csv}")
@@ -703,9 +773,12 @@ def _lemon(args: argparse.Namespace) -> int:
         bundled = str(args.model) == "bundled"
         det = default_detector() if bundled else LemonDetector.load(args.model)
         if bundled:
-            print("warning: the bundled detector was trained on this package's simulator; on "
-                  "independently generated fleets its precision was 0.07: prefer the statistical "
-                  "test (no --model) or a detector trained on your own history", file=sys.stderr)  # fmt: skip
+            print(
+                "warning: the bundled detector was trained on this package's simulator; on "
+                "independently generated fleets its precision was 0.07: prefer the statistical "
+                "test (no --model) or a detector trained on your own history",
+                file=sys.stderr,
+            )
         trained = getattr(det, "window_days_", None)
         if trained is not None and trained != args.window_days:
             # counts grow with the window: on another one the probabilities are not calibrated
@@ -716,20 +789,24 @@ def _lemon(args: argparse.Namespace) -> int:
                 f"reliability lemon train --window-days {args.window_days}"
             )
         if trained is None:
-            print(f"warning: {args.model} does not record the window it was trained on (fitted "
-                  f"without window_days=, or saved before windows were recorded): its "
-                  f"probabilities are taken to hold for the {args.window_days}-day window asked "
-                  "for; retrain it with `reliability lemon train` to be sure",
-                  file=sys.stderr)  # fmt: skip
+            print(
+                f"warning: {args.model} does not record the window it was trained on (fitted "
+                f"without window_days=, or saved before windows were recorded): its "
+                f"probabilities are taken to hold for the {args.window_days}-day window asked "
+                "for; retrain it with `reliability lemon train` to be sure",
+                file=sys.stderr,
+            )
     ds = _dataset(args.dataset)
     feats = node_features(ds, args.window_days, 7)
     if ds.scan("health_events").select(pl.len()).collect().item() == 0 and (
         ds.scan("node_states").select(pl.len()).collect().item() == 0
     ):
-        print("warning: the Dataset holds no health events and no node states (only jobs): the "
-              "detector's strongest signals (Xids, downs, time out of service) are missing, so a "
-              "low score is no all-clear; ingest the kernel logs and sacctmgr events too",
-              file=sys.stderr)  # fmt: skip
+        print(
+            "warning: the Dataset holds no health events and no node states (only jobs): the "
+            "detector's strongest signals (Xids, downs, time out of service) are missing, so a "
+            "low score is no all-clear; ingest the kernel logs and sacctmgr events too",
+            file=sys.stderr,
+        )
     if args.lemon_command == "train":
         if args.labels:
             lemons = _read_labels(args.labels)
@@ -748,21 +825,31 @@ def _lemon(args: argparse.Namespace) -> int:
             feats.select(FEATURES), y, window_days=args.window_days
         )
         det.save(args.out)
-        print(f"trained on {feats.height:,} node-windows ({len(lemons)} lemon node{'s' if len(lemons) != 1 else ''}): "
-              f"threshold {det.threshold_:.3g}, out-of-fold precision {det.oof_precision_:.3f}, "
-              f"recall {det.oof_recall_:.3f} -> {args.out}")  # fmt: skip
+        print(
+            f"trained on {feats.height:,} node-windows ({len(lemons)} lemon node{'s' if len(lemons) != 1 else ''}): "
+            f"threshold {det.threshold_:.3g}, out-of-fold precision {det.oof_precision_:.3f}, "
+            f"recall {det.oof_recall_:.3f} -> {args.out}"
+        )
         if det.oof_precision_ < args.target_precision:
-            print(f"warning: the out-of-fold precision {det.oof_precision_:.3f} is below the target "
-                  f"{args.target_precision:g}: its flags will be wrong more often than asked", file=sys.stderr)  # fmt: skip
+            print(
+                f"warning: the out-of-fold precision {det.oof_precision_:.3f} is below the target "
+                f"{args.target_precision:g}: its flags will be wrong more often than asked",
+                file=sys.stderr,
+            )
         if len(lemons) < _FEW_LEMONS:
-            print(f"warning: {len(lemons)} lemon node(s) to learn from (fewer than {_FEW_LEMONS}): the "
-                  "threshold and the precision rest on too few positives to trust", file=sys.stderr)  # fmt: skip
+            print(
+                f"warning: {len(lemons)} lemon node(s) to learn from (fewer than {_FEW_LEMONS}): the "
+                "threshold and the precision rest on too few positives to trust",
+                file=sys.stderr,
+            )
         return 0
     assert det is not None
     scores = score_nodes(det, feats)
     n_flag = int(scores["flagged"].sum())
-    print(f"{n_flag} of {scores.height} nodes flagged at threshold {det.threshold_:.3f} "
-          f"(window ending {scores['window_end'][0]:%Y-%m-%d}):")  # fmt: skip
+    print(
+        f"{n_flag} of {scores.height} nodes flagged at threshold {det.threshold_:.3f} "
+        f"(window ending {scores['window_end'][0]:%Y-%m-%d}):"
+    )
     print(f"  {'node':<24} {'probability':>11}  flagged  drivers")
     for node, p, flagged, drivers in (
         scores.select("node", "probability", "flagged", "drivers").head(args.top).iter_rows()
@@ -782,9 +869,11 @@ def _availability(args: argparse.Namespace) -> int:
     pod = args.pod or ("tpuv4" if args.mode == "reconfigurable" else "tpuv3")
     if pod not in PODS:
         raise ReliabilityError(f"--pod: unknown pod {pod!r}; known: {', '.join(sorted(PODS))}")
-    for flag, p in (("--host-availability", args.host_availability),
-                    ("--ocs-availability", args.ocs_availability),
-                    ("--link-availability", args.link_availability)):  # fmt: skip
+    for flag, p in (
+        ("--host-availability", args.host_availability),
+        ("--ocs-availability", args.ocs_availability),
+        ("--link-availability", args.link_availability),
+    ):
         if p is not None and not 0.0 <= p <= 1.0:
             raise ReliabilityError(f"{flag}: expected a probability in [0, 1], got {p:g}")
     if args.target is not None and not 0.0 < args.target < 1.0:
@@ -802,25 +891,44 @@ def _availability(args: argparse.Namespace) -> int:
         # look like an answer to a question it did not model
         raise ReliabilityError(
             "--no-ft-routing: fault-tolerant routing only matters when an OCS can be down; "
-            + ("--mode static has no OCS" if args.mode == "static" else
-               "pass --ocs-availability below 1 (e.g. 0.9995) to model OCS faults")
-        )  # fmt: skip
+            + (
+                "--mode static has no OCS"
+                if args.mode == "static"
+                else "pass --ocs-availability below 1 (e.g. 0.9995) to model OCS faults"
+            )
+        )
     ft = not args.no_ft_routing
-    print(f"{spec.name} ({spec.n_chips:,} chips, {args.mode}{', FT routing' if ft and args.mode == 'reconfigurable' else ''}) "
-          f"at host availability {100 * args.host_availability:.2f}%:")  # fmt: skip
+    print(
+        f"{spec.name} ({spec.n_chips:,} chips, {args.mode}{', FT routing' if ft and args.mode == 'reconfigurable' else ''}) "
+        f"at host availability {100 * args.host_availability:.2f}%:"
+    )
     print("   chips   job availability" + ("   host availability needed" if args.target else ""))
     sizes = [
         s for s in (64, 128, 256, 512, 1024, 2048, 3072, 3200, 3584, 4096) if s <= spec.n_chips
     ]
     for n in sizes:
-        v = float(job_availability(n, args.host_availability, args.mode, ft_routing=ft, pod=pod,
-                                   ocs_availability=args.ocs_availability,
-                                   link_availability=args.link_availability))  # fmt: skip
+        v = float(
+            job_availability(
+                n,
+                args.host_availability,
+                args.mode,
+                ft_routing=ft,
+                pod=pod,
+                ocs_availability=args.ocs_availability,
+                link_availability=args.link_availability,
+            )
+        )
         line = f"  {n:>6}   {fmt_pct(v):>15}"
         if args.target:
-            need = required_host_availability(n, args.target, args.mode, pod, ft_routing=ft,
-                                              ocs_availability=args.ocs_availability,
-                                              link_availability=args.link_availability)  # fmt: skip
+            need = required_host_availability(
+                n,
+                args.target,
+                args.mode,
+                pod,
+                ft_routing=ft,
+                ocs_availability=args.ocs_availability,
+                link_availability=args.link_availability,
+            )
             line += "   " + ("unreachable" if need != need else f"{100 * need:.3f}%")
         print(line)
     return 0
@@ -873,8 +981,11 @@ def _plan(args: argparse.Namespace) -> int:
         raise ReliabilityError(
             f"--target-ettr: expected a fraction in (0, 1) (e.g. 0.9), got {args.target_ettr:g}"
         )
-    for flag, v in (("--restart-min", args.restart_min), ("--write-min", args.write_min),
-                    ("--queue-min", args.queue_min)):  # fmt: skip
+    for flag, v in (
+        ("--restart-min", args.restart_min),
+        ("--write-min", args.write_min),
+        ("--queue-min", args.queue_min),
+    ):
         if v is not None and not (math.isfinite(v) and v >= 0):
             raise ReliabilityError(f"{flag}: expected minutes >= 0, got {v:g}")
     if args.rate is not None and args.rate > _IMPLAUSIBLE_RATE_PER_NODE_DAY:
@@ -927,8 +1038,12 @@ def _plan_dataset(args: argparse.Namespace) -> tuple[float | MTTFResult, Recover
     if rate is None:
         if args.min_gpus < 1:
             raise ReliabilityError(f"--min-gpus: expected at least 1 GPU, got {args.min_gpus}")
-        rate = fit_mttf(jobs, min_gpus=args.min_gpus, gpus_per_node=args.gpus_per_node,
-                        observation_end=ds.observation_end)  # fmt: skip
+        rate = fit_mttf(
+            jobs,
+            min_gpus=args.min_gpus,
+            gpus_per_node=args.gpus_per_node,
+            observation_end=ds.observation_end,
+        )
         if rate.node_days_ <= 0:
             raise ReliabilityError(
                 f"--dataset {args.dataset}: no jobs of >= {args.min_gpus} GPUs to fit r_f from; pass a lower "
@@ -955,11 +1070,15 @@ def _compare(
             "--compare-strategies: needs --restart-min (today's restart overhead)"
         )
     for flag, v, positive in (
-        ("--interval-min", args.interval_min, True), ("--repair-hours", args.repair_hours, True),
-        ("--peer-write-s", args.peer_write_s, True), ("--peer-restore-min", args.peer_restore_min, False),
-        ("--heal-min", args.heal_min, False), ("--reconfig-s", args.reconfig_s, False),
-        ("--replica-nodes", args.replica_nodes, True), ("--pool-nodes", args.pool_nodes, True),
-    ):  # fmt: skip
+        ("--interval-min", args.interval_min, True),
+        ("--repair-hours", args.repair_hours, True),
+        ("--peer-write-s", args.peer_write_s, True),
+        ("--peer-restore-min", args.peer_restore_min, False),
+        ("--heal-min", args.heal_min, False),
+        ("--reconfig-s", args.reconfig_s, False),
+        ("--replica-nodes", args.replica_nodes, True),
+        ("--pool-nodes", args.pool_nodes, True),
+    ):
         if v is not None and not (math.isfinite(v) and (v > 0 if positive else v >= 0)):
             raise ReliabilityError(
                 f"{flag}: expected a number {'> 0' if positive else '>= 0'}, got {v:g}"
@@ -999,16 +1118,25 @@ def _compare(
     if repair_h is None and costs is not None and costs.repair_h is not None:
         repair_h, repair_basis = costs.repair_h, "measured in --dataset (mean out-of-service spell)"
     c = compare_strategies(
-        args.gpus, result.rate_per_node_day, interval_h, args.restart_min / 60.0, queue_h=queue_h,
-        ckpt_write_h=args.write_min / 60.0, gpus_per_node=args.gpus_per_node, spare_nodes=args.spares,
-        repair_h=repair_h, target_no_wait=args.target_no_wait, pool_nodes=args.pool_nodes,
+        args.gpus,
+        result.rate_per_node_day,
+        interval_h,
+        args.restart_min / 60.0,
+        queue_h=queue_h,
+        ckpt_write_h=args.write_min / 60.0,
+        gpus_per_node=args.gpus_per_node,
+        spare_nodes=args.spares,
+        repair_h=repair_h,
+        target_no_wait=args.target_no_wait,
+        pool_nodes=args.pool_nodes,
         peer_write_h=None if args.peer_write_s is None else args.peer_write_s / 3600.0,
         peer_restore_h=None if args.peer_restore_min is None else args.peer_restore_min / 60.0,
-        peer_copies=args.peer_copies, replica_nodes=args.replica_nodes,
+        peer_copies=args.peer_copies,
+        replica_nodes=args.replica_nodes,
         heal_h=None if args.heal_min is None else args.heal_min / 60.0,
         reconfig_h=None if args.reconfig_s is None else args.reconfig_s / 3600.0,
         elastic_slowdown=args.elastic_slowdown,
-    )  # fmt: skip
+    )
     c.notes[:0] = [
         f"checkpoint interval: {interval_basis}",
         f"queue wait after an interruption: {queue_basis}",
@@ -1016,9 +1144,14 @@ def _compare(
     if repair_h is not None:
         c.notes.insert(2, f"node repair time: {repair_basis}")
     # library wording to flags: the assumed defaults name the flag that overrides them
-    for lib, flag in (("(pass repair_h, or measure it from node states with recovery_costs)",
-                       "(pass --repair-hours, or --dataset to measure it)"),
-                      ("(pass peer_write_h)", "(pass --peer-write-s)"), ("(pass reconfig_h)", "(pass --reconfig-s)")):  # fmt: skip
+    for lib, flag in (
+        (
+            "(pass repair_h, or measure it from node states with recovery_costs)",
+            "(pass --repair-hours, or --dataset to measure it)",
+        ),
+        ("(pass peer_write_h)", "(pass --peer-write-s)"),
+        ("(pass reconfig_h)", "(pass --reconfig-s)"),
+    ):
         c.notes = [n.replace(lib, flag) for n in c.notes]
     return c
 
@@ -1145,8 +1278,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "sweep":
             from reliability.sweep import run_sweep
 
-            res = run_sweep(args.spec, backend=args.backend, workers=args.workers, scheduler=args.scheduler,
-                            out=args.out, progress=lambda name: print(f"done {name}", file=sys.stderr))  # fmt: skip
+            res = run_sweep(
+                args.spec,
+                backend=args.backend,
+                workers=args.workers,
+                scheduler=args.scheduler,
+                out=args.out,
+                progress=lambda name: print(f"done {name}", file=sys.stderr),
+            )
             print(res)
             return 1 if res.failures else 0
         if args.command == "run":
@@ -1163,9 +1302,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "collect":
             from reliability.collect import collect_slurm
 
-            print(collect_slurm(args.into, cluster=args.cluster, since=args.since, until=args.until,
-                                overlap_h=args.overlap_h, dry_run=args.dry_run,
-                                wait_s=args.wait_s))  # fmt: skip
+            print(
+                collect_slurm(
+                    args.into,
+                    cluster=args.cluster,
+                    since=args.since,
+                    until=args.until,
+                    overlap_h=args.overlap_h,
+                    dry_run=args.dry_run,
+                    wait_s=args.wait_s,
+                )
+            )
             return 0
         if args.command == "demo":
             from reliability.datasets import simulated_demo

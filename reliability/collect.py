@@ -117,11 +117,24 @@ class CollectResult(Result):
     def summary(self) -> pl.DataFrame:
         """One row per raw export ingested: ``path, status, rows_read, rows_kept, rows_quarantined``."""
         return pl.DataFrame(
-            [{"path": o.path, "status": o.status, "rows_read": o.rows_read, "rows_kept": o.rows_kept,
-              "rows_quarantined": o.rows_quarantined} for o in self.outcomes],
-            schema={"path": pl.String, "status": pl.String, "rows_read": pl.Int64, "rows_kept": pl.Int64,
-                    "rows_quarantined": pl.Int64},
-        )  # fmt: skip
+            [
+                {
+                    "path": o.path,
+                    "status": o.status,
+                    "rows_read": o.rows_read,
+                    "rows_kept": o.rows_kept,
+                    "rows_quarantined": o.rows_quarantined,
+                }
+                for o in self.outcomes
+            ],
+            schema={
+                "path": pl.String,
+                "status": pl.String,
+                "rows_read": pl.Int64,
+                "rows_kept": pl.Int64,
+                "rows_quarantined": pl.Int64,
+            },
+        )
 
     def _lines(self) -> list[str]:
         lines = [
@@ -166,9 +179,16 @@ class CollectResult(Result):
         """Build a tiny instance: one day's sacct export ingested (for contract tests)."""
         since = datetime(2025, 1, 6, tzinfo=UTC)
         out = IngestOutcome._example()
-        return cls(Path("data/tiny"), since, since + timedelta(days=1), "given",
-                   ("sacct --parsable2 --duplicates --starttime 2025-01-06T00:00:00",),
-                   raw_dir=Path("data/tiny/raw"), outcomes=(out,), requeue_exit_codes=(42,))  # fmt: skip
+        return cls(
+            Path("data/tiny"),
+            since,
+            since + timedelta(days=1),
+            "given",
+            ("sacct --parsable2 --duplicates --starttime 2025-01-06T00:00:00",),
+            raw_dir=Path("data/tiny/raw"),
+            outcomes=(out,),
+            requeue_exit_codes=(42,),
+        )
 
 
 def _utc(value: datetime | str, name: str) -> datetime:
@@ -258,9 +278,12 @@ def _requeue_codes(
     """RequeueExit + RequeueExitHold from ``scontrol show config``, or None and why not."""
     try:
         proc = subprocess.run(
-            [scontrol, "show", "config"], capture_output=True, env=env,
-            timeout=min(timeout_s, 30.0), check=False,
-        )  # fmt: skip
+            [scontrol, "show", "config"],
+            capture_output=True,
+            env=env,
+            timeout=min(timeout_s, 30.0),
+            check=False,
+        )
     except FileNotFoundError:
         return None, f"{scontrol} not found"
     except subprocess.TimeoutExpired:
@@ -416,11 +439,15 @@ def collect_slurm(
             commands += _export_jobs(requeued, sacct, cluster, child_env, tmp, timeout_s)
         codes, problem = _requeue_codes(scontrol, child_env, timeout_s)
         meta: dict[str, Any] = {
-            "since": t_since.isoformat(), "until": t_until.isoformat(), "since_basis": basis,
-            "cluster": cluster, "commands": list(commands),
+            "since": t_since.isoformat(),
+            "until": t_until.isoformat(),
+            "since_basis": basis,
+            "cluster": cluster,
+            "commands": list(commands),
             "requeue_exit_codes": None if codes is None else list(codes),
-            "requeue_exit_problem": problem, "requeued_jobs": requeued,
-        }  # fmt: skip
+            "requeue_exit_problem": problem,
+            "requeued_jobs": requeued,
+        }
         raw_dir = _place(tmp, raw_root, t_until, meta)
     finally:
         if tmp.exists():
@@ -430,22 +457,41 @@ def collect_slurm(
     opts: dict[str, Any] = {"tz": "UTC", "cluster": cluster}
     w_since, w_until, replace, notes = _window(ds, raw_dir / "sacct.psv", t_since, t_until)
     outcomes = ds.ingest(
-        "slurm", [raw_dir / "sacct.psv"], window_start=w_since, window_end=w_until,
-        replace=replace, wait_s=wait_s, **opts,
-    )  # fmt: skip
+        "slurm",
+        [raw_dir / "sacct.psv"],
+        window_start=w_since,
+        window_end=w_until,
+        replace=replace,
+        wait_s=wait_s,
+        **opts,
+    )
     outcomes += ds.ingest("events", [raw_dir / "sacctmgr_events.psv"], wait_s=wait_s, **opts)
     if (raw_dir / _REQUEUED).is_file():
         # every record of those jobs, as of now: recorded with the window, like the main export
         r_since, r_until, r_replace, r_notes = _window(ds, raw_dir / _REQUEUED, t_since, t_until)
         notes += r_notes
         outcomes += ds.ingest(
-            "slurm", [raw_dir / _REQUEUED], window_start=r_since, window_end=r_until,
-            replace=r_replace, wait_s=wait_s, **opts,
-        )  # fmt: skip
+            "slurm",
+            [raw_dir / _REQUEUED],
+            window_start=r_since,
+            window_end=r_until,
+            replace=r_replace,
+            wait_s=wait_s,
+            **opts,
+        )
     return CollectResult(
-        into, t_since, t_until, basis, commands, raw_dir, tuple(outcomes), codes,
-        requeue_exit_problem=problem, requeued_jobs=len(requeued), notes=tuple(notes),
-    )  # fmt: skip
+        into,
+        t_since,
+        t_until,
+        basis,
+        commands,
+        raw_dir,
+        tuple(outcomes),
+        codes,
+        requeue_exit_problem=problem,
+        requeued_jobs=len(requeued),
+        notes=tuple(notes),
+    )
 
 
 #: the raw export of the jobs asked for again by id
@@ -503,8 +549,15 @@ def _window(
             return lo, hi, False, []
         if lo <= until and since <= hi:
             lo, hi = min(lo, since), max(hi, until)
-            return lo, hi, True, [f"export identical to {entry.get('name')} ingested before: "
-                                  f"its window extended to {lo:%Y-%m-%dT%H:%M:%SZ} .. {hi:%Y-%m-%dT%H:%M:%SZ}"]  # fmt: skip
+            return (
+                lo,
+                hi,
+                True,
+                [
+                    f"export identical to {entry.get('name')} ingested before: "
+                    f"its window extended to {lo:%Y-%m-%dT%H:%M:%SZ} .. {hi:%Y-%m-%dT%H:%M:%SZ}"
+                ],
+            )
         return since, until, True, []
     return since, until, False, []
 

@@ -74,10 +74,24 @@ def load_sample_dataset(path: str | Path) -> Dataset:
     ds = Dataset(path)
     ds.ingest("slurm", root / "synthetic" / "sacct_synth_2000.psv", tz="UTC")
     ds.ingest(
-        "slurm", root / "gc3pie" / "sacct_samples_gc3pie.txt", cluster="gc3pie", tz="Europe/Zurich",
-        fields=["JobID", "ExitCode", "State", "NCPUS", "Elapsed", "TotalCPU", "Submit", "Start",
-                "End", "MaxRSS", "MaxVMSize"],
-    )  # fmt: skip
+        "slurm",
+        root / "gc3pie" / "sacct_samples_gc3pie.txt",
+        cluster="gc3pie",
+        tz="Europe/Zurich",
+        fields=[
+            "JobID",
+            "ExitCode",
+            "State",
+            "NCPUS",
+            "Elapsed",
+            "TotalCPU",
+            "Submit",
+            "Start",
+            "End",
+            "MaxRSS",
+            "MaxVMSize",
+        ],
+    )
     ds.ingest(
         "kernel",
         root / "gpud" / "dmesg-with-xid-119.log",

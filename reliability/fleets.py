@@ -173,8 +173,15 @@ _NCCL = "a collective-communication timeout is a symptom, not a component"
 _BUG = "a bug in the training software: the package attributes the job's own crash to the user"
 
 
-def _row(label: str, category: str, count: int, share: float | None, component: str | None,
-         domain: str, why: str = "") -> ComponentRow:  # fmt: skip
+def _row(
+    label: str,
+    category: str,
+    count: int,
+    share: float | None,
+    component: str | None,
+    domain: str,
+    why: str = "",
+) -> ComponentRow:
     return ComponentRow(label, category, count, share, component, domain if component else "", why)
 
 

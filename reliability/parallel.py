@@ -136,8 +136,12 @@ class Executor:
             if self.scheduler:
                 self._client = Client(self.scheduler)
             else:
-                self._cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=True,
-                                             dashboard_address=None)  # fmt: skip
+                self._cluster = LocalCluster(
+                    n_workers=self.workers,
+                    threads_per_worker=1,
+                    processes=True,
+                    dashboard_address=None,
+                )
                 self._client = Client(self._cluster)
         return self._client
 

@@ -231,9 +231,12 @@ class ReasonRules:
                 f"{source}.components: expected a table of component = [patterns], got {comps!r}"
             )
         return cls().extended(
-            admin=lists["administrative"], fault=lists["fault"], components=comps,
-            system_users=lists["system_users"], source=source,
-        )  # fmt: skip
+            admin=lists["administrative"],
+            fault=lists["fault"],
+            components=comps,
+            system_users=lists["system_users"],
+            source=source,
+        )
 
     @classmethod
     def from_file(cls, path: str | Path) -> ReasonRules:
@@ -406,9 +409,15 @@ def reason_table(
         )
         .collect()
     )
-    schema = {"reason": pl.String, "reason_class": pl.String, "component": pl.String,
-              "intervals": pl.Int64, "nodes": pl.Int64, "attempts_explained": pl.Int64,
-              "hardware": pl.Int64}  # fmt: skip
+    schema = {
+        "reason": pl.String,
+        "reason_class": pl.String,
+        "component": pl.String,
+        "intervals": pl.Int64,
+        "nodes": pl.Int64,
+        "attempts_explained": pl.Int64,
+        "hardware": pl.Int64,
+    }
     if states.height == 0:
         return pl.DataFrame(schema=schema)
     classes = classify_reasons(states, rules)

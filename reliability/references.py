@@ -564,9 +564,18 @@ def table() -> pl.DataFrame:
         ``paper``, ``where``, ``doi``, ``note``.
     """
     rows = [
-        {"name": k, "value": ", ".join(f"{x:g}" for x in (r.value if isinstance(r.value, tuple) else (r.value,))),
-         "unit": r.unit, "what": r.what, "paper": r.paper.short, "where": r.where,
-         "doi": r.paper.doi, "note": r.note}
+        {
+            "name": k,
+            "value": ", ".join(
+                f"{x:g}" for x in (r.value if isinstance(r.value, tuple) else (r.value,))
+            ),
+            "unit": r.unit,
+            "what": r.what,
+            "paper": r.paper.short,
+            "where": r.where,
+            "doi": r.paper.doi,
+            "note": r.note,
+        }
         for k, r in all_references().items()
-    ]  # fmt: skip
+    ]
     return pl.DataFrame(rows, schema={c: pl.String for c in rows[0]})

@@ -82,8 +82,17 @@ def _pod_availability(params: dict[str, Any], seed: int) -> list[dict[str, Any]]
 
     cfg = load_pod_preset(params.get("preset", "tpuv4"))
     f = cfg.failures
-    overrides = {k: params[k] for k in ("machine_rate_per_day", "machine_repair_median_h", "ocs_rate_per_day",
-                                        "ici_rate_per_day", "weekly_amplitude") if k in params}  # fmt: skip
+    overrides = {
+        k: params[k]
+        for k in (
+            "machine_rate_per_day",
+            "machine_repair_median_h",
+            "ocs_rate_per_day",
+            "ici_rate_per_day",
+            "weekly_amplitude",
+        )
+        if k in params
+    }
     # the component side is all availability needs: no job stream
     cfg = replace(
         cfg, days=float(params.get("days", cfg.days)), failures=replace(f, **overrides), jobs=None
@@ -102,10 +111,17 @@ def _pod_availability(params: dict[str, Any], seed: int) -> list[dict[str, Any]]
     rows = [{"key": "host_availability", "value": m.host_availability}]
     for row in m.curve.iter_rows(named=True):
         ft = "" if row["ft_routing"] is None else ("-ft" if row["ft_routing"] else "-noft")
-        analytic = float(job_availability(row["n_chips"], m.host_availability, mode,
-                                          ft_routing=row["ft_routing"] is not False, pod=pod,
-                                          ocs_availability=m.ocs_availability,
-                                          link_availability=m.link_availability))  # fmt: skip
+        analytic = float(
+            job_availability(
+                row["n_chips"],
+                m.host_availability,
+                mode,
+                ft_routing=row["ft_routing"] is not False,
+                pod=pod,
+                ocs_availability=m.ocs_availability,
+                link_availability=m.link_availability,
+            )
+        )
         rows.append({"key": f"measured_{row['n_chips']}{ft}", "value": row["measured"]})
         rows.append({"key": f"analytic_{row['n_chips']}{ft}", "value": analytic})
     return rows
@@ -318,9 +334,18 @@ def load_sweep(path: str | Path) -> SweepSpec:
                 f"{where}: model {model!r} needs {', '.join(missing)} in [grid] or [fixed]"
             )
     out = path.resolve().parent / head.get("out", f"sweeps/{head.get('name', path.stem)}")
-    return SweepSpec(name=head.get("name", path.stem), model=model, seeds=tuple(range(start, start + n)),
-                     seeds_per_task=per, grid=grid, fixed=fixed, out=out, backend=backend,
-                     scheduler=head.get("scheduler"), workers=head.get("workers"))  # fmt: skip
+    return SweepSpec(
+        name=head.get("name", path.stem),
+        model=model,
+        seeds=tuple(range(start, start + n)),
+        seeds_per_task=per,
+        grid=grid,
+        fixed=fixed,
+        out=out,
+        backend=backend,
+        scheduler=head.get("scheduler"),
+        workers=head.get("workers"),
+    )
 
 
 # -- running ----------------------------------------------------------------------------
@@ -356,8 +381,12 @@ class SweepResult(Result):
     @property
     def sample_sizes(self) -> dict[str, int | float]:
         """Counts behind the result: result rows, tasks run, resumed and failed."""
-        return {"result rows": self.results.height, "tasks run": self.tasks_run,
-                "tasks resumed": self.tasks_skipped, "failed tasks": len(self.failures)}  # fmt: skip
+        return {
+            "result rows": self.results.height,
+            "tasks run": self.tasks_run,
+            "tasks resumed": self.tasks_skipped,
+            "failed tasks": len(self.failures),
+        }
 
     def _lines(self) -> list[str]:
         lines = [
@@ -377,10 +406,14 @@ class SweepResult(Result):
     @classmethod
     def _example(cls) -> SweepResult:
         """Build a tiny instance: two cells, three seeds, one key (for contract tests)."""
-        results = pl.DataFrame({
-            "cell": ["a"] * 3 + ["b"] * 3, "seed": [0, 1, 2] * 2, "key": ["ettr"] * 6,
-            "value": [0.91, 0.93, 0.92, 0.85, 0.88, 0.86],
-        })  # fmt: skip
+        results = pl.DataFrame(
+            {
+                "cell": ["a"] * 3 + ["b"] * 3,
+                "seed": [0, 1, 2] * 2,
+                "key": ["ettr"] * 6,
+                "value": [0.91, 0.93, 0.92, 0.85, 0.88, 0.86],
+            }
+        )
         return cls(results=results, aggregates=_aggregate(results), tasks_run=6)
 
 
@@ -470,9 +503,19 @@ def run_sweep(
     write_parquet_atomic(results, folder / "results.parquet")
     if aggregates.height:
         write_parquet_atomic(aggregates, folder / "aggregates.parquet")
-    write_json_atomic({"name": spec.name, "model": spec.model, "seeds": len(spec.seeds), "cells": len(cells),
-                       "backend": be, "tasks_run": len(tasks), "tasks_resumed": skipped,
-                       "failures": [str(f) for f in failures]}, folder / "sweep_manifest.json")  # fmt: skip
+    write_json_atomic(
+        {
+            "name": spec.name,
+            "model": spec.model,
+            "seeds": len(spec.seeds),
+            "cells": len(cells),
+            "backend": be,
+            "tasks_run": len(tasks),
+            "tasks_resumed": skipped,
+            "failures": [str(f) for f in failures],
+        },
+        folder / "sweep_manifest.json",
+    )
     return SweepResult(
         results=results,
         aggregates=aggregates,

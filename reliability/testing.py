@@ -169,12 +169,18 @@ def synthetic_sacct(
     hi = lo + pl.col("n_nodes") - 1
     half = pl.col("n_nodes") // 2
     nodelist = (
-        pl.when(pl.col("start_s").is_null()).then(pl.lit("None assigned"))
-        .when(pl.col("n_nodes") == 1).then(pl.concat_str([pl.lit("node"), pad(lo)]))
-        .when(pl.col("split")).then(pl.format("node[{}-{},{}-{}]", pad(lo), pad(lo + half - 1),
-                                              pad(lo + half + 1), pad(hi + 1)))
+        pl.when(pl.col("start_s").is_null())
+        .then(pl.lit("None assigned"))
+        .when(pl.col("n_nodes") == 1)
+        .then(pl.concat_str([pl.lit("node"), pad(lo)]))
+        .when(pl.col("split"))
+        .then(
+            pl.format(
+                "node[{}-{},{}-{}]", pad(lo), pad(lo + half - 1), pad(lo + half + 1), pad(hi + 1)
+            )
+        )
         .otherwise(pl.format("node[{}-{}]", pad(lo), pad(hi)))
-    )  # fmt: skip
+    )
 
     def ts(c: pl.Expr) -> pl.Expr:
         if times == "epoch":
@@ -182,12 +188,16 @@ def synthetic_sacct(
         return pl.from_epoch(c, time_unit="s").dt.strftime("%Y-%m-%dT%H:%M:%S").fill_null("Unknown")
 
     exit_code = (
-        pl.when(pl.col("state") == "COMPLETED").then(pl.lit("0:0"))
-        .when(pl.col("state") == "FAILED").then(pl.lit("1:0"))
-        .when(pl.col("state") == "OUT_OF_MEMORY").then(pl.lit("0:125"))
-        .when(pl.col("state") == "TIMEOUT").then(pl.lit("0:1"))
+        pl.when(pl.col("state") == "COMPLETED")
+        .then(pl.lit("0:0"))
+        .when(pl.col("state") == "FAILED")
+        .then(pl.lit("1:0"))
+        .when(pl.col("state") == "OUT_OF_MEMORY")
+        .then(pl.lit("0:125"))
+        .when(pl.col("state") == "TIMEOUT")
+        .then(pl.lit("0:1"))
         .otherwise(pl.lit("0:0"))
-    )  # fmt: skip
+    )
     state_txt = (
         pl.when(pl.col("state") == "CANCELLED")
         .then(pl.format("CANCELLED by {}", 1000 + pl.col("user_i")))
@@ -229,18 +239,35 @@ def synthetic_sacct(
     started = alloc.filter(pl.col("Start") != "None")
     steps = []
     for order, suffix in ((1, "batch"), (2, "extern")):
-        steps.append(started.with_columns(
-            JobID=pl.col("JobID") + f".{suffix}", JobIDRaw=pl.col("JobIDRaw") + f".{suffix}",
-            JobName=pl.lit(suffix), User=pl.lit(""), QOS=pl.lit(""), Partition=pl.lit(""),
-            State=pl.col("State").str.replace(r" by \d+$", ""), Timelimit=pl.lit(""), Priority=pl.lit(""),
-            order=pl.lit(order),
-        ))  # fmt: skip
+        steps.append(
+            started.with_columns(
+                JobID=pl.col("JobID") + f".{suffix}",
+                JobIDRaw=pl.col("JobIDRaw") + f".{suffix}",
+                JobName=pl.lit(suffix),
+                User=pl.lit(""),
+                QOS=pl.lit(""),
+                Partition=pl.lit(""),
+                State=pl.col("State").str.replace(r" by \d+$", ""),
+                Timelimit=pl.lit(""),
+                Priority=pl.lit(""),
+                order=pl.lit(order),
+            )
+        )
     with_step0 = started.join(jobs.filter("step0").select("raw_id"), on="raw_id", how="semi")
-    steps.append(with_step0.with_columns(
-        JobID=pl.col("JobID") + ".0", JobIDRaw=pl.col("JobIDRaw") + ".0", JobName=pl.lit("python"),
-        User=pl.lit(""), QOS=pl.lit(""), Partition=pl.lit(""), Timelimit=pl.lit(""), Priority=pl.lit(""),
-        State=pl.col("State").str.replace(r" by \d+$", ""), order=pl.lit(3),
-    ))  # fmt: skip
+    steps.append(
+        with_step0.with_columns(
+            JobID=pl.col("JobID") + ".0",
+            JobIDRaw=pl.col("JobIDRaw") + ".0",
+            JobName=pl.lit("python"),
+            User=pl.lit(""),
+            QOS=pl.lit(""),
+            Partition=pl.lit(""),
+            Timelimit=pl.lit(""),
+            Priority=pl.lit(""),
+            State=pl.col("State").str.replace(r" by \d+$", ""),
+            order=pl.lit(3),
+        )
+    )
     out = pl.concat([alloc, *steps]).sort("raw_id", "order").select(list(SACCT_FIELDS))
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     out.write_csv(path, separator="|", quote_style="never", include_header=True)

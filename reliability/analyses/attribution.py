@@ -93,10 +93,17 @@ class AttributionResult(Result):
         from reliability.reasons import reason_table
 
         t = tiny_tables(kind=kind)
-        jobs = attribute_failures(t["jobs"], health_events=t["health_events"],
-                                  node_states=t["node_states"])  # fmt: skip
-        return cls(jobs=jobs, before_min=10.0, after_min=5.0, requeue_exit_codes=(),
-                   observation_end=tiny_jobs(kind=kind)[1], reasons=reason_table(jobs, t["node_states"]))  # fmt: skip
+        jobs = attribute_failures(
+            t["jobs"], health_events=t["health_events"], node_states=t["node_states"]
+        )
+        return cls(
+            jobs=jobs,
+            before_min=10.0,
+            after_min=5.0,
+            requeue_exit_codes=(),
+            observation_end=tiny_jobs(kind=kind)[1],
+            reasons=reason_table(jobs, t["node_states"]),
+        )
 
 
 def gpus_per_node_of(jobs: pl.DataFrame) -> tuple[int, str]:

@@ -133,9 +133,13 @@ def analyze_cluster(
         Every part, each saying what it cannot estimate and why.
     """
     a = attribute(
-        dataset, before_min=before_min, after_min=after_min,
-        requeue_exit_codes=requeue_exit_codes, reasons=reasons, gpus_per_node=gpus_per_node,
-    )  # fmt: skip
+        dataset,
+        before_min=before_min,
+        after_min=after_min,
+        requeue_exit_codes=requeue_exit_codes,
+        reasons=reasons,
+        gpus_per_node=gpus_per_node,
+    )
     end = a.observation_end
     return ClusterAnalysis(
         attribution=a,

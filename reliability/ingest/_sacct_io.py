@@ -301,11 +301,18 @@ def block_frame(data: bytes, n_fields: int, columns: Sequence[int]) -> pl.DataFr
     """
     schema = {f"column_{i + 1}": pl.String for i in range(n_fields)}
     frame = pl.read_csv(
-        data, has_header=False, separator="|", quote_char=None, schema=schema,
-        columns=[f"column_{i + 1}" for i in columns], encoding="utf8-lossy",
-        truncate_ragged_lines=True, raise_if_empty=False, missing_columns="insert",
+        data,
+        has_header=False,
+        separator="|",
+        quote_char=None,
+        schema=schema,
+        columns=[f"column_{i + 1}" for i in columns],
+        encoding="utf8-lossy",
+        truncate_ragged_lines=True,
+        raise_if_empty=False,
+        missing_columns="insert",
         extra_columns="ignore",
-    )  # fmt: skip
+    )
     return frame.rename({f"column_{i + 1}": f"f{i}" for i in columns})
 
 

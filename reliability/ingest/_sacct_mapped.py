@@ -223,9 +223,12 @@ def _assemble(reader: SacctReader, m: _Mapped, layout: Layout, data_start: int) 
             final = j == len(windows) - 1
             asm = assemble(
                 lambda i, s=starts, t=ends: m.text(int(s[i]), int(t[i]), keep_nul=True),
-                counts.tolist(), anomalies, layout, final=final,
+                counts.tolist(),
+                anomalies,
+                layout,
+                final=final,
                 line_no=lambda i, f=first: f + i,
-            )  # fmt: skip
+            )
             if asm.new_section is not None:
                 return False
             cut = n if asm.carry_from is None else asm.carry_from
@@ -318,15 +321,23 @@ def _read(reader: SacctReader, path: str | Path, m: _Mapped) -> bool:
     schema = {f"column_{i + 1}": pl.String for i in range(n_fields)}
     consumed = sorted(reader.consumed)
     lf = pl.scan_csv(
-        path, has_header=False, separator="|", quote_char=None, schema=schema,
-        skip_lines=data_line - 1, encoding="utf8" if m.ascii else "utf8-lossy",
+        path,
+        has_header=False,
+        separator="|",
+        quote_char=None,
+        schema=schema,
+        skip_lines=data_line - 1,
+        encoding="utf8" if m.ascii else "utf8-lossy",
         truncate_ragged_lines=True,
-        raise_if_empty=False, missing_columns="insert", extra_columns="ignore",
-        row_index_name="line_no", row_index_offset=data_line,
+        raise_if_empty=False,
+        missing_columns="insert",
+        extra_columns="ignore",
+        row_index_name="line_no",
+        row_index_offset=data_line,
     ).select(
         pl.col("line_no").cast(pl.Int64),
         *(pl.col(f"column_{i + 1}").alias(layout.names[i]) for i in cols),
-    )  # fmt: skip
+    )
     used = {layout.names[i] for i in cols}
     pattern, keep = headerish_pattern(layout), []
     if layout.names[0] != "JobID":  # (a header line fails the job-id check: the plan tests those)
@@ -338,18 +349,25 @@ def _read(reader: SacctReader, path: str | Path, m: _Mapped) -> bool:
     first = dict(zip(layout.names, fields, strict=False))  # (the line may be ragged)
     texts = [first.get(f) for f in ("Submit", "Start", "End")]
     lf = typed_plan(
-        lf, used, tz=reader.tz, cluster=reader.cluster, keep=keep, headerish=pattern,
+        lf,
+        used,
+        tz=reader.tz,
+        cluster=reader.cluster,
+        keep=keep,
+        headerish=pattern,
         times=time_form(texts),
-    )  # fmt: skip
+    )
     names = list(layout.names)
 
     def raw_fields(lines: list[int]) -> pl.DataFrame:
         rows = [m.line(ln).split("|") for ln in lines]
         return pl.DataFrame(
-            {"line_no": lines, **{n: [r[i] if i < len(r) else None for r in rows]
-                                  for i, n in enumerate(names)}},
+            {
+                "line_no": lines,
+                **{n: [r[i] if i < len(r) else None for r in rows] for i, n in enumerate(names)},
+            },
             schema={"line_no": pl.Int64, **dict.fromkeys(names, pl.String)},
-        )  # fmt: skip
+        )
 
     n_rows = 0
     total = sum(w.n_lines for w in m.windows)

@@ -447,11 +447,12 @@ def typed_plan(
         "_c_jobid": pl.col("_c_jobid") | (pl.col("step") == "").fill_null(False),
         "_c_cluster": pl.col("cluster").is_null(),
         "_c_state": pl.col("state").is_null(),
-        "_c_nnodes": (pl.col("_has_nnodes") & (pl.col("_nnodes").is_null() | (pl.col("_nnodes") < 0)))
-        .fill_null(False),
+        "_c_nnodes": (
+            pl.col("_has_nnodes") & (pl.col("_nnodes").is_null() | (pl.col("_nnodes") < 0))
+        ).fill_null(False),
         "_c_nnodes_poison": (pl.col("_nnodes") > MAX_NODES_PER_JOB).fill_null(False),
         "_c_priority": (pl.col("_has_priority") & pl.col("priority").is_null()).fill_null(False),
-    }  # fmt: skip
+    }
     # a field named twice in --format: sacct prints the same value in each copy; copies that
     # differ leave the record's value unknown (which one is it?)
     for name in sorted(cols):
@@ -540,10 +541,13 @@ def typed_plan(
         "_c_order_end": (pl.col("start_time") > pl.col("end_time")).fill_null(False),
         # no Submit time, and not for a reason given by another check
         "_c_submit_missing": (
-            alloc & pl.col("submit_time").is_null() & ~pl.col("_c_submit_read")
-            & ~pl.col("_c_submit_range") & ~pl.col("_c_submit_gap")
+            alloc
+            & pl.col("submit_time").is_null()
+            & ~pl.col("_c_submit_read")
+            & ~pl.col("_c_submit_range")
+            & ~pl.col("_c_submit_gap")
         ).fill_null(False),
-    }  # fmt: skip
+    }
     checks = [
         *(k for k in stage2 if k.startswith("_c_")),
         *(k for k in stage3 if k.startswith("_c_")),
@@ -553,11 +557,13 @@ def typed_plan(
     common = [k for k in checks if k not in only_alloc]
     bad = pl.any_horizontal(common) | (alloc & pl.any_horizontal(only_alloc))
     drop = [
-        "_has_nnodes", "_has_priority", *(k[2:] for k in stage2 if k.startswith("_c_twice_")),
+        "_has_nnodes",
+        "_has_priority",
+        *(k[2:] for k in stage2 if k.startswith("_c_twice_")),
         *(f"_{part}_{k}" for _, k in _TIMES for part in ("txt", "local", "other")),
         *((f"_num_{k}" for _, k in _TIMES) if times == "epoch" else ()),
         *(("_late_start", "_late_end") if tz not in (None, "UTC") else ()),
-    ]  # fmt: skip
+    ]
     return (
         lf.select("line_no", *keep, **stage1)
         .with_columns(**stage2)
@@ -622,12 +628,13 @@ def _alloc_fields(allocs: pl.DataFrame, gpu: bool, cache: ValueTable | None = No
         _c_limit=(limit_txt.is_not_null() & ~limit_txt.is_in(NO_LIMIT) & limit.is_null()).fill_null(
             False
         ),
-        _c_limit_poison=((limit == -1) | (limit_raw > MAX_DURATION_S // 60) | (limit_raw < 0))
-        .fill_null(False),
+        _c_limit_poison=(
+            (limit == -1) | (limit_raw > MAX_DURATION_S // 60) | (limit_raw < 0)
+        ).fill_null(False),
         _c_gpus=((gpus == GPU_OVERFLOW) | (gpus > MAX_ACCELERATORS_PER_JOB)).fill_null(False),
         _c_gpus_form=(gpus == GPU_NOT_A_COUNT).fill_null(False),
         _gpu_field=_gpu_field(cols),
-    )  # fmt: skip
+    )
 
 
 def _gpu_field(cols: set[str]) -> pl.Expr:
@@ -652,17 +659,36 @@ def _alloc_msgs(frame: pl.DataFrame) -> list[tuple[pl.Expr, pl.Expr]]:
 
     gpu_text = pl.coalesce(v("AllocTRES"), v("ReqTRES"), v("AllocGRES"), v("ReqGRES"), v("Gres"))
     return [
-        (pl.col("_c_limit_poison"), pl.format(
-            "field Timelimit: '{}' is longer than the accepted calendar (a poison value)",
-            pl.coalesce(v("Timelimit"), v("TimelimitRaw")))),
-        (pl.col("_c_limit"), pl.format("field Timelimit: cannot read duration '{}'", v("Timelimit"))),
-        (pl.col("_c_gpus"), pl.format(
-            f"field {{}}: the GPU count is more than {MAX_ACCELERATORS_PER_JOB:,} or "
-            "does not fit 64 bits (a poison value): '{}'", pl.col("_gpu_field"), gpu_text)),
-        (pl.col("_c_gpus_form"), pl.format(
-            "field {}: a GPU count is not a whole number of GPUs (Slurm prints gres/gpu counts "
-            "without a sign or a unit suffix): '{}'", pl.col("_gpu_field"), gpu_text)),
-    ]  # fmt: skip
+        (
+            pl.col("_c_limit_poison"),
+            pl.format(
+                "field Timelimit: '{}' is longer than the accepted calendar (a poison value)",
+                pl.coalesce(v("Timelimit"), v("TimelimitRaw")),
+            ),
+        ),
+        (
+            pl.col("_c_limit"),
+            pl.format("field Timelimit: cannot read duration '{}'", v("Timelimit")),
+        ),
+        (
+            pl.col("_c_gpus"),
+            pl.format(
+                f"field {{}}: the GPU count is more than {MAX_ACCELERATORS_PER_JOB:,} or "
+                "does not fit 64 bits (a poison value): '{}'",
+                pl.col("_gpu_field"),
+                gpu_text,
+            ),
+        ),
+        (
+            pl.col("_c_gpus_form"),
+            pl.format(
+                "field {}: a GPU count is not a whole number of GPUs (Slurm prints gres/gpu counts "
+                "without a sign or a unit suffix): '{}'",
+                pl.col("_gpu_field"),
+                gpu_text,
+            ),
+        ),
+    ]
 
 
 #: the columns :func:`finish` keeps for :func:`complete`
@@ -684,9 +710,12 @@ def partial_schema(kind: str) -> dict[str, pl.DataType]:
         Column -> dtype.
     """
     cols = {
-        "line_no": pl.Int64(), **schema.TABLES["jobs"].schema, **schema.TABLES["job_steps"].schema,
-        "_nnodes": pl.UInt32(), "nodelist": pl.String(),
-    }  # fmt: skip
+        "line_no": pl.Int64(),
+        **schema.TABLES["jobs"].schema,
+        **schema.TABLES["job_steps"].schema,
+        "_nnodes": pl.UInt32(),
+        "nodelist": pl.String(),
+    }
     return {c: cols[c] for c in (_ALLOC_KEEP if kind == "allocs" else _STEP_KEEP)}
 
 
@@ -977,48 +1006,103 @@ def _reasons(
     ]
     for field, key in _TIMES:
         msgs += [
-            (f"_c_{key}_range", pl.format(
-                f"field {field}: time '{{}}' is {bounds_text(latest_time())} (a poison value)",
-                v(field))),
-            (f"_c_{key}_gap", pl.format(
-                f"field {field}: cannot read time '{{}}': it does not exist in {zone} "
-                "(a daylight-saving gap)", v(field))),
+            (
+                f"_c_{key}_range",
+                pl.format(
+                    f"field {field}: time '{{}}' is {bounds_text(latest_time())} (a poison value)",
+                    v(field),
+                ),
+            ),
+            (
+                f"_c_{key}_gap",
+                pl.format(
+                    f"field {field}: cannot read time '{{}}': it does not exist in {zone} "
+                    "(a daylight-saving gap)",
+                    v(field),
+                ),
+            ),
             (f"_c_{key}_read", pl.format(f"field {field}: cannot read time '{{}}'", v(field))),
-        ]  # fmt: skip
+        ]
     msgs += [
-        ("_c_limit_poison", pl.format(
-            "field Timelimit: '{}' is longer than the accepted calendar (a poison value)",
-            pl.coalesce(v("Timelimit"), v("TimelimitRaw")))),
+        (
+            "_c_limit_poison",
+            pl.format(
+                "field Timelimit: '{}' is longer than the accepted calendar (a poison value)",
+                pl.coalesce(v("Timelimit"), v("TimelimitRaw")),
+            ),
+        ),
         ("_c_limit", pl.format("field Timelimit: cannot read duration '{}'", v("Timelimit"))),
-        ("_c_nnodes", pl.format("field NNodes: not a node count '{}'",
-                                pl.coalesce(v("NNodes"), v("AllocNodes")))),
-        ("_c_nnodes_poison", pl.format(
-            f"field NNodes: {{}} nodes is more than {MAX_NODES_PER_JOB:,} (a poison value)",
-            pl.coalesce(v("NNodes"), v("AllocNodes")))),
+        (
+            "_c_nnodes",
+            pl.format(
+                "field NNodes: not a node count '{}'", pl.coalesce(v("NNodes"), v("AllocNodes"))
+            ),
+        ),
+        (
+            "_c_nnodes_poison",
+            pl.format(
+                f"field NNodes: {{}} nodes is more than {MAX_NODES_PER_JOB:,} (a poison value)",
+                pl.coalesce(v("NNodes"), v("AllocNodes")),
+            ),
+        ),
         ("_c_priority", pl.format("field Priority: not an integer '{}'", v("Priority"))),
-        ("_c_gpus", pl.format(
-            f"field AllocTRES: the GPU count is more than {MAX_ACCELERATORS_PER_JOB:,} or "
-            "does not fit 64 bits (a poison value): '{}'",
-            pl.coalesce(v("AllocTRES"), v("ReqTRES"), v("AllocGRES"), v("ReqGRES"), v("Gres")))),
-        ("_c_no_nodes", pl.format(
-            "field NodeList: '{}' for a record that started ({}): a started job or step runs "
-            "on at least one node", v("NodeList"), v("Start"))),
-        ("_c_order_end", pl.format("End {} is before Start {} (impossible order; not fixed)",
-                                   v("End"), v("Start"))),
-        ("_c_end_unknown", pl.format(
-            "field End: '{}' for a record that started ({}) and is in the finished State {} "
-            "(Slurm sets End when a job or step finishes: a corrupt record, not one still "
-            "running)", v("End"), v("Start"), v("State"))),
-        ("_c_hostlist", pl.lit("field NodeList: ") + pl.col("nodelist").replace_strict(
-            hl_errors, default="", return_dtype=pl.String) if hl_errors else pl.lit("")),
-    ]  # fmt: skip
+        (
+            "_c_gpus",
+            pl.format(
+                f"field AllocTRES: the GPU count is more than {MAX_ACCELERATORS_PER_JOB:,} or "
+                "does not fit 64 bits (a poison value): '{}'",
+                pl.coalesce(v("AllocTRES"), v("ReqTRES"), v("AllocGRES"), v("ReqGRES"), v("Gres")),
+            ),
+        ),
+        (
+            "_c_no_nodes",
+            pl.format(
+                "field NodeList: '{}' for a record that started ({}): a started job or step runs "
+                "on at least one node",
+                v("NodeList"),
+                v("Start"),
+            ),
+        ),
+        (
+            "_c_order_end",
+            pl.format(
+                "End {} is before Start {} (impossible order; not fixed)", v("End"), v("Start")
+            ),
+        ),
+        (
+            "_c_end_unknown",
+            pl.format(
+                "field End: '{}' for a record that started ({}) and is in the finished State {} "
+                "(Slurm sets End when a job or step finishes: a corrupt record, not one still "
+                "running)",
+                v("End"),
+                v("Start"),
+                v("State"),
+            ),
+        ),
+        (
+            "_c_hostlist",
+            pl.lit("field NodeList: ")
+            + pl.col("nodelist").replace_strict(hl_errors, default="", return_dtype=pl.String)
+            if hl_errors
+            else pl.lit(""),
+        ),
+    ]
     for flag in frame.columns:
         if flag.startswith("_c_twice_"):
             name = flag.removeprefix("_c_twice_")
             base = copy_of(name) or name
-            msgs.append((flag, pl.format(
-                f"field {base}: the header names {base} twice and the copies differ "
-                "('{}' and '{}'): the record's value is unknown", v(base), v(name))))  # fmt: skip
+            msgs.append(
+                (
+                    flag,
+                    pl.format(
+                        f"field {base}: the header names {base} twice and the copies differ "
+                        "('{}' and '{}'): the record's value is unknown",
+                        v(base),
+                        v(name),
+                    ),
+                )
+            )
     reason = pl.coalesce(
         [pl.when(pl.col(flag)).then(msg) for flag, msg in msgs if flag in frame.columns]
     )

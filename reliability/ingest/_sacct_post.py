@@ -146,9 +146,12 @@ def same_attempts(
         .with_columns(
             _fin=pl.col("end_time").is_not_null() & ~pl.col("state").is_in(unfinished.implode())
         )
-        .sort([*key, "_fin", "end_time", "line_no"], descending=[False] * len(key) + [True] * 3,
-              nulls_last=True)
-    )  # fmt: skip
+        .sort(
+            [*key, "_fin", "end_time", "line_no"],
+            descending=[False] * len(key) + [True] * 3,
+            nulls_last=True,
+        )
+    )
     if sub.height < 2:
         return frame, []
 
@@ -157,11 +160,14 @@ def same_attempts(
     )
     lost = sub.filter(pl.col("line_no") != pl.col("_winner"))
     out = [
-        (ln, f"the same attempt as line {w} (same JobID, Submit and Start), which is kept: a "
-             "finished record beats an unfinished one, then the later End, then the later line "
-             "(exports concatenated, one taken while the job ran?)")
+        (
+            ln,
+            f"the same attempt as line {w} (same JobID, Submit and Start), which is kept: a "
+            "finished record beats an unfinished one, then the later End, then the later line "
+            "(exports concatenated, one taken while the job ran?)",
+        )
         for ln, w in lost.select("line_no", "_winner").iter_rows()
-    ]  # fmt: skip
+    ]
     if "submit_time" in key and "step" not in key:
         kept = sub.filter(pl.col("line_no") == pl.col("_winner"))
         job = ["cluster", "job_id", "submit_time"]
@@ -171,10 +177,13 @@ def same_attempts(
             (same & pending).fill_null(False)
         )
         out += [
-            (ln, f"a never-started, unfinished record of the attempt at line {w} (same JobID and "
-                 "Submit), which is kept")
+            (
+                ln,
+                f"a never-started, unfinished record of the attempt at line {w} (same JobID and "
+                "Submit), which is kept",
+            )
             for ln, w in never.select("line_no", "_prev").iter_rows()
-        ]  # fmt: skip
+        ]
     if not out:
         return frame, []
     drop = pl.Series([ln for ln, _ in out], dtype=pl.Int64)
@@ -275,10 +284,13 @@ def resize_segments(
     seg = pl.col("line_no").is_in(matched.get_column("line_no").implode())
     bad = odd.filter(~pl.col("line_no").is_in(matched.get_column("line_no").implode()))
     reasons = [
-        (ln, f"Submit {s:%Y-%m-%dT%H:%M:%S} is after Start {t:%Y-%m-%dT%H:%M:%S} (UTC; "
-             "impossible order, and no RESIZING record of the job explains it; not fixed)")
+        (
+            ln,
+            f"Submit {s:%Y-%m-%dT%H:%M:%S} is after Start {t:%Y-%m-%dT%H:%M:%S} (UTC; "
+            "impossible order, and no RESIZING record of the job explains it; not fixed)",
+        )
         for ln, s, t in bad.select("line_no", "submit_time", "start_time").iter_rows()
-    ]  # fmt: skip
+    ]
     out = allocs.filter(~pl.col("line_no").is_in(bad.get_column("line_no").implode()))
     out = out.with_columns(
         start_time=pl.when(seg).then(pl.col("submit_time")).otherwise(pl.col("start_time"))

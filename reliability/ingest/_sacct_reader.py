@@ -395,10 +395,13 @@ class SacctReader:
     def _long_line(self, item: LongLine) -> None:
         self.n_records += 1
         self.quarantine.append(
-            (item.line_no, item.prefix,
-             f"line of {item.n_bytes:,} bytes, longer than any sacct record (the limit is "
-             f"{_sacct_io.MAX_LINE_BYTES:,} bytes): not read")
-        )  # fmt: skip
+            (
+                item.line_no,
+                item.prefix,
+                f"line of {item.n_bytes:,} bytes, longer than any sacct record (the limit is "
+                f"{_sacct_io.MAX_LINE_BYTES:,} bytes): not read",
+            )
+        )
 
     # -- one block ------------------------------------------------------------------------
     def _block(self, block: Block, *, final: bool) -> Block | None:
@@ -527,9 +530,12 @@ class SacctReader:
         if recs.height == 0:
             return
         typed = typed_plan(
-            recs.lazy(), set(recs.columns), tz=self.tz, cluster=self.cluster,
+            recs.lazy(),
+            set(recs.columns),
+            tz=self.tz,
+            cluster=self.cluster,
             times=time_form_of(recs),
-        )  # fmt: skip
+        )
         typed = typed.collect()
 
         def raw_fields(lines: list[int]) -> pl.DataFrame:

@@ -282,9 +282,7 @@ def place(parts: Sequence[str], layout: Layout) -> tuple[list[str] | None, str]:
             walk(f + 1, q + 1, [*acc, parts[lo + q]])
 
     walk(0, 0, [])
-    candidates = [
-        [*parts[:first], *middle, *parts[hi:]] for middle in found
-    ]  # fmt: skip
+    candidates = [[*parts[:first], *middle, *parts[hi:]] for middle in found]
     if len(candidates) == 1:
         return candidates[0], ""
     return _tie_break(candidates, layout, names)
@@ -516,30 +514,53 @@ class _Assembler:
                 i,
                 i,
                 _count_reason(
-                    line, lay, "the first field is not a job id: a fragment of a record split "
-                    "by a newline"
+                    line,
+                    lay,
+                    "the first field is not a job id: a fragment of a record split by a newline",
                 ),
-            )  # fmt: skip
+            )
             return i + 1
         read = self.own_line(i)
         if read is not None:
             return read
         if c == e:  # (a --parsable header, and a line that does not end with '|')
-            self.emit(Record(i, i, line, None, _count_reason(
-                line, lay, "no '|' in a free-text field gives well-formed fields, with or "
-                "without the trailing '|' of --parsable")))  # fmt: skip
+            self.emit(
+                Record(
+                    i,
+                    i,
+                    line,
+                    None,
+                    _count_reason(
+                        line,
+                        lay,
+                        "no '|' in a free-text field gives well-formed fields, with or "
+                        "without the trailing '|' of --parsable",
+                    ),
+                )
+            )
             return i + 1
         if c > e:
             parts = _parts(line, lay)
             values, reason = (
                 place(parts, lay)
                 if parts is not None
-                else (None, _count_reason(line, lay, "no '|' in a free-text field gives "
-                      "well-formed fields, with or without the trailing '|' of --parsable"))
-            )  # fmt: skip
+                else (
+                    None,
+                    _count_reason(
+                        line,
+                        lay,
+                        "no '|' in a free-text field gives "
+                        "well-formed fields, with or without the trailing '|' of --parsable",
+                    ),
+                )
+            )
             if values is None and _other_form(line, lay) is not None and not lay.trailing:
-                reason = _count_reason(line, lay, "no '|' in a free-text field gives "
-                                       "well-formed fields, with or without the last one")  # fmt: skip
+                reason = _count_reason(
+                    line,
+                    lay,
+                    "no '|' in a free-text field gives "
+                    "well-formed fields, with or without the last one",
+                )
             if values is not None or not self._short_next(i):
                 self.emit(Record(i, i, line, values, reason))
                 return i + 1
@@ -575,9 +596,20 @@ class _Assembler:
         if own is not None and c >= e:
             values, _ = place(own, lay)
             if values is not None and values != alt:
-                self.emit(Record(i, i, line, None, _count_reason(
-                    line, lay, "ambiguous: read with and without the trailing '|' of "
-                    "--parsable, the fields differ")))  # fmt: skip
+                self.emit(
+                    Record(
+                        i,
+                        i,
+                        line,
+                        None,
+                        _count_reason(
+                            line,
+                            lay,
+                            "ambiguous: read with and without the trailing '|' of "
+                            "--parsable, the fields differ",
+                        ),
+                    )
+                )
                 return i + 1
         self.emit(Record(i, i, line, alt, other_form=True))
         return i + 1
@@ -692,12 +724,15 @@ class _Assembler:
         raw = "\n".join(self.t(x) for x in range(i, k + 1))
         self.emit(
             Record(
-                i, k, raw, None,
+                i,
+                k,
+                raw,
+                None,
                 f"one record over lines {self.line_no(i)}-{self.line_no(k)} whose free text "
                 "holds a line with a record's or a header's number of '|' (a job name with "
                 "newlines?): quarantined whole, so that no line of it becomes a record",
             )
-        )  # fmt: skip
+        )
         return k + 1
 
     def header_at(self, i: int) -> int:

@@ -404,9 +404,10 @@ def read_health(
             unread = [(no, why) for no, _, obj, why in records if obj is None]
             if len(unread) == len(records):  # not one object: say why the first is not
                 raise IngestError(
-                    src, f"no line is a JSON object to read; first: {unread[0][1]}",
+                    src,
+                    f"no line is a JSON object to read; first: {unread[0][1]}",
                     line=unread[0][0],
-                )  # fmt: skip
+                )
             raise IngestError(
                 src,
                 "the JSON lines match no single canonical table: pass table= "
@@ -464,9 +465,11 @@ def read_health(
         raise IngestError(src, "unknown format: expected a .csv or .jsonl/.ndjson file")
     if "cluster" not in present and cluster is None:
         raise IngestError(
-            src, "no cluster column: pass cluster= (the cluster these rows belong to)",
-            line=header_line, field="cluster",
-        )  # fmt: skip
+            src,
+            "no cluster column: pass cluster= (the cluster these rows belong to)",
+            line=header_line,
+            field="cluster",
+        )
     if cluster is not None:
         raw_frame = raw_frame.with_columns(pl.col("cluster").fill_null(cluster))
     typed: dict[str, pl.Expr] = {}

@@ -157,8 +157,11 @@ def read_lanl(
         except ValueError as exc:
             q[0].append(line_no), q[1].append(raw), q[2].append(f"field Prob Started/Fixed: {exc}")
             continue
-        outside = [(c, t) for c, t in (("Prob Started", started), ("Prob Fixed", fixed))
-                   if time_out_of_bounds(t) is not None]  # fmt: skip
+        outside = [
+            (c, t)
+            for c, t in (("Prob Started", started), ("Prob Fixed", fixed))
+            if time_out_of_bounds(t) is not None
+        ]
         if outside:  # (strptime reads any digits: 5/23/٣003 is the year 3003)
             c, t = outside[0]
             q[0].append(line_no), q[1].append(raw)
@@ -178,20 +181,40 @@ def read_lanl(
         cluster = f"lanl-{get('System')}"
         node = get("nodenumz")
         sizes.setdefault(get("System"), set()).add(get("nodes") if "nodes" in idx else "")
-        fails.append({"cluster": cluster, "component_type": "node", "component_id": node,
-                      "failed_at": started, "repaired_at": fixed})  # fmt: skip
+        fails.append(
+            {
+                "cluster": cluster,
+                "component_type": "node",
+                "component_id": node,
+                "failed_at": started,
+                "repaired_at": fixed,
+            }
+        )
         prod = _month(get("node prod"))
         decom = _month(get("node decom"))
         key = (cluster, node)
         first = inv.get(key)
         start = prod.replace(tzinfo=zone) if prod else started
         if first is None or start < first["in_service"]:  # type: ignore[operator]
-            inv[key] = {"cluster": cluster, "component_type": "node", "component_id": node, "in_service": start,
-                        "out_of_service": decom.replace(tzinfo=zone) if decom else None}  # fmt: skip
+            inv[key] = {
+                "cluster": cluster,
+                "component_type": "node",
+                "component_id": node,
+                "in_service": start,
+                "out_of_service": decom.replace(tzinfo=zone) if decom else None,
+            }
     utc = schema.UTC_TIME
-    cf = pl.DataFrame(fails, schema={"cluster": pl.String, "component_type": pl.String, "component_id": pl.String,
-                                     "failed_at": pl.Datetime("us", tz), "repaired_at": pl.Datetime("us", tz)},
-                      orient="row").with_columns(pl.col("failed_at", "repaired_at").dt.convert_time_zone("UTC").cast(utc))  # fmt: skip
+    cf = pl.DataFrame(
+        fails,
+        schema={
+            "cluster": pl.String,
+            "component_type": pl.String,
+            "component_id": pl.String,
+            "failed_at": pl.Datetime("us", tz),
+            "repaired_at": pl.Datetime("us", tz),
+        },
+        orient="row",
+    ).with_columns(pl.col("failed_at", "repaired_at").dt.convert_time_zone("UTC").cast(utc))
     notes = [
         *decode_notes,
         "nodes enter the inventory from their system's production month (or their first record)",
@@ -205,17 +228,31 @@ def read_lanl(
         )
     inv_rows, inv_notes = _complete_inventory(inv, sizes, unrecorded, last_seen=_last(fails))
     notes += inv_notes
-    iv = pl.DataFrame(inv_rows, schema={"cluster": pl.String, "component_type": pl.String,
-                      "component_id": pl.String, "in_service": pl.Datetime("us", tz), "out_of_service": pl.Datetime("us", tz)},
-                      orient="row").with_columns(pl.col("in_service", "out_of_service").dt.convert_time_zone("UTC").cast(utc))  # fmt: skip
+    iv = pl.DataFrame(
+        inv_rows,
+        schema={
+            "cluster": pl.String,
+            "component_type": pl.String,
+            "component_id": pl.String,
+            "in_service": pl.Datetime("us", tz),
+            "out_of_service": pl.Datetime("us", tz),
+        },
+        orient="row",
+    ).with_columns(pl.col("in_service", "out_of_service").dt.convert_time_zone("UTC").cast(utc))
     qf = quarantine_frame(src, *q)
     last = cf.select(
         pl.max_horizontal(pl.col("failed_at").max(), pl.col("repaired_at").max())
     ).item()
     return ReadResult(
-        src, {"component_failures": cf, "inventory": iv}, qf, n, n - qf.height, notes,
-        observed_until=last, observation_basis="latest failure or repair record in the LANL file",
-    )  # fmt: skip
+        src,
+        {"component_failures": cf, "inventory": iv},
+        qf,
+        n,
+        n - qf.height,
+        notes,
+        observed_until=last,
+        observation_basis="latest failure or repair record in the LANL file",
+    )
 
 
 def _last(fails: list[dict[str, object]]) -> datetime | None:
@@ -284,8 +321,14 @@ def _complete_inventory(
             )  # nearest recorded number; argmin takes the lower on ties
             ref = numbered[j][1]
             nearest.append({**ref, "component_id": str(i)})
-            whole.append({**ref, "component_id": str(i), "in_service": span_start,
-                          "out_of_service": span_end})  # fmt: skip
+            whole.append(
+                {
+                    **ref,
+                    "component_id": str(i),
+                    "in_service": span_start,
+                    "out_of_service": span_end,
+                }
+            )
         out += nearest if unrecorded == "nearest" else whole
         added += len(missing)
         if missing:

@@ -165,13 +165,30 @@ def read_pod_log(path: str | Path, *, cluster: str | None = None) -> ReadResult:
                 crossconnects += int(detail.get("changed", 0))
             continue
         if event == "preflight_fail":
-            health.append({"cluster": clus, "node": cid, "time": t, "source": "preflight", "component": "machine",
-                           "code": "preflight_fail", "severity": "critical", "device": None,
-                           "message": f"preflight check failed ({obj.get('detail') or ''})"})  # fmt: skip
+            health.append(
+                {
+                    "cluster": clus,
+                    "node": cid,
+                    "time": t,
+                    "source": "preflight",
+                    "component": "machine",
+                    "code": "preflight_fail",
+                    "severity": "critical",
+                    "device": None,
+                    "message": f"preflight check failed ({obj.get('detail') or ''})",
+                }
+            )
             continue
         if event == "inventory":
-            inv.append({"cluster": clus, "component_type": ctype, "component_id": cid, "in_service": t,
-                        "out_of_service": None})  # fmt: skip
+            inv.append(
+                {
+                    "cluster": clus,
+                    "component_type": ctype,
+                    "component_id": cid,
+                    "in_service": t,
+                    "out_of_service": None,
+                }
+            )
         elif event == "component_fail":
             if key in open_fail:  # a second failure of a failed component: no repair between
                 why = (
@@ -190,8 +207,15 @@ def read_pod_log(path: str | Path, *, cluster: str | None = None) -> ReadResult:
             fails.append(rec)
             open_fail[key] = rec
             if ctype == "machine":
-                st = {"cluster": clus, "node": cid, "state": "REPAIR", "start": t, "end": None,
-                      "reason": "machine failure", "user": None}  # fmt: skip
+                st = {
+                    "cluster": clus,
+                    "node": cid,
+                    "state": "REPAIR",
+                    "start": t,
+                    "end": None,
+                    "reason": "machine failure",
+                    "user": None,
+                }
                 states.append(st)
                 open_fail[(clus, "state", cid)] = st
         elif event == "component_repair":
@@ -212,8 +236,15 @@ def read_pod_log(path: str | Path, *, cluster: str | None = None) -> ReadResult:
             if st is not None:
                 st["end"] = t
         elif event == "maintenance_start":
-            st = {"cluster": clus, "node": cid, "state": "MAINT", "start": t, "end": None,
-                  "reason": "planned maintenance", "user": None}  # fmt: skip
+            st = {
+                "cluster": clus,
+                "node": cid,
+                "state": "MAINT",
+                "start": t,
+                "end": None,
+                "reason": "planned maintenance",
+                "user": None,
+            }
             states.append(st)
             open_maint[(clus, cid)] = st
         elif event == "maintenance_end":
@@ -233,8 +264,19 @@ def read_pod_log(path: str | Path, *, cluster: str | None = None) -> ReadResult:
         else:  # healthd
             symptom = str(obj.get("detail") or "unknown")
             component, severity = _HEALTHD.get(symptom, ("unknown", "warning"))
-            health.append({"cluster": clus, "node": cid, "time": t, "source": "healthd", "component": component,
-                           "code": symptom, "severity": severity, "device": None, "message": symptom})  # fmt: skip
+            health.append(
+                {
+                    "cluster": clus,
+                    "node": cid,
+                    "time": t,
+                    "source": "healthd",
+                    "component": component,
+                    "code": symptom,
+                    "severity": severity,
+                    "device": None,
+                    "message": symptom,
+                }
+            )
     if events_seen == 0:  # not one line is a pod event: this is not a pod event log
         first = q[2][0].removeprefix(f"{_NOT_EVENT}: ") if q[2] else None
         raise not_this_format(src, lines, "pod event line", _EXPECTED, first)
@@ -389,12 +431,27 @@ def _job_event(
         attempt = int(attempt_s)
         hosts = _hosts(cubes)
         open_jobs[key] = {
-            "cluster": clus, "job_id": job_id, "attempt": attempt, "name": None, "user": None, "account": None,
-            "partition": None, "qos": sub.get("prio"), "submit_time": sub_t, "start_time": t, "end_time": None,
-            "state": "RUNNING", "exit_code": None, "exit_signal": None, "n_nodes": len(hosts),
-            "n_accelerators": 4 * len(hosts), "nodes": hosts, "time_limit_s": None,
-            "priority": 1 if sub.get("prio") == "prod" else 0, "topology": detail.get("topology"),
-        }  # fmt: skip
+            "cluster": clus,
+            "job_id": job_id,
+            "attempt": attempt,
+            "name": None,
+            "user": None,
+            "account": None,
+            "partition": None,
+            "qos": sub.get("prio"),
+            "submit_time": sub_t,
+            "start_time": t,
+            "end_time": None,
+            "state": "RUNNING",
+            "exit_code": None,
+            "exit_signal": None,
+            "n_nodes": len(hosts),
+            "n_accelerators": 4 * len(hosts),
+            "nodes": hosts,
+            "time_limit_s": None,
+            "priority": 1 if sub.get("prio") == "prod" else 0,
+            "topology": detail.get("topology"),
+        }
         return None
     if event == "job_end":
         rec = open_jobs.get(key)
@@ -427,10 +484,18 @@ def _job_event(
             1 for s in steps if (s["cluster"], s["job_id"]) == key
         )
         open_reroute[(clus, job_id, detail.get("ocs", "?"))] = {
-            "cluster": clus, "job_id": job_id, "step": f"ft_reroute-{n}", "name": f"ft_reroute {detail.get('ocs', '?')} tax={detail.get('tax', '?')}",
-            "start_time": t, "end_time": None, "state": "RUNNING", "exit_code": None, "exit_signal": None,
-            "n_nodes": run["n_nodes"], "nodes": run["nodes"],
-        }  # fmt: skip
+            "cluster": clus,
+            "job_id": job_id,
+            "step": f"ft_reroute-{n}",
+            "name": f"ft_reroute {detail.get('ocs', '?')} tax={detail.get('tax', '?')}",
+            "start_time": t,
+            "end_time": None,
+            "state": "RUNNING",
+            "exit_code": None,
+            "exit_signal": None,
+            "n_nodes": run["n_nodes"],
+            "nodes": run["nodes"],
+        }
         return None
     # reroute_end: this OCS's reroute, or (job ended) all of them
     ocs = detail.get("ocs")

@@ -79,9 +79,16 @@ def sacct_export_args(start: str, end: str) -> list[str]:
         The argument vector, ``sacct`` first.
     """
     return [
-        "sacct", "--allusers", "--duplicates", "--parsable2", "--starttime", start,
-        "--endtime", end, f"--format={RECOMMENDED_FORMAT}",
-    ]  # fmt: skip
+        "sacct",
+        "--allusers",
+        "--duplicates",
+        "--parsable2",
+        "--starttime",
+        start,
+        "--endtime",
+        end,
+        f"--format={RECOMMENDED_FORMAT}",
+    ]
 
 
 def sacct_jobs_args(job_ids: list[str]) -> list[str]:
@@ -103,9 +110,13 @@ def sacct_jobs_args(job_ids: list[str]) -> list[str]:
         The argument vector, ``sacct`` first.
     """
     return [
-        "sacct", "--allusers", "--duplicates", "--parsable2", f"--jobs={','.join(job_ids)}",
+        "sacct",
+        "--allusers",
+        "--duplicates",
+        "--parsable2",
+        f"--jobs={','.join(job_ids)}",
         f"--format={RECOMMENDED_FORMAT}",
-    ]  # fmt: skip
+    ]
 
 
 def sacctmgr_events_args(start: str, end: str) -> list[str]:
@@ -122,9 +133,14 @@ def sacctmgr_events_args(start: str, end: str) -> list[str]:
         The argument vector, ``sacctmgr`` first.
     """
     return [
-        "sacctmgr", "--parsable2", "show", "event", f"Start={start}", f"End={end}",
+        "sacctmgr",
+        "--parsable2",
+        "show",
+        "event",
+        f"Start={start}",
+        f"End={end}",
         f"Format={SACCTMGR_EVENTS_FORMAT}",
-    ]  # fmt: skip
+    ]
 
 
 #: Every field name sacct can print (``sacct --helpformat``, Slurm 14 to 25; compared

@@ -158,8 +158,11 @@ def _gpus(tres: dict[str, Any]) -> int:
     ]
     if plain and plain[0] is not None:
         return _bounded(plain[0], MAX_ACCELERATORS_PER_JOB, "GPU count") or 0
-    typed = [_num(t.get("count")) or 0 for t in items
-             if t.get("type") == "gres" and str(t.get("name", "")).startswith("gpu:")]  # fmt: skip
+    typed = [
+        _num(t.get("count")) or 0
+        for t in items
+        if t.get("type") == "gres" and str(t.get("name", "")).startswith("gpu:")
+    ]
     return _bounded(sum(typed), MAX_ACCELERATORS_PER_JOB, "GPU count") or 0
 
 
@@ -207,14 +210,15 @@ def _row(j: dict[str, Any], cluster: str | None, old_parser: bool) -> dict[str, 
         "state": _state(j.get("state")),
         "n_nodes": _bounded(
             _num(j.get("allocation_nodes")) or _nodes_requested(tres) or 0,
-            MAX_NODES_PER_JOB, "node count",
+            MAX_NODES_PER_JOB,
+            "node count",
         ),
         "n_accelerators": _gpus(tres),
         "nodes": hostlist.expand(nodes),
         "time_limit_s": lim * 60 if lim is not None else None,
         "priority": _num(j.get("priority")),
         "topology": None,
-    }  # fmt: skip
+    }
     trusted = not old_parser or _state(j.get("state")) == "COMPLETED"
     row["exit_code"], row["exit_signal"] = _exit(j.get("exit_code"), trusted)
     return row
@@ -247,15 +251,21 @@ def _step_rows(
         names = nodes.get("list") or []
         if not isinstance(names, list) or not all(isinstance(x, str) for x in names):
             raise _Bad("step.nodes.list must be a list of names")
-        out.append({
-            "cluster": row["cluster"], "job_id": row["job_id"], "step": sid,
-            "name": _text(_obj(s.get("step"), "step.step").get("name")),
-            "start_time": _time(st.get("start"), "step.time.start"),
-            "end_time": _time(st.get("end"), "step.time.end"), "state": state,
-            "exit_code": code, "exit_signal": sig,
-            "n_nodes": _bounded(_num(nodes.get("count")), MAX_NODES_PER_JOB, "step node count"),
-            "nodes": list(names),
-        })  # fmt: skip
+        out.append(
+            {
+                "cluster": row["cluster"],
+                "job_id": row["job_id"],
+                "step": sid,
+                "name": _text(_obj(s.get("step"), "step.step").get("name")),
+                "start_time": _time(st.get("start"), "step.time.start"),
+                "end_time": _time(st.get("end"), "step.time.end"),
+                "state": state,
+                "exit_code": code,
+                "exit_signal": sig,
+                "n_nodes": _bounded(_num(nodes.get("count")), MAX_NODES_PER_JOB, "step node count"),
+                "nodes": list(names),
+            }
+        )
     return out
 
 
@@ -316,9 +326,10 @@ class _Reader:
                         break
         except JsonLimitError as exc:
             raise self.error(
-                exc.pos or 0, f"JSON nested too deeply, more than {MAX_DEPTH} levels: not sacct "
+                exc.pos or 0,
+                f"JSON nested too deeply, more than {MAX_DEPTH} levels: not sacct "
                 "--json output (it nests about 10)",
-            ) from None  # fmt: skip
+            ) from None
         if end is None or data[end] != ord("}"):
             raise self.error(
                 len(data) if end is None else end,
@@ -351,9 +362,10 @@ class _Reader:
             return value
         if hi - lo > _MAX_OTHER_BYTES:
             raise self.error(
-                lo, f"not sacct --json output: its top-level '{str(key)[:40]}' value is "
+                lo,
+                f"not sacct --json output: its top-level '{str(key)[:40]}' value is "
                 f"{hi - lo:,} bytes (sacct prints a small meta/errors/warnings object)",
-            )  # fmt: skip
+            )
         try:
             got, _ = loads_record(
                 b"{" + data[lo:hi] + b"}", max_bytes=_MAX_OTHER_BYTES, depth_checked=True
@@ -434,9 +446,10 @@ def read_sacct_json(path: str | Path, *, cluster: str | None = None) -> ReadResu
             )
         except json.JSONDecodeError as exc:
             raise IngestError(
-                src, f"not valid JSON: {exc.msg} (in record {i} of the jobs list)",
+                src,
+                f"not valid JSON: {exc.msg} (in record {i} of the jobs list)",
                 line=_line(data, start) + exc.lineno - 1,
-            ) from None  # fmt: skip
+            ) from None
         except ValueError as exc:
             raise reader.error(start, f"not valid JSON: {str(exc)[:200]} (in record {i})") from None
         fixed += replaced
@@ -452,8 +465,16 @@ def read_sacct_json(path: str | Path, *, cluster: str | None = None) -> ReadResu
             row = _row(j, cluster, old_parser)
             reason = _check(row, states)
             job_steps = _step_rows(j, row, old_parser, states) if reason is None else []
-        except (_Bad, TypeError, ValueError, AttributeError, KeyError, OverflowError,
-                RecursionError, hostlist.HostlistError) as exc:  # fmt: skip
+        except (
+            _Bad,
+            TypeError,
+            ValueError,
+            AttributeError,
+            KeyError,
+            OverflowError,
+            RecursionError,
+            hostlist.HostlistError,
+        ) as exc:
             (
                 q[0].append(i),
                 q[1].append(raw),
@@ -477,8 +498,9 @@ def read_sacct_json(path: str | Path, *, cluster: str | None = None) -> ReadResu
         """Return the records' JSON, parsed again and printed alike (to find exact repeats)."""
         out = {}
         for ln in lines:
-            value, _ = loads_record(data[slice(*spans[ln])], max_bytes=MAX_JOB_RECORD_BYTES,
-                                    depth_checked=True)  # fmt: skip
+            value, _ = loads_record(
+                data[slice(*spans[ln])], max_bytes=MAX_JOB_RECORD_BYTES, depth_checked=True
+            )
             out[ln] = json.dumps(value, ensure_ascii=False, sort_keys=True)
         return out
 
@@ -501,16 +523,25 @@ def read_sacct_json(path: str | Path, *, cluster: str | None = None) -> ReadResu
     frame = frame.with_columns(number_attempts(frame)).select(list(schema.TABLES["jobs"].schema))
     step_frame = pl.DataFrame(steps, schema=schema.TABLES["job_steps"].schema, orient="row")
     order = sorted(range(len(q[0])), key=lambda k: q[0][k])
-    qf = quarantine_frame(src, [q[0][k] for k in order], [q[1][k] for k in order],
-                          [q[2][k] for k in order])  # fmt: skip
+    qf = quarantine_frame(
+        src, [q[0][k] for k in order], [q[1][k] for k in order], [q[2][k] for k in order]
+    )
     # records: each job record, plus the steps of accepted jobs; a refused job is one
     # quarantined record whose raw text holds its steps
     if old_parser:
-        notes.append(f"{plugin}: exit codes of jobs/steps that did not complete are not reliable "
-                     "in this Slurm version's JSON and are left null (use --parsable2 for them)")  # fmt: skip
+        notes.append(
+            f"{plugin}: exit codes of jobs/steps that did not complete are not reliable "
+            "in this Slurm version's JSON and are left null (use --parsable2 for them)"
+        )
     n_read = n_jobs + len(steps)
-    return ReadResult(src, {"jobs": frame, "job_steps": step_frame}, qf, n_read,
-                      frame.height + step_frame.height, notes)  # fmt: skip
+    return ReadResult(
+        src,
+        {"jobs": frame, "job_steps": step_frame},
+        qf,
+        n_read,
+        frame.height + step_frame.height,
+        notes,
+    )
 
 
 def _check(row: dict[str, Any], states: set[str]) -> str | None:

@@ -630,8 +630,13 @@ _SINFO_ROW = re.compile(
     r"^(?P<reason>.*?)\s+(?P<user>\S+)\s+(?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d|\d+|Unknown)"
     r"\s+(?P<nodes>\S+)(?:\s+(?P<state>[A-Za-z_*~#!%$@^+-]+))?\s*$"
 )
-_SINFO_FIELDS = {"REASON": "reason", "USER": "user", "TIMESTAMP": "time", "NODELIST": "nodes",
-                 "STATE": "state"}  # fmt: skip
+_SINFO_FIELDS = {
+    "REASON": "reason",
+    "USER": "user",
+    "TIMESTAMP": "time",
+    "NODELIST": "nodes",
+    "STATE": "state",
+}
 _SINFO_PATTERNS = {
     "USER": re.compile(r"\S*"),
     "TIMESTAMP": re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d|\d+|Unknown)"),

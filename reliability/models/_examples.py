@@ -96,20 +96,42 @@ def tiny_jobs(seed: int = 0, *, kind: str = "normal") -> tuple[pl.DataFrame, dat
         end_time: datetime | None = T0 + timedelta(hours=stop_h)
         if stop_h >= 24 * DAYS:
             state, domain, end_time = "RUNNING", "none", None
-        rows.append({
-            "cluster": "tiny", "job_id": str(job), "attempt": 0, "state": state,
-            "submit_time": T0 + timedelta(hours=start_h), "start_time": T0 + timedelta(hours=start_h),
-            "end_time": end_time, "n_nodes": len(nodes), "n_accelerators": 8 * len(nodes),
-            "nodes": nodes, "failure_domain": domain, "failure_cause": cause, "culprit_node": culprit,
-        })  # fmt: skip
+        rows.append(
+            {
+                "cluster": "tiny",
+                "job_id": str(job),
+                "attempt": 0,
+                "state": state,
+                "submit_time": T0 + timedelta(hours=start_h),
+                "start_time": T0 + timedelta(hours=start_h),
+                "end_time": end_time,
+                "n_nodes": len(nodes),
+                "n_accelerators": 8 * len(nodes),
+                "nodes": nodes,
+                "failure_domain": domain,
+                "failure_cause": cause,
+                "culprit_node": culprit,
+            }
+        )
         job += 1
         t_h[slot] = stop_h + 0.25
-    rows.append({
-        "cluster": "tiny", "job_id": "cpu", "attempt": 0, "state": "COMPLETED",
-        "submit_time": T0, "start_time": T0, "end_time": T0 + timedelta(hours=3), "n_nodes": 1,
-        "n_accelerators": 0, "nodes": [NODES[0]], "failure_domain": "none", "failure_cause": None,
-        "culprit_node": None,
-    })  # fmt: skip
+    rows.append(
+        {
+            "cluster": "tiny",
+            "job_id": "cpu",
+            "attempt": 0,
+            "state": "COMPLETED",
+            "submit_time": T0,
+            "start_time": T0,
+            "end_time": T0 + timedelta(hours=3),
+            "n_nodes": 1,
+            "n_accelerators": 0,
+            "nodes": [NODES[0]],
+            "failure_domain": "none",
+            "failure_cause": None,
+            "culprit_node": None,
+        }
+    )
     return _frame(rows, "jobs"), end
 
 
@@ -133,34 +155,74 @@ def tiny_tables(seed: int = 0, *, kind: str = "normal") -> dict[str, pl.DataFram
     jobs = attributed.select(list(TABLES["jobs"].schema))
     fails = attributed.filter(pl.col("failure_domain") == "hardware")
     events = [
-        {"cluster": "tiny", "node": r["culprit_node"], "time": r["end_time"] - timedelta(minutes=2),
-         "source": "kernel_log", "component": "gpu", "code": "79", "severity": "critical",
-         "device": "0", "message": "NVRM: Xid 79, GPU has fallen off the bus"}
+        {
+            "cluster": "tiny",
+            "node": r["culprit_node"],
+            "time": r["end_time"] - timedelta(minutes=2),
+            "source": "kernel_log",
+            "component": "gpu",
+            "code": "79",
+            "severity": "critical",
+            "device": "0",
+            "message": "NVRM: Xid 79, GPU has fallen off the bus",
+        }
         for r in fails.iter_rows(named=True)
     ] + [
-        {"cluster": "tiny", "node": NODES[3], "time": T0 + timedelta(days=d, hours=5),
-         "source": "dcgm", "component": "gpu_memory", "code": "DBE", "severity": "warning",
-         "device": "1", "message": "double-bit ECC error"}
+        {
+            "cluster": "tiny",
+            "node": NODES[3],
+            "time": T0 + timedelta(days=d, hours=5),
+            "source": "dcgm",
+            "component": "gpu_memory",
+            "code": "DBE",
+            "severity": "warning",
+            "device": "1",
+            "message": "double-bit ECC error",
+        }
         for d in (1, 4, 9)
-    ]  # fmt: skip
+    ]
     states = [
-        {"cluster": "tiny", "node": r["culprit_node"], "state": "DRAIN", "start": r["end_time"],
-         "end": r["end_time"] + timedelta(hours=6), "reason": "Xid 79", "user": "root"}
+        {
+            "cluster": "tiny",
+            "node": r["culprit_node"],
+            "state": "DRAIN",
+            "start": r["end_time"],
+            "end": r["end_time"] + timedelta(hours=6),
+            "reason": "Xid 79",
+            "user": "root",
+        }
         for r in fails.iter_rows(named=True)
     ] + [
-        {"cluster": "tiny", "node": NODES[5], "state": "DRAIN", "start": end - timedelta(hours=4),
-         "end": None, "reason": "maintenance", "user": "admin"}
-    ]  # fmt: skip
+        {
+            "cluster": "tiny",
+            "node": NODES[5],
+            "state": "DRAIN",
+            "start": end - timedelta(hours=4),
+            "end": None,
+            "reason": "maintenance",
+            "user": "admin",
+        }
+    ]
     inventory = [
-        {"cluster": "tiny", "component_type": "node", "component_id": n, "in_service": T0,
-         "out_of_service": None}
+        {
+            "cluster": "tiny",
+            "component_type": "node",
+            "component_id": n,
+            "in_service": T0,
+            "out_of_service": None,
+        }
         for n in NODES
-    ]  # fmt: skip
+    ]
     failures = [
-        {"cluster": "tiny", "component_type": "node", "component_id": r["culprit_node"],
-         "failed_at": r["end_time"], "repaired_at": r["end_time"] + timedelta(hours=6)}
+        {
+            "cluster": "tiny",
+            "component_type": "node",
+            "component_id": r["culprit_node"],
+            "failed_at": r["end_time"],
+            "repaired_at": r["end_time"] + timedelta(hours=6),
+        }
         for r in fails.iter_rows(named=True)
-    ]  # fmt: skip
+    ]
     return {
         "jobs": jobs,
         "attributed": attributed,

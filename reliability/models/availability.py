@@ -244,11 +244,24 @@ def availability_curve(
     rows = []
     for mode, ft in variants:
         for n in sizes:
-            rows.append({
-                "n_chips": n, "mode": mode, "ft_routing": ft if mode == "reconfigurable" else None,
-                "availability": float(job_availability(n, host_availability, mode, ft_routing=ft, pod=spec,
-                                                       ocs_availability=ocs_availability, link_availability=link_availability)),
-            })  # fmt: skip
+            rows.append(
+                {
+                    "n_chips": n,
+                    "mode": mode,
+                    "ft_routing": ft if mode == "reconfigurable" else None,
+                    "availability": float(
+                        job_availability(
+                            n,
+                            host_availability,
+                            mode,
+                            ft_routing=ft,
+                            pod=spec,
+                            ocs_availability=ocs_availability,
+                            link_availability=link_availability,
+                        )
+                    ),
+                }
+            )
     return pl.DataFrame(
         rows,
         schema={
@@ -298,8 +311,15 @@ def required_host_availability(
         )
 
     def f(a: float) -> float:
-        v = job_availability(n_chips, a, mode, ft_routing=ft_routing, pod=spec,
-                             ocs_availability=ocs_availability, link_availability=link_availability)  # fmt: skip
+        v = job_availability(
+            n_chips,
+            a,
+            mode,
+            ft_routing=ft_routing,
+            pod=spec,
+            ocs_availability=ocs_availability,
+            link_availability=link_availability,
+        )
         return float(v) - target
 
     if f(1.0) < 0:

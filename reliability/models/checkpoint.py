@@ -148,14 +148,29 @@ def optimal_interval_h(
             f"bounds_h must be (low, high) hours with 0 < low < high, got {bounds_h!r}"
         )
     # validate the numbers once (the exact form accepts every input; inner evaluations skip it)
-    expected_ettr(n_gpus, rate_per_node_day, hi_h, restart_h, queue_h=queue_h,
-                  ckpt_write_h=ckpt_write_h, gpus_per_node=gpus_per_node, variant="renewal")  # fmt: skip
+    expected_ettr(
+        n_gpus,
+        rate_per_node_day,
+        hi_h,
+        restart_h,
+        queue_h=queue_h,
+        ckpt_write_h=ckpt_write_h,
+        gpus_per_node=gpus_per_node,
+        variant="renewal",
+    )
 
     def neg(log_dt: float) -> float:
         v = expected_ettr(
-            n_gpus, rate_per_node_day, float(np.exp(log_dt)), restart_h, queue_h=queue_h,
-            ckpt_write_h=ckpt_write_h, gpus_per_node=gpus_per_node, variant=variant, check=False,
-        )  # fmt: skip
+            n_gpus,
+            rate_per_node_day,
+            float(np.exp(log_dt)),
+            restart_h,
+            queue_h=queue_h,
+            ckpt_write_h=ckpt_write_h,
+            gpus_per_node=gpus_per_node,
+            variant=variant,
+            check=False,
+        )
         return -float(v)
 
     lo, hi = math.log(bounds_h[0]), math.log(bounds_h[1])

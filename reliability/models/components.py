@@ -67,12 +67,22 @@ class ComponentReliability(Result):
         rows = []
         for f in self.lifetimes.fits if self.lifetimes is not None else []:
             best = f.models.get(f.best, {}) if f.best else {}
-            rows.append({
-                "component_type": f.group, "components": f.n, "failures": f.failures,
-                "weibull_shape": f.shape, "shape_low": f.shape_low, "shape_high": f.shape_high,
-                "mttf_h": best.get("mttf"), "mttf_h_low": best.get("mttf_low"), "mttf_h_high": best.get("mttf_high"),
-                "b10_h": best.get("b10"), "best_model": f.best, "verdict": f.verdict,
-            })  # fmt: skip
+            rows.append(
+                {
+                    "component_type": f.group,
+                    "components": f.n,
+                    "failures": f.failures,
+                    "weibull_shape": f.shape,
+                    "shape_low": f.shape_low,
+                    "shape_high": f.shape_high,
+                    "mttf_h": best.get("mttf"),
+                    "mttf_h_low": best.get("mttf_low"),
+                    "mttf_h_high": best.get("mttf_high"),
+                    "b10_h": best.get("b10"),
+                    "best_model": f.best,
+                    "verdict": f.verdict,
+                }
+            )
         return pl.DataFrame(rows, schema=_SUMMARY_SCHEMA).fill_nan(None)
 
     @property
@@ -118,10 +128,17 @@ class ComponentReliability(Result):
         check_kind(kind)
         end = T0 + timedelta(days=DAYS)
         if kind == "no failures":
-            return cls(lifetimes=LifetimeResult._example(kind), interfailure=None, observation_end=end,
-                       notes=["no component failures in the Dataset: no time between failures to fit"])  # fmt: skip
-        return cls(lifetimes=LifetimeResult._example(), interfailure=InterFailureResult._example(),
-                   observation_end=end)  # fmt: skip
+            return cls(
+                lifetimes=LifetimeResult._example(kind),
+                interfailure=None,
+                observation_end=end,
+                notes=["no component failures in the Dataset: no time between failures to fit"],
+            )
+        return cls(
+            lifetimes=LifetimeResult._example(),
+            interfailure=InterFailureResult._example(),
+            observation_end=end,
+        )
 
 
 def component_reliability(

@@ -167,10 +167,17 @@ def rate_interval(
         low = np.where(robust, rate * np.exp(-t * se), poisson_low)
         high = np.where(robust, rate * np.exp(t * se), poisson_high)
     return {
-        "rate": rate, "low": low, "high": high, "poisson_low": poisson_low,
-        "poisson_high": poisson_high, "dispersion": np.where(robust, phi, np.nan),
-        "robust": robust, "failures": K, "exposure": E, "periods": n,
-    }  # fmt: skip
+        "rate": rate,
+        "low": low,
+        "high": high,
+        "poisson_low": poisson_low,
+        "poisson_high": poisson_high,
+        "dispersion": np.where(robust, phi, np.nan),
+        "robust": robust,
+        "failures": K,
+        "exposure": E,
+        "periods": n,
+    }
 
 
 def _poisson_glm(
@@ -277,18 +284,28 @@ def poisson_regression(
         p_poisson = 2 * stats.norm.sf(np.abs((slope - null_slope) / se_p))
         q = stats.t.ppf(1 - alpha / 2, df)
         valid = (
-            (min_failures <= K) & (max(min_points, 3) <= n) & converged
-            & np.isfinite(se) & (se > 0) & (np.abs(slope) < 20)
-        )  # fmt: skip
+            (min_failures <= K)
+            & (max(min_points, 3) <= n)
+            & converged
+            & np.isfinite(se)
+            & (se > 0)
+            & (np.abs(slope) < 20)
+        )
     nan = np.full(np.shape(slope), np.nan)
     return {
-        "slope": np.where(valid, slope, nan), "low": np.where(valid, slope - q * se, nan),
-        "high": np.where(valid, slope + q * se, nan), "se": np.where(valid, se, nan),
-        "p": np.where(valid, p, nan), "p_poisson": np.where(valid, p_poisson, nan),
-        "dispersion": np.where(valid, phi, nan), "valid": valid,
-        "intercept": np.where(valid, b[..., 0], nan), "x_mean": x.mean(), "df": df,
+        "slope": np.where(valid, slope, nan),
+        "low": np.where(valid, slope - q * se, nan),
+        "high": np.where(valid, slope + q * se, nan),
+        "se": np.where(valid, se, nan),
+        "p": np.where(valid, p, nan),
+        "p_poisson": np.where(valid, p_poisson, nan),
+        "dispersion": np.where(valid, phi, nan),
+        "valid": valid,
+        "intercept": np.where(valid, b[..., 0], nan),
+        "x_mean": x.mean(),
+        "df": df,
         "cov": np.where(valid[..., None, None], robust_cov, np.nan),
-    }  # fmt: skip
+    }
 
 
 def _nb_glm(
@@ -398,18 +415,24 @@ def trend_test(k: np.ndarray, exposure: np.ndarray, alpha: float = 0.05) -> dict
         q = stats.t.ppf(1 - alpha / 2, df)
         detect = (q + stats.t.ppf(0.8, df)) * se
         valid = (
-            (K >= MIN_FAILURES_FOR_TREND) & (n >= MIN_PERIODS_FOR_TREND) & converged
-            & np.isfinite(se) & (se > 0) & (np.abs(slope) < 20)
-        )  # fmt: skip
+            (K >= MIN_FAILURES_FOR_TREND)
+            & (n >= MIN_PERIODS_FOR_TREND)
+            & converged
+            & np.isfinite(se)
+            & (se > 0)
+            & (np.abs(slope) < 20)
+        )
         nan = np.full(np.shape(slope), np.nan)
         return {
             "per_period": np.where(valid, np.exp(np.clip(slope, -50, 50)), nan),
             "low": np.where(valid, np.exp(np.clip(slope - q * se, -50, 50)), nan),
             "high": np.where(valid, np.exp(np.clip(slope + q * se, -50, 50)), nan),
-            "p": np.where(valid, p, nan), "p_poisson": np.where(valid, p_poisson, nan),
+            "p": np.where(valid, p, nan),
+            "p_poisson": np.where(valid, p_poisson, nan),
             "dispersion": np.where(valid, a, nan),
-            "detectable": np.where(valid, np.exp(np.clip(detect, 0, 50)), nan), "valid": valid,
-        }  # fmt: skip
+            "detectable": np.where(valid, np.exp(np.clip(detect, 0, 50)), nan),
+            "valid": valid,
+        }
 
 
 @dataclass
@@ -471,13 +494,21 @@ class RateEstimate(Result):
     @property
     def summary(self) -> pl.DataFrame:
         """One row: the rate per 1000 unit-days with the robust and the Poisson interval, dispersion, failures, exposure, periods."""
-        return self._mapping_frame({
-            "window": self.label, "rate_per_1000_days": None if self.rate is None else 1000 * self.rate,
-            "ci_low": 1000 * self.low, "ci_high": 1000 * self.high,
-            "poisson_ci_low": 1000 * self.poisson_low, "poisson_ci_high": 1000 * self.poisson_high,
-            "dispersion": self.dispersion, "robust": self.robust, "failures": self.failures,
-            "exposure_days": self.exposure, "periods": self.periods,
-        })  # fmt: skip
+        return self._mapping_frame(
+            {
+                "window": self.label,
+                "rate_per_1000_days": None if self.rate is None else 1000 * self.rate,
+                "ci_low": 1000 * self.low,
+                "ci_high": 1000 * self.high,
+                "poisson_ci_low": 1000 * self.poisson_low,
+                "poisson_ci_high": 1000 * self.poisson_high,
+                "dispersion": self.dispersion,
+                "robust": self.robust,
+                "failures": self.failures,
+                "exposure_days": self.exposure,
+                "periods": self.periods,
+            }
+        )
 
     def describe(self) -> str:
         """Describe the rate in one sentence: per 1000 exposure-days with both intervals and its basis.
@@ -581,12 +612,21 @@ def estimate_rate(
         return v if math.isfinite(v) else 0.0
 
     return RateEstimate(
-        label=label, failures=failures, exposure=expo, periods=int(r["periods"]),
+        label=label,
+        failures=failures,
+        exposure=expo,
+        periods=int(r["periods"]),
         rate=float(r["rate"]) if expo > 0 and failures >= MIN_FAILURES_FOR_RATE else None,
-        low=f("low"), high=f("high") if expo > 0 else 0.0, poisson_low=f("poisson_low"),
-        poisson_high=f("poisson_high"), dispersion=float(r["dispersion"]) if bool(r["robust"]) else None,
-        robust=bool(r["robust"]), alpha=alpha, unit=unit, notes=notes,
-    )  # fmt: skip
+        low=f("low"),
+        high=f("high") if expo > 0 else 0.0,
+        poisson_low=f("poisson_low"),
+        poisson_high=f("poisson_high"),
+        dispersion=float(r["dispersion"]) if bool(r["robust"]) else None,
+        robust=bool(r["robust"]),
+        alpha=alpha,
+        unit=unit,
+        notes=notes,
+    )
 
 
 @dataclass
@@ -635,11 +675,19 @@ class TrendTest(Result):
     @property
     def summary(self) -> pl.DataFrame:
         """One row: change per period with its interval, robust and Poisson p-values, dispersion, periods, failures."""
-        return self._mapping_frame({
-            "change_per_period": self.per_period, "ci_low": self.low, "ci_high": self.high,
-            "p": self.p, "p_poisson": self.p_poisson, "dispersion": self.dispersion,
-            "detectable_change": self.detectable, "periods": self.periods, "failures": self.failures,
-        })  # fmt: skip
+        return self._mapping_frame(
+            {
+                "change_per_period": self.per_period,
+                "ci_low": self.low,
+                "ci_high": self.high,
+                "p": self.p,
+                "p_poisson": self.p_poisson,
+                "dispersion": self.dispersion,
+                "detectable_change": self.detectable,
+                "periods": self.periods,
+                "failures": self.failures,
+            }
+        )
 
     def describe(self) -> str:
         """Describe the trend in one sentence, or say why there is none.
@@ -721,8 +769,12 @@ def trend_of(
         return TrendTest(None, None, None, None, None, None, n, K, period, alpha)
     return TrendTest(
         *(float(r[c]) for c in ("per_period", "low", "high", "p", "p_poisson", "dispersion")),
-        periods=n, failures=K, period=period, alpha=alpha, detectable=float(r["detectable"]),
-    )  # fmt: skip
+        periods=n,
+        failures=K,
+        period=period,
+        alpha=alpha,
+        detectable=float(r["detectable"]),
+    )
 
 
 def as_utc(t: datetime, name: str = "time") -> datetime:
@@ -853,19 +905,27 @@ def period_counts(
         [days × weight], sorted, periods without exposure left out.
     """
     a = attempts.select(
-        "start_time", "stop", w=pl.col(weight).cast(pl.Float64),
+        "start_time",
+        "stop",
+        w=pl.col(weight).cast(pl.Float64),
         failed=pl.col("failed") & ~pl.col("open"),
-    ).filter(pl.col("stop") >= pl.col("start_time"))  # fmt: skip
+    ).filter(pl.col("stop") >= pl.col("start_time"))
     pieces = []
     cur = a.with_columns(p=pl.col("start_time").dt.truncate(every))
     while cur.height:
         p_end = pl.col("p").dt.offset_by(every)
-        pieces.append(cur.select(
-            period="p",
-            exposure=(pl.min_horizontal("stop", p_end) - pl.max_horizontal("start_time", "p")).dt.total_microseconds() / 1e6
-            / 86400.0 * pl.col("w"),
-            failures=(pl.col("failed") & (pl.col("stop") <= p_end)).cast(pl.Int64),
-        ))  # fmt: skip
+        pieces.append(
+            cur.select(
+                period="p",
+                exposure=(
+                    pl.min_horizontal("stop", p_end) - pl.max_horizontal("start_time", "p")
+                ).dt.total_microseconds()
+                / 1e6
+                / 86400.0
+                * pl.col("w"),
+                failures=(pl.col("failed") & (pl.col("stop") <= p_end)).cast(pl.Int64),
+            )
+        )
         cur = cur.filter(pl.col("stop") > p_end).with_columns(p=p_end)
     if not pieces:
         return pl.DataFrame(

@@ -188,9 +188,11 @@ def expected_ettr(
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
     given = {
-        "queue_h": queue_h != 0, "ckpt_write_h": ckpt_write_h != 0,
-        "job_h": job_h is not None, "initial_queue_h": initial_queue_h != 0,
-    }  # fmt: skip
+        "queue_h": queue_h != 0,
+        "ckpt_write_h": ckpt_write_h != 0,
+        "job_h": job_h is not None,
+        "initial_queue_h": initial_queue_h != 0,
+    }
     unused = sorted(k for k, v in given.items() if v and k not in _USES[variant])
     if unused:
         users = [v for v in VARIANTS if set(unused) <= _USES[v]]
@@ -205,8 +207,12 @@ def expected_ettr(
             raise ValueError(
                 f"ckpt_interval_h must be positive and finite, got {ckpt_interval_h!r}"
             )
-        for name, v in (("restart_h", restart_h), ("queue_h", queue_h),
-                        ("ckpt_write_h", ckpt_write_h), ("initial_queue_h", initial_queue_h)):  # fmt: skip
+        for name, v in (
+            ("restart_h", restart_h),
+            ("queue_h", queue_h),
+            ("ckpt_write_h", ckpt_write_h),
+            ("initial_queue_h", initial_queue_h),
+        ):
             if not (math.isfinite(v) and v >= 0):
                 raise ValueError(f"{name} must be a finite number of hours >= 0, got {v!r}")
         if job_h is not None and not (math.isfinite(job_h) and job_h > 0):

@@ -94,9 +94,17 @@ class RunETTR(Result):
     #: ETTRs are fractions: read against 1, a residue of a run that lost all its work prints as
     #: 0 even in a one-row table
     table_scales = dict.fromkeys(
-        ("ettr_by_run", "ettr_median", "ettr_p10", "ettr_p90", "ettr_by_gpu_time",
-         "ettr_hardware_by_run", "ettr_hardware_by_gpu_time"), 1.0,
-    )  # fmt: skip
+        (
+            "ettr_by_run",
+            "ettr_median",
+            "ettr_p10",
+            "ettr_p90",
+            "ettr_by_gpu_time",
+            "ettr_hardware_by_run",
+            "ettr_hardware_by_gpu_time",
+        ),
+        1.0,
+    )
     runs: pl.DataFrame
     ckpt_interval_h: float | None
     restart_h: float
@@ -116,10 +124,15 @@ class RunETTR(Result):
                 ettr_median=pl.col("ettr").median(),
                 ettr_p10=pl.col("ettr").quantile(0.10),
                 ettr_p90=pl.col("ettr").quantile(0.90),
-                ettr_by_gpu_time=pl.when(gpu_wall > 0).then((pl.col("gpus") * pl.col("productive_h")).sum() / gpu_wall),
+                ettr_by_gpu_time=pl.when(gpu_wall > 0).then(
+                    (pl.col("gpus") * pl.col("productive_h")).sum() / gpu_wall
+                ),
                 ettr_hardware_by_run=pl.col("ettr_hardware").mean(),
-                ettr_hardware_by_gpu_time=pl.when((pl.col("gpus") * pl.col("wall_hw_h")).sum() > 0).then(
-                    (pl.col("gpus") * pl.col("productive_h")).sum() / (pl.col("gpus") * pl.col("wall_hw_h")).sum()
+                ettr_hardware_by_gpu_time=pl.when(
+                    (pl.col("gpus") * pl.col("wall_hw_h")).sum() > 0
+                ).then(
+                    (pl.col("gpus") * pl.col("productive_h")).sum()
+                    / (pl.col("gpus") * pl.col("wall_hw_h")).sum()
                 ),
                 interruptions=pl.col("interruptions").sum(),
                 hw_interruptions=pl.col("hw_interruptions").sum(),
@@ -131,7 +144,7 @@ class RunETTR(Result):
                 gpu_hours_queued=(pl.col("gpus") * pl.col("queue_h")).sum(),
             )
             .sort(by)
-        )  # fmt: skip
+        )
 
     @property
     def by_size(self) -> pl.DataFrame:
@@ -152,9 +165,14 @@ class RunETTR(Result):
     def sample_sizes(self) -> dict[str, int | float]:
         """Counts behind the result: runs, attempts, hardware interruptions, open (censored) runs."""
         r = self.runs
-        return {"runs": r.height, "attempts": int(r.get_column("attempts").sum()) if r.height else 0,
-                "hardware interruptions": int(r.get_column("hw_interruptions").sum()) if r.height else 0,
-                "open runs (censored)": int(r.get_column("open").sum()) if r.height else 0}  # fmt: skip
+        return {
+            "runs": r.height,
+            "attempts": int(r.get_column("attempts").sum()) if r.height else 0,
+            "hardware interruptions": int(r.get_column("hw_interruptions").sum())
+            if r.height
+            else 0,
+            "open runs (censored)": int(r.get_column("open").sum()) if r.height else 0,
+        }
 
     def tables(self) -> dict[str, pl.DataFrame]:
         """Return the result's tables by name.
@@ -322,13 +340,18 @@ def job_run_ettr(
     prev_cause = pl.when(~pl.col("_first")).then(pl.col("cause").shift(1))
     prev_end = pl.when(~pl.col("_first")).then(pl.col("end_time").shift(1))
     a = a.with_columns(
-        gap_h=((pl.col("start_time") - prev_end).dt.total_microseconds() / 1e6 / 3600.0).clip(0.0).fill_null(0.0),
+        gap_h=((pl.col("start_time") - prev_end).dt.total_microseconds() / 1e6 / 3600.0)
+        .clip(0.0)
+        .fill_null(0.0),
         prev_cause=prev_cause,
     ).with_columns(
-        non_hw_cost_h=pl.when(pl.col("cause").is_in(["preemption", "other"])).then(pl.col("lost_h")).otherwise(0.0)
+        non_hw_cost_h=pl.when(pl.col("cause").is_in(["preemption", "other"]))
+        .then(pl.col("lost_h"))
+        .otherwise(0.0)
         + pl.when(pl.col("prev_cause").is_in(["preemption", "other"]))
-        .then(pl.col("gap_h") + pl.col("overhead_h")).otherwise(0.0),
-    )  # fmt: skip
+        .then(pl.col("gap_h") + pl.col("overhead_h"))
+        .otherwise(0.0),
+    )
     # QoS where the logs have it, else the numeric priority
     classes = [pl.col(c).cast(pl.String) for c in ("qos", "priority") if c in a.columns]
     prio = pl.coalesce(classes) if classes else pl.lit(None, pl.String)
@@ -416,9 +439,13 @@ def job_run_ettr(
             f"{cpu:,} runs of CPU-only jobs are their own size class (0 GPUs: no GPU-time weight)"
         )
     return RunETTR(
-        runs=runs, ckpt_interval_h=dt, restart_h=restart_h, lost_work=lost_work,
-        observation_end=obs_end, notes=notes,
-    )  # fmt: skip
+        runs=runs,
+        ckpt_interval_h=dt,
+        restart_h=restart_h,
+        lost_work=lost_work,
+        observation_end=obs_end,
+        notes=notes,
+    )
 
 
 def _waiting_runs(jobs: pl.DataFrame, key: list[str], obs_end: datetime | None) -> pl.DataFrame:
@@ -464,9 +491,12 @@ def _open_waiting(
         return runs.with_columns(waiting=pl.lit(False), censored_at_requeue=pl.lit(False))
     end = pl.lit(obs_end).cast(pl.Datetime("us", "UTC"))
     runs = runs.join(
-        waiting.with_columns(_w=pl.lit(True)), on=key, how="left", nulls_equal=True,
+        waiting.with_columns(_w=pl.lit(True)),
+        on=key,
+        how="left",
+        nulls_equal=True,
         maintain_order="left",
-    )  # fmt: skip
+    )
     w = ~pl.col("open") & pl.col("_w").fill_null(False) & (pl.col("last_end") <= end)
     run_on = w & pl.col("extend")
     tail_h = (end - pl.col("last_end")).dt.total_microseconds() / 1e6 / 3600.0

@@ -136,15 +136,23 @@ class ETTRSimulation(Result):
     def summary(self) -> pl.DataFrame:
         """One row: the estimate with its standard error, both estimands, ETTR quantiles, mean interruptions and wall time [h]."""
         q = np.quantile(self.ettr, [0.05, 0.5, 0.95])
-        return pl.DataFrame({
-            "runs": [len(self.ettr)], "estimand": [self.estimand], "estimate": [self.estimate],
-            "stderr": [self.stderr], "ratio_of_means": [self.ratio_of_means],
-            "ratio_of_means_stderr": [self.ratio_of_means_stderr], "mean_of_ratios": [self.mean_of_ratios],
-            "mean_of_ratios_stderr": [self.mean_of_ratios_stderr],
-            "p05": [q[0]], "median": [q[1]], "p95": [q[2]],
-            "mean_interruptions": [float(self.interruptions.mean())],
-            "mean_wall_h": [float(self.wall_h.mean())],
-        })  # fmt: skip
+        return pl.DataFrame(
+            {
+                "runs": [len(self.ettr)],
+                "estimand": [self.estimand],
+                "estimate": [self.estimate],
+                "stderr": [self.stderr],
+                "ratio_of_means": [self.ratio_of_means],
+                "ratio_of_means_stderr": [self.ratio_of_means_stderr],
+                "mean_of_ratios": [self.mean_of_ratios],
+                "mean_of_ratios_stderr": [self.mean_of_ratios_stderr],
+                "p05": [q[0]],
+                "median": [q[1]],
+                "p95": [q[2]],
+                "mean_interruptions": [float(self.interruptions.mean())],
+                "mean_wall_h": [float(self.wall_h.mean())],
+            }
+        )
 
     def _lines(self) -> list[str]:
         s = self.summary.row(0, named=True)
@@ -278,9 +286,25 @@ def simulate_ettr(
         restarting[idx] = True
         active = idx
     params = dict(
-        n_gpus=n_gpus, rate_per_node_day=rate_per_node_day, ckpt_interval_h=dt, restart_h=u0,
-        job_h=job_h, queue_h=queue_h, ckpt_write_h=w, initial_queue_h=initial_queue_h,
-        distribution=distribution, weibull_shape=weibull_shape, n_runs=n_runs, seed=seed,
-    )  # fmt: skip
-    return ETTRSimulation(ettr=job_h / wall, wall_h=wall, interruptions=hits, job_h=float(job_h),
-                          estimand=estimand, alpha=alpha, params=params)  # fmt: skip
+        n_gpus=n_gpus,
+        rate_per_node_day=rate_per_node_day,
+        ckpt_interval_h=dt,
+        restart_h=u0,
+        job_h=job_h,
+        queue_h=queue_h,
+        ckpt_write_h=w,
+        initial_queue_h=initial_queue_h,
+        distribution=distribution,
+        weibull_shape=weibull_shape,
+        n_runs=n_runs,
+        seed=seed,
+    )
+    return ETTRSimulation(
+        ettr=job_h / wall,
+        wall_h=wall,
+        interruptions=hits,
+        job_h=float(job_h),
+        estimand=estimand,
+        alpha=alpha,
+        params=params,
+    )

@@ -137,8 +137,12 @@ class FleetComparison(Result):
         dict of str to polars.DataFrame
             ``"rates"``, ``"components"``, ``"not mapped"``, ``"MTTF of the largest job"``.
         """
-        return {"rates": self.summary, "components": self.components,
-                "not mapped": self.unmapped, "MTTF of the largest job": self.mttf}  # fmt: skip
+        return {
+            "rates": self.summary,
+            "components": self.components,
+            "not mapped": self.unmapped,
+            "MTTF of the largest job": self.mttf,
+        }
 
     def _lines(self) -> list[str]:
         pct = f"{100 * (1 - self.alpha):.0f}%"
@@ -155,12 +159,15 @@ class FleetComparison(Result):
             elif r["ci_low"] is None:
                 rate = f"{fmt_num(1000 * r['rate_per_node_day'])} (as printed, no interval)"
             else:
-                rate = (f"{fmt_num(1000 * r['rate_per_node_day'])} ({fmt_num(1000 * r['ci_low'])}-"
-                        f"{fmt_num(1000 * r['ci_high'])})")  # fmt: skip
+                rate = (
+                    f"{fmt_num(1000 * r['rate_per_node_day'])} ({fmt_num(1000 * r['ci_low'])}-"
+                    f"{fmt_num(1000 * r['ci_high'])})"
+                )
             tail = (
-                "" if r["fleet"] == "yours" or r["rate_per_node_day"] is None
+                ""
+                if r["fleet"] == "yours" or r["rate_per_node_day"] is None
                 else f"; {r['versus_yours']}"
-            )  # fmt: skip
+            )
             out.append(f"  {r['fleet']:<42} {rate}{tail}")
         if self.components.height:
             out.append("hardware failures by component, share (yours / Llama 3 / FT-HSDP):")
@@ -173,8 +180,11 @@ class FleetComparison(Result):
             elif r["mttf_h"] is None:
                 v = "not estimable"
             else:
-                rng = ("" if r["mttf_h_low"] is None or r["mttf_h_high"] is None else
-                       f" ({fmt_duration_h(r['mttf_h_low'])}-{fmt_duration_h(r['mttf_h_high'])})")  # fmt: skip
+                rng = (
+                    ""
+                    if r["mttf_h_low"] is None or r["mttf_h_high"] is None
+                    else f" ({fmt_duration_h(r['mttf_h_low'])}-{fmt_duration_h(r['mttf_h_high'])})"
+                )
                 v = fmt_duration_h(r["mttf_h"]) + rng
             out.append(f"MTTF at {r['n_gpus']:,} GPUs, {r['fleet']} ({r['basis']}): {v}")
         return out
@@ -229,8 +239,15 @@ def _component_tables(
                 why = c.why or f"domain {c.domain}: r_f counts hardware failures only"
                 if c.component and c.why:
                     why = f"{c.why} (domain {c.domain}: not counted in r_f)"
-                unmapped.append({"fleet": f.name, "label": c.label, "count": c.count,
-                                 "share": c.count / total, "why": why})  # fmt: skip
+                unmapped.append(
+                    {
+                        "fleet": f.name,
+                        "label": c.label,
+                        "count": c.count,
+                        "share": c.count / total,
+                        "why": why,
+                    }
+                )
         theirs = pl.DataFrame(
             {"component": list(counts), key: list(counts.values())},
             schema={"component": pl.String, key: pl.Int64},
@@ -284,8 +301,9 @@ def compare_fleets(
     """
     jobs, end, notes = attributed_jobs(source, observation_end)
     if fit is None:
-        fit = fit_mttf(jobs, min_gpus=min_gpus, gpus_per_node=gpus_per_node, alpha=alpha,
-                       observation_end=end)  # fmt: skip
+        fit = fit_mttf(
+            jobs, min_gpus=min_gpus, gpus_per_node=gpus_per_node, alpha=alpha, observation_end=end
+        )
     notes = notes + list(fit.notes)
     published = published_fleets(alpha=alpha)
     fleets = {f.key: f for f in FLEETS}
@@ -302,52 +320,79 @@ def compare_fleets(
     r = fit.rate_
     has_rate = r.exposure > 0 and r.rate is not None
     ylo, yhi = (r.low, r.high) if r.exposure > 0 else (None, None)
-    rates: list[dict[str, Any]] = [{
-        "fleet": "yours", "failures": r.failures, "node_days": r.exposure,
-        "rate_per_node_day": r.rate if has_rate else None, "ci_low": ylo, "ci_high": yhi,
-        "rate_per_gpu_day": r.rate / fit.gpus_per_node if has_rate else None,
-        "versus_yours": "", "source": "this Dataset",
-        "definition": f"hardware-attributed failures of jobs of {fit.min_gpus:,}+ GPUs over their node-days",
-        "caveat": "interval allows for week-to-week variation" if r.robust else "exact Poisson interval (too few weeks or failures to assess variation)",
-    }]  # fmt: skip
+    rates: list[dict[str, Any]] = [
+        {
+            "fleet": "yours",
+            "failures": r.failures,
+            "node_days": r.exposure,
+            "rate_per_node_day": r.rate if has_rate else None,
+            "ci_low": ylo,
+            "ci_high": yhi,
+            "rate_per_gpu_day": r.rate / fit.gpus_per_node if has_rate else None,
+            "versus_yours": "",
+            "source": "this Dataset",
+            "definition": f"hardware-attributed failures of jobs of {fit.min_gpus:,}+ GPUs over their node-days",
+            "caveat": "interval allows for week-to-week variation"
+            if r.robust
+            else "exact Poisson interval (too few weeks or failures to assess variation)",
+        }
+    ]
     if not has_rate:
         notes.append(
-            "your r_f is not estimable: " + (
-                "no exposure from jobs of that size" if r.exposure <= 0 else
-                f"no hardware failures in {fmt_num(r.exposure)} node-days (upper bound "
+            "your r_f is not estimable: "
+            + (
+                "no exposure from jobs of that size"
+                if r.exposure <= 0
+                else f"no hardware failures in {fmt_num(r.exposure)} node-days (upper bound "
                 f"{fmt_num(1000 * r.high)} per 1000 node-days)"
             )
-        )  # fmt: skip
+        )
     for row in published.summary.iter_rows(named=True):
         if row["rate_per_node_day"] is None:
-            rates.append({
-                "fleet": row["fleet"], "failures": row["failures"], "node_days": row["node_days"],
-                "rate_per_gpu_day": row["rate_per_gpu_day"],
-                "versus_yours": "no per-node rate: " + (
-                    "a per-GPU rate only (nodes of mixed size)" if row["rate_per_gpu_day"] is not None
-                    else row["basis"]),
-                "definition": row["failure_definition"], "source": row["source"],
-                "caveat": row["caveat"] + f" ({row['component_shares']})",
-            })  # fmt: skip
+            rates.append(
+                {
+                    "fleet": row["fleet"],
+                    "failures": row["failures"],
+                    "node_days": row["node_days"],
+                    "rate_per_gpu_day": row["rate_per_gpu_day"],
+                    "versus_yours": "no per-node rate: "
+                    + (
+                        "a per-GPU rate only (nodes of mixed size)"
+                        if row["rate_per_gpu_day"] is not None
+                        else row["basis"]
+                    ),
+                    "definition": row["failure_definition"],
+                    "source": row["source"],
+                    "caveat": row["caveat"] + f" ({row['component_shares']})",
+                }
+            )
             continue
         for hw_only in (False, True):
             pre = "hardware_" if hw_only else ""
             if hw_only and row["hardware_rate_per_node_day"] is None:
                 continue
             lo, hi = row[f"{pre}ci_low"], row[f"{pre}ci_high"]
-            rates.append({
-                "fleet": row["fleet"] + (" (hardware rows)" if hw_only else ""),
-                "failures": row["hardware_failures"] if hw_only else row["failures"],
-                "node_days": row["node_days"], "rate_per_node_day": row[f"{pre}rate_per_node_day"],
-                "ci_low": lo, "ci_high": hi,
-                "rate_per_gpu_day": None if hw_only else row["rate_per_gpu_day"],
-                "versus_yours": _versus(row[f"{pre}rate_per_node_day"], lo, hi, ylo, yhi,
-                                        estimable=has_rate),
-                "definition": ("rows the taxonomy puts in the hardware domains" if hw_only
-                               else row["failure_definition"]),
-                "source": row["source"],
-                "caveat": _left_out(fleets[row["key"]]) if hw_only else row["caveat"],
-            })  # fmt: skip
+            rates.append(
+                {
+                    "fleet": row["fleet"] + (" (hardware rows)" if hw_only else ""),
+                    "failures": row["hardware_failures"] if hw_only else row["failures"],
+                    "node_days": row["node_days"],
+                    "rate_per_node_day": row[f"{pre}rate_per_node_day"],
+                    "ci_low": lo,
+                    "ci_high": hi,
+                    "rate_per_gpu_day": None if hw_only else row["rate_per_gpu_day"],
+                    "versus_yours": _versus(
+                        row[f"{pre}rate_per_node_day"], lo, hi, ylo, yhi, estimable=has_rate
+                    ),
+                    "definition": (
+                        "rows the taxonomy puts in the hardware domains"
+                        if hw_only
+                        else row["failure_definition"]
+                    ),
+                    "source": row["source"],
+                    "caveat": _left_out(fleets[row["key"]]) if hw_only else row["caveat"],
+                }
+            )
     components, unmapped = _component_tables(hw, fleets)
     for row in published.summary.iter_rows(named=True):
         if row["flags"]:
@@ -362,31 +407,45 @@ def compare_fleets(
         edge = max(e for e in SIZE_BUCKETS if e <= largest)
         b = fit.by_size.filter(pl.col("bucket") == str(edge)).to_dicts()
         if b:
-            mttf_rows.append({
-                "fleet": "yours", "n_gpus": largest, "mttf_h": b[0]["mttf_h"],
-                "mttf_h_low": b[0]["mttf_h_low"], "mttf_h_high": b[0]["mttf_h_high"],
-                "basis": f"measured, jobs of the {edge:,}+ GPU bucket",
-                "caveat": f"{b[0]['failures']:,} hardware failures in {fmt_num(b[0]['job_hours'])} job-hours",
-            })  # fmt: skip
+            mttf_rows.append(
+                {
+                    "fleet": "yours",
+                    "n_gpus": largest,
+                    "mttf_h": b[0]["mttf_h"],
+                    "mttf_h_low": b[0]["mttf_h_low"],
+                    "mttf_h_high": b[0]["mttf_h_high"],
+                    "basis": f"measured, jobs of the {edge:,}+ GPU bucket",
+                    "caveat": f"{b[0]['failures']:,} hardware failures in {fmt_num(b[0]['job_hours'])} job-hours",
+                }
+            )
         at = fit.mttf_at(largest)
-        mttf_rows.append({
-            "fleet": "yours", "n_gpus": largest, "mttf_h": at["mttf_h"], "mttf_h_low": at["low_h"],
-            "mttf_h_high": at["high_h"], "basis": "model 1/(N r_f)",
-            "caveat": f"your r_f, {fit.gpus_per_node} GPUs per node",
-        })  # fmt: skip
+        mttf_rows.append(
+            {
+                "fleet": "yours",
+                "n_gpus": largest,
+                "mttf_h": at["mttf_h"],
+                "mttf_h_low": at["low_h"],
+                "mttf_h_high": at["high_h"],
+                "basis": "model 1/(N r_f)",
+                "caveat": f"your r_f, {fit.gpus_per_node} GPUs per node",
+            }
+        )
         for row in published.summary.iter_rows(named=True):
             per_gpu = row["rate_per_gpu_day"]
             if per_gpu is None or per_gpu <= 0:
                 continue
             lo, hi = row["gpu_ci_low"], row["gpu_ci_high"]
-            mttf_rows.append({
-                "fleet": row["fleet"], "n_gpus": largest,
-                "mttf_h": float(mttf_h(largest, per_gpu, 1)),
-                "mttf_h_low": float(mttf_h(largest, hi, 1)) if hi else None,
-                "mttf_h_high": float(mttf_h(largest, lo, 1)) if lo else None,
-                "basis": "projected at its rate",
-                "caveat": row["caveat"],
-            })  # fmt: skip
+            mttf_rows.append(
+                {
+                    "fleet": row["fleet"],
+                    "n_gpus": largest,
+                    "mttf_h": float(mttf_h(largest, per_gpu, 1)),
+                    "mttf_h_low": float(mttf_h(largest, hi, 1)) if hi else None,
+                    "mttf_h_high": float(mttf_h(largest, lo, 1)) if lo else None,
+                    "basis": "projected at its rate",
+                    "caveat": row["caveat"],
+                }
+            )
     return FleetComparison(
         summary=pl.DataFrame(rates, schema=_COMPARE_RATES),
         components=components,

@@ -115,12 +115,24 @@ def _fleet_row(f: Fleet, alpha: float) -> dict[str, Any]:
     )
     row: dict[str, Any] = dict.fromkeys(_SUMMARY_SCHEMA)
     row.update(
-        fleet=f.name, key=f.key, hardware=f.hardware, gpus=f.gpus, gpus_per_node=gpn,
-        nodes=f.nodes, days=f.days, basis=f.basis, failure_definition=f.failure_definition,
-        exposure_basis=f.exposure_basis, failures=f.failures, node_days=node_days,
-        gpu_hours=gpu_days * 24.0 if gpu_days else None, published_mtbf_h=f.mtbf_h, source=f.cite(),
-        checked=f.checked, caveat=f.caveat,
-    )  # fmt: skip
+        fleet=f.name,
+        key=f.key,
+        hardware=f.hardware,
+        gpus=f.gpus,
+        gpus_per_node=gpn,
+        nodes=f.nodes,
+        days=f.days,
+        basis=f.basis,
+        failure_definition=f.failure_definition,
+        exposure_basis=f.exposure_basis,
+        failures=f.failures,
+        node_days=node_days,
+        gpu_hours=gpu_days * 24.0 if gpu_days else None,
+        published_mtbf_h=f.mtbf_h,
+        source=f.cite(),
+        checked=f.checked,
+        caveat=f.caveat,
+    )
     if f.basis == "counts" and f.failures is not None and gpu_days:
         r, lo, hi = _rate(f.failures, gpu_days, alpha)
         row.update(rate_per_gpu_day=r, gpu_ci_low=lo, gpu_ci_high=hi)
@@ -129,8 +141,12 @@ def _fleet_row(f: Fleet, alpha: float) -> dict[str, Any]:
         hw = sum(c.count for c in f.components if c.domain in HARDWARE)
         if f.components and node_days:
             r, lo, hi = _rate(hw, node_days, alpha)
-            row.update(hardware_failures=hw, hardware_rate_per_node_day=r, hardware_ci_low=lo,
-                       hardware_ci_high=hi)  # fmt: skip
+            row.update(
+                hardware_failures=hw,
+                hardware_rate_per_node_day=r,
+                hardware_ci_low=lo,
+                hardware_ci_high=hi,
+            )
     elif f.published_rate_per_node_day is not None:
         row["rate_per_node_day"] = f.published_rate_per_node_day
         if gpn:
@@ -155,11 +171,21 @@ def _shares(f: Fleet) -> list[dict[str, Any]]:
             if c.printed_share is not None and share is not None
             else None
         )
-        out.append({
-            "fleet": f.name, "key": f.key, "label": c.label, "category": c.category,
-            "count": c.count, "printed_share": c.printed_share, "share": share, "off_pp": off,
-            "component": c.component, "domain": c.domain or None, "why": c.why,
-        })  # fmt: skip
+        out.append(
+            {
+                "fleet": f.name,
+                "key": f.key,
+                "label": c.label,
+                "category": c.category,
+                "count": c.count,
+                "printed_share": c.printed_share,
+                "share": share,
+                "off_pp": off,
+                "component": c.component,
+                "domain": c.domain or None,
+                "why": c.why,
+            }
+        )
     return out
 
 

@@ -107,9 +107,15 @@ def failures_by_node(
         distinct jobs those incidents ended), ``gpu_hours_failed`` (of those attempts [GPU-h]:
         an upper bound of the work lost), ``last_failure`` [UTC].
     """
-    schema = {"cluster": pl.String, "node": pl.String, "failures": pl.Int64,
-              "attempts_hit": pl.Int64, "jobs_hit": pl.Int64, "gpu_hours_failed": pl.Float64,
-              "last_failure": _TS}  # fmt: skip
+    schema = {
+        "cluster": pl.String,
+        "node": pl.String,
+        "failures": pl.Int64,
+        "attempts_hit": pl.Int64,
+        "jobs_hit": pl.Int64,
+        "gpu_hours_failed": pl.Float64,
+        "last_failure": _TS,
+    }
     hw = _incidents(attributed, window_min)
     if hw is None:
         return pl.DataFrame(schema=schema)

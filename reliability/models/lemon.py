@@ -305,10 +305,15 @@ class LemonDetector(ClassifierMixin, BaseEstimator):
             "classes": [c.item() if hasattr(c, "item") else c for c in self.classes_],
             "features": [str(f) for f in getattr(self, "feature_names_in_", [])] or None,
             "n_features": int(self.n_features_in_),
-            "mean": self.mean_.tolist(), "scale": self.scale_.tolist(), "coef": self.coef_.tolist(),
-            "intercept": self.intercept_, "platt": list(self.platt_), "threshold": self.threshold_,
-            "oof_precision": self.oof_precision_, "oof_recall": self.oof_recall_,
-        }  # fmt: skip
+            "mean": self.mean_.tolist(),
+            "scale": self.scale_.tolist(),
+            "coef": self.coef_.tolist(),
+            "intercept": self.intercept_,
+            "platt": list(self.platt_),
+            "threshold": self.threshold_,
+            "oof_precision": self.oof_precision_,
+            "oof_recall": self.oof_recall_,
+        }
         window = getattr(self, "window_days_", None)
         if window is not None:  # (a file without it was trained on an unknown window)
             body["window_days"] = int(window)
@@ -573,9 +578,13 @@ def score_nodes(
     ]
     return (
         last.select("cluster", "node", "window_end")
-        .with_columns(probability=pl.Series(p), flagged=pl.Series(p >= detector.threshold_), drivers=pl.Series(drivers, dtype=pl.String))
+        .with_columns(
+            probability=pl.Series(p),
+            flagged=pl.Series(p >= detector.threshold_),
+            drivers=pl.Series(drivers, dtype=pl.String),
+        )
         .sort("probability", "node", descending=[True, False])
-    )  # fmt: skip
+    )
 
 
 def dominant_component(
@@ -622,8 +631,9 @@ def dominant_component(
         .join(downs, on="node", how="left")
         .with_columns(pl.col("downs").fill_null(0), pl.col("n").fill_null(0))
         .with_columns(
-            dominant=pl.when(pl.col("downs") > pl.col("n")).then(pl.lit(NODE_DOWN_CLASS))
+            dominant=pl.when(pl.col("downs") > pl.col("n"))
+            .then(pl.lit(NODE_DOWN_CLASS))
             .otherwise(pl.col("component").fill_null(NODE_DOWN_CLASS))
         )
         .select("node", "dominant")
-    )  # fmt: skip
+    )

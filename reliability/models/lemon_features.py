@@ -147,10 +147,19 @@ def node_features(
         obs = obs or source.observation_end
     if obs is None:
         obs = max(
-            (x for x in (jobs["end_time"].max(), jobs["start_time"].max(), he["time"].max(),
-                         ns["start"].max(), ns["end"].max()) if x is not None),
+            (
+                x
+                for x in (
+                    jobs["end_time"].max(),
+                    jobs["start_time"].max(),
+                    he["time"].max(),
+                    ns["start"].max(),
+                    ns["end"].max(),
+                )
+                if x is not None
+            ),
             default=None,
-        )  # fmt: skip
+        )
     if obs is not None:
         obs = as_utc(obs, "observation_end")
     step = timedelta(days=step_days)
@@ -204,7 +213,8 @@ def node_features(
     exploded = (
         ended.lazy()
         .select(
-            "cluster", "end_time",
+            "cluster",
+            "end_time",
             failed=pl.col("state").cast(pl.String).is_in(_FAILED) & ~pl.col("open"),
             node_fail=(pl.col("state").cast(pl.String) == "NODE_FAIL") & ~pl.col("open"),
             single=pl.col("nodes").list.len() == 1,
@@ -215,7 +225,7 @@ def node_features(
         )
         .explode("node")
         .drop_nulls("node")
-    ).collect()  # fmt: skip
+    ).collect()
     in_range = pl.col("_k").is_between(1, n_windows)
     att = (
         exploded.lazy()
@@ -232,36 +242,42 @@ def node_features(
         .group_by("cluster", "node", "_k")
         .agg(cofailures=(pl.col("n") >= 2).sum())
     )
-    steps, culprits = pl.collect_all([
-        att.group_by("cluster", "node", "_k")
-        .agg(
-            attempts=pl.len(),
-            failed=pl.col("failed").sum(),
-            node_fail=pl.col("node_fail").sum(),
-            single_node_failed=(pl.col("failed") & pl.col("single")).sum(),
-            multi_node_failed=(pl.col("failed") & ~pl.col("single")).sum(),
-            single_attempts=pl.col("single").sum(),
-            hw_culprit=pl.col("culprit").sum(),
-        )
-        .join(co, on=["cluster", "node", "_k"], how="left"),
-        att.filter(pl.col("culprit")).select("cluster", "node", "end_time", "failure_cause"),
-    ])  # fmt: skip
+    steps, culprits = pl.collect_all(
+        [
+            att.group_by("cluster", "node", "_k")
+            .agg(
+                attempts=pl.len(),
+                failed=pl.col("failed").sum(),
+                node_fail=pl.col("node_fail").sum(),
+                single_node_failed=(pl.col("failed") & pl.col("single")).sum(),
+                multi_node_failed=(pl.col("failed") & ~pl.col("single")).sum(),
+                single_attempts=pl.col("single").sum(),
+                hw_culprit=pl.col("culprit").sum(),
+            )
+            .join(co, on=["cluster", "node", "_k"], how="left"),
+            att.filter(pl.col("culprit")).select("cluster", "node", "end_time", "failure_cause"),
+        ]
+    )
     counts = [c for c in steps.columns if c not in ("cluster", "node", "_k")]
     a = (
-        steps.select("cluster", "node").unique()
-        .join(pl.DataFrame({"_k": list(range(1, n_windows + 1))}, schema={"_k": pl.Int64}), how="cross")
+        steps.select("cluster", "node")
+        .unique()
+        .join(
+            pl.DataFrame({"_k": list(range(1, n_windows + 1))}, schema={"_k": pl.Int64}),
+            how="cross",
+        )
         .join(steps, on=["cluster", "node", "_k"], how="left")
         .with_columns(pl.col(counts).fill_null(0))
         .sort("cluster", "node", "_k")
         .with_columns(pl.col(counts).rolling_sum(n_back, min_samples=1).over("cluster", "node"))
         .filter(pl.col("_k") >= n_back)
-    )  # fmt: skip
+    )
     # distinct causes do not add up over steps: the few culprit attempts go into their windows
     causes = (
         per_window(culprits, "end_time")
         .group_by("cluster", "node", "_k")
         .agg(distinct_causes=pl.col("failure_cause").n_unique())
-    )  # fmt: skip
+    )
     a = a.join(causes, on=["cluster", "node", "_k"], how="left")
     ev = per_window(he.select("cluster", "node", "time", "source", "component", "severity"), "time")
     xid_by_component = [
@@ -286,8 +302,13 @@ def node_features(
     s = (
         st.with_columns(_end=window_end)
         .with_columns(
-            hours=(pl.min_horizontal(pl.col("end").fill_null(pl.col("_end")), pl.col("_end")) - pl.col("start"))
-            .dt.total_seconds().clip(lower_bound=0) / 3600.0
+            hours=(
+                pl.min_horizontal(pl.col("end").fill_null(pl.col("_end")), pl.col("_end"))
+                - pl.col("start")
+            )
+            .dt.total_seconds()
+            .clip(lower_bound=0)
+            / 3600.0
         )
         .group_by("cluster", "node", "_k")
         .agg(
@@ -296,12 +317,15 @@ def node_features(
             downs=(pl.col("state") == "DOWN").sum(),
             hours_out=pl.col("hours").sum(),
         )
-    )  # fmt: skip
-    nodes = pl.concat([
-        steps.select("cluster", "node"),
-        exploded.filter(~in_range.fill_null(False)).select("cluster", "node").drop_nulls(),
-        ev.select("cluster", "node"), st.select("cluster", "node"),
-    ]).unique()  # fmt: skip
+    )
+    nodes = pl.concat(
+        [
+            steps.select("cluster", "node"),
+            exploded.filter(~in_range.fill_null(False)).select("cluster", "node").drop_nulls(),
+            ev.select("cluster", "node"),
+            st.select("cluster", "node"),
+        ]
+    ).unique()
     grid = nodes.join(ends, how="cross")
     out = (
         grid.join(a, on=["cluster", "node", "_k"], how="left")
@@ -310,8 +334,11 @@ def node_features(
         .with_columns(pl.exclude("cluster", "node", "_k").fill_null(0))
         .with_columns(
             single_node_fail_rate=pl.when(pl.col("single_attempts") > 0)
-            .then(pl.col("single_node_failed") / pl.col("single_attempts")).otherwise(0.0),
-            hw_share=pl.when(pl.col("failed") > 0).then(pl.col("hw_culprit") / pl.col("failed")).otherwise(0.0),
+            .then(pl.col("single_node_failed") / pl.col("single_attempts"))
+            .otherwise(0.0),
+            hw_share=pl.when(pl.col("failed") > 0)
+            .then(pl.col("hw_culprit") / pl.col("failed"))
+            .otherwise(0.0),
             window_end=window_end,
         )
         # days in service in the window: the exposure of the fleet-relative rates
@@ -320,13 +347,22 @@ def node_features(
             # relative to the fleet in the same window: a lemon is an outlier among its peers,
             # whatever the cluster-wide failure rate is doing at the time; shrunk toward 1 so
             # one event at a quiet fleet is not an outlier
-            [((pl.col(c) + PRIOR_COUNTS) / (PRIOR_COUNTS + pl.col("_days") * pl.col(c).sum().over("cluster", "_k")
-              / pl.col("_days").sum().over("cluster", "_k").clip(lower_bound=1e-9))).alias(f"{c}_vs_fleet")
-             for c in _RELATIVE],
+            [
+                (
+                    (pl.col(c) + PRIOR_COUNTS)
+                    / (
+                        PRIOR_COUNTS
+                        + pl.col("_days")
+                        * pl.col(c).sum().over("cluster", "_k")
+                        / pl.col("_days").sum().over("cluster", "_k").clip(lower_bound=1e-9)
+                    )
+                ).alias(f"{c}_vs_fleet")
+                for c in _RELATIVE
+            ],
             hours_out_vs_fleet=(pl.col("hours_out") + PRIOR_HOURS_OUT)
             / (pl.col("hours_out").mean().over("cluster", "_k") + PRIOR_HOURS_OUT),
         )
         .select("cluster", "node", "window_end", *[pl.col(f).cast(pl.Float64) for f in FEATURES])
         .sort("cluster", "node", "window_end")
-    )  # fmt: skip
+    )
     return out

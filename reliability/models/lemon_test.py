@@ -142,17 +142,26 @@ class LemonTest(Result):
     def sample_sizes(self) -> dict[str, int | float]:
         """Counts behind the test: nodes, incidents, exposure [node-days]."""
         n = self.nodes
-        return {"nodes": n.height, "incidents": int(n["incidents"].sum()) if n.height else 0,
-                "node-days": float(n["exposure_days"].sum()) if n.height else 0.0}  # fmt: skip
+        return {
+            "nodes": n.height,
+            "incidents": int(n["incidents"].sum()) if n.height else 0,
+            "node-days": float(n["exposure_days"].sum()) if n.height else 0.0,
+        }
 
     @property
     def summary(self) -> pl.DataFrame:
         """One row: nodes, incidents, fleet rate, dispersion, flagged, FDR."""
-        return self._mapping_frame({
-            "nodes": self.nodes.height, "incidents": self.sample_sizes["incidents"],
-            "fleet_rate_per_node_day": self.fleet_rate_per_node_day, "dispersion": self.dispersion,
-            "flagged": self.flagged.height, "fdr": self.fdr, "min_incidents": self.min_incidents,
-        })  # fmt: skip
+        return self._mapping_frame(
+            {
+                "nodes": self.nodes.height,
+                "incidents": self.sample_sizes["incidents"],
+                "fleet_rate_per_node_day": self.fleet_rate_per_node_day,
+                "dispersion": self.dispersion,
+                "flagged": self.flagged.height,
+                "fdr": self.fdr,
+                "min_incidents": self.min_incidents,
+            }
+        )
 
     def tables(self) -> dict[str, pl.DataFrame]:
         """Return the result's tables by name.
@@ -261,38 +270,74 @@ def lemon_test(
     lo, hi = _window(attributed, states, start or ds_start, end or ds_end)
     notes: list[str] = []
     if lo is None or hi is None or hi <= lo:
-        return LemonTest(_empty(), None, 0.0, fdr, min_incidents, "", lo, hi,
-                         ["no observation window: lemon nodes not assessed"])  # fmt: skip
+        return LemonTest(
+            _empty(),
+            None,
+            0.0,
+            fdr,
+            min_incidents,
+            "",
+            lo,
+            hi,
+            ["no observation window: lemon nodes not assessed"],
+        )
     if window_days is not None:
         lo = max(lo, hi - timedelta(days=window_days))
     span_d = (hi - lo).total_seconds() / 86400.0
     if span_d < MIN_SPAN_DAYS:
         from reliability._result import fmt_duration_h
 
-        return LemonTest(_empty(), None, 0.0, fdr, min_incidents, "", lo, hi, [
-            f"no lemon test: the data hold {fmt_duration_h(24 * span_d)}, less than the "
-            f"{MIN_SPAN_DAYS:g} days it needs (a lemon fails again and again over weeks; a shorter "
-            "span shows bursts, not lemons); collect more history"])  # fmt: skip
+        return LemonTest(
+            _empty(),
+            None,
+            0.0,
+            fdr,
+            min_incidents,
+            "",
+            lo,
+            hi,
+            [
+                f"no lemon test: the data hold {fmt_duration_h(24 * span_d)}, less than the "
+                f"{MIN_SPAN_DAYS:g} days it needs (a lemon fails again and again over weeks; a shorter "
+                "span shows bursts, not lemons); collect more history"
+            ],
+        )
     st = states.with_columns(
-        pl.col("cluster").cast(pl.String), pl.col("node").cast(pl.String),
-        pl.col("state").cast(pl.String), pl.col("reason").cast(pl.String),
-        user=pl.col("user").cast(pl.String) if "user" in states.columns else pl.lit(None, pl.String),
-    ).filter(pl.col("state").is_in(_OUT))  # fmt: skip
+        pl.col("cluster").cast(pl.String),
+        pl.col("node").cast(pl.String),
+        pl.col("state").cast(pl.String),
+        pl.col("reason").cast(pl.String),
+        user=pl.col("user").cast(pl.String)
+        if "user" in states.columns
+        else pl.lit(None, pl.String),
+    ).filter(pl.col("state").is_in(_OUT))
     history = st.height > 0
     cls = classify_reasons(st, reasons)
-    st = st.join(cls.select("reason", "user", "reason_class"), on=["reason", "user"], how="left",
-                 nulls_equal=True)  # fmt: skip
+    st = st.join(
+        cls.select("reason", "user", "reason_class"),
+        on=["reason", "user"],
+        how="left",
+        nulls_equal=True,
+    )
     lo_l, hi_l = pl.lit(lo).cast(_TS), pl.lit(hi).cast(_TS)
     # incidents: non-administrative departures from service, and job failures on the node
     dep = st.filter(
-        (pl.col("reason_class") != "administrative") & (pl.col("start") >= lo_l) & (pl.col("start") < hi_l)
-    ).select("cluster", "node", t=pl.col("start"), what=pl.col("state") + pl.lit(" ")
-             + pl.col("reason").fill_null("(no reason)"))  # fmt: skip
+        (pl.col("reason_class") != "administrative")
+        & (pl.col("start") >= lo_l)
+        & (pl.col("start") < hi_l)
+    ).select(
+        "cluster",
+        "node",
+        t=pl.col("start"),
+        what=pl.col("state") + pl.lit(" ") + pl.col("reason").fill_null("(no reason)"),
+    )
     inc = node_incidents(attributed, window_min=window_min)
     jf = inc.filter((pl.col("first_failure") >= lo_l) & (pl.col("first_failure") < hi_l)).select(
-        "cluster", "node", t=pl.col("first_failure"),
+        "cluster",
+        "node",
+        t=pl.col("first_failure"),
         what=pl.lit("job failure (") + pl.col("causes").fill_null("unknown") + pl.lit(")"),
-    )  # fmt: skip
+    )
     events = pl.concat([dep, jf]).sort("cluster", "node", "t")
     gap = pl.col("t") - pl.col("t").shift(1).over("cluster", "node")
     events = events.with_columns(
@@ -322,10 +367,25 @@ def lemon_test(
     e = nodes["exposure_days"].to_numpy().astype(float)
     K, E = k.sum(), e.sum()
     if nodes.height == 0 or K == 0 or E <= 0:
-        out = nodes.with_columns(expected=pl.lit(0.0), excess=pl.lit(None, pl.Float64), p=pl.lit(1.0),
-                                 q=pl.lit(1.0), flagged=pl.lit(False), evidence=pl.lit(""))  # fmt: skip
-        return LemonTest(_tidy(out), None, 0.0, fdr, min_incidents, basis, lo, hi,
-                         [*notes, "no incidents in the window: no node stands out"])  # fmt: skip
+        out = nodes.with_columns(
+            expected=pl.lit(0.0),
+            excess=pl.lit(None, pl.Float64),
+            p=pl.lit(1.0),
+            q=pl.lit(1.0),
+            flagged=pl.lit(False),
+            evidence=pl.lit(""),
+        )
+        return LemonTest(
+            _tidy(out),
+            None,
+            0.0,
+            fdr,
+            min_incidents,
+            basis,
+            lo,
+            hi,
+            [*notes, "no incidents in the window: no node stands out"],
+        )
     rate_rest = np.where(E - e > 0, (K - k) / np.maximum(E - e, 1e-12), K / E)
     mu = np.maximum(rate_rest * e, 1e-12)
     alpha, keep = 0.0, np.ones(k.size, dtype=bool)
@@ -340,10 +400,13 @@ def lemon_test(
     q = _bh(p)
     flagged = (q <= fdr) & (k >= min_incidents)
     out = nodes.with_columns(
-        expected=pl.Series(mu), excess=pl.Series(k / mu), p=pl.Series(p), q=pl.Series(q),
+        expected=pl.Series(mu),
+        excess=pl.Series(k / mu),
+        p=pl.Series(p),
+        q=pl.Series(q),
         flagged=pl.Series(flagged),
         evidence=pl.col("evidence").map_elements(_say, return_dtype=pl.String),
-    )  # fmt: skip
+    )
     if alpha > 0:
         notes.append(
             f"node rates spread beyond chance (NB α = {alpha:.2f}): a node is flagged only when it "
@@ -362,10 +425,20 @@ def _say(counts: Any) -> str:
 
 
 def _empty() -> pl.DataFrame:
-    return pl.DataFrame(schema={"cluster": pl.String, "node": pl.String, "incidents": pl.Int64,
-                                "exposure_days": pl.Float64, "expected": pl.Float64,
-                                "excess": pl.Float64, "p": pl.Float64, "q": pl.Float64,
-                                "flagged": pl.Boolean, "evidence": pl.String})  # fmt: skip
+    return pl.DataFrame(
+        schema={
+            "cluster": pl.String,
+            "node": pl.String,
+            "incidents": pl.Int64,
+            "exposure_days": pl.Float64,
+            "expected": pl.Float64,
+            "excess": pl.Float64,
+            "p": pl.Float64,
+            "q": pl.Float64,
+            "flagged": pl.Boolean,
+            "evidence": pl.String,
+        }
+    )
 
 
 def _tidy(frame: pl.DataFrame) -> pl.DataFrame:
@@ -392,10 +465,19 @@ def _window(
 def _in_service(st: pl.DataFrame, jobs: pl.DataFrame, lo: datetime, hi: datetime) -> pl.DataFrame:
     """Days each node of the fleet was in service over [lo, hi] (the union of its outages out)."""
     lo_l, hi_l = pl.lit(lo).cast(_TS), pl.lit(hi).cast(_TS)
-    fleet = pl.concat([
-        jobs.select(pl.col("cluster").cast(pl.String), node=pl.col("nodes")).explode("node"),
-        st.select("cluster", "node"),
-    ]).drop_nulls("node").with_columns(pl.col("node").cast(pl.String)).unique()  # fmt: skip
+    fleet = (
+        pl.concat(
+            [
+                jobs.select(pl.col("cluster").cast(pl.String), node=pl.col("nodes")).explode(
+                    "node"
+                ),
+                st.select("cluster", "node"),
+            ]
+        )
+        .drop_nulls("node")
+        .with_columns(pl.col("node").cast(pl.String))
+        .unique()
+    )
     iv = (
         st.filter(pl.col("start") < hi_l)
         .filter(pl.col("end").is_null() | (pl.col("end") > lo_l))
@@ -428,11 +510,21 @@ def _in_service(st: pl.DataFrame, jobs: pl.DataFrame, lo: datetime, hi: datetime
 def _running(jobs: pl.DataFrame, lo: datetime, hi: datetime) -> pl.DataFrame:
     """Node-days each node ran job attempts over [lo, hi] (open attempts up to ``hi``)."""
     lo_l, hi_l = pl.lit(lo).cast(_TS), pl.lit(hi).cast(_TS)
-    a = jobs.filter(pl.col("start_time").is_not_null()).select(
-        pl.col("cluster").cast(pl.String), node=pl.col("nodes"),
-        us=(pl.min_horizontal(pl.col("end_time").fill_null(hi_l), hi_l)
-            - pl.max_horizontal("start_time", lo_l)).dt.total_microseconds().clip(0),
-    ).explode("node").drop_nulls("node")  # fmt: skip
+    a = (
+        jobs.filter(pl.col("start_time").is_not_null())
+        .select(
+            pl.col("cluster").cast(pl.String),
+            node=pl.col("nodes"),
+            us=(
+                pl.min_horizontal(pl.col("end_time").fill_null(hi_l), hi_l)
+                - pl.max_horizontal("start_time", lo_l)
+            )
+            .dt.total_microseconds()
+            .clip(0),
+        )
+        .explode("node")
+        .drop_nulls("node")
+    )
     # integer microseconds: exact sums, the same whatever order polars adds them in
     return a.group_by("cluster", pl.col("node").cast(pl.String)).agg(
         exposure_days=pl.col("us").sum() / 86_400e6

@@ -246,8 +246,16 @@ def fit_weibull(
         raise ValueError(f"engine must be 'lifelines' or 'numpy', got {engine!r}")
     se = math.sqrt(max(float(cov[1, 1]), 0.0))
     lo, hi = rho * math.exp(-z * se / rho), rho * math.exp(z * se / rho)
-    return {"shape": rho, "shape_low": lo, "shape_high": hi, "scale": lam,
-            "verdict": hazard_verdict(rho, lo, hi), "loglik": loglik, "fitter": fitter, "cov": cov}  # fmt: skip
+    return {
+        "shape": rho,
+        "shape_low": lo,
+        "shape_high": hi,
+        "scale": lam,
+        "verdict": hazard_verdict(rho, lo, hi),
+        "loglik": loglik,
+        "fitter": fitter,
+        "cov": cov,
+    }
 
 
 @dataclass
@@ -319,8 +327,13 @@ def _km_numpy(
         lo = np.where(surv > 0, surv ** np.exp(-z * v), 0.0)
         hi = np.where(surv > 0, surv ** np.exp(z * v), 0.0)
     lo, hi = np.nan_to_num(lo, nan=1.0), np.nan_to_num(hi, nan=1.0)
-    return (np.concatenate([[0.0], times]), np.concatenate([[1.0], surv]), np.concatenate([[1.0], np.minimum(lo, hi)]),
-            np.concatenate([[1.0], np.maximum(lo, hi)]), np.concatenate([[int((a <= 0).sum())], n]))  # fmt: skip
+    return (
+        np.concatenate([[0.0], times]),
+        np.concatenate([[1.0], surv]),
+        np.concatenate([[1.0], np.minimum(lo, hi)]),
+        np.concatenate([[1.0], np.maximum(lo, hi)]),
+        np.concatenate([[int((a <= 0).sum())], n]),
+    )
 
 
 def _fit_group(
@@ -346,34 +359,72 @@ def _fit_group(
             f"{group}: Kaplan-Meier falls to 0 early (few components at risk at the youngest ages, "
             "left truncation): the curve is unreliable at early ages"
         )
-    km_frame = pl.DataFrame({
-        "group": group, "time": times, "survival": sf, "ci_low": lo_band, "ci_high": hi_band,
-        "at_risk": np.asarray(at_risk).astype(np.int64),
-    })  # fmt: skip
+    km_frame = pl.DataFrame(
+        {
+            "group": group,
+            "time": times,
+            "survival": sf,
+            "ci_low": lo_band,
+            "ci_high": hi_band,
+            "at_risk": np.asarray(at_risk).astype(np.int64),
+        }
+    )
     below = np.flatnonzero(sf <= 0.5)
     med = float(times[below[0]]) if below.size else math.inf
     failures = int(e.sum())
-    base = dict(group=group, n=int(t.size), failures=failures, total_time=float(t.sum()),
-                entry_truncated=int((entry > 0).sum()) if entry is not None else 0, km=km_frame,
-                km_median=med if math.isfinite(med) else None, km_note=km_note)  # fmt: skip
+    base = dict(
+        group=group,
+        n=int(t.size),
+        failures=failures,
+        total_time=float(t.sum()),
+        entry_truncated=int((entry > 0).sum()) if entry is not None else 0,
+        km=km_frame,
+        km_median=med if math.isfinite(med) else None,
+        km_note=km_note,
+    )
     if failures < MIN_FAILURES_FOR_FIT:
-        return LifetimeFit(**base, models={}, shape=None, shape_low=None, shape_high=None,
-                           lr_stat=None, lr_p=None, best=None, verdict="not estimable")  # fmt: skip
+        return LifetimeFit(
+            **base,
+            models={},
+            shape=None,
+            shape_low=None,
+            shape_high=None,
+            lr_stat=None,
+            lr_p=None,
+            best=None,
+            verdict="not estimable",
+        )
     models: dict[str, dict[str, Any]] = {}
     ef = ExponentialFitter(alpha=alpha).fit(t, e, entry=entry)
     lam = float(ef.lambda_)
     se_lam = math.sqrt(max(float(ef.variance_matrix_.iloc[0, 0]), 0.0))
     f = math.exp(z * se_lam / lam)
-    models["exponential"] = {"loglik": float(ef.log_likelihood_), "aic": float(ef.AIC_),
-                             "params": {"lambda_": lam}, "mttf": lam, "mttf_low": lam / f, "mttf_high": lam * f,
-                             "b10": lam * _B10, "b10_low": lam * _B10 / f, "b10_high": lam * _B10 * f}  # fmt: skip
+    models["exponential"] = {
+        "loglik": float(ef.log_likelihood_),
+        "aic": float(ef.AIC_),
+        "params": {"lambda_": lam},
+        "mttf": lam,
+        "mttf_low": lam / f,
+        "mttf_high": lam * f,
+        "b10": lam * _B10,
+        "b10_low": lam * _B10 / f,
+        "b10_high": lam * _B10 * f,
+    }
     try:
         w = fit_weibull(t, e, entry, alpha=alpha)
     except (ValueError, np.linalg.LinAlgError, ConvergenceError):
         # e.g. every failure at the same age: no finite Weibull shape; the exponential stands
-        return LifetimeFit(**base, models=models, shape=None, shape_low=None, shape_high=None,
-                           lr_stat=None, lr_p=None, best=None,
-                           verdict="Weibull not estimable (no finite shape fits these ages)")  # fmt: skip
+        return LifetimeFit(
+            **base,
+            models=models,
+            shape=None,
+            shape_low=None,
+            shape_high=None,
+            lr_stat=None,
+            lr_p=None,
+            best=None,
+            verdict="Weibull not estimable (no finite shape fits these ages)",
+        )
     wf = w["fitter"]
     theta = np.array([float(wf.lambda_), float(wf.rho_)])
     cov = wf.variance_matrix_.loc[["lambda_", "rho_"], ["lambda_", "rho_"]].to_numpy()
@@ -386,9 +437,17 @@ def _fit_group(
 
     ml, mh = _delta_log_ci(w_mttf, theta, cov, z)
     bl, bh = _delta_log_ci(w_b10, theta, cov, z)
-    models["weibull"] = {"loglik": w["loglik"], "aic": float(wf.AIC_),
-                         "params": {"lambda_": theta[0], "rho_": theta[1]}, "mttf": w_mttf(theta),
-                         "mttf_low": ml, "mttf_high": mh, "b10": w_b10(theta), "b10_low": bl, "b10_high": bh}  # fmt: skip
+    models["weibull"] = {
+        "loglik": w["loglik"],
+        "aic": float(wf.AIC_),
+        "params": {"lambda_": theta[0], "rho_": theta[1]},
+        "mttf": w_mttf(theta),
+        "mttf_low": ml,
+        "mttf_high": mh,
+        "b10": w_b10(theta),
+        "b10_low": bl,
+        "b10_high": bh,
+    }
     try:
         lf = LogNormalFitter(alpha=alpha).fit(t, e, entry=entry)
         th = np.array([float(lf.mu_), float(lf.sigma_)])
@@ -402,16 +461,32 @@ def _fit_group(
 
         ml, mh = _delta_log_ci(l_mttf, th, cv, z)
         bl, bh = _delta_log_ci(l_b10, th, cv, z)
-        models["lognormal"] = {"loglik": float(lf.log_likelihood_), "aic": float(lf.AIC_),
-                               "params": {"mu_": th[0], "sigma_": th[1]}, "mttf": l_mttf(th),
-                               "mttf_low": ml, "mttf_high": mh, "b10": l_b10(th), "b10_low": bl, "b10_high": bh}  # fmt: skip
+        models["lognormal"] = {
+            "loglik": float(lf.log_likelihood_),
+            "aic": float(lf.AIC_),
+            "params": {"mu_": th[0], "sigma_": th[1]},
+            "mttf": l_mttf(th),
+            "mttf_low": ml,
+            "mttf_high": mh,
+            "b10": l_b10(th),
+            "b10_low": bl,
+            "b10_high": bh,
+        }
     except Exception:
         pass
     lr = max(2.0 * (models["weibull"]["loglik"] - models["exponential"]["loglik"]), 0.0)
     best = min(models, key=lambda m: models[m]["aic"])
-    return LifetimeFit(**base, models=models, shape=w["shape"], shape_low=w["shape_low"],
-                       shape_high=w["shape_high"], lr_stat=lr, lr_p=float(stats.chi2.sf(lr, 1)),
-                       best=best, verdict=w["verdict"])  # fmt: skip
+    return LifetimeFit(
+        **base,
+        models=models,
+        shape=w["shape"],
+        shape_low=w["shape_low"],
+        shape_high=w["shape_high"],
+        lr_stat=lr,
+        lr_p=float(stats.chi2.sf(lr, 1)),
+        best=best,
+        verdict=w["verdict"],
+    )
 
 
 @dataclass
@@ -492,8 +567,11 @@ class LifetimeResult(Result):
     @property
     def sample_sizes(self) -> dict[str, int | float]:
         """Counts behind the result: components, failures, groups."""
-        return {"components": sum(f.n for f in self.fits), "failures": sum(f.failures for f in self.fits),
-                "groups": len(self.fits)}  # fmt: skip
+        return {
+            "components": sum(f.n for f in self.fits),
+            "failures": sum(f.failures for f in self.fits),
+            "groups": len(self.fits),
+        }
 
     @property
     def summary(self) -> pl.DataFrame:
@@ -507,24 +585,52 @@ class LifetimeResult(Result):
                 d = f.models.get(m, {}) if m else {}
                 if m and not d:
                     continue
-                rows.append({
-                    "group": f.group, "model": m, "components": f.n, "failures": f.failures,
-                    "censored": f.n - f.failures, "entry_truncated": f.entry_truncated,
-                    "aic": d.get("aic"), "best_by_aic": None if m is None else m == f.best,
-                    "lr_vs_exponential_p": f.lr_p if m == "weibull" else None,
-                    "weibull_shape": f.shape if m == "weibull" else None,
-                    "shape_low": f.shape_low if m == "weibull" else None,
-                    "shape_high": f.shape_high if m == "weibull" else None,
-                    "mttf": d.get("mttf"), "mttf_low": d.get("mttf_low"), "mttf_high": d.get("mttf_high"),
-                    "b10": d.get("b10"), "b10_low": d.get("b10_low"), "b10_high": d.get("b10_high"),
-                    "km_median": f.km_median, "verdict": f.verdict,
-                })  # fmt: skip
-        schema = {"group": pl.String, "model": pl.String, "components": pl.Int64, "failures": pl.Int64,
-                  "censored": pl.Int64, "entry_truncated": pl.Int64, "aic": pl.Float64, "best_by_aic": pl.Boolean,
-                  "lr_vs_exponential_p": pl.Float64, "weibull_shape": pl.Float64, "shape_low": pl.Float64,
-                  "shape_high": pl.Float64, "mttf": pl.Float64, "mttf_low": pl.Float64, "mttf_high": pl.Float64,
-                  "b10": pl.Float64, "b10_low": pl.Float64, "b10_high": pl.Float64, "km_median": pl.Float64,
-                  "verdict": pl.String}  # fmt: skip
+                rows.append(
+                    {
+                        "group": f.group,
+                        "model": m,
+                        "components": f.n,
+                        "failures": f.failures,
+                        "censored": f.n - f.failures,
+                        "entry_truncated": f.entry_truncated,
+                        "aic": d.get("aic"),
+                        "best_by_aic": None if m is None else m == f.best,
+                        "lr_vs_exponential_p": f.lr_p if m == "weibull" else None,
+                        "weibull_shape": f.shape if m == "weibull" else None,
+                        "shape_low": f.shape_low if m == "weibull" else None,
+                        "shape_high": f.shape_high if m == "weibull" else None,
+                        "mttf": d.get("mttf"),
+                        "mttf_low": d.get("mttf_low"),
+                        "mttf_high": d.get("mttf_high"),
+                        "b10": d.get("b10"),
+                        "b10_low": d.get("b10_low"),
+                        "b10_high": d.get("b10_high"),
+                        "km_median": f.km_median,
+                        "verdict": f.verdict,
+                    }
+                )
+        schema = {
+            "group": pl.String,
+            "model": pl.String,
+            "components": pl.Int64,
+            "failures": pl.Int64,
+            "censored": pl.Int64,
+            "entry_truncated": pl.Int64,
+            "aic": pl.Float64,
+            "best_by_aic": pl.Boolean,
+            "lr_vs_exponential_p": pl.Float64,
+            "weibull_shape": pl.Float64,
+            "shape_low": pl.Float64,
+            "shape_high": pl.Float64,
+            "mttf": pl.Float64,
+            "mttf_low": pl.Float64,
+            "mttf_high": pl.Float64,
+            "b10": pl.Float64,
+            "b10_low": pl.Float64,
+            "b10_high": pl.Float64,
+            "km_median": pl.Float64,
+            "verdict": pl.String,
+        }
         out = pl.DataFrame(rows, schema=schema)
         return out.with_columns(pl.when(pl.col(pl.Float64).is_finite()).then(pl.col(pl.Float64)))
 
@@ -545,14 +651,22 @@ class LifetimeResult(Result):
         for f in self.fits:
             head = (
                 f"{f.group}: {f.n:,} components, {f.failures:,} failures, {f.n - f.failures:,} censored"
-                + (f", {f.entry_truncated:,} entered the data already in service (left-truncated)" if f.entry_truncated else "")
-            )  # fmt: skip
+                + (
+                    f", {f.entry_truncated:,} entered the data already in service (left-truncated)"
+                    if f.entry_truncated
+                    else ""
+                )
+            )
             lines.append(head)
             if not f.models:
                 lines.append(
                     f"  parametric fits not estimable: {f.failures} failures (needs {MIN_FAILURES_FOR_FIT}); "
-                    + (f"Kaplan-Meier median {fmt_num(f.km_median)} {u}" if f.km_median else "Kaplan-Meier median not reached")
-                )  # fmt: skip
+                    + (
+                        f"Kaplan-Meier median {fmt_num(f.km_median)} {u}"
+                        if f.km_median
+                        else "Kaplan-Meier median not reached"
+                    )
+                )
                 continue
             if f.shape is None:
                 lines.append(f"  {f.verdict}")
@@ -647,10 +761,11 @@ def fit_lifetimes(
     if not isinstance(frame, pl.DataFrame):
         ds = frame
         table, tnotes = lifetime_table(
-            ds.inventory, ds.component_failures,
+            ds.inventory,
+            ds.component_failures,
             observation_start=ds.observation_window()[0],
             observation_end=observation_end or ds.observation_end,
-        )  # fmt: skip
+        )
         notes += tnotes
         frame = table
         duration, event = duration or "duration_h", event or "failed"
@@ -762,13 +877,24 @@ def lifetime_table(
         & (pl.col("first_failure") >= pl.col("in_service"))
         & (pl.col("first_failure") <= pl.col("stop")),
     ).with_columns(
-        duration_h=(pl.when(pl.col("failed")).then(pl.col("first_failure")).otherwise(pl.col("stop")) - pl.col("in_service"))
-        .dt.total_microseconds() / 1e6 / 3600.0,
+        duration_h=(
+            pl.when(pl.col("failed")).then(pl.col("first_failure")).otherwise(pl.col("stop"))
+            - pl.col("in_service")
+        ).dt.total_microseconds()
+        / 1e6
+        / 3600.0,
         entry_h=(
-            ((pl.lit(observation_start).cast(pl.Datetime("us", "UTC")) - pl.col("in_service")).dt.total_microseconds() / 1e6 / 3600.0).clip(0.0)
-            if observation_start is not None else pl.lit(0.0)
+            (
+                (
+                    pl.lit(observation_start).cast(pl.Datetime("us", "UTC")) - pl.col("in_service")
+                ).dt.total_microseconds()
+                / 1e6
+                / 3600.0
+            ).clip(0.0)
+            if observation_start is not None
+            else pl.lit(0.0)
         ),
-    )  # fmt: skip
+    )
     before = t.filter(pl.col("first_failure") < pl.col("in_service")).height
     if before:
         notes.append(

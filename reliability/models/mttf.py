@@ -156,9 +156,14 @@ def glm_slope(
         failures).
     """
     return poisson_regression(
-        np.asarray(failures, float), np.asarray(job_hours, float), np.log(np.asarray(nodes, float)),
-        alpha=alpha, null_slope=1.0, min_failures=MIN_FAILURES_FOR_GLM, min_points=MIN_BUCKETS_FOR_GLM,
-    )  # fmt: skip
+        np.asarray(failures, float),
+        np.asarray(job_hours, float),
+        np.log(np.asarray(nodes, float)),
+        alpha=alpha,
+        null_slope=1.0,
+        min_failures=MIN_FAILURES_FOR_GLM,
+        min_points=MIN_BUCKETS_FOR_GLM,
+    )
 
 
 def _at_least(h: float) -> str:
@@ -302,8 +307,10 @@ class MTTFResult(Result):
         if not self.estimable_:
             text = (
                 f"{_at_least(low)} (no hardware failures; from the upper {100 * (1 - self.alpha):.0f}% "
-                "bound of r_f)" if low is not None else "not estimable (no exposure)"
-            )  # fmt: skip
+                "bound of r_f)"
+                if low is not None
+                else "not estimable (no exposure)"
+            )
             return {"mttf_h": None, "low_h": low, "high_h": high, "text": text}
         point = float(self.mttf_h(n_gpus))
         rng = (
@@ -333,37 +340,62 @@ class MTTFResult(Result):
         sizes = n_gpus or [1024, 4096, 16384, 131072]
         rows = [self.mttf_at(n) for n in sizes]
         return pl.DataFrame(
-            {"n_gpus": sizes, "mttf_h": [r["mttf_h"] for r in rows],
-             "mttf_h_low": [r["low_h"] for r in rows], "mttf_h_high": [r["high_h"] for r in rows]},
-            schema={"n_gpus": pl.Int64, "mttf_h": pl.Float64, "mttf_h_low": pl.Float64, "mttf_h_high": pl.Float64},
-        )  # fmt: skip
+            {
+                "n_gpus": sizes,
+                "mttf_h": [r["mttf_h"] for r in rows],
+                "mttf_h_low": [r["low_h"] for r in rows],
+                "mttf_h_high": [r["high_h"] for r in rows],
+            },
+            schema={
+                "n_gpus": pl.Int64,
+                "mttf_h": pl.Float64,
+                "mttf_h_low": pl.Float64,
+                "mttf_h_high": pl.Float64,
+            },
+        )
 
     @property
     def sample_sizes(self) -> dict[str, int | float]:
         """Counts behind the result: hardware failures, node-days, weeks, open attempts, attempts."""
         return {
-            "hardware failures": self.failures_, "node-days": self.node_days_,
-            "weeks": self.rate_.periods, "open attempts (censored)": self.open_attempts_,
-            "attempts": int(self.by_size.get_column("attempts").sum()) if self.by_size.height else 0,
-        }  # fmt: skip
+            "hardware failures": self.failures_,
+            "node-days": self.node_days_,
+            "weeks": self.rate_.periods,
+            "open attempts (censored)": self.open_attempts_,
+            "attempts": int(self.by_size.get_column("attempts").sum())
+            if self.by_size.height
+            else 0,
+        }
 
     @property
     def summary(self) -> pl.DataFrame:
         """One row of headline numbers (rates per 1000 node-days; null where not estimable)."""
         r, q = self.rate_, self.recent_rate_
         ci = self.glm_slope_ci_
-        return self._mapping_frame({
-            "rate_per_1000_node_days": None if r.rate is None else 1000 * r.rate,
-            "ci_low": 1000 * r.low, "ci_high": 1000 * r.high,
-            "poisson_ci_low": 1000 * r.poisson_low, "poisson_ci_high": 1000 * r.poisson_high,
-            "dispersion": r.dispersion, "interval_allows_variation": r.robust,
-            "failures": r.failures, "node_days": r.exposure, "weeks": r.periods,
-            "open_attempts": self.open_attempts_,
-            "recent_rate_per_1000_node_days": None if q.rate is None else 1000 * q.rate,
-            "recent_ci_low": 1000 * q.low, "recent_ci_high": 1000 * q.high, "recent_failures": q.failures,
-            "glm_slope": self.glm_slope_, "glm_slope_ci_low": ci[0], "glm_slope_ci_high": ci[1],
-            "glm_p_slope_is_1": self.glm_p_slope_is_1_, "min_gpus": self.min_gpus,
-        })  # fmt: skip
+        return self._mapping_frame(
+            {
+                "rate_per_1000_node_days": None if r.rate is None else 1000 * r.rate,
+                "ci_low": 1000 * r.low,
+                "ci_high": 1000 * r.high,
+                "poisson_ci_low": 1000 * r.poisson_low,
+                "poisson_ci_high": 1000 * r.poisson_high,
+                "dispersion": r.dispersion,
+                "interval_allows_variation": r.robust,
+                "failures": r.failures,
+                "node_days": r.exposure,
+                "weeks": r.periods,
+                "open_attempts": self.open_attempts_,
+                "recent_rate_per_1000_node_days": None if q.rate is None else 1000 * q.rate,
+                "recent_ci_low": 1000 * q.low,
+                "recent_ci_high": 1000 * q.high,
+                "recent_failures": q.failures,
+                "glm_slope": self.glm_slope_,
+                "glm_slope_ci_low": ci[0],
+                "glm_slope_ci_high": ci[1],
+                "glm_p_slope_is_1": self.glm_p_slope_is_1_,
+                "min_gpus": self.min_gpus,
+            }
+        )
 
     def tables(self) -> dict[str, pl.DataFrame]:
         """Return the result's tables by name.
@@ -452,8 +484,9 @@ def _size_line(row: dict[str, Any], label: str | None = None) -> str:
     if row["failures"] == 0:
         meas = (
             f"no failures (MTTF {_at_least(row['mttf_h_low'])})"
-            if row["mttf_h_low"] is not None else "no exposure"
-        )  # fmt: skip
+            if row["mttf_h_low"] is not None
+            else "no exposure"
+        )
     else:
         hi = fmt_duration_h(row["mttf_h_high"]) if row["mttf_h_high"] is not None else "?"
         meas = f"{fmt_duration_h(row['mttf_h'])} ({fmt_duration_h(row['mttf_h_low'])}-{hi})"
@@ -580,8 +613,12 @@ def fit_mttf(
             f"estimable; {fix}"
         )
     weekly = period_counts(big, every="1w")
-    rate = estimate_rate(weekly["failures"].to_numpy(), weekly["exposure"].to_numpy(), alpha=alpha,
-                         label="whole window")  # fmt: skip
+    rate = estimate_rate(
+        weekly["failures"].to_numpy(),
+        weekly["exposure"].to_numpy(),
+        alpha=alpha,
+        label="whole window",
+    )
     recent = recent_rate(big, obs_end, alpha)
     notes += rate.notes
     gpu = exp.filter(pl.col("bucket") != CPU_ONLY_BUCKET)
@@ -594,8 +631,16 @@ def fit_mttf(
             f"({fmt_count(int(cpu['failures'].sum()), 'hardware failure')}), not counted as 1-GPU jobs"
         )
     d = by.filter(pl.col("job_hours") > 0)
-    g = glm_slope(d["failures"].to_numpy(), d["job_hours"].to_numpy(),
-                  np.maximum((d["node_hours"] / d["job_hours"]).to_numpy(), 1.0), alpha=alpha) if d.height else None  # fmt: skip
+    g = (
+        glm_slope(
+            d["failures"].to_numpy(),
+            d["job_hours"].to_numpy(),
+            np.maximum((d["node_hours"] / d["job_hours"]).to_numpy(), 1.0),
+            alpha=alpha,
+        )
+        if d.height
+        else None
+    )
     if g is not None and bool(g["valid"]):
         slope, slope_ci, p1 = float(g["slope"]), (float(g["low"]), float(g["high"])), float(g["p"])
     else:
@@ -605,19 +650,34 @@ def fit_mttf(
             f"{fmt_count(d.height, 'size bucket')} (needs {MIN_FAILURES_FOR_GLM} over {MIN_BUCKETS_FOR_GLM})"
         )
     m = MTTFResult(
-        rate_=rate, recent_rate_=recent, open_attempts_=n_open, by_size=by, cpu_only=cpu,
-        glm_slope_=slope, glm_slope_ci_=slope_ci, glm_p_slope_is_1_=p1, survival=_survival(gpu, alpha),
-        observation_end=obs_end, min_gpus=min_gpus, gpus_per_node=gpus_per_node, alpha=alpha, notes=notes,
-    )  # fmt: skip
+        rate_=rate,
+        recent_rate_=recent,
+        open_attempts_=n_open,
+        by_size=by,
+        cpu_only=cpu,
+        glm_slope_=slope,
+        glm_slope_ci_=slope_ci,
+        glm_p_slope_is_1_=p1,
+        survival=_survival(gpu, alpha),
+        observation_end=obs_end,
+        min_gpus=min_gpus,
+        gpus_per_node=gpus_per_node,
+        alpha=alpha,
+        notes=notes,
+    )
     m.scaling = check_scaling(
         d["failures"].to_numpy() if d.height else np.zeros(0),
         d["job_hours"].to_numpy() if d.height else np.zeros(0),
         np.maximum((d["node_hours"] / d["job_hours"]).to_numpy(), 1.0) if d.height else np.zeros(0),
         [_bucket_name(int(b)) for b in d.get_column("bucket")] if d.height else [],
-        g, model_mttf=m.mttf_at if m.estimable_ else None,
+        g,
+        model_mttf=m.mttf_at if m.estimable_ else None,
         largest_gpus=int(gpu.get_column("n_accelerators").max() or 0) if gpu.height else 0,
-        gpus_per_node=gpus_per_node, dispersion=rate.dispersion, dispersion_periods=rate.periods, alpha=alpha,
-    )  # fmt: skip
+        gpus_per_node=gpus_per_node,
+        dispersion=rate.dispersion,
+        dispersion_periods=rate.periods,
+        alpha=alpha,
+    )
     return m
 
 
@@ -686,8 +746,11 @@ def _by_size(
         return pl.Series(np.where(np.isfinite(x), x, np.nan)).fill_nan(None)
 
     return by.with_columns(
-        mttf_h=col(mttf), mttf_h_low=col(low), mttf_h_high=col(high), model_mttf_h=col(model),
-    ).with_columns(pl.col("bucket").cast(pl.String))  # fmt: skip
+        mttf_h=col(mttf),
+        mttf_h_low=col(low),
+        mttf_h_high=col(high),
+        model_mttf_h=col(model),
+    ).with_columns(pl.col("bucket").cast(pl.String))
 
 
 def km_median(durations: np.ndarray, events: np.ndarray) -> float | None:
@@ -739,9 +802,17 @@ def _survival(exp: pl.DataFrame, alpha: float) -> pl.DataFrame:
         if part.height == 0:
             continue
         events = int(part.get_column("failed").sum())
-        row: dict[str, Any] = {"size_class": name, "attempts": part.height, "failures": events,
-                               "weibull_shape": None, "shape_low": None, "shape_high": None,
-                               "weibull_scale_h": None, "exp_rate_per_h": None, "km_median_h": None}  # fmt: skip
+        row: dict[str, Any] = {
+            "size_class": name,
+            "attempts": part.height,
+            "failures": events,
+            "weibull_shape": None,
+            "shape_low": None,
+            "shape_high": None,
+            "weibull_scale_h": None,
+            "exp_rate_per_h": None,
+            "km_median_h": None,
+        }
         if events < MIN_FAILURES_FOR_SHAPE:
             row["verdict"] = f"not estimable ({events} failures; needs {MIN_FAILURES_FOR_SHAPE})"
             rows.append(row)
@@ -757,12 +828,26 @@ def _survival(exp: pl.DataFrame, alpha: float) -> pl.DataFrame:
             rows.append(row)
             continue
         med = km_median(hours, failed)
-        row |= {"weibull_shape": w["shape"], "shape_low": w["shape_low"], "shape_high": w["shape_high"],
-                "weibull_scale_h": w["scale"], "exp_rate_per_h": events / float(hours.sum()),
-                "km_median_h": med,
-                "verdict": hazard_verdict(w["shape"], w["shape_low"], w["shape_high"], short=True)}  # fmt: skip
+        row |= {
+            "weibull_shape": w["shape"],
+            "shape_low": w["shape_low"],
+            "shape_high": w["shape_high"],
+            "weibull_scale_h": w["scale"],
+            "exp_rate_per_h": events / float(hours.sum()),
+            "km_median_h": med,
+            "verdict": hazard_verdict(w["shape"], w["shape_low"], w["shape_high"], short=True),
+        }
         rows.append(row)
-    schema = {"size_class": pl.String, "attempts": pl.Int64, "failures": pl.Int64, "weibull_shape": pl.Float64,
-              "shape_low": pl.Float64, "shape_high": pl.Float64, "weibull_scale_h": pl.Float64,
-              "exp_rate_per_h": pl.Float64, "km_median_h": pl.Float64, "verdict": pl.String}  # fmt: skip
+    schema = {
+        "size_class": pl.String,
+        "attempts": pl.Int64,
+        "failures": pl.Int64,
+        "weibull_shape": pl.Float64,
+        "shape_low": pl.Float64,
+        "shape_high": pl.Float64,
+        "weibull_scale_h": pl.Float64,
+        "exp_rate_per_h": pl.Float64,
+        "km_median_h": pl.Float64,
+        "verdict": pl.String,
+    }
     return pl.DataFrame(rows, schema=schema)

@@ -108,16 +108,25 @@ class PlanResult(Result):
     @property
     def summary(self) -> pl.DataFrame:
         """One row: job size, r_f, target ETTR, MTTF [h], equal-cost, restart and recommended intervals [min], ETTR there."""
-        return self._mapping_frame({
-            "n_gpus": self.n_gpus, "rate_per_node_day": self.rate_per_node_day, "basis": self.basis,
-            "target_ettr": self.target_ettr, "mttf_h": self.mttf_h,
-            "equal_cost_min": None if self.equal_cost_h is None else 60 * self.equal_cost_h,
-            "restart_min": None if self.restart_h is None else 60 * self.restart_h,
-            "recommended_interval_min": None if self.recommended_interval_h is None else 60 * self.recommended_interval_h,
-            "ettr_at_recommended": self.ettr_at_recommended,
-            "recommended_at_upper_bound_min": None if self.recommended_at_upper_h is None else 60 * self.recommended_at_upper_h,
-            "variant": self.variant,
-        })  # fmt: skip
+        return self._mapping_frame(
+            {
+                "n_gpus": self.n_gpus,
+                "rate_per_node_day": self.rate_per_node_day,
+                "basis": self.basis,
+                "target_ettr": self.target_ettr,
+                "mttf_h": self.mttf_h,
+                "equal_cost_min": None if self.equal_cost_h is None else 60 * self.equal_cost_h,
+                "restart_min": None if self.restart_h is None else 60 * self.restart_h,
+                "recommended_interval_min": None
+                if self.recommended_interval_h is None
+                else 60 * self.recommended_interval_h,
+                "ettr_at_recommended": self.ettr_at_recommended,
+                "recommended_at_upper_bound_min": None
+                if self.recommended_at_upper_h is None
+                else 60 * self.recommended_at_upper_h,
+                "variant": self.variant,
+            }
+        )
 
     def tables(self) -> dict[str, pl.DataFrame]:
         """Return the result's tables by name.
@@ -183,8 +192,9 @@ class PlanResult(Result):
                 if self.rate_upper_per_node_day is not None and not self.basis.startswith("upper"):
                     at = (
                         f"checkpoint {how} {_fmt_h(self.recommended_at_upper_h)}"
-                        if self.recommended_at_upper_h is not None else "the target cannot be reached"
-                    )  # fmt: skip
+                        if self.recommended_at_upper_h is not None
+                        else "the target cannot be reached"
+                    )
                     lines.append(
                         f"At the upper bound of r_f's interval ({1000 * self.rate_upper_per_node_day:.2f} per 1000 "
                         f"node-days) {at}."
@@ -232,14 +242,29 @@ def _choose_rate(source: Any) -> tuple[float, str, pl.DataFrame, float | None, l
         window, recent = source.rate_, source.recent_rate_
     cands = [r for r in (window, recent) if r is not None]
     rows = [
-        {"window": r.label, "rate_per_1000_node_days": None if r.rate is None else 1000 * r.rate,
-         "ci_low": 1000 * r.low, "ci_high": 1000 * r.high, "failures": r.failures,
-         "exposure_days": r.exposure, "description": r.describe()}
+        {
+            "window": r.label,
+            "rate_per_1000_node_days": None if r.rate is None else 1000 * r.rate,
+            "ci_low": 1000 * r.low,
+            "ci_high": 1000 * r.high,
+            "failures": r.failures,
+            "exposure_days": r.exposure,
+            "description": r.describe(),
+        }
         for r in cands
-    ]  # fmt: skip
-    rates = pl.DataFrame(rows, schema={"window": pl.String, "rate_per_1000_node_days": pl.Float64,
-                                       "ci_low": pl.Float64, "ci_high": pl.Float64, "failures": pl.Int64,
-                                       "exposure_days": pl.Float64, "description": pl.String})  # fmt: skip
+    ]
+    rates = pl.DataFrame(
+        rows,
+        schema={
+            "window": pl.String,
+            "rate_per_1000_node_days": pl.Float64,
+            "ci_low": pl.Float64,
+            "ci_high": pl.Float64,
+            "failures": pl.Int64,
+            "exposure_days": pl.Float64,
+            "description": pl.String,
+        },
+    )
     if recent is not None and recent.rate is not None and recent.failures >= MIN_FAILURES_RECENT:
         chosen = recent
         if window.rate is not None and recent is not window:
@@ -364,9 +389,14 @@ def plan(
         """
         if ckpt_write_h > 0:
             best, top = optimal_interval_h(
-                n_gpus, rate_per_node_day, u0_h, ckpt_write_h=ckpt_write_h, queue_h=queue_h,
-                gpus_per_node=gpus_per_node, variant=variant,
-            )  # fmt: skip
+                n_gpus,
+                rate_per_node_day,
+                u0_h,
+                ckpt_write_h=ckpt_write_h,
+                queue_h=queue_h,
+                gpus_per_node=gpus_per_node,
+                variant=variant,
+            )
         else:
             best, top = _MIN_H, ettr(_MIN_H, u0_h)
         if not np.isfinite(top) or top < target_ettr:
@@ -384,8 +414,13 @@ def plan(
     rows = []
     for u in grid_min:
         lo, hi, _, _ = interval_range(u / 60.0)
-        rows.append({"restart_min": float(u), "min_interval_min": None if lo is None else 60 * lo,
-                     "max_interval_min": None if hi is None else 60 * hi})  # fmt: skip
+        rows.append(
+            {
+                "restart_min": float(u),
+                "min_interval_min": None if lo is None else 60 * lo,
+                "max_interval_min": None if hi is None else 60 * hi,
+            }
+        )
     frontier = pl.DataFrame(
         rows,
         schema={
@@ -411,9 +446,19 @@ def plan(
             # blocking writes: the ETTR-optimal interval; non-blocking: the longest that reaches the target
             rec, rec_ettr = (best, top) if ckpt_write_h > 0 else (hi, ettr(hi, restart_h))
         if upper is not None and upper > rate_per_node_day:
-            up = plan(n_gpus, upper, target_ettr, restart_h=restart_h, ckpt_write_h=ckpt_write_h,
-                      queue_h=queue_h, gpus_per_node=gpus_per_node, variant=variant,
-                      restart_grid_min=[60 * restart_h], grid_gpus=[n_gpus], grid_interval_min=[60.0])  # fmt: skip
+            up = plan(
+                n_gpus,
+                upper,
+                target_ettr,
+                restart_h=restart_h,
+                ckpt_write_h=ckpt_write_h,
+                queue_h=queue_h,
+                gpus_per_node=gpus_per_node,
+                variant=variant,
+                restart_grid_min=[60 * restart_h],
+                grid_gpus=[n_gpus],
+                grid_interval_min=[60.0],
+            )
             rec_upper = up.recommended_interval_h
 
     gg = grid_gpus or [1024, 4096, 16384, 32768, 65536, 131072]
@@ -421,13 +466,31 @@ def plan(
     u_grid = restart_h if restart_h is not None else 5.0 / 60.0
     grid = pl.DataFrame(
         [
-            {"n_gpus": n, "interval_min": float(d), "restart_min": 60 * u_grid,
-             "ettr": max(0.0, float(expected_ettr(n, rate_per_node_day, d / 60.0, u_grid, queue_h=queue_h,
-                                                  ckpt_write_h=ckpt_write_h, gpus_per_node=gpus_per_node,
-                                                  variant=variant, check=False)))}
-            for n in gg for d in gi
+            {
+                "n_gpus": n,
+                "interval_min": float(d),
+                "restart_min": 60 * u_grid,
+                "ettr": max(
+                    0.0,
+                    float(
+                        expected_ettr(
+                            n,
+                            rate_per_node_day,
+                            d / 60.0,
+                            u_grid,
+                            queue_h=queue_h,
+                            ckpt_write_h=ckpt_write_h,
+                            gpus_per_node=gpus_per_node,
+                            variant=variant,
+                            check=False,
+                        )
+                    ),
+                ),
+            }
+            for n in gg
+            for d in gi
         ]
-    )  # fmt: skip
+    )
     if variant != "renewal":
         notes.append(
             "note: linearised forms are accurate to ~x^2/2 with x = N r_f (u0 + Δt/2); 'renewal' is exact"
@@ -438,9 +501,22 @@ def plan(
             "exposure to plan with (the bound, not a measured rate, rules out every interval)"
         )
     return PlanResult(
-        n_gpus=n_gpus, rate_per_node_day=rate_per_node_day, target_ettr=target_ettr, variant=variant,
-        mttf_h=float(mttf_h(n_gpus, rate_per_node_day, gpus_per_node)), equal_cost_h=equal,
-        restart_h=restart_h, recommended_interval_h=rec, ettr_at_recommended=rec_ettr,
-        frontier=frontier, grid=grid, ckpt_write_h=ckpt_write_h, queue_h=queue_h, basis=basis, rates=rates,
-        rate_upper_per_node_day=upper, recommended_at_upper_h=rec_upper, notes=notes,
-    )  # fmt: skip
+        n_gpus=n_gpus,
+        rate_per_node_day=rate_per_node_day,
+        target_ettr=target_ettr,
+        variant=variant,
+        mttf_h=float(mttf_h(n_gpus, rate_per_node_day, gpus_per_node)),
+        equal_cost_h=equal,
+        restart_h=restart_h,
+        recommended_interval_h=rec,
+        ettr_at_recommended=rec_ettr,
+        frontier=frontier,
+        grid=grid,
+        ckpt_write_h=ckpt_write_h,
+        queue_h=queue_h,
+        basis=basis,
+        rates=rates,
+        rate_upper_per_node_day=upper,
+        recommended_at_upper_h=rec_upper,
+        notes=notes,
+    )

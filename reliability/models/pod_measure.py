@@ -65,10 +65,15 @@ class MeasuredAvailability(Result):
     @property
     def summary(self) -> pl.DataFrame:
         """One row: cubes, samples, and the measured host, link and OCS availability."""
-        return self._mapping_frame({
-            "n_cubes": self.n_cubes, "samples": self.samples, "host_availability": self.host_availability,
-            "link_availability": self.link_availability, "ocs_availability": self.ocs_availability,
-        })  # fmt: skip
+        return self._mapping_frame(
+            {
+                "n_cubes": self.n_cubes,
+                "samples": self.samples,
+                "host_availability": self.host_availability,
+                "link_availability": self.link_availability,
+                "ocs_availability": self.ocs_availability,
+            }
+        )
 
     def tables(self) -> dict[str, pl.DataFrame]:
         """Return the result's tables by name.
@@ -95,13 +100,23 @@ class MeasuredAvailability(Result):
     @classmethod
     def _example(cls) -> MeasuredAvailability:
         """Build a tiny instance: two job sizes of a 4-cube pod (for contract tests)."""
-        curve = pl.DataFrame({
-            "n_chips": [64, 256, 256], "mode": ["reconfigurable"] * 3,
-            "ft_routing": [None, False, True], "measured": [0.999, 0.97, 0.99],
-            "stderr": [0.0005, 0.004, 0.002],
-        })  # fmt: skip
-        return cls(curve=curve, host_availability=0.998, link_availability=0.99995,
-                   ocs_availability=0.99998, n_cubes=4, samples=336)  # fmt: skip
+        curve = pl.DataFrame(
+            {
+                "n_chips": [64, 256, 256],
+                "mode": ["reconfigurable"] * 3,
+                "ft_routing": [None, False, True],
+                "measured": [0.999, 0.97, 0.99],
+                "stderr": [0.0005, 0.004, 0.002],
+            }
+        )
+        return cls(
+            curve=curve,
+            host_availability=0.998,
+            link_availability=0.99995,
+            ocs_availability=0.99998,
+            n_cubes=4,
+            samples=336,
+        )
 
 
 def _down_matrix(
@@ -201,8 +216,12 @@ def measured_job_availability(
     n_cubes = len(cubes)
     t0 = (start or inv.get_column("in_service").min()).timestamp()
     if end is None:
-        last = [fails.get_column("failed_at").max(), fails.get_column("repaired_at").max(),
-                states.get_column("start").max(), states.get_column("end").max()]  # fmt: skip
+        last = [
+            fails.get_column("failed_at").max(),
+            fails.get_column("repaired_at").max(),
+            states.get_column("start").max(),
+            states.get_column("end").max(),
+        ]
         end = max(x for x in last if x is not None)
     t1 = end.timestamp()
     step = step_h * 3600.0
@@ -212,15 +231,26 @@ def measured_job_availability(
             f"the period holds {t.size} samples of {step_h} h; need at least {batches}"
         )
     machine_fail = fails.filter(pl.col("component_type") == "machine")
-    host_iv = pl.concat([
-        states.select(id=pl.col("node"), s=pl.col("start"), e=pl.col("end")),
-        machine_fail.select(id=pl.col("component_id"), s=pl.col("failed_at"), e=pl.col("repaired_at")),
-    ])  # fmt: skip
+    host_iv = pl.concat(
+        [
+            states.select(id=pl.col("node"), s=pl.col("start"), e=pl.col("end")),
+            machine_fail.select(
+                id=pl.col("component_id"), s=pl.col("failed_at"), e=pl.col("repaired_at")
+            ),
+        ]
+    )
     host_down = _down_matrix(hosts, host_iv, t, "id", "s", "e")
     link_fails = fails.filter(pl.col("component_type") == "ici_link")
     cube_index = {c: i for i, c in enumerate(cubes)}
-    link_cube_down = _down_matrix(links, link_fails, t, "component_id", "failed_at", "repaired_at",
-                                  unit={x: cube_index[x.split("-")[0]] for x in links})  # fmt: skip
+    link_cube_down = _down_matrix(
+        links,
+        link_fails,
+        t,
+        "component_id",
+        "failed_at",
+        "repaired_at",
+        unit={x: cube_index[x.split("-")[0]] for x in links},
+    )
     link_down_s = (
         float(
             (
@@ -236,8 +266,14 @@ def measured_job_availability(
         if link_fails.height
         else 0.0
     )
-    ocs_down = _down_matrix(ocs, fails.filter(pl.col("component_type") == "ocs"), t,
-                            "component_id", "failed_at", "repaired_at")  # fmt: skip
+    ocs_down = _down_matrix(
+        ocs,
+        fails.filter(pl.col("component_type") == "ocs"),
+        t,
+        "component_id",
+        "failed_at",
+        "repaired_at",
+    )
     cube_of_host = np.array([cubes.index(h.split("-")[0]) for h in hosts])
     cube_bad = np.zeros((n_cubes, t.size), dtype=bool)
     np.logical_or.at(cube_bad, cube_of_host, host_down)
@@ -273,11 +309,21 @@ def measured_job_availability(
         for ft, ok in variants:
             m, se = stat(ok)
             rows.append({"n_chips": n, "mode": mode, "ft_routing": ft, "measured": m, "stderr": se})
-    curve = pl.DataFrame(rows, schema={"n_chips": pl.Int64, "mode": pl.String, "ft_routing": pl.Boolean,
-                                       "measured": pl.Float64, "stderr": pl.Float64})  # fmt: skip
+    curve = pl.DataFrame(
+        rows,
+        schema={
+            "n_chips": pl.Int64,
+            "mode": pl.String,
+            "ft_routing": pl.Boolean,
+            "measured": pl.Float64,
+            "stderr": pl.Float64,
+        },
+    )
     return MeasuredAvailability(
-        curve=curve, host_availability=float(1.0 - host_down.mean()),
+        curve=curve,
+        host_availability=float(1.0 - host_down.mean()),
         link_availability=1.0 - link_down_s / (len(links) * (t1 - t0)) if links else 1.0,
         ocs_availability=float(1.0 - ocs_down.mean()) if ocs else 1.0,
-        n_cubes=n_cubes, samples=int(t.size),
-    )  # fmt: skip
+        n_cubes=n_cubes,
+        samples=int(t.size),
+    )

@@ -115,9 +115,14 @@ def recovery_paths(
         raise ValueError(f"n_cubes must be a whole number in 1..64, got {n_cubes}")
     if not 0 < reroute_tax < 1:
         raise ValueError(f"reroute_tax must be a fraction in (0, 1), got {reroute_tax}")
-    for name, v in (("machine_rate_per_day", machine_rate_per_day), ("ici_rate_per_day", ici_rate_per_day),
-                    ("ocs_rate_per_day", ocs_rate_per_day), ("ckpt_interval_h", ckpt_interval_h),
-                    ("reconfigure_downtime_h", reconfigure_downtime_h), ("ocs_repair_h", ocs_repair_h)):  # fmt: skip
+    for name, v in (
+        ("machine_rate_per_day", machine_rate_per_day),
+        ("ici_rate_per_day", ici_rate_per_day),
+        ("ocs_rate_per_day", ocs_rate_per_day),
+        ("ckpt_interval_h", ckpt_interval_h),
+        ("reconfigure_downtime_h", reconfigure_downtime_h),
+        ("ocs_repair_h", ocs_repair_h),
+    ):
         if not (math.isfinite(v) and v >= 0):
             raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
     reconf = reconfigure_downtime_h + ckpt_interval_h / 2.0
@@ -132,11 +137,16 @@ def recovery_paths(
         if comp == "ocs":
             paths.append(("reroute", reroute_tax * ocs_repair_h))
         for path, cost in paths:
-            rows.append({
-                "component": comp, "path": path, "components_used": count,
-                "failures_per_day": per_day, "cost_per_failure_h": cost,
-                "goodput_loss": per_day * cost / 24.0,
-            })  # fmt: skip
+            rows.append(
+                {
+                    "component": comp,
+                    "path": path,
+                    "components_used": count,
+                    "failures_per_day": per_day,
+                    "cost_per_failure_h": cost,
+                    "goodput_loss": per_day * cost / 24.0,
+                }
+            )
     return RecoveryComparison(
         summary=pl.DataFrame(rows), break_even_repair_h=reconf / reroute_tax, n_cubes=n_cubes
     )

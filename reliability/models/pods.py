@@ -119,12 +119,23 @@ class PodJobStats(Result):
         from reliability.models._examples import T0, tiny_tables
         from reliability.schema import TABLES
 
-        steps = pl.DataFrame({
-            "cluster": ["tiny"], "job_id": ["0"], "step": ["ft"], "name": ["ft-routing"],
-            "start_time": [T0 + timedelta(hours=1)], "end_time": [T0 + timedelta(hours=2)],
-            "state": ["COMPLETED"], "exit_code": [0], "exit_signal": [None], "n_nodes": [1],
-            "nodes": [["n00"]],
-        }, schema_overrides=dict(TABLES["job_steps"].schema), strict=False)  # fmt: skip
+        steps = pl.DataFrame(
+            {
+                "cluster": ["tiny"],
+                "job_id": ["0"],
+                "step": ["ft"],
+                "name": ["ft-routing"],
+                "start_time": [T0 + timedelta(hours=1)],
+                "end_time": [T0 + timedelta(hours=2)],
+                "state": ["COMPLETED"],
+                "exit_code": [0],
+                "exit_signal": [None],
+                "n_nodes": [1],
+                "nodes": [["n00"]],
+            },
+            schema_overrides=dict(TABLES["job_steps"].schema),
+            strict=False,
+        )
         return pod_job_stats(tiny_tables()["jobs"], steps)
 
 

@@ -85,8 +85,12 @@ class RateSeries(Result):
     @property
     def sample_sizes(self) -> dict[str, int | float]:
         """Counts behind the result: weeks, hardware failures, node-days, open (censored) attempts."""
-        return {"weeks": self.series.height, "hardware failures": self.rate_.failures,
-                "node-days": self.rate_.exposure, "open attempts (censored)": self.open_attempts_}  # fmt: skip
+        return {
+            "weeks": self.series.height,
+            "hardware failures": self.rate_.failures,
+            "node-days": self.rate_.exposure,
+            "open attempts (censored)": self.open_attempts_,
+        }
 
     @property
     def summary(self) -> pl.DataFrame:
@@ -102,9 +106,12 @@ class RateSeries(Result):
             ``"rates"`` (whole-window and recent r_f), ``"trend"`` and ``"weekly"`` (the series).
         """
         return {
-            "rates": pl.concat([self.rate_.summary, self.recent_rate_.summary], how="diagonal_relaxed"),
-            "trend": self.trend_.summary, "weekly": self.series,
-        }  # fmt: skip
+            "rates": pl.concat(
+                [self.rate_.summary, self.recent_rate_.summary], how="diagonal_relaxed"
+            ),
+            "trend": self.trend_.summary,
+            "weekly": self.series,
+        }
 
     def _lines(self) -> list[str]:
         return [
@@ -176,8 +183,16 @@ def failure_rate_series(
     notes += rate.notes
     if big.height == 0:
         notes.append(f"no exposure from jobs of >= {min_gpus} GPUs: no rate to show")
-    return RateSeries(series=per, rate_=rate, recent_rate_=recent, trend_=trend, open_attempts_=n_open,
-                      min_gpus=min_gpus, observation_end=obs_end, notes=notes)  # fmt: skip
+    return RateSeries(
+        series=per,
+        rate_=rate,
+        recent_rate_=recent,
+        trend_=trend,
+        open_attempts_=n_open,
+        min_gpus=min_gpus,
+        observation_end=obs_end,
+        notes=notes,
+    )
 
 
 def component_failure_rates(
@@ -220,8 +235,12 @@ def component_failure_rates(
         raise ValueError("component rates need an inventory (the denominator)")
     # the period grid is aligned with ``dt.truncate`` (weeks start on Monday), like the failures
     start = inventory.select(pl.col("in_service").min().dt.truncate(every)).item()
-    end = pl.concat([inventory.get_column("out_of_service").drop_nulls(),
-                     component_failures.get_column("failed_at")]).max()  # fmt: skip
+    end = pl.concat(
+        [
+            inventory.get_column("out_of_service").drop_nulls(),
+            component_failures.get_column("failed_at"),
+        ]
+    ).max()
     periods = pl.datetime_range(start, end, every, eager=True, time_zone="UTC").alias("period")  # type: ignore[arg-type]
     step = periods[1] - periods[0] if len(periods) > 1 else timedelta(days=1)
     grid = pl.DataFrame({"period": periods})
@@ -229,12 +248,17 @@ def component_failure_rates(
     days = (
         inv.join(grid, how="cross")
         .with_columns(
-            overlap=(pl.min_horizontal("out", pl.col("period") + step) - pl.max_horizontal("in_service", "period"))
-            .dt.total_microseconds().clip(lower_bound=0) / 86400e6
+            overlap=(
+                pl.min_horizontal("out", pl.col("period") + step)
+                - pl.max_horizontal("in_service", "period")
+            )
+            .dt.total_microseconds()
+            .clip(lower_bound=0)
+            / 86400e6
         )
         .group_by("component_type", "period")
         .agg(component_days=pl.col("overlap").sum())
-    )  # fmt: skip
+    )
     fails = (
         component_failures.with_columns(period=pl.col("failed_at").dt.truncate(every))
         .group_by("component_type", "period")
@@ -287,10 +311,19 @@ def node_mttf(
     stop = (
         as_utc(end, "end") if end is not None else component_failures.get_column("failed_at").max()
     )
-    days = inventory.with_columns(
-        d=(pl.min_horizontal(pl.col("out_of_service").fill_null(stop), pl.lit(stop)) - pl.col("in_service"))
-        .dt.total_microseconds().clip(lower_bound=0) / 86400e6
-    ).group_by("cluster").agg(component_days=pl.col("d").sum(), components=pl.len())  # fmt: skip
+    days = (
+        inventory.with_columns(
+            d=(
+                pl.min_horizontal(pl.col("out_of_service").fill_null(stop), pl.lit(stop))
+                - pl.col("in_service")
+            )
+            .dt.total_microseconds()
+            .clip(lower_bound=0)
+            / 86400e6
+        )
+        .group_by("cluster")
+        .agg(component_days=pl.col("d").sum(), components=pl.len())
+    )
     k = (
         component_failures.filter(pl.col("failed_at") <= stop)
         .group_by("cluster")

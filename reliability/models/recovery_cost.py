@@ -101,9 +101,11 @@ class RecoveryCosts(Result):
     @property
     def repair_summary(self) -> pl.DataFrame:
         """Repair-time statistics (one row: ``spells``, ``n`` closed, median/mean/p90 [h], ``open``)."""
-        r = self.repairs if self.repairs is not None else pl.DataFrame(
-            schema={"hours": pl.Float64, "open": pl.Boolean}
-        )  # fmt: skip
+        r = (
+            self.repairs
+            if self.repairs is not None
+            else pl.DataFrame(schema={"hours": pl.Float64, "open": pl.Boolean})
+        )
         return r.select(
             pl.len().cast(pl.Int64).alias("spells"),
             pl.col("hours").filter(~pl.col("open")).len().cast(pl.Int64).alias("n"),
@@ -300,8 +302,11 @@ def recovery_costs(
     failed = a.filter(pl.col("failure_domain").is_in(HARDWARE) & ~pl.col("open"))
     # a rerun listed but not started at the end (pending or held): waiting, censored there
     pending = (
-        jobs.filter(pl.col("start_time").is_null()).select(key).unique().with_columns(_pending=pl.lit(True))
-    )  # fmt: skip
+        jobs.filter(pl.col("start_time").is_null())
+        .select(key)
+        .unique()
+        .with_columns(_pending=pl.lit(True))
+    )
     w = failed.with_columns(
         wait_h=((pl.col("next_start") - pl.col("end_time")).dt.total_microseconds() / 3.6e9).clip(
             0.0
@@ -310,9 +315,19 @@ def recovery_costs(
         gpus=pl.col("n_accelerators").cast(pl.Int64),
         bucket=size_bucket(pl.col("n_accelerators")),
     ).join(pending, on=key, how="left", nulls_equal=True)
-    w = w.with_columns(waiting_at_end=pl.col("censored") & pl.col("_pending").fill_null(False)).select(
-        *key, "attempt", "gpus", "bucket", "end_time", "next_start", "wait_h", "censored", "waiting_at_end"
-    )  # fmt: skip
+    w = w.with_columns(
+        waiting_at_end=pl.col("censored") & pl.col("_pending").fill_null(False)
+    ).select(
+        *key,
+        "attempt",
+        "gpus",
+        "bucket",
+        "end_time",
+        "next_start",
+        "wait_h",
+        "censored",
+        "waiting_at_end",
+    )
     by = (
         w.group_by("bucket").agg(_stats("wait_h", pl.col("censored"))).sort("bucket")
         if w.height

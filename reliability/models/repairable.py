@@ -109,10 +109,15 @@ def interfailure_times(
     )
     g = cf.with_columns(
         nxt=pl.col("failed_at").shift(-1).over("cluster", "component_id"), origin=origin
-    )  # fmt: skip
+    )
     if inventory is not None and "out_of_service" in inventory.columns:
-        g = g.join(inventory.select("cluster", "component_id", "out_of_service").unique(["cluster", "component_id"]),
-                   on=["cluster", "component_id"], how="left")  # fmt: skip
+        g = g.join(
+            inventory.select("cluster", "component_id", "out_of_service").unique(
+                ["cluster", "component_id"]
+            ),
+            on=["cluster", "component_id"],
+            how="left",
+        )
         stop = pl.min_horizontal(pl.col("out_of_service").fill_null(endl), endl)
     else:
         stop = endl
@@ -180,12 +185,20 @@ class CrowAMSAA(Result):
     @property
     def summary(self) -> pl.DataFrame:
         """One row: system, failures, exposure [h], β with its interval and unbiased value, λ, p-value of β = 1, trend."""
-        return self._mapping_frame({
-            "system": self.system, "failures": self.failures, "exposure_h": self.exposure_h,
-            "beta": self.beta, "beta_low": self.beta_low, "beta_high": self.beta_high,
-            "beta_unbiased": self.beta_unbiased, "lambda": self.lam, "p_constant": self.p_constant,
-            "trend": self.trend,
-        })  # fmt: skip
+        return self._mapping_frame(
+            {
+                "system": self.system,
+                "failures": self.failures,
+                "exposure_h": self.exposure_h,
+                "beta": self.beta,
+                "beta_low": self.beta_low,
+                "beta_high": self.beta_high,
+                "beta_unbiased": self.beta_unbiased,
+                "lambda": self.lam,
+                "p_constant": self.p_constant,
+                "trend": self.trend,
+            }
+        )
 
     def _lines(self) -> list[str]:
         if self.beta is None:
@@ -244,8 +257,19 @@ def crow_amsaa(
         return CrowAMSAA(system, n, float(end_h), None, None, None, None, None, None, alpha)
     s = float(np.log(end_h / t).sum())
     if s <= 0:
-        return CrowAMSAA(system, n, float(end_h), None, None, None, None, None, None, alpha,
-                         notes=["every failure at the end of the window: β not estimable"])  # fmt: skip
+        return CrowAMSAA(
+            system,
+            n,
+            float(end_h),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            alpha,
+            notes=["every failure at the end of the window: β not estimable"],
+        )
     beta = n / s
     lo = beta * stats.chi2.ppf(alpha / 2, 2 * n) / (2 * n)
     hi = beta * stats.chi2.ppf(1 - alpha / 2, 2 * n) / (2 * n)
@@ -320,8 +344,9 @@ class InterFailureResult(Result):
         for r in self.systems.iter_rows(named=True):
             node = (
                 f"per node {r['node_shape']:.2f} ({r['node_shape_low']:.2f}-{r['node_shape_high']:.2f}) {r['node_verdict']}"
-                if r["node_shape"] is not None else "per node not estimable"
-            )  # fmt: skip
+                if r["node_shape"] is not None
+                else "per node not estimable"
+            )
             if r["frailty_shape"] is not None:
                 node += (
                     f", allowing for nodes' different rates {r['frailty_shape']:.2f} "
@@ -330,8 +355,9 @@ class InterFailureResult(Result):
                 )
             system = (
                 f"system-wide {r['system_shape']:.2f} ({r['system_shape_low']:.2f}-{r['system_shape_high']:.2f})"
-                if r["system_shape"] is not None else "system-wide not estimable"
-            )  # fmt: skip
+                if r["system_shape"] is not None
+                else "system-wide not estimable"
+            )
             lines.append(
                 f"  {r['system']}: {r['failures']:,} failures on {r['nodes_failed']:,} nodes; {node}; {system}"
             )
@@ -349,11 +375,14 @@ class InterFailureResult(Result):
 
         check_kind(kind)
         days = {"n00": [1.0, 3.5, 6.0, 10.0], "n01": [2.0, 9.0]}
-        cf = pl.DataFrame({
-            "cluster": "tiny", "component_type": "node",
-            "component_id": [n for n, ds in days.items() for _ in ds],
-            "failed_at": [T0 + timedelta(days=d) for ds in days.values() for d in ds],
-        }).with_columns(repaired_at=pl.col("failed_at") + timedelta(hours=6))  # fmt: skip
+        cf = pl.DataFrame(
+            {
+                "cluster": "tiny",
+                "component_type": "node",
+                "component_id": [n for n, ds in days.items() for _ in ds],
+                "failed_at": [T0 + timedelta(days=d) for ds in days.values() for d in ds],
+            }
+        ).with_columns(repaired_at=pl.col("failed_at") + timedelta(hours=6))
         if kind == "no failures":
             cf = cf.clear()
         inventory = tiny_tables()["inventory"].filter(pl.col("component_id").is_in(list(days)))
@@ -411,8 +440,14 @@ def weibull_frailty(
         CV of the nodes' rates), ``verdict``; Nones when there are fewer than
         :data:`MIN_GAPS_PER_SYSTEM` failures or the fit fails.
     """
-    none = {"shape": None, "shape_low": None, "shape_high": None, "scale": None,
-            "frailty_var": None, "verdict": "not estimable"}  # fmt: skip
+    none = {
+        "shape": None,
+        "shape_low": None,
+        "shape_high": None,
+        "scale": None,
+        "frailty_var": None,
+        "verdict": "not estimable",
+    }
     t = np.asarray(gaps, dtype=float)
     d = np.asarray(failed, dtype=bool)
     keep = t > 0
@@ -424,8 +459,9 @@ def weibull_frailty(
     scale0 = np.log(t.mean())
     best = None
     for th0 in (-3.0, 0.0):
-        r = optimize.minimize(_frailty_nll, [0.0, scale0, th0], args=(t, d, idx, n),
-                              method="L-BFGS-B")  # fmt: skip
+        r = optimize.minimize(
+            _frailty_nll, [0.0, scale0, th0], args=(t, d, idx, n), method="L-BFGS-B"
+        )
         if best is None or r.fun < best.fun:
             best = r
     if best is None or not np.isfinite(best.fun):
@@ -433,8 +469,9 @@ def weibull_frailty(
     crit = stats.chi2.ppf(1 - alpha, 1)
 
     def excess(lk: float) -> float:
-        r = optimize.minimize(lambda p: _frailty_nll(np.array([lk, *p]), t, d, idx, n), best.x[1:],
-                              method="L-BFGS-B")  # fmt: skip
+        r = optimize.minimize(
+            lambda p: _frailty_nll(np.array([lk, *p]), t, d, idx, n), best.x[1:], method="L-BFGS-B"
+        )
         return 2.0 * (r.fun - best.fun) - crit
 
     lk = float(best.x[0])
@@ -446,9 +483,14 @@ def weibull_frailty(
     if lo is None or hi is None:
         return none
     shape, low, high = float(np.exp(lk)), float(np.exp(lo)), float(np.exp(hi))
-    return {"shape": shape, "shape_low": low, "shape_high": high, "scale": float(np.exp(best.x[1])),
-            "frailty_var": float(np.exp(np.clip(best.x[2], -30, 30))),
-            "verdict": hazard_verdict(shape, low, high, short=True)}  # fmt: skip
+    return {
+        "shape": shape,
+        "shape_low": low,
+        "shape_high": high,
+        "scale": float(np.exp(best.x[1])),
+        "frailty_var": float(np.exp(np.clip(best.x[2], -30, 30))),
+        "verdict": hazard_verdict(shape, low, high, short=True),
+    }
 
 
 def _shape(gaps: np.ndarray, failed: np.ndarray, alpha: float, minimum: int) -> dict[str, Any]:
@@ -533,8 +575,10 @@ def fit_interfailure(
         sf = np.append(np.ones(sys_gaps.size, bool), False)
         keep = sg > 0
         if (~keep[:-1]).any():
-            notes.append(f"{system}: {int((~keep[:-1]).sum())} failures at the same minute as the previous one: "
-                         "zero gaps left out of the system-wide fit")  # fmt: skip
+            notes.append(
+                f"{system}: {int((~keep[:-1]).sum())} failures at the same minute as the previous one: "
+                "zero gaps left out of the system-wide fit"
+            )
         wide = _shape(sg[keep], sf[keep], alpha, MIN_GAPS_PER_SYSTEM)
         # Crow-AMSAA from the system's start
         if inventory is not None and inventory.filter(pl.col("cluster") == system).height:
@@ -554,18 +598,32 @@ def fit_interfailure(
             else crow_amsaa(np.array([]), 1.0, alpha=alpha, system=system)
         )
         c = ca[system]
-        systems.append({
-            "system": system, "nodes": n_nodes, "nodes_failed": f.get_column("component_id").n_unique(),
-            "failures": f.height, "gaps": int(g["failed"].sum()),
-            "node_shape": pooled["shape"], "node_shape_low": pooled["shape_low"], "node_shape_high": pooled["shape_high"],
-            "node_verdict": pooled["verdict"], "frailty_shape": frail["shape"],
-            "frailty_shape_low": frail["shape_low"], "frailty_shape_high": frail["shape_high"],
-            "frailty_var": frail["frailty_var"], "frailty_verdict": frail["verdict"],
-            "system_shape": wide["shape"], "system_shape_low": wide["shape_low"],
-            "system_shape_high": wide["shape_high"], "system_verdict": wide["verdict"],
-            "crow_amsaa_beta": c.beta, "crow_amsaa_beta_low": c.beta_low, "crow_amsaa_beta_high": c.beta_high,
-            "crow_amsaa_trend": c.trend,
-        })  # fmt: skip
+        systems.append(
+            {
+                "system": system,
+                "nodes": n_nodes,
+                "nodes_failed": f.get_column("component_id").n_unique(),
+                "failures": f.height,
+                "gaps": int(g["failed"].sum()),
+                "node_shape": pooled["shape"],
+                "node_shape_low": pooled["shape_low"],
+                "node_shape_high": pooled["shape_high"],
+                "node_verdict": pooled["verdict"],
+                "frailty_shape": frail["shape"],
+                "frailty_shape_low": frail["shape_low"],
+                "frailty_shape_high": frail["shape_high"],
+                "frailty_var": frail["frailty_var"],
+                "frailty_verdict": frail["verdict"],
+                "system_shape": wide["shape"],
+                "system_shape_low": wide["shape_low"],
+                "system_shape_high": wide["shape_high"],
+                "system_verdict": wide["verdict"],
+                "crow_amsaa_beta": c.beta,
+                "crow_amsaa_beta_low": c.beta_low,
+                "crow_amsaa_beta_high": c.beta_high,
+                "crow_amsaa_trend": c.trend,
+            }
+        )
         for node, part in g.group_by("component_id"):
             if int(part["failed"].sum()) < MIN_GAPS_PER_NODE:
                 continue
@@ -576,16 +634,40 @@ def fit_interfailure(
                 node_rows.append(
                     {"system": system, "node": str(node[0]), "gaps": int(part["failed"].sum()), **s}
                 )
-    sys_schema = {"system": pl.String, "nodes": pl.Int64, "nodes_failed": pl.Int64, "failures": pl.Int64,
-                  "gaps": pl.Int64, "node_shape": pl.Float64, "node_shape_low": pl.Float64,
-                  "node_shape_high": pl.Float64, "node_verdict": pl.String, "frailty_shape": pl.Float64,
-                  "frailty_shape_low": pl.Float64, "frailty_shape_high": pl.Float64, "frailty_var": pl.Float64,
-                  "frailty_verdict": pl.String, "system_shape": pl.Float64,
-                  "system_shape_low": pl.Float64, "system_shape_high": pl.Float64, "system_verdict": pl.String,
-                  "crow_amsaa_beta": pl.Float64, "crow_amsaa_beta_low": pl.Float64,
-                  "crow_amsaa_beta_high": pl.Float64, "crow_amsaa_trend": pl.String}  # fmt: skip
-    node_schema = {"system": pl.String, "node": pl.String, "gaps": pl.Int64, "shape": pl.Float64,
-                   "shape_low": pl.Float64, "shape_high": pl.Float64, "scale": pl.Float64, "verdict": pl.String}  # fmt: skip
+    sys_schema = {
+        "system": pl.String,
+        "nodes": pl.Int64,
+        "nodes_failed": pl.Int64,
+        "failures": pl.Int64,
+        "gaps": pl.Int64,
+        "node_shape": pl.Float64,
+        "node_shape_low": pl.Float64,
+        "node_shape_high": pl.Float64,
+        "node_verdict": pl.String,
+        "frailty_shape": pl.Float64,
+        "frailty_shape_low": pl.Float64,
+        "frailty_shape_high": pl.Float64,
+        "frailty_var": pl.Float64,
+        "frailty_verdict": pl.String,
+        "system_shape": pl.Float64,
+        "system_shape_low": pl.Float64,
+        "system_shape_high": pl.Float64,
+        "system_verdict": pl.String,
+        "crow_amsaa_beta": pl.Float64,
+        "crow_amsaa_beta_low": pl.Float64,
+        "crow_amsaa_beta_high": pl.Float64,
+        "crow_amsaa_trend": pl.String,
+    }
+    node_schema = {
+        "system": pl.String,
+        "node": pl.String,
+        "gaps": pl.Int64,
+        "shape": pl.Float64,
+        "shape_low": pl.Float64,
+        "shape_high": pl.Float64,
+        "scale": pl.Float64,
+        "verdict": pl.String,
+    }
     nodes = (
         pl.DataFrame(node_rows, schema=node_schema).sort("system", "node")
         if node_rows
@@ -596,5 +678,11 @@ def fit_interfailure(
         notes.append(
             f"too few gaps for a Weibull fit (needs {MIN_GAPS_PER_SYSTEM}): {', '.join(thin)}"
         )
-    return InterFailureResult(systems=pl.DataFrame(systems, schema=sys_schema), nodes=nodes, crow_amsaa=ca,
-                              measure=measure, alpha=alpha, notes=notes)  # fmt: skip
+    return InterFailureResult(
+        systems=pl.DataFrame(systems, schema=sys_schema),
+        nodes=nodes,
+        crow_amsaa=ca,
+        measure=measure,
+        alpha=alpha,
+        notes=notes,
+    )

@@ -89,13 +89,23 @@ class ThroughputResult(Result):
     @property
     def summary(self) -> pl.DataFrame:
         """One row: shape, twist, failed OCS, per-chip throughput healthy and failed, their ratio and the paper's."""
-        return pl.DataFrame({
-            "shape": ["x".join(map(str, self.shape))], "twisted": [self.twisted],
-            "failed_ocs": [None if self.failed_ocs is None else f"{self.failed_ocs[0]}{self.failed_ocs[1]}"],
-            "healthy_per_chip": [self.healthy_per_chip], "failed_per_chip": [self.failed_per_chip],
-            "ratio": [self.ratio], "paper_ratio": [self.paper_ratio], "links_lost": [self.links_lost],
-            "links_total": [self.links_total], "lp_variables": [self.lp_variables], "solve_s": [self.solve_s],
-        })  # fmt: skip
+        return pl.DataFrame(
+            {
+                "shape": ["x".join(map(str, self.shape))],
+                "twisted": [self.twisted],
+                "failed_ocs": [
+                    None if self.failed_ocs is None else f"{self.failed_ocs[0]}{self.failed_ocs[1]}"
+                ],
+                "healthy_per_chip": [self.healthy_per_chip],
+                "failed_per_chip": [self.failed_per_chip],
+                "ratio": [self.ratio],
+                "paper_ratio": [self.paper_ratio],
+                "links_lost": [self.links_lost],
+                "links_total": [self.links_total],
+                "lp_variables": [self.lp_variables],
+                "solve_s": [self.solve_s],
+            }
+        )
 
     @property
     def sample_sizes(self) -> dict[str, int | float]:
@@ -106,8 +116,10 @@ class ThroughputResult(Result):
         name = "x".join(map(str, self.shape)) + (" twisted" if self.twisted else "")
         s = f"{name}: all-to-all {self.healthy_per_chip:.4f} link-bandwidths per chip healthy"
         if self.failed_per_chip is not None and self.ratio is not None:
-            s += (f", {self.failed_per_chip:.4f} with OCS {self.failed_ocs} down ({self.links_lost} of {self.links_total} links): "
-                  f"{100 * self.ratio:.1f}%")  # fmt: skip
+            s += (
+                f", {self.failed_per_chip:.4f} with OCS {self.failed_ocs} down ({self.links_lost} of {self.links_total} links): "
+                f"{100 * self.ratio:.1f}%"
+            )
             if self.paper_ratio is not None:
                 s += f" (NSDI'24 Table 2: {100 * self.paper_ratio:.1f}%)"
         return [s]
@@ -117,9 +129,17 @@ class ThroughputResult(Result):
         """Build a tiny instance: a 4x4x4 torus with one failed OCS (for contract tests)."""
         # the figures all_to_all_throughput((4, 4, 4), failed_ocs=("x", 0)) gives; its LP takes
         # seconds, too long for an example
-        return cls(shape=(4, 4, 4), twisted=False, failed_ocs=("x", 0), healthy_per_chip=1.96875,
-                   failed_per_chip=1.9072265625, links_lost=1, links_total=192, solve_s=0.35,
-                   lp_variables=6877)  # fmt: skip
+        return cls(
+            shape=(4, 4, 4),
+            twisted=False,
+            failed_ocs=("x", 0),
+            healthy_per_chip=1.96875,
+            failed_per_chip=1.9072265625,
+            links_lost=1,
+            links_total=192,
+            solve_s=0.35,
+            lp_variables=6877,
+        )
 
 
 def _graph(slc: Slice, failed: set[tuple[str, int]]):
@@ -207,10 +227,16 @@ def all_to_all_throughput(
         failed, nv2 = _solve(slc, {failed_ocs}, use_symmetry)
         nv = max(nv, nv2)
     return ThroughputResult(
-        shape=tuple(shape), twisted=twisted, failed_ocs=failed_ocs, healthy_per_chip=healthy,  # type: ignore[arg-type]
-        failed_per_chip=failed, links_lost=lost, links_total=len(slc.chip_links()),
-        solve_s=time.perf_counter() - t0, lp_variables=nv,
-    )  # fmt: skip
+        shape=tuple(shape),
+        twisted=twisted,
+        failed_ocs=failed_ocs,
+        healthy_per_chip=healthy,  # type: ignore[arg-type]
+        failed_per_chip=failed,
+        links_lost=lost,
+        links_total=len(slc.chip_links()),
+        solve_s=time.perf_counter() - t0,
+        lp_variables=nv,
+    )
 
 
 def _solve(
@@ -268,10 +294,15 @@ def _solve(
     for k, s in enumerate(reps):
         demand[k * n + s] = -(n - 1.0)
     a_eq = sparse.coo_matrix(
-        (np.concatenate([vals_c, demand]), (np.concatenate([rows_c, np.arange(r * n)]),
-                                            np.concatenate([cols_c, np.full(r * n, nv - 1)]))),
+        (
+            np.concatenate([vals_c, demand]),
+            (
+                np.concatenate([rows_c, np.arange(r * n)]),
+                np.concatenate([cols_c, np.full(r * n, nv - 1)]),
+            ),
+        ),
         shape=(r * n, nv),
-    ).tocsr()  # fmt: skip
+    ).tocsr()
     # capacity per edge orbit E: sum over reps r of |H r| / |E| * (r's flow summed over E) <= 1
     ub_rows = np.tile(orbit, r)
     ub_cols = np.arange(r * m)
@@ -279,8 +310,15 @@ def _solve(
     a_ub = sparse.coo_matrix((ub_vals, (ub_rows, ub_cols)), shape=(n_orbits, nv)).tocsr()
     c = np.zeros(nv)
     c[-1] = -1.0
-    res = optimize.linprog(c, A_ub=a_ub, b_ub=np.ones(n_orbits), A_eq=a_eq, b_eq=np.zeros(r * n),
-                           bounds=(0, None), method="highs-ipm")  # fmt: skip
+    res = optimize.linprog(
+        c,
+        A_ub=a_ub,
+        b_ub=np.ones(n_orbits),
+        A_eq=a_eq,
+        b_eq=np.zeros(r * n),
+        bounds=(0, None),
+        method="highs-ipm",
+    )
     if res.status != 0:
         raise RuntimeError(f"routing LP failed for {slc.shape}: {res.message}")
     theta = float(res.x[-1])

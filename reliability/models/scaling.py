@@ -110,13 +110,23 @@ class ScalingCheck(Result):
     def summary(self) -> pl.DataFrame:
         """One row: goodness of fit, the largest bucket's rate ratio, the slope, the verdict."""
         lo, hi = self.largest_ci_
-        return self._mapping_frame({
-            "gof_statistic": self.gof_statistic_, "gof_df": self.gof_df_, "gof_p": self.gof_p_,
-            "dispersion": self.dispersion_, "largest_bucket": self.largest_bucket_,
-            "largest_rate_ratio": self.largest_ratio_, "largest_ci_low": lo, "largest_ci_high": hi,
-            "largest_p_faster": self.largest_p_faster_, "slope": self.slope_,
-            "slope_ci_low": self.slope_ci_[0], "slope_ci_high": self.slope_ci_[1], "verdict": self.verdict,
-        })  # fmt: skip
+        return self._mapping_frame(
+            {
+                "gof_statistic": self.gof_statistic_,
+                "gof_df": self.gof_df_,
+                "gof_p": self.gof_p_,
+                "dispersion": self.dispersion_,
+                "largest_bucket": self.largest_bucket_,
+                "largest_rate_ratio": self.largest_ratio_,
+                "largest_ci_low": lo,
+                "largest_ci_high": hi,
+                "largest_p_faster": self.largest_p_faster_,
+                "slope": self.slope_,
+                "slope_ci_low": self.slope_ci_[0],
+                "slope_ci_high": self.slope_ci_[1],
+                "verdict": self.verdict,
+            }
+        )
 
     @property
     def sample_sizes(self) -> dict[str, int | float]:
@@ -181,9 +191,12 @@ class ScalingCheck(Result):
 
         check_kind(kind)
         return check_scaling(
-            np.array([1, 2, 3, 5] if kind == "normal" else [0, 0, 0, 0]), np.array([2000.0, 1500.0, 1200.0, 900.0]),
-            np.array([1, 2, 4, 8]), ["8", "16", "32", "64"], None,
-        )  # fmt: skip
+            np.array([1, 2, 3, 5] if kind == "normal" else [0, 0, 0, 0]),
+            np.array([2000.0, 1500.0, 1200.0, 900.0]),
+            np.array([1, 2, 4, 8]),
+            ["8", "16", "32", "64"],
+            None,
+        )
 
 
 def _rng(point: float | None, low: float | None, high: float | None) -> str:
@@ -293,11 +306,16 @@ def check_scaling(
         mu = r * e
         ratio = np.where(mu > 0, k / np.where(mu > 0, mu, 1.0), np.nan)
     points = pl.DataFrame(
-        {"bucket": names, "nodes": nd, "node_hours": e, "failures": k.astype(np.int64),
-         "expected_failures": mu if testable else np.full(len(k), np.nan),
-         "rate_ratio": ratio if testable else np.full(len(k), np.nan)},
+        {
+            "bucket": names,
+            "nodes": nd,
+            "node_hours": e,
+            "failures": k.astype(np.int64),
+            "expected_failures": mu if testable else np.full(len(k), np.nan),
+            "rate_ratio": ratio if testable else np.full(len(k), np.nan),
+        },
         schema=_POINT_SCHEMA,
-    ).fill_nan(None)  # fmt: skip
+    ).fill_nan(None)
     gof = gof_p = None
     big = big_ratio = big_p = None
     big_ci: tuple[float | None, float | None] = (None, None)
@@ -343,11 +361,22 @@ def check_scaling(
         testable, gof_p, big, big_ratio, big_ci, slope, slope_ci, alpha, total, len(k)
     )
     return ScalingCheck(
-        points=points, gof_statistic_=gof, gof_df_=max(len(k) - 1, 0), gof_p_=gof_p, dispersion_=phi,
-        largest_bucket_=big, largest_ratio_=big_ratio, largest_ci_=big_ci, largest_p_faster_=big_p,
-        slope_=slope, slope_ci_=slope_ci or (None, None), projection=projection, verdict=verdict,
-        alpha=alpha, notes=notes,
-    )  # fmt: skip
+        points=points,
+        gof_statistic_=gof,
+        gof_df_=max(len(k) - 1, 0),
+        gof_p_=gof_p,
+        dispersion_=phi,
+        largest_bucket_=big,
+        largest_ratio_=big_ratio,
+        largest_ci_=big_ci,
+        largest_p_faster_=big_p,
+        slope_=slope,
+        slope_ci_=slope_ci or (None, None),
+        projection=projection,
+        verdict=verdict,
+        alpha=alpha,
+        notes=notes,
+    )
 
 
 def _projection(
@@ -365,8 +394,16 @@ def _projection(
                 else {"mttf_h": None, "low_h": None, "high_h": None}
             )
             f = _fitted(glm, n_gpus, gpus_per_node, alpha)
-            rows.append({"n_gpus": n_gpus, "scale": scale, "model_mttf_h": m["mttf_h"],
-                         "model_mttf_h_low": m["low_h"], "model_mttf_h_high": m["high_h"], **f})  # fmt: skip
+            rows.append(
+                {
+                    "n_gpus": n_gpus,
+                    "scale": scale,
+                    "model_mttf_h": m["mttf_h"],
+                    "model_mttf_h_low": m["low_h"],
+                    "model_mttf_h_high": m["high_h"],
+                    **f,
+                }
+            )
     return pl.DataFrame(rows, schema=_PROJ_SCHEMA)
 
 

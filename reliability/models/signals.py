@@ -142,8 +142,11 @@ class SignalCalibration(Result):
 def _frames(source: Any) -> dict[str, pl.DataFrame]:
     if isinstance(source, dict):
         return source
-    return {"jobs": source.jobs, "health_events": source.health_events,
-            "node_states": source.node_states}  # fmt: skip
+    return {
+        "jobs": source.jobs,
+        "health_events": source.health_events,
+        "node_states": source.node_states,
+    }
 
 
 def _signal_events(frames: dict[str, pl.DataFrame], rules: ReasonRules | None) -> pl.DataFrame:
@@ -153,13 +156,21 @@ def _signal_events(frames: dict[str, pl.DataFrame], rules: ReasonRules | None) -
     parts = []
     he = frames.get("health_events")
     if he is not None and he.height:
-        parts.append(he.select(
-            pl.col("cluster").cast(pl.String), pl.col("node").cast(pl.String), t=pl.col("time"),
-            signal=pl.col("source").cast(pl.String) + pl.lit(" ")
-            + pl.when(pl.col("source").cast(pl.String).is_in(["kernel_log", "slurm"])
-                      & pl.col("code").str.contains(r"^\d+$"))
-            .then(pl.lit("Xid ") + pl.col("code")).otherwise(pl.col("code").fill_null("?")),
-        ))  # fmt: skip
+        parts.append(
+            he.select(
+                pl.col("cluster").cast(pl.String),
+                pl.col("node").cast(pl.String),
+                t=pl.col("time"),
+                signal=pl.col("source").cast(pl.String)
+                + pl.lit(" ")
+                + pl.when(
+                    pl.col("source").cast(pl.String).is_in(["kernel_log", "slurm"])
+                    & pl.col("code").str.contains(r"^\d+$")
+                )
+                .then(pl.lit("Xid ") + pl.col("code"))
+                .otherwise(pl.col("code").fill_null("?")),
+            )
+        )
     ns = frames.get("node_states")
     if ns is not None and ns.height:
         st = ns.with_columns(
@@ -170,12 +181,19 @@ def _signal_events(frames: dict[str, pl.DataFrame], rules: ReasonRules | None) -
         )
         cls = classify_reasons(st, rules)
         st = st.join(cls, on=["reason", "user"], how="left", nulls_equal=True)
-        parts.append(st.select(
-            pl.col("cluster").cast(pl.String), pl.col("node").cast(pl.String), t=pl.col("start"),
-            signal=pl.col("state").cast(pl.String) + pl.lit(": ") + pl.col("reason_class")
-            + pl.when(pl.col("component").is_not_null() & (pl.col("component") != "unknown"))
-            .then(pl.lit(" ") + pl.col("component")).otherwise(pl.lit("")),
-        ))  # fmt: skip
+        parts.append(
+            st.select(
+                pl.col("cluster").cast(pl.String),
+                pl.col("node").cast(pl.String),
+                t=pl.col("start"),
+                signal=pl.col("state").cast(pl.String)
+                + pl.lit(": ")
+                + pl.col("reason_class")
+                + pl.when(pl.col("component").is_not_null() & (pl.col("component") != "unknown"))
+                .then(pl.lit(" ") + pl.col("component"))
+                .otherwise(pl.lit("")),
+            )
+        )
     if not parts:
         return pl.DataFrame(
             schema={"cluster": pl.String, "node": pl.String, "t": _TS, "signal": pl.String}
@@ -282,17 +300,34 @@ def signal_calibration(
         lo = stats.beta.ppf(alpha / 2, k, n - k + 1) if n and k else 0.0
         hi = stats.beta.ppf(1 - alpha / 2, k + 1, n - k) if n and k < n else 1.0
         ok = n > 0 and b is not None and b > 0
-        rows.append({
-            **r, "share": share, "share_low": float(lo) if n else None, "share_high": float(hi) if n else None,
-            "lift": share / b if ok else None, "lift_low": lo / b if ok else None,
-            "lift_high": hi / b if ok else None,
-            "p": float(stats.binom.sf(k - 1, n, b)) if ok else None,
-        })  # fmt: skip
-    schema = {"signal": pl.String, "events": pl.Int64, "nodes": pl.Int64, "exposed": pl.Int64,
-              "followed": pl.Int64, "share": pl.Float64, "share_low": pl.Float64,
-              "share_high": pl.Float64, "baseline": pl.Float64, "lift": pl.Float64,
-              "lift_low": pl.Float64, "lift_high": pl.Float64, "p": pl.Float64,
-              "lead_min_median": pl.Float64}  # fmt: skip
+        rows.append(
+            {
+                **r,
+                "share": share,
+                "share_low": float(lo) if n else None,
+                "share_high": float(hi) if n else None,
+                "lift": share / b if ok else None,
+                "lift_low": lo / b if ok else None,
+                "lift_high": hi / b if ok else None,
+                "p": float(stats.binom.sf(k - 1, n, b)) if ok else None,
+            }
+        )
+    schema = {
+        "signal": pl.String,
+        "events": pl.Int64,
+        "nodes": pl.Int64,
+        "exposed": pl.Int64,
+        "followed": pl.Int64,
+        "share": pl.Float64,
+        "share_low": pl.Float64,
+        "share_high": pl.Float64,
+        "baseline": pl.Float64,
+        "lift": pl.Float64,
+        "lift_low": pl.Float64,
+        "lift_high": pl.Float64,
+        "p": pl.Float64,
+        "lead_min_median": pl.Float64,
+    }
     signals = (pl.DataFrame(rows, schema=schema) if rows else pl.DataFrame(schema=schema)).sort(
         ["lift_low", "events"], descending=[True, True], nulls_last=True
     )
@@ -306,13 +341,19 @@ def signal_calibration(
         from reliability.attribution import attribute_failures
 
         attributed = (
-            attribute_failures(frames["jobs"], health_events=frames.get("health_events"),
-                               node_states=frames.get("node_states"), reasons=reasons)
-            if isinstance(source, dict) else attribute_failures(source, reasons=reasons)
-        )  # fmt: skip
+            attribute_failures(
+                frames["jobs"],
+                health_events=frames.get("health_events"),
+                node_states=frames.get("node_states"),
+                reasons=reasons,
+            )
+            if isinstance(source, dict)
+            else attribute_failures(source, reasons=reasons)
+        )
     policies = policy_table(ev, node_incidents(attributed), top.to_list(), horizon_h=horizon_h)
-    return SignalCalibration(signals=signals, policies=policies, horizon_h=horizon_h, alpha=alpha,
-                             notes=notes)  # fmt: skip
+    return SignalCalibration(
+        signals=signals, policies=policies, horizon_h=horizon_h, alpha=alpha, notes=notes
+    )
 
 
 def _union_s(iv: pl.DataFrame) -> pl.DataFrame:
@@ -344,10 +385,12 @@ def _baseline(runs: pl.DataFrame, h: timedelta) -> pl.DataFrame:
         )
     )
     return busy.join(bad, on=["cluster", "node"], how="left", suffix="_bad").select(
-        "cluster", "node",
-        base=pl.when(pl.col("len_s") > 0).then(pl.col("len_s_bad").fill_null(0.0) / pl.col("len_s"))
+        "cluster",
+        "node",
+        base=pl.when(pl.col("len_s") > 0)
+        .then(pl.col("len_s_bad").fill_null(0.0) / pl.col("len_s"))
         .otherwise(0.0),
-    )  # fmt: skip
+    )
 
 
 def policy_table(
@@ -393,9 +436,17 @@ def policy_table(
             for span in spans_h[:1] if k == 1 else spans_h:  # one event needs no span
                 fire = _firings(ev, k, span)
                 if fire.height == 0:
-                    rows.append({"signal": sig, "k": k, "within_h": span, "firings": 0,
-                                 "precision": None, "recall": 0.0 if n_fail else None,
-                                 "failures": n_fail})  # fmt: skip
+                    rows.append(
+                        {
+                            "signal": sig,
+                            "k": k,
+                            "within_h": span,
+                            "firings": 0,
+                            "precision": None,
+                            "recall": 0.0 if n_fail else None,
+                            "failures": n_fail,
+                        }
+                    )
                     continue
                 pair = (
                     fire.join(fails, on=["cluster", "node"], suffix="_f")
@@ -404,14 +455,29 @@ def policy_table(
                 )
                 right = pair.select("cluster", "node", "t").unique().height
                 caught = pair.select("cluster", "node", "t_f").unique().height
-                rows.append({"signal": sig, "k": k, "within_h": span, "firings": fire.height,
-                             "precision": right / fire.height,
-                             "recall": caught / n_fail if n_fail else None, "failures": n_fail})  # fmt: skip
+                rows.append(
+                    {
+                        "signal": sig,
+                        "k": k,
+                        "within_h": span,
+                        "firings": fire.height,
+                        "precision": right / fire.height,
+                        "recall": caught / n_fail if n_fail else None,
+                        "failures": n_fail,
+                    }
+                )
     return pl.DataFrame(
         rows,
-        schema={"signal": pl.String, "k": pl.Int64, "within_h": pl.Float64, "firings": pl.Int64,
-                "precision": pl.Float64, "recall": pl.Float64, "failures": pl.Int64},
-    )  # fmt: skip
+        schema={
+            "signal": pl.String,
+            "k": pl.Int64,
+            "within_h": pl.Float64,
+            "firings": pl.Int64,
+            "precision": pl.Float64,
+            "recall": pl.Float64,
+            "failures": pl.Int64,
+        },
+    )
 
 
 def _firings(ev: pl.DataFrame, k: int, span_h: float) -> pl.DataFrame:

@@ -361,15 +361,36 @@ def compare_strategies(
     rows = []
 
     # checkpoint-restart: the package's renewal form
-    cr = float(expected_ettr(n_gpus, rate_per_node_day, ckpt_interval_h, restart_h, queue_h=queue_h,
-                             ckpt_write_h=ckpt_write_h, gpus_per_node=gpus_per_node, variant="renewal"))  # fmt: skip
+    cr = float(
+        expected_ettr(
+            n_gpus,
+            rate_per_node_day,
+            ckpt_interval_h,
+            restart_h,
+            queue_h=queue_h,
+            ckpt_write_h=ckpt_write_h,
+            gpus_per_node=gpus_per_node,
+            variant="renewal",
+        )
+    )
     base = dict.fromkeys(_SCHEMA)
-    rows.append({**base, "strategy": "checkpoint_restart", "ettr": cr, "ckpt_interval_h": ckpt_interval_h,
-                 "ckpt_write_h": ckpt_write_h, "restart_h": restart_h, "queue_h": queue_h, "p_wait": 1.0,
-                 "spare_nodes": 0, "extra_nodes": 0,
-                 "assumes": f"today: checkpoint every {fmt_duration_h(ckpt_interval_h)}, every interruption "
-                            f"waits {fmt_duration_h(queue_h) if queue_h else 'nothing'} in the queue, restarts in "
-                            f"{fmt_duration_h(restart_h)}"})  # fmt: skip
+    rows.append(
+        {
+            **base,
+            "strategy": "checkpoint_restart",
+            "ettr": cr,
+            "ckpt_interval_h": ckpt_interval_h,
+            "ckpt_write_h": ckpt_write_h,
+            "restart_h": restart_h,
+            "queue_h": queue_h,
+            "p_wait": 1.0,
+            "spare_nodes": 0,
+            "extra_nodes": 0,
+            "assumes": f"today: checkpoint every {fmt_duration_h(ckpt_interval_h)}, every interruption "
+            f"waits {fmt_duration_h(queue_h) if queue_h else 'nothing'} in the queue, restarts in "
+            f"{fmt_duration_h(restart_h)}",
+        }
+    )
 
     # hot spares
     if repair_h is None:
@@ -394,13 +415,35 @@ def compare_strategies(
             raise ValueError(f"spare_nodes must be a whole number >= 0, got {spare_nodes!r}")
         s, why = int(spare_nodes), "given"
     p_wait = float(stats.poisson.sf(s - 1, mu)) if s > 0 else 1.0
-    hs = float(expected_ettr(n_gpus, rate_per_node_day, ckpt_interval_h, restart_h, queue_h=p_wait * queue_h,
-                             ckpt_write_h=ckpt_write_h, gpus_per_node=gpus_per_node, variant="renewal"))  # fmt: skip
-    rows.append({**base, "strategy": "hot_spares", "ettr": hs, "ckpt_interval_h": ckpt_interval_h,
-                 "ckpt_write_h": ckpt_write_h, "restart_h": restart_h, "queue_h": queue_h, "spare_nodes": s,
-                 "p_wait": p_wait, "repair_h": repair_h, "extra_nodes": s,
-                 "assumes": f"{s} spare node{'s' if s != 1 else ''} ({why}) for {fmt_num(pool)} nodes repaired in {fmt_duration_h(repair_h)} "
-                            f"on average: an interruption waits in the queue with probability {fmt_pct(p_wait, 3)}"})  # fmt: skip
+    hs = float(
+        expected_ettr(
+            n_gpus,
+            rate_per_node_day,
+            ckpt_interval_h,
+            restart_h,
+            queue_h=p_wait * queue_h,
+            ckpt_write_h=ckpt_write_h,
+            gpus_per_node=gpus_per_node,
+            variant="renewal",
+        )
+    )
+    rows.append(
+        {
+            **base,
+            "strategy": "hot_spares",
+            "ettr": hs,
+            "ckpt_interval_h": ckpt_interval_h,
+            "ckpt_write_h": ckpt_write_h,
+            "restart_h": restart_h,
+            "queue_h": queue_h,
+            "spare_nodes": s,
+            "p_wait": p_wait,
+            "repair_h": repair_h,
+            "extra_nodes": s,
+            "assumes": f"{s} spare node{'s' if s != 1 else ''} ({why}) for {fmt_num(pool)} nodes repaired in {fmt_duration_h(repair_h)} "
+            f"on average: an interruption waits in the queue with probability {fmt_pct(p_wait, 3)}",
+        }
+    )
     if queue_h == 0:
         notes.append(
             "no queue wait after interruptions: hot spares change nothing (they save only the wait)"
@@ -428,13 +471,25 @@ def compare_strategies(
     pc = mixed_restart_ettr(
         lam, dt_peer, peer_write_h, (u_peer, restart_h), (1.0 - p_fb, p_fb), queue_h
     )
-    rows.append({**base, "strategy": "peer_checkpoint", "ettr": pc, "ckpt_interval_h": dt_peer,
-                 "ckpt_write_h": peer_write_h, "restart_h": u_peer, "queue_h": queue_h, "p_wait": 1.0,
-                 "fallback_prob": p_fb, "spare_nodes": 0, "extra_nodes": 0,
-                 "assumes": f"copies to {peer_copies} peer(s) in {fmt_duration_h(peer_write_h)} every "
-                            f"{fmt_duration_h(dt_peer)} ({how}), restore from a peer in {fmt_duration_h(u_peer)}; "
-                            f"from storage ({fmt_duration_h(restart_h)}) when the peers fail too "
-                            f"(probability {fmt_pct(p_fb, 3)})"})  # fmt: skip
+    rows.append(
+        {
+            **base,
+            "strategy": "peer_checkpoint",
+            "ettr": pc,
+            "ckpt_interval_h": dt_peer,
+            "ckpt_write_h": peer_write_h,
+            "restart_h": u_peer,
+            "queue_h": queue_h,
+            "p_wait": 1.0,
+            "fallback_prob": p_fb,
+            "spare_nodes": 0,
+            "extra_nodes": 0,
+            "assumes": f"copies to {peer_copies} peer(s) in {fmt_duration_h(peer_write_h)} every "
+            f"{fmt_duration_h(dt_peer)} ({how}), restore from a peer in {fmt_duration_h(u_peer)}; "
+            f"from storage ({fmt_duration_h(restart_h)}) when the peers fail too "
+            f"(probability {fmt_pct(p_fb, 3)})",
+        }
+    )
 
     if queue_h > 0:
         notes.append(
@@ -465,20 +520,41 @@ def compare_strategies(
     el_raw = (1.0 - elastic_slowdown) * (1.0 - down - reconfig_h * nu)
     if el_raw < 0:
         notes.append("elastic: the reconfiguration pauses take all the time: ETTR 0")
-    rows.append({**base, "strategy": "elastic", "ettr": max(0.0, el_raw), "queue_h": queue_h,
-                 "restart_h": restart_h, "p_wait": 0.0, "replicas": replicas, "heal_h": heal,
-                 "reconfig_h": reconfig_h, "spare_nodes": 0, "extra_nodes": 0,
-                 "assumes": f"{fmt_num(replicas)} replicas of {fmt_num(float(replica_nodes))} node(s): a failed replica "
-                            f"is out {fmt_duration_h(heal)} while the others continue, "
-                            f"{fmt_duration_h(reconfig_h)} pause per failure"
-                            + (f", {fmt_pct(elastic_slowdown)} slower throughput" if elastic_slowdown else "")})  # fmt: skip
+    rows.append(
+        {
+            **base,
+            "strategy": "elastic",
+            "ettr": max(0.0, el_raw),
+            "queue_h": queue_h,
+            "restart_h": restart_h,
+            "p_wait": 0.0,
+            "replicas": replicas,
+            "heal_h": heal,
+            "reconfig_h": reconfig_h,
+            "spare_nodes": 0,
+            "extra_nodes": 0,
+            "assumes": f"{fmt_num(replicas)} replicas of {fmt_num(float(replica_nodes))} node(s): a failed replica "
+            f"is out {fmt_duration_h(heal)} while the others continue, "
+            f"{fmt_duration_h(reconfig_h)} pause per failure"
+            + (f", {fmt_pct(elastic_slowdown)} slower throughput" if elastic_slowdown else ""),
+        }
+    )
     summary = pl.DataFrame(rows, schema=_SCHEMA)
     params = dict(
-        lam_per_h=lam, n_nodes=n_nodes, node_rate_per_h=node_rate_h, pool_rate_per_h=pool_rate,
-        replica_rate_per_h=rho, peer_copies=int(peer_copies), peer_window_h=window,
-        elastic_slowdown=elastic_slowdown, gpus_per_node=gpus_per_node,
-    )  # fmt: skip
+        lam_per_h=lam,
+        n_nodes=n_nodes,
+        node_rate_per_h=node_rate_h,
+        pool_rate_per_h=pool_rate,
+        replica_rate_per_h=rho,
+        peer_copies=int(peer_copies),
+        peer_window_h=window,
+        elastic_slowdown=elastic_slowdown,
+        gpus_per_node=gpus_per_node,
+    )
     return StrategyComparison(
-        summary=summary, n_gpus=n_gpus, rate_per_node_day=float(rate_per_node_day), params=params,
+        summary=summary,
+        n_gpus=n_gpus,
+        rate_per_node_day=float(rate_per_node_day),
+        params=params,
         notes=notes,
-    )  # fmt: skip
+    )

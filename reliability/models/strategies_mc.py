@@ -83,12 +83,25 @@ class StrategySimulation(Result):
     def summary(self) -> pl.DataFrame:
         """One row: strategy, estimate, stderr, runs and the strategy's own fractions."""
         return pl.DataFrame(
-            {"strategy": [self.strategy], "estimate": [self.estimate], "stderr": [self.stderr],
-             "runs": [self.runs], "p_wait": [self.p_wait], "p_wait_stderr": [self.p_wait_stderr],
-             "fallback_fraction": [self.fallback_fraction]},
-            schema={"strategy": pl.String, "estimate": pl.Float64, "stderr": pl.Float64, "runs": pl.Int64,
-                    "p_wait": pl.Float64, "p_wait_stderr": pl.Float64, "fallback_fraction": pl.Float64},
-        )  # fmt: skip
+            {
+                "strategy": [self.strategy],
+                "estimate": [self.estimate],
+                "stderr": [self.stderr],
+                "runs": [self.runs],
+                "p_wait": [self.p_wait],
+                "p_wait_stderr": [self.p_wait_stderr],
+                "fallback_fraction": [self.fallback_fraction],
+            },
+            schema={
+                "strategy": pl.String,
+                "estimate": pl.Float64,
+                "stderr": pl.Float64,
+                "runs": pl.Int64,
+                "p_wait": pl.Float64,
+                "p_wait_stderr": pl.Float64,
+                "fallback_fraction": pl.Float64,
+            },
+        )
 
     @property
     def sample_sizes(self) -> dict[str, int | float]:
@@ -271,11 +284,25 @@ def simulate_strategy(
         )
     elif strategy == "hot_spares":
         waits, p_wait, p_se = _pool_waits(
-            rng, p["pool_rate_per_h"], row["repair_h"], row["spare_nodes"], repair_distribution,
-            n_pools, pool_failures, burn=10.0 if repair_distribution == "exponential" else 1.0,
-        )  # fmt: skip
-        wall, hits = _timeline(rng, lam, dt, w, n_segments, n_runs,
-                         lambda n: q * waits[rng.integers(0, waits.size, n)], lambda n: np.full(n, u0))  # fmt: skip
+            rng,
+            p["pool_rate_per_h"],
+            row["repair_h"],
+            row["spare_nodes"],
+            repair_distribution,
+            n_pools,
+            pool_failures,
+            burn=10.0 if repair_distribution == "exponential" else 1.0,
+        )
+        wall, hits = _timeline(
+            rng,
+            lam,
+            dt,
+            w,
+            n_segments,
+            n_runs,
+            lambda n: q * waits[rng.integers(0, waits.size, n)],
+            lambda n: np.full(n, u0),
+        )
     else:  # peer_checkpoint
         u_store = comparison.row("checkpoint_restart")["restart_h"]
         copies, window, node_rate = p["peer_copies"], p["peer_window_h"], p["node_rate_per_h"]
@@ -292,9 +319,16 @@ def simulate_strategy(
         )
         fb = drawn[1] / drawn[0] if drawn[0] else 0.0
     est, se = _ratio(n_segments, dt, wall)
-    return StrategySimulation(strategy=strategy, estimate=est, stderr=se, runs=n_runs, p_wait=p_wait,
-                              p_wait_stderr=p_se, fallback_fraction=fb,
-                              params={**settings, "n_segments": n_segments, "interruptions": hits})  # fmt: skip
+    return StrategySimulation(
+        strategy=strategy,
+        estimate=est,
+        stderr=se,
+        runs=n_runs,
+        p_wait=p_wait,
+        p_wait_stderr=p_se,
+        fallback_fraction=fb,
+        params={**settings, "n_segments": n_segments, "interruptions": hits},
+    )
 
 
 def _elastic(
@@ -340,6 +374,10 @@ def _elastic(
     ettr = (1.0 - p["elastic_slowdown"]) * (
         1.0 - down_run / (d * horizon) - c * fails_run / horizon
     )
-    return StrategySimulation(strategy="elastic", estimate=float(ettr.mean()),
-                              stderr=float(ettr.std(ddof=1) / math.sqrt(n_runs)), runs=n_runs,
-                              params={**settings, "horizon_h": horizon, "replicas": d})  # fmt: skip
+    return StrategySimulation(
+        strategy="elastic",
+        estimate=float(ettr.mean()),
+        stderr=float(ettr.std(ddof=1) / math.sqrt(n_runs)),
+        runs=n_runs,
+        params={**settings, "horizon_h": horizon, "replicas": d},
+    )

@@ -221,9 +221,12 @@ def failure_taxonomy(attributed: pl.DataFrame) -> pl.DataFrame:
     )
     total = failing.get_column("attempts").sum()
     return out.join(
-        failing.select("failure_domain", "failure_cause", share_of_failures=pl.col("attempts") / total),
-        on=["failure_domain", "failure_cause"], how="left",
-    ).sort(["attempts", "failure_domain", "failure_cause"], descending=[True, False, False])  # fmt: skip
+        failing.select(
+            "failure_domain", "failure_cause", share_of_failures=pl.col("attempts") / total
+        ),
+        on=["failure_domain", "failure_cause"],
+        how="left",
+    ).sort(["attempts", "failure_domain", "failure_cause"], descending=[True, False, False])
 
 
 def signal_cooccurrence(health_events: pl.DataFrame, *, window_min: float = 10.0) -> pl.DataFrame:
@@ -323,21 +326,33 @@ class WorkloadResult(Result):
     @property
     def sample_sizes(self) -> dict[str, int | float]:
         """Counts behind the result: jobs, attempts, ended GPU-job attempts, hardware-ended attempts."""
-        return {"jobs": self.n_jobs, "attempts": self.attempts, "GPU-job attempts ended": self.gpu_attempts,
-                "hardware-ended": self.hardware_attempts}  # fmt: skip
+        return {
+            "jobs": self.n_jobs,
+            "attempts": self.attempts,
+            "GPU-job attempts ended": self.gpu_attempts,
+            "hardware-ended": self.hardware_attempts,
+        }
 
     @property
     def summary(self) -> pl.DataFrame:
         """One row: jobs, attempts, hardware shares of attempts and GPU time, secondary preemptions and their share, crash loops."""
-        return self._mapping_frame({
-            "jobs": self.n_jobs, "attempts": self.attempts, "gpu_attempts": self.gpu_attempts,
-            "hardware_attempts": self.hardware_attempts, "attempt_share": self.attempt_share,
-            "gpu_time_share": self.gpu_time_share, "cpu_only_attempts": self.cpu_only_attempts,
-            "cpu_only_hardware_attempts": self.cpu_only_hardware_attempts,
-            "secondary_preemptions": self.secondary_count, "secondary_gpu_hours": self.secondary_gpu_hours,
-            "hardware_gpu_hours": self.hardware_gpu_hours, "secondary_share": self.secondary_share,
-            "crash_looping_jobs": self.crash_loops.height,
-        })  # fmt: skip
+        return self._mapping_frame(
+            {
+                "jobs": self.n_jobs,
+                "attempts": self.attempts,
+                "gpu_attempts": self.gpu_attempts,
+                "hardware_attempts": self.hardware_attempts,
+                "attempt_share": self.attempt_share,
+                "gpu_time_share": self.gpu_time_share,
+                "cpu_only_attempts": self.cpu_only_attempts,
+                "cpu_only_hardware_attempts": self.cpu_only_hardware_attempts,
+                "secondary_preemptions": self.secondary_count,
+                "secondary_gpu_hours": self.secondary_gpu_hours,
+                "hardware_gpu_hours": self.hardware_gpu_hours,
+                "secondary_share": self.secondary_share,
+                "crash_looping_jobs": self.crash_loops.height,
+            }
+        )
 
     def tables(self) -> dict[str, pl.DataFrame]:
         """Return the result's tables by name.
@@ -348,8 +363,13 @@ class WorkloadResult(Result):
             ``"summary"``, ``"job states"``, ``"job sizes"``, ``"failure taxonomy"`` and
             ``"crash-looping jobs"`` (the first 20).
         """
-        return {"summary": self.summary, "job states": self.states, "job sizes": self.sizes,
-                "failure taxonomy": self.taxonomy, "crash-looping jobs": self.crash_loops.head(20)}  # fmt: skip
+        return {
+            "summary": self.summary,
+            "job states": self.states,
+            "job sizes": self.sizes,
+            "failure taxonomy": self.taxonomy,
+            "crash-looping jobs": self.crash_loops.head(20),
+        }
 
     def hardware_sentence(self) -> str:
         """Say what hardware ended, in words, with a conclusion only where the data carry one.
@@ -396,12 +416,17 @@ class WorkloadResult(Result):
             else f", {100 * share:.2g}% of the failure overhead in GPU-hours (HPCA'25: 16%)"
         )
         n = self.secondary_count
-        return (f"Restarts of hardware-failed jobs preempted {n:,} other attempt{'s' if n != 1 else ''} "
-                f"({fmt_num(self.secondary_gpu_hours)} GPU-hours){tail}.")  # fmt: skip
+        return (
+            f"Restarts of hardware-failed jobs preempted {n:,} other attempt{'s' if n != 1 else ''} "
+            f"({fmt_num(self.secondary_gpu_hours)} GPU-hours){tail}."
+        )
 
     def _lines(self) -> list[str]:
-        lines = [f"{self.n_jobs:,} jobs ran {self.attempts:,} attempts.", self.hardware_sentence(),
-                 self.secondary_sentence()]  # fmt: skip
+        lines = [
+            f"{self.n_jobs:,} jobs ran {self.attempts:,} attempts.",
+            self.hardware_sentence(),
+            self.secondary_sentence(),
+        ]
         if self.cpu_only_attempts:
             lines.append(
                 f"{self.cpu_only_attempts:,} attempts of CPU-only jobs (0 GPUs), {self.cpu_only_hardware_attempts:,} "
@@ -491,12 +516,19 @@ def workload_summary(
         taxonomy=failure_taxonomy(attributed),
         jobs=job_interruptions(attributed, observation_end=end, tolerance_s=tolerance_s),
         hardware_failed=hardware_failed_jobs(attributed, top=top, observation_end=end),
-        attempts=attributed.height, n_jobs=attributed.select("cluster", "job_id").n_unique(),
-        gpu_attempts=int(hs["gpu_attempts"] or 0), hardware_attempts=int(hs["hardware_attempts"] or 0),
+        attempts=attributed.height,
+        n_jobs=attributed.select("cluster", "job_id").n_unique(),
+        gpu_attempts=int(hs["gpu_attempts"] or 0),
+        hardware_attempts=int(hs["hardware_attempts"] or 0),
         cpu_only_attempts=int(hs["cpu_only_attempts"] or 0),
         cpu_only_hardware_attempts=int(hs["cpu_only_hardware_attempts"] or 0),
-        attempt_share=hs["attempt_share"], gpu_time_share=hs["gpu_time_share"],
-        secondary_count=int(sp["count"] or 0), secondary_gpu_hours=float(sp["gpu_hours"] or 0.0),
-        hardware_gpu_hours=float(sp["hardware_gpu_hours"] or 0.0), secondary_share=sp["share_of_failure_overhead"],
-        open_attempts=n_open, observation_end=end, notes=notes,
-    )  # fmt: skip
+        attempt_share=hs["attempt_share"],
+        gpu_time_share=hs["gpu_time_share"],
+        secondary_count=int(sp["count"] or 0),
+        secondary_gpu_hours=float(sp["gpu_hours"] or 0.0),
+        hardware_gpu_hours=float(sp["hardware_gpu_hours"] or 0.0),
+        secondary_share=sp["share_of_failure_overhead"],
+        open_attempts=n_open,
+        observation_end=end,
+        notes=notes,
+    )

@@ -58,17 +58,24 @@ class BackgroundStage:
 
     def __init__(self, cfg: Any, name: str, deps: dict[str, Path], work: Path) -> None:
         self.name, self.work = name, work
-        job = {"cfg": cfg, "name": name, "deps": {k: str(v) for k, v in deps.items()},
-               "work": str(work), "parent": os.getpid()}  # fmt: skip
+        job = {
+            "cfg": cfg,
+            "name": name,
+            "deps": {k: str(v) for k, v in deps.items()},
+            "work": str(work),
+            "parent": os.getpid(),
+        }
         (work / _JOB).write_bytes(pickle.dumps(job))
         # the child's stderr (its traceback, warnings) goes to a temporary file, not the cache
         self._log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in result()/kill()
         try:
             self._proc = subprocess.Popen(
                 [sys.executable, "-P", "-m", "reliability.pipeline.background", str(work / _JOB)],
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._log,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=self._log,
                 env=_child_env(),
-            )  # fmt: skip
+            )
         except BaseException:
             self._log.close()
             raise

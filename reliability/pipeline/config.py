@@ -176,9 +176,10 @@ def pipeline_terms(message: str, index: int) -> str:
     message = re.sub(rf"\bpass (?=({alts})=)", "set ", message)
     # an option no reader knows (a misspelling: options = { yaer = 2026 }) by its key too
     message = re.sub(
-        r"^(\w+)= does not apply to", lambda m: f"{spell(m.group(1), None)} does not apply to",
+        r"^(\w+)= does not apply to",
+        lambda m: f"{spell(m.group(1), None)} does not apply to",
         message,
-    )  # fmt: skip
+    )
     return spell_options(message, spell, names)
 
 
@@ -327,8 +328,16 @@ def _input(where: str, i: int, item: object, base: Path) -> InputSpec:
             options = {**options, "observed_at": check_observed_at(item["observed_at"])}
         except ReliabilityError as exc:
             raise PipelineError(f"{loc} ({reader} files): {pipeline_terms(str(exc), i)}") from None
-    spec = InputSpec(kind="files", reader=reader, paths=tuple(found), cluster=item.get("cluster"),
-                     tz=item.get("tz"), options=dict(options), index=i, where=where)  # fmt: skip
+    spec = InputSpec(
+        kind="files",
+        reader=reader,
+        paths=tuple(found),
+        cluster=item.get("cluster"),
+        tz=item.get("tz"),
+        options=dict(options),
+        index=i,
+        where=where,
+    )
     try:
         reader_options(reader, spec.cluster, spec.tz, spec.options)
     except ReliabilityError as exc:
@@ -429,7 +438,14 @@ def load_pipeline(path: str | Path) -> PipelineConfig:
             f'{where}: [report].formats: expected a list drawn from ["html", "pdf"], got {formats!r}'
         )
     return PipelineConfig(
-        path=path, name=name, out=(base / out).resolve(), inputs=specs, analysis=analysis,
-        title=title, formats=tuple(formats), raw=raw, sweeps=tuple(sweep_paths),
+        path=path,
+        name=name,
+        out=(base / out).resolve(),
+        inputs=specs,
+        analysis=analysis,
+        title=title,
+        formats=tuple(formats),
+        raw=raw,
+        sweeps=tuple(sweep_paths),
         reasons_table=reasons_table,
-    )  # fmt: skip
+    )

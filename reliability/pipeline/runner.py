@@ -77,15 +77,23 @@ class RunResult(Result):
         """One row per stage: ``stage, key, cached, seconds, rows``."""
         return pl.DataFrame(
             self.stages,
-            schema={"stage": pl.String, "key": pl.String, "cached": pl.Boolean,
-                    "seconds": pl.Float64, "rows": pl.Int64},
-        )  # fmt: skip
+            schema={
+                "stage": pl.String,
+                "key": pl.String,
+                "cached": pl.Boolean,
+                "seconds": pl.Float64,
+                "rows": pl.Int64,
+            },
+        )
 
     @property
     def sample_sizes(self) -> dict[str, int | float]:
         """Stages run (or taken from the cache) and files written."""
-        return {"stages": len(self.stages), "from the cache": sum(bool(s["cached"]) for s in self.stages),
-                "files": len(self.files)}  # fmt: skip
+        return {
+            "stages": len(self.stages),
+            "from the cache": sum(bool(s["cached"]) for s in self.stages),
+            "files": len(self.files),
+        }
 
     def _lines(self) -> list[str]:
         lines = [f"Pipeline {self.config.name}: {len(self.stages)} stage(s)"]
@@ -102,17 +110,46 @@ class RunResult(Result):
         from reliability.models import MTTFResult, RateSeries
         from reliability.pipeline.analysis import AnalysisConfig
 
-        cfg = PipelineConfig(path=Path("pipelines/tiny.toml"), name="tiny", out=Path("reports/tiny"),
-                             inputs=(), analysis=AnalysisConfig(), title="Tiny cluster",
-                             formats=("html",), raw={})  # fmt: skip
+        cfg = PipelineConfig(
+            path=Path("pipelines/tiny.toml"),
+            name="tiny",
+            out=Path("reports/tiny"),
+            inputs=(),
+            analysis=AnalysisConfig(),
+            title="Tiny cluster",
+            formats=("html",),
+            raw={},
+        )
         stages = [
-            {"stage": "mttf", "key": "0123456789abcdef", "cached": False, "seconds": 0.41, "rows": 3},
-            {"stage": "rates", "key": "fedcba9876543210", "cached": True, "seconds": 0.02, "rows": 2},
-            {"stage": "report", "key": "00ff00ff00ff00ff", "cached": False, "seconds": 1.3, "rows": 0},
-        ]  # fmt: skip
+            {
+                "stage": "mttf",
+                "key": "0123456789abcdef",
+                "cached": False,
+                "seconds": 0.41,
+                "rows": 3,
+            },
+            {
+                "stage": "rates",
+                "key": "fedcba9876543210",
+                "cached": True,
+                "seconds": 0.02,
+                "rows": 2,
+            },
+            {
+                "stage": "report",
+                "key": "00ff00ff00ff00ff",
+                "cached": False,
+                "seconds": 1.3,
+                "rows": 0,
+            },
+        ]
         outputs = {"mttf": MTTFResult._example(), "rates": RateSeries._example()}
-        return cls(config=cfg, outputs=outputs, stages=stages,
-                   files={"html": Path("reports/tiny/report.html")})  # fmt: skip
+        return cls(
+            config=cfg,
+            outputs=outputs,
+            stages=stages,
+            files={"html": Path("reports/tiny/report.html")},
+        )
 
     def cached(self, name: str) -> bool:
         """Tell whether a stage's result came from the cache.

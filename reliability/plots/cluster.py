@@ -466,8 +466,13 @@ def plot_lemon_test(test: Any, ax: Axes | None = None, top: int = 15) -> Axes:
     lo, hi = min(x.min(), y.min()) * 0.8, max(x.max(), y.max()) * 1.3
     ax.plot([lo, hi], [lo, hi], color="grey", linestyle="--", linewidth=1, label="as expected")
     for r in frame.filter(pl.col("flagged")).head(top).iter_rows(named=True):
-        ax.annotate(r["node"], (r["expected"] + 0.5, r["incidents"] + 0.5), fontsize=6,
-                    xytext=(3, 2), textcoords="offset points")  # fmt: skip
+        ax.annotate(
+            r["node"],
+            (r["expected"] + 0.5, r["incidents"] + 0.5),
+            fontsize=6,
+            xytext=(3, 2),
+            textcoords="offset points",
+        )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("expected at the fleet's rate (+0.5)")

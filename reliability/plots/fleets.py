@@ -54,11 +54,27 @@ def plot_fleet_rates(comparison: Any, ax: Axes | None = None) -> Axes:
     if has.any():
         lo = 1000 * f["ci_low"].to_numpy()[has].astype(float)
         hi = 1000 * f["ci_high"].to_numpy()[has].astype(float)
-        ax.errorbar(rate[has], y[has], xerr=[rate[has] - lo, hi - rate[has]], fmt="o",
-                    color=PALETTE[0], markersize=4, capsize=3, label="published, with interval")  # fmt: skip
+        ax.errorbar(
+            rate[has],
+            y[has],
+            xerr=[rate[has] - lo, hi - rate[has]],
+            fmt="o",
+            color=PALETTE[0],
+            markersize=4,
+            capsize=3,
+            label="published, with interval",
+        )
     if (~has).any():
-        ax.plot(rate[~has], y[~has], "o", mfc="none", color=PALETTE[0], markersize=5,
-                linestyle="none", label="published rate, no interval")  # fmt: skip
+        ax.plot(
+            rate[~has],
+            y[~has],
+            "o",
+            mfc="none",
+            color=PALETTE[0],
+            markersize=5,
+            linestyle="none",
+            label="published rate, no interval",
+        )
     top = float(np.nanmax(np.concatenate([rate, 1000 * f["ci_high"].drop_nulls().to_numpy()])))
     xmax = MAX_X_OVER_FLEETS * top
     if yours is not None and yours["rate_per_node_day"] is not None:

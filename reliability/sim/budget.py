@@ -226,8 +226,9 @@ def refuse_run(size: RunSize, option: str, available: int | None = None) -> None
     if free is None or size.memory <= free:
         return
     fits = size.max_days(free)
-    longest = (f"at most about {math.floor(fits):,} days fit" if fits >= 1 else
-               "not even a 1-day run fits")  # fmt: skip
+    longest = (
+        f"at most about {math.floor(fits):,} days fit" if fits >= 1 else "not even a 1-day run fits"
+    )
     raise ValueError(
         f"{option} {days:g}: a {days:g}-day run of {size.name} ({size.jobs_per_day:,.0f} jobs a "
         f"day) is held in memory and needs about {_size(size.memory)} (an upper bound: "

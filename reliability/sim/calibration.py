@@ -209,18 +209,22 @@ def measure(
     ):
         out[f"state_{s}"] = got.get(s, 0) / total
     per_job = jobs.group_by("cluster", "job_id").agg(
-        attempts=pl.len(), first_submit=pl.col("submit_time").min(),
-        first_start=pl.col("start_time").min(), gpus=pl.col("n_accelerators").max(),
-    )  # fmt: skip
+        attempts=pl.len(),
+        first_submit=pl.col("submit_time").min(),
+        first_start=pl.col("start_time").min(),
+        gpus=pl.col("n_accelerators").max(),
+    )
     out["longest_requeue_chain"] = float(per_job.get_column("attempts").max() - 1)
     out["jobs_per_day"] = per_job.height / days
     end = jobs.select(
         pl.max_horizontal(pl.col("end_time").max(), pl.col("start_time").max())
     ).item()
     hours = (pl.col("end_time").fill_null(end) - pl.col("start_time")).dt.total_seconds() / 3600.0
-    gpu_h = jobs.filter(pl.col("start_time").is_not_null()).select(
-        (pl.col("n_accelerators").cast(pl.Float64) * hours).sum()
-    ).item()  # fmt: skip
+    gpu_h = (
+        jobs.filter(pl.col("start_time").is_not_null())
+        .select((pl.col("n_accelerators").cast(pl.Float64) * hours).sum())
+        .item()
+    )
     out["utilization"] = gpu_h / (n_nodes * gpus_per_node * days * 24.0)
     g = per_job.get_column("gpus")
     out["one_gpu_job_share"] = float((g == 1).mean())
@@ -248,8 +252,9 @@ def measure(
     large = jobs.filter((pl.col("n_accelerators") >= 1024) & (pl.col("qos") == "high"))
     out["ettr_large_by_gpu_time"] = math.nan
     if large.height:
-        r = job_run_ettr(large, 1.0, 5.0 / 60.0, ckpt_min_gpus=64,
-                         run_key=["cluster", "user", "name"]).runs  # fmt: skip
+        r = job_run_ettr(
+            large, 1.0, 5.0 / 60.0, ckpt_min_gpus=64, run_key=["cluster", "user", "name"]
+        ).runs
         wall = float((r["gpus"] * r["wall_h"]).sum())
         if wall > 0:
             out["ettr_large_by_gpu_time"] = float((r["gpus"] * r["productive_h"]).sum()) / wall
@@ -374,16 +379,37 @@ def calibration_table(
             ok, target = mean <= paper, f"<= {_fmt(paper, r.unit)}"
         else:
             ok, target = None, ""
-        rows.append({
-            "figure": r.label, "unit": r.unit, "paper": paper, "mean": mean,
-            "low": float(vals.min()), "high": float(vals.max()), "seeds": int(vals.size),
-            "target": target, "ok": ok, "source": r.source,
-            "note": r.note if paper is not None else "",
-        })  # fmt: skip
-    return pl.DataFrame(rows, schema={"figure": pl.String, "unit": pl.String, "paper": pl.Float64,
-                                      "mean": pl.Float64, "low": pl.Float64, "high": pl.Float64,
-                                      "seeds": pl.Int64, "target": pl.String, "ok": pl.Boolean,
-                                      "source": pl.String, "note": pl.String})  # fmt: skip
+        rows.append(
+            {
+                "figure": r.label,
+                "unit": r.unit,
+                "paper": paper,
+                "mean": mean,
+                "low": float(vals.min()),
+                "high": float(vals.max()),
+                "seeds": int(vals.size),
+                "target": target,
+                "ok": ok,
+                "source": r.source,
+                "note": r.note if paper is not None else "",
+            }
+        )
+    return pl.DataFrame(
+        rows,
+        schema={
+            "figure": pl.String,
+            "unit": pl.String,
+            "paper": pl.Float64,
+            "mean": pl.Float64,
+            "low": pl.Float64,
+            "high": pl.Float64,
+            "seeds": pl.Int64,
+            "target": pl.String,
+            "ok": pl.Boolean,
+            "source": pl.String,
+            "note": pl.String,
+        },
+    )
 
 
 def _fmt(v: float | None, unit: str) -> str:

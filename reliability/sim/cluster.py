@@ -53,11 +53,32 @@ BACKFILL_INTERVAL_S = 180.0  # Slurm bf_interval (default 30 s; coarser here for
 #: seconds a blocked head job's reservation (and a failed preemption) is reused before the
 #: plan is redone (Slurm's backfill re-plans every bf_interval; coarser here for speed)
 REPLAN_S = 600.0
-EXIT = {"COMPLETED": (0, 0), "FAILED": (1, 0), "CANCELLED": (0, 15), "OUT_OF_MEMORY": (0, 125),
-        "TIMEOUT": (0, 1), "NODE_FAIL": (0, 0), "PREEMPTED": (0, 0), "REQUEUED": (0, 0)}  # fmt: skip
+EXIT = {
+    "COMPLETED": (0, 0),
+    "FAILED": (1, 0),
+    "CANCELLED": (0, 15),
+    "OUT_OF_MEMORY": (0, 125),
+    "TIMEOUT": (0, 1),
+    "NODE_FAIL": (0, 0),
+    "PREEMPTED": (0, 0),
+    "REQUEUED": (0, 0),
+}
 #: the fields of an ``attempt`` event, in :meth:`EventLog.add_row` order
-ATTEMPT_FIELDS = ("job", "attempt", "submit_s", "end_s", "state", "exit_code", "exit_signal",
-                  "nodes", "cause", "culprit", "productive_s", "lost_s", "overhead_s")  # fmt: skip
+ATTEMPT_FIELDS = (
+    "job",
+    "attempt",
+    "submit_s",
+    "end_s",
+    "state",
+    "exit_code",
+    "exit_signal",
+    "nodes",
+    "cause",
+    "culprit",
+    "productive_s",
+    "lost_s",
+    "overhead_s",
+)
 #: planned requeues (``requeue_kind`` codes of the workload) and the cause they log
 REQUEUE_CAUSE = {1: "app_requeue", 2: "admin_requeue"}
 
@@ -310,8 +331,9 @@ class ClusterSim:
         # the age term counts from the current attempt's eligible time: Slurm resets a requeued
         # job's begin time, so a preempted job does not keep the age it had (else aged
         # low-QOS jobs go first, are preempted again, and churn the cluster)
-        self.queue = _Queue(self.prio, self.eligible, w.age_priority_weight,
-                            w.age_priority_max_days * 86400.0)  # fmt: skip
+        self.queue = _Queue(
+            self.prio, self.eligible, w.age_priority_weight, w.age_priority_max_days * 86400.0
+        )
         N = cfg.n_nodes
         self.free = [self.G] * N
         self.up = [True] * N
@@ -561,8 +583,25 @@ class ClusterSim:
             lost = run if interrupted or how == "REQUEUED" else 0.0
         nodes = [node for node, _ in self.alloc[job]]
         code, signal = (self.app_exit, 0) if cause == "app_requeue" else EXIT[how]
-        self.log.add_row("attempt", (start, job, self.attempt[job], self.eligible[job], now, how,
-                                     code, signal, nodes, cause, culprit, productive, lost, overhead))  # fmt: skip
+        self.log.add_row(
+            "attempt",
+            (
+                start,
+                job,
+                self.attempt[job],
+                self.eligible[job],
+                now,
+                how,
+                code,
+                signal,
+                nodes,
+                cause,
+                culprit,
+                productive,
+                lost,
+                overhead,
+            ),
+        )
         self._release(job)
         requeue = how in ("NODE_FAIL", "PREEMPTED", "REQUEUED") or (
             interrupted and self.training[job]
@@ -581,8 +620,13 @@ class ClusterSim:
             self.k.post_after(REQUEUE_DELAY_S, self._requeue, job)
             # the lifetime runs on while the job waits: if it is still pending when its
             # lifetime ends, it must not start (it would get nodes and end at once, TIMEOUT)
-            self.k.post_at(self.first_start[job] + self.lifetime_s, self._expire, job,
-                           self.attempt[job], priority=-4)  # fmt: skip
+            self.k.post_at(
+                self.first_start[job] + self.lifetime_s,
+                self._expire,
+                job,
+                self.attempt[job],
+                priority=-4,
+            )
         else:
             self.state[job] = DONE
             if cause == "lifetime" and self.training[job]:
@@ -815,9 +859,11 @@ class ClusterSim:
         on_node, up, draining, top = self.on_node, self.up, self.draining, self.node_top_prio
         self._update_nodes()
         (idx,) = np.nonzero(
-            (top < mine) & (top != _NO_JOB) & (self.node_unpreemptible == 0)
+            (top < mine)
+            & (top != _NO_JOB)
+            & (self.node_unpreemptible == 0)
             & (now - self.node_last_start >= after)
-        )  # fmt: skip
+        )
         # the lowest top QOS first, then in node order
         order = idx[np.argsort(top[idx], kind="stable")].tolist()
         cands = [n for n in order if up[n] and n not in draining]
@@ -873,8 +919,16 @@ class ClusterSim:
                 detected=True,
                 effect="node_down",
             )
-            self.k.post_after(self.slurmd_timeout_s, self._take_down, node, "DOWN", "Not responding", "slurm",
-                         repair_s, cause)  # fmt: skip
+            self.k.post_after(
+                self.slurmd_timeout_s,
+                self._take_down,
+                node,
+                "DOWN",
+                "Not responding",
+                "slurm",
+                repair_s,
+                cause,
+            )
             return
         crashed = sorted(self.on_node[node])
         for job in crashed:
@@ -895,8 +949,9 @@ class ClusterSim:
 
     def _log_health(self, node: int, cause: str) -> None:
         c = CAUSES[cause]
-        self.log.add("health", self.k.now, node=node, component=c.component, code=cause,
-                     message=c.reason)  # fmt: skip
+        self.log.add(
+            "health", self.k.now, node=node, component=c.component, code=cause, message=c.reason
+        )
 
     def _health_check(self, node: int, cause: str | None, repair_s: float) -> None:
         if not self.up[node]:
@@ -904,8 +959,14 @@ class ClusterSim:
         reason = CAUSES[cause].reason if cause else "health check failed (transient)"
         component = CAUSES[cause].component if cause else "unknown"
         wording = site_wording(component, reason, node, self.k.now)
-        self.log.add("health", self.k.now, node=node, component=component, code=cause or "false_alarm",
-                     message=reason)  # fmt: skip
+        self.log.add(
+            "health",
+            self.k.now,
+            node=node,
+            component=component,
+            code=cause or "false_alarm",
+            message=reason,
+        )
         self._take_down(node, "DRAIN", wording, "root", repair_s, cause or "false_alarm")
 
     def _false_alarm(self, node: int, repair_s: float, phase: float) -> None:
@@ -1002,8 +1063,9 @@ class ClusterSim:
         self._n_drawn = len(self.submit)
         if self.submit:
             k.post_at(self.submit[0], self._arrive, priority=-2)
-        fcols = self.failures.select("node", "time_s", "kind", "cause", "detected", "repair_s", "lemon",
-                                     "check_phase_s").rows()  # fmt: skip
+        fcols = self.failures.select(
+            "node", "time_s", "kind", "cause", "detected", "repair_s", "lemon", "check_phase_s"
+        ).rows()
         for node, t in sorted(self.quarantine.items()):
             k.post_at(t, self._quarantine, node, priority=-3)
         for node, t, kind, cause, detected, repair_s, lemon, phase in fcols:
@@ -1075,20 +1137,50 @@ class ClusterSim:
         horizon = self.cfg.horizon_s if horizon_s is None else horizon_s
         for job in sorted(self.start_s):
             self.log.add(
-                "attempt", self.start_s[job], job=job, attempt=self.attempt[job], submit_s=self.eligible[job],
-                end_s=None, state="RUNNING", exit_code=None, exit_signal=None,
-                nodes=[n for n, _ in self.alloc[job]], cause="none", culprit=-1, productive_s=None,
-                lost_s=None, overhead_s=None,
-            )  # fmt: skip
+                "attempt",
+                self.start_s[job],
+                job=job,
+                attempt=self.attempt[job],
+                submit_s=self.eligible[job],
+                end_s=None,
+                state="RUNNING",
+                exit_code=None,
+                exit_signal=None,
+                nodes=[n for n, _ in self.alloc[job]],
+                cause="none",
+                culprit=-1,
+                productive_s=None,
+                lost_s=None,
+                overhead_s=None,
+            )
         for job in range(len(self.state)):
             if self.state[job] == QUEUED and self.eligible[job] < horizon:
                 self.log.add(
-                    "attempt", None, job=job, attempt=self.attempt[job], submit_s=self.eligible[job],
-                    end_s=None, state="PENDING", exit_code=None, exit_signal=None, nodes=[],
-                    cause="none", culprit=-1, productive_s=None, lost_s=None, overhead_s=None,
-                )  # fmt: skip
+                    "attempt",
+                    None,
+                    job=job,
+                    attempt=self.attempt[job],
+                    submit_s=self.eligible[job],
+                    end_s=None,
+                    state="PENDING",
+                    exit_code=None,
+                    exit_signal=None,
+                    nodes=[],
+                    cause="none",
+                    culprit=-1,
+                    productive_s=None,
+                    lost_s=None,
+                    overhead_s=None,
+                )
         for node in sorted(self.down_since):
             state, reason, user = self.down_info.get(node, ("DOWN", "", "slurm"))
-            self.log.add("node_state", self.down_since[node], node=node, state=state, end_s=None,
-                         reason=reason or "still out of service at the end of the run", user=user)  # fmt: skip
+            self.log.add(
+                "node_state",
+                self.down_since[node],
+                node=node,
+                state=state,
+                end_s=None,
+                reason=reason or "still out of service at the end of the run",
+                user=user,
+            )
         return self.log

@@ -498,9 +498,8 @@ def _cluster_presets() -> list[str]:
     """List the bundled presets of the cluster simulator (the others are pods')."""
     root = resources.files("reliability.sim") / "presets"
     return [
-        n for n in preset_names()
-        if "[cluster]" in (root / f"{n}.toml").read_text(encoding="utf-8")
-    ]  # fmt: skip
+        n for n in preset_names() if "[cluster]" in (root / f"{n}.toml").read_text(encoding="utf-8")
+    ]
 
 
 def load_preset(name_or_path: str | Path) -> ClusterConfig:

@@ -271,26 +271,43 @@ def write_cluster(
     )
     started = pl.col("time").is_not_null()
     ended = pl.col("end_s").is_not_null()
-    tres = pl.format("billing={},cpu={},gres/gpu={},mem={}G,node={}", pl.col("gpus") * 12, pl.col("gpus") * 12,
-                     pl.col("gpus"), pl.col("gpus") * 120, pl.col("n_nodes"))  # fmt: skip
+    tres = pl.format(
+        "billing={},cpu={},gres/gpu={},mem={}G,node={}",
+        pl.col("gpus") * 12,
+        pl.col("gpus") * 12,
+        pl.col("gpus"),
+        pl.col("gpus") * 120,
+        pl.col("n_nodes"),
+    )
 
     def records(part: pl.DataFrame) -> pl.DataFrame:
         """Build the sacct records (allocation + .batch + .extern) of a slice of attempts."""
         alloc = part.select(
-            "raw_id", "attempt",
+            "raw_id",
+            "attempt",
             JobID=pl.col("job_id"),
             JobIDRaw=pl.col("raw_id").cast(pl.String),
             JobName=pl.col("name"),
             User=pl.format("user{}", pl.col("user")),
             Account=pl.format("team{}", pl.col("user") % 40),
-            Partition=pl.when(pl.col("qos") == "low").then(pl.lit("scavenger")).otherwise(pl.lit("learn")),
+            Partition=pl.when(pl.col("qos") == "low")
+            .then(pl.lit("scavenger"))
+            .otherwise(pl.lit("learn")),
             QOS=pl.col("qos"),
             State=state_txt,
-            ExitCode=pl.when(pl.col("exit_code").is_null()).then(pl.lit("0:0")).otherwise(pl.format("{}:{}", "exit_code", "exit_signal")),
+            ExitCode=pl.when(pl.col("exit_code").is_null())
+            .then(pl.lit("0:0"))
+            .otherwise(pl.format("{}:{}", "exit_code", "exit_signal")),
             Submit=_clock(pl.col("submit_s"), start_us, tz),
-            Start=pl.when(started).then(_clock(pl.col("time"), start_us, tz)).otherwise(pl.lit("Unknown")),
-            End=pl.when(ended).then(_clock(pl.col("end_s"), start_us, tz)).otherwise(pl.lit("Unknown")),
-            Elapsed=pl.when(started & ended).then(_dhms(pl.col("end_s").floor() - pl.col("time").floor())).otherwise(pl.lit("00:00:00")),
+            Start=pl.when(started)
+            .then(_clock(pl.col("time"), start_us, tz))
+            .otherwise(pl.lit("Unknown")),
+            End=pl.when(ended)
+            .then(_clock(pl.col("end_s"), start_us, tz))
+            .otherwise(pl.lit("Unknown")),
+            Elapsed=pl.when(started & ended)
+            .then(_dhms(pl.col("end_s").floor() - pl.col("time").floor()))
+            .otherwise(pl.lit("00:00:00")),
             Timelimit=_dhms(pl.col("time_limit_s")),
             NNodes=pl.col("n_nodes").cast(pl.String),
             AllocTRES=pl.when(started).then(tres).otherwise(pl.lit("")),
@@ -299,15 +316,18 @@ def write_cluster(
             Priority=pl.col("priority").cast(pl.String),
             Cluster=pl.lit(cfg.name),
             _cause=pl.col("cause"),
-        )  # fmt: skip
+        )
         # steps as Slurm records them: a requeue by RequeueExit leaves the batch step FAILED
         # with the exit code, a requeue by scontrol (admin, health check) kills it (signal 15)
         requeued = pl.col("State") == "REQUEUED"
         app = pl.col("_cause") == "app_requeue"
         batch_state = (
-            pl.when(requeued & app).then(pl.lit("FAILED")).when(requeued).then(pl.lit("CANCELLED"))
+            pl.when(requeued & app)
+            .then(pl.lit("FAILED"))
+            .when(requeued)
+            .then(pl.lit("CANCELLED"))
             .otherwise(pl.col("State").str.replace(r" by \d+$", ""))
-        )  # fmt: skip
+        )
         batch_exit = pl.when(requeued & ~app).then(pl.lit("0:15")).otherwise(pl.col("ExitCode"))
         extern_state = (
             pl.when(requeued)
@@ -319,12 +339,23 @@ def write_cluster(
         ran = alloc.filter(ran_mask)
         steps = [
             ran.with_columns(
-                JobID=pl.col("JobID") + f".{step}", JobIDRaw=pl.col("JobIDRaw") + f".{step}",
-                JobName=pl.lit(step), User=pl.lit(""), QOS=pl.lit(""), Partition=pl.lit(""), Timelimit=pl.lit(""),
-                Priority=pl.lit(""), ReqTRES=pl.lit(""), State=state, ExitCode=exit_code,
+                JobID=pl.col("JobID") + f".{step}",
+                JobIDRaw=pl.col("JobIDRaw") + f".{step}",
+                JobName=pl.lit(step),
+                User=pl.lit(""),
+                QOS=pl.lit(""),
+                Partition=pl.lit(""),
+                Timelimit=pl.lit(""),
+                Priority=pl.lit(""),
+                ReqTRES=pl.lit(""),
+                State=state,
+                ExitCode=exit_code,
             )
-            for step, state, exit_code in (("batch", batch_state, batch_exit), ("extern", extern_state, extern_exit))
-        ]  # fmt: skip
+            for step, state, exit_code in (
+                ("batch", batch_state, batch_exit),
+                ("extern", extern_state, extern_exit),
+            )
+        ]
         rows = pl.concat([alloc, *steps]).select(list(SACCT_FIELDS))
         return rows[_record_order(alloc.select("raw_id", "attempt"), ran_mask)]
 
@@ -340,11 +371,15 @@ def write_cluster(
         Cluster=pl.lit(cfg.name),
         NodeName=node_name.gather(ns.get_column("node")) if ns.height else pl.lit(None, pl.String),
         TimeStart=_clock(pl.col("time"), start_us, tz),
-        TimeEnd=pl.when(pl.col("end_s").is_null()).then(pl.lit("Unknown")).otherwise(_clock(pl.col("end_s"), start_us, tz)),
+        TimeEnd=pl.when(pl.col("end_s").is_null())
+        .then(pl.lit("Unknown"))
+        .otherwise(_clock(pl.col("end_s"), start_us, tz)),
         State=pl.col("state"),
         Reason=pl.col("reason"),
-        User=pl.when(pl.col("user") == "root").then(pl.lit("root(0)")).otherwise(pl.lit("slurm(64030)")),
-    ).sort("TimeStart", "NodeName")  # fmt: skip
+        User=pl.when(pl.col("user") == "root")
+        .then(pl.lit("root(0)"))
+        .otherwise(pl.lit("slurm(64030)")),
+    ).sort("TimeStart", "NodeName")
     events.write_csv(out / "sacctmgr_events.psv", separator="|", quote_style="never")
     # kernel logs
     (out / "kernel").mkdir()
@@ -378,10 +413,15 @@ def write_cluster(
         cluster=pl.lit(cfg.name),
         node=node_name.gather(hc.get_column("node")) if hc.height else pl.lit(None, pl.String),
         time=_utc(pl.col("time"), start_us).dt.strftime("%Y-%m-%dT%H:%M:%S%.6fZ"),
-        source=pl.lit("health_check"), component=pl.col("component"), code=pl.col("code"),
-        severity=pl.when(pl.col("code") == "false_alarm").then(pl.lit("warning")).otherwise(pl.lit("critical")),
-        device=pl.lit(None, pl.String), message=pl.col("message"),
-    )  # fmt: skip
+        source=pl.lit("health_check"),
+        component=pl.col("component"),
+        code=pl.col("code"),
+        severity=pl.when(pl.col("code") == "false_alarm")
+        .then(pl.lit("warning"))
+        .otherwise(pl.lit("critical")),
+        device=pl.lit(None, pl.String),
+        message=pl.col("message"),
+    )
     health.write_csv(out / "health_checks.csv")
     _write_truth(out / "truth", cfg, seed, jobs, log, lemon, names, start_us)
     manifest = {
@@ -392,11 +432,12 @@ def write_cluster(
         "start": cfg.start.isoformat(),
         "days": cfg.days,
         "ingest": {
-            "slurm": ["sacct.psv"], "events": ["sacctmgr_events.psv"],
+            "slurm": ["sacct.psv"],
+            "events": ["sacctmgr_events.psv"],
             "kernel": sorted(f"kernel/{p.name}" for p in (out / "kernel").iterdir()),
             "health": ["health_checks.csv"],
         },
-    }  # fmt: skip
+    }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     return out
 
@@ -432,13 +473,21 @@ def truth_attempts(
         jobs.select("job", "job_id", "gpus", "n_nodes", "training", "work_s"), on="job"
     )
     return a.select(
-        "job_id", "attempt", "state", "cause",
+        "job_id",
+        "attempt",
+        "state",
+        "cause",
         culprit=node_name.gather(a.get_column("culprit").replace(-1, len(names))),
         hardware=pl.col("cause").is_in(list(CAUSES)),
-        start_time=_utc(pl.col("time"), start_us), end_time=_utc(pl.col("end_s"), start_us),
-        gpus="gpus", n_nodes="n_nodes", training="training", productive_s="productive_s",
-        lost_s="lost_s", overhead_s="overhead_s",
-    )  # fmt: skip
+        start_time=_utc(pl.col("time"), start_us),
+        end_time=_utc(pl.col("end_s"), start_us),
+        gpus="gpus",
+        n_nodes="n_nodes",
+        training="training",
+        productive_s="productive_s",
+        lost_s="lost_s",
+        overhead_s="overhead_s",
+    )
 
 
 def _write_truth(
@@ -457,10 +506,15 @@ def _write_truth(
     f = log.frame("failure", _EMPTY["failure"])
     f.select(
         node=node_name.gather(f.get_column("node")) if f.height else pl.lit(None, pl.String),
-        time=_utc(pl.col("time"), start_us), cause="cause",
-        component=pl.col("cause").replace_strict({k: v.component for k, v in CAUSES.items()}, return_dtype=pl.String),
-        lemon="lemon", detected="detected", effect="effect",
-    ).write_parquet(truth / "failures.parquet")  # fmt: skip
+        time=_utc(pl.col("time"), start_us),
+        cause="cause",
+        component=pl.col("cause").replace_strict(
+            {k: v.component for k, v in CAUSES.items()}, return_dtype=pl.String
+        ),
+        lemon="lemon",
+        detected="detected",
+        effect="effect",
+    ).write_parquet(truth / "failures.parquet")
     pl.DataFrame({"node": names, "lemon": lemon.tolist()}).write_parquet(truth / "nodes.parquet")
     rate_schedule(cfg).with_columns(time=_utc(pl.col("t_s"), start_us)).write_parquet(
         truth / "rate_schedule.parquet"

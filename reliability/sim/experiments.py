@@ -253,17 +253,30 @@ class LemonBacktest(Result):
     @classmethod
     def _example(cls) -> LemonBacktest:
         """Build a tiny instance: two flagged nodes, one a true lemon (for contract tests)."""
-        summary = pl.DataFrame({
-            "metric": ["precision (per node)", "large-job failure rate cut"],
-            "value": [0.5, float("nan")], "paper": ["> 85%", "14% -> 4%"],
-        })  # fmt: skip
-        flagged = pl.DataFrame({"node": ["n03", "n07"], "score": [0.91, 0.62],
-                                "component": ["gpu_memory", "gpu"], "lemon": [True, False]})  # fmt: skip
+        summary = pl.DataFrame(
+            {
+                "metric": ["precision (per node)", "large-job failure rate cut"],
+                "value": [0.5, float("nan")],
+                "paper": ["> 85%", "14% -> 4%"],
+            }
+        )
+        flagged = pl.DataFrame(
+            {
+                "node": ["n03", "n07"],
+                "score": [0.91, 0.62],
+                "component": ["gpu_memory", "gpu"],
+                "lemon": [True, False],
+            }
+        )
         roots = pl.DataFrame(
             {"component": ["gpu", "gpu_memory"], "flagged": [1, 1], "true_lemons": [0, 1]}
         )
-        return cls(summary=summary, flagged=flagged, root_causes=roots,
-                   notes=["split at day 10, 14-day window, seed 1"])  # fmt: skip
+        return cls(
+            summary=summary,
+            flagged=flagged,
+            root_causes=roots,
+            notes=["split at day 10, 14-day window, seed 1"],
+        )
 
 
 @dataclass
@@ -324,10 +337,16 @@ class QuarantineRun(Result):
     def _example(cls) -> QuarantineRun:
         """Build a tiny instance: two nodes drained at day 10 (for contract tests)."""
         effect = pl.DataFrame({"metric": ["jobs", "job_share"], "value": [12.0, float("nan")]})
-        flagged = pl.DataFrame({"node": ["n03", "n07"], "score": [0.91, 0.62],
-                                "component": ["gpu_memory", "gpu"]})  # fmt: skip
-        return cls(summary=effect, flagged=flagged, split_day=10.0, seed=1,
-                   flagged_on="the logs as they stood at the split")  # fmt: skip
+        flagged = pl.DataFrame(
+            {"node": ["n03", "n07"], "score": [0.91, 0.62], "component": ["gpu_memory", "gpu"]}
+        )
+        return cls(
+            summary=effect,
+            flagged=flagged,
+            split_day=10.0,
+            seed=1,
+            flagged_on="the logs as they stood at the split",
+        )
 
 
 def quarantine_run(
@@ -466,10 +485,17 @@ def quarantine_at_checkpoint(
     ingest_simulation(raw, ds_path)
     shutil.rmtree(raw)  # the Dataset holds what the detector reads
     return quarantine_run(
-        cfg, detector, seed=seed, split_day=split_day, flag_on=Dataset(ds_path),
-        flagged_on="the logs as they stood at the split", window_days=window_days,
-        step_days=step_days, min_gpus=min_gpus, checkpoint=checkpoint,
-    )  # fmt: skip
+        cfg,
+        detector,
+        seed=seed,
+        split_day=split_day,
+        flag_on=Dataset(ds_path),
+        flagged_on="the logs as they stood at the split",
+        window_days=window_days,
+        step_days=step_days,
+        min_gpus=min_gpus,
+        checkpoint=checkpoint,
+    )
 
 
 def large_job_effect(
@@ -624,11 +650,17 @@ def lemon_backtest(
         lemon = _truth_lemons(raw)
         if quarantine is None:
             quarantine = quarantine_run(
-                cfg, detector, seed=seed, split_day=split_day, flag_on=ds,
+                cfg,
+                detector,
+                seed=seed,
+                split_day=split_day,
+                flag_on=ds,
                 flagged_on="the whole run's windows ending at the split",
-                window_days=window_days, step_days=step_days, min_gpus=min_gpus,
+                window_days=window_days,
+                step_days=step_days,
+                min_gpus=min_gpus,
                 checkpoint=checkpoint,
-            )  # fmt: skip
+            )
         elif quarantine.seed != seed or quarantine.split_day != float(split_day):
             raise ValueError(
                 f"quarantine: a run of seed {quarantine.seed} split at day "
@@ -660,30 +692,36 @@ def lemon_backtest(
         lemon=pl.col("node").is_in(list(lemon))
     )
     root = (
-        flagged_out.group_by("dominant").agg(flagged=pl.len(), true_lemons=pl.col("lemon").sum())
+        flagged_out.group_by("dominant")
+        .agg(flagged=pl.len(), true_lemons=pl.col("lemon").sum())
         .sort("flagged", "dominant", descending=[True, False])
-    )  # fmt: skip
+    )
     before_q, after_q = ref.LEMON_LARGE_JOB_FAILURE_RATE.value  # type: ignore[misc]
     g = f"{min_gpus}+ GPU"
     rows = [
         ("precision (per node)", precision, f"> {ref.LEMON_PRECISION.value:g}"),
         ("recall (per node)", recall, None),
         ("flagged nodes", float(flagged.height), None),
-        ("footprint (share of nodes)", flagged.height / cfg.n_nodes,
-         " / ".join(f"{v:.1%}" for v in ref.LEMON_FOOTPRINT.value)),  # type: ignore[union-attr]
+        (
+            "footprint (share of nodes)",
+            flagged.height / cfg.n_nodes,
+            " / ".join(f"{v:.1%}" for v in ref.LEMON_FOOTPRINT.value),
+        ),  # type: ignore[union-attr]
         ("true lemon share", len(lemon) / cfg.n_nodes, None),
         (f"{g} jobs after the split", before["jobs"], None),
-        (f"{g} jobs ended by hardware, as is", before["job_share"],
-         f"{before_q:.0%}"),
-        (f"{g} jobs ended by hardware, quarantined", after["job_share"],
-         f"{after_q:.0%}"),
+        (f"{g} jobs ended by hardware, as is", before["job_share"], f"{before_q:.0%}"),
+        (f"{g} jobs ended by hardware, quarantined", after["job_share"], f"{after_q:.0%}"),
         (f"{g} attempts ended by hardware, as is", before["attempt_share"], None),
         (f"{g} attempts ended by hardware, quarantined", after["attempt_share"], None),
         (f"{g} interruptions per 1000 node-days, as is", before["rate_per_1000_node_days"], None),
-        (f"{g} interruptions per 1000 node-days, quarantined", after["rate_per_1000_node_days"], None),
+        (
+            f"{g} interruptions per 1000 node-days, quarantined",
+            after["rate_per_1000_node_days"],
+            None,
+        ),
         ("GPU-hours lost to hardware, as is", before["gpu_hours_lost"], None),
         ("GPU-hours lost to hardware, quarantined", after["gpu_hours_lost"], None),
-    ]  # fmt: skip
+    ]
     summary = pl.DataFrame(
         rows, schema={"metric": pl.String, "value": pl.Float64, "paper": pl.String}, orient="row"
     )
@@ -691,6 +729,8 @@ def lemon_backtest(
         summary=summary,
         flagged=flagged_out,
         root_causes=root,
-        notes=[f"split at day {split_day:g}; window {window_days} days; seed {seed}; nodes flagged on "
-               f"{quarantine.flagged_on}; large-job figures from the simulator's truth, after the split"],
-    )  # fmt: skip
+        notes=[
+            f"split at day {split_day:g}; window {window_days} days; seed {seed}; nodes flagged on "
+            f"{quarantine.flagged_on}; large-job figures from the simulator's truth, after the split"
+        ],
+    )

@@ -58,9 +58,13 @@ def rate_schedule(cfg: ClusterConfig, step_s: float = 3600.0) -> pl.DataFrame:
     m = f.lemon_multiplier(cfg.n_nodes)
     ordinary = rate / (1.0 - share + share * m)
     return pl.DataFrame(
-        {"t_s": t, "rate_per_node_day": rate, "ordinary_rate_per_node_day": ordinary,
-         "lemon_rate_per_node_day": m * ordinary}
-    )  # fmt: skip
+        {
+            "t_s": t,
+            "rate_per_node_day": rate,
+            "ordinary_rate_per_node_day": ordinary,
+            "lemon_rate_per_node_day": m * ordinary,
+        }
+    )
 
 
 def _draw_times(
@@ -79,8 +83,14 @@ def _draw_times(
     return node[order], times[order]
 
 
-_EVENT_SCHEMA = {"node": pl.Int64, "time_s": pl.Float64, "kind": pl.String, "cause": pl.String,
-                 "detected": pl.Boolean, "repair_s": pl.Float64}  # fmt: skip
+_EVENT_SCHEMA = {
+    "node": pl.Int64,
+    "time_s": pl.Float64,
+    "kind": pl.String,
+    "cause": pl.String,
+    "detected": pl.Boolean,
+    "repair_s": pl.Float64,
+}
 
 
 def _apportion(names: list[str], p: np.ndarray, n: int) -> list[str]:

@@ -82,8 +82,13 @@ class PodConfig:
         machines = [
             f"c{c:02d}-h{h:02d}" for c in range(self.n_cubes) for h in range(HOSTS_PER_CUBE)
         ]
-        links = [f"c{c:02d}-{d}{i:02d}{p}" for c in range(self.n_cubes) for d in DIMS for i in range(FACE_LINKS)
-                 for p in "-+"]  # fmt: skip
+        links = [
+            f"c{c:02d}-{d}{i:02d}{p}"
+            for c in range(self.n_cubes)
+            for d in DIMS
+            for i in range(FACE_LINKS)
+            for p in "-+"
+        ]
         ocs = (
             [f"ocs-{d}{i:02d}" for d in DIMS for i in range(FACE_LINKS)]
             if self.mode == "reconfigurable"
@@ -125,9 +130,10 @@ def load_pod_preset(name_or_path: str | Path) -> PodConfig:
         text = res.read_text(encoding="utf-8") if res.is_file() else ""
         if "[pod]" not in text:
             pods = sorted(
-                f.name.removesuffix(".toml") for f in root.iterdir()
+                f.name.removesuffix(".toml")
+                for f in root.iterdir()
                 if f.name.endswith(".toml") and "[pod]" in f.read_text(encoding="utf-8")
-            )  # fmt: skip
+            )
             raise ValueError(
                 f"unknown pod preset {name_or_path!r}; bundled: {', '.join(pods)}, or a .toml file"
             )
@@ -250,9 +256,10 @@ class PodResult(Result):
         start_us = int(self.config.start.timestamp() * 1_000_000)
         ev = self.events.sort("time_s", maintain_order=True).with_columns(
             time=(pl.lit(start_us) + (pl.col("time_s") * 1_000_000).cast(pl.Int64))
-            .cast(pl.Datetime("us", "UTC")).dt.strftime("%Y-%m-%dT%H:%M:%S%.6fZ"),
+            .cast(pl.Datetime("us", "UTC"))
+            .dt.strftime("%Y-%m-%dT%H:%M:%S%.6fZ"),
             cluster=pl.lit(self.config.name),
-        )  # fmt: skip
+        )
         with open(out / "pod_events.jsonl", "w", encoding="utf-8") as fh:
             for row in ev.select(
                 "time", "cluster", "event", "component_type", "component_id", "detail"
@@ -402,17 +409,38 @@ def simulate_pod(
                     if t + dur < cfg.horizon_s:
                         rows.append((t + dur, "maintenance_end", ctype, cid, None))
         days_total = len(ids) * cfg.days
-        truth_rows.append({"component_type": ctype, "components": len(ids), "failures": n_fail,
-                           "configured_rate_per_day": rates[ctype],
-                           "in_service_days": days_total - float(down_s.sum()) / 86400.0,
-                           "availability": 1.0 - float(down_s.sum()) / 86400.0 / days_total if days_total else 1.0})  # fmt: skip
-    events = pl.DataFrame(rows, schema={"time_s": pl.Float64, "event": pl.String, "component_type": pl.String,
-                                        "component_id": pl.String, "detail": pl.String}, orient="row")  # fmt: skip
+        truth_rows.append(
+            {
+                "component_type": ctype,
+                "components": len(ids),
+                "failures": n_fail,
+                "configured_rate_per_day": rates[ctype],
+                "in_service_days": days_total - float(down_s.sum()) / 86400.0,
+                "availability": 1.0 - float(down_s.sum()) / 86400.0 / days_total
+                if days_total
+                else 1.0,
+            }
+        )
+    events = pl.DataFrame(
+        rows,
+        schema={
+            "time_s": pl.Float64,
+            "event": pl.String,
+            "component_type": pl.String,
+            "component_id": pl.String,
+            "detail": pl.String,
+        },
+        orient="row",
+    )
     jobs = pl.DataFrame()
     stats: dict = {}
     if cfg.jobs is not None:
         job_cfg = replace(cfg.jobs, arrivals_per_day=cfg.jobs.arrivals_per_day * cfg.n_cubes / 64)
-        job_events, jobs, stats = simulate_pod_jobs(cfg, events.sort("time_s", "component_type", "component_id", "event"),
-                                                    job_cfg, np.random.default_rng([seed, 1]))  # fmt: skip
+        job_events, jobs, stats = simulate_pod_jobs(
+            cfg,
+            events.sort("time_s", "component_type", "component_id", "event"),
+            job_cfg,
+            np.random.default_rng([seed, 1]),
+        )
         events = pl.concat([events, job_events])
     return PodResult(cfg, seed, events, pl.DataFrame(truth_rows), jobs, stats)

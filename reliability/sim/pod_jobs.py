@@ -99,8 +99,14 @@ class _PodJobs:
         self.pending: list[tuple[int, float, int]] = []
         self.running: dict[int, dict] = {}
         self.jobs: list[dict] = []
-        self.stats = {"interruptions": 0, "preemptions": 0, "preflight_fails": 0, "reroutes": 0,
-                      "crossconnect_changes": 0, "maintenance_evictions": 0}  # fmt: skip
+        self.stats = {
+            "interruptions": 0,
+            "preemptions": 0,
+            "preflight_fails": 0,
+            "reroutes": 0,
+            "crossconnect_changes": 0,
+            "maintenance_evictions": 0,
+        }
         self.reroute_samples: list[tuple[float, int, int]] = []
         for t, event, ctype, cid, _ in components.select(
             "time_s", "event", "component_type", "component_id", "detail"
@@ -143,10 +149,22 @@ class _PodJobs:
         for i, spec in enumerate(jobs):
             k = int(spec["cubes"])
             a, b, c = _shape(k)
-            self.jobs.append({"id": i, "cubes": a * b * c, "shape": (4 * a, 4 * b, 4 * c), "twisted": False,
-                              "work": float(spec["work_h"]) * 3600.0, "done": 0.0, "prio": int(bool(spec.get("prod", False))),
-                              "ft": bool(spec.get("ft", True)), "submit": float(spec["submit_s"]), "attempt": 0,
-                              "eligible": float(spec["submit_s"]), "hw": 0})  # fmt: skip
+            self.jobs.append(
+                {
+                    "id": i,
+                    "cubes": a * b * c,
+                    "shape": (4 * a, 4 * b, 4 * c),
+                    "twisted": False,
+                    "work": float(spec["work_h"]) * 3600.0,
+                    "done": 0.0,
+                    "prio": int(bool(spec.get("prod", False))),
+                    "ft": bool(spec.get("ft", True)),
+                    "submit": float(spec["submit_s"]),
+                    "attempt": 0,
+                    "eligible": float(spec["submit_s"]),
+                    "hw": 0,
+                }
+            )
             self.k.at(float(spec["submit_s"]), self._submit, i, priority=-2)
 
     def generate(self) -> None:
@@ -165,9 +183,22 @@ class _PodJobs:
             twisted = (sorted((a, b, c)) in ([1, 1, 2], [1, 2, 2], [2, 2, 4], [2, 4, 4])) and (
                 i % 2 == 0
             )
-            self.jobs.append({"id": i, "cubes": a * b * c, "shape": (4 * a, 4 * b, 4 * c), "twisted": twisted,
-                              "work": float(dur[i]), "done": 0.0, "prio": 1 if prod[i] else 0, "ft": bool(ft[i]),
-                              "submit": float(times[i]), "attempt": 0, "eligible": float(times[i]), "hw": 0})  # fmt: skip
+            self.jobs.append(
+                {
+                    "id": i,
+                    "cubes": a * b * c,
+                    "shape": (4 * a, 4 * b, 4 * c),
+                    "twisted": twisted,
+                    "work": float(dur[i]),
+                    "done": 0.0,
+                    "prio": 1 if prod[i] else 0,
+                    "ft": bool(ft[i]),
+                    "submit": float(times[i]),
+                    "attempt": 0,
+                    "eligible": float(times[i]),
+                    "hw": 0,
+                }
+            )
             self.k.at(float(times[i]), self._submit, i, priority=-2)
 
     def _submit(self, i: int) -> None:
@@ -488,15 +519,39 @@ def simulate_pod_jobs(
     else:
         sim.add_jobs(jobs)
     sim.run()
-    events = pl.DataFrame(sim.rows, schema={"time_s": pl.Float64, "event": pl.String, "component_type": pl.String,
-                                            "component_id": pl.String, "detail": pl.String}, orient="row")  # fmt: skip
-    truth = pl.DataFrame([
-        {"job_id": str(j["id"]), "cubes": j["cubes"], "prod": bool(j["prio"]), "ft_routing": j["ft"],
-         "submit_s": j["submit"], "attempts": j["attempt"] + (1 if j["id"] in sim.running or j["done"] > 0 else 0),
-         "hardware_interruptions": j["hw"], "done_h": j["done"] / 3600.0, "work_h": j["work"] / 3600.0,
-         "completed": j["done"] >= j["work"] - 1e-6}
-        for j in sim.jobs
-    ]) if sim.jobs else pl.DataFrame()  # fmt: skip
+    events = pl.DataFrame(
+        sim.rows,
+        schema={
+            "time_s": pl.Float64,
+            "event": pl.String,
+            "component_type": pl.String,
+            "component_id": pl.String,
+            "detail": pl.String,
+        },
+        orient="row",
+    )
+    truth = (
+        pl.DataFrame(
+            [
+                {
+                    "job_id": str(j["id"]),
+                    "cubes": j["cubes"],
+                    "prod": bool(j["prio"]),
+                    "ft_routing": j["ft"],
+                    "submit_s": j["submit"],
+                    "attempts": j["attempt"]
+                    + (1 if j["id"] in sim.running or j["done"] > 0 else 0),
+                    "hardware_interruptions": j["hw"],
+                    "done_h": j["done"] / 3600.0,
+                    "work_h": j["work"] / 3600.0,
+                    "completed": j["done"] >= j["work"] - 1e-6,
+                }
+                for j in sim.jobs
+            ]
+        )
+        if sim.jobs
+        else pl.DataFrame()
+    )
     samples = pl.DataFrame(
         sim.reroute_samples,
         schema={"time_s": pl.Float64, "rerouted": pl.Int64, "running": pl.Int64},

@@ -65,11 +65,19 @@ class ClusterResult(Result):
     def summary(self) -> pl.DataFrame:
         """One row: nodes, days, seed, jobs, failures drawn, lemon nodes, events processed."""
         c = self.config
-        return self._mapping_frame({
-            "cluster": c.name, "nodes": c.n_nodes, "gpus_per_node": c.gpus_per_node, "days": float(c.days),
-            "seed": self.seed, "jobs": self.jobs.height, "failures": self.failures.height,
-            "lemon_nodes": int(np.asarray(self.lemon).sum()), "events_processed": self.events_processed,
-        })  # fmt: skip
+        return self._mapping_frame(
+            {
+                "cluster": c.name,
+                "nodes": c.n_nodes,
+                "gpus_per_node": c.gpus_per_node,
+                "days": float(c.days),
+                "seed": self.seed,
+                "jobs": self.jobs.height,
+                "failures": self.failures.height,
+                "lemon_nodes": int(np.asarray(self.lemon).sum()),
+                "events_processed": self.events_processed,
+            }
+        )
 
     def _lines(self) -> list[str]:
         c = self.config
@@ -97,9 +105,13 @@ class ClusterResult(Result):
             ``out``.
         """
         return write_cluster(
-            Path(out), config=self.config, seed=self.seed, jobs=self.jobs, log=self.log,
+            Path(out),
+            config=self.config,
+            seed=self.seed,
+            jobs=self.jobs,
+            log=self.log,
             lemon=self.lemon,
-        )  # fmt: skip
+        )
 
     def rate_schedule(self) -> pl.DataFrame:
         """Give the configured failure rate over the run (truth).
@@ -115,8 +127,11 @@ class ClusterResult(Result):
     def sample_sizes(self) -> dict[str, int | float]:
         """What was simulated: jobs, failure events drawn and node-days."""
         days = self.observed_days if self.observed_days is not None else self.config.days
-        return {"jobs": self.jobs.height, "failure events": self.failures.height,
-                "node-days": float(self.config.n_nodes * days)}  # fmt: skip
+        return {
+            "jobs": self.jobs.height,
+            "failure events": self.failures.height,
+            "node-days": float(self.config.n_nodes * days),
+        }
 
     @classmethod
     def _example(cls) -> ClusterResult:
@@ -245,8 +260,15 @@ def _save_state(
     if not 0.0 <= day <= cfg.days:
         raise ValueError(f"checkpoint day {day!r} is outside the run (0-{cfg.days:g} days)")
     sim.advance(day * 86400.0, progress)
-    state = {"format": CHECKPOINT_FORMAT, "config": _config_doc(cfg, seed), "day": day,
-             "jobs": jobs, "failures": failures, "lemon": lemon, "sim": sim}  # fmt: skip
+    state = {
+        "format": CHECKPOINT_FORMAT,
+        "config": _config_doc(cfg, seed),
+        "day": day,
+        "jobs": jobs,
+        "failures": failures,
+        "lemon": lemon,
+        "sim": sim,
+    }
     write_bytes_atomic(pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL), Path(path))
 
 
@@ -288,8 +310,10 @@ def resume_cluster(
     sim: ClusterSim = state["sim"]
     # a drain at the checkpoint's own time may come back a few microseconds early from the
     # datetime round trip (timedelta rounds to microseconds): it is at the checkpoint
-    q = {n: sim.k.now if 0.0 < sim.k.now - t < 1e-3 else t
-         for n, t in _node_times(config, quarantine).items()}  # fmt: skip
+    q = {
+        n: sim.k.now if 0.0 < sim.k.now - t < 1e-3 else t
+        for n, t in _node_times(config, quarantine).items()
+    }
     early = {n: t for n, t in q.items() if t < sim.k.now}
     if early:
         names = config.node_names()
@@ -339,10 +363,15 @@ def snapshot_cluster(path: str | Path, *, config: ClusterConfig, seed: int) -> C
     sim.k.clear()  # seen as it stood: the simulator is freed once this returns
     jobs = _all_jobs(state["jobs"], sim.continuations, horizon_s)
     return ClusterResult(
-        config, seed, jobs.filter(pl.col("submit_s") < horizon_s),
-        state["failures"].filter(pl.col("time_s") < horizon_s), state["lemon"], log,
-        sim.k.processed, observed_days=horizon_s / 86400.0,
-    )  # fmt: skip
+        config,
+        seed,
+        jobs.filter(pl.col("submit_s") < horizon_s),
+        state["failures"].filter(pl.col("time_s") < horizon_s),
+        state["lemon"],
+        log,
+        sim.k.processed,
+        observed_days=horizon_s / 86400.0,
+    )
 
 
 def _load_checkpoint(path: str | Path, config: ClusterConfig, seed: int) -> dict:
@@ -389,9 +418,14 @@ def _result(
     log = sim.finish()
     sim.k.clear()  # the run is over: the simulator is freed once this returns
     return ClusterResult(
-        cfg, seed, _all_jobs(jobs, sim.continuations, cfg.horizon_s), failures, lemon, log,
+        cfg,
+        seed,
+        _all_jobs(jobs, sim.continuations, cfg.horizon_s),
+        failures,
+        lemon,
+        log,
         sim.k.processed,
-    )  # fmt: skip
+    )
 
 
 def _all_jobs(
@@ -405,9 +439,16 @@ def _all_jobs(
     jobs = drawn.with_columns(run=pl.col("job"))
     if continuations:
         cont = pl.DataFrame(
-            continuations, schema={"job": pl.Int64, "parent": pl.Int64, "submit_s": pl.Float64,
-                                   "work_s": pl.Float64, "outcome_at": pl.Float64}, orient="row",
-        ).filter(pl.col("submit_s") < horizon)  # fmt: skip
+            continuations,
+            schema={
+                "job": pl.Int64,
+                "parent": pl.Int64,
+                "submit_s": pl.Float64,
+                "work_s": pl.Float64,
+                "outcome_at": pl.Float64,
+            },
+            orient="row",
+        ).filter(pl.col("submit_s") < horizon)
         # a continuation's parent may itself be a continuation: follow the chain to the root
         root = dict(zip(jobs["job"].to_list(), jobs["run"].to_list(), strict=True))
         runs = []
@@ -418,8 +459,10 @@ def _all_jobs(
             c for c in jobs.columns if c not in ("job", "submit_s", "work_s", "outcome_at", "run")
         ]
         # every job of a run has the run's size, QOS, user...: take them from its first job
-        cont = cont.with_columns(run=pl.Series(runs, dtype=pl.Int64)).join(
-            jobs.select(pl.col("job").alias("run"), *inherited), on="run", how="left"
-        ).with_columns(requeue_kind=pl.lit(0, pl.Int64))  # fmt: skip
+        cont = (
+            cont.with_columns(run=pl.Series(runs, dtype=pl.Int64))
+            .join(jobs.select(pl.col("job").alias("run"), *inherited), on="run", how="left")
+            .with_columns(requeue_kind=pl.lit(0, pl.Int64))
+        )
         jobs = pl.concat([jobs, cont.select(jobs.columns)])
     return assign_ids(jobs)

@@ -38,8 +38,11 @@ def _work_cap_s(cfg: ClusterConfig, sizes: np.ndarray) -> np.ndarray:
     """
     w = cfg.workload
     training = sizes >= w.training_min_gpus
-    return np.where(training, max(w.max_run_days * 86400.0, w.max_lifetime_h * 3600.0),
-                    w.max_lifetime_h * 3600.0)  # fmt: skip
+    return np.where(
+        training,
+        max(w.max_run_days * 86400.0, w.max_lifetime_h * 3600.0),
+        w.max_lifetime_h * 3600.0,
+    )
 
 
 def _sigma(cfg: ClusterConfig, sizes: np.ndarray) -> np.ndarray:
@@ -194,7 +197,7 @@ def generate_workload(cfg: ClusterConfig, rng: np.random.Generator) -> pl.DataFr
             "requeue_at": requeue_at,
             "in_array": in_array,
         }
-    )  # fmt: skip
+    )
 
 
 def assign_ids(jobs: pl.DataFrame) -> pl.DataFrame:

@@ -119,17 +119,31 @@ class IngestOutcome(Result):
     def summary(self) -> pl.DataFrame:
         """One row: ``path, status, rows_read, rows_kept, rows_quarantined``, ``rows_<table>``."""
         return pl.DataFrame(
-            [{"path": self.path, "status": self.status, "rows_read": self.rows_read,
-              "rows_kept": self.rows_kept, "rows_quarantined": self.rows_quarantined,
-              **{f"rows_{t}": n for t, n in self.rows_out.items()}}],
-            schema_overrides={"rows_read": pl.Int64, "rows_kept": pl.Int64, "rows_quarantined": pl.Int64},
-        )  # fmt: skip
+            [
+                {
+                    "path": self.path,
+                    "status": self.status,
+                    "rows_read": self.rows_read,
+                    "rows_kept": self.rows_kept,
+                    "rows_quarantined": self.rows_quarantined,
+                    **{f"rows_{t}": n for t, n in self.rows_out.items()},
+                }
+            ],
+            schema_overrides={
+                "rows_read": pl.Int64,
+                "rows_kept": pl.Int64,
+                "rows_quarantined": pl.Int64,
+            },
+        )
 
     @property
     def sample_sizes(self) -> dict[str, int | float]:
         """Records read, kept and quarantined."""
-        return {"rows read": self.rows_read, "kept": self.rows_kept,
-                "quarantined": self.rows_quarantined}  # fmt: skip
+        return {
+            "rows read": self.rows_read,
+            "kept": self.rows_kept,
+            "quarantined": self.rows_quarantined,
+        }
 
     def _lines(self) -> list[str]:
         return [self.line()]
@@ -137,17 +151,32 @@ class IngestOutcome(Result):
     @classmethod
     def _example(cls) -> IngestOutcome:
         """Build a tiny instance: one sacct export with two rows quarantined (for contract tests)."""
-        return cls("raw/sacct-2025-01-06.psv", "ingested", "0" * 64, 120, 118, 2,
-                   {"jobs": 80, "job_steps": 38}, ["2 rows without a start time"],
-                   datetime(2025, 1, 7, tzinfo=UTC))  # fmt: skip
+        return cls(
+            "raw/sacct-2025-01-06.psv",
+            "ingested",
+            "0" * 64,
+            120,
+            118,
+            2,
+            {"jobs": 80, "job_steps": 38},
+            ["2 rows without a start time"],
+            datetime(2025, 1, 7, tzinfo=UTC),
+        )
 
 
 def _outcome(entry: dict[str, Any], shown: str, status: str) -> IngestOutcome:
     until = (entry.get("observation") or {}).get("until")
-    return IngestOutcome(shown, status, entry["sha256"], entry["rows_read"], entry["rows_kept"],
-                         entry["rows_quarantined"], dict(entry.get("rows_out") or {}),
-                         list(entry.get("notes") or []) if status != "unchanged" else [],
-                         datetime.fromisoformat(until) if until else None)  # fmt: skip
+    return IngestOutcome(
+        shown,
+        status,
+        entry["sha256"],
+        entry["rows_read"],
+        entry["rows_kept"],
+        entry["rows_quarantined"],
+        dict(entry.get("rows_out") or {}),
+        list(entry.get("notes") or []) if status != "unchanged" else [],
+        datetime.fromisoformat(until) if until else None,
+    )
 
 
 class Dataset:
@@ -251,9 +280,14 @@ class Dataset:
         return integrity.remove_orphans(self.path, manifest, call)
 
     def _decide(
-        self, known: dict[str, dict[str, Any]], src: Source, sha: str, kind: str,
-        opts: dict[str, str], replace: bool,
-    ) -> tuple[str, dict[str, Any] | None]:  # fmt: skip
+        self,
+        known: dict[str, dict[str, Any]],
+        src: Source,
+        sha: str,
+        kind: str,
+        opts: dict[str, str],
+        replace: bool,
+    ) -> tuple[str, dict[str, Any] | None]:
         """Decide ``new``, ``unchanged`` or ``replace`` (with the entry replaced) for one input."""
         old = known.get(sha)
         if old is None:
@@ -332,8 +366,9 @@ class Dataset:
         opts = normalise_options(kwargs)
         plist = [paths] if isinstance(paths, (str, Path)) else list(paths)
         if executor is not None:
-            return self._ingest_partitioned(kind, plist, kwargs, opts, strict, replace,
-                                            executor, progress, wait_s)  # fmt: skip
+            return self._ingest_partitioned(
+                kind, plist, kwargs, opts, strict, replace, executor, progress, wait_s
+            )
         outcomes: list[IngestOutcome] = []
         started = datetime.now(UTC).isoformat(timespec="microseconds")
         with self._writer(wait_s) as (lock, manifest, call), sources(self.path, plist) as srcs:
@@ -418,10 +453,17 @@ class Dataset:
             remove_parts([part_path(self.path, p["file"]) for p in old["parts"].values()])
 
     def _ingest_partitioned(
-        self, kind: str, paths: list[str | Path], kwargs: dict[str, Any], opts: dict[str, str],
-        strict: bool, replace: bool, executor: Any, progress: Callable[[Path], None] | None,
+        self,
+        kind: str,
+        paths: list[str | Path],
+        kwargs: dict[str, Any],
+        opts: dict[str, str],
+        strict: bool,
+        replace: bool,
+        executor: Any,
+        progress: Callable[[Path], None] | None,
         wait_s: float = 0.0,
-    ) -> list[IngestOutcome]:  # fmt: skip
+    ) -> list[IngestOutcome]:
         """Ingest with one task per input on ``executor``.
 
         Each task reads its file and writes its own parts; the manifest is written once, at the end,
@@ -437,8 +479,15 @@ class Dataset:
             for i, src in enumerate(srcs):
                 sha, size = hash_source(src)
                 if sha in seen:  # the same content twice in one call
-                    outcomes[i] = IngestOutcome(src.shown, "unchanged", sha, 0, 0, 0, notes=[
-                        f"same content as input {seen[sha] + 1} of this call"])  # fmt: skip
+                    outcomes[i] = IngestOutcome(
+                        src.shown,
+                        "unchanged",
+                        sha,
+                        0,
+                        0,
+                        0,
+                        notes=[f"same content as input {seen[sha] + 1} of this call"],
+                    )
                     continue
                 action, old = self._decide(known, src, sha, kind, opts, replace)
                 if action == "unchanged":
@@ -449,15 +498,30 @@ class Dataset:
                 todo.append((i, src, sha, size, old["id"] if old else None))
             names = [f"{i:06d}-{src.name}" for i, src, *_ in todo]
             args = [
-                (str(self.path), kind, str(src.path), src.name, src.recorded_path, src.shown,
-                 sha, size, kwargs, opts, strict, writer, [started, i])
+                (
+                    str(self.path),
+                    kind,
+                    str(src.path),
+                    src.name,
+                    src.recorded_path,
+                    src.shown,
+                    sha,
+                    size,
+                    kwargs,
+                    opts,
+                    strict,
+                    writer,
+                    [started, i],
+                )
                 for i, src, sha, size, _ in todo
-            ]  # fmt: skip
+            ]
             by_name = {n: t for n, t in zip(names, todo, strict=True)}
             done, failures = executor.map(
-                _ingest_task, args, names,
+                _ingest_task,
+                args,
+                names,
                 progress=(lambda n: progress(by_name[n][1].path)) if progress else None,
-            )  # fmt: skip
+            )
             batch = []
             copies: list[str] = []
             accepted = [e for e in known.values() if e["sha256"] not in seen]
@@ -548,11 +612,15 @@ class Dataset:
         if len(found) == 1 or table == "quarantine":
             return pl.concat([pl.scan_parquet(f) for _, _, f in found], how="vertical")
         lf = pl.concat(
-            [pl.scan_parquet(f).with_columns(pl.lit(i, pl.UInt32).alias(merge.INPUT),
-                                             pl.lit(kind not in merge.SNAPSHOT_KINDS).alias(merge.HISTORY))
-             for i, kind, f in found],
+            [
+                pl.scan_parquet(f).with_columns(
+                    pl.lit(i, pl.UInt32).alias(merge.INPUT),
+                    pl.lit(kind not in merge.SNAPSHOT_KINDS).alias(merge.HISTORY),
+                )
+                for i, kind, f in found
+            ],
             how="vertical",
-        )  # fmt: skip
+        )
         lf = merge.merge_rows(lf, table)
         if table == "node_states":
             if sum(kind in merge.SNAPSHOT_KINDS for _, kind, _ in found) > 1:

@@ -146,8 +146,9 @@ def _compare(
     key = [f"_{c}" for c in ids]
     new = frame.filter(pl.col(start).is_not_null() & pl.col(end).is_not_null()).select(
         *[pl.col(c).cast(pl.String).alias(k) for c, k in zip(ids, key, strict=True)],
-        _s=pl.col(start), _d=pl.col(end) - pl.col(start),
-    )  # fmt: skip
+        _s=pl.col(start),
+        _d=pl.col(end) - pl.col(start),
+    )
     if new.height == 0:
         return None
     # only inputs whose observation comes within the largest shift of this one's can hold a copy

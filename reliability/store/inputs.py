@@ -181,9 +181,11 @@ def read_input(
             other = _another_kind(kind, path)
             if other is not None:
                 raise IngestError(
-                    exc.path, f"{other}. The {kind!r} reader says: {exc.problem}",
-                    line=exc.line, field=exc.field,
-                ) from None  # fmt: skip
+                    exc.path,
+                    f"{other}. The {kind!r} reader says: {exc.problem}",
+                    line=exc.line,
+                    field=exc.field,
+                ) from None
         raise exc from None
     except ReliabilityError:
         raise

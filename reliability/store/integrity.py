@@ -214,24 +214,32 @@ class VerifyReport:
         return not self.problems
 
     def __str__(self) -> str:
-        lines = [f"{self.path}: {self.inputs} input(s), {self.parts} part file(s) checked "
-                 "(size, sha256, footer row count, footer identity)"]  # fmt: skip
+        lines = [
+            f"{self.path}: {self.inputs} input(s), {self.parts} part file(s) checked "
+            "(size, sha256, footer row count, footer identity)"
+        ]
         if self.problems:
             lines.append(f"{len(self.problems)} problem(s):")
             lines += [f"  {p}" for p in self.problems]
-            lines.append(f"run `reliability repair {self.path}` to mend the manifest (an input it "
-                         "cannot restore from its parts is dropped, with the command that "
-                         "ingests it again)")  # fmt: skip
+            lines.append(
+                f"run `reliability repair {self.path}` to mend the manifest (an input it "
+                "cannot restore from its parts is dropped, with the command that "
+                "ingests it again)"
+            )
         else:
             lines.append("every part matches the manifest")
         if self.unreferenced:
-            lines.append(f"{len(self.unreferenced)} part file(s) not in the manifest (left by an "
-                         "interrupted ingest; not part of the Dataset):")  # fmt: skip
+            lines.append(
+                f"{len(self.unreferenced)} part file(s) not in the manifest (left by an "
+                "interrupted ingest; not part of the Dataset):"
+            )
             lines += [f"  {u}" for u in self.unreferenced[:20]]
             if len(self.unreferenced) > 20:
                 lines.append(f"  ... and {len(self.unreferenced) - 20} more")
-            lines.append(f"`reliability repair {self.path}` (or the next ingest) removes those "
-                         "whose writer is no longer running")  # fmt: skip
+            lines.append(
+                f"`reliability repair {self.path}` (or the next ingest) removes those "
+                "whose writer is no longer running"
+            )
         return "\n".join(lines)
 
 
@@ -266,9 +274,11 @@ def _part_problem(
             return f"{part['file']}: {meta['num_rows']} rows in its footer, the manifest records {part['rows']}"
         inp = meta.get("input") or {}
         if inp.get("sha256") != entry["sha256"] or meta.get("table") != table:
-            return (f"{part['file']}: its footer says it holds table {meta.get('table')!r} of input "
-                    f"{inp.get('name')!r} (sha256 {str(inp.get('sha256'))[:12]}...), the manifest "
-                    f"lists it as table {table!r} of {entry.get('name')!r}")  # fmt: skip
+            return (
+                f"{part['file']}: its footer says it holds table {meta.get('table')!r} of input "
+                f"{inp.get('name')!r} (sha256 {str(inp.get('sha256'))[:12]}...), the manifest "
+                f"lists it as table {table!r} of {entry.get('name')!r}"
+            )
     return None
 
 
@@ -324,8 +334,10 @@ def footer_differences(root: Path, entry: dict[str, Any], n: int) -> list[str]:
         if mine.get(key, _ABSENT) != theirs.get(key, _ABSENT):
             a = "(absent)" if key not in mine else repr(mine[key])
             b = "(absent)" if key not in theirs else repr(theirs[key])
-            out.append(f"{key} (input {entry.get('name')!r}): the manifest records {a[:80]}, its "
-                       f"parts' footers {b[:80]}: the manifest was edited after the ingest")  # fmt: skip
+            out.append(
+                f"{key} (input {entry.get('name')!r}): the manifest records {a[:80]}, its "
+                f"parts' footers {b[:80]}: the manifest was edited after the ingest"
+            )
     return out
 
 
@@ -339,8 +351,10 @@ def _seal_note(path: Path) -> str:
     except (OSError, ValueError):
         return ""
     if seal is None:
-        return ("; the part itself matches the sha256 it was sealed with: the manifest's record "
-                "was changed, `reliability repair` restores it from the part")  # fmt: skip
+        return (
+            "; the part itself matches the sha256 it was sealed with: the manifest's record "
+            "was changed, `reliability repair` restores it from the part"
+        )
     if seal == UNSEALED:
         return ""
     return f"; the part is damaged: {seal}"
@@ -379,9 +393,11 @@ def _until_problem(root: Path, entry: dict[str, Any], n: int) -> str | None:
             ):
                 latest = (t, f"{table}.{col}")
     if latest is not None and latest[0] > until:
-        return (f"inputs[{n - 1}].observation.until (input {entry.get('name')!r}): "
-                f"{obs['until']!r} is before the latest time in its own rows, "
-                f"{latest[0].isoformat()} ({latest[1]})")  # fmt: skip
+        return (
+            f"inputs[{n - 1}].observation.until (input {entry.get('name')!r}): "
+            f"{obs['until']!r} is before the latest time in its own rows, "
+            f"{latest[0].isoformat()} ({latest[1]})"
+        )
     return None
 
 
@@ -426,10 +442,12 @@ def verify(ds: Dataset) -> VerifyReport:
                 note = (
                     "" if "the part is damaged" in problem else _seal_note(ds.path / part["file"])
                 )
-                report.problems.append(f"{problem} (input {entry.get('name')!r}, "
-                                       f"{entry.get('kind')}){note}")  # fmt: skip
-    report.unreferenced = [f"{f.parent.name}/{f.name}" for f in files
-                           if f"{f.parent.name}/{f.name}" not in referenced]  # fmt: skip
+                report.problems.append(
+                    f"{problem} (input {entry.get('name')!r}, {entry.get('kind')}){note}"
+                )
+    report.unreferenced = [
+        f"{f.parent.name}/{f.name}" for f in files if f"{f.parent.name}/{f.name}" not in referenced
+    ]
     return report
 
 
@@ -466,8 +484,10 @@ def damaged_part(ds: Dataset) -> str | None:
                 pl.read_parquet(ds.path / part["file"])
             except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError) as exc:
                 why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-                return (f"{ds.path}: the Dataset is damaged: {part['file']}: table {table!r} of "
-                        f"input {entry.get('name')!r} cannot be read ({why}); {hint}")  # fmt: skip
+                return (
+                    f"{ds.path}: the Dataset is damaged: {part['file']}: table {table!r} of "
+                    f"input {entry.get('name')!r} cannot be read ({why}); {hint}"
+                )
     return None
 
 
@@ -507,8 +527,11 @@ class RepairReport:
     removed: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
-        head = ("rebuilt the manifest from the parts" if self.rebuilt
-                else "checked the manifest against the parts")  # fmt: skip
+        head = (
+            "rebuilt the manifest from the parts"
+            if self.rebuilt
+            else "checked the manifest against the parts"
+        )
         lines = [f"{self.path}: {head}: {self.kept} input(s) in the Dataset"]
         if self.moved_aside:
             lines.append(f"the unreadable manifest was moved to {self.moved_aside}")
@@ -534,8 +557,14 @@ class RepairReport:
 def _again(entry: dict[str, Any], root: Path) -> str:
     """Return the CLI command that ingests ``entry`` again."""
     opts = entry.get("options") or {}
-    args = ["reliability", "ingest", entry.get("kind", "?"), entry.get("path") or entry.get("name", "?"),
-            "--into", str(root)]  # fmt: skip
+    args = [
+        "reliability",
+        "ingest",
+        entry.get("kind", "?"),
+        entry.get("path") or entry.get("name", "?"),
+        "--into",
+        str(root),
+    ]
     for k, v in opts.items():
         if k in ("window_start", "window_end"):
             continue
@@ -577,17 +606,23 @@ def _complete_inputs(root: Path) -> tuple[dict[str, dict[str, Any]], list[str]]:
                 f"{inp.get('name')!r} ({inp.get('kind')}): its parts' footers list {bad}"
             )
             continue
-        damaged = [f"{rel}: {m['seal']}" for rel, m in found.items()
-                   if m["seal"] not in (None, UNSEALED)]  # fmt: skip
+        damaged = [
+            f"{rel}: {m['seal']}" for rel, m in found.items() if m["seal"] not in (None, UNSEALED)
+        ]
         if damaged:
             incomplete.append(f"{inp.get('name')!r} ({inp.get('kind')}): {damaged[0]}")
             continue
         missing = [p["file"] for p in listed.values() if p["file"] not in found]
-        wrong = [p["file"] for p in listed.values()
-                 if p["file"] in found and found[p["file"]]["num_rows"] != p["rows"]]  # fmt: skip
+        wrong = [
+            p["file"]
+            for p in listed.values()
+            if p["file"] in found and found[p["file"]]["num_rows"] != p["rows"]
+        ]
         if missing or wrong or not listed:
-            incomplete.append(f"{inp.get('name')!r} ({inp.get('kind')}, ingested {str(inp.get('ingested_at'))[:19]}): "
-                              f"{len(found)} of {len(listed)} part(s) present")  # fmt: skip
+            incomplete.append(
+                f"{inp.get('name')!r} ({inp.get('kind')}, ingested {str(inp.get('ingested_at'))[:19]}): "
+                f"{len(found)} of {len(listed)} part(s) present"
+            )
             continue
         entry = {k: v for k, v in inp.items() if k != "parts"}
         entry["parts"] = {}
@@ -636,8 +671,11 @@ def _mend(root: Path, inputs: list[dict[str, Any]], report: RepairReport) -> lis
         own = entry_problems(entry, describe_entry(entry, n))
         problems = list(own)
         if not own:
-            problems += [f"{entry.get('name')!r}: {p}" for t, part in entry["parts"].items()
-                         if (p := _part_problem(root, entry, t, part))]  # fmt: skip
+            problems += [
+                f"{entry.get('name')!r}: {p}"
+                for t, part in entry["parts"].items()
+                if (p := _part_problem(root, entry, t, part))
+            ]
             problems += footer_differences(root, entry, n)
         if not problems:
             keep.append(entry)
@@ -645,17 +683,24 @@ def _mend(root: Path, inputs: list[dict[str, Any]], report: RepairReport) -> lis
         if footers is None:
             footers, _ = _complete_inputs(root)
         restored = footers.get(str(entry.get("id")))
-        if (restored is not None and (restored["_sealed"] or (own and not problems[len(own):]))
-                and not entry_problems(restored, "")):  # fmt: skip
-            proof = ("every part it lists is there and matches the sha256 it was sealed with"
-                     if restored["_sealed"] else "every part it lists is there with its rows")  # fmt: skip
+        if (
+            restored is not None
+            and (restored["_sealed"] or (own and not problems[len(own) :]))
+            and not entry_problems(restored, "")
+        ):
+            proof = (
+                "every part it lists is there and matches the sha256 it was sealed with"
+                if restored["_sealed"]
+                else "every part it lists is there with its rows"
+            )
             keep.append(restored)
-            report.mended.append(f"{problems[0]}: the parts are intact ({proof}): restored its "
-                                 "record from its parts' footers, nothing dropped")  # fmt: skip
+            report.mended.append(
+                f"{problems[0]}: the parts are intact ({proof}): restored its "
+                "record from its parts' footers, nothing dropped"
+            )
             continue
         why = _why_not_restored(root, entry, restored)
-        report.dropped.append(f"{problems[0]}; {why}; to ingest it again: "
-                              f"{_again(entry, root)}")  # fmt: skip
+        report.dropped.append(f"{problems[0]}; {why}; to ingest it again: {_again(entry, root)}")
     for e in keep:
         e.pop("_sealed", None)
     for key in ("sha256", "id"):
@@ -665,8 +710,10 @@ def _mend(root: Path, inputs: list[dict[str, Any]], report: RepairReport) -> lis
         for entry in keep:
             if latest[entry.get(key)] is not entry:
                 kept = latest[entry.get(key)]
-                report.mended.append(f"{entry.get('name')!r} (sha256 {str(entry.get('sha256'))[:12]}...) was "
-                                     f"listed more than once: kept the read of {str(kept.get('ingested_at'))[:19]}")  # fmt: skip
+                report.mended.append(
+                    f"{entry.get('name')!r} (sha256 {str(entry.get('sha256'))[:12]}...) was "
+                    f"listed more than once: kept the read of {str(kept.get('ingested_at'))[:19]}"
+                )
         keep = [e for e in keep if latest[e.get(key)] is e]
     return keep
 
@@ -689,8 +736,10 @@ def _why_not_restored(root: Path, entry: dict[str, Any], restored: dict[str, Any
         if seal not in (None, UNSEALED):
             return f"its part {part['file']} is damaged ({seal})"
     if restored is not None and not restored["_sealed"]:
-        return ("its parts were written before parts were sealed (0.9), so they cannot prove "
-                "themselves intact")  # fmt: skip
+        return (
+            "its parts were written before parts were sealed (0.9), so they cannot prove "
+            "themselves intact"
+        )
     return "its parts' footers do not restore it (not all of its parts are there and whole)"
 
 

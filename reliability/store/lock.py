@@ -104,8 +104,9 @@ class LockInfo:
         if not isinstance(d, dict):
             return cls(None, None, None, None)
         pid = d.get("pid")
-        return cls(pid if isinstance(pid, int) else None, d.get("host"), d.get("started"),
-                   d.get("command"))  # fmt: skip
+        return cls(
+            pid if isinstance(pid, int) else None, d.get("host"), d.get("started"), d.get("command")
+        )
 
     @property
     def local(self) -> bool:
@@ -176,10 +177,14 @@ class DatasetLock:
         with os.fdopen(os.dup(fd), "r", encoding="utf-8", errors="replace") as fh:
             previous = fh.read()
         info = LockInfo.parse(previous) if previous.strip() else None
-        me = {"pid": os.getpid(), "host": socket.gethostname(),
-              "started": datetime.now(UTC).isoformat(timespec="seconds"),
-              "command": " ".join(os.path.basename(a) if i == 0 else a
-                                  for i, a in enumerate(sys.argv))[:300]}  # fmt: skip
+        me = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "started": datetime.now(UTC).isoformat(timespec="seconds"),
+            "command": " ".join(
+                os.path.basename(a) if i == 0 else a for i, a in enumerate(sys.argv)
+            )[:300],
+        }
         text = (json.dumps(me) + "\n").encode()
         os.pwrite(fd, text, 0)  # then cut the rest: a reader never sees an empty file
         os.ftruncate(fd, len(text))
@@ -254,8 +259,10 @@ class DatasetLock:
                 time.sleep(0.01)  # a holder that has just taken it writes its name next
                 info = self.holder()
             if info is not None and info.local and info.pid is not None and not pid_alive(info.pid):
-                detail = (f"it is held by a process that inherited it from {info.describe()}, "
-                          "which is no longer running")  # fmt: skip
+                detail = (
+                    f"it is held by a process that inherited it from {info.describe()}, "
+                    "which is no longer running"
+                )
             elif info is not None:
                 detail = f"it is held by {info.describe()}"
             else:

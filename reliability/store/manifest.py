@@ -62,8 +62,12 @@ def empty_manifest() -> dict[str, Any]:
     dict of str to object
         The format, schema and manifest versions and an empty ``inputs`` list.
     """
-    return {"format": FORMAT, "schema_version": schema.SCHEMA_VERSION,
-            "manifest_version": MANIFEST_VERSION, "inputs": []}  # fmt: skip
+    return {
+        "format": FORMAT,
+        "schema_version": schema.SCHEMA_VERSION,
+        "manifest_version": MANIFEST_VERSION,
+        "inputs": [],
+    }
 
 
 def _normalise_entry(entry: Any, n: int) -> dict[str, Any]:
@@ -173,16 +177,21 @@ def entry_problems(entry: dict[str, Any], who: str) -> list[str]:
     list of str
         One line per problem (see :func:`manifest_problems`); empty if there is none.
     """
-    out = [f"{who}: no {key}" for key in ("sha256", "id")
-           if not isinstance(entry.get(key), str) or not entry.get(key)]  # fmt: skip
+    out = [
+        f"{who}: no {key}"
+        for key in ("sha256", "id")
+        if not isinstance(entry.get(key), str) or not entry.get(key)
+    ]
     for table, part in entry["parts"].items():
         problem = part_path_problem(part.get("file"))
         if problem is not None:
             out.append(f"{who}: table {table!r}: {problem}")
     read, kept, quarantined = (entry.get(k) for k in ("rows_read", "rows_kept", "rows_quarantined"))
     if not all(_is_count(c) for c in (read, kept, quarantined)):
-        out.append(f"{who}: rows read {read!r}, kept {kept!r}, quarantined {quarantined!r} "
-                   "are not all counts")  # fmt: skip
+        out.append(
+            f"{who}: rows read {read!r}, kept {kept!r}, quarantined {quarantined!r} "
+            "are not all counts"
+        )
         return out
     if read != kept + quarantined:
         out.append(f"{who}: rows read {read} != kept {kept} + quarantined {quarantined}")
@@ -195,8 +204,10 @@ def entry_problems(entry: dict[str, Any], who: str) -> list[str]:
     rows_out = entry.get("rows_out") or {}
     for table, part in entry["parts"].items():
         if table in rows_out and part.get("rows") is not None and rows_out[table] != part["rows"]:
-            out.append(f"{who}: {rows_out[table]} {table} rows out, but its {table} part holds "
-                       f"{part['rows']}")  # fmt: skip
+            out.append(
+                f"{who}: {rows_out[table]} {table} rows out, but its {table} part holds "
+                f"{part['rows']}"
+            )
     return out + field_problems(entry, who)
 
 
@@ -264,12 +275,15 @@ def field_problems(entry: dict[str, Any], who: str) -> list[str]:
         elif t is not None:
             times[key] = t
     if "from" in times and "until" in times and times["from"] > times["until"]:
-        out.append(f"{who}: observation.until {obs['until']!r} is before observation.from "
-                   f"{obs['from']!r}")  # fmt: skip
+        out.append(
+            f"{who}: observation.until {obs['until']!r} is before observation.from {obs['from']!r}"
+        )
     now = datetime.now(UTC)
     if "until" in times and times["until"] > now + FUTURE_MARGIN:
-        out.append(f"{who}: observation.until {obs['until']!r} is in the future (this machine's "
-                   f"clock says {now:%Y-%m-%dT%H:%M:%SZ})")  # fmt: skip
+        out.append(
+            f"{who}: observation.until {obs['until']!r} is in the future (this machine's "
+            f"clock says {now:%Y-%m-%dT%H:%M:%SZ})"
+        )
     return out
 
 
@@ -290,8 +304,10 @@ def version_problem(manifest: dict[str, Any]) -> str | None:
         return None  # version 1 manifests did not always record it
     v = manifest["manifest_version"]
     if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MANIFEST_VERSION:
-        return (f"manifest_version {v!r}: not a manifest version this package writes (1 to "
-                f"{MANIFEST_VERSION})")  # fmt: skip
+        return (
+            f"manifest_version {v!r}: not a manifest version this package writes (1 to "
+            f"{MANIFEST_VERSION})"
+        )
     return None
 
 
@@ -346,8 +362,10 @@ def manifest_problems(manifest: dict[str, Any]) -> list[str]:
             first = seen.setdefault((key, value), n)
             if first != n:
                 shown = f"sha256 {value[:12]}..." if key == "sha256" else f"id {value}"
-                out.append(f"{who}: the same input ({shown}) as entry {first}: listed twice, its "
-                           "rows would be counted twice")  # fmt: skip
+                out.append(
+                    f"{who}: the same input ({shown}) as entry {first}: listed twice, its "
+                    "rows would be counted twice"
+                )
                 break
     return out
 

@@ -191,8 +191,15 @@ def reconcile_reason_events(
     )
     ev = lf.filter(is_reason).with_row_index("__eid")
     rest = lf.filter(~is_reason)
-    cand = ev.select("cluster", "node", "__eid", INPUT, "time", "message",
-                     __len=pl.col("message").str.len_chars())  # fmt: skip
+    cand = ev.select(
+        "cluster",
+        "node",
+        "__eid",
+        INPUT,
+        "time",
+        "message",
+        __len=pl.col("message").str.len_chars(),
+    )
     pairs = (
         cand.join(cand, on=["cluster", "node"], suffix="_o")
         .filter(pl.col(INPUT) != pl.col(f"{INPUT}_o"))  # the same event seen by two inputs
@@ -206,9 +213,11 @@ def reconcile_reason_events(
     # earlier, or the same and listed first
     better = (pl.col("__len_o") > pl.col("__len")) | (
         (pl.col("__len_o") == pl.col("__len"))
-        & ((pl.col("time_o") < pl.col("time"))
-           | ((pl.col("time_o") == pl.col("time")) & (pl.col("__eid_o") < pl.col("__eid"))))
-    )  # fmt: skip
+        & (
+            (pl.col("time_o") < pl.col("time"))
+            | ((pl.col("time_o") == pl.col("time")) & (pl.col("__eid_o") < pl.col("__eid")))
+        )
+    )
     dropped = pairs.filter(better).select("__eid").unique()
     earliest = pairs.group_by("__eid").agg(__t=pl.col("time_o").min())
     kept = (
@@ -249,8 +258,13 @@ def reconcile_snapshots(
     a = snap.select(
         *on, "__sid", a_state=pl.col("state"), a0=pl.col("start"), a_reason=pl.col("reason")
     )
-    b = snap.select(*on, __oid=pl.col("__sid"), b_state=pl.col("state"), b0=pl.col("start"),
-                    b_reason=pl.col("reason"))  # fmt: skip
+    b = snap.select(
+        *on,
+        __oid=pl.col("__sid"),
+        b_state=pl.col("state"),
+        b0=pl.col("start"),
+        b_reason=pl.col("reason"),
+    )
     drain = pl.lit("DRAIN").cast(schema.TABLES["node_states"].schema["state"])
     repeats = (
         a.join(b, on=on)

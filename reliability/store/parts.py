@@ -43,8 +43,14 @@ __all__ = [
 #: parquet key-value metadata key of a part's description
 PART_KEY = "reliability.part"
 PART_FORMAT = "reliability-part"
-DATA_TABLES = ("jobs", "job_steps", "health_events", "node_states", "component_failures",
-               "inventory")  # fmt: skip
+DATA_TABLES = (
+    "jobs",
+    "job_steps",
+    "health_events",
+    "node_states",
+    "component_failures",
+    "inventory",
+)
 PART_DIRS = (*DATA_TABLES, "quarantine")
 #: key of a part's own sha256 in its description (see :func:`seal_problem`)
 SEAL_KEY = "content_sha256"
@@ -65,8 +71,11 @@ def writer_identity() -> dict[str, Any]:
     dict of str to object
         ``pid``, ``host``, ``at`` [UTC, ISO 8601].
     """
-    return {"pid": os.getpid(), "host": socket.gethostname(),
-            "at": datetime.now(UTC).isoformat(timespec="seconds")}  # fmt: skip
+    return {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
 
 
 def new_entry(
@@ -160,14 +169,22 @@ def write_parts(
     written: list[Path] = []
     try:
         for table, frame in frames.items():
-            desc = {"format": PART_FORMAT, "version": 1, "table": table, "rows": frame.height,
-                    "input": meta, "writer": writer}  # fmt: skip
+            desc = {
+                "format": PART_FORMAT,
+                "version": 1,
+                "table": table,
+                "rows": frame.height,
+                "input": meta,
+                "writer": writer,
+            }
             dest = root / files[table]
             desc[SEAL_KEY] = _UNSEALED
             size, sha = write_parquet_atomic(
-                frame, dest, metadata={PART_KEY: json.dumps(desc, ensure_ascii=False)},
+                frame,
+                dest,
+                metadata={PART_KEY: json.dumps(desc, ensure_ascii=False)},
                 finish=_seal,
-            )  # fmt: skip
+            )
             written.append(dest)
             entry["parts"][table].update(bytes=size, sha256=sha)
     except BaseException:
@@ -244,8 +261,10 @@ def seal_problem(path: Path, meta: dict[str, Any]) -> str | None:
         return "its seal is not where its writer put it"
     actual = _hash_with_hole(path, start + at + len(marker) - 65, 64)
     if actual != digest:
-        return (f"its content no longer matches the sha256 its footer was sealed with "
-                f"({actual[:12]}..., sealed {digest[:12]}...): damaged or changed")  # fmt: skip
+        return (
+            f"its content no longer matches the sha256 its footer was sealed with "
+            f"({actual[:12]}..., sealed {digest[:12]}...): damaged or changed"
+        )
     return None
 
 
@@ -306,8 +325,11 @@ def part_path_problem(file: object) -> str | None:
     posix = PurePosixPath(file)
     if posix.is_absolute() or PureWindowsPath(file).anchor or ".." in posix.parts or "\\" in file:
         return f"part path {file!r} escapes the Dataset folder"
-    if (len(posix.parts) != 2 or posix.parts[0] not in PART_DIRS
-            or not (posix.name.startswith("part-") and posix.suffix == ".parquet")):  # fmt: skip
+    if (
+        len(posix.parts) != 2
+        or posix.parts[0] not in PART_DIRS
+        or not (posix.name.startswith("part-") and posix.suffix == ".parquet")
+    ):
         return f"part path {file!r} is not <table>/part-<id>.parquet"
     return None
 

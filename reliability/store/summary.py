@@ -203,20 +203,41 @@ class DatasetSummary(Result):
         """Build a tiny instance: one sacct export with one quarantined row (for contract tests)."""
         t0 = datetime(2025, 1, 6, tzinfo=UTC)
         counts = pl.DataFrame({"table": ["jobs", "job_steps", "quarantine"], "rows": [80, 38, 1]})
-        inputs = pl.DataFrame({
-            "name": ["tiny/sacct.psv"], "kind": ["slurm"], "rows_read": [119], "rows_kept": [118],
-            "rows_quarantined": [1], "observed_until": [t0 + timedelta(days=14)],
-            "observation_basis": ["given at ingest"],
-        })  # fmt: skip
+        inputs = pl.DataFrame(
+            {
+                "name": ["tiny/sacct.psv"],
+                "kind": ["slurm"],
+                "rows_read": [119],
+                "rows_kept": [118],
+                "rows_quarantined": [1],
+                "observed_until": [t0 + timedelta(days=14)],
+                "observation_basis": ["given at ingest"],
+            }
+        )
         reasons = pl.DataFrame({"reason": ["unparseable time <Start>"], "rows": [1], "inputs": [1]})
-        examples = pl.DataFrame({
-            "reason": ["unparseable time <Start>"], "source_file": ["tiny/sacct.psv"], "line_no": [7],
-            "raw": ["12|job<b>|alice|Unknown"], "detail": ["Start: 'Unknown' is not a time"],
-        })  # fmt: skip
-        return cls(summary=counts, inputs=inputs, clusters=["tiny"], n_nodes=16, first=t0,
-                   last=t0 + timedelta(days=14), accelerators_per_node=8, accelerator_hours=21504.0,
-                   quarantine_reasons=reasons, quarantine_examples=examples,
-                   observation_end=t0 + timedelta(days=14), observation_end_basis="given at ingest")  # fmt: skip
+        examples = pl.DataFrame(
+            {
+                "reason": ["unparseable time <Start>"],
+                "source_file": ["tiny/sacct.psv"],
+                "line_no": [7],
+                "raw": ["12|job<b>|alice|Unknown"],
+                "detail": ["Start: 'Unknown' is not a time"],
+            }
+        )
+        return cls(
+            summary=counts,
+            inputs=inputs,
+            clusters=["tiny"],
+            n_nodes=16,
+            first=t0,
+            last=t0 + timedelta(days=14),
+            accelerators_per_node=8,
+            accelerator_hours=21504.0,
+            quarantine_reasons=reasons,
+            quarantine_examples=examples,
+            observation_end=t0 + timedelta(days=14),
+            observation_end_basis="given at ingest",
+        )
 
 
 def _quarantine(ds: Dataset) -> tuple[pl.DataFrame, pl.DataFrame, int]:

@@ -489,9 +489,13 @@ def checkpoint_plan(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> Ch
     notes = list(dict.fromkeys(n for p in plans for n in p.notes))
     recovery, strategies, more = _strategies(cfg, deps, plans[-1])
     return CheckpointPlan(
-        sizes=pl.DataFrame(rows, schema=schema), plans=plans, notes=notes + more,
-        recovery=recovery, strategies=strategies, **common,
-    )  # fmt: skip
+        sizes=pl.DataFrame(rows, schema=schema),
+        plans=plans,
+        notes=notes + more,
+        recovery=recovery,
+        strategies=strategies,
+        **common,
+    )
 
 
 def next_scale(n_gpus: int) -> int:
@@ -531,10 +535,15 @@ def _strategies(
         queue_h, _ = costs.queue_h_for(n)
         out.append(
             compare_strategies(
-                n, big.rate_per_node_day, a.ckpt_interval_h, a.restart_h, queue_h=queue_h or 0.0,
-                gpus_per_node=per_node, repair_h=costs.repair_h,
+                n,
+                big.rate_per_node_day,
+                a.ckpt_interval_h,
+                a.restart_h,
+                queue_h=queue_h or 0.0,
+                gpus_per_node=per_node,
+                repair_h=costs.repair_h,
             )
-        )  # fmt: skip
+        )
     q, why = costs.queue_h_for(big.n_gpus)
     notes.append(
         "recovery strategies: queue wait after an interruption "

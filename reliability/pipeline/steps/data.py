@@ -147,15 +147,33 @@ class DataResult(Result):
     def _example(cls) -> DataResult:
         """Build a tiny instance: one sacct export read into a Dataset (for contract tests)."""
         d = DatasetSummary._example()
-        inputs = pl.DataFrame({
-            "input": ["slurm: tiny/sacct.psv"], "path": ["/data/tiny/sacct.psv"], "reader": ["slurm"],
-            "rows_read": [119], "rows_kept": [118], "rows_quarantined": [1],
-        })  # fmt: skip
-        notes = pl.DataFrame({"path": ["/data/tiny/sacct.psv"],
-                              "note": ["1 row with an unparseable <Start> time quarantined"]})  # fmt: skip
-        return cls(kind="cluster", dataset=d, path=Path("data/tiny"), raw=[None], inputs=inputs,
-                   reader_notes=notes, observation_start=d.first, observation_end=d.observation_end,
-                   observation_basis=d.observation_end_basis)  # fmt: skip
+        inputs = pl.DataFrame(
+            {
+                "input": ["slurm: tiny/sacct.psv"],
+                "path": ["/data/tiny/sacct.psv"],
+                "reader": ["slurm"],
+                "rows_read": [119],
+                "rows_kept": [118],
+                "rows_quarantined": [1],
+            }
+        )
+        notes = pl.DataFrame(
+            {
+                "path": ["/data/tiny/sacct.psv"],
+                "note": ["1 row with an unparseable <Start> time quarantined"],
+            }
+        )
+        return cls(
+            kind="cluster",
+            dataset=d,
+            path=Path("data/tiny"),
+            raw=[None],
+            inputs=inputs,
+            reader_notes=notes,
+            observation_start=d.first,
+            observation_end=d.observation_end,
+            observation_basis=d.observation_end_basis,
+        )
 
 
 @dataclass
@@ -398,8 +416,13 @@ def cluster_data(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> DataR
     DataResult
         The Dataset and the per-input row counts, notes and quarantine.
     """
-    return _ingest([s for s in cfg.inputs if not s.is_pod], work, "cluster", deps["cluster_split"],
-                   base=cfg.path.parent)  # fmt: skip
+    return _ingest(
+        [s for s in cfg.inputs if not s.is_pod],
+        work,
+        "cluster",
+        deps["cluster_split"],
+        base=cfg.path.parent,
+    )
 
 
 def pod_data(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> DataResult:

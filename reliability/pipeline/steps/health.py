@@ -168,9 +168,10 @@ def health_section(h: NodeHealth, ctx: Context) -> list[Section]:
         top = h.offenders.head(1).row(0, named=True)
         ties = int((h.offenders["failures"] == top["failures"]).sum())
         who = (
-            f"{top['node']} failed the most" if ties == 1
+            f"{top['node']} failed the most"
+            if ties == 1
             else f"{ties} nodes tie for the most; {top['node']}, first by GPU-hours"
-        )  # fmt: skip
+        )
         sec.blocks.append(
             Text(
                 f"{_n(h.offenders.height, 'node')} failed under jobs (hardware-attributed); {who} "

@@ -160,11 +160,25 @@ class LemonReport(Result):
     def _example(cls) -> LemonReport:
         """Build a tiny instance: the lemon test of a 14-day, 16-node cluster (for contract tests)."""
         test = LemonTest._example()
-        scores = pl.DataFrame(schema={"cluster": pl.String, "node": pl.String,
-                                      "window_end": pl.Datetime("us", "UTC"), "probability": pl.Float64,
-                                      "flagged": pl.Boolean, "drivers": pl.String})  # fmt: skip
-        return cls(scores=scores, threshold=None, detector="negative-binomial test", window_days=14,
-                   span_h=14 * 24.0, backtest=LemonBacktest._example(), test=test)  # fmt: skip
+        scores = pl.DataFrame(
+            schema={
+                "cluster": pl.String,
+                "node": pl.String,
+                "window_end": pl.Datetime("us", "UTC"),
+                "probability": pl.Float64,
+                "flagged": pl.Boolean,
+                "drivers": pl.String,
+            }
+        )
+        return cls(
+            scores=scores,
+            threshold=None,
+            detector="negative-binomial test",
+            window_days=14,
+            span_h=14 * 24.0,
+            backtest=LemonBacktest._example(),
+            test=test,
+        )
 
 
 def _span_h(data: Any) -> float:
@@ -309,9 +323,13 @@ def lemon_quarantine(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> Q
     sims = [s for s in cfg.inputs if s.kind == "simulate-cluster"]
     if split.checkpoint is not None:
         run = quarantine_at_checkpoint(
-            sim_cluster_config(sims[0]), det, seed=sims[0].seed, checkpoint=split.checkpoint,
-            window_days=window, work=work,
-        )  # fmt: skip
+            sim_cluster_config(sims[0]),
+            det,
+            seed=sims[0].seed,
+            checkpoint=split.checkpoint,
+            window_days=window,
+            work=work,
+        )
         return QuarantineStep(run=run)
     sim_cfg = sim_cluster_config(sims[0]) if sims else None
     if sim_cfg is None or backtest_split_day(sim_cfg.days) < window:
@@ -319,9 +337,13 @@ def lemon_quarantine(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> Q
     # a simulated cluster beside other cluster inputs: its run is not the Dataset's alone, so
     # the backtest simulates both of its runs (here, on the second process)
     backtest = lemon_backtest(
-        sim_cfg, det, seed=sims[0].seed, split_day=backtest_split_day(sim_cfg.days),
-        window_days=window, work=work / "backtest",
-    )  # fmt: skip
+        sim_cfg,
+        det,
+        seed=sims[0].seed,
+        split_day=backtest_split_day(sim_cfg.days),
+        window_days=window,
+        work=work / "backtest",
+    )
     return QuarantineStep(backtest=backtest, note=split.note)
 
 
@@ -385,9 +407,10 @@ def lemon(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> LemonReport:
     except ValueError:  # less history than one window
         fix = (
             "pass lemon_window_days= (a multiple of 7) within the data's span, or collect more "
-            "history" if span >= 7 * 24
+            "history"
+            if span >= 7 * 24
             else "the detector needs at least 7 days of history (its shortest window)"
-        )  # fmt: skip
+        )
         notes.append(
             f"no lemon scores: the data hold {fmt_duration_h(span)}, less than one {window}-day "
             f"feature window; {fix}"
@@ -432,10 +455,15 @@ def lemon(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> LemonReport:
         step = deps["lemon_quarantine"]
         if step.run is not None and data.raw and data.raw[0] is not None:
             backtest = lemon_backtest(
-                sim_cfg, det, seed=sims[0].seed, split_day=backtest_split_day(sim_cfg.days),
-                window_days=window, work=work / "backtest", baseline=(data.raw[0], data.open()),
+                sim_cfg,
+                det,
+                seed=sims[0].seed,
+                split_day=backtest_split_day(sim_cfg.days),
+                window_days=window,
+                work=work / "backtest",
+                baseline=(data.raw[0], data.open()),
                 quarantine=step.run,
-            )  # fmt: skip
+            )
         else:
             backtest = step.backtest
     return LemonReport(
@@ -443,8 +471,9 @@ def lemon(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> LemonReport:
     )
 
 
-def _backtest(cfg: PipelineConfig, deps: dict[str, Any], work: Path, det: Any,
-              notes: list[str]) -> LemonBacktest | None:  # fmt: skip
+def _backtest(
+    cfg: PipelineConfig, deps: dict[str, Any], work: Path, det: Any, notes: list[str]
+) -> LemonBacktest | None:
     """Run the quarantine backtest of a simulated cluster (None, with a note, when it cannot)."""
     from reliability.sim.experiments import backtest_split_day, lemon_backtest
 
@@ -463,10 +492,15 @@ def _backtest(cfg: PipelineConfig, deps: dict[str, Any], work: Path, det: Any,
     step = deps["lemon_quarantine"]
     if step.run is not None and data.raw and data.raw[0] is not None:
         return lemon_backtest(
-            sim_cfg, det, seed=sims[0].seed, split_day=backtest_split_day(sim_cfg.days),
-            window_days=window, work=work / "backtest", baseline=(data.raw[0], data.open()),
+            sim_cfg,
+            det,
+            seed=sims[0].seed,
+            split_day=backtest_split_day(sim_cfg.days),
+            window_days=window,
+            work=work / "backtest",
+            baseline=(data.raw[0], data.open()),
             quarantine=step.run,
-        )  # fmt: skip
+        )
     return step.backtest
 
 
@@ -479,12 +513,26 @@ def _tested(cfg: PipelineConfig, deps: dict[str, Any], work: Path, desc: str) ->
     test = lemon_test(data.open(), attributed=attributed, reasons=cfg.reasons)
     notes: list[str] = []
     backtest = _backtest(cfg, deps, work, None, notes)
-    empty = pl.DataFrame(schema={"cluster": pl.String, "node": pl.String, "window_end": pl.Datetime("us", "UTC"),
-                                 "probability": pl.Float64, "flagged": pl.Boolean, "drivers": pl.String})  # fmt: skip
+    empty = pl.DataFrame(
+        schema={
+            "cluster": pl.String,
+            "node": pl.String,
+            "window_end": pl.Datetime("us", "UTC"),
+            "probability": pl.Float64,
+            "flagged": pl.Boolean,
+            "drivers": pl.String,
+        }
+    )
     return LemonReport(
-        scores=empty, threshold=None, detector=desc, window_days=cfg.analysis.lemon_window_days,
-        span_h=_span_h(data), backtest=backtest, notes=notes, test=test,
-    )  # fmt: skip
+        scores=empty,
+        threshold=None,
+        detector=desc,
+        window_days=cfg.analysis.lemon_window_days,
+        span_h=_span_h(data),
+        backtest=backtest,
+        notes=notes,
+        test=test,
+    )
 
 
 def lemon_section(r: LemonReport, ctx: Context) -> list[Section]:

@@ -131,16 +131,23 @@ class PodAnalysis(Result):
         links = {"ocs_availability": m.ocs_availability, "link_availability": m.link_availability}
         curve = availability_curve(host, "tpuv4", **links)
         return cls(
-            pods=pl.DataFrame({"cluster": ["tiny"], "pod": ["tpuv4"], "mode": ["reconfigurable"],
-                               "n_cubes": [4]}),
-            component_rates=component_failure_rates(t["component_failures"], t["inventory"], every="1w"),
-            measured=[m], curves=curve.filter(pl.col("mode") == "reconfigurable").with_columns(pod=pl.lit("tpuv4")),
-            recovery=RecoveryComparison._example(), jobs=PodJobStats._example(),
+            pods=pl.DataFrame(
+                {"cluster": ["tiny"], "pod": ["tpuv4"], "mode": ["reconfigurable"], "n_cubes": [4]}
+            ),
+            component_rates=component_failure_rates(
+                t["component_failures"], t["inventory"], every="1w"
+            ),
+            measured=[m],
+            curves=curve.filter(pl.col("mode") == "reconfigurable").with_columns(
+                pod=pl.lit("tpuv4")
+            ),
+            recovery=RecoveryComparison._example(),
+            jobs=PodJobStats._example(),
             reference_host_availability=host,
             fig1_tpuv4_3200=float(job_availability(3200, host, **links)),
             fig1_tpuv4_3200_hosts=float(job_availability(3200, host)),
             fig1_tpuv3_1024=float(job_availability(1024, host, "static", pod="tpuv3")),
-        )  # fmt: skip
+        )
 
 
 def pod(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> PodAnalysis:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import polars as pl
 
-from reliability.sim.calibration import calibration_run, calibration_table, format_table
+from reliability.experiments.calibration import calibration_run, calibration_table, format_table
 from reliability.sim.config import load_preset
 
 

@@ -28,10 +28,10 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from reliability.experiments.backtests import simulate_to_dataset
 from reliability.models import LemonDetector, node_features, score_nodes
 from reliability.models.lemon_features import FEATURES
 from reliability.sim.config import load_preset
-from reliability.sim.experiments import simulate_to_dataset
 
 WINDOW_DAYS = 56
 

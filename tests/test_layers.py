@@ -26,7 +26,7 @@ LAYERS = {
     "models": ["reliability.models"],
     "analyses": ["reliability.analyses"],
     "sim": ["reliability.sim"],
-    "experiments": ["reliability.sim.experiments", "reliability.sim.calibration"],
+    "experiments": ["reliability.experiments"],
     "plots": ["reliability.plots"],
     "report": ["reliability.report"],
     "sweep": ["reliability.sweep"],
@@ -215,7 +215,7 @@ def test_the_checker_sees_violations(tmp_path):
                    "reliability.models.mttf", "reliability.sim.config"}  # fmt: skip
     layers = {_layer(m) for m in got}
     assert layers & FORBIDDEN["models"] == {"sim", "report"}
-    assert _layer("reliability.sim.experiments") == "experiments"
+    assert _layer("reliability.experiments.backtests") == "experiments"
     assert _layer("reliability.sim.cluster") == "sim"
     assert _cycles({"a.x": {"a.y"}, "a.y": {"a.x"}, "a.z": set()}, "a.") == [["a.x", "a.y", "a.x"]]
     lazy = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import reliability.x\ndef f():\n    import reliability.y\n"

@@ -15,11 +15,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from reliability.experiments.backtests import lemon_backtest
 from reliability.pipeline import load_pipeline
 from reliability.pipeline.steps.common import sim_cluster_config
 from reliability.pipeline.steps.data import cluster_data, cluster_split
 from reliability.pipeline.steps.lemon import lemon, lemon_quarantine
-from reliability.sim.experiments import lemon_backtest
 from reliability.sim.run import simulate_cluster
 
 

@@ -327,7 +327,7 @@ def every_result(tmp_path_factory) -> dict[type, list]:
     from test_pipeline import tiny_run
 
     from reliability.collect import CollectResult
-    from reliability.sim.experiments import LemonBacktest, QuarantineRun
+    from reliability.experiments.backtests import LemonBacktest, QuarantineRun
     from reliability.sim.pod import simulate_pod
     from reliability.sim.run import simulate_cluster
     from reliability.store import IngestOutcome

@@ -238,7 +238,7 @@ def backtest_input(cfg: PipelineConfig) -> tuple[InputSpec | None, str]:
     tuple of (InputSpec or None, str)
         The input, or None and the reason.
     """
-    from reliability.sim.experiments import backtest_split_day
+    from reliability.experiments.backtests import backtest_split_day
 
     specs = [s for s in cfg.inputs if not s.is_pod]
     if [s.kind for s in specs] != ["simulate-cluster"]:
@@ -265,7 +265,7 @@ def split_day(cfg: PipelineConfig) -> float | None:
     float or None
         The split [days since the start], or None when :func:`backtest_input` gives no input.
     """
-    from reliability.sim.experiments import backtest_split_day
+    from reliability.experiments.backtests import backtest_split_day
 
     spec, _ = backtest_input(cfg)
     return None if spec is None else backtest_split_day(sim_cluster_config(spec).days)
@@ -292,7 +292,7 @@ def cluster_split(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> Spli
     SplitResult
         The checkpoint, or why none was made (then ``cluster_data`` simulates the whole run).
     """
-    from reliability.sim.experiments import backtest_split_day
+    from reliability.experiments.backtests import backtest_split_day
     from reliability.sim.run import save_checkpoint
 
     spec, note = backtest_input(cfg)

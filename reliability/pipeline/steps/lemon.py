@@ -19,11 +19,11 @@ import polars as pl
 from reliability import plots
 from reliability import references as ref
 from reliability._result import Result, fmt_duration_h
+from reliability.experiments.backtests import LemonBacktest, QuarantineRun
 from reliability.models.lemon_test import LemonTest
 from reliability.pipeline.config import PipelineConfig
 from reliability.pipeline.steps.common import Context, notes_blocks, plot_block, sim_cluster_config
 from reliability.report.model import Section, Table, Text
-from reliability.sim.experiments import LemonBacktest, QuarantineRun
 
 __all__ = [
     "BUNDLED_WINDOW_DAYS",
@@ -308,7 +308,7 @@ def lemon_quarantine(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> Q
     QuarantineStep
         The quarantined run, or why there is none.
     """
-    from reliability.sim.experiments import (
+    from reliability.experiments.backtests import (
         backtest_split_day,
         lemon_backtest,
         quarantine_at_checkpoint,
@@ -436,7 +436,7 @@ def lemon(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> LemonReport:
             f"node is flagged: set lemon_window_days={trained} with at least {trained} days "
             "of data, or train a detector on your own windows (`reliability lemon train`) and set lemon_model="
         )
-    from reliability.sim.experiments import backtest_split_day, lemon_backtest
+    from reliability.experiments.backtests import backtest_split_day, lemon_backtest
 
     sims = [s for s in cfg.inputs if s.kind == "simulate-cluster"]
     backtest = None
@@ -475,7 +475,7 @@ def _backtest(
     cfg: PipelineConfig, deps: dict[str, Any], work: Path, det: Any, notes: list[str]
 ) -> LemonBacktest | None:
     """Run the quarantine backtest of a simulated cluster (None, with a note, when it cannot)."""
-    from reliability.sim.experiments import backtest_split_day, lemon_backtest
+    from reliability.experiments.backtests import backtest_split_day, lemon_backtest
 
     window = cfg.analysis.lemon_window_days
     data = deps["cluster_data"]

@@ -31,6 +31,11 @@ import polars as pl
 
 from reliability import references as ref
 from reliability.attribution import attribute_failures
+from reliability.experiments.backtests import (
+    backtest_split_day,
+    large_job_effect,
+    simulate_to_dataset,
+)
 from reliability.models import (
     LemonDetector,
     fit_mttf,
@@ -44,7 +49,6 @@ from reliability.models import (
 from reliability.models.lemon import default_detector
 from reliability.models.mttf import HARDWARE
 from reliability.sim.config import ClusterConfig, load_preset
-from reliability.sim.experiments import backtest_split_day, large_job_effect, simulate_to_dataset
 
 __all__ = ["ROWS", "Row", "calibration_run", "calibration_table", "format_table", "measure"]
 

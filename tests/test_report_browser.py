@@ -27,7 +27,9 @@ HEAD_PROBE = """<script>window.__errors=[];window.addEventListener('error',funct
 window.__errors.push(e.message||((e.target&&(e.target.src||e.target.href))||'error'));},true);</script>"""
 BODY_PROBE = """<script>window.addEventListener("load",function(){
 var W=document.documentElement.clientWidth,out={W:W,scrollWidth:document.documentElement.scrollWidth,
-figures:[],overflow:[],errors:window.__errors};
+figures:[],overflow:[],errors:window.__errors,sections:[]};
+document.querySelectorAll('h2').forEach(function(h){var r=h.getBoundingClientRect();
+ out.sections.push({text:h.textContent,h:r.height});});
 document.querySelectorAll('figure').forEach(function(f){
  var r=f.getBoundingClientRect(),s=f.querySelector('svg'),sr=s?s.getBoundingClientRect():{width:0,height:0,right:0};
  var cs=getComputedStyle(f),ss=s?getComputedStyle(s):cs;
@@ -118,3 +120,13 @@ def test_report_renders_in_a_browser(browser, tmp_path_factory, width):
         assert f["svg_right"] <= got["W"] + 0.5, f
     assert got["overflow"] == []
     assert got["scrollWidth"] <= got["W"]
+    # issue 36's three sections are laid out (the strategies are a table of the planning one)
+    shown = {h["text"].strip(): h["h"] for h in got["sections"]}
+    for title in (
+        "Your fleet beside published fleets",
+        "Does MTTF ∝ 1/N hold here?",
+        "Checkpoint planning",
+    ):
+        assert shown.get(title, 0) > 0, (title, sorted(shown))
+    assert 'id="fig-fleet_rates"' in doc
+    assert "recovery_strategies" in doc  # the strategy table's data file is linked

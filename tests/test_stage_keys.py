@@ -59,3 +59,16 @@ def test_the_reason_rules_need_their_key(tmp_path):
         run_checked(_stage(lambda c, d, w: c.reasons), cfg, {}, tmp_path)
     ok = Stage("probe", (), lambda c: {"reasons": c.reasons_table}, lambda c, d, w: c.reasons)
     assert run_checked(ok, cfg, {}, tmp_path) is not None
+
+
+def test_a_key_the_params_derive_a_value_from_is_covered(tmp_path):
+    """A stage keyed on a value derived from a key (the backtest's split day from the lemon
+    window) may read that key: a change of it changes the derived value in the key."""
+    cfg = _cfg(tmp_path)
+    derived = Stage(
+        "probe",
+        (),
+        lambda c: {"half": c.analysis.target_ettr / 2},
+        lambda c, d, w: c.analysis.target_ettr,
+    )
+    assert run_checked(derived, cfg, {}, tmp_path) == cfg.analysis.target_ettr

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -128,6 +129,29 @@ class _Reads:
 _KEYED_CONFIG = {"reasons_table": "reasons", "reasons": "reasons"}
 
 
+def _recording(cfg: PipelineConfig) -> tuple[PipelineConfig, Callable[[], set[str]]]:
+    """Copy ``cfg`` into a view that records what is read of it.
+
+    Returns the view and a function giving the ``[analysis]`` keys and keyed settings read
+    through it so far.
+    """
+    analysis = _Reads(cfg.analysis)
+    reads: set[str] = set()
+    fields = {f.name for f in dataclasses.fields(cfg.analysis)}
+
+    class _Config(type(cfg)):  # type: ignore[misc]
+        """The pipeline with what is read of it recorded."""
+
+        def __getattribute__(self, name: str) -> Any:
+            if name in _KEYED_CONFIG:
+                reads.add(_KEYED_CONFIG[name])
+            return object.__getattribute__(self, name)
+
+    view = _Config(**{f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)})
+    object.__setattr__(view, "analysis", analysis)
+    return view, lambda: reads | (analysis.names & fields)
+
+
 def run_checked(stage: Any, cfg: PipelineConfig, outputs: dict[str, Any], work: Path) -> Any:
     """Run a stage and check that it read only the configuration its cache key covers.
 
@@ -150,26 +174,15 @@ def run_checked(stage: Any, cfg: PipelineConfig, outputs: dict[str, Any], work: 
     Raises
     ------
     StaleKeyError
-        If the stage read an ``[analysis]`` key (or the reason rules) that its ``params`` do not
-        put in its cache key.
+        If the stage read an ``[analysis]`` key (or the reason rules) that its ``params`` neither
+        put in its cache key nor read to derive a value of it.
     """
-    analysis = _Reads(cfg.analysis)
-    seen: set[str] = set()
-
-    class _Config(type(cfg)):  # type: ignore[misc]
-        """The pipeline with its analysis keys recorded."""
-
-        def __getattribute__(self, name: str) -> Any:
-            if name in _KEYED_CONFIG:
-                seen.add(_KEYED_CONFIG[name])
-            return object.__getattribute__(self, name)
-
-    view = _Config(**{f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)})
-    object.__setattr__(view, "analysis", analysis)
-    result = stage.run(view, outputs, work)
-    declared = set(stage.params(cfg))
-    fields = {f.name for f in dataclasses.fields(cfg.analysis)}
-    missing = sorted(((analysis.names & fields) | seen) - declared)
+    run_view, run_reads = _recording(cfg)
+    result = stage.run(run_view, outputs, work)
+    key_view, key_reads = _recording(cfg)
+    declared = set(stage.params(key_view))
+    declared |= key_reads()  # what the key holds, or derives its values from
+    missing = sorted(run_reads() - declared)
     if missing:
         raise StaleKeyError(
             f"stage {stage.name} read {', '.join(missing)} but its cache key does not cover "

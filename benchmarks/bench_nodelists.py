@@ -1,7 +1,7 @@
 """read_sacct against the polars parse floor on fragmented and compact node lists (issue 39).
 
     python benchmarks/bench_nodelists.py [--attempts 200000] [--repeat 2] [--profile]
-                                         [--kinds fragmented compact] [--code DIR]
+                                         [--kinds fragmented compact] [--tile N] [--code DIR]
 
 Writes (once, cached in ``benchmarks/_work/``) two sacct exports of ``--attempts`` allocation
 records:
@@ -75,9 +75,26 @@ def run_once(method: str, path: Path, code: str) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def export(kind: str, attempts: int, seed: int) -> Path:
-    """The cached export of ``kind`` (written the first time)."""
+def export(kind: str, attempts: int, seed: int, tile: int = 1) -> Path:
+    """The cached export of ``kind`` (written the first time).
+
+    ``tile`` > 1 (fragmented only): a fragmented export of ``attempts / tile`` attempts (on a
+    smaller fleet: shorter lists), repeated ``tile`` times with new job ids (as issue 39's
+    measurement: each node list stands for ``tile`` jobs).
+    """
     WORK.mkdir(exist_ok=True)
+    if tile > 1:
+        path = WORK / f"frag_{attempts}_{seed}_tiled{tile}.psv"
+        if not path.exists():
+            head, *lines = export(kind, attempts // tile, seed).read_text().splitlines(True)
+            out = [head]
+            for t in range(tile):
+                for line in lines:
+                    jid, name, _, rest = line.split("|", 3)
+                    new = str(int(jid) + t * len(lines))
+                    out.append(f"{new}|{name}|{new}|{rest}")
+            path.write_text("".join(out))
+        return path
     if kind == "compact":
         path = WORK / f"sacct_{attempts}_{seed}.psv"
         if not path.exists():
@@ -103,6 +120,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1, help="rounds; each method once per round")
     ap.add_argument("--kinds", nargs="+", choices=("fragmented", "compact"),
                     default=["fragmented", "compact"])  # fmt: skip
+    ap.add_argument("--tile", type=int, default=1,
+                    help="fragmented: attempts/TILE attempts repeated TILE times (issue 39's form)")  # fmt: skip
     ap.add_argument("--profile", action="store_true", help="node_lists' share (cProfile)")
     ap.add_argument("--code", default=str(HERE.parent), help="read the package from this tree")
     args = ap.parse_args()
@@ -111,7 +130,7 @@ def main() -> None:
     print(f"code from {args.code}")
     for kind in args.kinds:
         t = time.perf_counter()
-        path = export(kind, args.attempts, args.seed)
+        path = export(kind, args.attempts, args.seed, args.tile if kind == "fragmented" else 1)
         made = time.perf_counter() - t
         nl = pl.read_csv(path, separator="|", columns=["NodeList"], infer_schema=False)
         ln = nl["NodeList"].str.len_chars()

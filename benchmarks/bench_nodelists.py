@@ -16,8 +16,8 @@ shared: compare ratios of one run, not absolute times): ``read_sacct(path, tz="U
 bare ``polars.read_csv(path, separator="|")``; prints each time and their ratio (target of
 issue 39: within 3x on fragmented lists, 2.5x on compact ones). With ``--profile`` one more
 run of read_sacct under cProfile gives the share of ``hostlist.node_lists`` (and of its parts)
-in read_sacct's time. ``--code DIR`` reads the package from another tree (a before / after
-comparison on the same files, in the same run: ``--code /path/to/old/checkout``).
+in read_sacct's time. ``--code DIR`` reads the package from another tree; ``--baseline DIR`` also runs read_sacct
+from DIR in every round (a before / after comparison on the same files, in the same rounds).
 """
 
 from __future__ import annotations
@@ -124,6 +124,8 @@ def main() -> None:
                     help="fragmented: attempts/TILE attempts repeated TILE times (issue 39's form)")  # fmt: skip
     ap.add_argument("--profile", action="store_true", help="node_lists' share (cProfile)")
     ap.add_argument("--code", default=str(HERE.parent), help="read the package from this tree")
+    ap.add_argument("--baseline", default="",
+                    help="also run read_sacct from this tree in each round (before / after)")  # fmt: skip
     args = ap.parse_args()
     import polars as pl
 
@@ -138,9 +140,14 @@ def main() -> None:
               f"records, NodeList {ln.mean():.0f} chars on average, up to {ln.max():,} "
               f"({nl['NodeList'].n_unique():,} distinct; ready in {made:.1f} s)")  # fmt: skip
         rounds: dict[str, list[dict]] = {"floor": [], "ours": []}
+        if args.baseline:
+            rounds["before"] = []
         for _ in range(args.repeat):
             for method in rounds:
-                rounds[method].append(run_once(method, path, args.code))
+                code = args.baseline if method == "before" else args.code
+                rounds[method].append(
+                    run_once("ours" if method == "before" else method, path, code)
+                )
         floor = min(r["secs"] for r in rounds["floor"])
         ours = min(r["secs"] for r in rounds["ours"])
         paired = [
@@ -151,6 +158,16 @@ def main() -> None:
         print(f"  read_sacct / floor: {ours / floor:.2f}x (fastest / fastest); each round: "
               + ", ".join(f"{x:.2f}x" for x in paired)
               + f" (median {statistics.median(paired):.2f}x)")  # fmt: skip
+        if args.baseline:
+            before = min(r["secs"] for r in rounds["before"])
+            paired_b = [
+                b["secs"] / f["secs"]
+                for b, f in zip(rounds["before"], rounds["floor"], strict=True)
+            ]
+            print(f"  baseline ({args.baseline}) read_sacct {before:6.2f} s: {before / floor:.2f}x the "
+                  "floor; each round: " + ", ".join(f"{x:.2f}x" for x in paired_b)
+                  + f" (median {statistics.median(paired_b):.2f}x); after / before "
+                  f"{ours / before:.2f}x")  # fmt: skip
         if args.profile:
             p = run_once("profile", path, args.code)
             total = p["cum"].get("read_sacct", p["secs"])

@@ -489,10 +489,10 @@ def _expand_keys(
     lists = _names(seg, items).group_by("k", maintain_order=True).agg(pl.col("host"))
     got_k: list[int] = []
     got: list[list[str]] = []
-    for kk, expr in zip(py_k.to_list(), py_keys, strict=True):
+    for key_no, expr in zip(py_k.to_list(), py_keys, strict=True):
         try:
             got.append(expand(expr))
-            got_k.append(kk)
+            got_k.append(key_no)
         except HostlistError as exc:
             errors[expr] = str(exc)
     blank = k.filter(kind == _BLANK)
@@ -524,12 +524,14 @@ def node_lists(
 ) -> tuple[pl.Series, dict[str, str], int]:
     """Expand a column of hostlists into ``list[str]`` (null or empty hostlist -> ``[]``).
 
-    Each distinct expression is parsed once into range rows (prefix, first and last number,
-    zero padding) by polars; sizes are sums over those rows, checked before anything is
-    expanded: an expression of more than :data:`~reliability.ingest._bounds.MAX_HOSTLIST_NODES`
-    names is an error (its rows get ``[]``). Names are built by ``int_ranges`` + explode and
-    gathered back to the rows. Expressions of a rarer form (a product of bracket groups,
-    spaces) go through :func:`expand`.
+    Each distinct expression is cut once, by polars, into bracket groups (a prefix and its
+    items) and plain names (:func:`_segments`); its size is arithmetic on those (one name per
+    item, ``hi - lo`` more per range), checked before anything is expanded: an expression of
+    more than :data:`~reliability.ingest._bounds.MAX_HOSTLIST_NODES` names is an error (its
+    rows get ``[]``). A name is its group's prefix and the item's own text; only ranges go
+    through ``int_ranges`` + explode (:func:`_names`). The lists are gathered back to the rows.
+    Expressions of a rarer form (a product of bracket groups, spaces) go through
+    :func:`expand`.
 
     Parameters
     ----------
@@ -539,8 +541,8 @@ def node_lists(
         Most host names all rows may hold in total; None: no limit.
     distinct : bool
         An expression that names a host twice (``n1,n1``, ``n[1,1]``) is an error: a Slurm
-        job's node set never repeats a host (checked once per distinct expression, name by name
-        only where its ranges of one stem overlap).
+        job's node set never repeats a host (checked once per distinct expression, in one
+        ``list.n_unique`` pass over the lists).
 
     Returns
     -------

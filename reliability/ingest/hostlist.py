@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 from itertools import product
 
+import numpy as np
 import polars as pl
 
 from reliability.ingest._bounds import MAX_HOSTLIST_NODES
@@ -263,6 +264,137 @@ class NodeBudgetError(ValueError):
     """The node lists of a column would expand to more names than the budget allows."""
 
 
+#: a hostlist of ``name`` and ``prefix[ranges]`` parts (one bracket group each, ASCII digits):
+#: the common form, parsed by polars; others (``r[1-2]n[1-2]``, spaces, errors) by :func:`expand`
+_SIMPLE_HOSTLIST = (
+    r"^[\w\-.]+(\[[0-9]{1,18}(-[0-9]{1,18})?(,[0-9]{1,18}(-[0-9]{1,18})?)*\])?"
+    r"(,[\w\-.]+(\[[0-9]{1,18}(-[0-9]{1,18})?(,[0-9]{1,18}(-[0-9]{1,18})?)*\])?)*$"
+)
+_NOT_HOSTLIST = r"[^\w\-.\[\],]"  # a character no hostlist holds
+# kinds of expression
+_BLANK, _SIMPLE, _OTHER, _ODD = 0, 1, 2, 3
+
+
+def _kinds(keys: pl.Series) -> pl.Series:
+    """Classify expressions: blank, simple (vectorised), other (Python) or not a hostlist."""
+    e = pl.col("e")
+    return (
+        pl.DataFrame({"e": keys})
+        .select(
+            pl.when(e.str.strip_chars().is_in(list(_EMPTY)))
+            .then(_BLANK)
+            .when(e.str.contains(_SIMPLE_HOSTLIST))
+            .then(_SIMPLE)
+            .when(e.str.contains(_NOT_HOSTLIST))
+            .then(_ODD)
+            .otherwise(_OTHER)
+            .cast(pl.Int8)
+        )
+        .to_series()
+    )
+
+
+def _segments(exprs: pl.Series, k: pl.Series) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Cut simple expressions at their brackets, in one vectorised pass.
+
+    ``a,r1n[05,07-08],b`` -> ``a,r1n`` | ``05,07-08`` | ``,b``: segments alternately outside
+    and inside a bracket group. The last name of an outside segment followed by a group is that
+    group's prefix; the other names outside are host names as they are.
+
+    Parameters
+    ----------
+    exprs : polars.Series
+        Expressions that match :data:`_SIMPLE_HOSTLIST`.
+    k : polars.Series
+        Their numbers (UInt32), carried to the segments.
+
+    Returns
+    -------
+    (polars.DataFrame, polars.DataFrame)
+        Segments that hold names, in order: ``r`` (segment number), ``k``, ``prefix`` (the
+        group's prefix for a segment inside brackets, else null), ``text`` (comma-separated
+        names, or the group's items); and the range items (``lo-hi``) of the groups: ``r``,
+        ``k``, ``lo`` (str), ``a``, ``b`` (Int64), in order.
+    """
+    s = exprs.str.replace_all("]", "[", literal=True).str.split("[")
+    n_seg = s.list.len()
+    j = pl.col("r") - pl.col("first")  # the segment's number in its expression
+    seg = (
+        pl.DataFrame({"k": k, "s": s, "first": n_seg.cum_sum() - n_seg, "n_seg": n_seg})
+        .explode("s")
+        .with_row_index("r")
+        .with_columns(inside=j % 2 == 1, group_next=(j % 2 == 0) & (j < pl.col("n_seg") - 1))
+        .with_columns(
+            p=pl.when("group_next").then(pl.col("s").str.extract(r"([^,]*)$", 1)),
+        )
+    )
+    seg = seg.select(
+        "r",
+        "k",
+        prefix=pl.when("inside").then(pl.col("p").shift()),
+        text=pl.when("inside")
+        .then("s")
+        .when("group_next")
+        .then(pl.col("s").str.head(-pl.col("p").str.len_chars().cast(pl.Int64)))
+        .otherwise("s")
+        .str.strip_chars(","),
+    ).filter(pl.col("text") != "")
+    dash = pl.col("prefix").is_not_null() & pl.col("text").str.contains("-", literal=True)
+    items = (
+        seg.filter(dash)
+        .select("r", "k", item=pl.col("text").str.split(","))
+        .explode("item")
+        .with_columns(pl.col("item").str.split_exact("-", 1))
+        .unnest("item")
+        .select(
+            "r",
+            "k",
+            lo="field_0",
+            a=pl.col("field_0").cast(pl.Int64),
+            b=pl.coalesce("field_1", "field_0").cast(pl.Int64),
+        )
+    )
+    return seg, items
+
+
+def _totals(exprs: pl.Series, k: pl.Series, items: pl.DataFrame, n_keys: int) -> pl.Series:
+    """Count the names of each expression by arithmetic on its items.
+
+    One per comma-separated item or name, ``hi - lo`` more for each range (Int64; null when a
+    range descends or the sum may not fit an Int64), for each of ``n_keys`` expressions (0 for
+    those not in ``k``).
+    """
+    extra = items.group_by("k").agg(
+        x=(pl.col("b") - pl.col("a")).sum(),
+        bad=(pl.col("b") < pl.col("a")).any()
+        | ((pl.col("b") - pl.col("a")).cast(pl.Float64).sum() > 9e18),
+    )
+    n = (exprs.str.count_matches(",", literal=True) + 1).cast(pl.Int64)
+    return (
+        pl.DataFrame({"k": pl.arange(0, n_keys, dtype=pl.UInt32, eager=True)})
+        .join(pl.DataFrame({"k": k, "n": n}), on="k", how="left")
+        .join(extra, on="k", how="left")
+        .sort("k")
+        .select(
+            pl.when(pl.col("bad"))
+            .then(None)
+            .otherwise(pl.col("n").fill_null(0) + pl.col("x").fill_null(0))
+        )
+        .to_series()
+        .rename("n")
+    )
+
+
+def _python_counts(exprs: list[str]) -> list[int]:
+    out = []
+    for expr in exprs:
+        try:
+            out.append(count(expr))
+        except HostlistError:
+            out.append(-1)
+    return out
+
+
 def sizes(exprs: pl.Series) -> pl.Series:
     """Count the host names of each expression of a column, without expanding any.
 
@@ -278,54 +410,117 @@ def sizes(exprs: pl.Series) -> pl.Series:
     """
     if exprs.len() == 0:
         return pl.Series("n", [], dtype=pl.Int64)
-    frame = (
-        pl.DataFrame({"e": exprs})
-        .with_row_index("i")
-        .with_columns(
-            empty=pl.col("e").is_null() | pl.col("e").str.strip_chars().is_in(list(_EMPTY)),
-            br=pl.col("e").str.contains("[", literal=True),
-            simple=pl.col("e").str.contains(_SIMPLE_HOSTLIST),
+    kind = _kinds(exprs)
+    simple = (kind == _SIMPLE).fill_null(False)
+    k = pl.arange(0, exprs.len(), dtype=pl.UInt32, eager=True)
+    ex, kk = exprs.filter(simple), k.filter(simple)
+    n = _totals(ex, kk, _segments(ex, kk)[1], exprs.len())
+    n = pl.when(kind.is_null() | (kind == _BLANK)).then(0).when(simple).then(n)
+    n = pl.select(n.cast(pl.Int64)).to_series()
+    rest = n.is_null()
+    if rest.any():  # a descending range, a product of groups, spaces, ...: counted in Python
+        n = n.scatter(
+            k.filter(rest), pl.Series(_python_counts(exprs.filter(rest).to_list()), dtype=pl.Int64)
         )
-    )
-    ranged = (
-        frame.filter(pl.col("simple") & pl.col("br"))
-        .select("i", part=pl.col("e").str.extract_all(r"[\w\-.]+(?:\[[^\]]*\])?"))
-        .explode("part")
-        .with_columns(body=pl.col("part").str.extract(r"\[([^\]]*)\]", 1).str.split(","))
-        .with_row_index("p")
-        .explode("body")
-        .with_columns(
-            lo=pl.col("body").str.extract(r"^([0-9]+)", 1).cast(pl.Int64, strict=False),
-            hi=pl.coalesce(
-                pl.col("body").str.extract(r"-([0-9]+)$", 1),
-                pl.col("body").str.extract(r"^([0-9]+)", 1),
-            ).cast(pl.Int64, strict=False),
+    return n.rename("n")
+
+
+def _names(seg: pl.DataFrame, items: pl.DataFrame) -> pl.DataFrame:
+    """Build the host names of segments (``k``, ``host``), ranges expanded, in Slurm's order.
+
+    A group's items with a range are rewritten first (``07-09,12`` -> ``07,08,09,12``: padded
+    to ``len(lo)`` when ``lo`` has a leading zero, as :func:`_expand_items` does; a range of
+    equal-length bounds pads to the length of ``lo``, which every number from ``lo`` on already
+    has); then every item is its group's prefix and its own text (padding kept).
+    """
+    if items.height:
+        num = pl.col("i").cast(pl.String)
+        width = pl.when(pl.col("lo").str.starts_with("0")).then(pl.col("lo").str.len_bytes())
+        ranges = (
+            items.select(
+                "r", w=width.fill_null(0).cast(pl.UInt32), i=pl.int_ranges("a", pl.col("b") + 1)
+            )
+            .explode("i")
+            .select("r", t=pl.when(pl.col("w") > 0).then(num.str.zfill(pl.col("w"))).otherwise(num))
+            .group_by("r", maintain_order=True)
+            .agg(pl.col("t").str.join(","))
         )
-        .with_columns(
-            n=pl.when(pl.col("body").is_null()).then(1).otherwise(pl.col("hi") - pl.col("lo") + 1)
+        seg = seg.join(ranges, on="r", how="left", maintain_order="left").select(
+            "k", "prefix", text=pl.coalesce("t", "text")
         )
-        .group_by("i")
-        .agg(n=pl.col("n").sum(), bad=(pl.col("n").fill_null(0) <= 0).any())
-        .select("i", n_r=pl.when(pl.col("bad")).then(-1).otherwise(pl.col("n")))
+    return (
+        seg.select("k", "prefix", tok=pl.col("text").str.split(","))
+        .explode("tok")
+        .select("k", host=pl.concat_str("prefix", "tok", ignore_nulls=True))
     )
-    out = frame.join(ranged, on="i", how="left").with_columns(
-        n=pl.when("empty")
-        .then(0)
-        .when(pl.col("simple") & ~pl.col("br"))
-        .then(pl.col("e").str.count_matches(",", literal=True) + 1)
-        .otherwise(pl.col("n_r"))
+
+
+def _expand_keys(
+    keys: pl.Series, *, budget: int | None, distinct: bool, rows: np.ndarray | None = None
+) -> tuple[pl.Series, dict[str, str]]:
+    """Expand distinct expressions to ``list[str]`` (``[]`` for blank ones, null for errors).
+
+    ``rows``: how many rows hold each expression (for the ``budget``; default one each).
+    """
+    n_keys = keys.len()
+    kind = _kinds(keys)
+    k = pl.arange(0, n_keys, dtype=pl.UInt32, eager=True)
+    simple = kind == _SIMPLE
+    ex, kk = keys.filter(simple), k.filter(simple)
+    seg, items = _segments(ex, kk)
+    total = _totals(ex, kk, items, n_keys)
+    ok = simple & total.is_not_null() & (total <= MAX_HOSTLIST_NODES)
+    # a descending range or too many names (in a simple expression) is left to expand(), which
+    # names the error; so are the rare forms only it reads (products of groups, spaces)
+    py = (kind == _OTHER) | (simple & ~ok)
+    py_keys = keys.filter(py).to_list()
+    py_k = k.filter(py)
+    if budget is not None:
+        per_key = total.set(~ok, 0)
+        if py_keys:
+            counts = pl.Series(_python_counts(py_keys), dtype=pl.Int64)
+            per_key = per_key.scatter(py_k, counts.set(counts > MAX_HOSTLIST_NODES, 0).clip(0))
+        weight = np.ones(n_keys, dtype=np.int64) if rows is None else rows
+        n = int(per_key.fill_null(0).to_numpy() @ weight)
+        if n > budget:
+            raise NodeBudgetError(f"the node lists would hold {n:,} host names")
+    errors = {expr: f"not a hostlist {expr[:80]!r}" for expr in keys.filter(kind == _ODD)}
+    if not ok.all():
+        good = pl.col("k").is_in(k.filter(ok).implode())
+        seg, items = seg.filter(good), items.filter(good)
+    lists = _names(seg, items).group_by("k", maintain_order=True).agg(pl.col("host"))
+    got_k: list[int] = []
+    got: list[list[str]] = []
+    for key_no, expr in zip(py_k.to_list(), py_keys, strict=True):
+        try:
+            got.append(expand(expr))
+            got_k.append(key_no)
+        except HostlistError as exc:
+            errors[expr] = str(exc)
+    blank = k.filter(kind == _BLANK)
+    lists = pl.concat(
+        [
+            lists,
+            pl.DataFrame({"k": got_k, "host": got}, schema=lists.schema),
+            pl.DataFrame({"k": blank, "host": [[]] * blank.len()}, schema=lists.schema),
+        ]
     )
-    rest = out.filter(pl.col("n").is_null())
-    n = out.get_column("n")
-    if rest.height:
-        vals = []
-        for expr in rest.get_column("e").to_list():
-            try:
-                vals.append(count(expr))
-            except HostlistError:
-                vals.append(-1)
-        n = n.scatter(rest.get_column("i"), pl.Series(vals, dtype=pl.Int64))
-    return n.cast(pl.Int64).rename("n")
+    out = pl.DataFrame({"k": k}).join(lists, on="k", how="left").sort("k").get_column("host")
+    if distinct:
+        # a list repeats a host if it has fewer distinct names than names (one hash pass)
+        twice = (out.list.n_unique() < out.list.len()).fill_null(False)
+        for key, names in zip(keys.filter(twice), out.filter(twice), strict=True):
+            seen: set[str] = set()
+            for name in names:
+                if name in seen:
+                    break
+                seen.add(name)
+            errors[key] = (
+                f"'{key}' names host '{name}' twice (a Slurm node set never repeats a host)"
+            )
+    if errors:
+        out = out.set(keys.is_in(list(errors)), None)
+    return out, errors
 
 
 def node_lists(
@@ -333,10 +528,14 @@ def node_lists(
 ) -> tuple[pl.Series, dict[str, str], int]:
     """Expand a column of hostlists into ``list[str]`` (null or empty hostlist -> ``[]``).
 
-    Each distinct expression is expanded once (:func:`expand_table`) and gathered back to the
-    rows. Sizes are checked arithmetically before anything is expanded: an expression of more
-    than :data:`~reliability.ingest._bounds.MAX_HOSTLIST_NODES` names is an error (its rows get
-    ``[]``).
+    Each distinct expression is cut once, by polars, into bracket groups (a prefix and its
+    items) and plain names (:func:`_segments`); its size is arithmetic on those (one name per
+    item, ``hi - lo`` more per range), checked before anything is expanded: an expression of
+    more than :data:`~reliability.ingest._bounds.MAX_HOSTLIST_NODES` names is an error (its
+    rows get ``[]``). A name is its group's prefix and the item's own text; only ranges go
+    through ``int_ranges`` + explode (:func:`_names`). The lists are gathered back to the rows.
+    Expressions of a rarer form (a product of bracket groups, spaces) go through
+    :func:`expand`.
 
     Parameters
     ----------
@@ -346,7 +545,8 @@ def node_lists(
         Most host names all rows may hold in total; None: no limit.
     distinct : bool
         An expression that names a host twice (``n1,n1``, ``n[1,1]``) is an error: a Slurm
-        job's node set never repeats a host (checked once per distinct expression).
+        job's node set never repeats a host (checked once per distinct expression, in one
+        ``list.n_unique`` pass over the lists).
 
     Returns
     -------
@@ -360,49 +560,19 @@ def node_lists(
         If the rows would hold more than ``budget`` names, before any list is built.
     """
     keys, idx = _index(nodelist)
-    if budget is not None and keys.len():
-        # an expression over the per-job cap is an error (no names): it costs nothing
-        per_key = sizes(keys)
-        per_key = per_key.set(per_key > MAX_HOSTLIST_NODES, 0).clip(0)
-        total = int(per_key.gather(idx.drop_nulls()).sum() or 0)
-        if total > budget:
-            raise NodeBudgetError(f"the node lists would hold {total:,} host names")
-    table, errors = expand_table(keys)
-    lists = (
-        pl.DataFrame({"nodelist": keys})
-        .join(table, on="nodelist", how="left", maintain_order="left")
-        .get_column("_expanded")
-    )
-    if distinct and lists.len():
-        many = (lists.list.len() > 1).fill_null(False)
-        if many.any():
-            multi = lists.filter(many)
-            twice = (multi.list.n_unique() != multi.list.len()).fill_null(False)
-            if twice.any():
-                errors = dict(errors)
-                for key, names in zip(
-                    keys.filter(many).filter(twice), multi.filter(twice), strict=True
-                ):
-                    seen: set[str] = set()
-                    dup = ""
-                    for name in names:
-                        if name in seen:
-                            dup = name
-                            break
-                        seen.add(name)
-                    errors[key] = (
-                        f"'{key}' names host '{dup}' twice (a Slurm node set never repeats a host)"
-                    )
+    if keys.len():
+        rows = (
+            np.bincount(idx.drop_nulls().to_numpy(), minlength=keys.len())
+            if budget is not None
+            else None
+        )
+        lists, errors = _expand_keys(keys, budget=budget, distinct=distinct, rows=rows)
+    else:
+        lists, errors = pl.Series([], dtype=pl.List(pl.String)), {}
     empty = pl.Series([[]], dtype=pl.List(pl.String))
     values = pl.concat([lists, empty], rechunk=True)
     if values.has_nulls():  # invalid expressions: no nodes
-        values = (
-            values.to_frame("v")
-            .select(
-                pl.when(pl.col("v").is_null()).then(pl.lit([], pl.List(pl.String))).otherwise("v")
-            )
-            .to_series()
-        )
+        values = values.set(values.is_null(), None).fill_null(pl.lit([], pl.List(pl.String)))
     nodes = values.gather(idx.fill_null(values.len() - 1)).rename("nodes")
     return nodes, errors, int(nodes.list.len().sum() or 0)
 
@@ -424,18 +594,13 @@ def expand_column(frame: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, str]]:
     return frame.with_columns(nodes), errors
 
 
-_SIMPLE_HOSTLIST = (
-    r"^[\w\-.]+(\[[0-9]{1,18}(-[0-9]{1,18})?(,[0-9]{1,18}(-[0-9]{1,18})?)*\])?"
-    r"(,[\w\-.]+(\[[0-9]{1,18}(-[0-9]{1,18})?(,[0-9]{1,18}(-[0-9]{1,18})?)*\])?)*$"
-)
-
-
 def expand_table(exprs: pl.Series) -> tuple[pl.DataFrame, dict[str, str]]:
     """Expand distinct hostlist expressions.
 
     Expressions made of ``prefix[ranges]`` parts (one bracket group per part, the common case)
-    are expanded with polars, after their sizes are checked; others go through :func:`expand`.
-    Both follow the same zero-padding rule, checked by the tests.
+    are parsed and expanded with polars (as in :func:`node_lists`), after their sizes are
+    checked; others go through :func:`expand`. Both follow the same zero-padding rule, checked
+    by the tests.
 
     Parameters
     ----------
@@ -448,106 +613,9 @@ def expand_table(exprs: pl.Series) -> tuple[pl.DataFrame, dict[str, str]]:
         A frame ``nodelist`` -> ``_expanded`` (list of names), and {hostlist: error} for
         expressions that are not valid.
     """
-    exprs = exprs.drop_nulls()
-    schema = {"nodelist": pl.String, "_expanded": pl.List(pl.String)}
-    blank = exprs.str.strip_chars().is_in(list(_EMPTY))
-    out: list[pl.DataFrame] = [
-        pl.DataFrame({"nodelist": exprs.filter(blank), "_expanded": [[]] * int(blank.sum())},
-                     schema=schema)
-    ]  # fmt: skip
-    exprs = exprs.filter(~blank)
-    errors: dict[str, str] = {}
-    odd = exprs.str.contains(r"[^\w\-.\[\],]")
-    if odd.any():
-        for expr in exprs.filter(odd).to_list():
-            errors[expr] = f"not a hostlist {expr[:80]!r}"
-        exprs = exprs.filter(~odd)
-    is_simple = exprs.str.contains(_SIMPLE_HOSTLIST)
-    simple = exprs.filter(is_simple & exprs.str.contains("[", literal=True))
-    plain = exprs.filter(is_simple & ~exprs.str.contains("[", literal=True))
-    other = exprs.filter(~is_simple)
-    if plain.len():
-        out.append(pl.DataFrame({"nodelist": plain, "_expanded": plain.str.split(",")}))
-    if simple.len():
-        parts = (
-            pl.DataFrame({"nodelist": simple})
-            .with_row_index("eid")
-            .with_columns(part=pl.col("nodelist").str.extract_all(r"[\w\-.]+(?:\[[^\]]*\])?"))
-            .explode("part")
-            .with_row_index("pid")
-            .with_columns(
-                prefix=pl.col("part").str.extract(r"^([^\[]+)", 1),
-                body=pl.col("part").str.extract(r"\[([^\]]*)\]", 1),
-            )
-        )
-        plain_parts = parts.filter(pl.col("body").is_null()).select("eid", "pid", host="part")
-        ranges = (
-            parts.filter(pl.col("body").is_not_null())
-            .with_columns(item=pl.col("body").str.split(","))
-            .explode("item")
-            .with_row_index("rid")
-            .with_columns(
-                lo=pl.col("item").str.extract(r"^([0-9]+)", 1),
-                hi=pl.coalesce(pl.col("item").str.extract(r"-([0-9]+)$", 1), pl.col("item").str.extract(r"^([0-9]+)", 1)),
-            )
-            .with_columns(
-                width=pl.when(pl.col("lo").str.starts_with("0") | (pl.col("lo").str.len_chars() == pl.col("hi").str.len_chars()))
-                .then(pl.col("lo").str.len_chars())
-                .otherwise(0),
-                a=pl.col("lo").cast(pl.Int64),
-                b=pl.col("hi").cast(pl.Int64),
-            )
-        )  # fmt: skip
-        # sizes first: an expression with a descending range, or more names than one job
-        # may hold, is not expanded here (expand() gives the error)
-        sizes = (
-            pl.concat([
-                plain_parts.select("eid", n=pl.lit(1, pl.Int64)),
-                ranges.select("eid", n=pl.col("b") - pl.col("a") + 1),
-            ], how="vertical_relaxed")
-            .group_by("eid")
-            .agg(total=pl.col("n").sum(), bad=(pl.col("n") <= 0).any())
-        )  # fmt: skip
-        bad_eids = (
-            sizes.filter(pl.col("bad") | (pl.col("total") > MAX_HOSTLIST_NODES))
-            .get_column("eid")
-            .implode()
-        )
-        hosts = (
-            ranges.filter(~pl.col("eid").is_in(bad_eids))
-            .with_columns(n=pl.int_ranges("a", pl.col("b") + 1))
-            .explode("n")
-            .select(
-                "eid",
-                "pid",
-                "rid",
-                host=pl.col("prefix") + pl.col("n").cast(pl.String).str.zfill(pl.col("width")),
-            )
-        )
-        allh = pl.concat(
-            [plain_parts.select("eid", "pid", rid=pl.lit(0, pl.UInt32), host="host"), hosts],
-            how="vertical_relaxed",
-        )
-        table = (
-            allh.filter(~pl.col("eid").is_in(bad_eids))
-            .sort("eid", "pid", "rid", maintain_order=True)
-            .group_by("eid", maintain_order=True)
-            .agg(_expanded=pl.col("host"))
-            .join(parts.select("eid", "nodelist").unique("eid"), on="eid")
-            .select("nodelist", "_expanded")
-        )
-        out.append(table)
-        n_bad = bad_eids.list.len().item()
-        if n_bad:
-            other = pl.concat([other, simple.gather(bad_eids.explode().sort())])
-    py_keys: list[str] = []
-    py_vals: list[list[str]] = []
-    for expr in other.to_list():
-        try:
-            py_vals.append(expand(expr))
-            py_keys.append(expr)
-        except HostlistError as exc:
-            errors[expr] = str(exc)
-    if py_keys:
-        out.append(pl.DataFrame({"nodelist": py_keys, "_expanded": py_vals}, schema=schema))
-    return pl.concat(out), errors
+    exprs = exprs.drop_nulls().unique(maintain_order=True)
+    if exprs.len() == 0:
+        return pl.DataFrame(schema={"nodelist": pl.String, "_expanded": pl.List(pl.String)}), {}
+    lists, errors = _expand_keys(exprs, budget=None, distinct=False)
+    table = pl.DataFrame({"nodelist": exprs, "_expanded": lists})
+    return table.filter(pl.col("_expanded").is_not_null()), errors

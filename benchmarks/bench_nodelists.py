@@ -1,0 +1,198 @@
+"""read_sacct against the polars parse floor on fragmented and compact node lists (issue 39).
+
+    python benchmarks/bench_nodelists.py [--attempts 200000] [--repeat 2] [--profile]
+                                         [--kinds fragmented compact] [--tile N] [--code DIR]
+
+Writes (once, cached in ``benchmarks/_work/``) two sacct exports of ``--attempts`` allocation
+records:
+
+- ``fragmented``: :func:`bench_stages.write_fragmented` (jobs placed at random on 1,024 to
+  10,240 ``r<rack>n<slot>`` nodes, so a 512-node job's NodeList is hundreds of ranges);
+- ``compact``: :func:`reliability.testing.synthetic_sacct` (contiguous placement, short lists,
+  with ``.batch`` / ``.extern`` / ``.0`` steps).
+
+Then, for each, runs in fresh subprocesses, taking turns round by round (the machine is
+shared: compare ratios of one run, not absolute times): ``read_sacct(path, tz="UTC")`` and the
+bare ``polars.read_csv(path, separator="|")``; prints each time and their ratio (target of
+issue 39: within 3x on fragmented lists, 2.5x on compact ones). With ``--profile`` one more
+run of read_sacct under cProfile gives the share of ``hostlist.node_lists`` (and of its parts)
+in read_sacct's time. ``--code DIR`` reads the package from another tree; ``--baseline DIR`` also runs read_sacct
+from DIR in every round (a before / after comparison on the same files, in the same rounds).
+
+Measured with ``--repeat 3 --baseline <d1c575d checkout>`` (2 cores shared with other jobs,
+load 2-5: the floor itself varies 0.11-0.24 s at 200k; read_sacct / floor, fastest of each):
+
+============================================  =============  ============  ==============
+export                                        before         after         after / before
+============================================  =============  ============  ==============
+fragmented 200k (100k distinct, 212 chars)    31.5x          16.0x         0.51x
+fragmented 200k, ``--tile 10`` (issue 39)     6.9x           5.7x          0.83x
+fragmented 1M, ``--tile 10`` (``--repeat 2``) 9.4x           6.4x          0.69x
+compact 200k (665k records)                   2.65x          2.67x         1.01x
+compact 1M (3.3M records)                     1.6-2.4x       2.5-2.6x      noise: node_lists
+                                                                           0.19 s both (A/B)
+============================================  =============  ============  ==============
+
+cProfile after: node_lists is 81% of read_sacct on the untiled fragmented export, 54% on the
+tiled one and 17% on the compact one (before: 92%, 57%, 22%).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+WORK = HERE / "_work"
+
+CHILD = r"""
+import json, sys, time
+sys.path.insert(0, sys.argv[3])
+method, path = sys.argv[1], sys.argv[2]
+import polars as pl
+from reliability.ingest import read_sacct
+from reliability.ingest import hostlist
+
+t = time.perf_counter()
+if method == "ours":
+    r = read_sacct(path, tz="UTC")
+    rows = r.tables["jobs"].height + r.tables["job_steps"].height
+    names = int(r.tables["jobs"].get_column("nodes").list.len().sum())
+elif method == "floor":
+    rows, names = pl.read_csv(path, separator="|").height, 0
+elif method == "profile":
+    import cProfile, pstats
+    prof = cProfile.Profile()
+    prof.enable()
+    r = read_sacct(path, tz="UTC")
+    prof.disable()
+    rows = r.tables["jobs"].height + r.tables["job_steps"].height
+    names = 0
+    cum = {}
+    for (file, line, fn), (cc, nc, tt, ct, callers) in pstats.Stats(prof).stats.items():
+        if file.endswith("hostlist.py") or fn == "read_sacct":
+            cum[fn] = max(cum.get(fn, 0.0), ct)
+secs = time.perf_counter() - t
+out = {"secs": secs, "rows": rows, "names": names}
+if method == "profile":
+    out["cum"] = cum
+print(json.dumps(out))
+"""
+
+
+def run_once(method: str, path: Path, code: str) -> dict:
+    """One fresh-process run of ``method`` on ``path`` with the package of tree ``code``."""
+    out = subprocess.run([sys.executable, "-c", CHILD, method, str(path), code], check=True,
+                         capture_output=True, text=True)  # fmt: skip
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def export(kind: str, attempts: int, seed: int, tile: int = 1) -> Path:
+    """The cached export of ``kind`` (written the first time).
+
+    ``tile`` > 1 (fragmented only): a fragmented export of ``attempts / tile`` attempts (on a
+    smaller fleet: shorter lists), repeated ``tile`` times with new job ids (as issue 39's
+    measurement: each node list stands for ``tile`` jobs).
+    """
+    WORK.mkdir(exist_ok=True)
+    if tile > 1:
+        path = WORK / f"frag_{attempts}_{seed}_tiled{tile}.psv"
+        if not path.exists():
+            head, *lines = export(kind, attempts // tile, seed).read_text().splitlines(True)
+            out = [head]
+            for t in range(tile):
+                for line in lines:
+                    jid, name, _, rest = line.split("|", 3)
+                    new = str(int(jid) + t * len(lines))
+                    out.append(f"{new}|{name}|{new}|{rest}")
+            path.write_text("".join(out))
+        return path
+    if kind == "compact":
+        path = WORK / f"sacct_{attempts}_{seed}.psv"
+        if not path.exists():
+            sys.path[:0] = [str(HERE.parent)]
+            from reliability.testing import synthetic_sacct
+
+            synthetic_sacct(path, attempts, seed=seed, n_nodes=2000)
+        return path
+    folder = WORK / f"frag_{attempts}_{seed}"
+    path = folder / "sacct.psv"
+    if not path.exists():
+        sys.path[:0] = [str(HERE), str(HERE.parent), str(HERE.parent / "tests")]
+        from bench_stages import write_fragmented
+
+        write_fragmented(folder, attempts, seed)
+    return path
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--attempts", type=int, default=200_000, help="allocation records")
+    ap.add_argument("--seed", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=1, help="rounds; each method once per round")
+    ap.add_argument("--kinds", nargs="+", choices=("fragmented", "compact"),
+                    default=["fragmented", "compact"])  # fmt: skip
+    ap.add_argument("--tile", type=int, default=1,
+                    help="fragmented: attempts/TILE attempts repeated TILE times (issue 39's form)")  # fmt: skip
+    ap.add_argument("--profile", action="store_true", help="node_lists' share (cProfile)")
+    ap.add_argument("--code", default=str(HERE.parent), help="read the package from this tree")
+    ap.add_argument("--baseline", default="",
+                    help="also run read_sacct from this tree in each round (before / after)")  # fmt: skip
+    args = ap.parse_args()
+    import polars as pl
+
+    print(f"code from {args.code}")
+    for kind in args.kinds:
+        t = time.perf_counter()
+        path = export(kind, args.attempts, args.seed, args.tile if kind == "fragmented" else 1)
+        made = time.perf_counter() - t
+        nl = pl.read_csv(path, separator="|", columns=["NodeList"], infer_schema=False)
+        ln = nl["NodeList"].str.len_chars()
+        print(f"\n{kind}: {path.name}, {path.stat().st_size / 2**20:,.0f} MiB, {nl.height:,} "
+              f"records, NodeList {ln.mean():.0f} chars on average, up to {ln.max():,} "
+              f"({nl['NodeList'].n_unique():,} distinct; ready in {made:.1f} s)")  # fmt: skip
+        rounds: dict[str, list[dict]] = {"floor": [], "ours": []}
+        if args.baseline:
+            rounds["before"] = []
+        for _ in range(args.repeat):
+            for method in rounds:
+                code = args.baseline if method == "before" else args.code
+                rounds[method].append(
+                    run_once("ours" if method == "before" else method, path, code)
+                )
+        floor = min(r["secs"] for r in rounds["floor"])
+        ours = min(r["secs"] for r in rounds["ours"])
+        paired = [
+            o["secs"] / f["secs"] for o, f in zip(rounds["ours"], rounds["floor"], strict=True)
+        ]
+        print(f"  polars.read_csv floor {floor:6.2f} s   read_sacct {ours:6.2f} s   "
+              f"({rounds['ours'][0]['rows']:,} rows, {rounds['ours'][0]['names']:,} job host names)")  # fmt: skip
+        print(f"  read_sacct / floor: {ours / floor:.2f}x (fastest / fastest); each round: "
+              + ", ".join(f"{x:.2f}x" for x in paired)
+              + f" (median {statistics.median(paired):.2f}x)")  # fmt: skip
+        if args.baseline:
+            before = min(r["secs"] for r in rounds["before"])
+            paired_b = [
+                b["secs"] / f["secs"]
+                for b, f in zip(rounds["before"], rounds["floor"], strict=True)
+            ]
+            print(f"  baseline ({args.baseline}) read_sacct {before:6.2f} s: {before / floor:.2f}x the "
+                  "floor; each round: " + ", ".join(f"{x:.2f}x" for x in paired_b)
+                  + f" (median {statistics.median(paired_b):.2f}x); after / before "
+                  f"{ours / before:.2f}x")  # fmt: skip
+        if args.profile:
+            p = run_once("profile", path, args.code)
+            total = p["cum"].get("read_sacct", p["secs"])
+            print(f"  cProfile: read_sacct {total:.2f} s; "
+                  + ", ".join(f"{fn} {s:.2f} s ({s / total:.0%})"
+                              for fn, s in sorted(p["cum"].items(), key=lambda x: -x[1])
+                              if fn != "read_sacct" and s >= 0.01 * total))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

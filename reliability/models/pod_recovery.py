@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from reliability import references as ref
 from reliability._result import Result
 from reliability.models.availability import LINKS_PER_CUBE, N_OCS
 from reliability.topology import HOSTS_PER_CUBE
@@ -76,9 +77,9 @@ class RecoveryComparison(Result):
 def recovery_paths(
     n_cubes: int,
     *,
-    machine_rate_per_day: float = 0.0008,
-    ici_rate_per_day: float = 0.00005,
-    ocs_rate_per_day: float = 0.0004,
+    machine_rate_per_day: float = ref.MACHINE_FAILURES_PER_DAY.value,
+    ici_rate_per_day: float = ref.ICI_CABLE_FAILURES_PER_DAY.value,
+    ocs_rate_per_day: float = ref.OCS_FAILURES_PER_DAY.value,
     ckpt_interval_h: float = 1.0,
     reconfigure_downtime_h: float = 10.0 / 60.0,
     ocs_repair_h: float = 6.0 * math.exp(0.8**2 / 2),

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from reliability import references as ref
 from reliability._result import Result
 from reliability.sim.config import check_days
 from reliability.sim.pod_jobs import PodJobConfig, simulate_pod_jobs
@@ -38,9 +39,9 @@ __all__ = ["PodConfig", "PodFailureConfig", "PodResult", "load_pod_preset", "sim
 class PodFailureConfig:
     """Component failure, maintenance and repair processes (rates are per component per day)."""
 
-    machine_rate_per_day: float = 0.0008
-    ici_rate_per_day: float = 0.00005
-    ocs_rate_per_day: float = 0.0004
+    machine_rate_per_day: float = ref.MACHINE_FAILURES_PER_DAY.value
+    ici_rate_per_day: float = ref.ICI_CABLE_FAILURES_PER_DAY.value
+    ocs_rate_per_day: float = ref.OCS_FAILURES_PER_DAY.value
     weekly_amplitude: float = 0.35
     burst_probability_per_day: float = 0.02
     burst_multiplier: float = 3.0

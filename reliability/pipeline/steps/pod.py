@@ -206,7 +206,7 @@ def pod(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> PodAnalysis:
         )
         curves.append(c.filter(pl.col("mode") == mode).with_columns(pod=pl.lit(name)))
     v4 = next((m for m, p in zip(measured, pods["pod"], strict=True) if p == "tpuv4"), None)
-    ref_host = v4.host_availability if v4 is not None else 0.9896
+    ref_host = v4.host_availability if v4 is not None else ref.FIG1_HOST_AVAILABILITY.value
     if host_setting != "measured":
         ref_host = float(host_setting)
     # the headline is the plotted curve's point: hosts, and the pod's measured links and OCS
@@ -227,8 +227,8 @@ def pod(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> PodAnalysis:
         )
     rec = recovery_paths(
         50,
-        machine_rate_per_day=r.get("machine", 0.0008),
-        ici_rate_per_day=r.get("ici_link", 0.00005),
+        machine_rate_per_day=r.get("machine", ref.MACHINE_FAILURES_PER_DAY.value),
+        ici_rate_per_day=r.get("ici_link", ref.ICI_CABLE_FAILURES_PER_DAY.value),
         ocs_rate_per_day=r.get("ocs", 0.0004),
         ckpt_interval_h=cfg.analysis.ckpt_interval_h,
     )

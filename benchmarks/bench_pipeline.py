@@ -1,0 +1,120 @@
+"""The whole pipeline on a fragmented export: every stage's time, its growth, and peak memory.
+
+    python benchmarks/bench_pipeline.py [--sizes 10000 100000] [--million] [--work DIR]
+
+Each size is :func:`bench_stages.write_fragmented`'s export (random placement: a 512-node job's
+NodeList is hundreds of ranges; sacct, sacctmgr events, kernel Xid logs; nothing from
+``reliability.sim``), run through a pipeline file the way a user runs their own cluster
+(``pipelines/slurm-export.toml``'s shape: ingest, attribution, MTTF, rates, workload, node
+health, ETTR, the planner, signals, lemons, fleets, component lifetimes, report), each size in
+a fresh process so its peak resident memory is its own.
+
+It prints per size: each stage's wall time, the total, the growth per 10x of data, the bare
+``polars.read_csv`` parse of the same sacct file measured in the same process (the floor the
+ingest ratio is against), and the peak RSS. The machine may be shared: compare ratios within
+a run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+CHILD = r"""
+import json, resource, sys, time
+from pathlib import Path
+sys.path[:0] = [sys.argv[1], sys.argv[1] + "/tests", sys.argv[1] + "/benchmarks"]
+import polars as pl
+from bench_stages import write_fragmented
+from reliability.pipeline import run_pipeline
+
+work, attempts, seed = Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+t = time.perf_counter()
+x = write_fragmented(work / "raw", attempts, seed)
+gen = time.perf_counter() - t
+t = time.perf_counter()
+pl.read_csv(x["sacct"], separator="|", infer_schema=False, quote_char=None)
+floor = time.perf_counter() - t
+kernel = {}
+for p, year in x["kernel"]:
+    kernel.setdefault(year, []).append(str(p))
+toml = [
+    '[pipeline]', 'name = "bench"', f'out = "{work / "out"}"',
+    '[[inputs]]', 'kind = "files"', 'reader = "slurm"', f'paths = ["{x["sacct"]}"]', 'tz = "UTC"',
+    '[[inputs]]', 'kind = "files"', 'reader = "events"', f'paths = ["{x["events"]}"]', 'tz = "UTC"',
+]
+for year, paths in sorted(kernel.items()):
+    toml += ['[[inputs]]', 'kind = "files"', 'reader = "kernel"', f'paths = {json.dumps(paths)}',
+             'cluster = "bench"', 'tz = "UTC"', f'options = {{ year = {year} }}']
+toml += ['[analysis]', 'min_gpus = 129']
+(work / "p.toml").write_text("\n".join(toml) + "\n")
+lines = []
+t = time.perf_counter()
+run_pipeline(work / "p.toml", progress=lines.append)
+total = time.perf_counter() - t
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+print(json.dumps({"lines": lines, "total": total, "floor": floor, "gen": gen,
+                  "rss_mib": rss, "children_rss_mib": kids, "n_nodes": x["n_nodes"],
+                  "sacct_mib": x["sacct"].stat().st_size / 2**20}))
+"""
+
+_STAGE = re.compile(r"\] (\S+)\s+(?:ran|cached|wrote)\D*?([\d.]+) s")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    ap.add_argument("--million", action="store_true", help="add 1,000,000 attempts")
+    ap.add_argument("--seed", type=int, default=3)
+    ap.add_argument("--work", type=Path, default=None)
+    args = ap.parse_args()
+    sizes = sorted({*args.sizes, *([1_000_000] if args.million else [])})
+    work = args.work or Path(tempfile.mkdtemp(prefix="bench_pipeline_"))
+    print(f"work folder {work}")
+    runs = {}
+    for n in sizes:
+        folder = work / f"p-{n}"
+        folder.mkdir(parents=True, exist_ok=True)
+        out = subprocess.run(
+            [sys.executable, "-c", CHILD, str(ROOT), str(folder), str(n), str(args.seed)],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        if out.returncode:
+            sys.exit(f"{n:,} attempts failed:\n{out.stderr[-3000:]}")
+        r = json.loads(out.stdout.strip().splitlines()[-1])
+        r["stages"] = {
+            m.group(1): float(m.group(2)) for ln in r["lines"] if (m := _STAGE.search(ln))
+        }
+        runs[n] = r
+        print(
+            f"{n:>10,} attempts on {r['n_nodes']:,} nodes ({r['sacct_mib']:.0f} MiB sacct): pipeline "
+            f"{r['total']:.1f} s, sacct floor {r['floor']:.2f} s, peak RSS {r['rss_mib']:,.0f} MiB "
+            f"(background stages {r['children_rss_mib']:,.0f} MiB)"
+        )
+    names = list(dict.fromkeys(s for r in runs.values() for s in r["stages"]))
+    head = f"{'stage':<16}" + "".join(f"{n:>14,}" for n in sizes) + "   growth per 10x"
+    print("\n" + head)
+    for s in [*names, "total"]:
+        vals = [runs[n]["total"] if s == "total" else runs[n]["stages"].get(s) for n in sizes]
+        cells = "".join(f"{v:>13.2f}s" if v is not None else f"{'-':>14}" for v in vals)
+        growth = []
+        pairs = list(zip(sizes, vals, strict=True))
+        for (a, va), (b, vb) in itertools.pairwise(pairs):
+            if va and vb and va > 0.05:
+                growth.append(f"x{(vb / va) ** (1 / math.log10(b / a)):.1f}")
+        print(f"{s:<16}{cells}   {' '.join(growth)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -82,3 +82,40 @@ def test_a_signal_on_a_node_that_never_failed_a_job_has_no_lift_and_says_so():
     assert "None" not in text
     assert "nan" not in text
     s._repr_html_()
+
+
+def test_covering_pairs_equal_the_join_on_the_node():
+    """The day-binned match finds exactly the (event, run) pairs of the plain join on the node
+    filtered by start <= t <= end (random runs of minutes to 9 days, events at any time,
+    boundaries included)."""
+    from datetime import UTC, datetime, timedelta
+
+    import numpy as np
+
+    from reliability.models.signals import _covering
+
+    rng = np.random.default_rng(11)
+    t0 = datetime(2025, 1, 1, tzinfo=UTC)
+    n_runs, n_ev = 3000, 2000
+    start = [t0 + timedelta(seconds=float(x)) for x in rng.uniform(0, 40 * 86400, n_runs)]
+    length = rng.choice([60.0, 3600.0, 86400.0, 9 * 86400.0], n_runs) * rng.uniform(0.1, 1, n_runs)
+    runs = pl.DataFrame({
+        "cluster": "c", "node": [f"n{i}" for i in rng.integers(0, 40, n_runs)], "start": start,
+        "end": [s + timedelta(seconds=float(d)) for s, d in zip(start, length, strict=True)],
+        "abnormal": rng.random(n_runs) < 0.3,
+    })  # fmt: skip
+    times = [t0 + timedelta(seconds=float(x)) for x in rng.uniform(0, 45 * 86400, n_ev)]
+    times[:10] = runs["start"][:10].to_list()  # on a run's start and end exactly
+    times[10:20] = runs["end"][:10].to_list()
+    nodes = [f"n{i}" for i in rng.integers(0, 40, n_ev)]
+    nodes[:10] = runs["node"][:10].to_list()  # the runs those boundary times belong to
+    nodes[10:20] = runs["node"][:10].to_list()
+    ev = pl.DataFrame({"cluster": "c", "node": nodes, "t": times}).with_row_index("_e")
+    got = _covering(ev, runs).sort("_e", "start", "end")
+    ref = (
+        ev.join(runs, on=["cluster", "node"])
+        .filter((pl.col("start") <= pl.col("t")) & (pl.col("end") >= pl.col("t")))
+        .sort("_e", "start", "end")
+    )
+    assert got.height == ref.height > 100
+    assert got.select(ref.columns).equals(ref)

@@ -345,14 +345,38 @@ def test_headline_values_equal_direct_calls(tiny):
     closed_form_h = 24.0 / ((largest / per_node) * m.rate_.rate)  # 1/(N r_f), r_f per day
     assert _hours(mttf_card) == pytest.approx(closed_form_h, rel=0.01)
 
-    p = plan(largest, m, a.target_ettr, restart_h=a.restart_h, gpus_per_node=per_node)
+    # planned with the queue wait after an interruption the logs measured (recovery_costs is
+    # checked against hand-built histories in test_recovery_cost)
+    from reliability.models import recovery_costs
+
+    costs = recovery_costs(jobs, observation_end=end)
+
+    def queue_h(n: int) -> float:
+        return costs.queue_h_for(n)[0] or 0.0
+
+    p = plan(
+        largest,
+        m,
+        a.target_ettr,
+        restart_h=a.restart_h,
+        gpus_per_node=per_node,
+        queue_h=queue_h(largest),
+    )
     assert p.recommended_interval_h is not None
     ck = cards[f"Checkpoint at {largest:,} GPUs"][0]
     assert _hours(ck) == pytest.approx(p.recommended_interval_h, rel=0.01)
     # the action list gives the interval for every planned size, each equal to plan()'s
     actions = re.search(r"Checkpoint at least: (.*?)<", doc).group(1)
     for n, interval in re.findall(r"([\d,]+) GPUs every ([^;]+)", actions):
-        q = plan(int(n.replace(",", "")), m, a.target_ettr, restart_h=a.restart_h)
+        size = int(n.replace(",", ""))
+        q = plan(
+            size,
+            m,
+            a.target_ettr,
+            restart_h=a.restart_h,
+            gpus_per_node=per_node,
+            queue_h=queue_h(size),
+        )
         assert _hours(interval) == pytest.approx(q.recommended_interval_h, rel=0.01), n
 
     # lemon nodes: the statistical test by default, the same as a direct call

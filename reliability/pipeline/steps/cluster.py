@@ -469,9 +469,24 @@ def checkpoint_plan(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> Ch
             "(the largest GPU job) or lower to estimate it from smaller jobs"
         )
         return CheckpointPlan(sizes=empty, plans=[], refusal=why, **common)
-    plans, rows = [], []
+    costs = _recovery_costs(deps)
+    plans, rows, queue_notes = [], [], []
     for n in sizes:
-        p = plan(n, m, a.target_ettr, restart_h=a.restart_h, gpus_per_node=per_node)
+        # the wait after an interruption the logs measured at this size (or the nearest smaller):
+        # a plan that assumed none would promise an ETTR the cluster's queue cannot give
+        queue_h, why = costs.queue_h_for(n)
+        p = plan(
+            n,
+            m,
+            a.target_ettr,
+            restart_h=a.restart_h,
+            gpus_per_node=per_node,
+            queue_h=queue_h or 0.0,
+        )
+        if queue_h is not None:
+            queue_notes.append(
+                f"{n:,} GPUs: queue wait after an interruption {fmt_duration_h(queue_h)} ({why})"
+            )
         plans.append(p)
         mins = lambda h: None if h is None else 60.0 * h  # noqa: E731
         rows.append(
@@ -487,7 +502,11 @@ def checkpoint_plan(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> Ch
             }
         )
     notes = list(dict.fromkeys(n for p in plans for n in p.notes))
-    recovery, strategies, more = _strategies(cfg, deps, plans[-1])
+    if queue_notes:
+        notes.append("planned with the measured queue waits: " + "; ".join(queue_notes))
+    else:
+        notes.append("no rerun after a hardware interruption was seen: planned with no queue wait")
+    recovery, strategies, more = _strategies(cfg, deps, plans[-1], costs)
     return CheckpointPlan(
         sizes=pl.DataFrame(rows, schema=schema),
         plans=plans,
@@ -514,21 +533,27 @@ def next_scale(n_gpus: int) -> int:
     return 1 << int(n_gpus).bit_length()
 
 
-def _strategies(
-    cfg: PipelineConfig, deps: dict[str, Any], big: PlanResult
-) -> tuple[RecoveryCosts, list[StrategyComparison], list[str]]:
-    """Measure recovery costs and compare the recovery strategies at the largest size and the next."""
-    from reliability.models import compare_strategies, recovery_costs
-    from reliability.models.strategies import DEFAULT_REPAIR_H
+def _recovery_costs(deps: dict[str, Any]) -> RecoveryCosts:
+    """Measure what recovery costs today: queue waits after hardware interruptions, repair spells."""
+    from reliability.models import recovery_costs
 
-    a = cfg.analysis
     attribution = deps["attribution"]
-    per_node = attribution.gpus_per_node
-    costs = recovery_costs(
+    return recovery_costs(
         attribution.jobs,
         node_health=deps.get("node_health"),
         observation_end=attribution.observation_end,
     )
+
+
+def _strategies(
+    cfg: PipelineConfig, deps: dict[str, Any], big: PlanResult, costs: RecoveryCosts
+) -> tuple[RecoveryCosts, list[StrategyComparison], list[str]]:
+    """Compare the recovery strategies at the largest size and the next, at the measured costs."""
+    from reliability.models import compare_strategies
+    from reliability.models.strategies import DEFAULT_REPAIR_H
+
+    a = cfg.analysis
+    per_node = deps["attribution"].gpus_per_node
     notes: list[str] = []
     out = []
     for n in (big.n_gpus, next_scale(big.n_gpus)):

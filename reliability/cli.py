@@ -486,12 +486,22 @@ def _mtime_hint(outcome: IngestOutcome) -> None:
 MTIME_PLAUSIBLE = timedelta(hours=6)
 
 
+def _check_window(args: argparse.Namespace) -> None:
+    """Refuse an attribution window that is not a finite number of minutes >= 0, naming the flag."""
+    import math
+
+    for flag, value in (("--before-min", args.before_min), ("--after-min", args.after_min)):
+        if not (math.isfinite(value) and value >= 0):
+            raise ReliabilityError(f"{flag}: expected a number of minutes >= 0, got {value:g}")
+
+
 def _analyze(args: argparse.Namespace) -> int:
     from reliability._atomic import write_parquet_atomic
 
     bad = [c for c in args.requeue_exit_codes if not 0 <= c <= 255]
     if bad:
         raise ReliabilityError(f"--requeue-exit-codes: exit codes are 0-255, got {bad}")
+    _check_window(args)
     ds = _dataset(args.dataset)
     if args.gpus_per_node is not None and args.gpus_per_node < 1:
         raise ReliabilityError(
@@ -559,6 +569,7 @@ def _compare_fleets(args: argparse.Namespace) -> int:
         raise ReliabilityError(
             f"--gpus-per-node: expected an integer >= 1, got {args.gpus_per_node}"
         )
+    _check_window(args)
     ds = _dataset(args.dataset)
     rules = ReasonRules.from_file(args.reasons) if args.reasons else None
     a = attribute(

@@ -492,3 +492,19 @@ def test_an_os_error_blames_a_path_argument_not_a_name(tmp_path, capsys, monkeyp
     assert code == 2
     assert err.startswith("error: --out small/sim")
     assert "--preset" not in err
+
+
+@pytest.mark.parametrize("command", ["analyze", "compare"])
+@pytest.mark.parametrize(
+    ("flag", "value"), [("--before-min", "inf"), ("--after-min", "nan"), ("--before-min", "-5")]
+)
+def test_attribution_window_is_refused_by_its_flag(tmp_path, capsys, command, flag, value):
+    """A window of inf / nan / negative minutes: the flag named, no traceback (was an
+    OverflowError, or Python's argument names)."""
+    from reliability import Dataset
+
+    Dataset(tmp_path / "ds")
+    assert main([command, str(tmp_path / "ds"), flag, value]) == 2
+    err = capsys.readouterr().err
+    assert f"{flag}: expected a number of minutes >= 0" in err
+    assert "Traceback" not in err

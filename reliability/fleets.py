@@ -347,7 +347,7 @@ FLEETS: tuple[Fleet, ...] = (
         headline="678 unexpected interruptions at 32K GPUs (period not given); "
         "2.3 per 1000 servers per day; MTBF 18 min measured at about 100K GPUs",
         caveat=_JOB + "; the period of the 678 is not given, so the rate is the printed one "
-        "without an interval; the 18-min MTBF at ~98K GPUs is about 3x what 2.3 per 1000 "
+        "without an interval; the 18-min MTBF measured at ~98K GPUs is about a third of the 51 min that 2.3 per 1000 "
         "server-days projects there",
     ),
     Fleet(

@@ -300,3 +300,18 @@ def test_compare_without_failures_gives_your_upper_bound():
             side = "above" if low > yours["ci_high"] else "within"
             assert r["versus_yours"].startswith(side), r["fleet"]
     assert "upper bound" in str(c)
+
+
+def test_a_job_smaller_than_a_node_is_projected_on_one_node_everywhere():
+    """A 2-GPU job fails when its node fails: your row and each fleet's use one whole node
+    (Llama 3: 24 h / (1 node x 419/110,592), not half a node), as 1/(N r_f) does."""
+    rng = np.random.default_rng(5)
+    jobs, end = job_histories(rng, days=60, rate_per_node_day=0.02, slots=6, nodes_per_job=1)
+    jobs = jobs.with_columns(n_accelerators=pl.lit(2, jobs.schema["n_accelerators"]))
+    c = compare_fleets(jobs, min_gpus=1, observation_end=end)
+    assert c.largest_gpus == 2
+    m = c.mttf.filter(pl.col("fleet") == "Llama 3 405B pre-training").row(0, named=True)
+    assert m["mttf_h"] == pytest.approx(24 / (LLAMA3_K / (LLAMA3_NODES * LLAMA3_DAYS)), rel=1e-9)
+    # Delta H100 nodes hold 4 GPUs: a 2-GPU job sees the node's 4 GPUs' errors
+    d = c.mttf.filter(pl.col("fleet").str.starts_with("NCSA Delta H100")).row(0, named=True)
+    assert d["mttf_h"] == pytest.approx(88768 / 4, rel=1e-9)

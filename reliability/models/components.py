@@ -193,6 +193,11 @@ def component_reliability(
             observation_end=end,
             alpha=alpha,
         )
+    # what each fit could not estimate, or left out, and why (e.g. components that fail the
+    # moment they enter service have no lifetime to fit)
+    for part in (lifetimes, interfailure):
+        if part is not None:
+            notes += [n for n in part.notes if n not in notes]
     return ComponentReliability(
         lifetimes=lifetimes, interfailure=interfailure, observation_end=end, notes=notes
     )

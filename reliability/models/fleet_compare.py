@@ -435,13 +435,17 @@ def compare_fleets(
             if per_gpu is None or per_gpu <= 0:
                 continue
             lo, hi = row["gpu_ci_low"], row["gpu_ci_high"]
+            # a job on part of a node fails when the node does: at least one of the fleet's
+            # nodes, as for your own row (1/(N r_f) with N >= 1 node)
+            per_node = row["rate_per_node_day"]
+            n_eff = max(largest, round(per_node / per_gpu)) if per_node else largest
             mttf_rows.append(
                 {
                     "fleet": row["fleet"],
                     "n_gpus": largest,
-                    "mttf_h": float(mttf_h(largest, per_gpu, 1)),
-                    "mttf_h_low": float(mttf_h(largest, hi, 1)) if hi else None,
-                    "mttf_h_high": float(mttf_h(largest, lo, 1)) if lo else None,
+                    "mttf_h": float(mttf_h(n_eff, per_gpu, 1)),
+                    "mttf_h_low": float(mttf_h(n_eff, hi, 1)) if hi else None,
+                    "mttf_h_high": float(mttf_h(n_eff, lo, 1)) if lo else None,
                     "basis": "projected at its rate",
                     "caveat": row["caveat"],
                 }

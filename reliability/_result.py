@@ -161,13 +161,15 @@ def fmt_duration_h(h: float | None) -> str:
     Returns
     -------
     str
-        E.g. ``"42 s"``, ``"3.5 min"``, ``"7.2 h"``, ``"12.0 days"``, ``"2.1 years"``;
+        E.g. ``"1.6 s"``, ``"42 s"``, ``"3.5 min"``, ``"7.2 h"``, ``"12.0 days"``, ``"2.1 years"``;
         ``MISSING`` for None or a non-finite value.
     """
     if h is None or not math.isfinite(h):
         return MISSING
     if h < 0.5 / 3600.0:
         return "under 1 s"
+    if h < 10.0 / 3600.0:  # 1.6 s, not 2 s: a rounded-up lower bound would overstate it
+        return f"{3600 * h:.1f} s"
     if h < 1.0 / 60.0:
         return f"{3600 * h:.0f} s"
     if h < 2.0:

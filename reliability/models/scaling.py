@@ -349,7 +349,7 @@ def check_scaling(
     else:
         notes.append(
             f"1/N not testable: {fmt_num(total, 0)} failures over {len(k)} size buckets with exposure "
-            f"(needs {MIN_FAILURES_FOR_SCALING} over 2)"
+            f"(the goodness of fit needs {MIN_FAILURES_FOR_SCALING} over 2 buckets)"
         )
     slope = slope_ci = None
     valid = glm is not None and bool(glm.get("valid", False))
@@ -444,7 +444,8 @@ def _verdict(
     if not testable:
         return (
             f"Whether MTTF ∝ 1/N holds cannot be tested here: {fmt_num(total, 0)} hardware failures over "
-            f"{n_points} size buckets (needs {MIN_FAILURES_FOR_SCALING} over 2)."
+            f"{n_points} size buckets (the goodness of fit needs {MIN_FAILURES_FOR_SCALING} over 2 buckets; "
+            "the GLM slope, 3)."
         )
     lo, hi = ci
     slope_txt = ""

@@ -119,3 +119,72 @@ def test_covering_pairs_equal_the_join_on_the_node():
     )
     assert got.height == ref.height > 100
     assert got.select(ref.columns).equals(ref)
+
+
+def _firings_by_definition(events, k, span_h):
+    """ "k events within span_h on a node fires, then re-arms": per node, in time order."""
+    from datetime import timedelta
+
+    out = []
+    for (cluster, node), part in events.sort("t").group_by("cluster", "node", maintain_order=True):
+        window = []
+        for t in part["t"].to_list():
+            window = [x for x in window if t - x <= timedelta(hours=span_h)] + [t]
+            if len(window) >= k:
+                out.append((cluster, node, t))
+                window = []
+    return sorted(out)
+
+
+@pytest.mark.parametrize(("k", "span_h"), [(1, 1.0), (2, 1.0), (3, 24.0), (2, 0.5)])
+def test_firings_follow_the_rule(k, span_h):
+    from datetime import UTC, datetime, timedelta
+
+    import numpy as np
+
+    from reliability.models.signals import _firings
+
+    rng = np.random.default_rng(k * 10 + int(span_h))
+    t0 = datetime(2025, 1, 1, tzinfo=UTC)
+    n = 3000
+    ev = pl.DataFrame({
+        "cluster": rng.choice(["a", "b"], n), "node": [f"n{i}" for i in rng.integers(0, 30, n)],
+        "t": [t0 + timedelta(minutes=float(x)) for x in np.cumsum(rng.exponential(20, n))],
+    }).sort("cluster", "node", "t")  # fmt: skip
+    got = sorted(_firings(ev, k, span_h).iter_rows())
+    assert got == _firings_by_definition(ev, k, span_h)
+    assert len(got) > 10
+
+
+def test_union_length_of_intervals_per_node():
+    """The union of overlapping, nested and touching intervals, against a sweep by hand."""
+    from datetime import UTC, datetime, timedelta
+
+    import numpy as np
+
+    from reliability.models.signals import _union_s
+
+    rng = np.random.default_rng(4)
+    t0 = datetime(2025, 1, 1, tzinfo=UTC)
+    n = 2000
+    start = rng.uniform(0, 10 * 86400, n)
+    length = rng.exponential(3600, n)
+    iv = pl.DataFrame({
+        "cluster": rng.choice(["a", "b"], n), "node": [f"n{i}" for i in rng.integers(0, 25, n)],
+        "s": [t0 + timedelta(seconds=float(x)) for x in start],
+        "e": [t0 + timedelta(seconds=float(x + d)) for x, d in zip(start, length, strict=True)],
+    })  # fmt: skip
+    got = {(c, nd): v for c, nd, v in _union_s(iv).iter_rows()}
+    for (c, nd), part in iv.group_by("cluster", "node"):
+        spans = sorted(zip(part["s"].to_list(), part["e"].to_list(), strict=True))
+        total, cur_s, cur_e = 0.0, None, None
+        for s, e in spans:
+            if cur_e is None or s > cur_e:
+                if cur_e is not None:
+                    total += (cur_e - cur_s).total_seconds()
+                cur_s, cur_e = s, e
+            else:
+                cur_e = max(cur_e, e)
+        total += (cur_e - cur_s).total_seconds()
+        assert got[(c, nd)] == pytest.approx(total, abs=1e-6)
+    assert len(got) == iv.select("cluster", "node").unique().height

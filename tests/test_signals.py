@@ -188,3 +188,29 @@ def test_union_length_of_intervals_per_node():
         total += (cur_e - cur_s).total_seconds()
         assert got[(c, nd)] == pytest.approx(total, abs=1e-6)
     assert len(got) == iv.select("cluster", "node").unique().height
+
+
+def test_union_length_when_node_and_time_do_not_pack_into_one_integer():
+    """Two centuries on 1,100 nodes: the start and the node number need more than 62 bits, so
+    the intervals are sorted on both columns; the lengths are the same as by hand."""
+    from datetime import UTC, datetime, timedelta
+
+    from reliability.models.signals import _union_s
+
+    t0 = datetime(1900, 1, 1, tzinfo=UTC)
+    rows = []
+    for i in range(1100):
+        node = f"n{i}"
+        rows += [
+            ("c", node, t0, t0 + timedelta(hours=2)),
+            ("c", node, t0 + timedelta(hours=1), t0 + timedelta(hours=3)),
+        ]
+    rows.append(
+        ("c", "n0", datetime(2150, 1, 1, tzinfo=UTC), datetime(2150, 1, 1, 0, 30, tzinfo=UTC))
+    )
+    iv = pl.DataFrame(rows, schema=["cluster", "node", "s", "e"], orient="row")
+    got = dict(
+        zip(*_union_s(iv).select("node", "len_s").to_dict(as_series=False).values(), strict=True)
+    )
+    assert got["n0"] == 3 * 3600 + 1800
+    assert all(got[f"n{i}"] == 3 * 3600 for i in range(1, 1100))

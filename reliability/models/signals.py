@@ -382,36 +382,43 @@ def _covering(ev: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
 
 
 def _union_s(iv: pl.DataFrame) -> pl.DataFrame:
-    """Per (cluster, node): total length [s] of the union of intervals ``s``-``e``."""
+    """Per (cluster, node): total length [s] of the union of intervals ``s``-``e``.
+
+    Sorted by start within each node, interval i adds ``max(0, e_i − max(s_i, m))`` to the
+    union, ``m`` the latest end before it on the node. The sort is on one integer (node
+    number and start packed into an int64) where they fit, and the sums are on the node
+    number: at a million attempts (29M (job, node) rows) the sort and grouping on the node
+    strings took most of the signal stage.
+    """
     if iv.height == 0:
         return pl.DataFrame(schema={"cluster": pl.String, "node": pl.String, "len_s": pl.Float64})
-    # sorted and windowed on an integer per (cluster, node), not on the strings: at a million
-    # attempts the string sort of tens of millions of (job, node) rows took most of the time
     key = (pl.col("cluster") + pl.lit("\x00") + pl.col("node")).cast(pl.Categorical).to_physical()
+    frame = iv.select(
+        _k=key.cast(pl.Int64), cluster="cluster", node="node",
+        s=pl.col("s").dt.epoch("us"), e=pl.col("e").dt.epoch("us"),
+    )  # fmt: skip
+    names = frame.select("_k", "cluster", "node").unique("_k")
+    frame = frame.drop("cluster", "node")
+    t0 = int(frame.get_column("s").min())
+    span_bits = max(int(frame.get_column("s").max()) - t0, 1).bit_length()
+    key_bits = max(int(frame.get_column("_k").max()), 1).bit_length()
+    if span_bits + key_bits <= 62:
+        order = pl.col("_k") * (1 << span_bits) + (pl.col("s") - t0)
+        frame = frame.sort(order)
+    else:
+        frame = frame.sort("_k", "s")
+    prev = pl.col("e").cum_max().shift(1).over("_k")
     return (
-        iv.with_columns(_k=key)
-        .sort("_k", "s")
-        .with_columns(prev=pl.col("e").cum_max().shift(1).over("_k"))
+        frame.with_columns(m=prev)
         .with_columns(
-            g=(pl.col("prev").is_null() | (pl.col("s") > pl.col("prev")))
-            .cast(pl.Int64)
-            .cum_sum()
-            .over("_k")
-        )
-        .group_by("_k", "g")
-        .agg(
-            pl.col("cluster").first(),
-            pl.col("node").first(),
-            s=pl.col("s").min(),
-            e=pl.col("e").max(),
+            add=pl.when(pl.col("m").is_null())
+            .then(pl.col("e") - pl.col("s"))
+            .otherwise((pl.col("e") - pl.max_horizontal("s", "m")).clip(lower_bound=0))
         )
         .group_by("_k")
-        .agg(
-            pl.col("cluster").first(),
-            pl.col("node").first(),
-            len_s=(pl.col("e") - pl.col("s")).dt.total_microseconds().sum().cast(pl.Float64) / 1e6,
-        )
-        .drop("_k")
+        .agg(len_s=pl.col("add").sum().cast(pl.Float64) / 1e6)
+        .join(names, on="_k")
+        .select("cluster", "node", "len_s")
     )
 
 

@@ -506,3 +506,27 @@ def test_plan_compare_counts_read_as_words(capsys):
     s = int(scipy_stats.poisson.ppf(0.99, 2048 * 6.5e-3 / 24 * 8000)) + 1
     assert f"{s:,} spare nodes" in out
     assert "more than the job's own 2,048 nodes" in out
+
+
+def test_plan_compare_repair_time_from_component_failures(tmp_path, capsys):
+    # no node states, two closed node repairs of 2 h and 6 h and one open: the mean is 4 h
+    f = tmp_path / "cf.csv"
+    f.write_text(
+        "component_type,component_id,failed_at,repaired_at\n"
+        "node,n1,2026-01-01T00:00:00Z,2026-01-01T02:00:00Z\n"
+        "node,n2,2026-01-02T00:00:00Z,2026-01-02T06:00:00Z\n"
+        "node,n3,2026-01-03T00:00:00Z,\n",
+        encoding="utf-8",
+    )
+    assert (
+        main(["ingest", "health", str(f), "--into", str(tmp_path / "ds"), "--cluster", "c1"]) == 0
+    )
+    capsys.readouterr()
+    args = ["plan", "--gpus", "1024", "--rate", "6.5e-3", "--dataset", str(tmp_path / "ds"),
+            "--target-ettr", "0.9", "--restart-min", "5", "--write-min", "1", "--compare-strategies"]  # fmt: skip
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "node repair time not given" not in out
+    assert "no closed repair spells in its node states" in out
+    assert "2 node failures (4.0 h)" in out
+    assert "repaired in 4.0 h on average" in out

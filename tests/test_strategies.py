@@ -298,6 +298,8 @@ def test_spares_hand_values():
     assert spares_needed(1.0, 1.0, 0.5) == 2
     assert spares_needed(1.0, 1.0, 0.9) == 3
     assert spares_needed(1.0, 1.0, 0.93) == 4
+    # m = rate x repair underflows to 0: nobody is ever in repair, one spare
+    assert spares_needed(1e-200, 1e-200, 0.999999) == 1
 
 
 def test_spares_for_a_huge_repair_time_return_fast_and_say_so():

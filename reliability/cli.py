@@ -200,7 +200,12 @@ def _parser() -> argparse.ArgumentParser:
         type=float,
         help="r_f, failures per node-day (e.g. 2.34e-3); required unless --dataset fits it",
     )
-    pl_.add_argument("--target-ettr", type=float, required=True)
+    pl_.add_argument(
+        "--target-ettr",
+        type=float,
+        required=True,
+        help="ETTR the job must reach: expected productive fraction of wall time, in (0, 1) (e.g. 0.9)",
+    )
     pl_.add_argument("--restart-min", type=float, help="restart overhead u0 [min]")
     pl_.add_argument("--write-min", type=float, default=0.0, help="blocking checkpoint write [min]")
     pl_.add_argument(
@@ -208,9 +213,17 @@ def _parser() -> argparse.ArgumentParser:
         type=float,
         help="queue wait per interruption [min] (default: measured with --dataset, else 0)",
     )
-    pl_.add_argument("--gpus-per-node", type=int, default=8)
     pl_.add_argument(
-        "--variant", default="renewal", help="ETTR form: renewal (exact), simplified, queue, hpca"
+        "--gpus-per-node",
+        type=int,
+        default=8,
+        help="GPUs per node (default 8): job nodes = GPUs / this",
+    )
+    pl_.add_argument(
+        "--variant",
+        default="renewal",
+        help="ETTR form: renewal (exact, default), simplified, queue, hpca, finite (finite needs a job "
+        "length, which plan does not take: refused)",
     )
     # recovery strategies (issue 36 §2)
     pl_.add_argument(
@@ -968,6 +981,10 @@ def _flags(args: argparse.Namespace) -> dict[str, str]:
 _IMPLAUSIBLE_RATE_PER_NODE_DAY = 0.1
 
 
+#: longest mean node repair --repair-hours accepts [h]: a year (a node out longer is gone)
+_LONGEST_REPAIR_H = 8766
+
+
 def _plan(args: argparse.Namespace) -> int:
     """``reliability plan``: its flags checked in the CLI's terms, then the planner."""
     import math
@@ -991,6 +1008,17 @@ def _plan(args: argparse.Namespace) -> int:
     if not 0.0 < args.target_ettr < 1.0:
         raise ReliabilityError(
             f"--target-ettr: expected a fraction in (0, 1) (e.g. 0.9), got {args.target_ettr:g}"
+        )
+    from reliability.models.ettr import VARIANTS
+
+    if args.variant not in VARIANTS:
+        raise ReliabilityError(
+            f"--variant: expected one of {', '.join(VARIANTS)}, got {args.variant!r}"
+        )
+    if args.variant == "finite":
+        raise ReliabilityError(
+            "--variant finite: needs the job's length, which plan does not take; use --variant renewal "
+            "(the long-job limit)"
         )
     for flag, v in (
         ("--restart-min", args.restart_min),
@@ -1074,7 +1102,14 @@ def _compare(
     """``plan --compare-strategies``: its flags checked in the CLI's terms, then the comparison."""
     import math
 
+    from reliability._result import fmt_duration_h, fmt_num
     from reliability.models import compare_strategies
+    from reliability.models.recovery_cost import component_repair_h
+    from reliability.models.strategies import (
+        DEFAULT_REPAIR_H,
+        SHORTEST_INTERVAL_H,
+        best_interval_h,
+    )
 
     if args.restart_min is None:
         raise ReliabilityError(
@@ -1100,6 +1135,11 @@ def _compare(
         )
     if args.peer_copies < 1:
         raise ReliabilityError(f"--peer-copies: expected at least 1, got {args.peer_copies}")
+    if args.repair_hours is not None and args.repair_hours > _LONGEST_REPAIR_H:
+        raise ReliabilityError(
+            f"--repair-hours: expected a mean node repair time of at most {_LONGEST_REPAIR_H:,} h (a year: "
+            f"a node out longer is gone, not in repair), got {args.repair_hours:g}"
+        )
     if not 0.0 < args.target_no_wait < 1.0:
         raise ReliabilityError(
             f"--target-no-wait: expected a probability in (0, 1), got {args.target_no_wait:g}"
@@ -1113,6 +1153,17 @@ def _compare(
         raise ReliabilityError(
             f"--replica-nodes: expected at most the job's {n_nodes:g} nodes, got {args.replica_nodes:g}"
         )
+    replicas = n_nodes / args.replica_nodes
+    if abs(replicas - round(replicas)) > 1e-9 * replicas:
+        raise ReliabilityError(
+            f"--replica-nodes: the job's {n_nodes:,g} nodes are not a whole number of replicas of "
+            f"{args.replica_nodes:g} node(s) ({replicas:,.1f}); pass a divisor of {n_nodes:,g}"
+        )
+    if round(replicas) >= 2 and args.peer_copies >= round(replicas):
+        raise ReliabilityError(
+            f"--peer-copies: expected fewer than the job's {round(replicas):,} replicas (the peers are "
+            f"other replicas' nodes), got {args.peer_copies:,}"
+        )
     if args.pool_nodes is not None and args.pool_nodes < n_nodes:
         raise ReliabilityError(
             f"--pool-nodes: expected at least the job's {n_nodes:g} nodes, got {args.pool_nodes:g}"
@@ -1122,12 +1173,41 @@ def _compare(
     elif result.recommended_interval_h is not None:
         interval_h, interval_basis = result.recommended_interval_h, "the planner's recommendation"
     else:
-        raise ReliabilityError(
-            "--compare-strategies: no checkpoint interval reaches the target; pass --interval-min (today's interval)"
+        interval_h, best = best_interval_h(
+            args.gpus,
+            result.rate_per_node_day,
+            args.restart_min / 60.0,
+            queue_h=queue_h,
+            ckpt_write_h=args.write_min / 60.0,
+            gpus_per_node=args.gpus_per_node,
         )
+        interval_basis = (
+            f"no interval reaches --target-ettr {args.target_ettr:g}: compared at "
+            f"{fmt_duration_h(interval_h)}, the interval that maximises checkpoint-restart's expected "
+            f"ETTR ({fmt_num(best, 4, scale=1)})"
+        )
+        if interval_h <= SHORTEST_INTERVAL_H * (1 + 1e-9):
+            interval_basis += (
+                " - the shortest considered: with --write-min 0 checkpoints are free and the ETTR "
+                "rises as the interval shrinks"
+            )
+        interval_basis += "; pass --interval-min for today's interval"
     repair_h, repair_basis = args.repair_hours, "--repair-hours"
+    no_repair_note = None
     if repair_h is None and costs is not None and costs.repair_h is not None:
         repair_h, repair_basis = costs.repair_h, "measured in --dataset (mean out-of-service spell)"
+    elif repair_h is None and args.dataset is not None:
+        repair_h, why = component_repair_h(_dataset(args.dataset).component_failures)
+        if repair_h is not None:
+            repair_basis = (
+                "--dataset has no closed repair spells in its node states; measured instead from "
+                f"component_failures: {why}"
+            )
+        else:
+            no_repair_note = (
+                f"--dataset has no closed repair spells in its node states and {why}: "
+                f"{DEFAULT_REPAIR_H:g} h assumed for the spares (pass --repair-hours)"
+            )
     c = compare_strategies(
         args.gpus,
         result.rate_per_node_day,
@@ -1154,6 +1234,10 @@ def _compare(
     ]
     if repair_h is not None:
         c.notes.insert(2, f"node repair time: {repair_basis}")
+    if no_repair_note is not None:
+        c.notes = [
+            no_repair_note if n.startswith("node repair time not given") else n for n in c.notes
+        ]
     # library wording to flags: the assumed defaults name the flag that overrides them
     for lib, flag in (
         (
@@ -1162,6 +1246,7 @@ def _compare(
         ),
         ("(pass peer_write_h)", "(pass --peer-write-s)"),
         ("(pass reconfig_h)", "(pass --reconfig-s)"),
+        ("(give the measured storage write)", "(pass --write-min)"),
     ):
         c.notes = [n.replace(lib, flag) for n in c.notes]
     return c

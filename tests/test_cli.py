@@ -402,3 +402,131 @@ def test_analyze_takes_the_accelerators_per_node_from_the_data(tmp_path, capsys)
     row = pl.read_parquet(analysis / "mttf_by_size.parquet").filter(pl.col("bucket") == "64")
     # MTTF [h] = 24 / (N r_f) with N = 64 chips / 4 per host = 16 hosts
     assert row.item(0, "model_mttf_h") == pytest.approx(24 / (16 * rate / 1000), rel=1e-9)
+
+
+# ---------------------------------------------------------------- plan --compare-strategies
+
+BASE16K = [
+    "plan",
+    "--gpus",
+    "16384",
+    "--rate",
+    "6.5e-3",
+    "--target-ettr",
+    "0.9",
+    "--restart-min",
+    "5",
+]
+
+
+@pytest.mark.parametrize(
+    ("extra", "flag"),
+    [
+        (["--repair-hours", "1e9"], "--repair-hours"),
+        (["--repair-hours", "inf"], "--repair-hours"),
+        (["--repair-hours", "0"], "--repair-hours"),
+        (["--replica-nodes", "3"], "--replica-nodes"),
+        (["--peer-copies", "5000"], "--peer-copies"),
+        (["--variant", "foo"], "--variant"),
+    ],
+)
+def test_plan_compare_refuses_naming_the_flag(extra, flag, capsys):
+    assert main([*BASE16K, "--compare-strategies", *extra]) != 0
+    err = capsys.readouterr().err
+    assert f"error: {flag}" in err
+    assert "replica_nodes" not in err
+    assert "variant must" not in err
+
+
+def test_plan_help_lists_every_variant_and_explains_flags(capsys):
+    from reliability.models.ettr import VARIANTS
+
+    with pytest.raises(SystemExit):
+        main(["plan", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert all(v in out for v in VARIANTS)
+    for flag in ("--target-ettr", "--gpus-per-node"):
+        assert re.search(re.escape(flag) + r" \S+ [A-Za-z]", out), flag
+
+
+def test_plan_compare_when_the_target_is_unreachable(capsys):
+    # 2,048 nodes at 6.5e-3 per node-day with a 30-min queue: lam (q + u0) alone is 0.3, so no
+    # interval reaches 0.9; the comparison is made at the best interval (write 2 min)
+    args = [*BASE16K, "--queue-min", "30", "--write-min", "2", "--compare-strategies"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    m = re.search(r"compared at ([\d.]+) min, the interval that maximises", out)
+    assert m, out
+    # independent check: the renewal ETTR (Daly 2006 §3) on a fine grid peaks there
+    lam, u0, q, w = 2048 * 6.5e-3 / 24, 5 / 60, 0.5, 2 / 60
+
+    def ettr(dt):
+        s = dt + w
+        b = (-math.expm1(-lam * (u0 + s)) / lam + -math.expm1(-lam * (u0 + s)) * q) / math.exp(
+            -lam * (u0 + s)
+        )
+        return dt / (-math.expm1(-lam * s) / lam + -math.expm1(-lam * s) * (q + b))
+
+    grid = np.linspace(1 / 60, 2, 200001)
+    best_min = 60 * grid[np.argmax([ettr(x) for x in grid])]
+    assert float(m.group(1)) == pytest.approx(best_min, abs=0.051)
+    assert "Best:" in out
+    assert "target" in out
+
+
+def test_plan_compare_counts_read_as_words(capsys):
+    assert (
+        main(
+            [
+                "plan",
+                "--gpus",
+                "8",
+                "--rate",
+                "6.5e-3",
+                "--target-ettr",
+                "0.9",
+                "--restart-min",
+                "5",
+                "--interval-min",
+                "30",
+                "--compare-strategies",
+            ]
+        )
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "1 nodes" not in out
+    assert "1 replicas" not in out
+    assert "elastic does not apply" in out
+    assert (
+        main([*BASE16K, "--interval-min", "30", "--repair-hours", "8000", "--compare-strategies"])
+        == 0
+    )
+    out = capsys.readouterr().out
+    s = int(scipy_stats.poisson.ppf(0.99, 2048 * 6.5e-3 / 24 * 8000)) + 1
+    assert f"{s:,} spare nodes" in out
+    assert "more than the job's own 2,048 nodes" in out
+
+
+def test_plan_compare_repair_time_from_component_failures(tmp_path, capsys):
+    # no node states, two closed node repairs of 2 h and 6 h and one open: the mean is 4 h
+    f = tmp_path / "cf.csv"
+    f.write_text(
+        "component_type,component_id,failed_at,repaired_at\n"
+        "node,n1,2026-01-01T00:00:00Z,2026-01-01T02:00:00Z\n"
+        "node,n2,2026-01-02T00:00:00Z,2026-01-02T06:00:00Z\n"
+        "node,n3,2026-01-03T00:00:00Z,\n",
+        encoding="utf-8",
+    )
+    assert (
+        main(["ingest", "health", str(f), "--into", str(tmp_path / "ds"), "--cluster", "c1"]) == 0
+    )
+    capsys.readouterr()
+    args = ["plan", "--gpus", "1024", "--rate", "6.5e-3", "--dataset", str(tmp_path / "ds"),
+            "--target-ettr", "0.9", "--restart-min", "5", "--write-min", "1", "--compare-strategies"]  # fmt: skip
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "node repair time not given" not in out
+    assert "no closed repair spells in its node states" in out
+    assert "2 node failures (4.0 h)" in out
+    assert "repaired in 4.0 h on average" in out

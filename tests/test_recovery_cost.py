@@ -134,3 +134,28 @@ def test_cli_plan_dataset_uses_the_measured_costs(tmp_path, capsys):
     assert "queue wait after an interruption: measured in --dataset" in out.out
     assert "node repair time: measured in --dataset" in out.out
     assert f"repaired in {r.repair_h:.1f} h" in out.out
+
+
+def test_component_repair_h_from_failed_and_repaired_times():
+    from reliability.models.recovery_cost import component_repair_h
+
+    cf = pl.DataFrame(
+        {
+            "component_type": ["node", "node", "node", "link"],
+            "failed_at": [T0, T0, T0, T0],
+            # 2 h and 6 h repairs; one still open; a link (not a node) of 100 h
+            "repaired_at": [
+                T0 + timedelta(hours=2),
+                T0 + timedelta(hours=6),
+                None,
+                T0 + timedelta(hours=100),
+            ],
+        },
+        schema={"component_type": pl.String, "failed_at": TS, "repaired_at": TS},
+    )
+    mean, why = component_repair_h(cf)
+    assert mean == pytest.approx(4.0)
+    assert "2 node failures" in why
+    none, why = component_repair_h(cf.head(0))
+    assert none is None
+    assert "no component_failures" in why

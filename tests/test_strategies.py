@@ -270,3 +270,109 @@ def test_cli_compare_needs_a_restart_and_a_rate(capsys):
     code, _, err = _cli(capsys, "plan", "--gpus", "1024", "--target-ettr", "0.9")
     assert code == 2
     assert err.startswith("error: --rate: expected"), err
+
+
+# ---------------------------------------------------------------- new-user trial findings
+
+
+@pytest.mark.parametrize("mu", [1e-9, 0.01, 0.3, 1.0, 7.5, 42.0, 1e3, 5.5e8])
+@pytest.mark.parametrize("target", [1e-6, 0.01, 0.5, 0.9, 0.99, 0.999999])
+def test_spares_are_the_poisson_quantile_plus_one(mu, target):
+    # the definition, checked independently: P(X <= s-1) >= target and P(X <= s-2) < target
+    s = spares_needed(mu, 1.0, target)
+    assert s == int(stats.poisson.ppf(target, mu)) + 1
+    if mu <= 1e3:
+        assert stats.poisson.cdf(s - 1, mu) >= target * (1 - 1e-12)
+        if s >= 2:
+            assert stats.poisson.cdf(s - 2, mu) < target
+    else:
+        # at mu = 5.5e8 scipy's cdf is off by ~3e-7 in its far tail; check the quantile against the
+        # Cornish-Fisher expansion instead: mu + z sqrt(mu) + (z^2 - 1)/6 - 1/2, error O(1/sqrt(mu))
+        z = stats.norm.ppf(target)
+        assert abs((s - 1) - (mu + z * math.sqrt(mu) + (z * z - 1) / 6 - 0.5)) <= 2
+
+
+def test_spares_hand_values():
+    # Poisson(1): P(X<=0) = e^-1 = 0.368, P(X<=1) = 2e^-1 = 0.736, P(X<=2) = 2.5e^-1 = 0.920
+    assert spares_needed(1.0, 1.0, 0.3) == 1
+    assert spares_needed(1.0, 1.0, 0.5) == 2
+    assert spares_needed(1.0, 1.0, 0.9) == 3
+    assert spares_needed(1.0, 1.0, 0.93) == 4
+    # m = rate x repair underflows to 0: nobody is ever in repair, one spare
+    assert spares_needed(1e-200, 1e-200, 0.999999) == 1
+
+
+def test_spares_for_a_huge_repair_time_return_fast_and_say_so():
+    import time
+
+    t0 = time.perf_counter()
+    c = compare_strategies(16384, 6.5e-3, 0.5, 5 / 60, queue_h=0.5, repair_h=1e9)
+    assert time.perf_counter() - t0 < 5.0
+    s = c.row("hot_spares")["spare_nodes"]
+    mu = 2048 * 6.5e-3 / 24 * 1e9
+    assert s == int(stats.poisson.ppf(0.99, mu)) + 1
+    assert any("more than the job's own 2,048 nodes" in n for n in c.notes)
+    assert f"{s:,} spare nodes" in c.row("hot_spares")["assumes"]
+
+
+@pytest.mark.parametrize("target", [0.0, 1.0, -0.1, 1.5])
+def test_spares_refuse_targets_outside_zero_one(target):
+    with pytest.raises(ValueError, match="target_no_wait"):
+        spares_needed(1.0, 1.0, target)
+
+
+def test_best_interval_maximises_the_renewal_ettr():
+    from reliability.models.strategies import SHORTEST_INTERVAL_H, best_interval_h
+
+    # renewal form written out (Daly 2006 §3): B = (f(u) + (1 - p(u)) q) / p(u) with u = u0 + s,
+    # A = f(s) + (1 - p(s))(q + B), ETTR = dt / A, s = dt + w
+    lam = 16384 / 8 * 6.5e-3 / 24
+    u0, q, w = 5 / 60, 0.5, 2 / 60
+
+    def ettr(dt):
+        s = dt + w
+        f = lambda x: -math.expm1(-lam * x) / lam  # noqa: E731
+        b = (f(u0 + s) + (1 - math.exp(-lam * (u0 + s))) * q) / math.exp(-lam * (u0 + s))
+        return dt / (f(s) + (1 - math.exp(-lam * s)) * (q + b))
+
+    grid = np.geomspace(SHORTEST_INTERVAL_H, 10, 20001)
+    vals = np.array([ettr(x) for x in grid])
+    dt, e = best_interval_h(16384, 6.5e-3, u0, queue_h=q, ckpt_write_h=w)
+    assert e == pytest.approx(vals.max(), rel=1e-6)
+    assert dt == pytest.approx(grid[vals.argmax()], rel=1e-2)
+    # free checkpoints: the ETTR rises as the interval shrinks, so the shortest considered
+    dt0, _ = best_interval_h(16384, 6.5e-3, u0, queue_h=q)
+    assert dt0 == pytest.approx(SHORTEST_INTERVAL_H)
+
+
+def test_elastic_replicas_whole_and_one_replica_does_not_apply():
+    c = compare_strategies(2048 * 8, 6.5e-3, 0.5, 5 / 60, repair_h=8.0, replica_nodes=3)
+    assert c.row("elastic")["replicas"] == 682  # floor(2048 / 3)
+    assert any("not a whole number of replicas" in n for n in c.notes)
+    one = compare_strategies(8, 6.5e-3, 0.5, 5 / 60, repair_h=8.0)
+    assert one.row("elastic")["ettr"] is None
+    assert any("elastic does not apply" in n for n in one.notes)
+    assert "1 node" in one.row("hot_spares")["assumes"]
+    assert "1 nodes" not in str(one)
+    with pytest.raises(ValueError, match="peer_copies must be fewer"):
+        compare_strategies(64, 6.5e-3, 0.5, 5 / 60, repair_h=8.0, peer_copies=8)
+
+
+def test_no_winner_when_every_ettr_is_about_zero():
+    # two nodes at 500 failures per node-day (an interruption every 1.4 min), 10 h queue waits:
+    # checkpoint-restart ~ dt / (e^{lam(dt+u0)} (1/lam + q)) ~ 1e-12, all others below 0.01
+    c = compare_strategies(16, 500.0, 0.5, 5 / 60, queue_h=10.0, repair_h=24.0, spare_nodes=0)
+    assert c.summary.get_column("ettr").drop_nulls().max() < 0.01
+    text = str(c)
+    assert "Best:" not in text
+    assert "No best strategy" in text
+
+
+def test_write_times_assumed_are_noted():
+    c = compare_strategies(1024, 6.5e-3, 1.0, 5 / 60, repair_h=8.0)
+    note = next(n for n in c.notes if n.startswith("checkpoint writes assumed"))
+    assert "to storage 0" in note
+    assert "10 s" in note
+    assert "favours checkpoint-restart" in note
+    c2 = compare_strategies(1024, 6.5e-3, 1.0, 5 / 60, repair_h=8.0, ckpt_write_h=0.05)
+    assert not any("favours" in n for n in c2.notes)

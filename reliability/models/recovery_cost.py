@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from reliability._result import Result, fmt_duration_h
+from reliability._result import Result, fmt_count, fmt_duration_h
 from reliability.models.counts import clip_attempts
 from reliability.models.mttf import HARDWARE, attributed_jobs, size_bucket
 
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from reliability.models.node_health import NodeHealth
     from reliability.store import Dataset
 
-__all__ = ["MIN_WAITS", "REPAIR_STATES", "RecoveryCosts", "recovery_costs"]
+__all__ = ["MIN_WAITS", "REPAIR_STATES", "RecoveryCosts", "component_repair_h", "recovery_costs"]
 
 #: a size bucket's own mean wait is used only when it rests on at least this many waits
 MIN_WAITS = 3
@@ -337,7 +337,8 @@ def recovery_costs(
     if n_cens:
         n_wait = int(w.get_column("waiting_at_end").sum())
         notes.append(
-            f"{n_cens:,} hardware interruptions have no rerun started before the data end ({n_wait:,} with a "
+            f"{fmt_count(n_cens, 'hardware interruption')} {'has' if n_cens == 1 else 'have'} no rerun "
+            f"started before the data end ({n_wait:,} with a "
             "pending rerun listed): censored, left out of the wait statistics (resubmissions under a new job id "
             "are linked only with run_key)"
         )
@@ -351,3 +352,38 @@ def recovery_costs(
                 "closed ones (a lower bound)"
             )
     return RecoveryCosts(waits=w, by_size=by, repairs=repairs, observation_end=obs_end, notes=notes)
+
+
+def component_repair_h(component_failures: pl.DataFrame) -> tuple[float | None, str]:
+    """Mean node repair time from a ``component_failures`` table (``repaired_at - failed_at``).
+
+    The fallback when node states give no repair spells (a LANL Dataset records repairs here):
+    the rows of ``component_type = "node"`` with both times, ``repaired_at >= failed_at``.
+
+    Parameters
+    ----------
+    component_failures : polars.DataFrame
+        ``component_type``, ``failed_at``, ``repaired_at`` (the Dataset table).
+
+    Returns
+    -------
+    tuple
+        The mean repair time [h] (None: no closed node repairs) and a sentence saying its basis
+        or why there is none.
+    """
+    need = {"component_type", "failed_at", "repaired_at"}
+    if not need <= set(component_failures.columns) or component_failures.height == 0:
+        return None, "no component_failures with failed_at and repaired_at"
+    rows = component_failures.filter(
+        (pl.col("component_type") == "node")
+        & pl.col("repaired_at").is_not_null()
+        & (pl.col("repaired_at") >= pl.col("failed_at"))
+    )
+    if rows.height == 0:
+        return None, "no node rows of component_failures have a repaired_at"
+    hours = (pl.col("repaired_at") - pl.col("failed_at")).dt.total_microseconds() / 3.6e9
+    mean = float(rows.select(hours.mean()).item())
+    return mean, (
+        f"mean repaired_at - failed_at of {fmt_count(rows.height, 'node failure')} "
+        f"({fmt_duration_h(mean)})"
+    )

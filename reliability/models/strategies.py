@@ -64,7 +64,7 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from reliability._result import Result, fmt_duration_h, fmt_num, fmt_pct
+from reliability._result import Result, fmt_count, fmt_duration_h, fmt_num, fmt_pct
 from reliability.models.checkpoint import daly_interval_h
 from reliability.models.ettr import expected_ettr, interruption_rate_per_h
 
@@ -72,8 +72,11 @@ __all__ = [
     "DEFAULT_ELASTIC_RECONFIG_S",
     "DEFAULT_PEER_WRITE_S",
     "DEFAULT_REPAIR_H",
+    "MEANINGFUL_ETTR",
+    "SHORTEST_INTERVAL_H",
     "STRATEGIES",
     "StrategyComparison",
+    "best_interval_h",
     "compare_strategies",
     "mixed_restart_ettr",
     "spares_needed",
@@ -89,6 +92,11 @@ DEFAULT_ELASTIC_RECONFIG_S = 60.0
 #: assumed mean node repair time [h] when none is measured (an assumption: pass your own, or
 #: measure it with :func:`reliability.models.recovery_costs`)
 DEFAULT_REPAIR_H = 24.0
+#: shortest checkpoint interval :func:`best_interval_h` considers [h] (1 min)
+SHORTEST_INTERVAL_H = 1.0 / 60.0
+#: below this expected ETTR a job barely progresses: the comparison names no best strategy
+#: (at 1e-7 against 0 the ranking says nothing a user can act on)
+MEANINGFUL_ETTR = 0.01
 
 _SCHEMA = {
     "strategy": pl.String,
@@ -128,7 +136,8 @@ def spares_needed(pool_rate_per_h: float, repair_h: float, target_no_wait: float
     Returns
     -------
     int
-        s, spare nodes (>= 1).
+        s, spare nodes (>= 1): ``poisson.ppf(target, λ_pool R) + 1``, in constant time
+        however long the repairs.
     """
     if not (math.isfinite(pool_rate_per_h) and pool_rate_per_h > 0):
         raise ValueError(f"pool_rate_per_h must be positive, got {pool_rate_per_h!r}")
@@ -137,10 +146,76 @@ def spares_needed(pool_rate_per_h: float, repair_h: float, target_no_wait: float
     if not 0.0 < target_no_wait < 1.0:
         raise ValueError(f"target_no_wait must be in (0, 1), got {target_no_wait!r}")
     mu = pool_rate_per_h * repair_h
-    s = 1
-    while stats.poisson.cdf(s - 1, mu) < target_no_wait:
-        s += 1
-    return s
+    if mu == 0.0:  # rate x repair underflows: nobody is ever in repair, one spare suffices
+        return 1
+    # the Poisson quantile: the smallest k with P(X <= k) >= target (closed form, not a count-up)
+    return int(stats.poisson.ppf(target_no_wait, mu)) + 1
+
+
+def best_interval_h(
+    n_gpus: float,
+    rate_per_node_day: float,
+    restart_h: float,
+    *,
+    queue_h: float = 0.0,
+    ckpt_write_h: float = 0.0,
+    gpus_per_node: int = 8,
+) -> tuple[float, float]:
+    """Checkpoint interval that maximises checkpoint-restart's expected ETTR (renewal form).
+
+    ``Δt / A(Δt + w)`` (Daly 2006 §3) is maximised numerically over ``log Δt`` in
+    [:data:`SHORTEST_INTERVAL_H`, 1e4] h (bounded Brent search); used to compare strategies when
+    no interval reaches a target. With ``w = 0`` checkpoints are free and the ETTR rises as the
+    interval shrinks: the answer is then the shortest interval considered (1 min).
+
+    Parameters
+    ----------
+    n_gpus : float
+        Job size [GPUs].
+    rate_per_node_day : float
+        r_f [failures per node-day].
+    restart_h : float
+        u0, restart overhead [h].
+    queue_h : float
+        q, queue wait per interruption [h].
+    ckpt_write_h : float
+        w, blocking checkpoint write [h].
+    gpus_per_node : int
+        GPUs per node.
+
+    Returns
+    -------
+    tuple of float
+        The interval [h] and the expected ETTR there (the interval is
+        :data:`SHORTEST_INTERVAL_H` when the ETTR still rises there).
+    """
+    from scipy import optimize
+
+    def ettr(log_dt: float) -> float:
+        return float(
+            expected_ettr(
+                n_gpus,
+                rate_per_node_day,
+                math.exp(log_dt),
+                restart_h,
+                queue_h=queue_h,
+                ckpt_write_h=ckpt_write_h,
+                gpus_per_node=gpus_per_node,
+                variant="renewal",
+            )
+        )
+
+    res = optimize.minimize_scalar(
+        lambda x: -ettr(x),
+        bounds=(math.log(SHORTEST_INTERVAL_H), math.log(1e4)),
+        method="bounded",
+        options={"xatol": 1e-6},
+    )
+    x = float(res.x)
+    lo = math.log(SHORTEST_INTERVAL_H)
+    if ettr(lo) >= ettr(x):  # Brent stops short of a bound: the maximum is at the shortest
+        x = lo
+    return math.exp(x), ettr(x)
 
 
 def mixed_restart_ettr(
@@ -259,11 +334,23 @@ class StrategyComparison(Result):
             )
         best = self.summary.sort("ettr", descending=True, nulls_last=True).row(0, named=True)
         base = self.row("checkpoint_restart")["ettr"]
+        if best["ettr"] is None or best["ettr"] < MEANINGFUL_ETTR:
+            lines.append(
+                f"No best strategy: every expected ETTR is below {fmt_num(MEANINGFUL_ETTR)} (the job "
+                f"barely progresses, interrupted every {fmt_duration_h(1 / lam)}); the ranking means nothing."
+            )
+            return lines
         lines.append(
             f"Best: {best['strategy']} ({fmt_num(best['ettr'], 4, scale=1)} against {fmt_num(base, 4, scale=1)} "
             "for checkpoint-restart today)."
         )
         return lines
+
+
+def _nodes(n: float) -> str:
+    """Say a number of nodes: ``1 node``, ``2,048 nodes``, ``12.5 nodes``."""
+    n = float(n)
+    return fmt_count(int(n), "node") if n.is_integer() else f"{fmt_num(n)} nodes"
 
 
 def _check_h(name: str, v: float, positive: bool = False) -> None:
@@ -440,10 +527,16 @@ def compare_strategies(
             "p_wait": p_wait,
             "repair_h": repair_h,
             "extra_nodes": s,
-            "assumes": f"{s} spare node{'s' if s != 1 else ''} ({why}) for {fmt_num(pool)} nodes repaired in {fmt_duration_h(repair_h)} "
+            "assumes": f"{fmt_count(s, 'spare node')} ({why}) for {_nodes(pool)} repaired in {fmt_duration_h(repair_h)} "
             f"on average: an interruption waits in the queue with probability {fmt_pct(p_wait, 3)}",
         }
     )
+    if s > n_nodes:
+        notes.append(
+            f"hot spares: {fmt_count(s, 'spare node')} needed, more than the job's own {_nodes(n_nodes)}: "
+            f"nodes repaired in {fmt_duration_h(repair_h)} on average are out so long that spares are no "
+            "remedy (check the repair time)"
+        )
     if queue_h == 0:
         notes.append(
             "no queue wait after interruptions: hot spares change nothing (they save only the wait)"
@@ -460,6 +553,22 @@ def compare_strategies(
     _check_h("peer_restore_h", u_peer)
     if int(peer_copies) != peer_copies or peer_copies < 1:
         raise ValueError(f"peer_copies must be a whole number >= 1, got {peer_copies!r}")
+    if not (math.isfinite(replica_nodes) and 0 < replica_nodes <= n_nodes):
+        raise ValueError(
+            f"replica_nodes must be in (0, {n_nodes:g}] (the job's nodes), got {replica_nodes!r}"
+        )
+    # whole replicas only: a fraction of a replica does not train
+    replicas = float(math.floor(n_nodes / replica_nodes + 1e-9))
+    if abs(replicas * replica_nodes - n_nodes) > 1e-9 * n_nodes:
+        notes.append(
+            f"elastic: the job's {fmt_num(n_nodes)} nodes are not a whole number of replicas of "
+            f"{fmt_num(float(replica_nodes))} node(s): {fmt_num(replicas)} replicas assumed (the rest idle)"
+        )
+    if replicas >= 2 and peer_copies >= replicas:
+        raise ValueError(
+            f"peer_copies must be fewer than the job's {replicas:g} replicas (the peers are other "
+            f"replicas' nodes), got {peer_copies!r}"
+        )
     if peer_ckpt_interval_h is None:
         dt_peer = daly_interval_h(peer_write_h, 1.0 / lam, u_peer, order="higher")
         how = "Daly's optimum"
@@ -484,13 +593,23 @@ def compare_strategies(
             "fallback_prob": p_fb,
             "spare_nodes": 0,
             "extra_nodes": 0,
-            "assumes": f"copies to {peer_copies} peer(s) in {fmt_duration_h(peer_write_h)} every "
+            "assumes": f"copies to {fmt_count(int(peer_copies), 'peer')} in {fmt_duration_h(peer_write_h)} every "
             f"{fmt_duration_h(dt_peer)} ({how}), restore from a peer in {fmt_duration_h(u_peer)}; "
             f"from storage ({fmt_duration_h(restart_h)}) when the peers fail too "
             f"(probability {fmt_pct(p_fb, 3)})",
         }
     )
 
+    notes.append(
+        f"checkpoint writes assumed: to storage {fmt_duration_h(ckpt_write_h) if ckpt_write_h else '0'} "
+        f"(checkpoint-restart, hot spares), to peers {fmt_duration_h(peer_write_h)} (peer checkpoints)"
+        + (
+            "; a storage write of 0 favours checkpoint-restart and hot spares over peer checkpoints "
+            "(give the measured storage write)"
+            if ckpt_write_h == 0
+            else ""
+        )
+    )
     if queue_h > 0:
         notes.append(
             "peer checkpoints save the write and the lost work, not the queue wait for a replacement "
@@ -498,10 +617,6 @@ def compare_strategies(
         )
 
     # elastic
-    if not (math.isfinite(replica_nodes) and 0 < replica_nodes <= n_nodes):
-        raise ValueError(
-            f"replica_nodes must be in (0, {n_nodes:g}] (the job's nodes), got {replica_nodes!r}"
-        )
     if reconfig_h is None:
         reconfig_h = DEFAULT_ELASTIC_RECONFIG_S / 3600.0
         notes.append(
@@ -513,18 +628,23 @@ def compare_strategies(
     _check_h("heal_h", heal)
     if not 0.0 <= elastic_slowdown < 1.0:
         raise ValueError(f"elastic_slowdown must be in [0, 1), got {elastic_slowdown!r}")
-    replicas = n_nodes / replica_nodes
     rho = replica_nodes * node_rate_h
     down = rho * heal / (1.0 + rho * heal)
     nu = lam / (1.0 + rho * heal)
     el_raw = (1.0 - elastic_slowdown) * (1.0 - down - reconfig_h * nu)
-    if el_raw < 0:
+    el: float | None = max(0.0, el_raw)
+    if replicas < 2:
+        el = None
+        notes.append(
+            "elastic does not apply: a job of one replica cannot continue on fewer replicas"
+        )
+    elif el_raw < 0:
         notes.append("elastic: the reconfiguration pauses take all the time: ETTR 0")
     rows.append(
         {
             **base,
             "strategy": "elastic",
-            "ettr": max(0.0, el_raw),
+            "ettr": el,
             "queue_h": queue_h,
             "restart_h": restart_h,
             "p_wait": 0.0,
@@ -533,10 +653,14 @@ def compare_strategies(
             "reconfig_h": reconfig_h,
             "spare_nodes": 0,
             "extra_nodes": 0,
-            "assumes": f"{fmt_num(replicas)} replicas of {fmt_num(float(replica_nodes))} node(s): a failed replica "
-            f"is out {fmt_duration_h(heal)} while the others continue, "
-            f"{fmt_duration_h(reconfig_h)} pause per failure"
-            + (f", {fmt_pct(elastic_slowdown)} slower throughput" if elastic_slowdown else ""),
+            "assumes": (
+                f"{fmt_count(int(replicas), 'replica')} of {_nodes(replica_nodes)}: a failed replica "
+                f"is out {fmt_duration_h(heal)} while the others continue, "
+                f"{fmt_duration_h(reconfig_h)} pause per failure"
+                + (f", {fmt_pct(elastic_slowdown)} slower throughput" if elastic_slowdown else "")
+                if replicas >= 2
+                else f"does not apply: one replica of {_nodes(replica_nodes)}"
+            ),
         }
     )
     summary = pl.DataFrame(rows, schema=_SCHEMA)

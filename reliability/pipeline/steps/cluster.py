@@ -581,7 +581,7 @@ def _strategies(
         )
     )
     # the library's hints name its arguments; the report has no keys for these assumptions
-    hints = ("(pass peer_write_h)", "(pass reconfig_h)")
+    hints = ("(pass peer_write_h)", "(pass reconfig_h)", "(give the measured storage write)")
     for m in dict.fromkeys(m for c in out for m in c.notes):
         if "repair time not given" in m:
             continue

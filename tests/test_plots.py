@@ -252,11 +252,11 @@ def test_ettr_grid(out):
         assert ln.get_label() == f"checkpoint every {dt:g} min"
         assert np.asarray(ln.get_xdata()) == pytest.approx(g["n_gpus"].to_numpy())
         assert np.asarray(ln.get_ydata()) == pytest.approx(g["ettr"].to_numpy())
-        # the grid is the ETTR model at the planned rate (renewal form)
+        # the grid is the ETTR model at the planned rate and queue wait (renewal form)
         n = int(g["n_gpus"][0])
         direct = expected_ettr(
             n, p.rate_per_node_day, dt / 60.0, float(g["restart_min"][0]) / 60.0,
-            gpus_per_node=8, variant="renewal",
+            queue_h=p.queue_h, gpus_per_node=8, variant="renewal",
         )  # fmt: skip
         assert g["ettr"][0] == pytest.approx(float(direct), rel=1e-6)
     (target,) = [ln for ln in ax.lines if ln.get_label().startswith("target")]

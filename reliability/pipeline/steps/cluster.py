@@ -410,6 +410,20 @@ def _status(p: PlanResult) -> str:
             "too little exposure to plan: no failures seen, and the data do not rule out rates at which "
             "no checkpoint interval reaches the target; collect more history"
         )
+    q = p.queue_h or 0.0
+    if q > 0 and p.mttf_h:
+        # each interruption costs at least the wait for the rerun: ETTR <= MTTF / (MTTF + q)
+        cap = p.mttf_h / (p.mttf_h + q)
+        if cap < p.target_ettr:
+            return (
+                f"no checkpoint interval reaches ETTR {p.target_ettr:.2f}: the measured wait for the rerun after "
+                f"an interruption ({fmt_duration_h(q)}) alone caps it at {cap:.3f} at this rate; recover without "
+                "waiting in the queue (hot spares, elastic training: see the recovery strategies below)"
+            )
+        return (
+            f"no checkpoint interval reaches ETTR {p.target_ettr:.2f} with a {fmt_duration_h(p.restart_h)} "
+            f"restart and a {fmt_duration_h(q)} wait for the rerun at this rate: shorten the restart or the wait"
+        )
     return (
         f"no checkpoint interval reaches ETTR {p.target_ettr:.2f} with a {fmt_duration_h(p.restart_h)} "
         "restart at this rate: shorten the restart"

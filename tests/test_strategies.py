@@ -376,3 +376,18 @@ def test_write_times_assumed_are_noted():
     assert "favours checkpoint-restart" in note
     c2 = compare_strategies(1024, 6.5e-3, 1.0, 5 / 60, repair_h=8.0, ckpt_write_h=0.05)
     assert not any("favours" in n for n in c2.notes)
+
+
+def test_plan_status_says_when_the_queue_wait_alone_caps_ettr():
+    """Each interruption costs at least the wait for the rerun, so ETTR <= MTTF / (MTTF + q):
+    with q = 30 h at 1,024 GPUs and 12 failures per 1000 node-days (MTTF 15.7 h) no interval
+    reaches 0.9, and the status names the wait and the cap instead of the restart."""
+    from reliability.models import plan
+    from reliability.pipeline.steps.cluster import _status
+
+    p = plan(1024, 12e-3, 0.9, restart_h=5 / 60, queue_h=30.0)
+    assert p.recommended_interval_h is None
+    mttf = 24 / (1024 / 8 * 12e-3)
+    text = _status(p)
+    assert f"caps it at {mttf / (mttf + 30):.3f}" in text
+    assert "shorten the restart" not in text

@@ -34,6 +34,7 @@ __all__ = [
     "fmt_count",
     "fmt_duration_h",
     "fmt_num",
+    "fmt_p",
     "fmt_pct",
     "format_table",
     "frame_is_finite",
@@ -121,6 +122,26 @@ def fmt_num(x: Any, digits: int = 4, scale: float | None = None) -> str:
             text = f"{x:.{digits}g}"
         return text
     return str(x)
+
+
+def fmt_p(p: float, digits: int = 2) -> str:
+    """Format a p-value: 2 significant digits, and ``"< 1e-300"`` for one that underflowed to 0.
+
+    Parameters
+    ----------
+    p : float
+        The p-value, in [0, 1].
+    digits : int
+        Significant digits.
+
+    Returns
+    -------
+    str
+        E.g. ``"0.031"``, ``"4.2e-12"``, ``"< 1e-300"`` (a p-value is never exactly 0).
+    """
+    if p <= 0:
+        return "< 1e-300"
+    return f"{p:.{digits}g}"
 
 
 def fmt_pct(x: float | None, decimals: int = 2) -> str:

@@ -164,3 +164,15 @@ def test_projection_under_1_over_n_is_the_model_mttf():
     assert row["model_mttf_h_low"] == pytest.approx(24.0 / (256 * hi), rel=1e-9)
     assert row["model_mttf_h_high"] == pytest.approx(24.0 / (256 * lo), rel=1e-9)
     assert math.isfinite(row["fitted_mttf_h"])
+
+
+def test_a_p_value_that_underflowed_is_not_printed_as_zero():
+    """scipy returns 0.0 below the smallest double; a p-value is never 0 (was printed "p = 0")."""
+    from reliability._result import fmt_p
+
+    assert fmt_p(0.0) == "< 1e-300"
+    assert fmt_p(0.0312) == "0.031"
+    r = _check(np.array([2, 1, 3, 4000]), h=JOB_HOURS, nodes=NODES)
+    assert r.largest_p_faster_ == 0.0  # underflows: 4000 of 4006 failures in 2% of the exposure
+    assert "p(faster) = < 1e-300" in str(r)
+    assert "= 0)" not in str(r)

@@ -39,7 +39,7 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from reliability._result import Result, fmt_num
+from reliability._result import Result, fmt_num, fmt_p
 from reliability.models.incidents import INCIDENT_WINDOW_MIN, node_incidents
 
 if TYPE_CHECKING:
@@ -191,7 +191,7 @@ class LemonTest(Result):
         for r in f.head(20).iter_rows(named=True):
             lines.append(
                 f"  {r['node']}: {r['incidents']} incidents, {fmt_num(r['expected'])} expected "
-                f"(x{fmt_num(r['excess'])}), p = {r['p']:.2g}, q = {r['q']:.2g}: {r['evidence']}"
+                f"(x{fmt_num(r['excess'])}), p = {fmt_p(r['p'])}, q = {fmt_p(r['q'])}: {r['evidence']}"
             )
         return lines
 

@@ -43,7 +43,7 @@ import numpy as np
 import polars as pl
 from scipy import optimize, special, stats
 
-from reliability._result import Result, fmt_num
+from reliability._result import Result, fmt_num, fmt_p
 from reliability.models.counts import as_utc
 from reliability.models.lifetimes import fit_weibull, hazard_verdict
 
@@ -208,7 +208,7 @@ class CrowAMSAA(Result):
         pct = f"{100 * (1 - self.alpha):.0f}%"
         return [
             f"{self.system}: β = {self.beta:.3f} ({pct} CI {self.beta_low:.3f}-{self.beta_high:.3f}; unbiased "
-            f"{self.beta_unbiased:.3f}), {self.trend}; p(β = 1) = {self.p_constant:.3g} "
+            f"{self.beta_unbiased:.3f}), {self.trend}; p(β = 1) = {fmt_p(self.p_constant, 3)} "
             f"[{self.failures:,} failures over {fmt_num(self.exposure_h / 24)} days]"
         ]
 

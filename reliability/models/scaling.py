@@ -35,7 +35,7 @@ import numpy as np
 import polars as pl
 from scipy import special, stats
 
-from reliability._result import Result, fmt_duration_h, fmt_num
+from reliability._result import Result, fmt_duration_h, fmt_num, fmt_p
 
 __all__ = ["MIN_FAILURES_FOR_SCALING", "ScalingCheck", "check_scaling"]
 
@@ -168,7 +168,7 @@ class ScalingCheck(Result):
             basis = f"scaled by φ = {self.dispersion_:.2f}" if self.dispersion_ > 1 else "Poisson"
             lines.append(
                 f"goodness of fit of 1/N: X² = {self.gof_statistic_:.2f} on {self.gof_df_} df ({basis}), "
-                f"p = {self.gof_p_:.2g}"
+                f"p = {fmt_p(self.gof_p_)}"
             )
         if self.largest_ratio_ is not None:
             lo, hi = self.largest_ci_
@@ -177,7 +177,7 @@ class ScalingCheck(Result):
             )
             lines.append(
                 f"largest jobs ({self.largest_bucket_}) vs smaller: rate per node x{fmt_num(self.largest_ratio_, 3)} "
-                f"({conf} CI {rng}; p(faster) = {self.largest_p_faster_:.2g})"
+                f"({conf} CI {rng}; p(faster) = {fmt_p(self.largest_p_faster_)})"
             )
         return lines
 
@@ -465,7 +465,7 @@ def _verdict(
         )
     if gof_p is not None and gof_p < alpha:
         return (
-            f"The measured sizes depart from 1/N (goodness of fit p = {gof_p:.2g}), though the largest jobs "
+            f"The measured sizes depart from 1/N (goodness of fit p = {fmt_p(gof_p)}), though the largest jobs "
             f"are not measurably faster to fail: compare the rate ratios by size{slope_txt}."
         )
-    return f"MTTF ∝ 1/N is consistent with the measured sizes (goodness of fit p = {gof_p:.2g}){slope_txt}."
+    return f"MTTF ∝ 1/N is consistent with the measured sizes (goodness of fit p = {fmt_p(gof_p)}){slope_txt}."

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 from scipy import stats
 
-from reliability._result import Result, fmt_num
+from reliability._result import Result, fmt_num, fmt_p
 from reliability.models.incidents import node_incidents
 
 if TYPE_CHECKING:
@@ -124,7 +124,7 @@ class SignalCalibration(Result):
                 continue
             lines.append(
                 head + f"(baseline {100 * r['baseline']:.1f}%, lift x{fmt_num(r['lift'])} "
-                f"[{fmt_num(r['lift_low'])}-{fmt_num(r['lift_high'])}], p = {r['p']:.2g}){lead}"
+                f"[{fmt_num(r['lift_low'])}-{fmt_num(r['lift_high'])}], p = {fmt_p(r['p'])}){lead}"
             )
         return lines
 

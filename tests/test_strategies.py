@@ -139,7 +139,8 @@ def test_hot_spares_against_monte_carlo(seed, dist):
 @pytest.mark.parametrize("seed", SEEDS)
 def test_peer_checkpoint_against_monte_carlo(seed):
     # a long queue wait and one copy: the copy is lost often enough (~20%) to test the mixture
-    c = compare_strategies(8, 0.5, 1.0, 0.5, queue_h=10.0, peer_write_h=0.02, peer_restore_h=0.05)
+    # (two nodes: the copy lives on the other replica; a one-node job has no peer)
+    c = compare_strategies(16, 0.5, 1.0, 0.5, queue_h=10.0, peer_write_h=0.02, peer_restore_h=0.05)
     r = c.row("peer_checkpoint")
     assert 0.1 < r["fallback_prob"] < 0.3
     sim = simulate_strategy(c, "peer_checkpoint", n_runs=4000, n_segments=400, seed=seed)
@@ -391,3 +392,12 @@ def test_plan_status_says_when_the_queue_wait_alone_caps_ettr():
     text = _status(p)
     assert f"caps it at {mttf / (mttf + 30):.3f}" in text
     assert "shorten the restart" not in text
+
+
+def test_peer_checkpoints_do_not_apply_to_one_replica():
+    """The copies live on other replicas' nodes: a one-node job has none (was given an ETTR)."""
+    c = compare_strategies(8, 0.5, 1.0, 0.5, queue_h=1.0)
+    r = c.row("peer_checkpoint")
+    assert r["ettr"] is None
+    assert "does not apply" in r["assumes"]
+    assert any("no peer" in n for n in c.notes)

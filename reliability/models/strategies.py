@@ -577,9 +577,14 @@ def compare_strategies(
         dt_peer, how = float(peer_ckpt_interval_h), "given"
     window = queue_h + u_peer
     p_fb = float((-math.expm1(-node_rate_h * window)) ** peer_copies)
-    pc = mixed_restart_ettr(
+    pc: float | None = mixed_restart_ettr(
         lam, dt_peer, peer_write_h, (u_peer, restart_h), (1.0 - p_fb, p_fb), queue_h
     )
+    if replicas < 2:  # the copies live on other replicas' nodes: one replica has no peer
+        pc = None
+        notes.append(
+            "peer checkpoints do not apply: a job of one replica has no peer to hold its copy"
+        )
     rows.append(
         {
             **base,
@@ -593,10 +598,14 @@ def compare_strategies(
             "fallback_prob": p_fb,
             "spare_nodes": 0,
             "extra_nodes": 0,
-            "assumes": f"copies to {fmt_count(int(peer_copies), 'peer')} in {fmt_duration_h(peer_write_h)} every "
-            f"{fmt_duration_h(dt_peer)} ({how}), restore from a peer in {fmt_duration_h(u_peer)}; "
-            f"from storage ({fmt_duration_h(restart_h)}) when the peers fail too "
-            f"(probability {fmt_pct(p_fb, 3)})",
+            "assumes": (
+                f"copies to {fmt_count(int(peer_copies), 'peer')} in {fmt_duration_h(peer_write_h)} every "
+                f"{fmt_duration_h(dt_peer)} ({how}), restore from a peer in {fmt_duration_h(u_peer)}; "
+                f"from storage ({fmt_duration_h(restart_h)}) when the peers fail too "
+                f"(probability {fmt_pct(p_fb, 3)})"
+                if replicas >= 2
+                else f"does not apply: one replica of {_nodes(replica_nodes)}, no peer"
+            ),
         }
     )
 

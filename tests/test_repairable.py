@@ -144,3 +144,21 @@ def test_frailty_removes_the_pooling_bias_of_the_shape():
     assert np.mean(frail) == pytest.approx(0.8, abs=0.03)
     assert np.mean(pooled) < 0.66
     assert covered >= 6
+
+
+def test_systems_are_listed_in_number_order():
+    """lanl-2 before lanl-10 (were sorted as text: lanl-10, lanl-11, ..., lanl-2)."""
+    from datetime import UTC, datetime, timedelta
+
+    import polars as pl
+
+    from reliability.models.repairable import fit_interfailure
+
+    t0 = datetime(2025, 1, 1, tzinfo=UTC)
+    rows = [
+        {"cluster": c, "component_id": "n1", "failed_at": t0 + timedelta(days=d),
+         "repaired_at": t0 + timedelta(days=d, hours=2)}
+        for c in ("lanl-10", "lanl-2", "lanl-1") for d in (1, 5, 9)
+    ]  # fmt: skip
+    r = fit_interfailure(pl.DataFrame(rows), observation_end=t0 + timedelta(days=20))
+    assert r.systems.get_column("system").to_list() == ["lanl-1", "lanl-2", "lanl-10"]

@@ -35,6 +35,7 @@ that grew while observed (LANL systems added nodes) shows β > 1 from its size a
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -517,6 +518,13 @@ def _shape(gaps: np.ndarray, failed: np.ndarray, alpha: float, minimum: int) -> 
     }
 
 
+def _natural(name: str) -> list[Any]:
+    """Sort key that orders the numbers in a name as numbers (lanl-2 before lanl-10)."""
+    return [
+        (0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", name)
+    ]
+
+
 def fit_interfailure(
     component_failures: pl.DataFrame,
     inventory: pl.DataFrame | None = None,
@@ -560,7 +568,7 @@ def fit_interfailure(
         ).item()
     gaps = interfailure_times(cf, inventory, observation_end=end, measure=measure)
     systems, node_rows, ca = [], [], {}
-    for system in sorted(cf.get_column("cluster").unique().to_list()):
+    for system in sorted(cf.get_column("cluster").unique().to_list(), key=_natural):
         g = gaps.filter(pl.col("cluster") == system)
         f = cf.filter(pl.col("cluster") == system).sort("failed_at")
         pooled = _shape(g["gap_h"].to_numpy(), g["failed"].to_numpy(), alpha, MIN_GAPS_PER_SYSTEM)

@@ -162,3 +162,26 @@ def test_systems_are_listed_in_number_order():
     ]  # fmt: skip
     r = fit_interfailure(pl.DataFrame(rows), observation_end=t0 + timedelta(days=20))
     assert r.systems.get_column("system").to_list() == ["lanl-1", "lanl-2", "lanl-10"]
+
+
+def test_a_failure_at_the_system_start_is_left_out_of_crow_amsaa_with_a_note():
+    """A node that fails the moment it enters service (LANL systems 7, 17, 22, 24): its failure
+    has time 0, outside Crow-AMSAA's (0, T]; the count drops by one and a note says why."""
+    from datetime import UTC, datetime, timedelta
+
+    import polars as pl
+
+    from reliability.models.repairable import fit_interfailure
+
+    t0 = datetime(2025, 1, 1, tzinfo=UTC)
+    cf = pl.DataFrame([
+        {"cluster": "s", "component_id": "n1", "failed_at": t0 + timedelta(days=d),
+         "repaired_at": t0 + timedelta(days=d, hours=1)} for d in (0, 3, 8, 12, 20)
+    ])  # fmt: skip
+    inv = pl.DataFrame(
+        {"cluster": ["s"], "component_id": ["n1"], "in_service": [t0], "out_of_service": [None]}
+    )
+    r = fit_interfailure(cf, inv.with_columns(pl.col("out_of_service").cast(pl.Datetime("us", "UTC"))),
+                         observation_end=t0 + timedelta(days=30))  # fmt: skip
+    assert r.crow_amsaa["s"].failures == 4
+    assert any("1 failure(s) at the system's start" in n for n in r.notes)

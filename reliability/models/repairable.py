@@ -598,6 +598,12 @@ def fit_interfailure(
             start = t.min()
             n_nodes = None
             times = ((t - start).dt.total_microseconds() / 1e6 / 3600.0).to_numpy()[1:]
+        at_start = int((times <= 0).sum())
+        if at_start:
+            notes.append(
+                f"{system}: {at_start} failure(s) at the system's start (time 0 since it entered service) "
+                "left out of Crow-AMSAA, whose failure times lie in (0, T]"
+            )
         times = times[times > 0]
         T = (end - start).total_seconds() / 3600.0
         ca[system] = (

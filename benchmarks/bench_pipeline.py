@@ -74,13 +74,16 @@ for year, paths in sorted(kernel.items()):
              'cluster = "bench"', 'tz = "UTC"', f'options = {{ year = {year} }}']
 toml += ['[analysis]', 'min_gpus = 129']
 (work / "p.toml").write_text("\n".join(toml) + "\n")
-lines = []
+lines, peaks = [], []
+def progress(line):
+    lines.append(line)
+    peaks.append(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
 t = time.perf_counter()
-run_pipeline(work / "p.toml", progress=lines.append)
+run_pipeline(work / "p.toml", progress=progress)
 total = time.perf_counter() - t
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-print(json.dumps({"lines": lines, "total": total, "floor": floor, "gen": gen,
+print(json.dumps({"lines": lines, "peaks": peaks, "total": total, "floor": floor, "gen": gen,
                   "rss_mib": rss, "children_rss_mib": kids, "n_nodes": x["n_nodes"],
                   "sacct_mib": x["sacct"].stat().st_size / 2**20}))
 """
@@ -112,6 +115,12 @@ def main() -> None:
         r["stages"] = {
             m.group(1): float(m.group(2)) for ln in r["lines"] if (m := _STAGE.search(ln))
         }
+        # the process's peak RSS after each stage: where the memory goes
+        r["peak_after"] = {
+            m.group(1): p
+            for ln, p in zip(r["lines"], r["peaks"], strict=True)
+            if (m := _STAGE.search(ln))
+        }
         runs[n] = r
         print(
             f"{n:>10,} attempts on {r['n_nodes']:,} nodes ({r['sacct_mib']:.0f} MiB sacct): pipeline "
@@ -119,6 +128,12 @@ def main() -> None:
             f"(background stages {r['children_rss_mib']:,.0f} MiB)"
         )
     names = list(dict.fromkeys(s for r in runs.values() for s in r["stages"]))
+    big = runs[sizes[-1]]
+    print(f"\npeak RSS after each stage at {sizes[-1]:,} attempts [MiB]:")
+    print(
+        "  "
+        + ", ".join(f"{s} {big['peak_after'][s]:,.0f}" for s in names if s in big["peak_after"])
+    )
     head = f"{'stage':<16}" + "".join(f"{n:>14,}" for n in sizes) + "   growth per 10x"
     print("\n" + head)
     for s in [*names, "total"]:

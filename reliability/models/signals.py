@@ -207,15 +207,16 @@ def _running(jobs: pl.DataFrame) -> pl.DataFrame:
     return (
         jobs.filter(pl.col("start_time").is_not_null() & pl.col("end_time").is_not_null())
         .select(
-            pl.col("cluster").cast(pl.String),
-            node=pl.col("nodes"),
+            pl.col("cluster").cast(pl.String).cast(pl.Categorical),
+            # categorical node names (4 bytes a row): at a million attempts there are tens of
+            # millions of (attempt, node) rows
+            node=pl.col("nodes").list.eval(pl.element().cast(pl.Categorical)),
             start="start_time",
             end="end_time",
             abnormal=pl.col("state").cast(pl.String).is_in(ABNORMAL_STATES),
         )
         .explode("node")
         .drop_nulls("node")
-        .with_columns(pl.col("node").cast(pl.String))
     )
 
 
@@ -372,12 +373,16 @@ def _covering(ev: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
     def day(col: str) -> pl.Expr:
         return pl.col(col).dt.epoch("us") // _BIN_US
 
-    spans = runs.with_columns(_day=pl.int_ranges(day("start"), day("end") + 1)).explode("_day")
+    cat = [pl.col("cluster").cast(pl.Categorical), pl.col("node").cast(pl.Categorical)]
+    spans = runs.with_columns(*cat, _day=pl.int_ranges(day("start"), day("end") + 1)).explode(
+        "_day"
+    )
     return (
-        ev.with_columns(_day=day("t"))
+        ev.with_columns(*cat, _day=day("t"))
         .join(spans, on=["cluster", "node", "_day"])
         .filter((pl.col("start") <= pl.col("t")) & (pl.col("end") >= pl.col("t")))
         .drop("_day")
+        .with_columns(pl.col("cluster").cast(pl.String), pl.col("node").cast(pl.String))
     )
 
 
@@ -392,9 +397,17 @@ def _union_s(iv: pl.DataFrame) -> pl.DataFrame:
     """
     if iv.height == 0:
         return pl.DataFrame(schema={"cluster": pl.String, "node": pl.String, "len_s": pl.Float64})
-    key = (pl.col("cluster") + pl.lit("\x00") + pl.col("node")).cast(pl.Categorical).to_physical()
+    # (cluster, node) -> one integer: the node's category times the clusters, plus the cluster's
+    # place among the (few) clusters
+    iv = iv.with_columns(
+        pl.col("cluster").cast(pl.Categorical), pl.col("node").cast(pl.Categorical)
+    )
+    clusters = iv.get_column("cluster").to_physical().unique().sort().to_list()
+    key = pl.col("node").to_physical().cast(pl.Int64) * len(clusters) + pl.col(
+        "cluster"
+    ).to_physical().replace_strict(clusters, list(range(len(clusters))), return_dtype=pl.Int64)
     frame = iv.select(
-        _k=key.cast(pl.Int64), cluster="cluster", node="node",
+        _k=key, cluster="cluster", node="node",
         s=pl.col("s").dt.epoch("us"), e=pl.col("e").dt.epoch("us"),
     )  # fmt: skip
     names = frame.select("_k", "cluster", "node").unique("_k")
@@ -418,7 +431,7 @@ def _union_s(iv: pl.DataFrame) -> pl.DataFrame:
         .group_by("_k")
         .agg(len_s=pl.col("add").sum().cast(pl.Float64) / 1e6)
         .join(names, on="_k")
-        .select("cluster", "node", "len_s")
+        .select(pl.col("cluster").cast(pl.String), pl.col("node").cast(pl.String), "len_s")
     )
 
 

@@ -245,6 +245,21 @@ def _exit_codes(codes: Iterable[int]) -> list[int]:
     return sorted(set(out))
 
 
+def _as_match(frame: pl.LazyFrame, kind: int) -> pl.LazyFrame:
+    """One matched piece of evidence per row: the attempt, what it says, and how close it was."""
+    return frame.select(
+        "__rid",
+        "__cause",
+        "__domain",
+        "__unk",
+        "__reason",
+        "__rclass",
+        __node=pl.col("node"),
+        __dist=(pl.col("__t") - pl.col("end_time")).dt.total_microseconds().abs(),
+        __kind=pl.lit(kind, pl.Int8),
+    )
+
+
 def attribute_failures(
     source: Dataset | pl.DataFrame | pl.LazyFrame,
     *,
@@ -393,17 +408,7 @@ def attribute_failures(
                 pl.col("__t").is_not_null()
                 & (pl.col("__start").is_null() | (pl.col("__t") >= pl.col("__start")))
             )
-            .select(
-                "__rid",
-                "__cause",
-                "__domain",
-                "__unk",
-                "__reason",
-                "__rclass",
-                __node=pl.col("node"),
-                __dist=(pl.col("__t") - pl.col("end_time")).dt.total_microseconds().abs(),
-                __kind=pl.lit(kind, pl.Int8),
-            )
+            .pipe(_as_match, kind)
         )
 
     def latest_before(events: pl.LazyFrame, kind: int, lag: timedelta) -> pl.LazyFrame:
@@ -463,17 +468,7 @@ def attribute_failures(
             )
             .filter(pl.col("__s").is_null() | (pl.col("__s") > pl.col("__t")))
         )
-        return first.select(
-            "__rid",
-            "__cause",
-            "__domain",
-            "__unk",
-            "__reason",
-            "__rclass",
-            __node=pl.col("node"),
-            __dist=(pl.col("__t") - pl.col("end_time")).dt.total_microseconds().abs(),
-            __kind=pl.lit(kind, pl.Int8),
-        )
+        return _as_match(first, kind)
 
     if he is not None:
         crit = he.filter(pl.col("severity").cast(pl.String) == "critical")

@@ -221,6 +221,40 @@ class RunETTR(Result):
         return job_run_ettr(jobs, observation_end=end)
 
 
+def run_key_columns(jobs: pl.DataFrame, run_key: str | list[str] | None) -> list[str]:
+    """Return the columns that identify a run (default: cluster and job id), checked.
+
+    Parameters
+    ----------
+    jobs : polars.DataFrame
+        The attempts.
+    run_key : str, list of str or None
+        Column(s) linking a run's attempts (e.g. ``["cluster", "user", "name"]`` for
+        resubmissions); None: ``["cluster", "job_id"]``.
+
+    Returns
+    -------
+    list of str
+        The key columns.
+
+    Raises
+    ------
+    ValueError
+        If a column is not in ``jobs``.
+    """
+    key = (
+        ["cluster", "job_id"]
+        if run_key is None
+        else [run_key]
+        if isinstance(run_key, str)
+        else list(run_key)
+    )
+    missing = [c for c in key if c not in jobs.columns]
+    if missing:
+        raise ValueError(f"run_key column(s) {missing} not in the jobs table")
+    return key
+
+
 def job_run_ettr(
     source: Dataset | pl.DataFrame,
     ckpt_interval_h: float | None = 1.0,
@@ -262,16 +296,7 @@ def job_run_ettr(
     if ckpt_interval_h is not None and ckpt_interval_h <= 0:
         raise ValueError("ckpt_interval_h must be positive (or None for no checkpoints)")
     jobs, obs_end, notes = attributed_jobs(source, observation_end)
-    key = (
-        ["cluster", "job_id"]
-        if run_key is None
-        else [run_key]
-        if isinstance(run_key, str)
-        else list(run_key)
-    )
-    missing = [c for c in key if c not in jobs.columns]
-    if missing:
-        raise ValueError(f"run_key column(s) {missing} not in the jobs table")
+    key = run_key_columns(jobs, run_key)
     started, n_open = clip_attempts(jobs, obs_end)
     waiting = _waiting_runs(jobs, key, obs_end)
     started = started.with_columns(end_time=pl.col("stop"))

@@ -31,6 +31,7 @@ import polars as pl
 
 from reliability._result import Result, fmt_count, fmt_duration_h
 from reliability.models.counts import clip_attempts
+from reliability.models.ettr_logs import run_key_columns
 from reliability.models.mttf import HARDWARE, attributed_jobs, size_bucket
 
 if TYPE_CHECKING:
@@ -283,16 +284,7 @@ def recovery_costs(
         Per interruption, by size bucket, and the repair spells.
     """
     jobs, obs_end, notes = attributed_jobs(source, observation_end)
-    key = (
-        ["cluster", "job_id"]
-        if run_key is None
-        else [run_key]
-        if isinstance(run_key, str)
-        else list(run_key)
-    )
-    missing = [c for c in key if c not in jobs.columns]
-    if missing:
-        raise ValueError(f"run_key column(s) {missing} not in the jobs table")
+    key = run_key_columns(jobs, run_key)
     started, _ = clip_attempts(jobs, obs_end)
     a = started.sort([*key, "start_time"])
     same = pl.all_horizontal([pl.col(c).eq_missing(pl.col(c).shift(-1)) for c in key]).fill_null(

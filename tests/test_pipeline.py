@@ -13,7 +13,7 @@ import pytest
 from pypdf import PdfReader
 
 from reliability.cli import main
-from reliability.models.lemon import ModelFileError
+from reliability.models.nodes.lemon import ModelFileError
 from reliability.pipeline import PipelineError, load_pipeline, run_pipeline
 
 HOSTILE = "<script>alert(1)</script>"
@@ -317,8 +317,9 @@ def test_headline_values_equal_direct_calls(tiny):
     import polars as pl
 
     from reliability.attribution import attribute_failures
-    from reliability.models import fit_mttf, plan
-    from reliability.models.lemon_test import lemon_test
+    from reliability.models.failures import fit_mttf
+    from reliability.models.nodes.lemon_testing import lemon_test
+    from reliability.models.recovery import plan
 
     tmp, res, _ = tiny
     a = res.config.analysis
@@ -347,7 +348,7 @@ def test_headline_values_equal_direct_calls(tiny):
 
     # planned with the queue wait after an interruption the logs measured (recovery_costs is
     # checked against hand-built histories in test_recovery_cost)
-    from reliability.models import recovery_costs
+    from reliability.models.recovery import recovery_costs
 
     costs = recovery_costs(jobs, observation_end=end)
 
@@ -503,7 +504,7 @@ def test_lemon_stage_flags_only_on_the_window_its_detector_was_trained_on(
     import numpy as np
     import polars as pl
 
-    from reliability.models import LEMON_FEATURES, LemonDetector
+    from reliability.models.nodes import LEMON_FEATURES, LemonDetector
     from reliability.pipeline.steps.lemon import lemon, lemon_quarantine
 
     _, res, _ = tiny
@@ -542,7 +543,7 @@ def test_plan_section_shows_recovery_costs_and_strategies(tiny):
     size is the next power of two above the largest planned one."""
     import polars as pl
 
-    from reliability.models import expected_ettr
+    from reliability.models.recovery import expected_ettr
 
     tmp, _res, _lines = tiny
     data = tmp / "out" / "data"

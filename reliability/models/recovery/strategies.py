@@ -3,7 +3,7 @@
 A job of N nodes (``n_gpus / gpus_per_node``) is interrupted by hardware at ``λ = N · r_f / 24``
 per hour (Kokolis et al., HPCA'25 §V). Four ways to recover, each a closed form for the
 long-run expected ETTR (expected productive time over expected wall time), each checked
-against a Monte Carlo of the same assumptions in :mod:`reliability.models.strategies_mc`:
+against a Monte Carlo of the same assumptions in :mod:`reliability.models.recovery.strategies_mc`:
 
 ``checkpoint_restart`` (today)
     Checkpoint every Δt with a blocking write w; an interruption loses the work since the last
@@ -65,8 +65,8 @@ import polars as pl
 from scipy import stats
 
 from reliability._result import Result, fmt_count, fmt_duration_h, fmt_num, fmt_pct
-from reliability.models.checkpoint import daly_interval_h
-from reliability.models.ettr import expected_ettr, interruption_rate_per_h
+from reliability.models.recovery.checkpoint import daly_interval_h
+from reliability.models.recovery.ettr import expected_ettr, interruption_rate_per_h
 
 __all__ = [
     "DEFAULT_ELASTIC_RECONFIG_S",

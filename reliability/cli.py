@@ -42,6 +42,22 @@ __all__ = ["main"]
 _LARGE = 50 * 1024 * 1024  # show a progress bar when the inputs add up to more than this
 
 
+def _preset_help(kind: str) -> str:
+    """Say ``--preset``'s choices: the bundled presets of one kind (``cluster`` or ``pod``).
+
+    Read from the preset files without importing the simulator (the CLI's help stays fast).
+    """
+    from importlib import resources
+
+    root = resources.files("reliability") / "sim" / "presets"
+    names = sorted(
+        p.name.removesuffix(".toml")
+        for p in root.iterdir()
+        if p.name.endswith(".toml") and f"[{kind}]" in p.read_text(encoding="utf-8")
+    )
+    return f"{', '.join(names)}, or a TOML file"
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="reliability", description="Reliability analytics for ML clusters."
@@ -166,7 +182,7 @@ def _parser() -> argparse.ArgumentParser:
     sim = sub.add_parser("simulate", help="run a bundled simulator and write its raw logs")
     simsub = sim.add_subparsers(dest="simulator", required=True)
     cl = simsub.add_parser("cluster", help="Slurm-like GPU research cluster (HPCA'25)")
-    cl.add_argument("--preset", default="small", help="small, rsc1, rsc2, or a TOML file")
+    cl.add_argument("--preset", default="small", help=_preset_help("cluster"))
     cl.add_argument("--days", type=float, help="override the run length")
     cl.add_argument("--seed", type=int, default=0)
     cl.add_argument("--out", type=Path, required=True, help="output folder (raw logs + truth/)")
@@ -175,7 +191,7 @@ def _parser() -> argparse.ArgumentParser:
         "pod",
         help="TPUv4-like pod: failures, repairs, maintenance, jobs and recovery paths (NSDI'24)",
     )
-    pod.add_argument("--preset", default="tpuv4", help="tpuv4, tpuv3-static, or a TOML file")
+    pod.add_argument("--preset", default="tpuv4", help=_preset_help("pod"))
     pod.add_argument("--days", type=float)
     pod.add_argument("--seed", type=int, default=0)
     pod.add_argument("--out", type=Path, required=True)

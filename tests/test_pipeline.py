@@ -10,6 +10,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from bundled import BUNDLED_CLUSTER, BUNDLED_POD
 from pypdf import PdfReader
 
 from reliability.cli import main
@@ -236,11 +237,12 @@ def test_stage_caching(tiny, tmp_path):
         ),
         (
             "[[inputs]]\nkind = 'simulate-cluster'\npreset = 'smal'\n",
-            "inputs[0].preset: unknown cluster preset 'smal'; bundled: rsc1, rsc2, small",
+            "inputs[0].preset: unknown cluster preset 'smal'; bundled: "
+            + ", ".join(BUNDLED_CLUSTER),
         ),
         (
             "[[inputs]]\nkind = 'simulate-pod'\npreset = 'small'\n",
-            "inputs[0].preset: unknown pod preset 'small'; bundled: tpuv3-static, tpuv4",
+            "inputs[0].preset: unknown pod preset 'small'; bundled: " + ", ".join(BUNDLED_POD),
         ),
         (
             "[[inputs]]\nkind = 'simulate-cluster'\nseed = -1\n",

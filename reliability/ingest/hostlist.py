@@ -298,8 +298,8 @@ def _segments(exprs: pl.Series, k: pl.Series) -> tuple[pl.DataFrame, pl.DataFram
     """Cut simple expressions at their brackets, in one vectorised pass.
 
     ``a,r1n[05,07-08],b`` -> ``a,r1n`` | ``05,07-08`` | ``,b``: segments alternately outside
-    and inside a bracket group. The last name of an outside segment followed by a group is that
-    group's prefix; the other names outside are host names as they are.
+    and inside a bracket group, kept verbatim (an outside segment followed by a group ends
+    with that group's prefix).
 
     Parameters
     ----------
@@ -311,35 +311,19 @@ def _segments(exprs: pl.Series, k: pl.Series) -> tuple[pl.DataFrame, pl.DataFram
     Returns
     -------
     (polars.DataFrame, polars.DataFrame)
-        Segments that hold names, in order: ``r`` (segment number), ``k``, ``prefix`` (the
-        group's prefix for a segment inside brackets, else null), ``text`` (comma-separated
-        names, or the group's items); and the range items (``lo-hi``) of the groups: ``r``,
-        ``k``, ``lo`` (str), ``a``, ``b`` (Int64), in order.
+        The segments, in order: ``r`` (segment number), ``k``, ``text``, ``inside`` (bool);
+        and the range items (``lo-hi`` or one number) of the groups that hold a range:
+        ``r``, ``k``, ``lo`` (str), ``a``, ``b`` (Int64), in order.
     """
     s = exprs.str.replace_all("]", "[", literal=True).str.split("[")
     n_seg = s.list.len()
-    j = pl.col("r") - pl.col("first")  # the segment's number in its expression
     seg = (
-        pl.DataFrame({"k": k, "s": s, "first": n_seg.cum_sum() - n_seg, "n_seg": n_seg})
-        .explode("s")
+        pl.DataFrame({"k": k, "text": s, "first": n_seg.cum_sum() - n_seg})
+        .explode("text")
         .with_row_index("r")
-        .with_columns(inside=j % 2 == 1, group_next=(j % 2 == 0) & (j < pl.col("n_seg") - 1))
-        .with_columns(
-            p=pl.when("group_next").then(pl.col("s").str.extract(r"([^,]*)$", 1)),
-        )
+        .select("r", "k", "text", inside=(pl.col("r") - pl.col("first")) % 2 == 1)
     )
-    seg = seg.select(
-        "r",
-        "k",
-        prefix=pl.when("inside").then(pl.col("p").shift()),
-        text=pl.when("inside")
-        .then("s")
-        .when("group_next")
-        .then(pl.col("s").str.head(-pl.col("p").str.len_chars().cast(pl.Int64)))
-        .otherwise("s")
-        .str.strip_chars(","),
-    ).filter(pl.col("text") != "")
-    dash = pl.col("prefix").is_not_null() & pl.col("text").str.contains("-", literal=True)
+    dash = pl.col("inside") & pl.col("text").str.contains("-", literal=True)
     items = (
         seg.filter(dash)
         .select("r", "k", item=pl.col("text").str.split(","))
@@ -413,8 +397,9 @@ def sizes(exprs: pl.Series) -> pl.Series:
     kind = _kinds(exprs)
     simple = (kind == _SIMPLE).fill_null(False)
     k = pl.arange(0, exprs.len(), dtype=pl.UInt32, eager=True)
-    ex, kk = exprs.filter(simple), k.filter(simple)
-    n = _totals(ex, kk, _segments(ex, kk)[1], exprs.len())
+    grouped = simple & exprs.str.contains("[", literal=True)  # others: one name per comma
+    items = _segments(exprs.filter(grouped), k.filter(grouped))[1]
+    n = _totals(exprs.filter(simple), k.filter(simple), items, exprs.len())
     n = pl.when(kind.is_null() | (kind == _BLANK)).then(0).when(simple).then(n)
     n = pl.select(n.cast(pl.Int64)).to_series()
     rest = n.is_null()
@@ -426,13 +411,17 @@ def sizes(exprs: pl.Series) -> pl.Series:
 
 
 def _names(seg: pl.DataFrame, items: pl.DataFrame) -> pl.DataFrame:
-    """Build the host names of segments (``k``, ``host``), ranges expanded, in Slurm's order.
+    """Build the host names of each expression (``k``, ``host``: list), in Slurm's order.
 
     A group's items with a range are rewritten first (``07-09,12`` -> ``07,08,09,12``: padded
     to ``len(lo)`` when ``lo`` has a leading zero, as :func:`_expand_items` does; a range of
     equal-length bounds pads to the length of ``lo``, which every number from ``lo`` on already
-    has); then every item is its group's prefix and its own text (padding kept).
+    has). The segment before a group ends with its prefix, so a group's text only needs the
+    prefix after each comma (``r1n`` | ``05,07`` -> ``r1n`` | ``05,r1n07``): an expression's
+    segments joined are its names, comma-separated, split once into the list (no string is
+    built per name but those of ranges and of a group's later items).
     """
+    text = pl.col("text")
     if items.height:
         num = pl.col("i").cast(pl.String)
         width = pl.when(pl.col("lo").str.starts_with("0")).then(pl.col("lo").str.len_bytes())
@@ -446,12 +435,30 @@ def _names(seg: pl.DataFrame, items: pl.DataFrame) -> pl.DataFrame:
             .agg(pl.col("t").str.join(","))
         )
         seg = seg.join(ranges, on="r", how="left", maintain_order="left").select(
-            "k", "prefix", text=pl.coalesce("t", "text")
+            "k", "inside", text=pl.coalesce("t", "text")
         )
+    # only groups of several names change (their rows filtered first: a per-row replacement
+    # costs per row); the prefix is the end of the segment before
+    several = pl.col("inside") & text.str.contains(",", literal=True)
+    grown = (
+        seg.with_row_index("j")
+        .with_columns(before=text.shift())
+        .filter(several)
+        .select(
+            "j",
+            text=text.str.replace_all(
+                ",",
+                pl.concat_str(pl.lit(","), pl.col("before").str.extract(r"([^,]*)$", 1)),
+                literal=True,
+            ),
+        )
+    )
+    joined = seg.get_column("text").scatter(grown.get_column("j"), grown.get_column("text"))
     return (
-        seg.select("k", "prefix", tok=pl.col("text").str.split(","))
-        .explode("tok")
-        .select("k", host=pl.concat_str("prefix", "tok", ignore_nulls=True))
+        pl.DataFrame({"k": seg.get_column("k"), "text": joined})
+        .group_by("k", maintain_order=True)
+        .agg(text.str.join(""))
+        .select("k", host=text.str.split(","))
     )
 
 
@@ -466,9 +473,12 @@ def _expand_keys(
     kind = _kinds(keys)
     k = pl.arange(0, n_keys, dtype=pl.UInt32, eager=True)
     simple = kind == _SIMPLE
-    ex, kk = keys.filter(simple), k.filter(simple)
-    seg, items = _segments(ex, kk)
-    total = _totals(ex, kk, items, n_keys)
+    # a simple expression without a bracket is its names, comma-separated (on a fragmented
+    # export most are: random placement leaves few neighbours to make a range of); only the
+    # others are cut into segments and items
+    grouped = simple & keys.str.contains("[", literal=True)
+    seg, items = _segments(keys.filter(grouped), k.filter(grouped))
+    total = _totals(keys.filter(simple), k.filter(simple), items, n_keys)
     ok = simple & total.is_not_null() & (total <= MAX_HOSTLIST_NODES)
     # a descending range or too many names (in a simple expression) is left to expand(), which
     # names the error; so are the rare forms only it reads (products of groups, spaces)
@@ -488,7 +498,8 @@ def _expand_keys(
     if not ok.all():
         good = pl.col("k").is_in(k.filter(ok).implode())
         seg, items = seg.filter(good), items.filter(good)
-    lists = _names(seg, items).group_by("k", maintain_order=True).agg(pl.col("host"))
+    named = _names(seg, items)
+    flat = ok & ~grouped
     got_k: list[int] = []
     got: list[list[str]] = []
     for key_no, expr in zip(py_k.to_list(), py_keys, strict=True):
@@ -500,12 +511,21 @@ def _expand_keys(
     blank = k.filter(kind == _BLANK)
     lists = pl.concat(
         [
-            lists,
-            pl.DataFrame({"k": got_k, "host": got}, schema=lists.schema),
-            pl.DataFrame({"k": blank, "host": [[]] * blank.len()}, schema=lists.schema),
-        ]
+            keys.filter(flat).str.split(","),
+            named.get_column("host"),
+            pl.Series(got, dtype=pl.List(pl.String)),
+            pl.Series([[]] * blank.len(), dtype=pl.List(pl.String)),
+            pl.Series([None], dtype=pl.List(pl.String)),  # keys with an error
+        ],
+        rechunk=True,
     )
-    out = pl.DataFrame({"k": k}).join(lists, on="k", how="left").sort("k").get_column("host")
+    at = np.full(n_keys, lists.len() - 1, dtype=np.int64)
+    at[
+        pl.concat(
+            [k.filter(flat), named.get_column("k"), pl.Series(got_k, dtype=pl.UInt32), blank]
+        ).to_numpy()
+    ] = np.arange(lists.len() - 1)
+    out = lists.gather(at).rename("host")
     if distinct:
         # a list repeats a host if it has fewer distinct names than names (one hash pass)
         twice = (out.list.n_unique() < out.list.len()).fill_null(False)

@@ -222,3 +222,60 @@ def test_budget_and_cap_on_fragmented_rows():
     assert total == 5 * n
     assert nodes.to_list()[:5] == [expand(frag)] * 5
     assert list(errors) == [over]
+
+
+# fragmented lists as random placement writes them: mostly plain names, bracket groups of one
+# or several items (the later items of a group take its prefix), ranges with every padding
+# rule, groups first, last and back to back, prefixes ending in a digit
+_FRAG_PREFIX = st.sampled_from(["r001n", "r1n", "n", "n1", "gpu-a", "x.y", "ip-10-0-1-"])
+_PAD_EDGE = st.sampled_from(["09-11", "8-10", "08-10", "0-0", "00-01", "9", "09", "010-012"])
+
+
+@st.composite
+def _frag_part(draw) -> str:
+    prefix = draw(_FRAG_PREFIX)
+    if draw(st.integers(0, 2)) == 0:  # a plain name, with or without a number
+        return prefix + draw(st.one_of(_number(), st.just("")))
+    items = draw(st.lists(st.one_of(_PAD_EDGE, _number(), _item()), min_size=1, max_size=6))
+    return f"{prefix}[{','.join(items)}]"
+
+
+_frag = st.lists(_frag_part(), min_size=1, max_size=25).map(",".join)
+_plain = st.lists(
+    st.builds(lambda p, n: p + n, _FRAG_PREFIX, _number()), min_size=1, max_size=25
+).map(",".join)
+
+
+@settings(deadline=None, max_examples=150)
+@given(st.lists(st.one_of(_frag, _frag, _plain), min_size=1, max_size=10), st.booleans())
+def test_fragmented_lists_match_expand(exprs, distinct):
+    """Fragmented and bracket-free lists (each through its own vectorised path) give what
+    expand() gives expression by expression, in Slurm's order, errors and repeats included."""
+    nodes, errors, total = node_lists(pl.Series([*exprs, *exprs[::-1]]), distinct=distinct)
+    want_total = 0
+    for expr, got in zip([*exprs, *exprs[::-1]], nodes.to_list(), strict=True):
+        names, err = _reference(expr, distinct=distinct)
+        assert got == names, expr
+        assert (expr in errors) == (err is not None), expr
+        want_total += len(names)
+    assert total == want_total
+    assert sizes(pl.Series(exprs)).to_list() == [
+        len(expand(e)) if _reference(e, distinct=False)[1] is None else -1 for e in exprs
+    ]
+
+
+@pytest.mark.parametrize(
+    ("expr", "hosts"),
+    [
+        ("n[09-11]", ["n09", "n10", "n11"]),
+        ("n[8-10],m", ["n8", "n9", "n10", "m"]),
+        ("a[1,3],b[05,7-8],c", ["a1", "a3", "b05", "b7", "b8", "c"]),  # back to back
+        ("x,y1,z.2", ["x", "y1", "z.2"]),  # no bracket: the split itself
+        ("r1n[01,03],r1n05", ["r1n01", "r1n03", "r1n05"]),
+        ("n1[0,2],n[3]", ["n10", "n12", "n3"]),
+    ],
+)
+def test_groups_of_several_items_take_their_prefix(expr, hosts):
+    nodes, errors, _ = node_lists(pl.Series([expr, expr]), distinct=True)
+    assert nodes.to_list() == [hosts, hosts] == [expand(expr)] * 2
+    assert errors == {}

@@ -19,22 +19,34 @@ run of read_sacct under cProfile gives the share of ``hostlist.node_lists`` (and
 in read_sacct's time. ``--code DIR`` reads the package from another tree; ``--baseline DIR`` also runs read_sacct
 from DIR in every round (a before / after comparison on the same files, in the same rounds).
 
-Measured with ``--repeat 3 --baseline <d1c575d checkout>`` (2 cores shared with other jobs,
-load 2-5: the floor itself varies 0.11-0.24 s at 200k; read_sacct / floor, fastest of each):
+Measured (2 cores shared with other jobs, load 3-5: compare ratios of one run; read_sacct /
+floor, fastest of each). "d1c575d" and "cc69ce4" are read_sacct before issue 39's node-list work
+and after its first pass (``--repeat 3 --baseline <d1c575d checkout>``, an earlier run);
+"hostlist2" is this branch, against a cc69ce4 checkout in the same rounds (``--repeat 2
+--baseline``):
 
-============================================  =============  ============  ==============
-export                                        before         after         after / before
-============================================  =============  ============  ==============
-fragmented 200k (100k distinct, 212 chars)    31.5x          16.0x         0.51x
-fragmented 200k, ``--tile 10`` (issue 39)     6.9x           5.7x          0.83x
-fragmented 1M, ``--tile 10`` (``--repeat 2``) 9.4x           6.4x          0.69x
-compact 200k (665k records)                   2.65x          2.67x         1.01x
-compact 1M (3.3M records)                     1.6-2.4x       2.5-2.6x      noise: node_lists
-                                                                           0.19 s both (A/B)
-============================================  =============  ============  ==============
+=============================================  =======  =====================  =========  ============
+export                                         d1c575d  cc69ce4 (then / same   hostlist2  hostlist2 /
+                                                        run as hostlist2)                 cc69ce4
+=============================================  =======  =====================  =========  ============
+fragmented 200k (100k distinct, 212 chars)     31.5x    16.0x / 15.7x          12.6x      0.80x
+fragmented 200k, ``--tile 10`` (issue 39)      6.9x     5.7x / 6.2x            5.7x       0.93x
+fragmented 1M, ``--tile 10`` (``--repeat 2``)  9.4x     6.4x                   --         --
+compact 200k (665k records)                    2.65x    2.67x / 2.87x          2.81x      0.98x
+compact 1M (3.3M records)                      1.6-2.4x 2.5-2.6x               --         --
+=============================================  =======  =====================  =========  ============
 
-cProfile after: node_lists is 81% of read_sacct on the untiled fragmented export, 54% on the
-tiled one and 17% on the compact one (before: 92%, 57%, 22%).
+cProfile, hostlist2: node_lists is 80% of read_sacct on the untiled fragmented export (1.30 of
+1.64 s), 54% on the tiled one (0.38 of 0.70 s) and 19% on the compact one. The rest of
+read_sacct alone is ~2.8x the floor on both fragmented exports (0.34 s against 0.12 s; 0.32 s
+against 0.11 s), so 3x needs node_lists near 0.03 s there: it builds 5.8M host names as
+``list[str]``, and a bare ``str.split(",")`` of the untiled export's distinct lists already
+takes 0.11 s. On the untiled export 63% of the distinct lists have no bracket (random
+placement leaves few ranges) and 68% of the names are plain text, so a dictionary of numbers
+(prefix id, width, number -> host code) does not remove the work: tried as a per-comma token
+table (numbers parsed per item, ranges by offsets), node_lists took 2.4 s of CPU against 1.6 s
+(one thread); kept instead: bracket-free lists are one ``str.split``, the others' segments are
+rewritten in place and each expression's names split once.
 """
 
 from __future__ import annotations

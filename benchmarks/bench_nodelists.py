@@ -23,30 +23,35 @@ Measured (2 cores shared with other jobs, load 3-5: compare ratios of one run; r
 floor, fastest of each). "d1c575d" and "cc69ce4" are read_sacct before issue 39's node-list work
 and after its first pass (``--repeat 3 --baseline <d1c575d checkout>``, an earlier run);
 "hostlist2" is this branch, against a cc69ce4 checkout in the same rounds (``--repeat 2
---baseline``):
+--baseline``; the tiled row ``--repeat 3``):
 
 =============================================  =======  =====================  =========  ============
 export                                         d1c575d  cc69ce4 (then / same   hostlist2  hostlist2 /
                                                         run as hostlist2)                 cc69ce4
 =============================================  =======  =====================  =========  ============
-fragmented 200k (100k distinct, 212 chars)     31.5x    16.0x / 15.7x          12.6x      0.80x
-fragmented 200k, ``--tile 10`` (issue 39)      6.9x     5.7x / 6.2x            5.7x       0.93x
+fragmented 200k (100k distinct, 212 chars)     31.5x    16.0x / 15.7x          12.3x      0.79x
+fragmented 200k, ``--tile 10`` (issue 39)      6.9x     5.7x / 5.4x            5.3x       0.98x
 fragmented 1M, ``--tile 10`` (``--repeat 2``)  9.4x     6.4x                   --         --
-compact 200k (665k records)                    2.65x    2.67x / 2.87x          2.81x      0.98x
+compact 200k (665k records)                    2.65x    2.67x / 2.64x          2.63x      0.99x
 compact 1M (3.3M records)                      1.6-2.4x 2.5-2.6x               --         --
 =============================================  =======  =====================  =========  ============
 
-cProfile, hostlist2: node_lists is 80% of read_sacct on the untiled fragmented export (1.30 of
-1.64 s), 54% on the tiled one (0.38 of 0.70 s) and 19% on the compact one. The rest of
-read_sacct alone is ~2.8x the floor on both fragmented exports (0.34 s against 0.12 s; 0.32 s
-against 0.11 s), so 3x needs node_lists near 0.03 s there: it builds 5.8M host names as
-``list[str]``, and a bare ``str.split(",")`` of the untiled export's distinct lists already
-takes 0.11 s. On the untiled export 63% of the distinct lists have no bracket (random
-placement leaves few ranges) and 68% of the names are plain text, so a dictionary of numbers
-(prefix id, width, number -> host code) does not remove the work: tried as a per-comma token
-table (numbers parsed per item, ranges by offsets), node_lists took 2.4 s of CPU against 1.6 s
-(one thread); kept instead: bracket-free lists are one ``str.split``, the others' segments are
-rewritten in place and each expression's names split once.
+node_lists alone, in one process on the same column (fastest of 3-5): untiled fragmented 1.43 ->
+1.03 s wall (1.48 -> 1.11 s of CPU on one thread); tiled 0.244 -> 0.230 s wall (0.30 -> 0.21 s
+of CPU on one thread: the two cores hid most of the gain); compact 0.064 -> 0.056 s of CPU.
+
+cProfile, hostlist2: node_lists is 80% of read_sacct on the untiled fragmented export (1.24 of
+1.55 s), 50% on the tiled one (0.38 of 0.76 s) and 16% on the compact one. The rest of
+read_sacct alone is 2.2-2.9x the floor on both fragmented exports (0.31 s against 0.12 s
+untiled; 0.32-0.38 s against 0.11-0.17 s tiled, two runs), so 3x needs node_lists near
+0.05 s: it builds 5.8M host names as ``list[str]``, and a bare ``str.split(",")`` of the
+untiled export's distinct lists already takes 0.11 s. On the untiled
+export 63% of the distinct lists have no bracket (random placement leaves few ranges) and 68%
+of the names are plain text, so a dictionary of numbers (prefix id, width, number -> host code)
+does not remove the work: tried as a per-comma token table (numbers parsed per item, ranges by
+offsets), node_lists took 2.4 s of CPU against 1.6 s (one thread); kept instead: bracket-free
+lists are one ``str.split``, the others' segments are rewritten in place and each expression's
+names split once, with list aggregations + ``list.join`` instead of ``str.join`` aggregations.
 """
 
 from __future__ import annotations

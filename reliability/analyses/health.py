@@ -1,6 +1,6 @@
 """Node health of a Dataset in one call, with the repeat offenders the report shows.
 
-:func:`analyze_node_health` is :func:`reliability.models.node_health` over the Dataset's
+:func:`analyze_node_health` is :func:`reliability.models.nodes.node_health` over the Dataset's
 observation window with the attributed attempts beside it, as the report's "Node health"
 section has it. (Named apart from the model function it composes, which takes frames.)
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from reliability.analyses.attribution import AttributionResult, attribute
-from reliability.models import NodeHealth, node_health
+from reliability.models.nodes import NodeHealth, node_health
 
 if TYPE_CHECKING:
     from reliability.store import Dataset
@@ -25,7 +25,7 @@ def analyze_node_health(
 
     Per node, out-of-service time by state and reason over the Dataset's observation window
     and the fleet's availability over time; the repeat offenders from the attributed attempts
-    (:func:`reliability.models.node_health`).
+    (:func:`reliability.models.nodes.node_health`).
 
     Parameters
     ----------

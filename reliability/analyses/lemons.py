@@ -1,7 +1,7 @@
 """Lemon nodes of a Dataset in one call: the statistical test, or a trained detector's scores.
 
 By default every node's distinct failures are tested against the fleet's rate
-(:func:`reliability.models.lemon_test`: no training, so it holds on any fleet). Given a
+(:func:`reliability.models.nodes.lemon_test`: no training, so it holds on any fleet). Given a
 detector the operator trained on their own labelled history (``reliability lemon train``), it
 scores the nodes on the last feature window instead, and flags none when the detector was
 trained on windows of another length (its probabilities are not calibrated there). Kokolis
@@ -20,8 +20,13 @@ import polars as pl
 
 from reliability import references as ref
 from reliability._result import Result, fmt_duration_h
-from reliability.models import LemonDetector, node_features, score_nodes
-from reliability.models.lemon_test import LemonTest, lemon_test
+from reliability.models.nodes import (
+    LemonDetector,
+    LemonTest,
+    lemon_test,
+    node_features,
+    score_nodes,
+)
 from reliability.reasons import ReasonRules
 
 if TYPE_CHECKING:
@@ -213,13 +218,13 @@ def load_detector(model: str | Path | LemonDetector | None) -> LemonDetector | N
 
     Raises
     ------
-    reliability.models.lemon.ModelFileError
+    reliability.models.nodes.ModelFileError
         When the file is not a detector written by this package.
     """
     if model is None or isinstance(model, LemonDetector):
         return model
     if str(model) == "bundled":
-        from reliability.models.lemon import default_detector
+        from reliability.models.nodes.lemon import default_detector
 
         return default_detector()
     return LemonDetector.load(model)
@@ -311,7 +316,7 @@ def _scored(
     if trained is None:
         notes.append(
             f"{name} does not record the window it was trained on (fitted without "
-            f"window_days=, or saved before windows were recorded): its probabilities are taken "
+            f"its window_days, or saved before windows were recorded): its probabilities are taken "
             f"to hold for {window_days}-day windows; retrain it (`reliability lemon train`) to be sure"
         )
     if not calibrated:
@@ -341,8 +346,8 @@ def lemon_report(
     """Flag a Dataset's lemon nodes: the statistical test, or a trained detector's scores.
 
     Without ``model``, every node's distinct failures over the whole observation are tested
-    against the fleet's rate (:func:`reliability.models.lemon_test`). With one, each node is
-    scored on the last ``window_days`` (:func:`reliability.models.score_nodes`); a detector
+    against the fleet's rate (:func:`reliability.models.nodes.lemon_test`). With one, each node is
+    scored on the last ``window_days`` (:func:`reliability.models.nodes.score_nodes`); a detector
     trained on windows of another length flags nobody (its probabilities are not calibrated
     there) and a note says so. Kokolis et al. HPCA'25 §VI.
 

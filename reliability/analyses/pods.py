@@ -15,12 +15,12 @@ import polars as pl
 
 from reliability import references as ref
 from reliability._result import Result
-from reliability.models import (
+from reliability.models.failures import component_failure_rates
+from reliability.models.pods import (
     MeasuredAvailability,
     PodJobStats,
     RecoveryComparison,
     availability_curve,
-    component_failure_rates,
     identify_pods,
     job_availability,
     measured_job_availability,
@@ -53,11 +53,11 @@ class PodAnalysis(Result):
     Attributes
     ----------
     pods : polars.DataFrame
-        Per cluster: ``pod``, ``mode``, ``n_cubes`` (:func:`reliability.models.identify_pods`).
+        Per cluster: ``pod``, ``mode``, ``n_cubes`` (:func:`reliability.models.pods.identify_pods`).
     component_rates : polars.DataFrame
         Weekly failure rate per component type.
     measured : list of MeasuredAvailability
-        Per pod, :class:`~reliability.models.MeasuredAvailability`.
+        Per pod, :class:`~reliability.models.pods.MeasuredAvailability`.
     curves : polars.DataFrame
         The analytic availability per job size at each pod's host availability.
     recovery : RecoveryComparison

@@ -3,7 +3,7 @@
 The lemon report is :func:`reliability.analyses.lemon_report` (:class:`LemonReport` and
 :data:`BUNDLED_WINDOW_DAYS` are re-exported here so saved results load). By default the
 stage tests every node's distinct failures against the fleet's rate
-(:func:`reliability.models.lemon_test`: no training, so it holds on any fleet). With
+(:func:`reliability.models.nodes.lemon_test`: no training, so it holds on any fleet). With
 ``[analysis].lemon_model`` (a detector the operator trained on their own labelled history,
 ``reliability lemon train``) it scores the nodes on the last feature window instead. For a
 simulated cluster it runs the quarantine backtest with whichever flags the nodes.
@@ -29,7 +29,7 @@ from reliability.analyses.lemons import (
 )
 from reliability.errors import spell_options
 from reliability.experiments.backtests import LemonBacktest, QuarantineRun
-from reliability.models.lemon_test import LemonTest
+from reliability.models.nodes.lemon_testing import LemonTest
 from reliability.pipeline.config import PipelineConfig
 from reliability.pipeline.steps.common import Context, notes_blocks, plot_block, sim_cluster_config
 from reliability.report.model import Section, Table, Text

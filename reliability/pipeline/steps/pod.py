@@ -17,7 +17,7 @@ from reliability import plots
 from reliability import references as ref
 from reliability._result import Result, fmt_duration_h
 from reliability.analyses.pods import PodAnalysis, analyze_pods
-from reliability.models import ThroughputResult
+from reliability.models.pods import ThroughputResult
 from reliability.pipeline.config import PipelineConfig, parse_shape
 from reliability.pipeline.steps.common import Context, notes_blocks, plot_block
 from reliability.report.model import Section, Table, Text
@@ -136,7 +136,7 @@ class RoutingTable(Result):
     Attributes
     ----------
     results : list of ThroughputResult
-        One :class:`~reliability.models.ThroughputResult` per slice.
+        One :class:`~reliability.models.pods.ThroughputResult` per slice.
     """
 
     title = "Routing around a failed OCS (Zu et al. NSDI'24 Table 2)"
@@ -159,7 +159,7 @@ class RoutingTable(Result):
     @classmethod
     def _example(cls) -> RoutingTable:
         """Build a tiny instance: one 4x4x4 slice with one OCS down (for contract tests)."""
-        from reliability.models import ThroughputResult
+        from reliability.models.pods import ThroughputResult
 
         return cls(results=[ThroughputResult._example()])
 
@@ -183,7 +183,7 @@ def routing(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> RoutingTab
     RoutingTable
         One throughput result per slice.
     """
-    from reliability.models import all_to_all_throughput
+    from reliability.models.pods import all_to_all_throughput
 
     out = []
     for text in cfg.analysis.routing_shapes:

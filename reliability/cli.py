@@ -986,8 +986,10 @@ def _subparser(args: argparse.Namespace) -> argparse.ArgumentParser:
     parser = _parser()
     for name in ("command", "simulator", "lemon_command"):
         choice = getattr(args, name, None)
+        if choice is None:  # (``lemon score`` has no ``simulator``)
+            continue
         sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
-        if choice is None or sub is None or choice not in sub.choices:
+        if sub is None or choice not in sub.choices:
             break
         parser = sub.choices[choice]
     return parser

@@ -187,3 +187,25 @@ def test_analyze_pods_at_a_given_host_availability_is_the_closed_form(pod_datase
             analyze_pods(pod_dataset, host_availability=bad)
     with pytest.raises(ValueError, match="ckpt_interval_min"):
         analyze_pods(pod_dataset, ckpt_interval_min=0.0)
+
+
+def test_lemon_report_on_too_short_a_history_says_what_would_score(four_gpu_dataset):
+    """24 days of data: a detector trained on 56-day windows cannot score them (collect more);
+    one trained on 7-day windows asked for 56 is pointed at its own window."""
+    import numpy as np
+
+    from reliability.analyses import lemon_report
+    from reliability.models.nodes import LEMON_FEATURES, LemonDetector
+
+    bundled = lemon_report(four_gpu_dataset, window_days=56, model="bundled")
+    assert "collect at least 56 days of history" in bundled.notes[0]
+    rng = np.random.default_rng(0)
+    y = rng.random(200) < 0.3
+    X = pl.DataFrame(
+        rng.poisson(np.where(y[:, None], 6.0, 1.0), (200, len(LEMON_FEATURES))),
+        schema=list(LEMON_FEATURES),
+    ).cast(pl.Float64)
+    det = LemonDetector(target_precision=0.5).fit(X, y, window_days=7)
+    week = lemon_report(four_gpu_dataset, window_days=56, model=det)
+    assert week.scores.height == 0
+    assert "pass window_days=7, the window the detector was trained on" in week.notes[0]

@@ -300,11 +300,18 @@ def _scored(
     try:
         feats = node_features(dataset, window_days=window_days, step_days=7)
     except ValueError:  # less history than one window
-        fix = (
-            "pass window_days= (a multiple of 7) within the data's span, or collect more history"
-            if span >= 7 * 24
-            else "the detector needs at least 7 days of history (its shortest window)"
-        )
+        trained = getattr(det, "window_days_", None)
+        if span < 7 * 24:
+            fix = "the detector needs at least 7 days of history (its shortest window)"
+        elif trained is not None and span >= trained * 24:
+            fix = f"pass window_days={trained}, the window the detector was trained on"
+        elif trained is not None:  # (on another window its probabilities do not hold)
+            fix = (
+                f"collect at least {trained} days of history (the detector was trained on "
+                f"{trained}-day windows), or train one on shorter windows (`reliability lemon train`)"
+            )
+        else:
+            fix = "pass window_days= (a multiple of 7) within the data's span, or collect more history"
         notes.append(
             f"no lemon scores: the data hold {fmt_duration_h(span)}, less than one {window_days}-day "
             f"feature window; {fix}"

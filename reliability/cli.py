@@ -790,8 +790,8 @@ def _lemon(args: argparse.Namespace) -> int:
         return _lemon_test(args)
     if args.window_days is None:
         args.window_days = 56
-    from reliability.models.nodes import LemonDetector, node_features, score_nodes
-    from reliability.models.nodes.lemon import default_detector
+    from reliability.analyses import lemon_report, load_detector
+    from reliability.models.nodes import LemonDetector, node_features
     from reliability.models.nodes.lemon_features import FEATURES
 
     if args.window_days < 7 or args.window_days % 7:
@@ -813,7 +813,7 @@ def _lemon(args: argparse.Namespace) -> int:
     det = None
     if args.lemon_command == "score":
         bundled = str(args.model) == "bundled"
-        det = default_detector() if bundled else LemonDetector.load(args.model)
+        det = load_detector(args.model)
         if bundled:
             print(
                 "warning: the bundled detector was trained on this package's simulator; on "
@@ -839,7 +839,13 @@ def _lemon(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
     ds = _dataset(args.dataset)
-    feats = node_features(ds, args.window_days, 7)
+    if args.lemon_command == "score":
+        # the report's scoring, the same call (the window was checked against the detector's)
+        report = lemon_report(ds, window_days=args.window_days, model=det)
+        if report.scores.height == 0:
+            raise ReliabilityError(_cli_terms("; ".join(report.notes), args))
+    else:
+        feats = node_features(ds, args.window_days, 7)
     if ds.scan("health_events").select(pl.len()).collect().item() == 0 and (
         ds.scan("node_states").select(pl.len()).collect().item() == 0
     ):
@@ -885,8 +891,7 @@ def _lemon(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
         return 0
-    assert det is not None
-    scores = score_nodes(det, feats)
+    scores = report.scores
     n_flag = int(scores["flagged"].sum())
     print(
         f"{n_flag} of {scores.height} nodes flagged at threshold {det.threshold_:.3f} "
@@ -981,8 +986,10 @@ def _subparser(args: argparse.Namespace) -> argparse.ArgumentParser:
     parser = _parser()
     for name in ("command", "simulator", "lemon_command"):
         choice = getattr(args, name, None)
+        if choice is None:  # (``lemon score`` has no ``simulator``)
+            continue
         sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
-        if choice is None or sub is None or choice not in sub.choices:
+        if sub is None or choice not in sub.choices:
             break
         parser = sub.choices[choice]
     return parser

@@ -69,3 +69,143 @@ def test_a_given_gpus_per_node_wins_and_is_checked(four_gpu_dataset):
     assert (a.gpus_per_node, a.gpus_per_node_basis) == (8, "given")
     with pytest.raises(ValueError, match="gpus_per_node"):
         attribute(four_gpu_dataset, gpus_per_node=0)
+
+
+# ---------------------------------------------------------------- node health, lemons, pods
+
+
+def test_analyze_node_health_availability_is_one_minus_the_union_of_intervals():
+    """Each node's availability is 1 - (the union of its out-of-service intervals inside the
+    window) / window, the union merged here by hand from the raw node states."""
+    from reliability.analyses import AttributionResult, analyze_node_health
+    from reliability.models._examples import tiny_tables
+    from reliability.models.nodes import OUT_OF_SERVICE
+
+    t = tiny_tables()
+    a = AttributionResult._example()
+    h = analyze_node_health(t, a)
+    lo, hi = h.start, h.end
+    per_node: dict[str, list[tuple[datetime, datetime]]] = {}
+    for node, state, s, e in t["node_states"].select("node", "state", "start", "end").iter_rows():
+        if state in OUT_OF_SERVICE:
+            s, e = max(s, lo), min(e or hi, hi)
+            if e > s:
+                per_node.setdefault(node, []).append((s, e))
+    window_h = (hi - lo).total_seconds() / 3600
+    expected = {}
+    for node, spans in per_node.items():
+        total, cur_s, cur_e = 0.0, None, None
+        for s, e in sorted(spans):
+            if cur_e is None or s > cur_e:
+                total += 0.0 if cur_e is None else (cur_e - cur_s).total_seconds()
+                cur_s, cur_e = s, e
+            else:
+                cur_e = max(cur_e, e)
+        total += (cur_e - cur_s).total_seconds()
+        expected[node] = 1 - total / 3600 / window_h
+    got = dict(h.by_node.select("node", "availability").iter_rows())
+    assert per_node  # the example has drains
+    for node, avail in got.items():
+        assert avail == pytest.approx(expected.get(node, 1.0), rel=1e-12), node
+
+
+def test_lemon_report_refuses_a_window_that_is_not_whole_weeks(four_gpu_dataset):
+    from reliability.analyses import lemon_report
+
+    for bad in (0, 10, -7, 7.0, True):
+        with pytest.raises(ValueError, match="window_days: expected a whole number of weeks"):
+            lemon_report(four_gpu_dataset, window_days=bad)
+
+
+def test_lemon_report_with_a_detector_on_another_window_flags_nobody(four_gpu_dataset):
+    """The bundled detector (trained on 56-day windows) scored on 7-day windows: the scores are
+    shown, no node is flagged, the note names the option to change; the library's calibration
+    check says the same. On too short a history there are no scores and the note says why."""
+    from reliability.analyses import lemon_report, load_detector, uncalibrated_note
+
+    det = load_detector("bundled")
+    assert det.window_days_ == 56
+    assert uncalibrated_note(det, 56) is None
+    assert "trained on 56-day windows" in uncalibrated_note(det, 7)
+    r = lemon_report(four_gpu_dataset, window_days=7, model="bundled")
+    assert r.scores.height == 8 * 4  # every node of the export (g01-g32)
+    assert r.flagged.height == 0
+    assert not r.calibrated
+    assert "pass window_days=56" in " ".join(r.notes)
+    short = lemon_report(four_gpu_dataset, window_days=56, model=det)
+    assert short.scores.height == 0
+    assert "less than one 56-day feature window" in " ".join(short.notes)
+
+
+@pytest.fixture(scope="module")
+def pod_dataset(tmp_path_factory):
+    from reliability.sim.pod import simulate_pod
+
+    tmp = tmp_path_factory.mktemp("pod")
+    simulate_pod("tpuv4", days=POD_DAYS, seed=5).write(tmp / "raw")
+    ds = Dataset(tmp / "ds")
+    ds.ingest("pod", [tmp / "raw" / "pod_events.jsonl"])
+    return ds
+
+
+#: the simulated pod's run [days]
+POD_DAYS = 30
+
+
+def test_analyze_pods_recovery_rates_are_failures_over_component_days(pod_dataset):
+    """The recovery comparison's failure rate per component type is the failures in the raw
+    table over (components x the run's days), times the components a 50-cube job uses."""
+    from reliability.analyses import analyze_pods
+
+    p = analyze_pods(pod_dataset, ckpt_interval_min=30.0)
+    assert p.pods.rows() == [("tpuv4", "tpuv4", "reconfigurable", 64)]
+    inv, cf = pod_dataset.inventory, pod_dataset.component_failures
+    rec = p.recovery.summary.filter(pl.col("path") == "reconfigure")
+    for kind in ("machine", "ici_link", "ocs"):
+        k = cf.filter(pl.col("component_type") == kind).height
+        n = inv.filter(pl.col("component_type") == kind).height
+        row = rec.filter(pl.col("component") == kind).row(0, named=True)
+        assert row["failures_per_day"] == pytest.approx(
+            k / (n * POD_DAYS) * row["components_used"], rel=1e-12, abs=1e-15
+        ), kind
+    assert p.notes == []  # every type measured: no published rate stood in
+
+
+def test_analyze_pods_at_a_given_host_availability_is_the_closed_form(pod_dataset):
+    """With host_availability given, the Fig. 1 check with hosts alone is P(Bin(64, a^16) >= 50)
+    (NSDI'24 Fig. 1's model); a value outside (0, 1] is refused."""
+    from scipy import stats
+
+    from reliability.analyses import analyze_pods
+
+    a = 0.99
+    p = analyze_pods(pod_dataset, host_availability=a)
+    assert p.reference_host_availability == a
+    assert p.fig1_tpuv4_3200_hosts == pytest.approx(stats.binom.sf(49, 64, a**16), rel=1e-9)
+    for bad in (0.0, 1.5, float("nan")):
+        with pytest.raises(ValueError, match="host_availability"):
+            analyze_pods(pod_dataset, host_availability=bad)
+    with pytest.raises(ValueError, match="ckpt_interval_min"):
+        analyze_pods(pod_dataset, ckpt_interval_min=0.0)
+
+
+def test_lemon_report_on_too_short_a_history_says_what_would_score(four_gpu_dataset):
+    """24 days of data: a detector trained on 56-day windows cannot score them (collect more);
+    one trained on 7-day windows asked for 56 is pointed at its own window."""
+    import numpy as np
+
+    from reliability.analyses import lemon_report
+    from reliability.models.nodes import LEMON_FEATURES, LemonDetector
+
+    bundled = lemon_report(four_gpu_dataset, window_days=56, model="bundled")
+    assert "collect at least 56 days of history" in bundled.notes[0]
+    rng = np.random.default_rng(0)
+    y = rng.random(200) < 0.3
+    X = pl.DataFrame(
+        rng.poisson(np.where(y[:, None], 6.0, 1.0), (200, len(LEMON_FEATURES))),
+        schema=list(LEMON_FEATURES),
+    ).cast(pl.Float64)
+    det = LemonDetector(target_precision=0.5).fit(X, y, window_days=7)
+    week = lemon_report(four_gpu_dataset, window_days=56, model=det)
+    assert week.scores.height == 0
+    assert "pass window_days=7, the window the detector was trained on" in week.notes[0]

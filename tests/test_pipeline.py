@@ -573,3 +573,25 @@ def test_plan_section_shows_recovery_costs_and_strategies(tiny):
         "peer_checkpoint",
         "elastic",
     }
+
+
+def test_a_notebook_gets_the_report_s_numbers_from_the_analyses(tiny):
+    """reliability.analyses called on the pipeline's Datasets with its [analysis] settings
+    gives the pod, lemon and node-health stages' results: the same frames and text."""
+    from polars.testing import assert_frame_equal
+
+    from reliability.analyses import analyze_node_health, analyze_pods, lemon_report
+
+    _, res, _ = tiny
+    cfg, out = res.config, res.outputs
+    ds, a = out["cluster_data"].open(), out["attribution"]
+    pods = analyze_pods(out["pod_data"].open(), ckpt_interval_min=cfg.analysis.ckpt_interval_min)
+    assert_frame_equal(pods.components, out["pod"].components)
+    assert_frame_equal(pods.curves, out["pod"].curves)
+    assert str(pods) == str(out["pod"])
+    lemons = lemon_report(ds, a, window_days=cfg.analysis.lemon_window_days, reasons=cfg.reasons)
+    assert_frame_equal(lemons.test.nodes, out["lemon"].test.nodes)
+    assert_frame_equal(lemons.flagged, out["lemon"].flagged)
+    health = analyze_node_health(ds, a)
+    assert_frame_equal(health.by_node, out["node_health"].by_node)
+    assert_frame_equal(health.offenders, out["node_health"].offenders)

@@ -1,8 +1,11 @@
 """Analyses: the library's composite calls over a Dataset, returning typed results.
 
 Each composes the models the way the pipeline's stages and the CLI do, so a notebook gets the
-same numbers as the report: :func:`attribute` (how every attempt ended, the GPUs per node) and
-:func:`analyze_cluster` (attribution, r_f and MTTF by size, weekly rates, workload).
+same numbers as the report: :func:`attribute` (how every attempt ended, the GPUs per node),
+:func:`analyze_cluster` (attribution, r_f and MTTF by size, weekly rates, workload),
+:func:`analyze_node_health` (out-of-service time, availability, repeat offenders),
+:func:`lemon_report` (lemon nodes: the test or a trained detector) and :func:`analyze_pods`
+(TPU pods: rates, availability, recovery paths).
 """
 
 from reliability.analyses.attribution import (
@@ -12,12 +15,29 @@ from reliability.analyses.attribution import (
     gpus_per_node_of,
 )
 from reliability.analyses.cluster import ClusterAnalysis, analyze_cluster
+from reliability.analyses.health import analyze_node_health
+from reliability.analyses.lemons import (
+    BUNDLED_WINDOW_DAYS,
+    LemonReport,
+    lemon_report,
+    load_detector,
+    uncalibrated_note,
+)
+from reliability.analyses.pods import PodAnalysis, analyze_pods
 
 __all__ = [
+    "BUNDLED_WINDOW_DAYS",
     "DEFAULT_GPUS_PER_NODE",
     "AttributionResult",
     "ClusterAnalysis",
+    "LemonReport",
+    "PodAnalysis",
     "analyze_cluster",
+    "analyze_node_health",
+    "analyze_pods",
     "attribute",
     "gpus_per_node_of",
+    "lemon_report",
+    "load_detector",
+    "uncalibrated_note",
 ]

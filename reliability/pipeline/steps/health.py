@@ -14,6 +14,7 @@ import polars as pl
 
 from reliability import plots
 from reliability._result import fmt_duration_h, fmt_num
+from reliability.analyses.health import analyze_node_health
 from reliability.models.nodes import OUT_OF_SERVICE, NodeHealth
 from reliability.pipeline.config import PipelineConfig
 from reliability.pipeline.steps.common import Context, notes_blocks, plot_block
@@ -27,7 +28,7 @@ def node_health(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> NodeHe
     """Run stage ``node_health``.
 
     Per node, out-of-service time by state and reason over the Dataset's observation window;
-    repeat offenders from the attributed jobs.
+    repeat offenders from the attributed jobs (:func:`reliability.analyses.analyze_node_health`).
 
     Parameters
     ----------
@@ -43,9 +44,7 @@ def node_health(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> NodeHe
     NodeHealth
         Intervals, per-node totals, open drains, repeat offenders and fleet availability.
     """
-    from reliability.models.nodes import node_health as fit
-
-    return fit(deps["cluster_data"].open(), attributed=deps["attribution"].jobs)
+    return analyze_node_health(deps["cluster_data"].open(), deps["attribution"])
 
 
 def now_text(end: datetime | None, basis: str) -> str:

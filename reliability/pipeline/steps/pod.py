@@ -1,7 +1,8 @@
 """Stages ``pod`` and ``routing`` and their sections (Zu et al., NSDI '24).
 
-``pod``: component rates, measured and analytic job availability, recovery paths, pod jobs;
-``routing``: all-to-all throughput with an OCS down.
+``pod``: component rates, measured and analytic job availability, recovery paths, pod jobs
+(:func:`reliability.analyses.analyze_pods`; :class:`PodAnalysis` is re-exported here so saved
+results load); ``routing``: all-to-all throughput with an OCS down.
 """
 
 from __future__ import annotations
@@ -15,147 +16,20 @@ import polars as pl
 from reliability import plots
 from reliability import references as ref
 from reliability._result import Result, fmt_duration_h
-from reliability.models.pods import (
-    MeasuredAvailability,
-    PodJobStats,
-    RecoveryComparison,
-    ThroughputResult,
-)
+from reliability.analyses.pods import PodAnalysis, analyze_pods
+from reliability.models.pods import ThroughputResult
 from reliability.pipeline.config import PipelineConfig, parse_shape
 from reliability.pipeline.steps.common import Context, notes_blocks, plot_block
 from reliability.report.model import Section, Table, Text
 
 __all__ = ["PodAnalysis", "RoutingTable", "pod", "pod_section", "routing", "routing_section"]
 
-#: job sizes of the availability curves [chips]
-SIZES_CHIPS = (16, 64, 256, 1024, 2048, 3072, 3200, 3584, 4096)
-
-
-@dataclass
-class PodAnalysis(Result):
-    """Failures and availability of the pods in the data.
-
-    Attributes
-    ----------
-    pods : polars.DataFrame
-        Per cluster: ``pod``, ``mode``, ``n_cubes`` (:func:`reliability.models.identify_pods`).
-    component_rates : polars.DataFrame
-        Weekly failure rate per component type.
-    measured : list of MeasuredAvailability
-        Per pod, :class:`~reliability.models.MeasuredAvailability`.
-    curves : polars.DataFrame
-        The analytic availability per job size at each pod's host availability.
-    recovery : RecoveryComparison
-        Reconfigure vs reroute for a 50-cube job at the measured rates.
-    jobs : PodJobStats or None
-        How the pods' jobs fared (None without jobs in the logs).
-    reference_host_availability : float
-        Host availability of the TPUv4 pod (the Fig. 1 check's).
-    fig1_tpuv4_3200 : float
-        The model's TPUv4 job availability at 3,200 chips at the host availability, with the
-        TPUv4 pod's measured link and OCS availability (the plotted curve's point).
-    fig1_tpuv4_3200_hosts, fig1_tpuv3_1024 : float
-        The model with hosts alone (NSDI'24 Fig. 1's basis) for TPUv4 at 3,200 chips and static
-        TPUv3 at 1,024 chips, at the same host availability.
-    """
-
-    title = "TPU pods: failures and availability (Zu et al. NSDI'24)"
-    pods: pl.DataFrame
-    component_rates: pl.DataFrame
-    measured: list[MeasuredAvailability]
-    curves: pl.DataFrame
-    recovery: RecoveryComparison
-    jobs: PodJobStats | None
-    reference_host_availability: float
-    fig1_tpuv4_3200: float
-    fig1_tpuv4_3200_hosts: float
-    fig1_tpuv3_1024: float
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def components(self) -> pl.DataFrame:
-        """Per pod: the measured host, link and OCS availability and the samples taken."""
-        rows = [
-            m.summary.with_columns(pl.lit(c).alias("cluster"))
-            for c, m in zip(self.pods["cluster"], self.measured, strict=True)
-        ]
-        pods = self.pods.drop("n_cubes", strict=False)  # (the measurement has it)
-        return pl.concat(rows).join(pods, on="cluster") if rows else pl.DataFrame()
-
-    @property
-    def measured_curves(self) -> pl.DataFrame:
-        """The measured job availability of every pod, stacked, with a ``pod`` column."""
-        parts = [
-            m.curve.with_columns(pod=pl.lit(p))
-            for p, m in zip(self.pods["pod"], self.measured, strict=True)
-        ]
-        return pl.concat(parts) if parts else pl.DataFrame()
-
-    @property
-    def summary(self) -> pl.DataFrame:
-        """The component rates table."""
-        return self.components
-
-    @property
-    def sample_sizes(self) -> dict[str, int | float]:
-        """Counts behind the result: pods and availability samples."""
-        return {"pods": self.pods.height, "samples": sum(m.samples for m in self.measured)}
-
-    def _lines(self) -> list[str]:
-        return [
-            f"{self.pods.height} pod(s): "
-            + ", ".join(f"{c} ({p}, {m}, {n} cubes)" for c, p, m, n in self.pods.iter_rows()),
-            f"At host availability {self.reference_host_availability:.4f} the model gives TPUv4 "
-            f"{100 * self.fig1_tpuv4_3200:.1f}% at 3,200 chips with the pod's measured links and "
-            f"OCS; with hosts alone, as NSDI'24 Fig. 1, TPUv4 {100 * self.fig1_tpuv4_3200_hosts:.1f}% "
-            f"at 3,200 chips (paper ~94%) and TPUv3 static {100 * self.fig1_tpuv3_1024:.1f}% at "
-            "1,024 chips (paper ~0).",
-        ]
-
-    @classmethod
-    def _example(cls) -> PodAnalysis:
-        """Build a tiny instance: one 4-cube TPUv4 pod (for contract tests)."""
-        from reliability.models._examples import tiny_tables
-        from reliability.models.failures import component_failure_rates
-        from reliability.models.pods import (
-            MeasuredAvailability,
-            PodJobStats,
-            RecoveryComparison,
-            availability_curve,
-            job_availability,
-        )
-
-        t = tiny_tables()
-        m = MeasuredAvailability._example()
-        host = m.host_availability
-        links = {"ocs_availability": m.ocs_availability, "link_availability": m.link_availability}
-        curve = availability_curve(host, "tpuv4", **links)
-        return cls(
-            pods=pl.DataFrame(
-                {"cluster": ["tiny"], "pod": ["tpuv4"], "mode": ["reconfigurable"], "n_cubes": [4]}
-            ),
-            component_rates=component_failure_rates(
-                t["component_failures"], t["inventory"], every="1w"
-            ),
-            measured=[m],
-            curves=curve.filter(pl.col("mode") == "reconfigurable").with_columns(
-                pod=pl.lit("tpuv4")
-            ),
-            recovery=RecoveryComparison._example(),
-            jobs=PodJobStats._example(),
-            reference_host_availability=host,
-            fig1_tpuv4_3200=float(job_availability(3200, host, **links)),
-            fig1_tpuv4_3200_hosts=float(job_availability(3200, host)),
-            fig1_tpuv3_1024=float(job_availability(1024, host, "static", pod="tpuv3")),
-        )
-
 
 def pod(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> PodAnalysis:
     """Run stage ``pod``: rates, availability and recovery paths of every pod in the pod data.
 
-    Weekly component failure rates (Zu et al., NSDI '24, Fig. 12), measured and analytic job
-    availability (§5, Fig. 1) at the host availability of ``[analysis].host_availability``
-    (``"measured"``: each pod's own), recovery paths (§6) and pod job statistics.
+    :func:`reliability.analyses.analyze_pods` at ``[analysis].host_availability``
+    (``"measured"``: each pod's own) and ``ckpt_interval_min`` (Zu et al., NSDI '24).
 
     Parameters
     ----------
@@ -171,80 +45,11 @@ def pod(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> PodAnalysis:
     PodAnalysis
         The pods, their rates, measured and analytic availability, recovery comparison and jobs.
     """
-    from reliability.models.failures import component_failure_rates
-    from reliability.models.pods import (
-        availability_curve,
-        identify_pods,
-        job_availability,
-        measured_job_availability,
-        pod_job_stats,
-        recovery_paths,
-    )
-
-    ds = deps["pod_data"].open()
-    inv, cf = ds.inventory, ds.component_failures
-    rates = component_failure_rates(cf, inv, every="1w")
-    pods = identify_pods(inv)
-    measured, curves = [], []
-    host_setting = cfg.analysis.host_availability
-    for cl, name, mode, n_cubes in pods.iter_rows():
-        frames = {
-            "inventory": inv.filter(pl.col("cluster") == cl),
-            "component_failures": cf.filter(pl.col("cluster") == cl),
-            "node_states": ds.node_states.filter(pl.col("cluster") == cl),
-        }
-        m = measured_job_availability(
-            frames, [s for s in SIZES_CHIPS if s <= 64 * n_cubes], mode=mode
-        )
-        measured.append(m)
-        host = m.host_availability if host_setting == "measured" else float(host_setting)
-        c = availability_curve(
-            host,
-            name,
-            ocs_availability=m.ocs_availability if mode == "reconfigurable" else None,
-            link_availability=m.link_availability,
-        )
-        curves.append(c.filter(pl.col("mode") == mode).with_columns(pod=pl.lit(name)))
-    v4 = next((m for m, p in zip(measured, pods["pod"], strict=True) if p == "tpuv4"), None)
-    ref_host = v4.host_availability if v4 is not None else ref.FIG1_HOST_AVAILABILITY.value
-    if host_setting != "measured":
-        ref_host = float(host_setting)
-    # the headline is the plotted curve's point: hosts, and the pod's measured links and OCS
-    links = (
-        {"ocs_availability": v4.ocs_availability, "link_availability": v4.link_availability}
-        if v4
-        else {}
-    )
-    mean = rates.group_by("component_type").agg(
-        rate=pl.col("failures").sum() / pl.col("component_days").sum()
-    )
-    r = dict(mean.iter_rows())
-    notes = []
-    missing = [t for t in ("machine", "ici_link", "ocs") if t not in r]
-    if missing:
-        notes.append(
-            f"no {', '.join(missing)} in the inventory: the recovery paths use NSDI'24's rates for them"
-        )
-    rec = recovery_paths(
-        50,
-        machine_rate_per_day=r.get("machine", ref.MACHINE_FAILURES_PER_DAY.value),
-        ici_rate_per_day=r.get("ici_link", ref.ICI_CABLE_FAILURES_PER_DAY.value),
-        ocs_rate_per_day=r.get("ocs", 0.0004),
-        ckpt_interval_h=cfg.analysis.ckpt_interval_h,
-    )
-    jobs = pod_job_stats(ds.jobs, ds.job_steps) if ds.jobs.height else None
-    return PodAnalysis(
-        pods=pods,
-        component_rates=rates,
-        measured=measured,
-        curves=pl.concat(curves) if curves else pl.DataFrame(),
-        recovery=rec,
-        jobs=jobs,
-        reference_host_availability=ref_host,
-        fig1_tpuv4_3200=float(job_availability(3200, ref_host, **links)),
-        fig1_tpuv4_3200_hosts=float(job_availability(3200, ref_host)),
-        fig1_tpuv3_1024=float(job_availability(1024, ref_host, "static", pod="tpuv3")),
-        notes=notes,
+    host = cfg.analysis.host_availability
+    return analyze_pods(
+        deps["pod_data"].open(),
+        host_availability=None if host == "measured" else float(host),
+        ckpt_interval_min=cfg.analysis.ckpt_interval_min,
     )
 
 
@@ -331,7 +136,7 @@ class RoutingTable(Result):
     Attributes
     ----------
     results : list of ThroughputResult
-        One :class:`~reliability.models.ThroughputResult` per slice.
+        One :class:`~reliability.models.pods.ThroughputResult` per slice.
     """
 
     title = "Routing around a failed OCS (Zu et al. NSDI'24 Table 2)"

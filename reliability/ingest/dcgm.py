@@ -62,8 +62,9 @@ from reliability.ingest._common import (
     quarantine_frame,
     read_lines,
 )
+from reliability.ingest._spec import CLUSTER, NODE, FileHead, ReaderOption, ReaderSample, ReaderSpec
 
-__all__ = ["NODE_LABELS", "is_blank", "read_dcgm"]
+__all__ = ["NODE_LABELS", "SPEC", "is_blank", "read_dcgm"]
 
 #: Labels that name the host, in order of preference.
 NODE_LABELS = ("Hostname", "hostname", "node", "kubernetes_node", "nodename", "instance")
@@ -72,6 +73,44 @@ _SCRAPED_AT = re.compile(r"^#\s*scraped_at[:=\s]\s*(?P<ts>\S+)\s*$")
 _INT32_BLANK = (0x7FFFFFF0, 0x7FFFFFFF)
 _INT64_BLANK = 0x7FFFFFFFFFFFFFF0
 _FP64_BLANK = 140737488355328.0
+
+#: the form the reader reads, for the refusal of a file with no DCGM sample line
+_EXPECTED = (
+    'Prometheus text from dcgm-exporter, e.g. `DCGM_FI_DEV_XID_ERRORS{gpu="0",Hostname="node017"} '
+    "0 [timestamp]`"
+)
+#: largest value read as an Xid code from the last-Xid gauge
+_MAX_XID = 65535
+#: how a DCGM exporter's lines start, for the file-kind signature
+_DCGM_LINE = ("DCGM_FI_", "DCGM_EXP_", "# HELP DCGM_", "# TYPE DCGM_")
+
+
+def _is_scrape(head: FileHead) -> str | None:
+    if any(ln.startswith(_DCGM_LINE) for ln in head.lines):
+        return "a DCGM exporter scrape (Prometheus text)"
+    return None
+
+
+SPEC = ReaderSpec(
+    kind="dcgm",
+    summary="DCGM exporter scrapes (Prometheus text)",
+    options=(
+        CLUSTER.required_(),
+        NODE,
+        ReaderOption("scraped_at", "time", "time of a scrape without time stamps", cli=False),
+    ),
+    tables=("health_events",),
+    signature=_is_scrape,
+    rank=40,
+    sample=ReaderSample(
+        "dcgm.prom",
+        "# scraped_at 2025-01-01T00:00:00Z\n"
+        "# HELP DCGM_FI_DEV_XID_ERRORS Value of the last XID error encountered.\n"
+        "# TYPE DCGM_FI_DEV_XID_ERRORS gauge\n"
+        'DCGM_FI_DEV_XID_ERRORS{gpu="0",UUID="GPU-1",Hostname="n1"} 79\n',
+        {"cluster": "c"},
+    ),
+)
 
 
 def is_blank(value: float) -> bool:
@@ -116,13 +155,6 @@ def _device(labels: dict[str, str]) -> str | None:
     return f"{dev}/gi{gi}" if gi not in (None, "") else dev
 
 
-#: the form the reader reads, for the refusal of a file with no DCGM sample line
-_EXPECTED = (
-    'Prometheus text from dcgm-exporter, e.g. `DCGM_FI_DEV_XID_ERRORS{gpu="0",Hostname="node017"} '
-    "0 [timestamp]`"
-)
-#: largest value read as an Xid code from the last-Xid gauge
-_MAX_XID = 65535
 #: a sample's name and labels (quoted label values may hold '#', '}' and spaces)
 _NAME_LABELS = re.compile(r'[^\s{]*(?:\{(?:[^"}]|"(?:[^"\\]|\\.)*")*\})?')
 
@@ -191,6 +223,7 @@ def _sample_time(ts: object) -> tuple[datetime | None, str | None]:
     return t, None
 
 
+@SPEC.reads
 def read_dcgm(
     path: str | Path,
     *,

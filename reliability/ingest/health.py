@@ -49,10 +49,41 @@ from reliability.ingest._json import (
     JsonValueError,
     loads_record,
 )
+from reliability.ingest._spec import CLUSTER, TZ, FileHead, ReaderOption, ReaderSample, ReaderSpec
 
-__all__ = ["CANONICAL_TABLES", "detect_table", "read_health"]
+__all__ = ["CANONICAL_TABLES", "SPEC", "detect_table", "read_health"]
 
 CANONICAL_TABLES = ("health_events", "component_failures", "inventory")
+#: the header of a health_events CSV, for the file-kind signature
+_HEALTH_HEADER = {"node", "time", "source", "component", "code", "severity"}
+
+
+def _is_health_csv(head: FileHead) -> str | None:
+    return "a health_events CSV" if head.header >= _HEALTH_HEADER else None
+
+
+SPEC = ReaderSpec(
+    kind="health",
+    summary="health_events / component_failures / inventory as CSV or JSON lines",
+    options=(
+        ReaderOption(
+            "table", "name", "canonical table for 'health' files (default: from the columns)"
+        ),
+        CLUSTER,
+        TZ,
+    ),
+    tables=CANONICAL_TABLES,
+    signature=_is_health_csv,
+    rank=20,
+    # its message quotes an Xid line: a CSV's text is not a kernel log's
+    sample=ReaderSample(
+        "health.csv",
+        "node,time,source,component,code,severity,message\n"
+        'n1,2025-01-01T00:00:00Z,kernel_log,gpu,79,critical,"NVRM: Xid (PCI:0000:3b:00): 79, '
+        'pid=0, GPU has fallen off the bus."\n',
+        {"cluster": "c"},
+    ),
+)
 #: a quoted CSV field may span at most this many physical lines / characters
 MAX_RECORD_LINES = 200
 MAX_RECORD_CHARS = 1_000_000
@@ -350,6 +381,7 @@ def _jsonl_records(
     return table, records, fixed
 
 
+@SPEC.reads
 def read_health(
     path: str | Path,
     *,

@@ -53,8 +53,56 @@ from reliability.ingest._common import (
     quarantine_frame,
     read_lines,
 )
+from reliability.ingest._spec import (
+    CLUSTER,
+    NODE,
+    TZ,
+    FileHead,
+    ReaderOption,
+    ReaderSample,
+    ReaderSpec,
+)
 
-__all__ = ["read_kernel_log"]
+__all__ = ["SPEC", "read_kernel_log"]
+
+#: an Xid or SXid message, for the file-kind signature
+_XID_LINE = re.compile(r"NVRM: Xid \(|SXid \(PCI")
+#: what may come before an Xid message on a kernel log's line: a time stamp (dmesg's ISO form
+#: has a decimal comma), a host, a tag; never a field separator or a quote (a CSV or JSON
+#: field quoting an Xid message)
+_LINE_PREFIX = re.compile(r"^(?:[^,|\"{]|,\d)*$")
+
+
+def _is_kernel_log(head: FileHead) -> str | None:
+    for line in head.lines:
+        m = _XID_LINE.search(line)
+        if m is not None and _LINE_PREFIX.match(line[: m.start()]) is not None:
+            return "a kernel log with NVIDIA Xid messages"
+    return None
+
+
+SPEC = ReaderSpec(
+    kind="kernel",
+    summary="kernel logs (dmesg, journalctl -k, syslog) with NVIDIA Xid / SXid messages",
+    options=(
+        CLUSTER.required_(),
+        NODE,
+        TZ,
+        ReaderOption("year", "year", "year of the first syslog line (syslog prints none)"),
+        ReaderOption(
+            "boot_time", "time", "boot time (ISO 8601 with offset) for dmesg [seconds] stamps"
+        ),
+    ),
+    tables=("health_events",),
+    signature=_is_kernel_log,
+    rank=50,
+    sample=ReaderSample(
+        "kernel.log",
+        "2025-01-21T04:41:44.283+00:00 n1 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=0, "
+        "GPU has fallen off the bus.\n",
+        {"cluster": "c"},
+    ),
+)
 
 #: ``dmesg -r`` (raw) starts each line with the syslog priority, ``<4>``; ``dmesg -x`` with
 #: the decoded facility and level, ``kern  :warn  : ``
@@ -274,6 +322,7 @@ class _Clock:
         return t, host, rest, None
 
 
+@SPEC.reads
 def read_kernel_log(
     path: str | Path,
     *,

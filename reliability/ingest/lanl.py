@@ -32,6 +32,7 @@ have no node count or node number: its inventory holds the one recorded (unnamed
 from __future__ import annotations
 
 import calendar
+import dataclasses
 import re
 from datetime import datetime
 from pathlib import Path
@@ -44,13 +45,14 @@ from reliability import schema
 from reliability.errors import IngestError
 from reliability.ingest._bounds import time_out_of_bounds
 from reliability.ingest._common import ReadResult, decode_text, quarantine_frame, read_bytes
+from reliability.ingest._spec import TZ, FileHead, ReaderOption, ReaderSample, ReaderSpec
 
 #: a Down Time [min]; it may differ from Prob Fixed - Prob Started by a minute (rounding) or
 #: an hour (daylight saving) in the records, more is a contradiction
 _DOWN = re.compile(r"[0-9]{1,9}")
 _DOWN_SLACK_MIN = 61
 
-__all__ = ["LANL_FIRST_NODE", "LANL_NODES_PER_SYSTEM", "read_lanl"]
+__all__ = ["LANL_FIRST_NODE", "LANL_NODES_PER_SYSTEM", "SPEC", "read_lanl"]
 
 #: Nodes per LANL system. Source: the ``nodes`` column of LA-UR-05-7318-failure-data-1996-2005.csv
 #: ("number of nodes" in the record layout of its README; the same value on every record of a
@@ -67,6 +69,40 @@ LANL_FIRST_NODE: dict[str, int] = {"14": 128}
 
 _MONTHS = {m.lower(): i for i, m in enumerate(calendar.month_abbr) if m}
 _REQUIRED = ("System", "nodenumz", "Prob Started", "Prob Fixed", "node prod", "node decom")
+#: the header fields that make a CSV the LANL records, for the file-kind signature
+_SIGNATURE = {"System", "nodenumz", "Prob Started", "Prob Fixed"}
+
+
+def _is_lanl(head: FileHead) -> str | None:
+    return "the LANL failure records" if head.header >= _SIGNATURE else None
+
+
+SPEC = ReaderSpec(
+    kind="lanl",
+    summary="the LANL failure records (LA-UR-05-7318, 1996-2005)",
+    options=(
+        dataclasses.replace(TZ, default="America/Denver"),
+        ReaderOption(
+            "unrecorded",
+            "choice",
+            "LANL records: service dates of nodes that never failed (the nearest recorded "
+            "node's, or the system's whole span)",
+            default="nearest",
+            choices=("nearest", "system"),
+        ),
+    ),
+    tables=("component_failures", "inventory"),
+    signature=_is_lanl,
+    rank=10,
+    sample=ReaderSample(
+        "lanl.csv",
+        "System,machine type,nodes,procstot,procsinnode,nodenum,nodenumz,node install,node prod,"
+        "node decom,fru type,mem,cputype,memtype,num intercon,purpose,Prob Started,Prob Fixed,"
+        "Down Time,Facilities,Hardware,Human Error,Network,Undetermined,Software,Same Event\n"
+        "2,cluster,49,6152,80,0,0,5-Apr,5-Jun,current,part,80,1,1,0,graphics.fe,"
+        "6/21/2005 10:54,6/21/2005 11:00,6,,Graphics Accel Hdwr,,,,,No\n",
+    ),
+)
 
 
 def _month(text: str) -> datetime | None:
@@ -85,6 +121,7 @@ def _month(text: str) -> datetime | None:
     return None
 
 
+@SPEC.reads
 def read_lanl(
     path: str | Path, *, tz: str = "America/Denver", unrecorded: str = "nearest"
 ) -> ReadResult:

@@ -38,19 +38,68 @@ from reliability.ingest._common import (
     check_name_option,
     check_zone,
     clip_lines,
+    decode_text,
     quarantine_frame,
+    read_bytes,
     read_lines,
 )
 from reliability.ingest._delimited import split_delimited
-from reliability.ingest._slurm_text import identify, refusal
+from reliability.ingest._sacct_io import head
+from reliability.ingest._slurm_text import _WHAT, identify, refusal
+from reliability.ingest._spec import CLUSTER, TZ, FileHead, ReaderSample, ReaderSpec
 
 __all__ = [
+    "EVENTS_SPEC",
     "MAX_RECORD_BYTES",
+    "NODES_SPEC",
+    "read_node_snapshot",
     "read_sacctmgr_events",
     "read_scontrol_nodes",
     "read_sinfo_reasons",
     "reduce_state",
 ]
+
+
+def _is_events(head: FileHead) -> str | None:
+    return _WHAT["sacctmgr_event"] if head.slurm_format == "sacctmgr_event" else None
+
+
+def _is_snapshot(head: FileHead) -> str | None:
+    fmt = head.slurm_format
+    if fmt == "scontrol_node" and any(ln.startswith("NodeName=") for ln in head.lines):
+        return _WHAT[fmt]  # ("NodeName=" inside another log's line, e.g. slurmd's, is not)
+    return _WHAT[fmt] if fmt == "sinfo_reasons" else None
+
+
+EVENTS_SPEC = ReaderSpec(
+    kind="events",
+    summary="sacctmgr --parsable2 show event (node-state history)",
+    options=(CLUSTER, TZ),
+    tables=("node_states", "health_events"),
+    signature=_is_events,
+    rank=30,
+    sample=ReaderSample(
+        "events.psv",
+        "Cluster|NodeName|TimeStart|TimeEnd|State|Reason|User\n"
+        "c|n1|2025-01-01T00:00:00|2025-01-01T06:00:00|DOWN|Xid 79|root\n",
+        {"cluster": "c", "tz": "UTC"},
+    ),
+)
+NODES_SPEC = ReaderSpec(
+    kind="nodes",
+    summary="scontrol show node / sinfo -R snapshots (detected from the content)",
+    options=(CLUSTER.required_(), TZ),
+    tables=("node_states", "health_events"),
+    signature=_is_snapshot,
+    rank=30,
+    sample=ReaderSample(
+        "nodes.txt",
+        "NodeName=n1 Arch=x86_64 CoresPerSocket=32\n"
+        "   State=DOWN+DRAIN ThreadsPerCore=1\n"
+        "   Reason=Xid 79 [root@2025-01-01T00:00:00]\n",
+        {"cluster": "c", "tz": "UTC"},
+    ),
+)
 
 #: Slurm state flags (long and ``sinfo %t`` short forms) -> canonical node state, most
 #: severe first.
@@ -329,6 +378,7 @@ def _expand(expr: str) -> list[str]:
     return hostlist.expand(expr)
 
 
+@EVENTS_SPEC.reads
 def read_sacctmgr_events(
     path: str | Path, *, cluster: str | None = None, tz: str | None = None
 ) -> ReadResult:
@@ -779,3 +829,42 @@ def read_sinfo_reasons(path: str | Path, *, cluster: str, tz: str | None = None)
     if assumed:
         notes.append(f"{assumed} row(s) without a STATE column recorded as DRAIN")
     return b.result(notes)
+
+
+@NODES_SPEC.reads
+def read_node_snapshot(path: str | Path, *, cluster: str, tz: str | None = None) -> ReadResult:
+    """Read ``scontrol show node`` or ``sinfo -R`` output, whichever the file holds.
+
+    Any other Slurm output (``sinfo -N -l``, plain ``sinfo``, ``sacctmgr`` tables, YAML...) is
+    refused with what the file is and the accepted forms.
+
+    Parameters
+    ----------
+    path : str or Path
+        The saved command output (plain or compressed).
+    cluster : str
+        Cluster name recorded on every row.
+    tz : str or None
+        Time zone of the timestamps in the file (IANA name, e.g. ``"Europe/Paris"``); None: the
+        reader's default (see :func:`read_scontrol_nodes`, :func:`read_sinfo_reasons`).
+
+    Returns
+    -------
+    ReadResult
+        The node-state rows, quarantined lines and notes.
+
+    Raises
+    ------
+    IngestError
+        If the file is empty or holds another kind of output.
+    """
+    start = head(path)  # (the start decides: the reader reads the file itself)
+    data, _ = decode_text(start)
+    fmt = identify(data[:65536].decode("utf-8", errors="replace"))
+    if fmt == "scontrol_node":
+        return read_scontrol_nodes(path, cluster=cluster, tz=tz)
+    if fmt == "sinfo_reasons":
+        return read_sinfo_reasons(path, cluster=cluster, tz=tz)
+    if not data.strip() and not decode_text(read_bytes(path))[0].strip():
+        raise IngestError(str(path), "empty file")
+    raise IngestError(str(path), refusal(fmt, "nodes"), line=1)

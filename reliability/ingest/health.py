@@ -422,76 +422,11 @@ def read_health(
         raise IngestError(src, f"option table= must be one of {CANONICAL_TABLES}, got {table!r}")
     name = Path(src).name.lower().removesuffix(".gz")
     lines, notes = read_lines(path)
-    q: tuple[list[int], list[str], list[str]] = ([], [], [])
     if name.endswith((".jsonl", ".ndjson", ".json")):
-        table, records, fixed = _jsonl_records(lines, table)
-        if fixed:
-            notes.append(
-                f"{fixed} JSON line(s) hold lone surrogate escapes (\\ud800..., not text): "
-                "replaced by U+FFFD"
-            )
-        if not records:
-            raise IngestError(src, "empty file")
-        if table is None:
-            unread = [(no, why) for no, _, obj, why in records if obj is None]
-            if len(unread) == len(records):  # not one object: say why the first is not
-                raise IngestError(
-                    src,
-                    f"no line is a JSON object to read; first: {unread[0][1]}",
-                    line=unread[0][0],
-                )
-            raise IngestError(
-                src,
-                "the JSON lines match no single canonical table: pass table= "
-                "(health_events, component_failures or inventory)",
-            )
-        spec = schema.TABLES[table]
-        cols = list(spec.schema)
-        present = set().union(*(set(obj) for _, _, obj, _ in records if obj is not None))
-        good: list[tuple[int, str, list[str | None]]] = []
-        for no, raw, obj, why in records:
-            if obj is not None:
-                extra = [k for k in obj if k not in spec.schema]
-                if extra:
-                    why = f"key {extra[0][:40]!r} is not in the {table} contract"
-                else:
-                    values: list[str | None] = []
-                    for c in cols:
-                        v, why = _json_value(c, obj.get(c))
-                        if why is not None:
-                            break
-                        values.append(v)
-            if obj is None or why is not None:
-                q[0].append(no)
-                q[1].append(raw)
-                q[2].append(str(why))
-            else:
-                good.append((no, raw, values))
-        raw_frame = pl.DataFrame(
-            [(no, raw, *vals) for no, raw, vals in good],
-            schema={"line_no": pl.Int64, "raw": pl.String, **dict.fromkeys(cols, pl.String)},
-            orient="row",
-        )
-        n = len(records)
+        table, raw_frame, q, n, present = _jsonl_input(src, lines, table, notes)
         header_line = None
     elif name.endswith(".csv"):
-        header, raw_frame, q, n = _csv_records(lines, src)
-        try:
-            table = table or detect_table(header)
-        except ValueError as exc:
-            raise IngestError(src, str(exc), line=1) from None
-        spec = schema.TABLES[table]
-        extra = [c for c in header if c not in spec.schema]
-        if extra:
-            raise IngestError(src, f"column not in the {table} contract", line=1, field=extra[0])
-        required = [c for c in spec.schema if c not in spec.nullable and c != "cluster"]
-        missing = [c for c in required if c not in header]
-        if missing:
-            raise IngestError(src, f"required {table} column missing", line=1, field=missing[0])
-        raw_frame = raw_frame.with_columns(
-            pl.lit(None, pl.String).alias(c) for c in spec.schema if c not in header
-        ).select("line_no", "raw", *spec.schema)
-        present = set(header)
+        table, raw_frame, q, n, present = _csv_input(src, lines, table)
         header_line = 1
     else:
         raise IngestError(src, "unknown format: expected a .csv or .jsonl/.ndjson file")
@@ -504,6 +439,104 @@ def read_health(
         )
     if cluster is not None:
         raw_frame = raw_frame.with_columns(pl.col("cluster").fill_null(cluster))
+    frame, bad = _typed(src, raw_frame, schema.TABLES[table], tz)
+    qf = quarantine_frame(
+        src,
+        q[0] + bad.get_column("line_no").to_list(),
+        q[1] + bad.get_column("raw").to_list(),
+        q[2] + bad.get_column("reason").to_list(),
+    ).sort("line_no")
+    return ReadResult(src, {table: frame}, qf, n, n - qf.height, notes)
+
+
+#: what an input gives: (table, its columns as text with line_no and raw, quarantine, records
+#: read, columns or keys present)
+_Raw = tuple[str, pl.DataFrame, tuple[list[int], list[str], list[str]], int, set[str]]
+
+
+def _jsonl_input(src: str, lines: pl.DataFrame, table: str | None, notes: list[str]) -> _Raw:
+    """Read JSON lines into (table, text frame, quarantine, records read, keys present)."""
+    q: tuple[list[int], list[str], list[str]] = ([], [], [])
+    table, records, fixed = _jsonl_records(lines, table)
+    if fixed:
+        notes.append(
+            f"{fixed} JSON line(s) hold lone surrogate escapes (\\ud800..., not text): "
+            "replaced by U+FFFD"
+        )
+    if not records:
+        raise IngestError(src, "empty file")
+    if table is None:
+        unread = [(no, why) for no, _, obj, why in records if obj is None]
+        if len(unread) == len(records):  # not one object: say why the first is not
+            raise IngestError(
+                src,
+                f"no line is a JSON object to read; first: {unread[0][1]}",
+                line=unread[0][0],
+            )
+        raise IngestError(
+            src,
+            "the JSON lines match no single canonical table: pass table= "
+            "(health_events, component_failures or inventory)",
+        )
+    spec = schema.TABLES[table]
+    cols = list(spec.schema)
+    present = set().union(*(set(obj) for _, _, obj, _ in records if obj is not None))
+    good: list[tuple[int, str, list[str | None]]] = []
+    for no, raw, obj, why in records:
+        if obj is not None:
+            extra = [k for k in obj if k not in spec.schema]
+            if extra:
+                why = f"key {extra[0][:40]!r} is not in the {table} contract"
+            else:
+                values: list[str | None] = []
+                for c in cols:
+                    v, why = _json_value(c, obj.get(c))
+                    if why is not None:
+                        break
+                    values.append(v)
+        if obj is None or why is not None:
+            q[0].append(no)
+            q[1].append(raw)
+            q[2].append(str(why))
+        else:
+            good.append((no, raw, values))
+    raw_frame = pl.DataFrame(
+        [(no, raw, *vals) for no, raw, vals in good],
+        schema={"line_no": pl.Int64, "raw": pl.String, **dict.fromkeys(cols, pl.String)},
+        orient="row",
+    )
+    return table, raw_frame, q, len(records), present
+
+
+def _csv_input(src: str, lines: pl.DataFrame, table: str | None) -> _Raw:
+    """Read a CSV into (table, text frame, quarantine, records read, columns present)."""
+    header, raw_frame, q, n = _csv_records(lines, src)
+    try:
+        table = table or detect_table(header)
+    except ValueError as exc:
+        raise IngestError(src, str(exc), line=1) from None
+    spec = schema.TABLES[table]
+    extra = [c for c in header if c not in spec.schema]
+    if extra:
+        raise IngestError(src, f"column not in the {table} contract", line=1, field=extra[0])
+    required = [c for c in spec.schema if c not in spec.nullable and c != "cluster"]
+    missing = [c for c in required if c not in header]
+    if missing:
+        raise IngestError(src, f"required {table} column missing", line=1, field=missing[0])
+    raw_frame = raw_frame.with_columns(
+        pl.lit(None, pl.String).alias(c) for c in spec.schema if c not in header
+    ).select("line_no", "raw", *spec.schema)
+    return table, raw_frame, q, n, set(header)
+
+
+def _typed(
+    src: str, raw_frame: pl.DataFrame, spec: schema.TableSpec, tz: str | None
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Type the text columns into the table; return (rows kept, rows refused with a reason).
+
+    Each value must read as its column's type, required columns must be set, times must be
+    within bounds and intervals in order.
+    """
     typed: dict[str, pl.Expr] = {}
     checks: list[tuple[pl.Expr, pl.Expr]] = []
     latest = latest_time()
@@ -572,10 +605,4 @@ def read_health(
     frame = out.filter(pl.col("reason").is_null()).select(
         [pl.col(f"__{c}").alias(c) for c in spec.schema]
     )
-    qf = quarantine_frame(
-        src,
-        q[0] + bad.get_column("line_no").to_list(),
-        q[1] + bad.get_column("raw").to_list(),
-        q[2] + bad.get_column("reason").to_list(),
-    ).sort("line_no")
-    return ReadResult(src, {table: frame}, qf, n, n - qf.height, notes)
+    return frame, bad

@@ -101,6 +101,30 @@ NODES_SPEC = ReaderSpec(
     ),
 )
 
+#: ``scontrol show node``: the node, its state flags, and ``Reason=... [user@time]``
+_NODE_NAME = re.compile(r"NodeName=(\S+)")
+_NODE_STATE = re.compile(r"\bState=(\S+)")
+_REASON = re.compile(
+    r"Reason=(?P<reason>.*?)(?:\s*\[(?P<user>[^@\]\s]+)@(?P<time>[^\]\s]+)\])?\s*$"
+)
+#: ``sinfo -R``: an aligned row, the ``-o`` header fields and their patterns
+_SINFO_ROW = re.compile(
+    r"^(?P<reason>.*?)\s+(?P<user>\S+)\s+(?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d|\d+|Unknown)"
+    r"\s+(?P<nodes>\S+)(?:\s+(?P<state>[A-Za-z_*~#!%$@^+-]+))?\s*$"
+)
+_SINFO_FIELDS = {
+    "REASON": "reason",
+    "USER": "user",
+    "TIMESTAMP": "time",
+    "NODELIST": "nodes",
+    "STATE": "state",
+}
+_SINFO_PATTERNS = {
+    "USER": re.compile(r"\S*"),
+    "TIMESTAMP": re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d|\d+|Unknown)"),
+    "NODELIST": re.compile(r"[\w\-.\[\],]+"),
+    "STATE": re.compile(r"[A-Za-z_*~#!%$@^+-]*"),
+}
 #: Slurm state flags (long and ``sinfo %t`` short forms) -> canonical node state, most
 #: severe first.
 STATE_PRECEDENCE = (
@@ -409,6 +433,78 @@ def read_sacctmgr_events(
     data = lines.filter(pl.col("line").str.strip_chars() != "")
     if data.height == 0:
         raise IngestError(src, "empty file (sacctmgr prints a header line even with no events)")
+    names, trailing = _event_header(src, data)
+    b = _Builder(src)
+    body = b.long_lines(data.slice(1), "line")
+    split = split_delimited(
+        body, names, trailing=trailing, text_fields=_EVENT_TEXT, patterns=_EVENT_PATTERNS
+    )
+    for no, raw, reason in zip(split.bad_line_no, split.bad_raw, split.bad_reason, strict=True):
+        b.bad(no, raw, reason)
+    b.read += len(split.bad_line_no) + split.records.height
+    recs = split.records
+    none = [None] * recs.height
+    cols = {n: recs.get_column(n).to_list() for n in recs.columns}
+    fields = {n: cols.get(n, none) for n in ("NodeName", "Cluster", "State", "Reason", "User")}
+    starts, start_why = _to_utc(cols.get("TimeStart", none), tz, src, "TimeStart")
+    ends, end_why = _to_utc(cols.get("TimeEnd", none), tz, src, "TimeEnd")
+    cluster_events = 0
+    seen_raw: dict[str, int] = {}
+    # (cluster, node, state, start) -> index in b.rows and line of the row kept so far
+    seen_key: dict[tuple[object, ...], tuple[int, int]] = {}
+    merged = 0
+    for i, (no, raw) in enumerate(zip(cols["line_no"], cols["line"], strict=True)):
+        first = seen_raw.setdefault(raw, no)
+        if first != no:
+            b.bad(no, raw, f"exact duplicate of line {first}")
+            continue
+        if not (fields["NodeName"][i] or "").strip():
+            cluster_events += 1
+            continue
+        got = _event(src, no, {k: v[i] for k, v in fields.items()}, cluster)
+        if isinstance(got, str):
+            b.bad(no, raw, got)
+            continue
+        fixed, nodes = got
+        why = start_why[i] or end_why[i]
+        if why is None and starts[i] is None:
+            why = "field TimeStart: no start time"
+        if why is None and ends[i] is not None and ends[i] < starts[i]:  # type: ignore[operator]
+            why = "TimeEnd is before TimeStart (impossible order; not fixed)"
+        if why is None:
+            try:
+                expanded = _expand(nodes)
+            except hostlist.HostlistError as exc:
+                why = f"field NodeName: {exc}"
+        if why is not None:
+            b.bad(no, raw, why)
+            continue
+        for node in expanded:
+            row = {**fixed, "node": node, "start": starts[i], "end": ends[i]}
+            merged += _add_interval(b, seen_key, row, no)
+    overlaps = _overlapping(b.rows, {at: ln for at, ln in seen_key.values()})
+    if overlaps:
+        shown = ", ".join(map(str, overlaps[:5])) + (", ..." if len(overlaps) > 5 else "")
+        notes.append(
+            f"{len(overlaps)} interval(s) overlap an earlier one of the same node and state "
+            f"(lines {shown}): kept as printed, so the time they share is in both"
+        )
+    if merged:
+        notes.append(
+            f"{merged} interval(s) repeat the cluster, node, state and start of another line "
+            "with a different end or reason: merged into one (the closed one, then the later "
+            "end, then the longer reason, as across inputs)"
+        )
+    if cluster_events:
+        notes.append(f"{cluster_events} cluster-level event(s) (no node name): kept, no interval")
+    return b.result(notes)
+
+
+def _event_header(src: str, data: pl.DataFrame) -> tuple[list[str], bool]:
+    """Check the header of a ``sacctmgr show event`` export.
+
+    Returns its field names and whether its lines end with a ``|``.
+    """
     header_no, header = data.row(0)
     fmt = identify("\n".join(data.head(3).get_column("line").to_list()))
     if fmt != "sacctmgr_event":
@@ -446,108 +542,61 @@ def read_sacctmgr_events(
                 line=header_no,
                 field=need,
             )
-    b = _Builder(src)
-    body = b.long_lines(data.slice(1), "line")
-    split = split_delimited(
-        body, names, trailing=trailing, text_fields=_EVENT_TEXT, patterns=_EVENT_PATTERNS
-    )
-    for no, raw, reason in zip(split.bad_line_no, split.bad_raw, split.bad_reason, strict=True):
-        b.bad(no, raw, reason)
-    b.read += len(split.bad_line_no) + split.records.height
-    recs = split.records
-    cols = {n: recs.get_column(n).to_list() for n in recs.columns}
-    none = [None] * recs.height
-    get = cols.get
-    starts, start_why = _to_utc(get("TimeStart", none), tz, src, "TimeStart")
-    ends, end_why = _to_utc(get("TimeEnd", none), tz, src, "TimeEnd")
-    cluster_events = 0
-    seen_raw: dict[str, int] = {}
-    # (cluster, node, state, start) -> index in b.rows and line of the row kept so far
-    seen_key: dict[tuple[object, ...], tuple[int, int]] = {}
-    merged = 0
-    for i, (no, raw) in enumerate(zip(cols["line_no"], cols["line"], strict=True)):
-        first = seen_raw.setdefault(raw, no)
-        if first != no:
-            b.bad(no, raw, f"exact duplicate of line {first}")
-            continue
-        node_expr = (get("NodeName", none)[i] or "").strip()
-        clus = (get("Cluster", none)[i] or "").strip() or cluster
-        if not node_expr:
-            cluster_events += 1
-            continue
-        if clus is None:
-            raise IngestError(
-                src, "the export has no Cluster field: pass cluster=", line=no, field="Cluster"
-            )
-        state_s = get("State", none)[i] or ""
-        try:
-            state = reduce_state(state_s)
-        except ValueError as exc:
-            b.bad(no, raw, f"field State: {exc}")
-            continue
-        if state is None:
-            b.bad(no, raw, f"field State: {state_s[:40]!r} is not an out-of-service state")
-            continue
-        why = start_why[i] or end_why[i]
-        if why is None and starts[i] is None:
-            why = "field TimeStart: no start time"
-        if why is not None:
-            b.bad(no, raw, why)
-            continue
-        if ends[i] is not None and ends[i] < starts[i]:  # type: ignore[operator]
-            b.bad(no, raw, "TimeEnd is before TimeStart (impossible order; not fixed)")
-            continue
-        try:
-            nodes = _expand(node_expr)
-        except hostlist.HostlistError as exc:
-            b.bad(no, raw, f"field NodeName: {exc}")
-            continue
-        reason = get("Reason", none)[i]
-        user = _user(get("User", none)[i])
-        for node in nodes:
-            row = {
-                "cluster": clus,
-                "node": node,
-                "state": state,
-                "start": starts[i],
-                "end": ends[i],
-                "reason": reason or None,
-                "user": user,
-            }
-            key = (clus, node, state, starts[i])
-            if key in seen_key:
-                # one interval printed twice (exports concatenated): keep one, as the store
-                # merges the same key across inputs (store.merge: closed, later end, longer
-                # reason, later line)
-                merged += 1
-                at, _ = seen_key[key]
-                if _event_rank(row, no) > _event_rank(b.rows[at], seen_key[key][1]):
-                    b.rows[at] = row
-                    seen_key[key] = (at, no)
-                continue
-            seen_key[key] = (len(b.rows), no)
-            b.add(row)
-    overlaps = _overlapping(b.rows, {at: ln for at, ln in seen_key.values()})
-    if overlaps:
-        shown = ", ".join(map(str, overlaps[:5])) + (", ..." if len(overlaps) > 5 else "")
-        notes.append(
-            f"{len(overlaps)} interval(s) overlap an earlier one of the same node and state "
-            f"(lines {shown}): kept as printed, so the time they share is in both"
-        )
-    if merged:
-        notes.append(
-            f"{merged} interval(s) repeat the cluster, node, state and start of another line "
-            "with a different end or reason: merged into one (the closed one, then the later "
-            "end, then the longer reason, as across inputs)"
-        )
-    if cluster_events:
-        notes.append(f"{cluster_events} cluster-level event(s) (no node name): kept, no interval")
-    return b.result(notes)
+    return names, trailing
 
 
-_REASON = re.compile(
-    r"Reason=(?P<reason>.*?)(?:\s*\[(?P<user>[^@\]\s]+)@(?P<time>[^\]\s]+)\])?\s*$"
-)
+def _event(
+    src: str, no: int, fields: dict[str, str | None], cluster: str | None
+) -> tuple[dict[str, object], str] | str:
+    """Read a node event's fields other than its times.
+
+    Returns (cluster, state, reason and user of its intervals; its node list expression), or
+    why the record is quarantined.
+    """
+    clus = (fields["Cluster"] or "").strip() or cluster
+    if clus is None:
+        raise IngestError(
+            src, "the export has no Cluster field: pass cluster=", line=no, field="Cluster"
+        )
+    state_s = fields["State"] or ""
+    try:
+        state = reduce_state(state_s)
+    except ValueError as exc:
+        return f"field State: {exc}"
+    if state is None:
+        return f"field State: {state_s[:40]!r} is not an out-of-service state"
+    row = {
+        "cluster": clus,
+        "state": state,
+        "reason": fields["Reason"] or None,
+        "user": _user(fields["User"]),
+    }
+    return row, (fields["NodeName"] or "").strip()
+
+
+def _add_interval(
+    b: _Builder,
+    seen_key: dict[tuple[object, ...], tuple[int, int]],
+    row: dict[str, object],
+    no: int,
+) -> bool:
+    """Add a node's interval; return True when it merges with one of the same key.
+
+    One interval printed twice (exports concatenated) is kept once, as the store merges the
+    same key across inputs (:mod:`reliability.store.merge`: closed, later end, longer reason,
+    later line).
+    """
+    row = {k: row[k] for k in ("cluster", "node", "state", "start", "end", "reason", "user")}
+    key = (row["cluster"], row["node"], row["state"], row["start"])
+    if key in seen_key:
+        at, line = seen_key[key]
+        if _event_rank(row, no) > _event_rank(b.rows[at], line):
+            b.rows[at] = row
+            seen_key[key] = (at, no)
+        return True
+    seen_key[key] = (len(b.rows), no)
+    b.add(row)
+    return False
 
 
 def read_scontrol_nodes(path: str | Path, *, cluster: str, tz: str | None = None) -> ReadResult:
@@ -585,26 +634,7 @@ def read_scontrol_nodes(path: str | Path, *, cluster: str, tz: str | None = None
     lines, notes = read_lines(path)
     if lines.height == 0:
         raise IngestError(src, "empty file")
-    recs: list[tuple[int, list[str]]] = []
-    size: list[int] = []  # bytes of each record (its lines are no longer kept past the limit)
-    preamble = 0
-    for no, line, n_bytes in clip_lines(lines, MAX_RECORD_BYTES, RAW_PREFIX).iter_rows():
-        n = len(line.encode()) + 1 if n_bytes is None else n_bytes
-        if line.lstrip().startswith("NodeName="):
-            recs.append((no, [line]))
-            size.append(n)
-        elif recs:
-            if not line.strip():
-                continue
-            if line[:1].isspace():  # continuation lines are indented
-                if size[-1] <= MAX_RECORD_BYTES:
-                    recs[-1][1].append(line)
-                size[-1] += n
-            else:
-                recs.append((no, [line]))  # a broken record start: its own (bad) record
-                size.append(n)
-        elif line.strip():
-            preamble += 1
+    recs, preamble = _scontrol_records(lines)
     if not recs:
         head = "\n".join(lines.head(5).get_column("line").to_list())
         raise IngestError(src, refusal(identify(head), "nodes"), line=1)
@@ -613,49 +643,20 @@ def read_scontrol_nodes(path: str | Path, *, cluster: str, tz: str | None = None
     b = _Builder(src)
     b.read = len(recs)
     healthy = 0
-    times: list[str | None] = []
-    parsed: list[tuple[int, str, str, str, str | None, str | None]] = []
-    for (no, rec_lines), n_bytes in zip(recs, size, strict=True):
+    parsed: list[tuple[int, str, tuple[str, str, str | None, str | None, str]]] = []
+    for no, rec_lines, n_bytes in recs:
         raw = "\n".join(rec_lines)
-        if n_bytes > MAX_RECORD_BYTES:
-            b.bad(no, raw[:RAW_PREFIX], _too_long(n_bytes, "record"))
-            continue
-        if not rec_lines[0].lstrip().startswith("NodeName="):
-            b.bad(no, raw, "record does not start with NodeName= (a damaged record)")
-            continue
-        if sum(ln.lstrip().startswith("Reason=") for ln in rec_lines) > 1:
-            b.bad(no, raw, "record has more than one Reason= line")
-            continue
-        node_m = re.search(r"NodeName=(\S+)", raw)
-        state_m = re.search(r"\bState=(\S+)", raw)
-        if node_m is None or state_m is None:
-            b.bad(no, raw, "record has no State= field")
-            continue
-        try:
-            state = reduce_state(state_m.group(1))
-        except ValueError as exc:
-            b.bad(no, raw, f"field State: {exc}")
-            continue
-        if state is None:
+        got = _scontrol_record(rec_lines, n_bytes)
+        if got is None:
             healthy += 1
-            continue
-        reason = user = when = None
-        for line in rec_lines:
-            m = _REASON.search(line)
-            if m and "Reason=" in line:
-                reason, user, when = (
-                    m.group("reason").strip() or None,
-                    m.group("user"),
-                    m.group("time"),
-                )
-        if when is None:
-            b.bad(no, raw, f"node is {state} but Reason= has no [user@time]: start time unknown")
-            continue
-        times.append(when)
-        parsed.append((no, raw, node_m.group(1), state, reason, user))
+        elif isinstance(got, str):
+            b.bad(no, raw[:RAW_PREFIX] if n_bytes > MAX_RECORD_BYTES else raw, got)
+        else:
+            parsed.append((no, raw, got))
+    times = [when for _, _, (*_, when) in parsed]
     starts, whys = _to_utc(times, tz, src, "Reason")
-    for (no, raw, node, state, reason, user), start, why, t in zip(
-        parsed, starts, whys, times, strict=True
+    for (no, raw, (node, state, reason, user, t)), start, why in zip(
+        parsed, starts, whys, strict=True
     ):
         if why is not None or start is None:
             b.bad(no, raw, why or f"field Reason: cannot read time {t!r}")
@@ -676,23 +677,70 @@ def read_scontrol_nodes(path: str | Path, *, cluster: str, tz: str | None = None
     return b.result(notes)
 
 
-_SINFO_ROW = re.compile(
-    r"^(?P<reason>.*?)\s+(?P<user>\S+)\s+(?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d|\d+|Unknown)"
-    r"\s+(?P<nodes>\S+)(?:\s+(?P<state>[A-Za-z_*~#!%$@^+-]+))?\s*$"
-)
-_SINFO_FIELDS = {
-    "REASON": "reason",
-    "USER": "user",
-    "TIMESTAMP": "time",
-    "NODELIST": "nodes",
-    "STATE": "state",
-}
-_SINFO_PATTERNS = {
-    "USER": re.compile(r"\S*"),
-    "TIMESTAMP": re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d|\d+|Unknown)"),
-    "NODELIST": re.compile(r"[\w\-.\[\],]+"),
-    "STATE": re.compile(r"[A-Za-z_*~#!%$@^+-]*"),
-}
+def _scontrol_records(lines: pl.DataFrame) -> tuple[list[tuple[int, list[str], int]], int]:
+    """Group ``scontrol show node`` lines into records.
+
+    Returns the records (first line number, lines, bytes: lines past the size limit are not
+    kept) and the number of lines before the first ``NodeName=``.
+    """
+    recs: list[tuple[int, list[str], int]] = []
+    preamble = 0
+    for no, line, n_bytes in clip_lines(lines, MAX_RECORD_BYTES, RAW_PREFIX).iter_rows():
+        n = len(line.encode()) + 1 if n_bytes is None else n_bytes
+        if line.lstrip().startswith("NodeName="):
+            recs.append((no, [line], n))
+        elif recs:
+            if not line.strip():
+                continue
+            if line[:1].isspace():  # continuation lines are indented
+                first, rec_lines, size = recs[-1]
+                if size <= MAX_RECORD_BYTES:
+                    rec_lines.append(line)
+                recs[-1] = (first, rec_lines, size + n)
+            else:
+                recs.append((no, [line], n))  # a broken record start: its own (bad) record
+        elif line.strip():
+            preamble += 1
+    return recs, preamble
+
+
+def _scontrol_record(
+    rec_lines: list[str], n_bytes: int
+) -> tuple[str, str, str | None, str | None, str] | str | None:
+    """Read one node record.
+
+    Returns (node, state, reason, user, reason time as printed) for a node out of service,
+    None for one in service, or why the record is quarantined.
+    """
+    if n_bytes > MAX_RECORD_BYTES:
+        return _too_long(n_bytes, "record")
+    if not rec_lines[0].lstrip().startswith("NodeName="):
+        return "record does not start with NodeName= (a damaged record)"
+    if sum(ln.lstrip().startswith("Reason=") for ln in rec_lines) > 1:
+        return "record has more than one Reason= line"
+    raw = "\n".join(rec_lines)
+    node_m = _NODE_NAME.search(raw)
+    state_m = _NODE_STATE.search(raw)
+    if node_m is None or state_m is None:
+        return "record has no State= field"
+    try:
+        state = reduce_state(state_m.group(1))
+    except ValueError as exc:
+        return f"field State: {exc}"
+    if state is None:
+        return None
+    reason = user = when = None
+    for line in rec_lines:
+        m = _REASON.search(line)
+        if m and "Reason=" in line:
+            reason, user, when = (
+                m.group("reason").strip() or None,
+                m.group("user"),
+                m.group("time"),
+            )
+    if when is None:
+        return f"node is {state} but Reason= has no [user@time]: start time unknown"
+    return node_m.group(1), state, reason, user, when
 
 
 def read_sinfo_reasons(path: str | Path, *, cluster: str, tz: str | None = None) -> ReadResult:
@@ -731,69 +779,10 @@ def read_sinfo_reasons(path: str | Path, *, cluster: str, tz: str | None = None)
     if lines.height == 0:
         raise IngestError(src, "empty file")
     b = _Builder(src)
-    header: list[str] | None = None
-    pipe = False
-    assumed = 0
-    pending: list[tuple[int, str, str, str, str, str | None, str]] = []
-    data = lines.filter(pl.col("line").str.strip_chars() != "")
-    for no, line in data.iter_rows():
-        if header is None and "REASON" in line and "NODELIST" in line:
-            pipe = "|" in line
-            tail = line[line.index("REASON") :]
-            header = [h.strip() for h in (tail.split("|") if pipe else tail.split())]
-            body = b.long_lines(data.filter(pl.col("line_no") > no), "line")
-            break
-        head = "\n".join(data.head(5).get_column("line").to_list())
-        raise IngestError(src, refusal(identify(head), "nodes"), line=no)
-    if header is None:
-        raise IngestError(src, "empty file")
-    if pipe:
-        unknown = [h for h in header if h not in _SINFO_FIELDS]
-        if unknown or not {"TIMESTAMP", "NODELIST"} <= set(header):
-            raise IngestError(
-                src,
-                "sinfo -R -o header needs REASON, USER, TIMESTAMP, NODELIST (and STATE) only",
-                line=int(body.item(0, "line_no")) - 1 if body.height else 1,
-                field=(unknown or ["TIMESTAMP"])[0],
-            )
-        split = split_delimited(
-            body, header, trailing=False, text_fields=("REASON",), patterns=_SINFO_PATTERNS
-        )
-        for no, raw, why in zip(split.bad_line_no, split.bad_raw, split.bad_reason, strict=True):
-            b.bad(no, raw, why)
-        b.read += len(split.bad_line_no) + split.records.height
-        recs = split.records.rename({h: _SINFO_FIELDS[h] for h in header})
-        for row in recs.iter_rows(named=True):
-            pending.append(
-                (
-                    row["line_no"],
-                    row["line"],
-                    (row.get("reason") or "").strip(),
-                    row.get("user") or "",
-                    row["nodes"],
-                    row.get("state") or None,
-                    row["time"],
-                )
-            )
-    else:
-        for no, line in body.iter_rows():
-            b.read += 1
-            m = _SINFO_ROW.match(line)
-            if m is None:
-                b.bad(no, line, "not a sinfo -R row (REASON USER TIMESTAMP NODELIST)")
-                continue
-            pending.append(
-                (
-                    no,
-                    line,
-                    m.group("reason").strip(),
-                    m.group("user"),
-                    m.group("nodes"),
-                    m.group("state"),
-                    m.group("time"),
-                )
-            )
+    header, pipe, body = _sinfo_header(src, lines, b)
+    pending = _sinfo_piped(src, header, body, b) if pipe else _sinfo_aligned(body, b)
     starts, whys = _to_utc([p[6] for p in pending], tz, src, "TIMESTAMP")
+    assumed = 0
     for (no, line, reason, user, nodes_expr, state_s, _), start, why in zip(
         pending, starts, whys, strict=True
     ):
@@ -829,6 +818,84 @@ def read_sinfo_reasons(path: str | Path, *, cluster: str, tz: str | None = None)
     if assumed:
         notes.append(f"{assumed} row(s) without a STATE column recorded as DRAIN")
     return b.result(notes)
+
+
+#: a ``sinfo -R`` row: (line number, line, reason, user, node list, state or None, time)
+_SinfoRow = tuple[int, str, str, str, str, str | None, str]
+
+
+def _sinfo_header(
+    src: str, lines: pl.DataFrame, b: _Builder
+) -> tuple[list[str], bool, pl.DataFrame]:
+    """Find the ``REASON ... NODELIST`` header (the first non-blank line).
+
+    Returns its columns, whether they are ``|``-separated, and the lines after it (long ones
+    quarantined by ``b``).
+    """
+    data = lines.filter(pl.col("line").str.strip_chars() != "")
+    for no, line in data.iter_rows():
+        if "REASON" in line and "NODELIST" in line:
+            pipe = "|" in line
+            tail = line[line.index("REASON") :]
+            header = [h.strip() for h in (tail.split("|") if pipe else tail.split())]
+            return header, pipe, b.long_lines(data.filter(pl.col("line_no") > no), "line")
+        head = "\n".join(data.head(5).get_column("line").to_list())
+        raise IngestError(src, refusal(identify(head), "nodes"), line=no)
+    raise IngestError(src, "empty file")
+
+
+def _sinfo_piped(src: str, header: list[str], body: pl.DataFrame, b: _Builder) -> list[_SinfoRow]:
+    """Read the rows of ``sinfo -R -o '%E|%U|%H|%N|%T'`` output (bad ones quarantined)."""
+    unknown = [h for h in header if h not in _SINFO_FIELDS]
+    if unknown or not {"TIMESTAMP", "NODELIST"} <= set(header):
+        raise IngestError(
+            src,
+            "sinfo -R -o header needs REASON, USER, TIMESTAMP, NODELIST (and STATE) only",
+            line=int(body.item(0, "line_no")) - 1 if body.height else 1,
+            field=(unknown or ["TIMESTAMP"])[0],
+        )
+    split = split_delimited(
+        body, header, trailing=False, text_fields=("REASON",), patterns=_SINFO_PATTERNS
+    )
+    for no, raw, why in zip(split.bad_line_no, split.bad_raw, split.bad_reason, strict=True):
+        b.bad(no, raw, why)
+    b.read += len(split.bad_line_no) + split.records.height
+    recs = split.records.rename({h: _SINFO_FIELDS[h] for h in header})
+    return [
+        (
+            row["line_no"],
+            row["line"],
+            (row.get("reason") or "").strip(),
+            row.get("user") or "",
+            row["nodes"],
+            row.get("state") or None,
+            row["time"],
+        )
+        for row in recs.iter_rows(named=True)
+    ]
+
+
+def _sinfo_aligned(body: pl.DataFrame, b: _Builder) -> list[_SinfoRow]:
+    """Read the rows of sinfo's aligned ``-R`` columns (bad ones quarantined)."""
+    pending: list[_SinfoRow] = []
+    for no, line in body.iter_rows():
+        b.read += 1
+        m = _SINFO_ROW.match(line)
+        if m is None:
+            b.bad(no, line, "not a sinfo -R row (REASON USER TIMESTAMP NODELIST)")
+            continue
+        pending.append(
+            (
+                no,
+                line,
+                m.group("reason").strip(),
+                m.group("user"),
+                m.group("nodes"),
+                m.group("state"),
+                m.group("time"),
+            )
+        )
+    return pending
 
 
 @NODES_SPEC.reads

@@ -14,8 +14,17 @@ from __future__ import annotations
 
 import polars as pl
 
-from reliability.ingest import dcgm, health, hostlist, kernel_log, lanl, pod_log, slurm
-from reliability.ingest import slurm_nodes as _nodes
+from reliability.ingest import (
+    dcgm,
+    health,
+    hostlist,
+    kernel_log,
+    lanl,
+    pod_log,
+    slurm,
+    slurm_events,
+    slurm_nodes,
+)
 from reliability.ingest._common import ReadResult
 from reliability.ingest._spec import ReaderOption, ReaderSample, ReaderSpec
 from reliability.ingest.dcgm import read_dcgm
@@ -24,9 +33,9 @@ from reliability.ingest.kernel_log import read_kernel_log
 from reliability.ingest.lanl import read_lanl
 from reliability.ingest.pod_log import read_pod_log
 from reliability.ingest.slurm import read_sacct
+from reliability.ingest.slurm_events import read_sacctmgr_events
 from reliability.ingest.slurm_nodes import (
     read_node_snapshot,
-    read_sacctmgr_events,
     read_scontrol_nodes,
     read_sinfo_reasons,
 )
@@ -57,8 +66,8 @@ READERS: dict[str, ReaderSpec] = {
     spec.kind: spec
     for spec in (
         slurm.SPEC,
-        _nodes.EVENTS_SPEC,
-        _nodes.NODES_SPEC,
+        slurm_events.SPEC,
+        slurm_nodes.SPEC,
         kernel_log.SPEC,
         dcgm.SPEC,
         health.SPEC,

@@ -192,17 +192,7 @@ def _csv_records(
     Lines without a quote character are split in bulk (polars); only lines with quotes, and
     the lines a quoted field runs into, are read one by one.
     """
-    nonblank = lines.filter(pl.col("line").str.strip_chars() != "")
-    if nonblank.height == 0:
-        raise IngestError(src, "empty file")
-    header_no, header_line = nonblank.row(0)
-    head, why = _split(header_line)
-    if why is not None:
-        raise IngestError(src, f"malformed CSV header: {why}", line=header_no)
-    header = [h.strip() for h in head]
-    dup = [h for h, c in Counter(header).items() if c > 1]
-    if dup:
-        raise IngestError(src, "column appears twice in the header", line=header_no, field=dup[0])
+    header_no, header = _csv_header(src, lines)
     width = len(header)
     # blank lines stay in the body: they are content inside a quoted field, else no record
     body = (
@@ -223,42 +213,86 @@ def _csv_records(
     for i in quoted_pos:
         if i in consumed:
             continue
-        line = text[i]
         n_records += 1
-        fields, why = _split(line)
-        if why == "open":
-            buf, size, j, done = [line], len(line), i + 1, False
-            while j < len(text) and j - i < MAX_RECORD_LINES and size < MAX_RECORD_CHARS:
-                nxt = text[j]
-                if len(_split(nxt)[0]) == width:
-                    break  # the next line is a record of its own: do not swallow it
-                buf.append(nxt)
-                size += len(nxt) + 1
-                fields, why = _scan("\n".join(buf))
-                if why != "open":
-                    done = True
-                    break
-                j += 1
-            if done and why is None:
-                consumed.update(range(i + 1, j + 1))
-                line = "\n".join(buf)
-            else:  # a join that does not give a well-formed record: this line only is bad
-                fields, why = [], _UNTERMINATED
+        fields, why, line, last = _quoted_record(text, i, width)
+        consumed.update(range(i + 1, last + 1))
+        if why is None and len(fields) != width:
+            why = f"{len(fields)} fields, expected {width}"
         if why is not None:
             bad[0].append(nos[i])
             bad[1].append(line)
             bad[2].append(why)
-        elif len(fields) != width:
-            bad[0].append(nos[i])
-            bad[1].append(line)
-            bad[2].append(f"{len(fields)} fields, expected {width}")
         else:
             rows.append((nos[i], line, fields))
     free = ~pl.col("quoted") & ~pl.col("blank") & ~pl.col("pos").is_in(list(consumed))
-    plain = body.filter(free).with_columns(
-        nf=pl.col("line").str.count_matches(",", literal=True) + 1
+    split, n_plain = _plain_records(body.filter(free), width, bad)
+    if rows:
+        extra = pl.DataFrame(
+            [(no, raw, *f) for no, raw, f in rows], schema=split.schema, orient="row"
+        )
+        split = pl.concat([split, extra])
+    names = [f"__f{k}" for k in range(width)]
+    frame = split.rename(dict(zip(names, header, strict=True))).with_columns(
+        pl.when(pl.col(h) != "").then(pl.col(h)).alias(h) for h in header
     )
-    n_records += plain.height
+    return header, frame.sort("line_no"), bad, n_records + n_plain
+
+
+def _csv_header(src: str, lines: pl.DataFrame) -> tuple[int, list[str]]:
+    """Return the line number and the column names of a CSV's header (first non-blank line)."""
+    nonblank = lines.filter(pl.col("line").str.strip_chars() != "")
+    if nonblank.height == 0:
+        raise IngestError(src, "empty file")
+    header_no, header_line = nonblank.row(0)
+    head, why = _split(header_line)
+    if why is not None:
+        raise IngestError(src, f"malformed CSV header: {why}", line=header_no)
+    header = [h.strip() for h in head]
+    dup = [h for h, c in Counter(header).items() if c > 1]
+    if dup:
+        raise IngestError(src, "column appears twice in the header", line=header_no, field=dup[0])
+    return header_no, header
+
+
+def _quoted_record(text: list[str], i: int, width: int) -> tuple[list[str], str | None, str, int]:
+    """Read the record that starts on line ``i`` (position in ``text``) and holds a quote.
+
+    A quoted field still open at the end of the line runs into the next lines, up to
+    :data:`MAX_RECORD_LINES` / :data:`MAX_RECORD_CHARS`, and never into a line that is a record
+    of its own. Returns (fields, why it is malformed or None, its text, the position of its
+    last line).
+    """
+    line = text[i]
+    fields, why = _split(line)
+    if why != "open":
+        return fields, why, line, i
+    buf, size, j, done = [line], len(line), i + 1, False
+    while j < len(text) and j - i < MAX_RECORD_LINES and size < MAX_RECORD_CHARS:
+        nxt = text[j]
+        if len(_split(nxt)[0]) == width:
+            break  # the next line is a record of its own: do not swallow it
+        buf.append(nxt)
+        size += len(nxt) + 1
+        fields, why = _scan("\n".join(buf))
+        if why != "open":
+            done = True
+            break
+        j += 1
+    if done and why is None:
+        return fields, None, "\n".join(buf), j
+    # a join that does not give a well-formed record: this line only is bad
+    return [], _UNTERMINATED, line, i
+
+
+def _plain_records(
+    plain: pl.DataFrame, width: int, bad: tuple[list[int], list[str], list[str]]
+) -> tuple[pl.DataFrame, int]:
+    """Split the lines without a quote in bulk (polars).
+
+    Lines with the wrong number of fields go to ``bad``. Returns the records (``line_no``,
+    ``raw``, ``__f0``...) and the number of lines read.
+    """
+    plain = plain.with_columns(nf=pl.col("line").str.count_matches(",", literal=True) + 1)
     wrong = plain.filter(pl.col("nf") != width)
     bad[0].extend(wrong.get_column("line_no").to_list())
     bad[1].extend(wrong.get_column("line").to_list())
@@ -274,14 +308,7 @@ def _csv_records(
         .unnest("s")
     )
     schema_ = {"line_no": pl.Int64, "raw": pl.String, **dict.fromkeys(names, pl.String)}
-    split = split.select(list(schema_)).cast(schema_)  # type: ignore[arg-type]
-    if rows:
-        extra = pl.DataFrame([(no, raw, *f) for no, raw, f in rows], schema=schema_, orient="row")
-        split = pl.concat([split, extra])
-    frame = split.rename(dict(zip(names, header, strict=True))).with_columns(
-        pl.when(pl.col(h) != "").then(pl.col(h)).alias(h) for h in header
-    )
-    return header, frame.sort("line_no"), bad, n_records
+    return split.select(list(schema_)).cast(schema_), plain.height  # type: ignore[arg-type]
 
 
 def _time(expr: pl.Expr, tz: str | None) -> tuple[pl.Expr, pl.Expr]:

@@ -30,7 +30,7 @@ import polars as pl
 
 from reliability._version import __version__
 from reliability.errors import ReliabilityError, spell_options
-from reliability.ingest import READERS
+from reliability.ingest import READERS, reader_options
 from reliability.store import Dataset, IngestOutcome
 
 if TYPE_CHECKING:
@@ -65,13 +65,15 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     ing = sub.add_parser("ingest", help="read raw logs into a Dataset folder")
-    ing.add_argument("kind", choices=sorted(READERS), help="what the files are")
+    ing.add_argument(
+        "kind",
+        choices=sorted(READERS),
+        help="what the files are: "
+        + "; ".join(f"{k}: {s.summary}" for k, s in sorted(READERS.items())),
+    )
     ing.add_argument("files", nargs="+", help="input files; - reads standard input")
     ing.add_argument("--into", required=True, type=Path, help="Dataset folder (created if missing)")
-    ing.add_argument("--cluster", help="cluster name (needed where the input does not say)")
-    ing.add_argument(
-        "--tz", help="IANA time zone of local times in the input (e.g. UTC, America/New_York)"
-    )
+    _reader_flags(ing)
     ing.add_argument("--strict", action="store_true", help="fail if any row would be quarantined")
     ing.add_argument(
         "--replace",
@@ -94,21 +96,6 @@ def _parser() -> argparse.ArgumentParser:
     )
     ing.add_argument("--workers", type=int, help="worker processes (default: all cores)")
     ing.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://host:8786")
-    ing.add_argument("--fields", help="comma-separated sacct fields, for --noheader exports")
-    ing.add_argument("--node", help="host name for kernel logs / DCGM scrapes that carry none")
-    ing.add_argument("--year", type=int, help="year of the first syslog line (syslog prints none)")
-    ing.add_argument(
-        "--boot-time", help="boot time (ISO 8601 with offset) for dmesg [seconds] stamps"
-    )
-    ing.add_argument(
-        "--table", help="canonical table for 'health' files (default: from the columns)"
-    )
-    ing.add_argument(
-        "--unrecorded",
-        choices=["nearest", "system"],
-        help="LANL records: service dates of nodes that never failed (the nearest recorded "
-        "node's, or the system's whole span)",
-    )
     ing.add_argument(
         "--observed-at",
         help="when the export was taken (ISO 8601 with offset): what was still open then is "
@@ -401,34 +388,49 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _reader_flags(ing: argparse.ArgumentParser) -> None:
+    """Add a flag per reader option (:func:`reliability.ingest.reader_options`) to ``ingest``."""
+    for name, o in reader_options().items():
+        if not o.cli:
+            continue
+        kinds = [k for k, s in READERS.items() if s.option(name) is not None]
+        extra = {"type": int} if o.type == "year" else {}
+        if o.choices:
+            extra["choices"] = list(o.choices)
+        for_kinds = "" if len(kinds) > 2 else f" [{', '.join(kinds)}]"
+        ing.add_argument(o.flag, dest=name, help=o.help + for_kinds, **extra)  # type: ignore[arg-type]
+
+
 def _options(args: argparse.Namespace) -> dict[str, object]:
+    """Return the reader options given as flags, in the reader's terms (``cluster``, ``tz`` apart)."""
     opts: dict[str, object] = {}
-    if args.fields:
-        opts["fields"] = [f.strip() for f in args.fields.split(",") if f.strip()]
-    if args.node:
-        opts["node"] = args.node
-    if args.year is not None:
-        opts["year"] = args.year
-    if args.boot_time:
-        try:
-            t = datetime.fromisoformat(args.boot_time.replace("Z", "+00:00"))
-        except ValueError:
-            raise ReliabilityError(
-                f"--boot-time {args.boot_time!r}: expected ISO 8601 with a UTC offset "
-                "(e.g. 2025-01-01T00:00:00Z)"
-            ) from None
-        if t.tzinfo is None:
-            raise ReliabilityError("--boot-time needs a UTC offset (e.g. 2025-01-01T00:00:00Z)")
-        opts["boot_time"] = t
-    if args.table:
-        opts["table"] = args.table
-    if args.unrecorded:
-        opts["unrecorded"] = args.unrecorded
+    for name, o in reader_options().items():
+        value = getattr(args, name, None) if o.cli else None
+        if value is None or value == "" or name in ("cluster", "tz"):
+            continue
+        if o.type == "names":
+            value = [f.strip() for f in value.split(",") if f.strip()]
+        elif o.type == "time":
+            value = _aware_time(o.flag, value)
+        opts[name] = value
     if args.observed_at:
         from reliability.store.observation import check_observed_at
 
         opts["observed_at"] = check_observed_at(args.observed_at)
     return opts
+
+
+def _aware_time(flag: str, text: str) -> datetime:
+    """Parse an ISO 8601 time with a UTC offset given to ``flag``."""
+    try:
+        t = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ReliabilityError(
+            f"{flag} {text!r}: expected ISO 8601 with a UTC offset (e.g. 2025-01-01T00:00:00Z)"
+        ) from None
+    if t.tzinfo is None:
+        raise ReliabilityError(f"{flag} needs a UTC offset (e.g. 2025-01-01T00:00:00Z)")
+    return t
 
 
 def _ingest(args: argparse.Namespace) -> int:

@@ -19,6 +19,7 @@ from bundled import BUNDLED_CLUSTER
 from reliability import Dataset
 from reliability.cli import main
 from reliability.errors import spell_options
+from reliability.ingest import READERS
 from reliability.pipeline import PipelineError, load_pipeline
 from reliability.pipeline.config import pipeline_terms
 from reliability.testing import synthetic_sacct
@@ -95,13 +96,13 @@ def test_missing_options_are_named_as_flags(tmp_path, capsys):
     assert not (tmp_path / "ds" / "manifest.json").exists()
 
 
-@pytest.mark.parametrize("kind", ["slurm", "events", "nodes", "kernel", "health", "lanl"])
+@pytest.mark.parametrize("kind", sorted(k for k, s in READERS.items() if s.option("tz")))
 def test_a_bad_zone_is_a_clear_error_in_cli_terms_for_every_reader(tmp_path, kind):
     """In a fresh process, as an operator would run it: exit 2, one line, no traceback."""
     f = tmp_path / "x"
     f.write_text("anything\n")
     argv = ["ingest", kind, str(f), "--into", str(tmp_path / "ds"), "--tz", "Mars/Olympus"]
-    if kind in ("nodes", "kernel", "health"):
+    if READERS[kind].option("cluster") is not None:
         argv += ["--cluster", "c"]
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     r = subprocess.run([sys.executable, "-m", "reliability.cli", *argv], capture_output=True,

@@ -3,6 +3,7 @@ changes (refused or replaced), strict mode, option checks, standard input, the s
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import inspect
@@ -165,7 +166,7 @@ def test_reader_options_are_checked(tmp_path):
         ds.ingest("slurm", tmp_path, tz="UTC")
 
 
-_TAKES = {k: set(inspect.signature(r).parameters) for k, r in READERS.items()}
+_TAKES = {k: set(inspect.signature(r.read).parameters) for k, r in READERS.items()}
 
 
 @pytest.mark.parametrize("kind", sorted(k for k, p in _TAKES.items() if "tz" in p))
@@ -181,11 +182,12 @@ def test_an_unknown_zone_is_a_clear_error_for_every_reader(tmp_path, kind):
 def test_a_reader_bug_is_an_ingest_error_naming_the_input(tmp_path, monkeypatch):
     import reliability.store.inputs as inputs
 
-    @functools.wraps(inputs.READERS["slurm"])  # same options as the real reader
+    @functools.wraps(inputs.READERS["slurm"].read)  # same options as the real reader
     def broken(path, **kw):
         raise ZeroDivisionError("division by zero")
 
-    monkeypatch.setitem(inputs.READERS, "slurm", broken)
+    spec = dataclasses.replace(inputs.READERS["slurm"], read=broken)
+    monkeypatch.setitem(inputs.READERS, "slurm", spec)
     (tmp_path / "a.psv").write_text("x\n")
     with pytest.raises(IngestError, match=r"a\.psv: the 'slurm' reader failed \(ZeroDivisionError"):
         Dataset(tmp_path / "ds").ingest("slurm", tmp_path / "a.psv", tz="UTC")

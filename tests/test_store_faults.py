@@ -76,10 +76,10 @@ KILL_POINTS = {
     "during read": """
         import reliability.store.inputs as inp
         real = inp.READERS["slurm"]
-        @__import__("functools").wraps(real)  # keeps the reader's options
+        @__import__("functools").wraps(real.read)  # keeps the reader's options
         def reader(path, **kw):
             real(path, **kw); os.kill(os.getpid(), signal.SIGKILL)
-        inp.READERS["slurm"] = reader
+        inp.READERS["slurm"] = __import__("dataclasses").replace(real, read=reader)
     """,
     # killed after the first of its parts was written
     "between parts": """
@@ -180,12 +180,12 @@ SLOW_INGEST = """
     import sys, time
     import reliability.store.inputs as inp
     real = inp.READERS["slurm"]
-    @__import__("functools").wraps(real)  # keeps the reader's options
+    @__import__("functools").wraps(real.read)  # keeps the reader's options
     def reader(path, **kw):
         print("reading", flush=True)
         time.sleep(float(sys.argv[3]))
         return real(path, **kw)
-    inp.READERS["slurm"] = reader
+    inp.READERS["slurm"] = __import__("dataclasses").replace(real, read=reader)
     from reliability.cli import main
     sys.exit(main(["ingest", "slurm", sys.argv[2], "--into", sys.argv[1], "--tz", "UTC"]))
 """

@@ -29,11 +29,11 @@ GATED_INGEST = """
     import os, sys, time
     import reliability.store.inputs as inp
     real = inp.READERS["slurm"]
-    @__import__("functools").wraps(real)  # keeps the reader's options
+    @__import__("functools").wraps(real.read)  # keeps the reader's options
     def reader(path, **kw):
         time.sleep(float(sys.argv[4]))
         return real(path, **kw)
-    inp.READERS["slurm"] = reader
+    inp.READERS["slurm"] = __import__("dataclasses").replace(real, read=reader)
     from reliability.cli import main
     print("ready", flush=True)
     while not os.path.exists(sys.argv[3]):

@@ -11,62 +11,16 @@ from __future__ import annotations
 import pytest
 
 from reliability.cli import main
+from reliability.ingest import READERS
 
-SAMPLES = {
-    "slurm": (
-        "JobID|JobName|State|Submit|Start|End|NNodes|NodeList|Cluster\n"
-        "17|train|COMPLETED|2025-01-01T00:00:00|2025-01-01T00:01:00|2025-01-01T01:00:00|1|n1|c\n"
-        "18|eval|FAILED|2025-01-01T00:00:00|2025-01-01T00:02:00|2025-01-01T00:30:00|1|n2|c\n"
-    ),
-    "dcgm": (
-        "# scraped_at 2025-01-01T00:00:00Z\n"
-        "# HELP DCGM_FI_DEV_XID_ERRORS Value of the last XID error encountered.\n"
-        "# TYPE DCGM_FI_DEV_XID_ERRORS gauge\n"
-        'DCGM_FI_DEV_XID_ERRORS{gpu="0",UUID="GPU-1",Hostname="n1"} 79\n'
-    ),
-    "kernel": (
-        "2025-01-21T04:41:44.283+00:00 n1 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=0, "
-        "GPU has fallen off the bus.\n"
-    ),
-    "lanl": (
-        "System,machine type,nodes,procstot,procsinnode,nodenum,nodenumz,node install,node prod,"
-        "node decom,fru type,mem,cputype,memtype,num intercon,purpose,Prob Started,Prob Fixed,"
-        "Down Time,Facilities,Hardware,Human Error,Network,Undetermined,Software,Same Event\n"
-        "2,cluster,49,6152,80,0,0,5-Apr,5-Jun,current,part,80,1,1,0,graphics.fe,"
-        "6/21/2005 10:54,6/21/2005 11:00,6,,Graphics Accel Hdwr,,,,,No\n"
-    ),
-    "pod": (
-        '{"time": "2025-01-01T00:00:00Z", "event": "inventory", "component_type": "host", '
-        '"component_id": "h1", "cluster": "p"}\n'
-        '{"time": "2025-01-02T00:00:00Z", "event": "component_fail", "component_type": "host", '
-        '"component_id": "h1", "cluster": "p"}\n'
-    ),
-    # its message quotes an Xid line: a CSV's text is not a kernel log's
-    "health": (
-        "node,time,source,component,code,severity,message\n"
-        'n1,2025-01-01T00:00:00Z,kernel_log,gpu,79,critical,"NVRM: Xid (PCI:0000:3b:00): 79, '
-        'pid=0, GPU has fallen off the bus."\n'
-    ),
-    "events": (
-        "Cluster|NodeName|TimeStart|TimeEnd|State|Reason|User\n"
-        "c|n1|2025-01-01T00:00:00|2025-01-01T06:00:00|DOWN|Xid 79|root\n"
-    ),
-    "nodes": (
-        "NodeName=n1 Arch=x86_64 CoresPerSocket=32\n"
-        "   State=DOWN+DRAIN ThreadsPerCore=1\n"
-        "   Reason=Xid 79 [root@2025-01-01T00:00:00]\n"
-    ),
-}
+#: each reader's sample (:attr:`reliability.ingest.ReaderSpec.sample`): a new reader is in
+#: the matrix without editing it
+SAMPLES = {k: s.sample for k, s in READERS.items() if s.sample is not None}
 OPTIONS = {
-    "slurm": ["--cluster", "c", "--tz", "UTC"],
-    "dcgm": ["--cluster", "c"],
-    "kernel": ["--cluster", "c"],
-    "lanl": [],
-    "pod": ["--cluster", "p"],
-    "health": ["--cluster", "c"],
-    "events": ["--cluster", "c", "--tz", "UTC"],
-    "nodes": ["--cluster", "c", "--tz", "UTC"],
+    k: [x for name, v in s.options.items() for x in (READERS[k].option(name).flag, str(v))]
+    for k, s in SAMPLES.items()
 }
+#: what the refusal says the file is, written here for the readers of today
 WHAT = {
     "slurm": "`sacct --parsable2` output",
     "dcgm": "a DCGM exporter scrape",
@@ -79,10 +33,14 @@ WHAT = {
 }
 
 
+def test_the_matrix_covers_the_readers_of_today():
+    assert set(WHAT) <= set(SAMPLES)
+
+
 def _sample(tmp_path, sample: str):
-    """The sample written to a file (the health reader reads .csv or .jsonl files)."""
-    path = tmp_path / (f"{sample}.csv" if sample == "health" else f"{sample}.txt")
-    path.write_text(SAMPLES[sample], encoding="utf-8")
+    """The sample written to a file under its own name (the health reader reads .csv files)."""
+    path = tmp_path / SAMPLES[sample].name
+    path.write_text(SAMPLES[sample].text, encoding="utf-8")
     return path
 
 
@@ -109,7 +67,7 @@ def test_a_file_given_to_another_reader_says_what_it_is(tmp_path, capsys, sample
     path = _sample(tmp_path, sample)
     code, _, err = _ingest(capsys, tmp_path, kind, path)
     assert code == 2
-    assert f"this is {WHAT[sample]}" in err
+    assert f"this is {WHAT.get(sample, '')}" in err
     assert f"`reliability ingest {sample}`" in err
     assert not (tmp_path / f"ds-{kind}" / "manifest.json").exists()  # nothing kept
 
@@ -134,7 +92,7 @@ def test_text_that_quotes_another_format_does_not_decide_the_kind(tmp_path, caps
     row is quarantined, not refused as a kernel log; a syslog without Xids that holds a slurmd
     line naming "NodeName=" is a kernel log that reads no record, not `scontrol show node`."""
     path = tmp_path / "health.csv"
-    path.write_text(SAMPLES["health"].replace("2025-01-01T00:00:00Z", "yesterday"), "utf-8")
+    path.write_text(SAMPLES["health"].text.replace("2025-01-01T00:00:00Z", "yesterday"), "utf-8")
     code, out, err = _ingest(capsys, tmp_path, "health", path)
     assert code == 0, err
     assert "kept 0, quarantined 1" in out

@@ -1,36 +1,41 @@
-"""Readers: one module per source, each returning a :class:`ReadResult`.
+"""Readers: one module per source, each declaring a :class:`ReaderSpec` and returning a :class:`ReadResult`.
 
-=================  ========================================  ======================
-kind (CLI)         reader                                    tables
-=================  ========================================  ======================
-``slurm``          :func:`read_sacct`                        jobs, job_steps
-``events``         :func:`read_sacctmgr_events`              node_states
-``nodes``          :func:`read_node_snapshot` (scontrol /    node_states
-                   sinfo -R, detected from the content)
-``kernel``         :func:`read_kernel_log`                   health_events
-``dcgm``           :func:`read_dcgm`                         health_events
-``health``         :func:`read_health` (CSV / JSONL)         health_events,
-                                                             component_failures, inventory
-=================  ========================================  ======================
+:data:`READERS` maps each CLI kind (``reliability ingest KIND``, ``reader = "KIND"`` in a
+pipeline) to its spec: the reader function, its options (from which the CLI flags and the
+pipeline's input keys are built), the tables it fills, the signature by which a file given to
+another reader is recognised, and a sample the tests read. :func:`reader_table` lists them.
+
+A new reader is a module that declares its ``SPEC`` and ``read_<source>`` (see
+:mod:`reliability.ingest._spec`), and one line below; the CLI, the pipelines, the wrong-kind
+check and the test matrices pick it up.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+import polars as pl
 
-from reliability.errors import IngestError
-from reliability.ingest import hostlist
-from reliability.ingest._common import ReadResult, decode_text, read_bytes
-from reliability.ingest._sacct_io import head
-from reliability.ingest._slurm_text import identify, refusal
+from reliability.ingest import (
+    dcgm,
+    health,
+    hostlist,
+    kernel_log,
+    lanl,
+    pod_log,
+    slurm,
+    slurm_events,
+    slurm_nodes,
+)
+from reliability.ingest._common import ReadResult
+from reliability.ingest._spec import ReaderOption, ReaderSample, ReaderSpec
 from reliability.ingest.dcgm import read_dcgm
 from reliability.ingest.health import read_health
 from reliability.ingest.kernel_log import read_kernel_log
 from reliability.ingest.lanl import read_lanl
 from reliability.ingest.pod_log import read_pod_log
 from reliability.ingest.slurm import read_sacct
+from reliability.ingest.slurm_events import read_sacctmgr_events
 from reliability.ingest.slurm_nodes import (
-    read_sacctmgr_events,
+    read_node_snapshot,
     read_scontrol_nodes,
     read_sinfo_reasons,
 )
@@ -38,6 +43,9 @@ from reliability.ingest.slurm_nodes import (
 __all__ = [
     "READERS",
     "ReadResult",
+    "ReaderOption",
+    "ReaderSample",
+    "ReaderSpec",
     "hostlist",
     "read_dcgm",
     "read_health",
@@ -49,55 +57,68 @@ __all__ = [
     "read_sacctmgr_events",
     "read_scontrol_nodes",
     "read_sinfo_reasons",
+    "reader_options",
+    "reader_table",
 ]
 
+#: CLI kind -> reader spec (``READERS[kind](path, **options)`` reads with it).
+READERS: dict[str, ReaderSpec] = {
+    spec.kind: spec
+    for spec in (
+        slurm.SPEC,
+        slurm_events.SPEC,
+        slurm_nodes.SPEC,
+        kernel_log.SPEC,
+        dcgm.SPEC,
+        health.SPEC,
+        lanl.SPEC,
+        pod_log.SPEC,
+    )
+}
 
-def read_node_snapshot(path: str | Path, *, cluster: str, tz: str | None = None) -> ReadResult:
-    """Read ``scontrol show node`` or ``sinfo -R`` output, whichever the file holds.
 
-    Any other Slurm output (``sinfo -N -l``, plain ``sinfo``, ``sacctmgr`` tables, YAML...) is
-    refused with what the file is and the accepted forms.
+def reader_options() -> dict[str, ReaderOption]:
+    """Return every reader option by name, as the CLI and pipelines spell them (one per name).
 
-    Parameters
-    ----------
-    path : str or Path
-        The saved command output (plain or compressed).
-    cluster : str
-        Cluster name recorded on every row.
-    tz : str or None
-        Time zone of the timestamps in the file (IANA name, e.g. ``"Europe/Paris"``); None: the
-        reader's default (see :func:`read_scontrol_nodes`, :func:`read_sinfo_reasons`).
+    Options of the same name in several readers are one option (the first reader's help);
+    their types must agree.
 
     Returns
     -------
-    ReadResult
-        The node-state rows, quarantined lines and notes.
+    dict of str to ReaderOption
+        Option name -> option, in the order the readers declare them.
 
     Raises
     ------
-    IngestError
-        If the file is empty or holds another kind of output.
+    TypeError
+        If two readers give an option of the same name different types.
     """
-    start = head(path)  # (the start decides: the reader reads the file itself)
-    data, _ = decode_text(start)
-    fmt = identify(data[:65536].decode("utf-8", errors="replace"))
-    if fmt == "scontrol_node":
-        return read_scontrol_nodes(path, cluster=cluster, tz=tz)
-    if fmt == "sinfo_reasons":
-        return read_sinfo_reasons(path, cluster=cluster, tz=tz)
-    if not data.strip() and not decode_text(read_bytes(path))[0].strip():
-        raise IngestError(str(path), "empty file")
-    raise IngestError(str(path), refusal(fmt, "nodes"), line=1)
+    out: dict[str, ReaderOption] = {}
+    for spec in READERS.values():
+        for o in spec.options:
+            first = out.setdefault(o.name, o)
+            if (first.type, first.choices) != (o.type, o.choices):
+                raise TypeError(f"reader option {o.name}: {spec.kind!r} gives it another type")
+    return out
 
 
-#: CLI kind -> reader.
-READERS = {
-    "slurm": read_sacct,
-    "events": read_sacctmgr_events,
-    "nodes": read_node_snapshot,
-    "kernel": read_kernel_log,
-    "dcgm": read_dcgm,
-    "health": read_health,
-    "lanl": read_lanl,
-    "pod": read_pod_log,
-}
+def reader_table() -> pl.DataFrame:
+    """List the readers: kind, what the files are, the tables filled and the options taken.
+
+    Returns
+    -------
+    polars.DataFrame
+        One row per reader: ``kind``, ``summary``, ``tables``, ``options`` (required options
+        without a ``?``).
+    """
+    return pl.DataFrame(
+        {
+            "kind": list(READERS),
+            "summary": [s.summary for s in READERS.values()],
+            "tables": [", ".join(s.tables) for s in READERS.values()],
+            "options": [
+                ", ".join(o.name + ("" if o.required else "?") for o in s.options)
+                for s in READERS.values()
+            ],
+        }
+    )

@@ -44,9 +44,11 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 from prometheus_client.parser import text_string_to_metric_families
@@ -62,8 +64,9 @@ from reliability.ingest._common import (
     quarantine_frame,
     read_lines,
 )
+from reliability.ingest._spec import CLUSTER, NODE, FileHead, ReaderOption, ReaderSample, ReaderSpec
 
-__all__ = ["NODE_LABELS", "is_blank", "read_dcgm"]
+__all__ = ["NODE_LABELS", "SPEC", "is_blank", "read_dcgm"]
 
 #: Labels that name the host, in order of preference.
 NODE_LABELS = ("Hostname", "hostname", "node", "kubernetes_node", "nodename", "instance")
@@ -72,6 +75,44 @@ _SCRAPED_AT = re.compile(r"^#\s*scraped_at[:=\s]\s*(?P<ts>\S+)\s*$")
 _INT32_BLANK = (0x7FFFFFF0, 0x7FFFFFFF)
 _INT64_BLANK = 0x7FFFFFFFFFFFFFF0
 _FP64_BLANK = 140737488355328.0
+
+#: the form the reader reads, for the refusal of a file with no DCGM sample line
+_EXPECTED = (
+    'Prometheus text from dcgm-exporter, e.g. `DCGM_FI_DEV_XID_ERRORS{gpu="0",Hostname="node017"} '
+    "0 [timestamp]`"
+)
+#: largest value read as an Xid code from the last-Xid gauge
+_MAX_XID = 65535
+#: how a DCGM exporter's lines start, for the file-kind signature
+_DCGM_LINE = ("DCGM_FI_", "DCGM_EXP_", "# HELP DCGM_", "# TYPE DCGM_")
+
+
+def _is_scrape(head: FileHead) -> str | None:
+    if any(ln.startswith(_DCGM_LINE) for ln in head.lines):
+        return "a DCGM exporter scrape (Prometheus text)"
+    return None
+
+
+SPEC = ReaderSpec(
+    kind="dcgm",
+    summary="DCGM exporter scrapes (Prometheus text)",
+    options=(
+        CLUSTER.required_(),
+        NODE,
+        ReaderOption("scraped_at", "time", "time of a scrape without time stamps", cli=False),
+    ),
+    tables=("health_events",),
+    signature=_is_scrape,
+    rank=40,
+    sample=ReaderSample(
+        "dcgm.prom",
+        "# scraped_at 2025-01-01T00:00:00Z\n"
+        "# HELP DCGM_FI_DEV_XID_ERRORS Value of the last XID error encountered.\n"
+        "# TYPE DCGM_FI_DEV_XID_ERRORS gauge\n"
+        'DCGM_FI_DEV_XID_ERRORS{gpu="0",UUID="GPU-1",Hostname="n1"} 79\n',
+        {"cluster": "c"},
+    ),
+)
 
 
 def is_blank(value: float) -> bool:
@@ -116,13 +157,6 @@ def _device(labels: dict[str, str]) -> str | None:
     return f"{dev}/gi{gi}" if gi not in (None, "") else dev
 
 
-#: the form the reader reads, for the refusal of a file with no DCGM sample line
-_EXPECTED = (
-    'Prometheus text from dcgm-exporter, e.g. `DCGM_FI_DEV_XID_ERRORS{gpu="0",Hostname="node017"} '
-    "0 [timestamp]`"
-)
-#: largest value read as an Xid code from the last-Xid gauge
-_MAX_XID = 65535
 #: a sample's name and labels (quoted label values may hold '#', '}' and spaces)
 _NAME_LABELS = re.compile(r'[^\s{]*(?:\{(?:[^"}]|"(?:[^"\\]|\\.)*")*\})?')
 
@@ -191,6 +225,7 @@ def _sample_time(ts: object) -> tuple[datetime | None, str | None]:
     return t, None
 
 
+@SPEC.reads
 def read_dcgm(
     path: str | Path,
     *,
@@ -234,100 +269,168 @@ def read_dcgm(
         raise IngestError(src, "empty file")
     if not lines.get_column("line").str.strip_chars_start().str.starts_with("DCGM_").any():
         raise not_this_format(src, lines, "DCGM sample line", _EXPECTED)
-    default_node = node or Path(src).name.split(".")[0]
-    current: datetime | None = scraped_at
-    current_bad: str | None = None  # why the current scrape has no usable time
-    mtime: datetime | None = None
-    used_mtime = used_default_node = False
-    blanks = baselines = 0
-    q: tuple[list[int], list[str], list[str]] = ([], [], [])
-
-    def bad(line_no: int, line: str, reason: str) -> None:
-        q[0].append(line_no)
-        q[1].append(line)
-        q[2].append(reason)
-
-    samples: list[_Sample] = []
-    n_read = 0
-    openmetrics = _is_openmetrics(lines)
+    scan = _Scan(src, node or Path(src).name.split(".")[0], scraped_at, _is_openmetrics(lines))
     for line_no, line in lines.iter_rows():
+        scan.line(line_no, line)
+    kept = _drop_repeats(scan.samples, scan.bad)
+    rows, baselines, unordered = _events(kept, cluster)
+    frame = pl.DataFrame(rows, schema=schema.TABLES["health_events"].schema, orient="row")
+    if scan.blanks:
+        notes.append(f"{scan.blanks} DCGM blank sentinel value(s) (no reading) ignored")
+    if baselines:
+        notes.append(f"{baselines} counter series seen for the first time: baseline only, no event")
+    if unordered:
+        notes.append(
+            f"{unordered} series have samples out of time order in the file (scrapes "
+            "concatenated or merged?): differenced in time order"
+        )
+    if scan.used_mtime:
+        notes.append("no sample timestamps or '# scraped_at' lines: file modification time used")
+    if scan.used_default_node:
+        notes.append(f"samples without a Hostname label assigned to node {scan.default_node!r}")
+    qf = quarantine_frame(src, *scan.q).sort("line_no")
+    n_read = scan.n_read
+    return ReadResult(src, {"health_events": frame}, qf, n_read, n_read - qf.height, notes)
+
+
+class _Scan:
+    """The samples of a scrape file, read one line at a time.
+
+    Each sample line becomes a :class:`_Sample`, or is quarantined with the reason (``q``), or
+    is skipped (blank sentinels, other metrics); comments set the scrape time.
+    """
+
+    def __init__(
+        self, src: str, default_node: str, scraped_at: datetime | None, openmetrics: bool
+    ) -> None:
+        self.src = src
+        self.default_node = default_node
+        self.openmetrics = openmetrics
+        self.current: datetime | None = scraped_at
+        self.current_bad: str | None = None  # why the current scrape has no usable time
+        self.mtime: datetime | None = None
+        self.used_mtime = self.used_default_node = False
+        self.blanks = 0
+        self.n_read = 0
+        self.samples: list[_Sample] = []
+        self.q: tuple[list[int], list[str], list[str]] = ([], [], [])
+
+    def bad(self, line_no: int, line: str, reason: str) -> None:
+        """Quarantine a line."""
+        self.q[0].append(line_no)
+        self.q[1].append(line)
+        self.q[2].append(reason)
+
+    def line(self, line_no: int, line: str) -> None:
+        """Read one physical line."""
         text = line.strip()
         if not text:
-            continue
+            return
         if text.startswith("#"):
             m = _SCRAPED_AT.match(text)
             if m:
-                current, why = _parse_time(m.group("ts"))
-                current_bad = None if why is None else f"{why} (line {line_no})"
-            continue
-        n_read += 1
-        seconds: str | None = None  # an OpenMetrics timestamp (the parser's are ms)
-        _, after, _ = _split_sample(text)
-        if odd := next((t for t in after if not t.isascii()), None):
-            # Python's float() reads '٧٩' as 79; Prometheus numbers are ASCII only
-            what = "value" if odd is after[0] else "timestamp"
-            bad(line_no, line, f"{what} {odd[:40]!r} is not a number (ASCII digits only)")
-            continue
-        try:
-            if openmetrics:
-                head, tokens, _ = _split_sample(text)
-                if not 1 <= len(tokens) <= 2:
-                    raise ValueError("value [timestamp] expected")
-                seconds = tokens[1] if len(tokens) == 2 else None
-                text = f"{head} {tokens[0]}"
-            families = list(text_string_to_metric_families(text + "\n"))
-            sample = families[0].samples[0]
-            value = float(sample.value)
-        except Exception:  # any failure of the third-party parser is a bad line
-            # (its messages are Python's, e.g. "could not convert string to float: ''")
-            bad(line_no, line, 'not a Prometheus sample (expected: name{label="..."} value)')
-            continue
+                self.current, why = _parse_time(m.group("ts"))
+                self.current_bad = None if why is None else f"{why} (line {line_no})"
+            return
+        self.n_read += 1
+        parsed = _parse_sample(text, self.openmetrics)
+        if isinstance(parsed, str):
+            self.bad(line_no, line, parsed)
+            return
+        sample, value, seconds = parsed
         if not math.isfinite(value):
-            bad(line_no, line, f"value {sample.value} is not a reading (non-finite)")
-            continue
+            self.bad(line_no, line, f"value {sample.value} is not a reading (non-finite)")
+            return
         if is_blank(value):
-            blanks += 1
-            continue
+            self.blanks += 1
+            return
         if sample.name not in taxonomy.DCGM_FIELDS:
-            continue
-        if seconds is not None:
-            when, why = _sample_time(seconds)
-        elif sample.timestamp is not None:
-            when, why = _sample_time(sample.timestamp)
-        elif current_bad is not None:
-            when, why = None, f"scrape time unknown: {current_bad}"
-        elif current is not None:
-            when, why = current, None
-        else:
-            if mtime is None:
-                mtime = datetime.fromtimestamp(Path(src).stat().st_mtime, tz=UTC)
-            when, why, used_mtime = mtime, None, True
-        if why is not None:
-            bad(line_no, line, why)
-            continue
+            return
+        when, why = self._when(seconds, sample.timestamp)
         labels = dict(sample.labels)
-        host, defaulted = _node(labels, default_node)
-        if not host.isprintable():
-            why = f"host label {host[:60]!r} is not a host name (a control character)"
-            bad(line_no, line, why)
-            continue
-        code = labels.get("err_code")
-        if code and not (code.isascii() and code.isdigit()):
-            bad(line_no, line, f"label err_code: {code[:40]!r} is not an Xid code (ASCII digits)")
-            continue
-        used_default_node |= defaulted
-        kind = taxonomy.DCGM_FIELDS[sample.name][1]
-        if value < 0 and kind in ("counter", "last_xid", "xid_window_count"):
-            what = "an error counter" if kind == "counter" else "an Xid value"
-            bad(line_no, line, f"negative value {value:g} for {what} (not a reading; not a reset)")
-            continue
-        bad_xid = not value.is_integer() or value > _MAX_XID
-        if kind == "last_xid" and bad_xid and not labels.get("err_code"):
-            bad(line_no, line, f"last-Xid value {value:g} is not an Xid code")
-            continue
+        host, defaulted = _node(labels, self.default_node)
+        why = why or _bad_labels(labels, host)
+        if why is None:
+            self.used_default_node |= defaulted
+            why = _bad_value(sample.name, labels, value)
+        if why is not None:
+            self.bad(line_no, line, why)
+            return
         key = (host, sample.name, tuple(sorted(labels.items())))
-        samples.append(_Sample(line_no, line, sample.name, labels, value, when, host, key))
-    # the same series twice in one scrape: exact repeats and conflicting copies
+        self.samples.append(_Sample(line_no, line, sample.name, labels, value, when, host, key))
+
+    def _when(self, seconds: str | None, stamp: object) -> tuple[datetime | None, str | None]:
+        """Return the time of a sample: its own, else its scrape's, else the file's mtime."""
+        if seconds is not None:
+            return _sample_time(seconds)
+        if stamp is not None:
+            return _sample_time(stamp)
+        if self.current_bad is not None:
+            return None, f"scrape time unknown: {self.current_bad}"
+        if self.current is not None:
+            return self.current, None
+        if self.mtime is None:
+            self.mtime = datetime.fromtimestamp(Path(self.src).stat().st_mtime, tz=UTC)
+        self.used_mtime = True
+        return self.mtime, None
+
+
+def _parse_sample(text: str, openmetrics: bool) -> tuple[Any, float, str | None] | str:
+    """Parse a sample line.
+
+    Returns (the parser's sample, its value, an OpenMetrics timestamp [s]) or why the line is
+    not a sample.
+    """
+    seconds: str | None = None  # an OpenMetrics timestamp (the parser's are ms)
+    _, after, _ = _split_sample(text)
+    if odd := next((t for t in after if not t.isascii()), None):
+        # Python's float() reads '٧٩' as 79; Prometheus numbers are ASCII only
+        what = "value" if odd is after[0] else "timestamp"
+        return f"{what} {odd[:40]!r} is not a number (ASCII digits only)"
+    try:
+        if openmetrics:
+            head, tokens, _ = _split_sample(text)
+            if not 1 <= len(tokens) <= 2:
+                raise ValueError("value [timestamp] expected")
+            seconds = tokens[1] if len(tokens) == 2 else None
+            text = f"{head} {tokens[0]}"
+        families = list(text_string_to_metric_families(text + "\n"))
+        sample = families[0].samples[0]
+        value = float(sample.value)
+    except Exception:  # any failure of the third-party parser is a bad line
+        # (its messages are Python's, e.g. "could not convert string to float: ''")
+        return 'not a Prometheus sample (expected: name{label="..."} value)'
+    return sample, value, seconds
+
+
+def _bad_labels(labels: dict[str, str], host: str) -> str | None:
+    """Say why a sample's labels are not a reading's (None: they are)."""
+    if not host.isprintable():
+        return f"host label {host[:60]!r} is not a host name (a control character)"
+    code = labels.get("err_code")
+    if code and not (code.isascii() and code.isdigit()):
+        return f"label err_code: {code[:40]!r} is not an Xid code (ASCII digits)"
+    return None
+
+
+def _bad_value(name: str, labels: dict[str, str], value: float) -> str | None:
+    """Say why a DCGM field's value is not a reading (None: it is one)."""
+    kind = taxonomy.DCGM_FIELDS[name][1]
+    if value < 0 and kind in ("counter", "last_xid", "xid_window_count"):
+        what = "an error counter" if kind == "counter" else "an Xid value"
+        return f"negative value {value:g} for {what} (not a reading; not a reset)"
+    bad_xid = not value.is_integer() or value > _MAX_XID
+    if kind == "last_xid" and bad_xid and not labels.get("err_code"):
+        return f"last-Xid value {value:g} is not an Xid code"
+    return None
+
+
+def _drop_repeats(samples: list[_Sample], bad: Callable[[int, str, str], None]) -> list[_Sample]:
+    """Quarantine a series seen twice in one scrape; return the samples kept.
+
+    Exact repeats are quarantined after the first; conflicting copies all (which is real is
+    unknown).
+    """
     groups: dict[tuple[object, ...], list[_Sample]] = {}
     for smp in samples:
         groups.setdefault((smp.key, smp.when), []).append(smp)
@@ -354,9 +457,18 @@ def read_dcgm(
                     f"series appears {len(group)} times in one scrape with different values ({vals}; lines {nos}): which is real is unknown",
                 )
                 dropped.add(g.line_no)
-    # difference each series in time order, not file order (scrapes concatenated or merged
-    # out of order); a stable sort keeps the file order of samples taken at the same time
-    kept = [smp for smp in samples if smp.line_no not in dropped]
+    return [smp for smp in samples if smp.line_no not in dropped]
+
+
+def _events(kept: list[_Sample], cluster: str) -> tuple[list[dict[str, object]], int, int]:
+    """Difference each series in time order into events.
+
+    Time order, not file order: scrapes may be concatenated or merged out of order (a stable
+    sort keeps the file order of samples taken at the same time).
+
+    Returns the ``health_events`` rows, the number of counter baselines and of series out of
+    time order in the file.
+    """
     last_seen: dict[tuple[object, ...], datetime] = {}
     unordered: set[tuple[object, ...]] = set()
     for smp in kept:
@@ -365,40 +477,20 @@ def read_dcgm(
             unordered.add(smp.key)
         else:
             last_seen[smp.key] = smp.when  # type: ignore[assignment]
-    kept.sort(key=lambda smp: smp.when)  # type: ignore[arg-type, return-value]
+    kept = sorted(kept, key=lambda smp: smp.when)  # type: ignore[arg-type, return-value]
     prev: dict[tuple[object, ...], float] = {}
     rows: list[dict[str, object]] = []
+    baselines = 0
     for smp in kept:
-        cls, kind = taxonomy.DCGM_FIELDS[smp.name]
-        value, labels = smp.value, smp.labels
         before = prev.get(smp.key)
-        code = smp.name.removeprefix("DCGM_FI_DEV_").removeprefix("DCGM_EXP_")
-        prev[smp.key] = value
-        if kind == "counter":
-            if before is None:
-                baselines += 1
-                continue
-            inc = value - before if value >= before else value
-            if inc <= 0:
-                continue
-            msg = f"{cls.description}: +{inc:g} (counter now {value:g})"
-        elif kind == "last_xid":
-            xid = labels.get("err_code") or (str(int(value)) if value else "")
-            if xid in ("", "0") or (before is not None and before == value):
-                continue  # no Xid, or the gauge still holds the one already recorded
-            cls = taxonomy.classify_xid(xid)
-            code = xid
-            first = " (first observation: may predate this scrape)" if before is None else ""
-            msg = f"DCGM last Xid {xid}: {cls.description}{first}"
-            if labels.get("err_msg"):
-                msg += f" [{labels['err_msg']}]"
-        else:  # windowed Xid count
-            xid = labels.get("xid", "")
-            if not xid or value <= 0 or (before is not None and value <= before):
-                continue
-            cls = taxonomy.classify_xid(xid)
-            code = xid
-            msg = f"{value:g} Xid {xid} in DCGM window: {cls.description}"
+        prev[smp.key] = smp.value
+        if before is None and taxonomy.DCGM_FIELDS[smp.name][1] == "counter":
+            baselines += 1
+            continue
+        event = _event(smp, before)
+        if event is None:
+            continue
+        cls, code, msg = event
         rows.append(
             {
                 "cluster": cluster,
@@ -408,23 +500,39 @@ def read_dcgm(
                 "component": cls.component,
                 "code": code,
                 "severity": cls.severity,
-                "device": _device(labels),
+                "device": _device(smp.labels),
                 "message": msg,
             }
         )
-    frame = pl.DataFrame(rows, schema=schema.TABLES["health_events"].schema, orient="row")
-    if blanks:
-        notes.append(f"{blanks} DCGM blank sentinel value(s) (no reading) ignored")
-    if baselines:
-        notes.append(f"{baselines} counter series seen for the first time: baseline only, no event")
-    if unordered:
-        notes.append(
-            f"{len(unordered)} series have samples out of time order in the file (scrapes "
-            "concatenated or merged?): differenced in time order"
-        )
-    if used_mtime:
-        notes.append("no sample timestamps or '# scraped_at' lines: file modification time used")
-    if used_default_node:
-        notes.append(f"samples without a Hostname label assigned to node {default_node!r}")
-    qf = quarantine_frame(src, *q).sort("line_no")
-    return ReadResult(src, {"health_events": frame}, qf, n_read, n_read - qf.height, notes)
+    return rows, baselines, len(unordered)
+
+
+def _event(smp: _Sample, before: float | None) -> tuple[Any, str, str] | None:
+    """Return the event of a sample after the series' previous value ``before``.
+
+    (classification, code, message), or None when the sample makes none.
+    """
+    cls, kind = taxonomy.DCGM_FIELDS[smp.name]
+    value, labels = smp.value, smp.labels
+    code = smp.name.removeprefix("DCGM_FI_DEV_").removeprefix("DCGM_EXP_")
+    if kind == "counter":
+        inc = value - before if value >= before else value  # type: ignore[operator]
+        if inc <= 0:
+            return None
+        return cls, code, f"{cls.description}: +{inc:g} (counter now {value:g})"
+    if kind == "last_xid":
+        xid = labels.get("err_code") or (str(int(value)) if value else "")
+        if xid in ("", "0") or (before is not None and before == value):
+            return None  # no Xid, or the gauge still holds the one already recorded
+        cls = taxonomy.classify_xid(xid)
+        first = " (first observation: may predate this scrape)" if before is None else ""
+        msg = f"DCGM last Xid {xid}: {cls.description}{first}"
+        if labels.get("err_msg"):
+            msg += f" [{labels['err_msg']}]"
+        return cls, xid, msg
+    # windowed Xid count
+    xid = labels.get("xid", "")
+    if not xid or value <= 0 or (before is not None and value <= before):
+        return None
+    cls = taxonomy.classify_xid(xid)
+    return cls, xid, f"{value:g} Xid {xid} in DCGM window: {cls.description}"

@@ -49,10 +49,41 @@ from reliability.ingest._json import (
     JsonValueError,
     loads_record,
 )
+from reliability.ingest._spec import CLUSTER, TZ, FileHead, ReaderOption, ReaderSample, ReaderSpec
 
-__all__ = ["CANONICAL_TABLES", "detect_table", "read_health"]
+__all__ = ["CANONICAL_TABLES", "SPEC", "detect_table", "read_health"]
 
 CANONICAL_TABLES = ("health_events", "component_failures", "inventory")
+#: the header of a health_events CSV, for the file-kind signature
+_HEALTH_HEADER = {"node", "time", "source", "component", "code", "severity"}
+
+
+def _is_health_csv(head: FileHead) -> str | None:
+    return "a health_events CSV" if head.header >= _HEALTH_HEADER else None
+
+
+SPEC = ReaderSpec(
+    kind="health",
+    summary="health_events / component_failures / inventory as CSV or JSON lines",
+    options=(
+        ReaderOption(
+            "table", "name", "canonical table for 'health' files (default: from the columns)"
+        ),
+        CLUSTER,
+        TZ,
+    ),
+    tables=CANONICAL_TABLES,
+    signature=_is_health_csv,
+    rank=20,
+    # its message quotes an Xid line: a CSV's text is not a kernel log's
+    sample=ReaderSample(
+        "health.csv",
+        "node,time,source,component,code,severity,message\n"
+        'n1,2025-01-01T00:00:00Z,kernel_log,gpu,79,critical,"NVRM: Xid (PCI:0000:3b:00): 79, '
+        'pid=0, GPU has fallen off the bus."\n',
+        {"cluster": "c"},
+    ),
+)
 #: a quoted CSV field may span at most this many physical lines / characters
 MAX_RECORD_LINES = 200
 MAX_RECORD_CHARS = 1_000_000
@@ -161,17 +192,7 @@ def _csv_records(
     Lines without a quote character are split in bulk (polars); only lines with quotes, and
     the lines a quoted field runs into, are read one by one.
     """
-    nonblank = lines.filter(pl.col("line").str.strip_chars() != "")
-    if nonblank.height == 0:
-        raise IngestError(src, "empty file")
-    header_no, header_line = nonblank.row(0)
-    head, why = _split(header_line)
-    if why is not None:
-        raise IngestError(src, f"malformed CSV header: {why}", line=header_no)
-    header = [h.strip() for h in head]
-    dup = [h for h, c in Counter(header).items() if c > 1]
-    if dup:
-        raise IngestError(src, "column appears twice in the header", line=header_no, field=dup[0])
+    header_no, header = _csv_header(src, lines)
     width = len(header)
     # blank lines stay in the body: they are content inside a quoted field, else no record
     body = (
@@ -192,42 +213,86 @@ def _csv_records(
     for i in quoted_pos:
         if i in consumed:
             continue
-        line = text[i]
         n_records += 1
-        fields, why = _split(line)
-        if why == "open":
-            buf, size, j, done = [line], len(line), i + 1, False
-            while j < len(text) and j - i < MAX_RECORD_LINES and size < MAX_RECORD_CHARS:
-                nxt = text[j]
-                if len(_split(nxt)[0]) == width:
-                    break  # the next line is a record of its own: do not swallow it
-                buf.append(nxt)
-                size += len(nxt) + 1
-                fields, why = _scan("\n".join(buf))
-                if why != "open":
-                    done = True
-                    break
-                j += 1
-            if done and why is None:
-                consumed.update(range(i + 1, j + 1))
-                line = "\n".join(buf)
-            else:  # a join that does not give a well-formed record: this line only is bad
-                fields, why = [], _UNTERMINATED
+        fields, why, line, last = _quoted_record(text, i, width)
+        consumed.update(range(i + 1, last + 1))
+        if why is None and len(fields) != width:
+            why = f"{len(fields)} fields, expected {width}"
         if why is not None:
             bad[0].append(nos[i])
             bad[1].append(line)
             bad[2].append(why)
-        elif len(fields) != width:
-            bad[0].append(nos[i])
-            bad[1].append(line)
-            bad[2].append(f"{len(fields)} fields, expected {width}")
         else:
             rows.append((nos[i], line, fields))
     free = ~pl.col("quoted") & ~pl.col("blank") & ~pl.col("pos").is_in(list(consumed))
-    plain = body.filter(free).with_columns(
-        nf=pl.col("line").str.count_matches(",", literal=True) + 1
+    split, n_plain = _plain_records(body.filter(free), width, bad)
+    if rows:
+        extra = pl.DataFrame(
+            [(no, raw, *f) for no, raw, f in rows], schema=split.schema, orient="row"
+        )
+        split = pl.concat([split, extra])
+    names = [f"__f{k}" for k in range(width)]
+    frame = split.rename(dict(zip(names, header, strict=True))).with_columns(
+        pl.when(pl.col(h) != "").then(pl.col(h)).alias(h) for h in header
     )
-    n_records += plain.height
+    return header, frame.sort("line_no"), bad, n_records + n_plain
+
+
+def _csv_header(src: str, lines: pl.DataFrame) -> tuple[int, list[str]]:
+    """Return the line number and the column names of a CSV's header (first non-blank line)."""
+    nonblank = lines.filter(pl.col("line").str.strip_chars() != "")
+    if nonblank.height == 0:
+        raise IngestError(src, "empty file")
+    header_no, header_line = nonblank.row(0)
+    head, why = _split(header_line)
+    if why is not None:
+        raise IngestError(src, f"malformed CSV header: {why}", line=header_no)
+    header = [h.strip() for h in head]
+    dup = [h for h, c in Counter(header).items() if c > 1]
+    if dup:
+        raise IngestError(src, "column appears twice in the header", line=header_no, field=dup[0])
+    return header_no, header
+
+
+def _quoted_record(text: list[str], i: int, width: int) -> tuple[list[str], str | None, str, int]:
+    """Read the record that starts on line ``i`` (position in ``text``) and holds a quote.
+
+    A quoted field still open at the end of the line runs into the next lines, up to
+    :data:`MAX_RECORD_LINES` / :data:`MAX_RECORD_CHARS`, and never into a line that is a record
+    of its own. Returns (fields, why it is malformed or None, its text, the position of its
+    last line).
+    """
+    line = text[i]
+    fields, why = _split(line)
+    if why != "open":
+        return fields, why, line, i
+    buf, size, j, done = [line], len(line), i + 1, False
+    while j < len(text) and j - i < MAX_RECORD_LINES and size < MAX_RECORD_CHARS:
+        nxt = text[j]
+        if len(_split(nxt)[0]) == width:
+            break  # the next line is a record of its own: do not swallow it
+        buf.append(nxt)
+        size += len(nxt) + 1
+        fields, why = _scan("\n".join(buf))
+        if why != "open":
+            done = True
+            break
+        j += 1
+    if done and why is None:
+        return fields, None, "\n".join(buf), j
+    # a join that does not give a well-formed record: this line only is bad
+    return [], _UNTERMINATED, line, i
+
+
+def _plain_records(
+    plain: pl.DataFrame, width: int, bad: tuple[list[int], list[str], list[str]]
+) -> tuple[pl.DataFrame, int]:
+    """Split the lines without a quote in bulk (polars).
+
+    Lines with the wrong number of fields go to ``bad``. Returns the records (``line_no``,
+    ``raw``, ``__f0``...) and the number of lines read.
+    """
+    plain = plain.with_columns(nf=pl.col("line").str.count_matches(",", literal=True) + 1)
     wrong = plain.filter(pl.col("nf") != width)
     bad[0].extend(wrong.get_column("line_no").to_list())
     bad[1].extend(wrong.get_column("line").to_list())
@@ -243,14 +308,7 @@ def _csv_records(
         .unnest("s")
     )
     schema_ = {"line_no": pl.Int64, "raw": pl.String, **dict.fromkeys(names, pl.String)}
-    split = split.select(list(schema_)).cast(schema_)  # type: ignore[arg-type]
-    if rows:
-        extra = pl.DataFrame([(no, raw, *f) for no, raw, f in rows], schema=schema_, orient="row")
-        split = pl.concat([split, extra])
-    frame = split.rename(dict(zip(names, header, strict=True))).with_columns(
-        pl.when(pl.col(h) != "").then(pl.col(h)).alias(h) for h in header
-    )
-    return header, frame.sort("line_no"), bad, n_records
+    return split.select(list(schema_)).cast(schema_), plain.height  # type: ignore[arg-type]
 
 
 def _time(expr: pl.Expr, tz: str | None) -> tuple[pl.Expr, pl.Expr]:
@@ -350,6 +408,7 @@ def _jsonl_records(
     return table, records, fixed
 
 
+@SPEC.reads
 def read_health(
     path: str | Path,
     *,
@@ -390,76 +449,11 @@ def read_health(
         raise IngestError(src, f"option table= must be one of {CANONICAL_TABLES}, got {table!r}")
     name = Path(src).name.lower().removesuffix(".gz")
     lines, notes = read_lines(path)
-    q: tuple[list[int], list[str], list[str]] = ([], [], [])
     if name.endswith((".jsonl", ".ndjson", ".json")):
-        table, records, fixed = _jsonl_records(lines, table)
-        if fixed:
-            notes.append(
-                f"{fixed} JSON line(s) hold lone surrogate escapes (\\ud800..., not text): "
-                "replaced by U+FFFD"
-            )
-        if not records:
-            raise IngestError(src, "empty file")
-        if table is None:
-            unread = [(no, why) for no, _, obj, why in records if obj is None]
-            if len(unread) == len(records):  # not one object: say why the first is not
-                raise IngestError(
-                    src,
-                    f"no line is a JSON object to read; first: {unread[0][1]}",
-                    line=unread[0][0],
-                )
-            raise IngestError(
-                src,
-                "the JSON lines match no single canonical table: pass table= "
-                "(health_events, component_failures or inventory)",
-            )
-        spec = schema.TABLES[table]
-        cols = list(spec.schema)
-        present = set().union(*(set(obj) for _, _, obj, _ in records if obj is not None))
-        good: list[tuple[int, str, list[str | None]]] = []
-        for no, raw, obj, why in records:
-            if obj is not None:
-                extra = [k for k in obj if k not in spec.schema]
-                if extra:
-                    why = f"key {extra[0][:40]!r} is not in the {table} contract"
-                else:
-                    values: list[str | None] = []
-                    for c in cols:
-                        v, why = _json_value(c, obj.get(c))
-                        if why is not None:
-                            break
-                        values.append(v)
-            if obj is None or why is not None:
-                q[0].append(no)
-                q[1].append(raw)
-                q[2].append(str(why))
-            else:
-                good.append((no, raw, values))
-        raw_frame = pl.DataFrame(
-            [(no, raw, *vals) for no, raw, vals in good],
-            schema={"line_no": pl.Int64, "raw": pl.String, **dict.fromkeys(cols, pl.String)},
-            orient="row",
-        )
-        n = len(records)
+        table, raw_frame, q, n, present = _jsonl_input(src, lines, table, notes)
         header_line = None
     elif name.endswith(".csv"):
-        header, raw_frame, q, n = _csv_records(lines, src)
-        try:
-            table = table or detect_table(header)
-        except ValueError as exc:
-            raise IngestError(src, str(exc), line=1) from None
-        spec = schema.TABLES[table]
-        extra = [c for c in header if c not in spec.schema]
-        if extra:
-            raise IngestError(src, f"column not in the {table} contract", line=1, field=extra[0])
-        required = [c for c in spec.schema if c not in spec.nullable and c != "cluster"]
-        missing = [c for c in required if c not in header]
-        if missing:
-            raise IngestError(src, f"required {table} column missing", line=1, field=missing[0])
-        raw_frame = raw_frame.with_columns(
-            pl.lit(None, pl.String).alias(c) for c in spec.schema if c not in header
-        ).select("line_no", "raw", *spec.schema)
-        present = set(header)
+        table, raw_frame, q, n, present = _csv_input(src, lines, table)
         header_line = 1
     else:
         raise IngestError(src, "unknown format: expected a .csv or .jsonl/.ndjson file")
@@ -472,6 +466,104 @@ def read_health(
         )
     if cluster is not None:
         raw_frame = raw_frame.with_columns(pl.col("cluster").fill_null(cluster))
+    frame, bad = _typed(src, raw_frame, schema.TABLES[table], tz)
+    qf = quarantine_frame(
+        src,
+        q[0] + bad.get_column("line_no").to_list(),
+        q[1] + bad.get_column("raw").to_list(),
+        q[2] + bad.get_column("reason").to_list(),
+    ).sort("line_no")
+    return ReadResult(src, {table: frame}, qf, n, n - qf.height, notes)
+
+
+#: what an input gives: (table, its columns as text with line_no and raw, quarantine, records
+#: read, columns or keys present)
+_Raw = tuple[str, pl.DataFrame, tuple[list[int], list[str], list[str]], int, set[str]]
+
+
+def _jsonl_input(src: str, lines: pl.DataFrame, table: str | None, notes: list[str]) -> _Raw:
+    """Read JSON lines into (table, text frame, quarantine, records read, keys present)."""
+    q: tuple[list[int], list[str], list[str]] = ([], [], [])
+    table, records, fixed = _jsonl_records(lines, table)
+    if fixed:
+        notes.append(
+            f"{fixed} JSON line(s) hold lone surrogate escapes (\\ud800..., not text): "
+            "replaced by U+FFFD"
+        )
+    if not records:
+        raise IngestError(src, "empty file")
+    if table is None:
+        unread = [(no, why) for no, _, obj, why in records if obj is None]
+        if len(unread) == len(records):  # not one object: say why the first is not
+            raise IngestError(
+                src,
+                f"no line is a JSON object to read; first: {unread[0][1]}",
+                line=unread[0][0],
+            )
+        raise IngestError(
+            src,
+            "the JSON lines match no single canonical table: pass table= "
+            "(health_events, component_failures or inventory)",
+        )
+    spec = schema.TABLES[table]
+    cols = list(spec.schema)
+    present = set().union(*(set(obj) for _, _, obj, _ in records if obj is not None))
+    good: list[tuple[int, str, list[str | None]]] = []
+    for no, raw, obj, why in records:
+        if obj is not None:
+            extra = [k for k in obj if k not in spec.schema]
+            if extra:
+                why = f"key {extra[0][:40]!r} is not in the {table} contract"
+            else:
+                values: list[str | None] = []
+                for c in cols:
+                    v, why = _json_value(c, obj.get(c))
+                    if why is not None:
+                        break
+                    values.append(v)
+        if obj is None or why is not None:
+            q[0].append(no)
+            q[1].append(raw)
+            q[2].append(str(why))
+        else:
+            good.append((no, raw, values))
+    raw_frame = pl.DataFrame(
+        [(no, raw, *vals) for no, raw, vals in good],
+        schema={"line_no": pl.Int64, "raw": pl.String, **dict.fromkeys(cols, pl.String)},
+        orient="row",
+    )
+    return table, raw_frame, q, len(records), present
+
+
+def _csv_input(src: str, lines: pl.DataFrame, table: str | None) -> _Raw:
+    """Read a CSV into (table, text frame, quarantine, records read, columns present)."""
+    header, raw_frame, q, n = _csv_records(lines, src)
+    try:
+        table = table or detect_table(header)
+    except ValueError as exc:
+        raise IngestError(src, str(exc), line=1) from None
+    spec = schema.TABLES[table]
+    extra = [c for c in header if c not in spec.schema]
+    if extra:
+        raise IngestError(src, f"column not in the {table} contract", line=1, field=extra[0])
+    required = [c for c in spec.schema if c not in spec.nullable and c != "cluster"]
+    missing = [c for c in required if c not in header]
+    if missing:
+        raise IngestError(src, f"required {table} column missing", line=1, field=missing[0])
+    raw_frame = raw_frame.with_columns(
+        pl.lit(None, pl.String).alias(c) for c in spec.schema if c not in header
+    ).select("line_no", "raw", *spec.schema)
+    return table, raw_frame, q, n, set(header)
+
+
+def _typed(
+    src: str, raw_frame: pl.DataFrame, spec: schema.TableSpec, tz: str | None
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Type the text columns into the table; return (rows kept, rows refused with a reason).
+
+    Each value must read as its column's type, required columns must be set, times must be
+    within bounds and intervals in order.
+    """
     typed: dict[str, pl.Expr] = {}
     checks: list[tuple[pl.Expr, pl.Expr]] = []
     latest = latest_time()
@@ -540,10 +632,4 @@ def read_health(
     frame = out.filter(pl.col("reason").is_null()).select(
         [pl.col(f"__{c}").alias(c) for c in spec.schema]
     )
-    qf = quarantine_frame(
-        src,
-        q[0] + bad.get_column("line_no").to_list(),
-        q[1] + bad.get_column("raw").to_list(),
-        q[2] + bad.get_column("reason").to_list(),
-    ).sort("line_no")
-    return ReadResult(src, {table: frame}, qf, n, n - qf.height, notes)
+    return frame, bad

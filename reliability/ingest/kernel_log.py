@@ -53,8 +53,56 @@ from reliability.ingest._common import (
     quarantine_frame,
     read_lines,
 )
+from reliability.ingest._spec import (
+    CLUSTER,
+    NODE,
+    TZ,
+    FileHead,
+    ReaderOption,
+    ReaderSample,
+    ReaderSpec,
+)
 
-__all__ = ["read_kernel_log"]
+__all__ = ["SPEC", "read_kernel_log"]
+
+#: an Xid or SXid message, for the file-kind signature
+_XID_LINE = re.compile(r"NVRM: Xid \(|SXid \(PCI")
+#: what may come before an Xid message on a kernel log's line: a time stamp (dmesg's ISO form
+#: has a decimal comma), a host, a tag; never a field separator or a quote (a CSV or JSON
+#: field quoting an Xid message)
+_LINE_PREFIX = re.compile(r"^(?:[^,|\"{]|,\d)*$")
+
+
+def _is_kernel_log(head: FileHead) -> str | None:
+    for line in head.lines:
+        m = _XID_LINE.search(line)
+        if m is not None and _LINE_PREFIX.match(line[: m.start()]) is not None:
+            return "a kernel log with NVIDIA Xid messages"
+    return None
+
+
+SPEC = ReaderSpec(
+    kind="kernel",
+    summary="kernel logs (dmesg, journalctl -k, syslog) with NVIDIA Xid / SXid messages",
+    options=(
+        CLUSTER.required_(),
+        NODE,
+        TZ,
+        ReaderOption("year", "year", "year of the first syslog line (syslog prints none)"),
+        ReaderOption(
+            "boot_time", "time", "boot time (ISO 8601 with offset) for dmesg [seconds] stamps"
+        ),
+    ),
+    tables=("health_events",),
+    signature=_is_kernel_log,
+    rank=50,
+    sample=ReaderSample(
+        "kernel.log",
+        "2025-01-21T04:41:44.283+00:00 n1 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=0, "
+        "GPU has fallen off the bus.\n",
+        {"cluster": "c"},
+    ),
+)
 
 #: ``dmesg -r`` (raw) starts each line with the syslog priority, ``<4>``; ``dmesg -x`` with
 #: the decoded facility and level, ``kern  :warn  : ``
@@ -274,6 +322,7 @@ class _Clock:
         return t, host, rest, None
 
 
+@SPEC.reads
 def read_kernel_log(
     path: str | Path,
     *,
@@ -315,6 +364,52 @@ def read_kernel_log(
         that starts with a kernel log's timestamp).
     """
     src = str(path)
+    _check_options(src, cluster, node, year, boot_time)
+    lines, notes = read_lines(path)
+    if lines.height == 0:
+        raise IngestError(src, "empty file")
+    cand = lines.filter(pl.col("line").str.contains(r"NVRM|SXid"))
+    if cand.height == 0 and not lines.get_column("line").str.contains(_STAMPED).any():
+        raise not_this_format(src, lines, "kernel log line", _EXPECTED)
+    skipped = lines.filter(pl.col("line").str.strip_chars() != "").height - cand.height
+    clock = _Clock(src, tz, year, boot_time)
+    scan = _Scan(clock, node, node or Path(src).name.split(".")[0])
+    # (the raw line is kept for the quarantine; its priority prefix is not parsed)
+    cand_rows = [(no, raw, _PRIORITY.sub("", raw, count=1)) for no, raw in cand.rows()]
+    for (line_no, raw, line), next_month in zip(cand_rows, _next_months(cand_rows), strict=True):
+        clock.next_month = next_month
+        scan.line(line_no, raw, line)
+    scan.close_group()
+    duplicates = scan.merge_fallen()
+    records = sorted([*scan.events, *scan.unparsed], key=lambda e: e["line_no"])  # type: ignore[arg-type, return-value]
+    frame, q, repeats, used_default = _frame(records, cluster)
+    if used_default:
+        notes.append(f"no host name in the log: node set to {scan.default_node!r} (pass node=)")
+    if skipped or scan.context:
+        notes.append(
+            f"{skipped + scan.context} line(s) are not Xid/SXid records (kernel messages, "
+            "driver context, SXid detail lines) and were skipped"
+        )
+    if clock.ambiguous:
+        notes.append(
+            f"{clock.ambiguous} local time(s) fall in the hour repeated when daylight saving "
+            f"time ended ({tz}): each read as the earlier instant (possibly an hour off)"
+        )
+    if duplicates:
+        notes.append(f"{duplicates} 'fallen off the bus' line(s) repeat an Xid 79 already recorded")
+    if repeats:
+        notes.append(
+            f"{repeats} record(s) repeat an earlier line exactly (same host, time and message: "
+            "overlapping logs concatenated?): counted once, the repeats quarantined"
+        )
+    qf = quarantine_frame(src, *q)
+    n_read = len(records)
+    return ReadResult(src, {"health_events": frame}, qf, n_read, n_read - qf.height, notes)
+
+
+def _check_options(
+    src: str, cluster: object, node: object, year: object, boot_time: object
+) -> None:
     check_name_option(src, cluster, "cluster")
     check_name_option(src, node, "node")
     check_time_option(src, boot_time, "boot_time")
@@ -324,35 +419,10 @@ def read_kernel_log(
         raise IngestError(
             src, f"option year= must be a year in {YEAR_MIN}-{YEAR_MAX}, got {year!r}"
         )
-    lines, notes = read_lines(path)
-    if lines.height == 0:
-        raise IngestError(src, "empty file")
-    cand = lines.filter(pl.col("line").str.contains(r"NVRM|SXid"))
-    if cand.height == 0 and not lines.get_column("line").str.contains(_STAMPED).any():
-        raise not_this_format(src, lines, "kernel log line", _EXPECTED)
-    skipped = lines.filter(pl.col("line").str.strip_chars() != "").height - cand.height
-    clock = _Clock(src, tz, year, boot_time)
-    default_node = node or Path(src).name.split(".")[0]
-    used_default = False
-    events: list[dict[str, object]] = []
-    unparsed: list[dict[str, object]] = []
-    fallen: list[dict[str, object]] = []
-    q: tuple[list[int], list[str], list[str]] = ([], [], [])
-    group: dict[str, object] | None = None  # a multi-line "The NVIDIA GPU ..." message
-    context = 0
 
-    def close_group() -> None:
-        nonlocal group, context
-        if group is None:
-            return
-        if "fallen off the bus" in str(group["message"]):
-            fallen.append(group)
-        else:
-            context += 1
-        group = None
 
-    # (the raw line is kept for the quarantine; its priority prefix is not parsed)
-    cand_rows = [(no, raw, _PRIORITY.sub("", raw, count=1)) for no, raw in cand.rows()]
+def _next_months(cand_rows: list[tuple[int, str, str]]) -> list[int | None]:
+    """Return the month of the next syslog line after each line (None: no later one)."""
     months = [
         _MONTHS.get(m.group("ts")[:3]) if (m := _SYSLOG.match(line)) else None
         for _, _, line in cand_rows
@@ -363,30 +433,58 @@ def read_kernel_log(
         following[k] = upcoming
         if months[k] is not None:
             upcoming = months[k]
-    for k, (line_no, raw, line) in enumerate(cand_rows):
-        clock.next_month = following[k]
-        is_cont = line[:1].isspace() and line.strip().startswith("NVRM:")
-        if is_cont and group is not None:
+    return following
+
+
+class _Scan:
+    """The records of a kernel log's NVRM / SXid lines, one line at a time.
+
+    ``events`` are Xid / SXid records, ``unparsed`` lines that name an Xid but do not parse,
+    ``fallen`` "GPU has fallen off the bus" messages (merged with the Xid 79 they repeat by
+    :meth:`merge_fallen`), ``context`` the driver's other lines.
+    """
+
+    def __init__(self, clock: _Clock, node: str | None, default_node: str) -> None:
+        self.clock = clock
+        self.node = node
+        self.default_node = default_node
+        self.events: list[dict[str, object]] = []
+        self.unparsed: list[dict[str, object]] = []
+        self.fallen: list[dict[str, object]] = []
+        self.group: dict[str, object] | None = None  # a multi-line "The NVIDIA GPU ..." message
+        self.context = 0
+
+    def close_group(self) -> None:
+        """End the multi-line message being read, if any."""
+        if self.group is None:
+            return
+        if "fallen off the bus" in str(self.group["message"]):
+            self.fallen.append(self.group)
+        else:
+            self.context += 1
+        self.group = None
+
+    def line(self, line_no: int, raw: str, line: str) -> None:
+        """Read one line (``raw`` as in the file, ``line`` without its priority prefix)."""
+        group = self.group
+        if group is not None and line[:1].isspace() and line.strip().startswith("NVRM:"):
             group["message"] = f"{group['message']} {line.strip().removeprefix('NVRM:').strip()}"
             group["raw"] = f"{group['raw']}\n{raw}"
-            continue
-        close_group()
-        t, host, rest, why = clock.parse(line, line_no)
-        defaulted = host is None and node is None
-        if host is None:
-            host = node or default_node
+            return
+        self.close_group()
+        t, host, rest, why = self.clock.parse(line, line_no)
         base = {
             "line_no": line_no,
             "raw": raw,
             "time": t,
-            "node": host,
+            "node": host if host is not None else self.node or self.default_node,
             "why": why,
-            "tkey": t if t is not None else clock.last_rel,
-            "defaulted": defaulted,
+            "tkey": t if t is not None else self.clock.last_rel,
+            "defaulted": host is None and self.node is None,
         }
         if m := _XID.search(rest):
             c = taxonomy.classify_xid(m.group("code"))
-            events.append(
+            self.events.append(
                 {
                     **base,
                     "code": m.group("code"),
@@ -396,29 +494,15 @@ def read_kernel_log(
                 }
             )
         elif m := _SXID.search(rest):
-            msg = m.group("msg").strip()
-            fatal = msg.lower().startswith("fatal")
-            if not (fatal or msg.lower().startswith("non-fatal")):
-                context += 1  # detail line of an SXid already recorded
-                continue
-            c = taxonomy.classify_sxid(m.group("code"), fatal)
-            events.append(
-                {
-                    **base,
-                    "code": f"SXid{m.group('code')}",
-                    "device": f"{m.group('sw')}@{_bus_id(m.group('dev'))}",
-                    "message": msg,
-                    "cls": c,
-                }
-            )
+            self._sxid(base, m)
         elif m := _GPU_START.search(rest):
-            group = {
+            self.group = {
                 **base,
                 "device": _bus_id(m.group("dev")),
                 "message": rest.split("NVRM:", 1)[1].strip(),
             }
         elif m := _FALLEN.search(rest):
-            fallen.append(
+            self.fallen.append(
                 {
                     **base,
                     "device": _bus_id(m.group("dev")),
@@ -427,7 +511,7 @@ def read_kernel_log(
             )
         elif _XID_MENTION.search(rest) or _SXID_MENTION.search(rest):
             what = "NVRM: Xid" if _XID_MENTION.search(rest) else "SXid"
-            unparsed.append(
+            self.unparsed.append(
                 {
                     **base,
                     "why": f"line names '{what}' but has no '(PCI:<bus id>): <code>' that parses",
@@ -435,27 +519,68 @@ def read_kernel_log(
                 }
             )
         else:
-            context += 1
-    close_group()
-    xid79 = [(e["node"], e["device"], e["tkey"]) for e in events if e["code"] == "79"]
-    duplicates = 0
-    for f in fallen:
-        dup = any(
-            n == f["node"]
-            and d == f["device"]
-            and t is not None
-            and f["tkey"] is not None
-            and type(t) is type(f["tkey"])
-            and abs(t - f["tkey"]) <= _DEDUP_WINDOW  # type: ignore[operator]
-            for n, d, t in xid79
+            self.context += 1
+
+    def _sxid(self, base: dict[str, object], m: re.Match[str]) -> None:
+        msg = m.group("msg").strip()
+        fatal = msg.lower().startswith("fatal")
+        if not (fatal or msg.lower().startswith("non-fatal")):
+            self.context += 1  # detail line of an SXid already recorded
+            return
+        c = taxonomy.classify_sxid(m.group("code"), fatal)
+        self.events.append(
+            {
+                **base,
+                "code": f"SXid{m.group('code')}",
+                "device": f"{m.group('sw')}@{_bus_id(m.group('dev'))}",
+                "message": msg,
+                "cls": c,
+            }
         )
-        if dup:
-            duplicates += 1
-            continue
-        c = taxonomy.classify_xid(79)
-        events.append({**f, "code": "79", "message": f"(no Xid printed) {f['message']}", "cls": c})
+
+    def merge_fallen(self) -> int:
+        """Add each "fallen off the bus" message as an Xid 79, unless it repeats one.
+
+        A repeat is an Xid 79 of the same host and device within a minute.
+
+        Returns
+        -------
+        int
+            The number of repeats (not added).
+        """
+        xid79 = [(e["node"], e["device"], e["tkey"]) for e in self.events if e["code"] == "79"]
+        duplicates = 0
+        for f in self.fallen:
+            dup = any(
+                n == f["node"]
+                and d == f["device"]
+                and t is not None
+                and f["tkey"] is not None
+                and type(t) is type(f["tkey"])
+                and abs(t - f["tkey"]) <= _DEDUP_WINDOW  # type: ignore[operator]
+                for n, d, t in xid79
+            )
+            if dup:
+                duplicates += 1
+                continue
+            c = taxonomy.classify_xid(79)
+            self.events.append(
+                {**f, "code": "79", "message": f"(no Xid printed) {f['message']}", "cls": c}
+            )
+        return duplicates
+
+
+def _frame(
+    records: list[dict[str, object]], cluster: str
+) -> tuple[pl.DataFrame, tuple[list[int], list[str], list[str]], int, bool]:
+    """Build ``health_events`` from the records in line order.
+
+    Returns the frame, the quarantine (lines without a time, unparsed, exact repeats), the
+    number of repeats and whether a kept row has the default node.
+    """
+    q: tuple[list[int], list[str], list[str]] = ([], [], [])
     rows: list[dict[str, object]] = []
-    records = sorted([*events, *unparsed], key=lambda e: e["line_no"])  # type: ignore[arg-type, return-value]
+    used_default = False
     # the same record twice (dmesg and journalctl of one boot concatenated, a log rotated with
     # overlap): the same host, time, code, device and message is one event, counted once
     first_of: dict[tuple[object, ...], object] = {}
@@ -474,7 +599,7 @@ def read_kernel_log(
             q[1].append(e["raw"])  # type: ignore[arg-type]
             q[2].append(f"exact duplicate of line {first} (same host, time and message)")
             continue
-        c: taxonomy.Classification = e["cls"]  # type: ignore[assignment, no-redef]
+        c: taxonomy.Classification = e["cls"]  # type: ignore[assignment]
         # the note on the default node is for the rows kept (a quarantined line lacks one too)
         used_default = used_default or bool(e.get("defaulted"))
         rows.append(
@@ -491,25 +616,4 @@ def read_kernel_log(
             }
         )
     frame = pl.DataFrame(rows, schema=schema.TABLES["health_events"].schema, orient="row")
-    if used_default:
-        notes.append(f"no host name in the log: node set to {default_node!r} (pass node=)")
-    if skipped or context:
-        notes.append(
-            f"{skipped + context} line(s) are not Xid/SXid records (kernel messages, "
-            "driver context, SXid detail lines) and were skipped"
-        )
-    if clock.ambiguous:
-        notes.append(
-            f"{clock.ambiguous} local time(s) fall in the hour repeated when daylight saving "
-            f"time ended ({tz}): each read as the earlier instant (possibly an hour off)"
-        )
-    if duplicates:
-        notes.append(f"{duplicates} 'fallen off the bus' line(s) repeat an Xid 79 already recorded")
-    if repeats:
-        notes.append(
-            f"{repeats} record(s) repeat an earlier line exactly (same host, time and message: "
-            "overlapping logs concatenated?): counted once, the repeats quarantined"
-        )
-    qf = quarantine_frame(src, *q)
-    n_read = len(records)
-    return ReadResult(src, {"health_events": frame}, qf, n_read, n_read - qf.height, notes)
+    return frame, q, repeats, used_default

@@ -32,6 +32,8 @@ have no node count or node number: its inventory holds the one recorded (unnamed
 from __future__ import annotations
 
 import calendar
+import csv
+import dataclasses
 import re
 from datetime import datetime
 from pathlib import Path
@@ -44,13 +46,14 @@ from reliability import schema
 from reliability.errors import IngestError
 from reliability.ingest._bounds import time_out_of_bounds
 from reliability.ingest._common import ReadResult, decode_text, quarantine_frame, read_bytes
+from reliability.ingest._spec import TZ, FileHead, ReaderOption, ReaderSample, ReaderSpec
 
 #: a Down Time [min]; it may differ from Prob Fixed - Prob Started by a minute (rounding) or
 #: an hour (daylight saving) in the records, more is a contradiction
 _DOWN = re.compile(r"[0-9]{1,9}")
 _DOWN_SLACK_MIN = 61
 
-__all__ = ["LANL_FIRST_NODE", "LANL_NODES_PER_SYSTEM", "read_lanl"]
+__all__ = ["LANL_FIRST_NODE", "LANL_NODES_PER_SYSTEM", "SPEC", "read_lanl"]
 
 #: Nodes per LANL system. Source: the ``nodes`` column of LA-UR-05-7318-failure-data-1996-2005.csv
 #: ("number of nodes" in the record layout of its README; the same value on every record of a
@@ -67,6 +70,40 @@ LANL_FIRST_NODE: dict[str, int] = {"14": 128}
 
 _MONTHS = {m.lower(): i for i, m in enumerate(calendar.month_abbr) if m}
 _REQUIRED = ("System", "nodenumz", "Prob Started", "Prob Fixed", "node prod", "node decom")
+#: the header fields that make a CSV the LANL records, for the file-kind signature
+_SIGNATURE = {"System", "nodenumz", "Prob Started", "Prob Fixed"}
+
+
+def _is_lanl(head: FileHead) -> str | None:
+    return "the LANL failure records" if head.header >= _SIGNATURE else None
+
+
+SPEC = ReaderSpec(
+    kind="lanl",
+    summary="the LANL failure records (LA-UR-05-7318, 1996-2005)",
+    options=(
+        dataclasses.replace(TZ, default="America/Denver"),
+        ReaderOption(
+            "unrecorded",
+            "choice",
+            "LANL records: service dates of nodes that never failed (the nearest recorded "
+            "node's, or the system's whole span)",
+            default="nearest",
+            choices=("nearest", "system"),
+        ),
+    ),
+    tables=("component_failures", "inventory"),
+    signature=_is_lanl,
+    rank=10,
+    sample=ReaderSample(
+        "lanl.csv",
+        "System,machine type,nodes,procstot,procsinnode,nodenum,nodenumz,node install,node prod,"
+        "node decom,fru type,mem,cputype,memtype,num intercon,purpose,Prob Started,Prob Fixed,"
+        "Down Time,Facilities,Hardware,Human Error,Network,Undetermined,Software,Same Event\n"
+        "2,cluster,49,6152,80,0,0,5-Apr,5-Jun,current,part,80,1,1,0,graphics.fe,"
+        "6/21/2005 10:54,6/21/2005 11:00,6,,Graphics Accel Hdwr,,,,,No\n",
+    ),
+)
 
 
 def _month(text: str) -> datetime | None:
@@ -85,6 +122,7 @@ def _month(text: str) -> datetime | None:
     return None
 
 
+@SPEC.reads
 def read_lanl(
     path: str | Path, *, tz: str = "America/Denver", unrecorded: str = "nearest"
 ) -> ReadResult:
@@ -108,14 +146,11 @@ def read_lanl(
         line (a stray quote, a wrong field count, a bad time) is quarantined without touching its
         neighbours.
     """
-    import csv
-
     src = str(path)
     if unrecorded not in ("nearest", "system"):
         raise IngestError(src, f"option unrecorded={unrecorded!r}: expected 'nearest' or 'system'")
     data, decode_notes = decode_text(read_bytes(path))
     lines = data.decode("utf-8", errors="replace").splitlines()
-    reader = ((i, next(csv.reader([line]), [])) for i, line in enumerate(lines[1:], start=2))
     if not lines:
         raise IngestError(src, "empty file")
     header = [h.strip() for h in next(csv.reader([lines[0]]), [])]
@@ -130,91 +165,19 @@ def read_lanl(
     q: tuple[list[int], list[str], list[str]] = ([], [], [])
     odd_down: list[int] = []  # lines whose Down Time contradicts Prob Started/Fixed
     n = 0
-    for line_no, rec in reader:
+    for line_no, line in enumerate(lines[1:], start=2):
+        rec = next(csv.reader([line]), [])
         if not any(v.strip() for v in rec):
             continue
         n += 1
-        raw = lines[line_no - 1]
-        if len(rec) != len(header):
-            (
-                q[0].append(line_no),
-                q[1].append(raw),
-                q[2].append(f"{len(rec)} fields, expected {len(header)}"),
-            )
+        got = _record(rec, idx, len(header), zone)
+        if isinstance(got, str):
+            q[0].append(line_no), q[1].append(line), q[2].append(got)
             continue
-
-        def get(c: str, rec: list[str] = rec) -> str:
-            return rec[idx[c]].strip()
-
-        odd = next((c for c in ("Prob Started", "Prob Fixed") if not get(c).isascii()), None)
-        if odd is not None:  # (strptime reads any digits: 5/23/٣003 is the year 3003)
-            q[0].append(line_no), q[1].append(raw)
-            q[2].append(f"field {odd}: '{get(odd)[:40]}' is not a number or time (ASCII digits)")
-            continue
-        try:
-            started = datetime.strptime(get("Prob Started"), "%m/%d/%Y %H:%M").replace(tzinfo=zone)
-            fixed = datetime.strptime(get("Prob Fixed"), "%m/%d/%Y %H:%M").replace(tzinfo=zone)
-        except ValueError as exc:
-            q[0].append(line_no), q[1].append(raw), q[2].append(f"field Prob Started/Fixed: {exc}")
-            continue
-        outside = [
-            (c, t)
-            for c, t in (("Prob Started", started), ("Prob Fixed", fixed))
-            if time_out_of_bounds(t) is not None
-        ]
-        if outside:  # (strptime reads any digits: 5/23/٣003 is the year 3003)
-            c, t = outside[0]
-            q[0].append(line_no), q[1].append(raw)
-            q[2].append(f"field {c}: time '{get(c)[:40]}' is {time_out_of_bounds(t)}")
-            continue
-        if fixed < started:
-            (
-                q[0].append(line_no),
-                q[1].append(raw),
-                q[2].append("Prob Fixed is before Prob Started (impossible order; not fixed)"),
-            )
-            continue
-        if "Down Time" in idx and _DOWN.fullmatch(get("Down Time")):
-            span = (fixed - started).total_seconds() / 60
-            if abs(int(get("Down Time")) - span) > _DOWN_SLACK_MIN:
-                odd_down.append(line_no)
-        cluster = f"lanl-{get('System')}"
-        node = get("nodenumz")
-        sizes.setdefault(get("System"), set()).add(get("nodes") if "nodes" in idx else "")
-        fails.append(
-            {
-                "cluster": cluster,
-                "component_type": "node",
-                "component_id": node,
-                "failed_at": started,
-                "repaired_at": fixed,
-            }
-        )
-        prod = _month(get("node prod"))
-        decom = _month(get("node decom"))
-        key = (cluster, node)
-        first = inv.get(key)
-        start = prod.replace(tzinfo=zone) if prod else started
-        if first is None or start < first["in_service"]:  # type: ignore[operator]
-            inv[key] = {
-                "cluster": cluster,
-                "component_type": "node",
-                "component_id": node,
-                "in_service": start,
-                "out_of_service": decom.replace(tzinfo=zone) if decom else None,
-            }
-    utc = schema.UTC_TIME
-    cf = pl.DataFrame(
-        fails,
-        schema={
-            "cluster": pl.String,
-            "component_type": pl.String,
-            "component_id": pl.String,
-            "failed_at": pl.Datetime("us", tz),
-            "repaired_at": pl.Datetime("us", tz),
-        },
-        orient="row",
-    ).with_columns(pl.col("failed_at", "repaired_at").dt.convert_time_zone("UTC").cast(utc))
+        if got.pop("odd_down"):
+            odd_down.append(line_no)
+        _fold(got, zone, fails, inv, sizes)
+    cf = _local_frame(fails, ("failed_at", "repaired_at"), tz)
     notes = [
         *decode_notes,
         "nodes enter the inventory from their system's production month (or their first record)",
@@ -228,17 +191,7 @@ def read_lanl(
         )
     inv_rows, inv_notes = _complete_inventory(inv, sizes, unrecorded, last_seen=_last(fails))
     notes += inv_notes
-    iv = pl.DataFrame(
-        inv_rows,
-        schema={
-            "cluster": pl.String,
-            "component_type": pl.String,
-            "component_id": pl.String,
-            "in_service": pl.Datetime("us", tz),
-            "out_of_service": pl.Datetime("us", tz),
-        },
-        orient="row",
-    ).with_columns(pl.col("in_service", "out_of_service").dt.convert_time_zone("UTC").cast(utc))
+    iv = _local_frame(inv_rows, ("in_service", "out_of_service"), tz)
     qf = quarantine_frame(src, *q)
     last = cf.select(
         pl.max_horizontal(pl.col("failed_at").max(), pl.col("repaired_at").max())
@@ -253,6 +206,104 @@ def read_lanl(
         observed_until=last,
         observation_basis="latest failure or repair record in the LANL file",
     )
+
+
+def _record(
+    rec: list[str], idx: dict[str, int], n_fields: int, zone: ZoneInfo
+) -> dict[str, object] | str:
+    """Read one record's fields (``idx``: column -> position; ``n_fields`` in the header).
+
+    Returns the failure (its fields, local times, whether its Down Time is odd) or why the
+    record is quarantined.
+    """
+    if len(rec) != n_fields:
+        return f"{len(rec)} fields, expected {n_fields}"
+
+    def get(c: str) -> str:
+        return rec[idx[c]].strip()
+
+    odd = next((c for c in ("Prob Started", "Prob Fixed") if not get(c).isascii()), None)
+    if odd is not None:  # (strptime reads any digits: 5/23/٣003 is the year 3003)
+        return f"field {odd}: '{get(odd)[:40]}' is not a number or time (ASCII digits)"
+    try:
+        started = datetime.strptime(get("Prob Started"), "%m/%d/%Y %H:%M").replace(tzinfo=zone)
+        fixed = datetime.strptime(get("Prob Fixed"), "%m/%d/%Y %H:%M").replace(tzinfo=zone)
+    except ValueError as exc:
+        return f"field Prob Started/Fixed: {exc}"
+    outside = [
+        (c, t)
+        for c, t in (("Prob Started", started), ("Prob Fixed", fixed))
+        if time_out_of_bounds(t) is not None
+    ]
+    if outside:  # (strptime reads any digits: 5/23/٣003 is the year 3003)
+        c, t = outside[0]
+        return f"field {c}: time '{get(c)[:40]}' is {time_out_of_bounds(t)}"
+    if fixed < started:
+        return "Prob Fixed is before Prob Started (impossible order; not fixed)"
+    odd_down = False
+    if "Down Time" in idx and _DOWN.fullmatch(get("Down Time")):
+        span = (fixed - started).total_seconds() / 60
+        odd_down = abs(int(get("Down Time")) - span) > _DOWN_SLACK_MIN
+    return {
+        "system": get("System"),
+        "node": get("nodenumz"),
+        "nodes": get("nodes") if "nodes" in idx else "",
+        "prod": get("node prod"),
+        "decom": get("node decom"),
+        "started": started,
+        "fixed": fixed,
+        "odd_down": odd_down,
+    }
+
+
+def _fold(
+    got: dict[str, object],
+    zone: ZoneInfo,
+    fails: list[dict[str, object]],
+    inv: dict[tuple[str, str], dict[str, object]],
+    sizes: dict[str, set[str]],
+) -> None:
+    """Add a record's failure, its node's earliest service start, its system's node count."""
+    cluster, node = f"lanl-{got['system']}", str(got["node"])
+    started: datetime = got["started"]  # type: ignore[assignment]
+    sizes.setdefault(str(got["system"]), set()).add(str(got["nodes"]))
+    fails.append(
+        {
+            "cluster": cluster,
+            "component_type": "node",
+            "component_id": node,
+            "failed_at": started,
+            "repaired_at": got["fixed"],
+        }
+    )
+    prod = _month(str(got["prod"]))
+    decom = _month(str(got["decom"]))
+    key = (cluster, node)
+    first = inv.get(key)
+    start = prod.replace(tzinfo=zone) if prod else started
+    if first is None or start < first["in_service"]:  # type: ignore[operator]
+        inv[key] = {
+            "cluster": cluster,
+            "component_type": "node",
+            "component_id": node,
+            "in_service": start,
+            "out_of_service": decom.replace(tzinfo=zone) if decom else None,
+        }
+
+
+def _local_frame(rows: list[dict[str, object]], times: tuple[str, str], tz: str) -> pl.DataFrame:
+    """Build a component table from rows whose ``times`` are local to ``tz``, in UTC."""
+    local = pl.Datetime("us", tz)
+    return pl.DataFrame(
+        rows,
+        schema={
+            "cluster": pl.String,
+            "component_type": pl.String,
+            "component_id": pl.String,
+            **dict.fromkeys(times, local),
+        },
+        orient="row",
+    ).with_columns(pl.col(*times).dt.convert_time_zone("UTC").cast(schema.UTC_TIME))
 
 
 def _last(fails: list[dict[str, object]]) -> datetime | None:

@@ -52,8 +52,9 @@ from reliability.ingest._json import (
     JsonValueError,
     loads_record,
 )
+from reliability.ingest._spec import CLUSTER, FileHead, ReaderSample, ReaderSpec
 
-__all__ = ["POD_EVENTS", "read_pod_log"]
+__all__ = ["POD_EVENTS", "SPEC", "read_pod_log"]
 
 POD_EVENTS = (
     "inventory",
@@ -72,8 +73,49 @@ POD_EVENTS = (
 )
 _JOB_EVENTS = ("job_submit", "job_start", "job_end", "reroute_start", "reroute_end", "crossconnect")
 _HEALTHD = {"machine_unhealthy": ("machine", "critical"), "ici_link_down": ("ici_link", "critical")}
+_STR_FIELDS = ("event", "time", "cluster", "component_type", "component_id", "detail")
+#: the start of the reason of a line that is not a pod event at all (not a JSON object with
+#: "time" and "event")
+_NOT_EVENT = "not a pod event"
+#: the form read, for the refusal of a file that holds no pod event
+_EXPECTED = (
+    'JSON lines, one object per line with "time" and "event", e.g. `{"time": '
+    '"2025-01-01T00:00:00Z", "event": "component_fail", "component_type": "machine", '
+    '"component_id": "h1"}`'
+)
+_CUBES = re.compile(r"[0-9]{1,3}(,[0-9]{1,3})*")
+#: a count in a detail field: ASCII digits only (str.isdigit() takes '²', which int() refuses)
+_COUNT = re.compile(r"[0-9]{1,9}")
+#: the states a job_end may carry
+_END_STATES = ("COMPLETED", "PREEMPTED", "NODE_FAIL", "FAILED", "CANCELLED")
 
 
+def _is_pod_log(head: FileHead) -> str | None:
+    first = head.first_record
+    if isinstance(first, dict) and "event" in first and "time" in first:
+        return "a TPU pod event log (JSON lines)"
+    return None
+
+
+SPEC = ReaderSpec(
+    kind="pod",
+    summary="TPU pod event logs (JSON lines)",
+    options=(CLUSTER,),
+    tables=("inventory", "component_failures", "node_states", "health_events", "jobs", "job_steps"),
+    signature=_is_pod_log,
+    rank=60,
+    sample=ReaderSample(
+        "pod.jsonl",
+        '{"time": "2025-01-01T00:00:00Z", "event": "inventory", "component_type": "host", '
+        '"component_id": "h1", "cluster": "p"}\n'
+        '{"time": "2025-01-02T00:00:00Z", "event": "component_fail", "component_type": "host", '
+        '"component_id": "h1", "cluster": "p"}\n',
+        {"cluster": "p"},
+    ),
+)
+
+
+@SPEC.reads
 def read_pod_log(path: str | Path, *, cluster: str | None = None) -> ReadResult:
     """Read a pod event log (see the module notes for the event types and their fields).
 
@@ -101,86 +143,84 @@ def read_pod_log(path: str | Path, *, cluster: str | None = None) -> ReadResult:
     lines, notes = read_lines(path)
     if lines.height == 0:
         raise IngestError(src, "empty file")
+    log = _PodLog(cluster)
     q: tuple[list[int], list[str], list[str]] = ([], [], [])
-    inv: list[dict[str, object]] = []
-    fails: list[dict[str, object]] = []
-    states: list[dict[str, object]] = []
-    health: list[dict[str, object]] = []
-    open_fail: dict[tuple[str, str, str], dict[str, object]] = {}
-    open_maint: dict[tuple[str, str], dict[str, object]] = {}
-    submits: dict[tuple[str, str], tuple[datetime, dict[str, str]]] = {}
-    open_jobs: dict[tuple[str, str], dict[str, object]] = {}
-    jobs: list[dict[str, object]] = []
-    steps: list[dict[str, object]] = []
-    open_reroute: dict[tuple[str, str], dict[str, object]] = {}
-    crossconnects = 0
     n = 0
     events_seen = 0  # lines that are pod events (a JSON object with "time" and "event")
-    named: set[str] = set()  # clusters the lines name, other than cluster=
     fixed = 0
-    fail_line: dict[tuple[object, ...], int] = {}  # line of each open failure
     for no, line, n_bytes in clip_lines(lines, MAX_LINE_BYTES, RAW_PREFIX).iter_rows():
         if not line.strip():
             continue
         n += 1
-        if n_bytes is not None:
-            why = (
-                f"{_NOT_EVENT}: line of {n_bytes:,} bytes is longer than the "
-                f"{MAX_LINE_BYTES:,}-byte limit of one JSON record: not parsed"
-            )
-            q[0].append(no), q[1].append(line), q[2].append(why)
-            continue
-        obj, why, replaced = _event(line)
+        obj, why, replaced = _record(line, n_bytes)
         fixed += replaced
         events_seen += why is None or not why.startswith(_NOT_EVENT)
+        if why is None:
+            why = log.fold(no, obj)
         if why is not None:
             q[0].append(no), q[1].append(line), q[2].append(why)
-            continue
-        event, t = obj["event"], obj["time"]
-        clus = obj.get("cluster") or cluster
-        if cluster is not None and clus != cluster:
-            named.add(clus)
+    if events_seen == 0:  # not one line is a pod event: this is not a pod event log
+        first = q[2][0].removeprefix(f"{_NOT_EVENT}: ") if q[2] else None
+        raise not_this_format(src, lines, "pod event line", _EXPECTED, first)
+    qf = quarantine_frame(src, *q)
+    return ReadResult(src, log.tables(), qf, n, n - qf.height, notes + log.notes(fixed))
+
+
+def _record(line: str, n_bytes: int | None) -> tuple[dict[str, object], str | None, bool]:
+    """Read one non-blank line: (the event, None, surrogates replaced) or ({}, why, False)."""
+    if n_bytes is not None:
+        why = (
+            f"{_NOT_EVENT}: line of {n_bytes:,} bytes is longer than the "
+            f"{MAX_LINE_BYTES:,}-byte limit of one JSON record: not parsed"
+        )
+        return {}, why, False
+    return _event(line)
+
+
+class _PodLog:
+    """The rows of a pod event log, folded one event at a time, and its tables."""
+
+    def __init__(self, cluster: str | None) -> None:
+        self.cluster = cluster
+        self.inv: list[dict[str, object]] = []
+        self.fails: list[dict[str, object]] = []
+        self.states: list[dict[str, object]] = []
+        self.health: list[dict[str, object]] = []
+        self.open_fail: dict[tuple[str, str, str], dict[str, object]] = {}
+        self.fail_line: dict[tuple[object, ...], int] = {}  # line of each open failure
+        self.open_maint: dict[tuple[str, str], dict[str, object]] = {}
+        self.submits: dict[tuple[str, str], tuple[datetime, dict[str, str]]] = {}
+        self.open_jobs: dict[tuple[str, str], dict[str, object]] = {}
+        self.jobs: list[dict[str, object]] = []
+        self.steps: list[dict[str, object]] = []
+        self.open_reroute: dict[tuple[str, str, str], dict[str, object]] = {}
+        self.crossconnects = 0
+        self.named: set[str] = set()  # clusters the lines name, other than cluster=
+
+    def fold(self, no: int, obj: dict[str, object]) -> str | None:
+        """Fold the event of line ``no`` into the rows; return a quarantine reason or None."""
+        event, t = str(obj["event"]), obj["time"]
+        if not isinstance(t, datetime):  # (_event made it one)
+            raise TypeError(f"line {no}: time not read")
+        clus = obj.get("cluster") or self.cluster
+        if self.cluster is not None and clus != self.cluster:
+            self.named.add(str(clus))
         ctype, cid = obj.get("component_type"), obj.get("component_id")
         if event not in POD_EVENTS:
-            q[0].append(no), q[1].append(line), q[2].append(f"unknown event {event!r}")
-            continue
+            return f"unknown event {event!r}"
         if clus is None or ctype is None or cid is None:
-            (
-                q[0].append(no),
-                q[1].append(line),
-                q[2].append("missing cluster, component_type or component_id"),
-            )
-            continue
-        key = (clus, ctype, cid)
+            return "missing cluster, component_type or component_id"
+        clus, ctype, cid = str(clus), str(ctype), str(cid)
         if event in _JOB_EVENTS:
             detail = dict(
                 kv.split("=", 1) for kv in str(obj.get("detail") or "").split(";") if "=" in kv
             )
-            problem = _job_event(
-                event, clus, cid, t, detail, submits, open_jobs, jobs, steps, open_reroute
-            )
-            if problem:
-                q[0].append(no), q[1].append(line), q[2].append(problem)
-            elif event == "crossconnect":
-                crossconnects += int(detail.get("changed", 0))
-            continue
-        if event == "preflight_fail":
-            health.append(
-                {
-                    "cluster": clus,
-                    "node": cid,
-                    "time": t,
-                    "source": "preflight",
-                    "component": "machine",
-                    "code": "preflight_fail",
-                    "severity": "critical",
-                    "device": None,
-                    "message": f"preflight check failed ({obj.get('detail') or ''})",
-                }
-            )
-            continue
+            return self._job_event(event, clus, cid, t, detail)
+        if event in ("preflight_fail", "healthd"):
+            self._health(event, clus, cid, t, str(obj.get("detail") or ""))
+            return None
         if event == "inventory":
-            inv.append(
+            self.inv.append(
                 {
                     "cluster": clus,
                     "component_type": ctype,
@@ -189,14 +229,42 @@ def read_pod_log(path: str | Path, *, cluster: str | None = None) -> ReadResult:
                     "out_of_service": None,
                 }
             )
-        elif event == "component_fail":
-            if key in open_fail:  # a second failure of a failed component: no repair between
-                why = (
-                    f"{ctype} {cid} already failed at line {fail_line[key]} (no repair in between)"
+            return None
+        if event in ("component_fail", "component_repair"):
+            return self._failure(no, event, (clus, ctype, cid), t)
+        return self._maintenance(event, clus, cid, t)
+
+    def _health(self, event: str, clus: str, node: str, t: datetime, detail: str) -> None:
+        if event == "preflight_fail":
+            code, source, component, severity = "preflight_fail", "preflight", "machine", "critical"
+            message = f"preflight check failed ({detail})"
+        else:  # healthd
+            code = detail or "unknown"
+            component, severity = _HEALTHD.get(code, ("unknown", "warning"))
+            source, message = "healthd", code
+        self.health.append(
+            {
+                "cluster": clus,
+                "node": node,
+                "time": t,
+                "source": source,
+                "component": component,
+                "code": code,
+                "severity": severity,
+                "device": None,
+                "message": message,
+            }
+        )
+
+    def _failure(self, no: int, event: str, key: tuple[str, str, str], t: datetime) -> str | None:
+        clus, ctype, cid = key
+        if event == "component_fail":
+            if key in self.open_fail:  # a second failure of a failed component: no repair between
+                return (
+                    f"{ctype} {cid} already failed at line {self.fail_line[key]} "
+                    "(no repair in between)"
                 )
-                q[0].append(no), q[1].append(line), q[2].append(why)
-                continue
-            fail_line[key] = no
+            self.fail_line[key] = no
             rec = {
                 "cluster": clus,
                 "component_type": ctype,
@@ -204,127 +272,206 @@ def read_pod_log(path: str | Path, *, cluster: str | None = None) -> ReadResult:
                 "failed_at": t,
                 "repaired_at": None,
             }
-            fails.append(rec)
-            open_fail[key] = rec
+            self.fails.append(rec)
+            self.open_fail[key] = rec
             if ctype == "machine":
-                st = {
-                    "cluster": clus,
-                    "node": cid,
-                    "state": "REPAIR",
-                    "start": t,
-                    "end": None,
-                    "reason": "machine failure",
-                    "user": None,
-                }
-                states.append(st)
-                open_fail[(clus, "state", cid)] = st
-        elif event == "component_repair":
-            rec = open_fail.get(key)
-            if rec is None:
-                q[0].append(no), q[1].append(line), q[2].append("repair without an open failure")
-                continue
-            if t < rec["failed_at"]:  # type: ignore[operator]
-                (
-                    q[0].append(no),
-                    q[1].append(line),
-                    q[2].append(_before(event, t, "failure", rec["failed_at"])),
-                )
-                continue
-            del open_fail[key]
-            rec["repaired_at"] = t
-            st = open_fail.pop((clus, "state", cid), None)
-            if st is not None:
-                st["end"] = t
-        elif event == "maintenance_start":
-            st = {
-                "cluster": clus,
-                "node": cid,
-                "state": "MAINT",
-                "start": t,
-                "end": None,
-                "reason": "planned maintenance",
-                "user": None,
-            }
-            states.append(st)
-            open_maint[(clus, cid)] = st
-        elif event == "maintenance_end":
-            st = open_maint.get((clus, cid))
-            if st is None:
-                q[0].append(no), q[1].append(line), q[2].append("maintenance end without a start")
-                continue
-            if t < st["start"]:  # type: ignore[operator]
-                (
-                    q[0].append(no),
-                    q[1].append(line),
-                    q[2].append(_before(event, t, "maintenance start", st["start"])),
-                )
-                continue
-            del open_maint[(clus, cid)]
+                st = _interval(clus, cid, "REPAIR", t, "machine failure")
+                self.states.append(st)
+                self.open_fail[(clus, "state", cid)] = st
+            return None
+        rec = self.open_fail.get(key)
+        if rec is None:
+            return "repair without an open failure"
+        if t < rec["failed_at"]:  # type: ignore[operator]
+            return _before(event, t, "failure", rec["failed_at"])
+        del self.open_fail[key]
+        rec["repaired_at"] = t
+        st = self.open_fail.pop((clus, "state", cid), None)
+        if st is not None:
             st["end"] = t
-        else:  # healthd
-            symptom = str(obj.get("detail") or "unknown")
-            component, severity = _HEALTHD.get(symptom, ("unknown", "warning"))
-            health.append(
-                {
-                    "cluster": clus,
-                    "node": cid,
-                    "time": t,
-                    "source": "healthd",
-                    "component": component,
-                    "code": symptom,
-                    "severity": severity,
-                    "device": None,
-                    "message": symptom,
-                }
+        return None
+
+    def _maintenance(self, event: str, clus: str, cid: str, t: datetime) -> str | None:
+        if event == "maintenance_start":
+            st = _interval(clus, cid, "MAINT", t, "planned maintenance")
+            self.states.append(st)
+            self.open_maint[(clus, cid)] = st
+            return None
+        st = self.open_maint.get((clus, cid))
+        if st is None:
+            return "maintenance end without a start"
+        if t < st["start"]:  # type: ignore[operator]
+            return _before(event, t, "maintenance start", st["start"])
+        del self.open_maint[(clus, cid)]
+        st["end"] = t
+        return None
+
+    def _job_event(
+        self, event: str, clus: str, job_id: str, t: datetime, detail: dict[str, str]
+    ) -> str | None:
+        """Fold one job event into the jobs / job_steps rows; returns a quarantine reason or None.
+
+        ``job_start`` opens an attempt (cubes -> 16 hosts each, 64 chips per cube, the slice
+        topology); ``job_end`` closes it with its state (NODE_FAIL = a hardware interruption);
+        ``reroute_start`` / ``reroute_end`` become job steps ``ft_reroute-N`` spanning the time
+        the job ran on fault-tolerant routing.
+        """
+        key = (clus, job_id)
+        if event == "job_submit":
+            self.submits[key] = (t, detail)
+            return None
+        if event == "crossconnect":
+            if "changed" in detail and _COUNT.fullmatch(detail["changed"]):
+                self.crossconnects += int(detail["changed"])
+                return None
+            return "crossconnect without changed=N"
+        if event == "job_start":
+            return self._job_start(key, t, detail)
+        if event == "job_end":
+            return self._job_end(key, t, detail)
+        run = self.open_jobs.get(key)
+        if run is None:
+            return f"{event} for a job that is not running"
+        if event == "reroute_start":
+            if t < run["start_time"]:  # type: ignore[operator]
+                return _before(event, t, "job_start", run["start_time"])
+            n = sum(1 for k in self.open_reroute if k[:2] == key) + sum(
+                1 for s in self.steps if (s["cluster"], s["job_id"]) == key
             )
-    if events_seen == 0:  # not one line is a pod event: this is not a pod event log
-        first = q[2][0].removeprefix(f"{_NOT_EVENT}: ") if q[2] else None
-        raise not_this_format(src, lines, "pod event line", _EXPECTED, first)
-    tables = {
-        "inventory": pl.DataFrame(inv, schema=schema.TABLES["inventory"].schema, orient="row"),
-        "component_failures": pl.DataFrame(
-            fails, schema=schema.TABLES["component_failures"].schema, orient="row"
-        ),
-        "node_states": pl.DataFrame(
-            states, schema=schema.TABLES["node_states"].schema, orient="row"
-        ),
-        "health_events": pl.DataFrame(
-            health, schema=schema.TABLES["health_events"].schema, orient="row"
-        ),
+            self.open_reroute[(clus, job_id, detail.get("ocs", "?"))] = {
+                "cluster": clus,
+                "job_id": job_id,
+                "step": f"ft_reroute-{n}",
+                "name": f"ft_reroute {detail.get('ocs', '?')} tax={detail.get('tax', '?')}",
+                "start_time": t,
+                "end_time": None,
+                "state": "RUNNING",
+                "exit_code": None,
+                "exit_signal": None,
+                "n_nodes": run["n_nodes"],
+                "nodes": run["nodes"],
+            }
+            return None
+        # reroute_end: this OCS's reroute, or (job ended) all of them
+        ocs = detail.get("ocs")
+        ending = [k for k in self.open_reroute if k[:2] == key and (ocs is None or k[2] == ocs)]
+        late = [k for k in ending if t < self.open_reroute[k]["start_time"]]  # type: ignore[operator]
+        if late:
+            return _before(event, t, "reroute_start", self.open_reroute[late[0]]["start_time"])
+        for rkey in ending:
+            step = self.open_reroute.pop(rkey)
+            step["end_time"], step["state"] = t, "COMPLETED"
+            self.steps.append(step)
+        return None
+
+    def _job_start(self, key: tuple[str, str], t: datetime, detail: dict[str, str]) -> str | None:
+        if key not in self.submits:
+            return "job_start without a job_submit"
+        if key in self.open_jobs:
+            return "job_start while the job is already running"
+        sub_t, sub = self.submits[key]
+        if t < sub_t:
+            return _before("job_start", t, "job_submit", sub_t)
+        attempt_s, cubes = detail.get("attempt", ""), detail.get("cubes", "")
+        if not (_COUNT.fullmatch(attempt_s) and int(attempt_s) <= 65535):
+            return "job_start needs attempt=N (0-65535) and cubes="
+        if not _CUBES.fullmatch(cubes) or cubes.count(",") >= MAX_NODES_PER_JOB // 16:
+            return "job_start needs cubes=<cube numbers separated by commas>"
+        hosts = _hosts(cubes)
+        self.open_jobs[key] = {
+            "cluster": key[0],
+            "job_id": key[1],
+            "attempt": int(attempt_s),
+            "name": None,
+            "user": None,
+            "account": None,
+            "partition": None,
+            "qos": sub.get("prio"),
+            "submit_time": sub_t,
+            "start_time": t,
+            "end_time": None,
+            "state": "RUNNING",
+            "exit_code": None,
+            "exit_signal": None,
+            "n_nodes": len(hosts),
+            "n_accelerators": 4 * len(hosts),
+            "nodes": hosts,
+            "time_limit_s": None,
+            "priority": 1 if sub.get("prio") == "prod" else 0,
+            "topology": detail.get("topology"),
+        }
+        return None
+
+    def _job_end(self, key: tuple[str, str], t: datetime, detail: dict[str, str]) -> str | None:
+        rec = self.open_jobs.get(key)
+        if rec is None:
+            return "job_end without a job_start"
+        state = detail.get("state", "")
+        if state not in _END_STATES:
+            return f"job_end with unknown state {state!r}"
+        if t < rec["start_time"]:  # type: ignore[operator]
+            return _before("job_end", t, "job_start", rec["start_time"])
+        reroutes = self.open_reroute
+        late = [k for k in reroutes if k[:2] == key and t < reroutes[k]["start_time"]]  # type: ignore[operator]
+        if late:
+            return _before("job_end", t, "reroute_start", reroutes[late[0]]["start_time"])
+        del self.open_jobs[key]
+        rec["end_time"], rec["state"] = t, state
+        rec["exit_code"] = 0 if state in ("COMPLETED", "PREEMPTED") else 1
+        self.jobs.append(rec)
+        for rkey in [k for k in reroutes if k[:2] == key]:
+            step = reroutes.pop(rkey)
+            step["end_time"] = t
+            self.steps.append(step)
+        return None
+
+    def tables(self) -> dict[str, pl.DataFrame]:
+        """Build the canonical tables (what is still open at the end of the log stays open)."""
+        rows = {
+            "inventory": self.inv,
+            "component_failures": self.fails,
+            "node_states": self.states,
+            "health_events": self.health,
+            "jobs": self.jobs + list(self.open_jobs.values()),
+            "job_steps": self.steps + list(self.open_reroute.values()),
+        }
+        return {
+            name: pl.DataFrame(r, schema=schema.TABLES[name].schema, orient="row")
+            for name, r in rows.items()
+        }
+
+    def notes(self, fixed: int) -> list[str]:
+        """Say what a user should know: circuits switched, text replaced, clusters named."""
+        notes = []
+        if self.crossconnects:
+            notes.append(
+                f"{self.crossconnects:,} OCS circuits switched by job starts (crossconnect events)"
+            )
+        if fixed:
+            notes.append(
+                f"{fixed} line(s) hold lone surrogate escapes (\\ud800..., not text): replaced by "
+                "U+FFFD"
+            )
+        if self.named:
+            notes.append(
+                f"cluster={self.cluster!r} applies to the lines without a cluster; "
+                f"{len(self.named)} cluster(s) named by the lines themselves kept "
+                f"({', '.join(sorted(self.named)[:3])})"
+            )
+        return notes
+
+
+def _interval(clus: str, node: str, state: str, t: datetime, reason: str) -> dict[str, object]:
+    """Open a node_states interval."""
+    return {
+        "cluster": clus,
+        "node": node,
+        "state": state,
+        "start": t,
+        "end": None,
+        "reason": reason,
+        "user": None,
     }
-    for rec in open_jobs.values():  # still running at the end of the log
-        jobs.append(rec)
-    for rec in open_reroute.values():
-        steps.append(rec)
-    tables["jobs"] = pl.DataFrame(jobs, schema=schema.TABLES["jobs"].schema, orient="row")
-    tables["job_steps"] = pl.DataFrame(
-        steps, schema=schema.TABLES["job_steps"].schema, orient="row"
-    )
-    if crossconnects:
-        notes.append(f"{crossconnects:,} OCS circuits switched by job starts (crossconnect events)")
-    qf = quarantine_frame(src, *q)
-    if fixed:
-        notes.append(
-            f"{fixed} line(s) hold lone surrogate escapes (\\ud800..., not text): replaced by U+FFFD"
-        )
-    if named:
-        notes.append(
-            f"cluster={cluster!r} applies to the lines without a cluster; {len(named)} cluster(s) "
-            f"named by the lines themselves kept ({', '.join(sorted(named)[:3])})"
-        )
-    return ReadResult(src, tables, qf, n, n - qf.height, notes)
-
-
-_STR_FIELDS = ("event", "time", "cluster", "component_type", "component_id", "detail")
-#: the start of the reason of a line that is not a pod event at all (not a JSON object with
-#: "time" and "event")
-_NOT_EVENT = "not a pod event"
-#: the form read, for the refusal of a file that holds no pod event
-_EXPECTED = (
-    'JSON lines, one object per line with "time" and "event", e.g. `{"time": '
-    '"2025-01-01T00:00:00Z", "event": "component_fail", "component_type": "machine", '
-    '"component_id": "h1"}`'
-)
 
 
 def _event(line: str) -> tuple[dict[str, object], str | None, bool]:
@@ -369,11 +516,6 @@ def _event(line: str) -> tuple[dict[str, object], str | None, bool]:
     return obj, None, replaced
 
 
-_CUBES = re.compile(r"[0-9]{1,3}(,[0-9]{1,3})*")
-#: a count in a detail field: ASCII digits only (str.isdigit() takes '²', which int() refuses)
-_COUNT = re.compile(r"[0-9]{1,9}")
-
-
 def _before(event: str, t: datetime, what: str, then: object) -> str:
     """Word the quarantine reason of an event that ends something before it began."""
     shown = then.isoformat() if isinstance(then, datetime) else str(then)
@@ -393,118 +535,3 @@ def _json_type(v: object) -> str:
 
 def _hosts(cubes: str) -> list[str]:
     return [f"c{int(c):02d}-h{h:02d}" for c in cubes.split(",") if c for h in range(16)]
-
-
-def _job_event(
-    event, clus, job_id, t, detail, submits, open_jobs, jobs, steps, open_reroute
-) -> str | None:
-    """Fold one job event into the jobs / job_steps rows; returns a quarantine reason or None.
-
-    ``job_start`` opens an attempt (cubes -> 16 hosts each, 64 chips per cube, the slice
-    topology); ``job_end`` closes it with its state (NODE_FAIL = a hardware interruption);
-    ``reroute_start`` / ``reroute_end`` become job steps ``ft_reroute-N`` spanning the time
-    the job ran on fault-tolerant routing.
-    """
-    key = (clus, job_id)
-    if event == "job_submit":
-        submits[key] = (t, detail)
-        return None
-    if event == "crossconnect":
-        return (
-            None
-            if "changed" in detail and _COUNT.fullmatch(detail["changed"])
-            else "crossconnect without changed=N"
-        )
-    if event == "job_start":
-        if key not in submits:
-            return "job_start without a job_submit"
-        if key in open_jobs:
-            return "job_start while the job is already running"
-        sub_t, sub = submits[key]
-        if t < sub_t:
-            return _before(event, t, "job_submit", sub_t)
-        attempt_s, cubes = detail.get("attempt", ""), detail.get("cubes", "")
-        if not (_COUNT.fullmatch(attempt_s) and int(attempt_s) <= 65535):
-            return "job_start needs attempt=N (0-65535) and cubes="
-        if not _CUBES.fullmatch(cubes) or cubes.count(",") >= MAX_NODES_PER_JOB // 16:
-            return "job_start needs cubes=<cube numbers separated by commas>"
-        attempt = int(attempt_s)
-        hosts = _hosts(cubes)
-        open_jobs[key] = {
-            "cluster": clus,
-            "job_id": job_id,
-            "attempt": attempt,
-            "name": None,
-            "user": None,
-            "account": None,
-            "partition": None,
-            "qos": sub.get("prio"),
-            "submit_time": sub_t,
-            "start_time": t,
-            "end_time": None,
-            "state": "RUNNING",
-            "exit_code": None,
-            "exit_signal": None,
-            "n_nodes": len(hosts),
-            "n_accelerators": 4 * len(hosts),
-            "nodes": hosts,
-            "time_limit_s": None,
-            "priority": 1 if sub.get("prio") == "prod" else 0,
-            "topology": detail.get("topology"),
-        }
-        return None
-    if event == "job_end":
-        rec = open_jobs.get(key)
-        if rec is None:
-            return "job_end without a job_start"
-        state = detail.get("state", "")
-        if state not in ("COMPLETED", "PREEMPTED", "NODE_FAIL", "FAILED", "CANCELLED"):
-            return f"job_end with unknown state {state!r}"
-        if t < rec["start_time"]:
-            return _before(event, t, "job_start", rec["start_time"])
-        late = [k for k in open_reroute if k[:2] == key and t < open_reroute[k]["start_time"]]
-        if late:
-            return _before(event, t, "reroute_start", open_reroute[late[0]]["start_time"])
-        del open_jobs[key]
-        rec["end_time"], rec["state"] = t, state
-        rec["exit_code"] = 0 if state in ("COMPLETED", "PREEMPTED") else 1
-        jobs.append(rec)
-        for rkey in [k for k in open_reroute if k[:2] == key]:
-            step = open_reroute.pop(rkey)
-            step["end_time"] = t
-            steps.append(step)
-        return None
-    run = open_jobs.get(key)
-    if run is None:
-        return f"{event} for a job that is not running"
-    if event == "reroute_start":
-        if t < run["start_time"]:
-            return _before(event, t, "job_start", run["start_time"])
-        n = sum(1 for k in open_reroute if k[:2] == key) + sum(
-            1 for s in steps if (s["cluster"], s["job_id"]) == key
-        )
-        open_reroute[(clus, job_id, detail.get("ocs", "?"))] = {
-            "cluster": clus,
-            "job_id": job_id,
-            "step": f"ft_reroute-{n}",
-            "name": f"ft_reroute {detail.get('ocs', '?')} tax={detail.get('tax', '?')}",
-            "start_time": t,
-            "end_time": None,
-            "state": "RUNNING",
-            "exit_code": None,
-            "exit_signal": None,
-            "n_nodes": run["n_nodes"],
-            "nodes": run["nodes"],
-        }
-        return None
-    # reroute_end: this OCS's reroute, or (job ended) all of them
-    ocs = detail.get("ocs")
-    ending = [k for k in open_reroute if k[:2] == key and (ocs is None or k[2] == ocs)]
-    late = [k for k in ending if t < open_reroute[k]["start_time"]]
-    if late:
-        return _before(event, t, "reroute_start", open_reroute[late[0]]["start_time"])
-    for rkey in ending:
-        step = open_reroute.pop(rkey)
-        step["end_time"], step["state"] = t, "COMPLETED"
-        steps.append(step)
-    return None

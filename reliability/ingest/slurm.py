@@ -33,6 +33,8 @@ from reliability.ingest._common import ReadResult, decode_text
 from reliability.ingest._compressed import is_gzip, unsupported_compression
 from reliability.ingest._sacct_io import head
 from reliability.ingest._sacct_reader import MAX_NODE_NAMES_PER_INPUT, SacctReader
+from reliability.ingest._slurm_text import _WHAT
+from reliability.ingest._spec import CLUSTER, TZ, FileHead, ReaderOption, ReaderSample, ReaderSpec
 from reliability.ingest.slurm_fields import (
     FIELD_PATTERNS,
     RECOMMENDED_FORMAT,
@@ -48,13 +50,42 @@ __all__ = [
     "RECOMMENDED_FORMAT",
     "REQUIRED_FIELDS",
     "SACCT_EXPORT_COMMAND",
+    "SPEC",
     "TEXT_FIELDS",
     "read_sacct",
 ]
 
+
+def _is_sacct(head: FileHead) -> str | None:
+    return _WHAT["sacct"] if head.slurm_format == "sacct" else None
+
+
+SPEC = ReaderSpec(
+    kind="slurm",
+    summary="sacct --parsable2 exports",
+    options=(
+        CLUSTER,
+        TZ,
+        ReaderOption("fields", "names", "comma-separated sacct fields, for --noheader exports"),
+        ReaderOption("window_start", "time", "the export's --starttime", cli=False),
+        ReaderOption("window_end", "time", "the export's --endtime", cli=False),
+    ),
+    tables=("jobs", "job_steps"),
+    signature=_is_sacct,
+    rank=30,
+    sample=ReaderSample(
+        "sacct.psv",
+        "JobID|JobName|State|Submit|Start|End|NNodes|NodeList|Cluster\n"
+        "17|train|COMPLETED|2025-01-01T00:00:00|2025-01-01T00:01:00|2025-01-01T01:00:00|1|n1|c\n"
+        "18|eval|FAILED|2025-01-01T00:00:00|2025-01-01T00:02:00|2025-01-01T00:30:00|1|n2|c\n",
+        {"cluster": "c", "tz": "UTC"},
+    ),
+)
+
 _EXPORT_HINT = f"export with: {SACCT_EXPORT_COMMAND}"
 
 
+@SPEC.reads
 def read_sacct(
     path: str | Path,
     *,

@@ -13,7 +13,7 @@ days = 30                          # optional: override the preset
 
 [[inputs]]                         # ... or files to ingest
 kind = "files"
-reader = "slurm"                   # slurm, events, nodes, kernel, dcgm, health, lanl, pod
+reader = "slurm"                   # a kind of reliability.ingest.READERS (`reliability ingest -h`)
 paths = ["exports/sacct-*.psv"]    # globs, relative to this file (also exports/*/sacct.psv, **)
 cluster = "rsc"
 tz = "America/Los_Angeles"
@@ -65,11 +65,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reliability.errors import OPTION_NAMES, PipelineError, ReliabilityError, spell_options
+from reliability.errors import PipelineError, ReliabilityError, spell_options
 from reliability.ingest import READERS
+from reliability.ingest import reader_options as reader_option_names
 from reliability.pipeline.analysis import ANALYSIS_DEFAULTS, AnalysisConfig, parse_shape
 from reliability.reasons import ReasonRules
-from reliability.store.inputs import reader_options
+from reliability.store.inputs import INGEST_OPTIONS, reader_options
 from reliability.store.observation import check_observed_at
 
 __all__ = [
@@ -171,7 +172,7 @@ def pipeline_terms(message: str, index: int) -> str:
             return key
         return f"{key} = {value if value.lstrip('-').isdigit() else json.dumps(value)}"
 
-    names = [n for n in OPTION_NAMES if n not in ("replace", "strict")]
+    names = [*reader_option_names(), *INGEST_OPTIONS]
     alts = "|".join(names)
     message = re.sub(rf"\bpass (?=({alts})=)", "set ", message)
     # an option no reader knows (a misspelling: options = { yaer = 2026 }) by its key too

@@ -324,7 +324,7 @@ class Dataset:
         Parameters
         ----------
         kind : str
-            ``slurm``, ``events``, ``nodes``, ``kernel``, ``dcgm``, ``health``, ``lanl``, ``pod``.
+            A key of :data:`reliability.ingest.READERS` (``slurm``, ``kernel``, ``dcgm``, ...).
         paths : str or Path or iterable of str or Path
             One path or several; ``-`` reads standard input (spooled to a temp file inside the
             Dataset, recorded as ``<stdin>``).

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import inspect
 import os
 import shutil
 import stat
@@ -69,6 +68,29 @@ def _check_time(name: str, value: object) -> None:
             )
 
 
+def _checked(name: str, kind: str, choices: tuple[str, ...], value: Any) -> Any:
+    """Check a reader option's value by its type (:data:`reliability.ingest._spec.OPTION_TYPES`)."""
+    if kind == "zone":
+        _check_zone(value)
+    elif kind == "name" and (not isinstance(value, str) or not value.strip()):
+        raise ReliabilityError(f"{name}={value!r}: expected a non-empty name")
+    elif kind == "year" and (
+        isinstance(value, bool) or not isinstance(value, int) or not YEAR_MIN <= value <= YEAR_MAX
+    ):
+        raise ReliabilityError(f"{name}={value!r}: expected a year in {YEAR_MIN}-{YEAR_MAX}")
+    elif kind == "names":
+        if isinstance(value, str) or not value or not all(isinstance(x, str) and x for x in value):
+            raise ReliabilityError(f"{name}={value!r}: expected a list of sacct field names")
+        return list(value)
+    elif kind == "time":
+        _check_time(name, value)
+    elif kind == "choice" and value not in choices:
+        raise ReliabilityError(
+            f"{name}={value!r}: expected one of {', '.join(repr(c) for c in choices)}"
+        )
+    return value
+
+
 def reader_options(
     kind: str, cluster: str | None, tz: str | None, options: dict[str, Any]
 ) -> dict[str, Any]:
@@ -100,38 +122,22 @@ def reader_options(
         For an unknown kind, an option the reader does not take, a missing required one, or an
         insane value.
     """
-    reader = READERS.get(kind)
-    if reader is None:
+    spec = READERS.get(kind)
+    if spec is None:
         raise ReliabilityError(f"unknown input kind {kind!r}; expected one of {sorted(READERS)}")
-    params = inspect.signature(reader).parameters
-    takes = [n for n, p in params.items() if p.kind is p.KEYWORD_ONLY]
+    takes = [o.name for o in spec.options]
     kwargs = {k: v for k, v in {"cluster": cluster, "tz": tz, **options}.items() if v is not None}
     for k in kwargs:
-        if k not in params and k not in INGEST_OPTIONS:
+        if k not in takes and k not in INGEST_OPTIONS:
             raise ReliabilityError(
                 f"{k}= does not apply to {kind!r} inputs (they take {', '.join(n + '=' for n in takes)})"
             )
-    for n in takes:
-        p = params[n]
-        if p.default is p.empty and n not in kwargs:
-            raise ReliabilityError(f"{kind!r} inputs need {n}=")
-    if "tz" in kwargs:
-        _check_zone(kwargs["tz"])
-    for k in ("cluster", "node", "table"):
-        if k in kwargs and (not isinstance(kwargs[k], str) or not kwargs[k].strip()):
-            raise ReliabilityError(f"{k}={kwargs[k]!r}: expected a non-empty name")
-    if "year" in kwargs:
-        y = kwargs["year"]
-        if isinstance(y, bool) or not isinstance(y, int) or not YEAR_MIN <= y <= YEAR_MAX:
-            raise ReliabilityError(f"year={y!r}: expected a year in {YEAR_MIN}-{YEAR_MAX}")
-    if "fields" in kwargs:
-        f = kwargs["fields"]
-        if isinstance(f, str) or not f or not all(isinstance(x, str) and x for x in f):
-            raise ReliabilityError(f"fields={f!r}: expected a list of sacct field names")
-        kwargs["fields"] = list(f)
-    for k in ("boot_time", "scraped_at", "window_start", "window_end"):
-        if k in kwargs:
-            _check_time(k, kwargs[k])
+    for o in spec.options:
+        if o.required and o.name not in kwargs:
+            raise ReliabilityError(f"{kind!r} inputs need {o.name}=")
+    for o in spec.options:
+        if o.name in kwargs:
+            kwargs[o.name] = _checked(o.name, o.type, o.choices, kwargs[o.name])
     if "observed_at" in kwargs:
         kwargs["observed_at"] = check_observed_at(kwargs["observed_at"])
     return kwargs

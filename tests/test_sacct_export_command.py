@@ -10,7 +10,7 @@ import pytest
 
 from reliability.errors import IngestError
 from reliability.ingest import read_sacct
-from reliability.ingest.slurm_fields import (
+from reliability.ingest.sacct.fields import (
     EXPORT_FIELDS,
     REQUIRED_FIELDS,
     SACCT_EXPORT_COMMAND,

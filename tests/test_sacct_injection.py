@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reliability.ingest import read_sacct
-from reliability.ingest.slurm_fields import EXPORT_FIELDS
+from reliability.ingest.sacct.fields import EXPORT_FIELDS
 
 _BASE = [
     "JobID", "State", "User", "Account", "ExitCode", "Submit", "Start", "End", "NNodes",

@@ -18,16 +18,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from reliability import hostlist
 from reliability.errors import IngestError
-from reliability.ingest import hostlist
 from reliability.ingest._common import ReadResult, decode_text, read_bytes
-from reliability.ingest._sacct_io import head
 from reliability.ingest._slurm_text import identify, refusal
 from reliability.ingest.dcgm import read_dcgm
 from reliability.ingest.health import read_health
 from reliability.ingest.kernel_log import read_kernel_log
 from reliability.ingest.lanl import read_lanl
 from reliability.ingest.pod_log import read_pod_log
+from reliability.ingest.sacct.io import head
 from reliability.ingest.slurm import read_sacct
 from reliability.ingest.slurm_nodes import (
     read_sacctmgr_events,

@@ -31,9 +31,7 @@ import polars as pl
 from reliability.errors import IngestError
 from reliability.ingest._common import ReadResult, decode_text
 from reliability.ingest._compressed import is_gzip, unsupported_compression
-from reliability.ingest._sacct_io import head
-from reliability.ingest._sacct_reader import MAX_NODE_NAMES_PER_INPUT, SacctReader
-from reliability.ingest.slurm_fields import (
+from reliability.ingest.sacct.fields import (
     FIELD_PATTERNS,
     RECOMMENDED_FORMAT,
     REQUIRED_FIELDS,
@@ -41,6 +39,8 @@ from reliability.ingest.slurm_fields import (
     SACCT_SPELLING,
     TEXT_FIELDS,
 )
+from reliability.ingest.sacct.io import head
+from reliability.ingest.sacct.reader import MAX_NODE_NAMES_PER_INPUT, SacctReader
 
 __all__ = [
     "FIELD_PATTERNS",
@@ -110,7 +110,7 @@ def read_sacct(
     if names is None:
         _refuse_other_formats(src, first)
     if names is None and first.lstrip()[:1] in (b"{", b"["):  # JSON (a list is refused)
-        from reliability.ingest.slurm_json import read_sacct_json
+        from reliability.ingest.sacct.json import read_sacct_json
 
         result = read_sacct_json(path, cluster=cluster)
     else:

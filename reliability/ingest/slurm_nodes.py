@@ -28,9 +28,8 @@ from pathlib import Path
 
 import polars as pl
 
-from reliability import schema, taxonomy
+from reliability import hostlist, schema, taxonomy
 from reliability.errors import IngestError
-from reliability.ingest import hostlist
 from reliability.ingest._bounds import bounds_text, latest_time, out_of_range_time
 from reliability.ingest._common import (
     RAW_PREFIX,

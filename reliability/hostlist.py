@@ -6,8 +6,14 @@ inside brackets do not separate hosts. ``None assigned`` and empty strings expan
 
 Sizes are bounded before anything is expanded: the number of names an expression stands for
 is computed arithmetically (sums over ranges, products over bracket groups), and an expression
-of more than :data:`~reliability.ingest._bounds.MAX_HOSTLIST_NODES` names is refused
+of more than :data:`MAX_HOSTLIST_NODES` names is refused
 (:class:`HostlistError`), so ``r[1-100000]n[1-100000]`` costs nothing.
+
+A leaf of the package (it imports nothing of it): the simulator's writer compresses with
+:func:`compress` and the readers expand with :func:`expand` / :func:`node_lists`. The tests
+check each against expansions written in the tests, not against each other, so a shared bug
+cannot cancel out (``tests/test_hostlist.py``). Also importable as
+``reliability.ingest.hostlist`` (its home until 0.1.0).
 """
 
 from __future__ import annotations
@@ -20,9 +26,8 @@ from itertools import product
 import numpy as np
 import polars as pl
 
-from reliability.ingest._bounds import MAX_HOSTLIST_NODES
-
 __all__ = [
+    "MAX_HOSTLIST_NODES",
     "HostlistError",
     "NodeBudgetError",
     "compress",
@@ -33,6 +38,10 @@ __all__ = [
     "node_lists",
     "sizes",
 ]
+
+#: most node names one hostlist expression may expand to (bounded before expansion): the most
+#: nodes one job attempt may hold (:data:`reliability.ingest._bounds.MAX_NODES_PER_JOB` is this)
+MAX_HOSTLIST_NODES = 1_000_000
 
 _EMPTY = frozenset({"", "None assigned", "(null)", "None"})
 _MAX_DIGITS = 18  # host numbers fit in an int64
@@ -178,7 +187,7 @@ def expand(expr: str | None) -> list[str]:
     -------
     list of str
         List of host names; raises :class:`HostlistError` on a malformed expression or one of more
-        than :data:`~reliability.ingest._bounds.MAX_HOSTLIST_NODES` names (checked before anything
+        than :data:`MAX_HOSTLIST_NODES` names (checked before anything
         is expanded).
     """
     if expr is None:
@@ -531,7 +540,7 @@ def node_lists(
     Each distinct expression is cut once, by polars, into bracket groups (a prefix and its
     items) and plain names (:func:`_segments`); its size is arithmetic on those (one name per
     item, ``hi - lo`` more per range), checked before anything is expanded: an expression of
-    more than :data:`~reliability.ingest._bounds.MAX_HOSTLIST_NODES` names is an error (its
+    more than :data:`MAX_HOSTLIST_NODES` names is an error (its
     rows get ``[]``). A name is its group's prefix and the item's own text; only ranges go
     through ``int_ranges`` + explode (:func:`_names`). The lists are gathered back to the rows.
     Expressions of a rarer form (a product of bracket groups, spaces) go through

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reliability import hostlist
 from reliability.errors import IngestError
+from reliability.ingest import hostlist
 from reliability.ingest._common import ReadResult, decode_text, read_bytes
 from reliability.ingest._slurm_text import identify, refusal
 from reliability.ingest.dcgm import read_dcgm

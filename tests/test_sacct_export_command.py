@@ -1,5 +1,5 @@
 """One export command (issue 15): the README, the template pipeline and the reader's errors all
-quote slurm_fields' constants, and the commands are complete exports of what the reader uses."""
+quote sacct.fields' constants, and the commands are complete exports of what the reader uses."""
 
 from __future__ import annotations
 

@@ -9,8 +9,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 PKG = Path(__file__).resolve().parents[1] / "reliability"
 
 #: layer -> the module prefixes that belong to it (longest prefix wins)

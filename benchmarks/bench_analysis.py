@@ -18,16 +18,16 @@ def main() -> None:
     os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
     os.environ["POLARS_MAX_THREADS"] = "1"
     from reliability import Dataset, attribute_failures
-    from reliability.models import (
+    from reliability.models.failures import (
         failure_rate_series,
         fit_mttf,
         hardware_share,
-        job_run_ettr,
         job_size_distribution,
         job_state_breakdown,
-        node_features,
         secondary_preemptions,
     )
+    from reliability.models.nodes import node_features
+    from reliability.models.recovery import job_run_ettr
 
     if len(sys.argv) > 1:
         path = Path(sys.argv[1])

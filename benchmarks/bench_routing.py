@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from reliability.models import all_to_all_throughput, dimension_order_load
+from reliability.models.pods import all_to_all_throughput, dimension_order_load
 
 
 def main() -> None:

@@ -274,8 +274,8 @@ def main() -> None:
     from polars.testing import assert_frame_equal
 
     from reliability import attribute_failures
-    from reliability.models.lemon_features import node_features
-    from reliability.models.mttf import fit_mttf
+    from reliability.models.failures.mttf import fit_mttf
+    from reliability.models.nodes.lemon_features import node_features
 
     sizes = sorted({*args.sizes, *([1_000_000] if args.million else [])})
     work = args.work or Path(tempfile.mkdtemp(prefix="bench_stages_"))
@@ -286,7 +286,7 @@ def main() -> None:
         old_attr = _load_at(args.baseline, "reliability/attribution.py", "_baseline_attribution")
         old_lemon = _load_at(
             args.baseline,
-            "reliability/models/lemon_features.py",
+            "reliability/models/nodes/lemon_features.py",
             "_baseline_lemon_features",
         )
         old_lemon.attribute_failures = old_attr.attribute_failures

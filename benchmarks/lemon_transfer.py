@@ -2,7 +2,7 @@
 
 A classifier (:class:`reliability.models.LemonDetector`, the paper's approach) learns what a
 lemon looks like on one fleet. This measures, per node, its precision and recall on fleets of
-another origin, beside the statistical test (:func:`reliability.models.lemon_test`, the
+another origin, beside the statistical test (:func:`reliability.models.nodes.lemon_test`, the
 default, which needs no training):
 
 - **bundled**: the detector shipped with the package (trained on the bundled simulator);
@@ -31,10 +31,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from generators import generate_a, generate_b
 
 from reliability import Dataset
-from reliability.models import LemonDetector, node_features, score_nodes
-from reliability.models.lemon import default_detector
-from reliability.models.lemon_features import FEATURES
-from reliability.models.lemon_test import lemon_test
+from reliability.models.nodes import LemonDetector, node_features, score_nodes
+from reliability.models.nodes.lemon import default_detector
+from reliability.models.nodes.lemon_features import FEATURES
+from reliability.models.nodes.lemon_testing import lemon_test
 
 WINDOW_DAYS = 56
 GENERATORS = {"A": generate_a, "B": generate_b}

@@ -22,15 +22,14 @@ import polars as pl
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from histories import job_histories, weekly_counts
 
-from reliability.models import (
-    crow_amsaa,
+from reliability.models.failures import (
     failure_rate_series,
-    fit_weibull,
     glm_slope,
     poisson_regression,
     rate_interval,
     trend_test,
 )
+from reliability.models.lifetimes import crow_amsaa, fit_weibull
 
 SCENARIOS = {
     "26 wk, 20 fail/wk": dict(weeks=26, exposure_per_week=3000.0, rate_per_day=6.5e-3),

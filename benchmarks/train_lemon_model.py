@@ -29,8 +29,8 @@ import numpy as np
 import polars as pl
 
 from reliability.experiments.backtests import simulate_to_dataset
-from reliability.models import LemonDetector, node_features, score_nodes
-from reliability.models.lemon_features import FEATURES
+from reliability.models.nodes import LemonDetector, node_features, score_nodes
+from reliability.models.nodes.lemon_features import FEATURES
 from reliability.sim.config import load_preset
 
 WINDOW_DAYS = 56

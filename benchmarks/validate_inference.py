@@ -31,8 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from generators import generate_a, generate_b
 
 from reliability import Dataset, attribute_failures
-from reliability.models import fit_mttf
-from reliability.models.lemon_test import lemon_test
+from reliability.models.failures import fit_mttf
+from reliability.models.nodes.lemon_testing import lemon_test
 
 HW = ("hardware", "infrastructure")
 

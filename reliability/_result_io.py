@@ -120,11 +120,47 @@ def save_result(result: Any, folder: str | Path) -> None:
     write_json_atomic({"format": 1, "result": doc}, folder / RESULT_FILE)
 
 
+#: modules a result file written by an earlier release may name -> where the class lives now
+#: (``reliability.models`` was grouped into subpackages)
+MOVED_MODULES: dict[str, str] = {
+    "reliability.models.counts": "reliability.models.failures.counts",
+    "reliability.models.mttf": "reliability.models.failures.mttf",
+    "reliability.models.rates": "reliability.models.failures.rates",
+    "reliability.models.scaling": "reliability.models.failures.scaling",
+    "reliability.models.jobs": "reliability.models.failures.jobs",
+    "reliability.models.workload": "reliability.models.failures.workload",
+    "reliability.models.incidents": "reliability.models.failures.incidents",
+    "reliability.models.checkpoint": "reliability.models.recovery.checkpoint",
+    "reliability.models.ettr": "reliability.models.recovery.ettr",
+    "reliability.models.ettr_logs": "reliability.models.recovery.ettr_logs",
+    "reliability.models.ettr_mc": "reliability.models.recovery.ettr_mc",
+    "reliability.models.planner": "reliability.models.recovery.planner",
+    "reliability.models.recovery_cost": "reliability.models.recovery.cost",
+    "reliability.models.strategies": "reliability.models.recovery.strategies",
+    "reliability.models.strategies_mc": "reliability.models.recovery.strategies_mc",
+    "reliability.models.node_health": "reliability.models.nodes.health",
+    "reliability.models.lemon": "reliability.models.nodes.lemon",
+    "reliability.models.lemon_features": "reliability.models.nodes.lemon_features",
+    "reliability.models.lemon_test": "reliability.models.nodes.lemon_testing",
+    "reliability.models.signals": "reliability.models.nodes.signals",
+    "reliability.models.availability": "reliability.models.pods.availability",
+    "reliability.models.pod_measure": "reliability.models.pods.measure",
+    "reliability.models.pod_recovery": "reliability.models.pods.recovery",
+    "reliability.models.pods": "reliability.models.pods.identify",
+    "reliability.models.routing": "reliability.models.pods.routing",
+    "reliability.models.lifetimes": "reliability.models.lifetimes.weibull",
+    "reliability.models.repairable": "reliability.models.lifetimes.repairable",
+    "reliability.models.components": "reliability.models.lifetimes.components",
+    "reliability.models.fleets": "reliability.models.fleets.published",
+    "reliability.models.fleet_compare": "reliability.models.fleets.compare",
+}
+
+
 def _class(spec: str) -> type:
     module, _, name = spec.partition(":")
     if not module.startswith(_PACKAGE):
         raise ValueError(f"a result file names {spec!r}, which is not a class of this package")
-    obj: Any = importlib.import_module(module)
+    obj: Any = importlib.import_module(MOVED_MODULES.get(module, module))
     for part in name.split("."):
         obj = getattr(obj, part)
     if not (isinstance(obj, type) and dataclasses.is_dataclass(obj)):

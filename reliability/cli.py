@@ -34,11 +34,28 @@ from reliability.ingest import READERS
 from reliability.store import Dataset, IngestOutcome
 
 if TYPE_CHECKING:
-    from reliability.models import MTTFResult, PlanResult, RecoveryCosts, StrategyComparison
+    from reliability.models.failures import MTTFResult
+    from reliability.models.recovery import PlanResult, RecoveryCosts, StrategyComparison
 
 __all__ = ["main"]
 
 _LARGE = 50 * 1024 * 1024  # show a progress bar when the inputs add up to more than this
+
+
+def _preset_help(kind: str) -> str:
+    """Say ``--preset``'s choices: the bundled presets of one kind (``cluster`` or ``pod``).
+
+    Read from the preset files without importing the simulator (the CLI's help stays fast).
+    """
+    from importlib import resources
+
+    root = resources.files("reliability") / "sim" / "presets"
+    names = sorted(
+        p.name.removesuffix(".toml")
+        for p in root.iterdir()
+        if p.name.endswith(".toml") and f"[{kind}]" in p.read_text(encoding="utf-8")
+    )
+    return f"{', '.join(names)}, or a TOML file"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -165,7 +182,7 @@ def _parser() -> argparse.ArgumentParser:
     sim = sub.add_parser("simulate", help="run a bundled simulator and write its raw logs")
     simsub = sim.add_subparsers(dest="simulator", required=True)
     cl = simsub.add_parser("cluster", help="Slurm-like GPU research cluster (HPCA'25)")
-    cl.add_argument("--preset", default="small", help="small, rsc1, rsc2, or a TOML file")
+    cl.add_argument("--preset", default="small", help=_preset_help("cluster"))
     cl.add_argument("--days", type=float, help="override the run length")
     cl.add_argument("--seed", type=int, default=0)
     cl.add_argument("--out", type=Path, required=True, help="output folder (raw logs + truth/)")
@@ -174,7 +191,7 @@ def _parser() -> argparse.ArgumentParser:
         "pod",
         help="TPUv4-like pod: failures, repairs, maintenance, jobs and recovery paths (NSDI'24)",
     )
-    pod.add_argument("--preset", default="tpuv4", help="tpuv4, tpuv3-static, or a TOML file")
+    pod.add_argument("--preset", default="tpuv4", help=_preset_help("pod"))
     pod.add_argument("--days", type=float)
     pod.add_argument("--seed", type=int, default=0)
     pod.add_argument("--out", type=Path, required=True)
@@ -570,7 +587,8 @@ def _analyze(args: argparse.Namespace) -> int:
 
 def _compare_fleets(args: argparse.Namespace) -> int:
     from reliability.analyses import attribute
-    from reliability.models import compare_fleets, fit_mttf
+    from reliability.models.failures import fit_mttf
+    from reliability.models.fleets import compare_fleets
     from reliability.reasons import ReasonRules
 
     if args.min_gpus < 1:
@@ -712,7 +730,7 @@ def _signals(args: argparse.Namespace) -> int:
     import math
 
     from reliability._atomic import write_bytes_atomic
-    from reliability.models.signals import signal_calibration
+    from reliability.models.nodes.signals import signal_calibration
     from reliability.reasons import ReasonRules
     from reliability.report import csv_safe
 
@@ -744,7 +762,7 @@ def _signals(args: argparse.Namespace) -> int:
 def _lemon_test(args: argparse.Namespace) -> int:
     """``lemon score`` without ``--model``: the statistical test, one row per node."""
     from reliability._atomic import write_bytes_atomic
-    from reliability.models.lemon_test import lemon_test
+    from reliability.models.nodes.lemon_testing import lemon_test
     from reliability.report import csv_safe
 
     if args.window_days is not None and args.window_days < 1:
@@ -772,9 +790,9 @@ def _lemon(args: argparse.Namespace) -> int:
         return _lemon_test(args)
     if args.window_days is None:
         args.window_days = 56
-    from reliability.models import LemonDetector, node_features, score_nodes
-    from reliability.models.lemon import default_detector
-    from reliability.models.lemon_features import FEATURES
+    from reliability.models.nodes import LemonDetector, node_features, score_nodes
+    from reliability.models.nodes.lemon import default_detector
+    from reliability.models.nodes.lemon_features import FEATURES
 
     if args.window_days < 7 or args.window_days % 7:
         raise ReliabilityError(
@@ -884,7 +902,7 @@ def _lemon(args: argparse.Namespace) -> int:
 
 def _availability(args: argparse.Namespace) -> int:
     from reliability._result import fmt_pct
-    from reliability.models.availability import (
+    from reliability.models.pods.availability import (
         PODS,
         job_availability,
         required_host_availability,
@@ -989,7 +1007,7 @@ def _plan(args: argparse.Namespace) -> int:
     """``reliability plan``: its flags checked in the CLI's terms, then the planner."""
     import math
 
-    from reliability.models.planner import plan
+    from reliability.models.recovery.planner import plan
     from reliability.references import RSC1_FAILURE_RATE
 
     if args.gpus < 1:
@@ -1009,7 +1027,7 @@ def _plan(args: argparse.Namespace) -> int:
         raise ReliabilityError(
             f"--target-ettr: expected a fraction in (0, 1) (e.g. 0.9), got {args.target_ettr:g}"
         )
-    from reliability.models.ettr import VARIANTS
+    from reliability.models.recovery.ettr import VARIANTS
 
     if args.variant not in VARIANTS:
         raise ReliabilityError(
@@ -1069,7 +1087,9 @@ def _plan(args: argparse.Namespace) -> int:
 def _plan_dataset(args: argparse.Namespace) -> tuple[float | MTTFResult, RecoveryCosts]:
     """``plan --dataset``: the r_f fit (unless --rate) and the measured recovery costs."""
     from reliability.attribution import attribute_failures
-    from reliability.models import fit_mttf, node_health, recovery_costs
+    from reliability.models.failures import fit_mttf
+    from reliability.models.nodes import node_health
+    from reliability.models.recovery import recovery_costs
 
     ds = _dataset(args.dataset)
     jobs = attribute_failures(ds)
@@ -1103,9 +1123,9 @@ def _compare(
     import math
 
     from reliability._result import fmt_duration_h, fmt_num
-    from reliability.models import compare_strategies
-    from reliability.models.recovery_cost import component_repair_h
-    from reliability.models.strategies import (
+    from reliability.models.recovery import compare_strategies
+    from reliability.models.recovery.cost import component_repair_h
+    from reliability.models.recovery.strategies import (
         DEFAULT_REPAIR_H,
         SHORTEST_INTERVAL_H,
         best_interval_h,

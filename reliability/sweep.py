@@ -75,8 +75,8 @@ def _pod_availability(params: dict[str, Any], seed: int) -> list[dict[str, Any]]
     import tempfile
     from dataclasses import replace
 
-    from reliability.models.availability import job_availability
-    from reliability.models.pod_measure import measured_job_availability
+    from reliability.models.pods.availability import job_availability
+    from reliability.models.pods.measure import measured_job_availability
     from reliability.sim.pod import load_pod_preset, simulate_pod
     from reliability.store import Dataset
 
@@ -129,8 +129,8 @@ def _pod_availability(params: dict[str, Any], seed: int) -> list[dict[str, Any]]
 
 def _ettr_monte_carlo(params: dict[str, Any], seed: int) -> list[dict[str, Any]]:
     """Monte Carlo ETTR of one job configuration beside the exact renewal form."""
-    from reliability.models.ettr import expected_ettr
-    from reliability.models.ettr_mc import simulate_ettr
+    from reliability.models.recovery.ettr import expected_ettr
+    from reliability.models.recovery.ettr_mc import simulate_ettr
 
     p = {k: params[k] for k in ("n_gpus", "rate_per_node_day", "ckpt_interval_h", "restart_h")}
     job_h = float(params.get("job_h", 200.0))

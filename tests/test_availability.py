@@ -15,7 +15,7 @@ from scipy import stats
 
 from reliability import Dataset
 from reliability.cli import main
-from reliability.models import (
+from reliability.models.pods import (
     PodSpec,
     availability_curve,
     job_availability,

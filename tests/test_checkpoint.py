@@ -12,7 +12,7 @@ import pytest
 from scipy import optimize
 
 from reliability.cli import main
-from reliability.models import (
+from reliability.models.recovery import (
     daly_interval_h,
     expected_ettr,
     optimal_interval_h,
@@ -171,7 +171,7 @@ def test_a_plan_on_an_uninformative_bound_says_so():
     """No failures in 71 node-seconds: the upper bound of r_f rules out every interval, and the
     plan says the data are too few, instead of calling an interval it has not got conservative.
     With no failures in 10^5 node-days the bound is low and the plan has its interval."""
-    from reliability.models.counts import estimate_rate
+    from reliability.models.failures.counts import estimate_rate
 
     tiny = plan(16384, estimate_rate([0], [71 / 86400]), 0.9, restart_h=5 / 60)
     assert tiny.recommended_interval_h is None

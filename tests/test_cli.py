@@ -439,7 +439,7 @@ def test_plan_compare_refuses_naming_the_flag(extra, flag, capsys):
 
 
 def test_plan_help_lists_every_variant_and_explains_flags(capsys):
-    from reliability.models.ettr import VARIANTS
+    from reliability.models.recovery.ettr import VARIANTS
 
     with pytest.raises(SystemExit):
         main(["plan", "--help"])

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 
 import polars as pl
 import pytest
+from bundled import BUNDLED_CLUSTER
 
 from reliability import Dataset
 from reliability.cli import main
@@ -396,7 +397,7 @@ def test_a_failed_first_ingest_leaves_no_folder(tmp_path, capsys):
         (["pod", "--days", "-1"], "--days: expected a run length"),
         (
             ["cluster", "--preset", "smal"],
-            "unknown cluster preset 'smal'; bundled: rsc1, rsc2, small",
+            "unknown cluster preset 'smal'; bundled: " + ", ".join(BUNDLED_CLUSTER),
         ),
         (["cluster", "--preset", "missing.toml"], "missing.toml: no such preset file"),
     ],

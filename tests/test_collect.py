@@ -213,7 +213,7 @@ def test_a_requeued_job_is_asked_for_by_id_and_its_waiting_run_is_open(fake_slur
     the window (its BeginTime is later). collect asks for it by id; the run is then open at
     the window's end, measured up to it: job 2 submitted T-9 min, ran 1 min, requeued at
     T-8 min, pending since: wall 9 min."""
-    from reliability.models import job_run_ettr
+    from reliability.models.recovery import job_run_ettr
 
     out, env, _ = fake_slurm
     (out / "sacct").write_text(_export(RECORDS))
@@ -234,7 +234,7 @@ def test_a_requeued_job_is_asked_for_by_id_and_its_waiting_run_is_open(fake_slur
 def test_a_held_rerun_cancelled_is_seen_by_id_and_the_run_ends(fake_slurm, tmp_path):
     """The rerun was held and cancelled before it became eligible: no window lists it, the
     query by id does (CANCELLED, never started), and the run is not open."""
-    from reliability.models import job_run_ettr
+    from reliability.models.recovery import job_run_ettr
 
     out, env, _ = fake_slurm
     (out / "sacct").write_text(_export(RECORDS))

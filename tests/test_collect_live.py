@@ -375,7 +375,7 @@ def test_an_inflight_requeue_is_an_open_run(scenario, cluster, tmp_path):
     """Issue 37: a job requeued just before the collection waits for its BeginTime (~2 min), so
     the window's sacct does not list its pending rerun; collect asks for it by id, and the run
     is open at the window's end (censored), not finished."""
-    from reliability.models import job_run_ettr
+    from reliability.models.recovery import job_run_ettr
 
     c = cluster
     begin = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=5)

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 
 from reliability._result import frame_is_finite
-from reliability.models import component_reliability
+from reliability.models.lifetimes import component_reliability
 from reliability.store import Dataset
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)

@@ -16,7 +16,7 @@ import polars as pl
 import pytest
 from histories import job_histories, weekly_counts
 
-from reliability.models import failure_rate_series, glm_slope, rate_interval, trend_test
+from reliability.models.failures import failure_rate_series, glm_slope, rate_interval, trend_test
 from reliability.references import RSC1_RATE_PER_NODE_DAY
 
 R = 4000
@@ -153,7 +153,7 @@ def test_trend_power_holds_under_weekly_swings():
     every 7 weeks is detected in about half the histories (the old HC3 test: 0.42; no test can
     do much better, the swings hide the trend), at 5% size. The test's 'detectable' change is
     what it says: a change of that size per week is detected about 80% of the time."""
-    from reliability.models import poisson_regression
+    from reliability.models.failures import poisson_regression
 
     rng = np.random.default_rng(40)
     weeks, mu0, shape = 12, 20.0, 4.0

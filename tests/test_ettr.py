@@ -11,12 +11,12 @@ import polars as pl
 import pytest
 
 from reliability import Dataset
-from reliability.models import (
+from reliability.models.pods import recovery_paths
+from reliability.models.recovery import (
     ETTRApproximationWarning,
     expected_ettr,
     interruption_rate_per_h,
     job_run_ettr,
-    recovery_paths,
     simulate_ettr,
 )
 from reliability.sim.config import load_preset

@@ -21,12 +21,12 @@ from reliability import references as ref
 from reliability._result import frame_is_finite
 from reliability.cli import main
 from reliability.fleets import FLEETS, fleet
-from reliability.models import (
+from reliability.models.failures import rate_interval
+from reliability.models.fleets import (
     FleetComparison,
     PublishedFleets,
     compare_fleets,
     published_fleets,
-    rate_interval,
 )
 
 #: Llama 3 405B (Dubey et al. 2024, §3.3.4 and Table 5): 419 unexpected interruptions in a

@@ -11,8 +11,8 @@ from datetime import UTC, datetime, timedelta
 import polars as pl
 import pytest
 
-from reliability.models import node_health
-from reliability.models.incidents import failures_by_node, node_incidents
+from reliability.models.failures.incidents import failures_by_node, node_incidents
+from reliability.models.nodes import node_health
 from reliability.report.actions import REPEAT_OFFENDER_MIN_FAILURES, node_actions
 
 T0 = datetime(2025, 3, 1, tzinfo=UTC)

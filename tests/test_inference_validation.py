@@ -16,8 +16,8 @@ import pytest
 from generators import generate_a, generate_b
 
 from reliability import Dataset, attribute_failures
-from reliability.models import fit_mttf
-from reliability.models.lemon_test import lemon_test
+from reliability.models.failures import fit_mttf
+from reliability.models.nodes.lemon_testing import lemon_test
 
 HW = ("hardware", "infrastructure")
 SEEDS = range(4)

@@ -16,7 +16,8 @@ import pytest
 
 from reliability.ingest import read_lanl
 from reliability.ingest.lanl import LANL_NODES_PER_SYSTEM
-from reliability.models import fit_interfailure, node_mttf
+from reliability.models.failures import node_mttf
+from reliability.models.lifetimes import fit_interfailure
 from reliability.references import TBF_WEIBULL_SHAPE
 
 CSV = "lanl-failure-1996-2005/LA-UR-05-7318-failure-data-1996-2005.csv"
@@ -156,7 +157,7 @@ def test_the_two_readings_of_never_failed_nodes_are_explicit(lanl):
     832 to about 1,409 days, and the reader says so with both node-day totals. Independent
     check of the 'system' reading: every unrecorded node of system 12 serves from the system's
     earliest production month (from the CSV) to the end of the records."""
-    from reliability.models import node_mttf
+    from reliability.models.failures import node_mttf
 
     path, records, near = lanl
     note = next(n for n in near.notes if n.startswith("system 12: 378 nodes without a record"))

@@ -14,12 +14,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from reliability.cli import main
 from reliability.errors import ReliabilityError
-from reliability.models import (
-    LEMON_FEATURES,
-    LemonDetector,
-    ModelFileError,
-    node_features,
-)
+from reliability.models.nodes import LEMON_FEATURES, LemonDetector, ModelFileError, node_features
 from reliability.sim.config import load_preset
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
@@ -322,7 +317,7 @@ def test_a_detector_keeps_the_window_it_was_trained_on(tmp_path, fitted_doc):
     benchmarks/train_lemon_model.py trains on."""
     import copy
 
-    from reliability.models.lemon import default_detector
+    from reliability.models.nodes.lemon import default_detector
     from reliability.pipeline.steps.lemon import BUNDLED_WINDOW_DAYS
 
     X, y = _separable()

@@ -1,4 +1,4 @@
-"""The statistical lemon test (reliability.models.lemon_test) on known-parameter fleets:
+"""The statistical lemon test (reliability.models.nodes.lemon_test) on known-parameter fleets:
 nodes fail as Poisson processes at a known rate, lemons at a known multiple of it."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from reliability import schema
-from reliability.models.lemon_test import lemon_test, nb_upper_tail
+from reliability.models.nodes.lemon_testing import lemon_test, nb_upper_tail
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 DAYS = 180.0

@@ -15,7 +15,8 @@ from scipy import stats
 
 from reliability import attribute_failures
 from reliability._result import frame_is_finite
-from reliability.models import fit_mttf, mttf_h, plan, poisson_ci
+from reliability.models.failures import fit_mttf, mttf_h, poisson_ci
+from reliability.models.recovery import plan
 from reliability.references import (
     MTTF_PROJECTED_16K_GPUS,
     MTTF_PROJECTED_131K_GPUS,

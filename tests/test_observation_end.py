@@ -18,7 +18,7 @@ import pytest
 
 from reliability import Dataset
 from reliability.errors import IngestError, ReliabilityError
-from reliability.models import node_health
+from reliability.models.nodes import node_health
 from reliability.store.summary import summarise
 
 HEADER = (

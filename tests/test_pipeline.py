@@ -10,10 +10,11 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from bundled import BUNDLED_CLUSTER, BUNDLED_POD
 from pypdf import PdfReader
 
 from reliability.cli import main
-from reliability.models.lemon import ModelFileError
+from reliability.models.nodes.lemon import ModelFileError
 from reliability.pipeline import PipelineError, load_pipeline, run_pipeline
 
 HOSTILE = "<script>alert(1)</script>"
@@ -236,11 +237,12 @@ def test_stage_caching(tiny, tmp_path):
         ),
         (
             "[[inputs]]\nkind = 'simulate-cluster'\npreset = 'smal'\n",
-            "inputs[0].preset: unknown cluster preset 'smal'; bundled: rsc1, rsc2, small",
+            "inputs[0].preset: unknown cluster preset 'smal'; bundled: "
+            + ", ".join(BUNDLED_CLUSTER),
         ),
         (
             "[[inputs]]\nkind = 'simulate-pod'\npreset = 'small'\n",
-            "inputs[0].preset: unknown pod preset 'small'; bundled: tpuv3-static, tpuv4",
+            "inputs[0].preset: unknown pod preset 'small'; bundled: " + ", ".join(BUNDLED_POD),
         ),
         (
             "[[inputs]]\nkind = 'simulate-cluster'\nseed = -1\n",
@@ -317,8 +319,9 @@ def test_headline_values_equal_direct_calls(tiny):
     import polars as pl
 
     from reliability.attribution import attribute_failures
-    from reliability.models import fit_mttf, plan
-    from reliability.models.lemon_test import lemon_test
+    from reliability.models.failures import fit_mttf
+    from reliability.models.nodes.lemon_testing import lemon_test
+    from reliability.models.recovery import plan
 
     tmp, res, _ = tiny
     a = res.config.analysis
@@ -347,7 +350,7 @@ def test_headline_values_equal_direct_calls(tiny):
 
     # planned with the queue wait after an interruption the logs measured (recovery_costs is
     # checked against hand-built histories in test_recovery_cost)
-    from reliability.models import recovery_costs
+    from reliability.models.recovery import recovery_costs
 
     costs = recovery_costs(jobs, observation_end=end)
 
@@ -503,7 +506,7 @@ def test_lemon_stage_flags_only_on_the_window_its_detector_was_trained_on(
     import numpy as np
     import polars as pl
 
-    from reliability.models import LEMON_FEATURES, LemonDetector
+    from reliability.models.nodes import LEMON_FEATURES, LemonDetector
     from reliability.pipeline.steps.lemon import lemon, lemon_quarantine
 
     _, res, _ = tiny
@@ -542,7 +545,7 @@ def test_plan_section_shows_recovery_costs_and_strategies(tiny):
     size is the next power of two above the largest planned one."""
     import polars as pl
 
-    from reliability.models import expected_ettr
+    from reliability.models.recovery import expected_ettr
 
     tmp, _res, _lines = tiny
     data = tmp / "out" / "data"

@@ -245,7 +245,7 @@ def test_ettr_grid(out):
     intervals = sorted(set(p.grid["interval_min"].to_list()))
     lines = [ln for ln in ax.lines if ln.get_label().startswith("checkpoint every")]
     assert len(lines) == len(intervals)
-    from reliability.models import expected_ettr
+    from reliability.models.recovery import expected_ettr
 
     for ln, dt in zip(lines, intervals, strict=True):
         g = p.grid.filter(pl.col("interval_min") == dt).sort("n_gpus")
@@ -271,7 +271,7 @@ def test_ettr_grid(out):
 def health():
     """Four nodes over one day: n1 down 2 h, n2 drained from 20:00 and still at the end, n3
     failed twice (overlapping the day's start), n4 never out of service."""
-    from reliability.models import node_health
+    from reliability.models.nodes import node_health
 
     h = lambda x: T0 + timedelta(hours=x)  # noqa: E731
     states = pl.DataFrame(
@@ -345,7 +345,7 @@ def test_fleet_availability(health):
 
 
 def test_lifetimes():
-    from reliability.models import fit_lifetimes
+    from reliability.models.lifetimes import fit_lifetimes
     from reliability.plots.lifetimes import model_survival
 
     rng = np.random.default_rng(3)

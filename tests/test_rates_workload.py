@@ -11,7 +11,7 @@ import pytest
 from histories import job_histories
 
 from reliability._result import frame_is_finite
-from reliability.models import (
+from reliability.models.failures import (
     component_failure_rates,
     failure_rate_series,
     fit_mttf,
@@ -136,7 +136,7 @@ def test_breakdowns_and_secondary_preemption():
 
 
 def test_taxonomy_and_cooccurrence():
-    from reliability.models import failure_taxonomy, signal_cooccurrence
+    from reliability.models.failures import failure_taxonomy, signal_cooccurrence
 
     jobs = _jobs([
         ("1", 0, "NODE_FAIL", "hardware", 64, 0.0, 2.0, ["a"]),

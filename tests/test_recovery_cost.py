@@ -9,7 +9,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from reliability.models import node_health, recovery_costs
+from reliability.models.nodes import node_health
+from reliability.models.recovery import recovery_costs
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 TS = pl.Datetime("us", "UTC")
@@ -137,7 +138,7 @@ def test_cli_plan_dataset_uses_the_measured_costs(tmp_path, capsys):
 
 
 def test_component_repair_h_from_failed_and_repaired_times():
-    from reliability.models.recovery_cost import component_repair_h
+    from reliability.models.recovery.cost import component_repair_h
 
     cf = pl.DataFrame(
         {

@@ -10,7 +10,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from reliability.models import crow_amsaa, fit_interfailure, interfailure_times
+from reliability.models.lifetimes import crow_amsaa, fit_interfailure, interfailure_times
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 
@@ -130,8 +130,8 @@ def _renewal_fleet(rng, n_nodes=200, shape=0.8, var=1.0, horizon_h=2000.0, mean_
 def test_frailty_removes_the_pooling_bias_of_the_shape():
     """Issue 40: pooling nodes that fail at different rates drags the Weibull shape down; a
     gamma frailty per node gives it back. True shape 0.8, node rates CV 1, 8 fleets."""
-    from reliability.models.lifetimes import fit_weibull
-    from reliability.models.repairable import weibull_frailty
+    from reliability.models.lifetimes.repairable import weibull_frailty
+    from reliability.models.lifetimes.weibull import fit_weibull
 
     frail, pooled, covered = [], [], 0
     for seed in range(8):
@@ -152,7 +152,7 @@ def test_systems_are_listed_in_number_order():
 
     import polars as pl
 
-    from reliability.models.repairable import fit_interfailure
+    from reliability.models.lifetimes.repairable import fit_interfailure
 
     t0 = datetime(2025, 1, 1, tzinfo=UTC)
     rows = [
@@ -171,7 +171,7 @@ def test_a_failure_at_the_system_start_is_left_out_of_crow_amsaa_with_a_note():
 
     import polars as pl
 
-    from reliability.models.repairable import fit_interfailure
+    from reliability.models.lifetimes.repairable import fit_interfailure
 
     t0 = datetime(2025, 1, 1, tzinfo=UTC)
     cf = pl.DataFrame([

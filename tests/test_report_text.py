@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 
 from reliability._result import column_scales, fmt_num, fmt_pct, format_table
-from reliability.models import job_run_ettr
+from reliability.models.recovery import job_run_ettr
 from reliability.report.html import cell_text, table_html
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)

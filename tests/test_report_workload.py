@@ -10,11 +10,7 @@ import numpy as np
 import polars as pl
 from histories import job_histories
 
-from reliability.models import (
-    hardware_share,
-    job_state_breakdown,
-    secondary_preemptions,
-)
+from reliability.models.failures import hardware_share, job_state_breakdown, secondary_preemptions
 
 
 def _jobs():

@@ -18,23 +18,20 @@ import pytest
 from histories import T0, job_histories
 
 from reliability._result import Result, frame_is_finite
-from reliability.models import (
+from reliability.models.failures import estimate_rate, failure_rate_series, fit_mttf
+from reliability.models.failures.counts import trend_of
+from reliability.models.lifetimes import fit_interfailure, fit_lifetimes
+from reliability.models.lifetimes.repairable import crow_amsaa
+from reliability.models.nodes import node_features
+from reliability.models.recovery import (
     compare_strategies,
-    estimate_rate,
     expected_ettr,
-    failure_rate_series,
-    fit_interfailure,
-    fit_lifetimes,
-    fit_mttf,
     job_run_ettr,
-    node_features,
     plan,
     recovery_costs,
     simulate_ettr,
     simulate_strategy,
 )
-from reliability.models.counts import trend_of
-from reliability.models.repairable import crow_amsaa
 from reliability.testing import all_results, import_all_modules
 
 INPUTS = {
@@ -269,7 +266,7 @@ NOT_RESULTS = {
     "reliability.ingest._common.ReadResult": "a reader's rows and quarantine, consumed by the store",
     "reliability.ingest._delimited.SplitResult": "an internal of the delimited-file splitter",
     "reliability.ingest.sacct.parse.ValueTable": "the sacct reader's cache of parsed field values",
-    "reliability.models.lemon.LemonDetector": "an estimator (fit/predict), not a result",
+    "reliability.models.nodes.lemon.LemonDetector": "an estimator (fit/predict), not a result",
     "reliability.report.model.Report": "the report's document model",
     "reliability.report.model.Table": "a report block",
     "reliability.store.integrity.VerifyReport": "the store's integrity check (own text form)",
@@ -689,3 +686,37 @@ def test_a_requeue_the_application_asked_for_loses_no_work():
     none = job_run_ettr(jobs, ckpt_interval_h=1.0, restart_h=0.1, observation_end=end,
                         ckpt_min_gpus=128).runs  # fmt: skip
     assert dict(zip(none["job_id"], none["lost_h"], strict=True))["app"] == pytest.approx(2.5)
+
+
+@pytest.mark.parametrize(
+    ("old_module", "cls_name"),
+    [
+        ("reliability.models.mttf", "MTTFResult"),
+        ("reliability.models.node_health", "NodeHealth"),
+        ("reliability.models.recovery_cost", "RecoveryCosts"),
+        ("reliability.models.lifetimes", "LifetimeResult"),
+    ],
+)
+def test_a_result_saved_before_models_were_grouped_still_loads(old_module, cls_name, tmp_path):
+    """Files written by the release before ``reliability.models`` was grouped name the flat
+    module (``reliability.models.mttf:MTTFResult``, as that release's save_result wrote it);
+    they load as the class that lives in the group now."""
+    import json
+
+    import reliability.models as models
+    from reliability._result_io import RESULT_FILE
+
+    group = {"MTTFResult": "failures", "NodeHealth": "nodes", "RecoveryCosts": "recovery"}.get(
+        cls_name, "lifetimes"
+    )
+    cls = getattr(getattr(models, group), cls_name)
+    r = cls._example()
+    r.to_disk(tmp_path / "r")
+    path = tmp_path / "r" / RESULT_FILE
+    doc = json.loads(path.read_text())
+    assert doc["result"]["__dataclass__"] == f"{cls.__module__}:{cls_name}"
+    doc["result"]["__dataclass__"] = f"{old_module}:{cls_name}"
+    path.write_text(json.dumps(doc))
+    back = cls.from_disk(tmp_path / "r")
+    assert type(back) is cls
+    assert str(back) == str(r)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from reliability.models import all_to_all_throughput, dimension_order_load
+from reliability.models.pods import all_to_all_throughput, dimension_order_load
 
 #: computed by tests/results/routing_table2.py: the plain LP (no symmetry reduction) on tori
 #: built there from their definition, solved with HiGHS (see the script for what it used)

@@ -1,4 +1,4 @@
-"""Does MTTF ∝ 1/N hold? (:mod:`reliability.models.scaling`).
+"""Does MTTF ∝ 1/N hold? (:mod:`reliability.models.failures.scaling`).
 
 References: statsmodels' Poisson GLM (the Pearson X² of the intercept-only model with offset
 log(node-hours)), scipy's exact binomial test and Clopper-Pearson interval (the conditional
@@ -18,9 +18,9 @@ from histories import job_histories
 from scipy import stats
 
 from reliability._result import frame_is_finite
-from reliability.models import fit_mttf
-from reliability.models.mttf import glm_slope
-from reliability.models.scaling import check_scaling
+from reliability.models.failures import fit_mttf
+from reliability.models.failures.mttf import glm_slope
+from reliability.models.failures.scaling import check_scaling
 
 NODES = np.array([1.0, 4.0, 16.0, 64.0])
 JOB_HOURS = np.array([40000.0, 12000.0, 3000.0, 900.0])

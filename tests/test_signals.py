@@ -1,4 +1,4 @@
-"""Signal calibration (reliability.models.signals) on hand-built histories whose shares,
+"""Signal calibration (reliability.models.nodes.signals) on hand-built histories whose shares,
 baselines and policy outcomes are worked out by hand."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import polars as pl
 import pytest
 
-from reliability.models.signals import signal_calibration
+from reliability.models.nodes.signals import signal_calibration
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 H = timedelta(hours=1)
@@ -92,7 +92,7 @@ def test_covering_pairs_equal_the_join_on_the_node():
 
     import numpy as np
 
-    from reliability.models.signals import _covering
+    from reliability.models.nodes.signals import _covering
 
     rng = np.random.default_rng(11)
     t0 = datetime(2025, 1, 1, tzinfo=UTC)
@@ -142,7 +142,7 @@ def test_firings_follow_the_rule(k, span_h):
 
     import numpy as np
 
-    from reliability.models.signals import _firings
+    from reliability.models.nodes.signals import _firings
 
     rng = np.random.default_rng(k * 10 + int(span_h))
     t0 = datetime(2025, 1, 1, tzinfo=UTC)
@@ -162,7 +162,7 @@ def test_union_length_of_intervals_per_node():
 
     import numpy as np
 
-    from reliability.models.signals import _union_s
+    from reliability.models.nodes.signals import _union_s
 
     rng = np.random.default_rng(4)
     t0 = datetime(2025, 1, 1, tzinfo=UTC)
@@ -195,7 +195,7 @@ def test_union_length_when_node_and_time_do_not_pack_into_one_integer():
     the intervals are sorted on both columns; the lengths are the same as by hand."""
     from datetime import UTC, datetime, timedelta
 
-    from reliability.models.signals import _union_s
+    from reliability.models.nodes.signals import _union_s
 
     t0 = datetime(1900, 1, 1, tzinfo=UTC)
     rows = []

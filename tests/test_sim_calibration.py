@@ -21,8 +21,8 @@ import pytest
 from reliability.attribution import attribute_failures
 from reliability.experiments.backtests import lemon_backtest, simulate_to_dataset
 from reliability.experiments.calibration import ROWS, calibration_table, measure
-from reliability.models import LEMON_FEATURES, count_baseline, node_features, rule_baseline
-from reliability.models.lemon import NODE_DOWN_CLASS, default_detector
+from reliability.models.nodes import LEMON_FEATURES, count_baseline, node_features, rule_baseline
+from reliability.models.nodes.lemon import NODE_DOWN_CLASS, default_detector
 from reliability.sim.config import load_preset
 
 #: seeds of the backtests: the bundled detector was trained on seeds 101-104 (see

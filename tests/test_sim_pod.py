@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 from reliability.ingest import read_pod_log
-from reliability.models import component_failure_rates
+from reliability.models.failures import component_failure_rates
 from reliability.sim.pod import load_pod_preset, simulate_pod
 
 #: one simulated year of the preset's pod (the preset runs two): ~28,000 jobs, ~300 jobs on
@@ -478,7 +478,7 @@ def test_recovery_costs_match_the_recovery_model():
     """The per-failure costs of `reliability.models.recovery_paths` (issue 6) are what the
     simulator charges: reconfigure = downtime + the work since the checkpoint (Δt/2 for a
     failure mid-interval), reroute = tax x repair time."""
-    from reliability.models import recovery_paths
+    from reliability.models.pods import recovery_paths
 
     model = recovery_paths(
         1, ckpt_interval_h=1.0, reconfigure_downtime_h=10 / 60, ocs_repair_h=2.0, reroute_tax=0.05

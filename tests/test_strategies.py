@@ -11,14 +11,14 @@ import pytest
 from scipy import stats
 
 from reliability._result import frame_is_finite
-from reliability.models import (
+from reliability.models.recovery import (
     compare_strategies,
     daly_interval_h,
     expected_ettr,
     simulate_strategy,
     spares_needed,
 )
-from reliability.models.strategies import mixed_restart_ettr
+from reliability.models.recovery.strategies import mixed_restart_ettr
 
 SEEDS = (0, 1, 2, 3)
 #: a 2,048-GPU job at 10x RSC-1's rate: about one interruption every 3.5 h, so short runs see several
@@ -323,7 +323,7 @@ def test_spares_refuse_targets_outside_zero_one(target):
 
 
 def test_best_interval_maximises_the_renewal_ettr():
-    from reliability.models.strategies import SHORTEST_INTERVAL_H, best_interval_h
+    from reliability.models.recovery.strategies import SHORTEST_INTERVAL_H, best_interval_h
 
     # renewal form written out (Daly 2006 §3): B = (f(u) + (1 - p(u)) q) / p(u) with u = u0 + s,
     # A = f(s) + (1 - p(s))(q + B), ETTR = dt / A, s = dt + w
@@ -383,7 +383,7 @@ def test_plan_status_says_when_the_queue_wait_alone_caps_ettr():
     """Each interruption costs at least the wait for the rerun, so ETTR <= MTTF / (MTTF + q):
     with q = 30 h at 1,024 GPUs and 12 failures per 1000 node-days (MTTF 15.7 h) no interval
     reaches 0.9, and the status names the wait and the cap instead of the restart."""
-    from reliability.models import plan
+    from reliability.models.recovery import plan
     from reliability.pipeline.steps.cluster import _status
 
     p = plan(1024, 12e-3, 0.9, restart_h=5 / 60, queue_h=30.0)

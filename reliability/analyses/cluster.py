@@ -14,7 +14,7 @@ import polars as pl
 
 from reliability._result import Result
 from reliability.analyses.attribution import AttributionResult, attribute
-from reliability.models import (
+from reliability.models.failures import (
     MTTFResult,
     RateSeries,
     WorkloadResult,

@@ -30,13 +30,13 @@ import polars as pl
 
 from reliability import references as ref
 from reliability._result import Result
-from reliability.models.lemon import (
+from reliability.models.nodes.lemon import (
     NODE_DOWN_CLASS,
     LemonDetector,
     dominant_component,
     score_nodes,
 )
-from reliability.models.lemon_features import FEATURES, node_features
+from reliability.models.nodes.lemon_features import FEATURES, node_features
 from reliability.sim.config import CAUSES, ClusterConfig
 from reliability.sim.emit import truth_attempts
 from reliability.sim.run import resume_cluster, simulate_cluster, snapshot_cluster
@@ -136,7 +136,7 @@ def train_on_simulation(
     """Fit a lemon detector on a simulated cluster's true lemon labels.
 
     Simulates ``cfg`` with ``seed``, computes node features from the ingested logs
-    (:func:`~reliability.models.lemon_features.node_features`) and fits a
+    (:func:`~reliability.models.nodes.lemon_features.node_features`) and fits a
     :class:`~reliability.models.LemonDetector` on them.
 
     Parameters
@@ -372,7 +372,7 @@ def quarantine_run(
         The simulated cluster.
     detector : LemonDetector or None
         A fitted lemon detector; None: the statistical test
-        (:func:`reliability.models.lemon_test`) on the history before the split.
+        (:func:`reliability.models.nodes.lemon_test`) on the history before the split.
     seed : int
         Seed of the run (the baseline's: same job stream, same hardware faults).
     split_day : float
@@ -396,7 +396,7 @@ def quarantine_run(
     """
     split = cfg.start + timedelta(days=split_day)
     if detector is None:
-        from reliability.models.lemon_test import lemon_test
+        from reliability.models.nodes.lemon_testing import lemon_test
 
         flagged = lemon_test(flag_on, end=split).flagged
     else:
@@ -451,7 +451,7 @@ def quarantine_at_checkpoint(
         The simulated cluster.
     detector : LemonDetector or None
         A fitted lemon detector; None: the statistical test
-        (:func:`reliability.models.lemon_test`) on the history before the split.
+        (:func:`reliability.models.nodes.lemon_test`) on the history before the split.
     seed : int
         The run's seed.
     checkpoint : str or pathlib.Path
@@ -598,7 +598,7 @@ def lemon_backtest(
         A fitted lemon detector, which scores the nodes on the last feature window ending by the
         split (windows step by ``step_days`` from the data's start, so it may end up to a step
         before the split); None: the statistical test
-        (:func:`reliability.models.lemon_test`) on the history before the split.
+        (:func:`reliability.models.nodes.lemon_test`) on the history before the split.
     seed : int
         Seed of both runs (same job stream, same hardware faults).
     split_day : float

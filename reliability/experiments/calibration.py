@@ -36,18 +36,16 @@ from reliability.experiments.backtests import (
     large_job_effect,
     simulate_to_dataset,
 )
-from reliability.models import (
-    LemonDetector,
+from reliability.models.failures import (
     fit_mttf,
     hardware_share,
-    job_run_ettr,
     job_state_breakdown,
-    node_features,
-    score_nodes,
     secondary_preemptions,
 )
-from reliability.models.lemon import default_detector
-from reliability.models.mttf import HARDWARE
+from reliability.models.failures.mttf import HARDWARE
+from reliability.models.nodes import LemonDetector, node_features, score_nodes
+from reliability.models.nodes.lemon import default_detector
+from reliability.models.recovery import job_run_ettr
 from reliability.sim.config import ClusterConfig, load_preset
 
 __all__ = ["ROWS", "Row", "calibration_run", "calibration_table", "format_table", "measure"]

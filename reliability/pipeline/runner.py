@@ -107,7 +107,7 @@ class RunResult(Result):
     @classmethod
     def _example(cls) -> RunResult:
         """Build a tiny instance: two analysis stages of a pipeline and its report (for contract tests)."""
-        from reliability.models import MTTFResult, RateSeries
+        from reliability.models.failures import MTTFResult, RateSeries
         from reliability.pipeline.analysis import AnalysisConfig
 
         cfg = PipelineConfig(

@@ -1,6 +1,6 @@
 """Figures of node health: a timeline of node states and the fleet's availability over time.
 
-From :func:`reliability.models.node_health`.
+From :func:`reliability.models.nodes.node_health`.
 """
 
 from __future__ import annotations

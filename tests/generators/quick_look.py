@@ -46,8 +46,9 @@ def quick_look(which: str, n_nodes: int, seed: int, days: float, out: Path) -> l
         The report.
     """
     from reliability import Dataset, attribute_failures
-    from reliability.models import fit_mttf, node_features
-    from reliability.models.lemon import default_detector, score_nodes
+    from reliability.models.failures import fit_mttf
+    from reliability.models.nodes import node_features
+    from reliability.models.nodes.lemon import default_detector, score_nodes
 
     gen = {"a": generate_a, "b": generate_b}[which]
     t0 = time.perf_counter()

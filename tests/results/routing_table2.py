@@ -1,4 +1,4 @@
-"""Reference values for tests/test_routing.py, computed independently of reliability.models.routing.
+"""Reference values for tests/test_routing.py, computed independently of reliability.models.pods.routing.
 
 Run from the repository root (a few minutes on 2 cores):
 

@@ -16,17 +16,10 @@ from reliability import plots
 from reliability import references as ref
 from reliability._result import Result, fmt_duration_h, fmt_num
 from reliability.analyses.attribution import AttributionResult, attribute
-from reliability.models import (
-    MTTFResult,
-    PlanResult,
-    RateSeries,
-    RecoveryCosts,
-    RunETTR,
-    StrategyComparison,
-    WorkloadResult,
-)
-from reliability.models.mttf import SIZE_BUCKETS
-from reliability.models.scaling import ScalingCheck
+from reliability.models.failures import MTTFResult, RateSeries, WorkloadResult
+from reliability.models.failures.mttf import SIZE_BUCKETS
+from reliability.models.failures.scaling import ScalingCheck
+from reliability.models.recovery import PlanResult, RecoveryCosts, RunETTR, StrategyComparison
 from reliability.pipeline.config import PipelineConfig
 from reliability.pipeline.steps.common import Context, analysis_terms, notes_blocks, plot_block
 from reliability.report.model import Section, Table, Text
@@ -172,7 +165,7 @@ def mttf(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> MTTFResult:
     MTTFResult
         r_f with its intervals, MTTF by size bucket and the projections.
     """
-    from reliability.models import fit_mttf
+    from reliability.models.failures import fit_mttf
 
     a = deps["attribution"]
     return fit_mttf(
@@ -200,7 +193,7 @@ def rates(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> RateSeries:
     RateSeries
         The weekly series, the window's and the recent rate, and the trend test.
     """
-    from reliability.models import failure_rate_series
+    from reliability.models.failures import failure_rate_series
 
     a = deps["attribution"]
     return failure_rate_series(
@@ -225,7 +218,7 @@ def workload(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> WorkloadR
     WorkloadResult
         See :func:`reliability.models.workload_summary`.
     """
-    from reliability.models import workload_summary
+    from reliability.models.failures import workload_summary
 
     a = deps["attribution"]
     return workload_summary(a.jobs, observation_end=a.observation_end)
@@ -251,7 +244,7 @@ def ettr(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> RunETTR:
     RunETTR
         ETTR per run, by size and the summary.
     """
-    from reliability.models import job_run_ettr
+    from reliability.models.recovery import job_run_ettr
 
     a, c = deps["attribution"], cfg.analysis
     return job_run_ettr(
@@ -454,7 +447,7 @@ def checkpoint_plan(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> Ch
         strategies compared at the largest size and the next scale; or the refusal (why there
         is no plan).
     """
-    from reliability.models import plan
+    from reliability.models.recovery import plan
 
     a = cfg.analysis
     m: MTTFResult = deps["mttf"]
@@ -549,7 +542,7 @@ def next_scale(n_gpus: int) -> int:
 
 def _recovery_costs(deps: dict[str, Any]) -> RecoveryCosts:
     """Measure what recovery costs today: queue waits after hardware interruptions, repair spells."""
-    from reliability.models import recovery_costs
+    from reliability.models.recovery import recovery_costs
 
     attribution = deps["attribution"]
     return recovery_costs(
@@ -563,8 +556,8 @@ def _strategies(
     cfg: PipelineConfig, deps: dict[str, Any], big: PlanResult, costs: RecoveryCosts
 ) -> tuple[RecoveryCosts, list[StrategyComparison], list[str]]:
     """Compare the recovery strategies at the largest size and the next, at the measured costs."""
-    from reliability.models import compare_strategies
-    from reliability.models.strategies import DEFAULT_REPAIR_H
+    from reliability.models.recovery import compare_strategies
+    from reliability.models.recovery.strategies import DEFAULT_REPAIR_H
 
     a = cfg.analysis
     per_node = deps["attribution"].gpus_per_node
@@ -805,7 +798,7 @@ def scaling_section(s: ScalingCheck) -> Section:
     Parameters
     ----------
     s : ScalingCheck
-        The MTTF stage's test of the 1/N model (:func:`reliability.models.scaling.check_scaling`).
+        The MTTF stage's test of the 1/N model (:func:`reliability.models.failures.scaling.check_scaling`).
 
     Returns
     -------

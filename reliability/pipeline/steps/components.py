@@ -1,7 +1,7 @@
 """Stages ``components`` and ``pod_components`` and their "Component lifetimes" sections.
 
 Lifetimes per component type and the time between failures per system
-(:func:`reliability.models.components.component_reliability`), on the cluster's Dataset and on
+(:func:`reliability.models.lifetimes.components.component_reliability`), on the cluster's Dataset and on
 the pods' (each has an inventory only when its inputs wrote one: ``health``, ``lanl``, ``pod``).
 """
 
@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from reliability import plots
-from reliability.models.components import ComponentReliability, component_reliability
+from reliability.models.lifetimes.components import ComponentReliability, component_reliability
 from reliability.pipeline.config import PipelineConfig
 from reliability.pipeline.steps.common import Context, notes_blocks, plot_block
 from reliability.report.model import Section, Table, Text

@@ -14,7 +14,7 @@ from typing import Any
 import polars as pl
 
 from reliability import plots
-from reliability.models import FleetComparison
+from reliability.models.fleets import FleetComparison
 from reliability.pipeline.config import PipelineConfig
 from reliability.pipeline.steps.common import Context, notes_blocks, plot_block, table
 from reliability.report.model import Section, Text
@@ -40,7 +40,7 @@ def fleets(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> FleetCompar
     FleetComparison
         The rates, components and MTTF tables with their caveats.
     """
-    from reliability.models import compare_fleets
+    from reliability.models.fleets import compare_fleets
 
     a = deps["attribution"]
     return compare_fleets(a.jobs, fit=deps["mttf"], observation_end=a.observation_end)

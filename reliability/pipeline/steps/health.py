@@ -1,7 +1,7 @@
 """Stage ``node_health`` and the "Node health" section.
 
 Out-of-service intervals, open drains, repeat offenders, fleet availability
-(:func:`reliability.models.node_health`).
+(:func:`reliability.models.nodes.node_health`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import polars as pl
 
 from reliability import plots
 from reliability._result import fmt_duration_h, fmt_num
-from reliability.models import OUT_OF_SERVICE, NodeHealth
+from reliability.models.nodes import OUT_OF_SERVICE, NodeHealth
 from reliability.pipeline.config import PipelineConfig
 from reliability.pipeline.steps.common import Context, notes_blocks, plot_block
 from reliability.report.actions import REPEAT_OFFENDER_MIN_FAILURES
@@ -43,7 +43,7 @@ def node_health(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> NodeHe
     NodeHealth
         Intervals, per-node totals, open drains, repeat offenders and fleet availability.
     """
-    from reliability.models import node_health as fit
+    from reliability.models.nodes import node_health as fit
 
     return fit(deps["cluster_data"].open(), attributed=deps["attribution"].jobs)
 

@@ -1,7 +1,7 @@
 """Stage ``lemon`` and the "Lemon nodes" section (Kokolis et al., HPCA '25, §VI).
 
 By default the stage tests every node's distinct failures against the fleet's rate
-(:func:`reliability.models.lemon_test`: no training, so it holds on any fleet). With
+(:func:`reliability.models.nodes.lemon_test`: no training, so it holds on any fleet). With
 ``[analysis].lemon_model`` (a detector the operator trained on their own labelled history,
 ``reliability lemon train``) it scores the nodes on the last feature window instead. For a
 simulated cluster it runs the quarantine backtest with whichever flags the nodes.
@@ -20,7 +20,7 @@ from reliability import plots
 from reliability import references as ref
 from reliability._result import Result, fmt_duration_h
 from reliability.experiments.backtests import LemonBacktest, QuarantineRun
-from reliability.models.lemon_test import LemonTest
+from reliability.models.nodes.lemon_testing import LemonTest
 from reliability.pipeline.config import PipelineConfig
 from reliability.pipeline.steps.common import Context, notes_blocks, plot_block, sim_cluster_config
 from reliability.report.model import Section, Table, Text
@@ -250,7 +250,7 @@ TEST_DESCRIPTION = (
 
 def _detector(cfg: PipelineConfig) -> tuple[Any, str]:
     """Load the operator's trained detector and say what it is (None and the test's description)."""
-    from reliability.models import LemonDetector
+    from reliability.models.nodes import LemonDetector
 
     if cfg.analysis.lemon_model:
         return LemonDetector.load(cfg.analysis.lemon_model), (
@@ -372,7 +372,7 @@ def lemon(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> LemonReport:
         Node scores, the flagged nodes, the detector's description, the backtest (or None) and
         notes on what was not assessed and why.
     """
-    from reliability.models import node_features, score_nodes
+    from reliability.models.nodes import node_features, score_nodes
 
     a = cfg.analysis
     window = a.lemon_window_days
@@ -506,7 +506,7 @@ def _backtest(
 
 def _tested(cfg: PipelineConfig, deps: dict[str, Any], work: Path, desc: str) -> LemonReport:
     """Run the default path: the statistical test over the whole observation, and the backtest."""
-    from reliability.models.lemon_test import lemon_test
+    from reliability.models.nodes.lemon_testing import lemon_test
 
     data = deps["cluster_data"]
     attributed = deps["attribution"].jobs if deps.get("attribution") is not None else None

@@ -15,7 +15,7 @@ import polars as pl
 from reliability import plots
 from reliability import references as ref
 from reliability._result import Result, fmt_duration_h
-from reliability.models import (
+from reliability.models.pods import (
     MeasuredAvailability,
     PodJobStats,
     RecoveryComparison,
@@ -115,15 +115,15 @@ class PodAnalysis(Result):
     @classmethod
     def _example(cls) -> PodAnalysis:
         """Build a tiny instance: one 4-cube TPUv4 pod (for contract tests)."""
-        from reliability.models import (
+        from reliability.models._examples import tiny_tables
+        from reliability.models.failures import component_failure_rates
+        from reliability.models.pods import (
             MeasuredAvailability,
             PodJobStats,
             RecoveryComparison,
             availability_curve,
-            component_failure_rates,
             job_availability,
         )
-        from reliability.models._examples import tiny_tables
 
         t = tiny_tables()
         m = MeasuredAvailability._example()
@@ -171,9 +171,9 @@ def pod(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> PodAnalysis:
     PodAnalysis
         The pods, their rates, measured and analytic availability, recovery comparison and jobs.
     """
-    from reliability.models import (
+    from reliability.models.failures import component_failure_rates
+    from reliability.models.pods import (
         availability_curve,
-        component_failure_rates,
         identify_pods,
         job_availability,
         measured_job_availability,
@@ -354,7 +354,7 @@ class RoutingTable(Result):
     @classmethod
     def _example(cls) -> RoutingTable:
         """Build a tiny instance: one 4x4x4 slice with one OCS down (for contract tests)."""
-        from reliability.models import ThroughputResult
+        from reliability.models.pods import ThroughputResult
 
         return cls(results=[ThroughputResult._example()])
 
@@ -378,7 +378,7 @@ def routing(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> RoutingTab
     RoutingTable
         One throughput result per slice.
     """
-    from reliability.models import all_to_all_throughput
+    from reliability.models.pods import all_to_all_throughput
 
     out = []
     for text in cfg.analysis.routing_shapes:

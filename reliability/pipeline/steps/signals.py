@@ -14,7 +14,7 @@ from typing import Any
 import polars as pl
 
 from reliability._result import fmt_num
-from reliability.models.signals import SignalCalibration
+from reliability.models.nodes.signals import SignalCalibration
 from reliability.pipeline.config import PipelineConfig
 from reliability.pipeline.steps.common import Context, notes_blocks
 from reliability.report.model import Section, Table, Text
@@ -39,7 +39,7 @@ def signals(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> SignalCali
     SignalCalibration
         The signal table and the drain-policy table.
     """
-    from reliability.models.signals import signal_calibration
+    from reliability.models.nodes.signals import signal_calibration
 
     return signal_calibration(
         deps["cluster_data"].open(), attributed=deps["attribution"].jobs, reasons=cfg.reasons

@@ -3,7 +3,7 @@
 A job of N nodes (``n_gpus / gpus_per_node``) is interrupted by hardware at ``λ = N · r_f / 24``
 per hour (Kokolis et al., HPCA'25 §V). Four ways to recover, each a closed form for the
 long-run expected ETTR (expected productive time over expected wall time), each checked
-against a Monte Carlo of the same assumptions in :mod:`reliability.models.strategies_mc`:
+against a Monte Carlo of the same assumptions in :mod:`reliability.models.recovery.strategies_mc`:
 
 ``checkpoint_restart`` (today)
     Checkpoint every Δt with a blocking write w; an interruption loses the work since the last
@@ -65,8 +65,8 @@ import polars as pl
 from scipy import stats
 
 from reliability._result import Result, fmt_count, fmt_duration_h, fmt_num, fmt_pct
-from reliability.models.checkpoint import daly_interval_h
-from reliability.models.ettr import expected_ettr, interruption_rate_per_h
+from reliability.models.recovery.checkpoint import daly_interval_h
+from reliability.models.recovery.ettr import expected_ettr, interruption_rate_per_h
 
 __all__ = [
     "DEFAULT_ELASTIC_RECONFIG_S",
@@ -441,174 +441,27 @@ def compare_strategies(
     _check_h("ckpt_interval_h", ckpt_interval_h, positive=True)
     for name, v in (("restart_h", restart_h), ("queue_h", queue_h), ("ckpt_write_h", ckpt_write_h)):
         _check_h(name, v)
-    notes: list[str] = []
     lam = float(interruption_rate_per_h(n_gpus, rate_per_node_day, gpus_per_node))
-    n_nodes = max(float(n_gpus) / gpus_per_node, 1.0)
-    node_rate_h = rate_per_node_day / 24.0
-    rows = []
-
-    # checkpoint-restart: the package's renewal form
-    cr = float(
-        expected_ettr(
-            n_gpus,
-            rate_per_node_day,
-            ckpt_interval_h,
-            restart_h,
-            queue_h=queue_h,
-            ckpt_write_h=ckpt_write_h,
-            gpus_per_node=gpus_per_node,
-            variant="renewal",
-        )
+    job = _Job(
+        n_gpus=n_gpus,
+        rate_per_node_day=rate_per_node_day,
+        gpus_per_node=gpus_per_node,
+        ckpt_interval_h=ckpt_interval_h,
+        restart_h=restart_h,
+        queue_h=queue_h,
+        ckpt_write_h=ckpt_write_h,
+        lam_per_h=lam,
+        n_nodes=max(float(n_gpus) / gpus_per_node, 1.0),
+        node_rate_h=rate_per_node_day / 24.0,
     )
-    base = dict.fromkeys(_SCHEMA)
-    rows.append(
-        {
-            **base,
-            "strategy": "checkpoint_restart",
-            "ettr": cr,
-            "ckpt_interval_h": ckpt_interval_h,
-            "ckpt_write_h": ckpt_write_h,
-            "restart_h": restart_h,
-            "queue_h": queue_h,
-            "p_wait": 1.0,
-            "spare_nodes": 0,
-            "extra_nodes": 0,
-            "assumes": f"today: checkpoint every {fmt_duration_h(ckpt_interval_h)}, every interruption "
-            f"waits {fmt_duration_h(queue_h) if queue_h else 'nothing'} in the queue, restarts in "
-            f"{fmt_duration_h(restart_h)}",
-        }
+    notes: list[str] = []
+    rows = [_checkpoint_restart(job)]
+    row, pool_rate = _hot_spares(job, spare_nodes, repair_h, target_no_wait, pool_nodes, notes)
+    rows.append(row)
+    row, replicas, peer_write_h, window = _peer_checkpoint(
+        job, replica_nodes, peer_ckpt_interval_h, peer_write_h, peer_restore_h, peer_copies, notes
     )
-
-    # hot spares
-    if repair_h is None:
-        repair_h = DEFAULT_REPAIR_H
-        notes.append(
-            f"node repair time not given: {DEFAULT_REPAIR_H:g} h assumed for the spares (pass repair_h, or "
-            "measure it from node states with recovery_costs)"
-        )
-    _check_h("repair_h", repair_h, positive=True)
-    pool = n_nodes if pool_nodes is None else float(pool_nodes)
-    if not (math.isfinite(pool) and pool >= n_nodes):
-        raise ValueError(
-            f"pool_nodes must be at least the job's {n_nodes:g} nodes, got {pool_nodes!r}"
-        )
-    pool_rate = pool * node_rate_h
-    mu = pool_rate * repair_h
-    if spare_nodes is None:
-        s = spares_needed(pool_rate, repair_h, target_no_wait)
-        why = f"the fewest for P(no wait) >= {target_no_wait:g}"
-    else:
-        if int(spare_nodes) != spare_nodes or spare_nodes < 0:
-            raise ValueError(f"spare_nodes must be a whole number >= 0, got {spare_nodes!r}")
-        s, why = int(spare_nodes), "given"
-    p_wait = float(stats.poisson.sf(s - 1, mu)) if s > 0 else 1.0
-    hs = float(
-        expected_ettr(
-            n_gpus,
-            rate_per_node_day,
-            ckpt_interval_h,
-            restart_h,
-            queue_h=p_wait * queue_h,
-            ckpt_write_h=ckpt_write_h,
-            gpus_per_node=gpus_per_node,
-            variant="renewal",
-        )
-    )
-    rows.append(
-        {
-            **base,
-            "strategy": "hot_spares",
-            "ettr": hs,
-            "ckpt_interval_h": ckpt_interval_h,
-            "ckpt_write_h": ckpt_write_h,
-            "restart_h": restart_h,
-            "queue_h": queue_h,
-            "spare_nodes": s,
-            "p_wait": p_wait,
-            "repair_h": repair_h,
-            "extra_nodes": s,
-            "assumes": f"{fmt_count(s, 'spare node')} ({why}) for {_nodes(pool)} repaired in {fmt_duration_h(repair_h)} "
-            f"on average: an interruption waits in the queue with probability {fmt_pct(p_wait, 3)}",
-        }
-    )
-    if s > n_nodes:
-        notes.append(
-            f"hot spares: {fmt_count(s, 'spare node')} needed, more than the job's own {_nodes(n_nodes)}: "
-            f"nodes repaired in {fmt_duration_h(repair_h)} on average are out so long that spares are no "
-            "remedy (check the repair time)"
-        )
-    if queue_h == 0:
-        notes.append(
-            "no queue wait after interruptions: hot spares change nothing (they save only the wait)"
-        )
-
-    # peer (in-memory) checkpoints
-    if peer_write_h is None:
-        peer_write_h = DEFAULT_PEER_WRITE_S / 3600.0
-        notes.append(
-            f"peer checkpoint write not given: {DEFAULT_PEER_WRITE_S:g} s assumed (pass peer_write_h)"
-        )
-    _check_h("peer_write_h", peer_write_h, positive=True)
-    u_peer = restart_h if peer_restore_h is None else peer_restore_h
-    _check_h("peer_restore_h", u_peer)
-    if int(peer_copies) != peer_copies or peer_copies < 1:
-        raise ValueError(f"peer_copies must be a whole number >= 1, got {peer_copies!r}")
-    if not (math.isfinite(replica_nodes) and 0 < replica_nodes <= n_nodes):
-        raise ValueError(
-            f"replica_nodes must be in (0, {n_nodes:g}] (the job's nodes), got {replica_nodes!r}"
-        )
-    # whole replicas only: a fraction of a replica does not train
-    replicas = float(math.floor(n_nodes / replica_nodes + 1e-9))
-    if abs(replicas * replica_nodes - n_nodes) > 1e-9 * n_nodes:
-        notes.append(
-            f"elastic: the job's {fmt_num(n_nodes)} nodes are not a whole number of replicas of "
-            f"{fmt_num(float(replica_nodes))} node(s): {fmt_num(replicas)} replicas assumed (the rest idle)"
-        )
-    if replicas >= 2 and peer_copies >= replicas:
-        raise ValueError(
-            f"peer_copies must be fewer than the job's {replicas:g} replicas (the peers are other "
-            f"replicas' nodes), got {peer_copies!r}"
-        )
-    if peer_ckpt_interval_h is None:
-        dt_peer = daly_interval_h(peer_write_h, 1.0 / lam, u_peer, order="higher")
-        how = "Daly's optimum"
-    else:
-        _check_h("peer_ckpt_interval_h", peer_ckpt_interval_h, positive=True)
-        dt_peer, how = float(peer_ckpt_interval_h), "given"
-    window = queue_h + u_peer
-    p_fb = float((-math.expm1(-node_rate_h * window)) ** peer_copies)
-    pc: float | None = mixed_restart_ettr(
-        lam, dt_peer, peer_write_h, (u_peer, restart_h), (1.0 - p_fb, p_fb), queue_h
-    )
-    if replicas < 2:  # the copies live on other replicas' nodes: one replica has no peer
-        pc = None
-        notes.append(
-            "peer checkpoints do not apply: a job of one replica has no peer to hold its copy"
-        )
-    rows.append(
-        {
-            **base,
-            "strategy": "peer_checkpoint",
-            "ettr": pc,
-            "ckpt_interval_h": dt_peer,
-            "ckpt_write_h": peer_write_h,
-            "restart_h": u_peer,
-            "queue_h": queue_h,
-            "p_wait": 1.0,
-            "fallback_prob": p_fb,
-            "spare_nodes": 0,
-            "extra_nodes": 0,
-            "assumes": (
-                f"copies to {fmt_count(int(peer_copies), 'peer')} in {fmt_duration_h(peer_write_h)} every "
-                f"{fmt_duration_h(dt_peer)} ({how}), restore from a peer in {fmt_duration_h(u_peer)}; "
-                f"from storage ({fmt_duration_h(restart_h)}) when the peers fail too "
-                f"(probability {fmt_pct(p_fb, 3)})"
-                if replicas >= 2
-                else f"does not apply: one replica of {_nodes(replica_nodes)}, no peer"
-            ),
-        }
-    )
-
+    rows.append(row)
     notes.append(
         f"checkpoint writes assumed: to storage {fmt_duration_h(ckpt_write_h) if ckpt_write_h else '0'} "
         f"(checkpoint-restart, hot spares), to peers {fmt_duration_h(peer_write_h)} (peer checkpoints)"
@@ -624,59 +477,13 @@ def compare_strategies(
             "peer checkpoints save the write and the lost work, not the queue wait for a replacement "
             "node: hot spares remove that wait, and the two combine"
         )
-
-    # elastic
-    if reconfig_h is None:
-        reconfig_h = DEFAULT_ELASTIC_RECONFIG_S / 3600.0
-        notes.append(
-            f"elastic reconfiguration pause not given: {DEFAULT_ELASTIC_RECONFIG_S:g} s per failure assumed "
-            "(pass reconfig_h)"
-        )
-    _check_h("reconfig_h", reconfig_h)
-    heal = queue_h + restart_h if heal_h is None else heal_h
-    _check_h("heal_h", heal)
-    if not 0.0 <= elastic_slowdown < 1.0:
-        raise ValueError(f"elastic_slowdown must be in [0, 1), got {elastic_slowdown!r}")
-    rho = replica_nodes * node_rate_h
-    down = rho * heal / (1.0 + rho * heal)
-    nu = lam / (1.0 + rho * heal)
-    el_raw = (1.0 - elastic_slowdown) * (1.0 - down - reconfig_h * nu)
-    el: float | None = max(0.0, el_raw)
-    if replicas < 2:
-        el = None
-        notes.append(
-            "elastic does not apply: a job of one replica cannot continue on fewer replicas"
-        )
-    elif el_raw < 0:
-        notes.append("elastic: the reconfiguration pauses take all the time: ETTR 0")
-    rows.append(
-        {
-            **base,
-            "strategy": "elastic",
-            "ettr": el,
-            "queue_h": queue_h,
-            "restart_h": restart_h,
-            "p_wait": 0.0,
-            "replicas": replicas,
-            "heal_h": heal,
-            "reconfig_h": reconfig_h,
-            "spare_nodes": 0,
-            "extra_nodes": 0,
-            "assumes": (
-                f"{fmt_count(int(replicas), 'replica')} of {_nodes(replica_nodes)}: a failed replica "
-                f"is out {fmt_duration_h(heal)} while the others continue, "
-                f"{fmt_duration_h(reconfig_h)} pause per failure"
-                + (f", {fmt_pct(elastic_slowdown)} slower throughput" if elastic_slowdown else "")
-                if replicas >= 2
-                else f"does not apply: one replica of {_nodes(replica_nodes)}"
-            ),
-        }
-    )
+    row, rho = _elastic(job, replicas, replica_nodes, heal_h, reconfig_h, elastic_slowdown, notes)
+    rows.append(row)
     summary = pl.DataFrame(rows, schema=_SCHEMA)
     params = dict(
         lam_per_h=lam,
-        n_nodes=n_nodes,
-        node_rate_per_h=node_rate_h,
+        n_nodes=job.n_nodes,
+        node_rate_per_h=job.node_rate_h,
         pool_rate_per_h=pool_rate,
         replica_rate_per_h=rho,
         peer_copies=int(peer_copies),
@@ -691,3 +498,259 @@ def compare_strategies(
         params=params,
         notes=notes,
     )
+
+
+@dataclass(frozen=True)
+class _Job:
+    """The job and today's checkpointing, shared by every strategy's row."""
+
+    n_gpus: float
+    rate_per_node_day: float
+    gpus_per_node: int
+    ckpt_interval_h: float
+    restart_h: float
+    queue_h: float
+    ckpt_write_h: float
+    lam_per_h: float  # interruptions of the whole job [1/h]
+    n_nodes: float
+    node_rate_h: float  # failures per node [1/h]
+
+    def renewal_ettr(self, queue_h: float) -> float:
+        """E[ETTR] of checkpoint-restart with this queue wait per interruption (renewal form)."""
+        return float(
+            expected_ettr(
+                self.n_gpus,
+                self.rate_per_node_day,
+                self.ckpt_interval_h,
+                self.restart_h,
+                queue_h=queue_h,
+                ckpt_write_h=self.ckpt_write_h,
+                gpus_per_node=self.gpus_per_node,
+                variant="renewal",
+            )
+        )
+
+
+def _checkpoint_restart(job: _Job) -> dict:
+    """Today's strategy: the package's renewal E[ETTR]."""
+    return {
+        **dict.fromkeys(_SCHEMA),
+        "strategy": "checkpoint_restart",
+        "ettr": job.renewal_ettr(job.queue_h),
+        "ckpt_interval_h": job.ckpt_interval_h,
+        "ckpt_write_h": job.ckpt_write_h,
+        "restart_h": job.restart_h,
+        "queue_h": job.queue_h,
+        "p_wait": 1.0,
+        "spare_nodes": 0,
+        "extra_nodes": 0,
+        "assumes": f"today: checkpoint every {fmt_duration_h(job.ckpt_interval_h)}, every interruption "
+        f"waits {fmt_duration_h(job.queue_h) if job.queue_h else 'nothing'} in the queue, restarts in "
+        f"{fmt_duration_h(job.restart_h)}",
+    }
+
+
+def _hot_spares(
+    job: _Job,
+    spare_nodes: int | None,
+    repair_h: float | None,
+    target_no_wait: float,
+    pool_nodes: float | None,
+    notes: list[str],
+) -> tuple[dict, float]:
+    """Hot spares (M/G/∞ count of nodes in repair): the row and the pool's failure rate [1/h]."""
+    if repair_h is None:
+        repair_h = DEFAULT_REPAIR_H
+        notes.append(
+            f"node repair time not given: {DEFAULT_REPAIR_H:g} h assumed for the spares (pass repair_h, or "
+            "measure it from node states with recovery_costs)"
+        )
+    _check_h("repair_h", repair_h, positive=True)
+    pool = job.n_nodes if pool_nodes is None else float(pool_nodes)
+    if not (math.isfinite(pool) and pool >= job.n_nodes):
+        raise ValueError(
+            f"pool_nodes must be at least the job's {job.n_nodes:g} nodes, got {pool_nodes!r}"
+        )
+    pool_rate = pool * job.node_rate_h
+    mu = pool_rate * repair_h
+    if spare_nodes is None:
+        s = spares_needed(pool_rate, repair_h, target_no_wait)
+        why = f"the fewest for P(no wait) >= {target_no_wait:g}"
+    else:
+        if int(spare_nodes) != spare_nodes or spare_nodes < 0:
+            raise ValueError(f"spare_nodes must be a whole number >= 0, got {spare_nodes!r}")
+        s, why = int(spare_nodes), "given"
+    p_wait = float(stats.poisson.sf(s - 1, mu)) if s > 0 else 1.0
+    row = {
+        **dict.fromkeys(_SCHEMA),
+        "strategy": "hot_spares",
+        "ettr": job.renewal_ettr(p_wait * job.queue_h),
+        "ckpt_interval_h": job.ckpt_interval_h,
+        "ckpt_write_h": job.ckpt_write_h,
+        "restart_h": job.restart_h,
+        "queue_h": job.queue_h,
+        "spare_nodes": s,
+        "p_wait": p_wait,
+        "repair_h": repair_h,
+        "extra_nodes": s,
+        "assumes": f"{fmt_count(s, 'spare node')} ({why}) for {_nodes(pool)} repaired in {fmt_duration_h(repair_h)} "
+        f"on average: an interruption waits in the queue with probability {fmt_pct(p_wait, 3)}",
+    }
+    if s > job.n_nodes:
+        notes.append(
+            f"hot spares: {fmt_count(s, 'spare node')} needed, more than the job's own {_nodes(job.n_nodes)}: "
+            f"nodes repaired in {fmt_duration_h(repair_h)} on average are out so long that spares are no "
+            "remedy (check the repair time)"
+        )
+    if job.queue_h == 0:
+        notes.append(
+            "no queue wait after interruptions: hot spares change nothing (they save only the wait)"
+        )
+    return row, pool_rate
+
+
+def _replicas(job: _Job, replica_nodes: float, notes: list[str]) -> float:
+    """Whole data-parallel replicas of ``replica_nodes`` in the job (a fraction does not train)."""
+    if not (math.isfinite(replica_nodes) and 0 < replica_nodes <= job.n_nodes):
+        raise ValueError(
+            f"replica_nodes must be in (0, {job.n_nodes:g}] (the job's nodes), got {replica_nodes!r}"
+        )
+    replicas = float(math.floor(job.n_nodes / replica_nodes + 1e-9))
+    if abs(replicas * replica_nodes - job.n_nodes) > 1e-9 * job.n_nodes:
+        notes.append(
+            f"elastic: the job's {fmt_num(job.n_nodes)} nodes are not a whole number of replicas of "
+            f"{fmt_num(float(replica_nodes))} node(s): {fmt_num(replicas)} replicas assumed (the rest idle)"
+        )
+    return replicas
+
+
+def _peer_checkpoint(
+    job: _Job,
+    replica_nodes: float,
+    peer_ckpt_interval_h: float | None,
+    peer_write_h: float | None,
+    peer_restore_h: float | None,
+    peer_copies: int,
+    notes: list[str],
+) -> tuple[dict, float, float, float]:
+    """Peer (in-memory) checkpoints, storage as the fallback.
+
+    Returns the row, the job's whole replicas, w' [h] and the window q + u0' [h] in which the
+    peers holding the copy must not fail too.
+    """
+    if peer_write_h is None:
+        peer_write_h = DEFAULT_PEER_WRITE_S / 3600.0
+        notes.append(
+            f"peer checkpoint write not given: {DEFAULT_PEER_WRITE_S:g} s assumed (pass peer_write_h)"
+        )
+    _check_h("peer_write_h", peer_write_h, positive=True)
+    u_peer = job.restart_h if peer_restore_h is None else peer_restore_h
+    _check_h("peer_restore_h", u_peer)
+    if int(peer_copies) != peer_copies or peer_copies < 1:
+        raise ValueError(f"peer_copies must be a whole number >= 1, got {peer_copies!r}")
+    replicas = _replicas(job, replica_nodes, notes)
+    if replicas >= 2 and peer_copies >= replicas:
+        raise ValueError(
+            f"peer_copies must be fewer than the job's {replicas:g} replicas (the peers are other "
+            f"replicas' nodes), got {peer_copies!r}"
+        )
+    if peer_ckpt_interval_h is None:
+        dt_peer = daly_interval_h(peer_write_h, 1.0 / job.lam_per_h, u_peer, order="higher")
+        how = "Daly's optimum"
+    else:
+        _check_h("peer_ckpt_interval_h", peer_ckpt_interval_h, positive=True)
+        dt_peer, how = float(peer_ckpt_interval_h), "given"
+    window = job.queue_h + u_peer
+    p_fb = float((-math.expm1(-job.node_rate_h * window)) ** peer_copies)
+    pc: float | None = mixed_restart_ettr(
+        job.lam_per_h,
+        dt_peer,
+        peer_write_h,
+        (u_peer, job.restart_h),
+        (1.0 - p_fb, p_fb),
+        job.queue_h,
+    )
+    if replicas < 2:  # the copies live on other replicas' nodes: one replica has no peer
+        pc = None
+        notes.append(
+            "peer checkpoints do not apply: a job of one replica has no peer to hold its copy"
+        )
+    row = {
+        **dict.fromkeys(_SCHEMA),
+        "strategy": "peer_checkpoint",
+        "ettr": pc,
+        "ckpt_interval_h": dt_peer,
+        "ckpt_write_h": peer_write_h,
+        "restart_h": u_peer,
+        "queue_h": job.queue_h,
+        "p_wait": 1.0,
+        "fallback_prob": p_fb,
+        "spare_nodes": 0,
+        "extra_nodes": 0,
+        "assumes": (
+            f"copies to {fmt_count(int(peer_copies), 'peer')} in {fmt_duration_h(peer_write_h)} every "
+            f"{fmt_duration_h(dt_peer)} ({how}), restore from a peer in {fmt_duration_h(u_peer)}; "
+            f"from storage ({fmt_duration_h(job.restart_h)}) when the peers fail too "
+            f"(probability {fmt_pct(p_fb, 3)})"
+            if replicas >= 2
+            else f"does not apply: one replica of {_nodes(replica_nodes)}, no peer"
+        ),
+    }
+    return row, replicas, peer_write_h, window
+
+
+def _elastic(
+    job: _Job,
+    replicas: float,
+    replica_nodes: float,
+    heal_h: float | None,
+    reconfig_h: float | None,
+    elastic_slowdown: float,
+    notes: list[str],
+) -> tuple[dict, float]:
+    """Elastic training (a failed replica is out while the others continue): the row and ρ [1/h]."""
+    if reconfig_h is None:
+        reconfig_h = DEFAULT_ELASTIC_RECONFIG_S / 3600.0
+        notes.append(
+            f"elastic reconfiguration pause not given: {DEFAULT_ELASTIC_RECONFIG_S:g} s per failure assumed "
+            "(pass reconfig_h)"
+        )
+    _check_h("reconfig_h", reconfig_h)
+    heal = job.queue_h + job.restart_h if heal_h is None else heal_h
+    _check_h("heal_h", heal)
+    if not 0.0 <= elastic_slowdown < 1.0:
+        raise ValueError(f"elastic_slowdown must be in [0, 1), got {elastic_slowdown!r}")
+    rho = replica_nodes * job.node_rate_h
+    down = rho * heal / (1.0 + rho * heal)
+    nu = job.lam_per_h / (1.0 + rho * heal)
+    el_raw = (1.0 - elastic_slowdown) * (1.0 - down - reconfig_h * nu)
+    el: float | None = max(0.0, el_raw)
+    if replicas < 2:
+        el = None
+        notes.append(
+            "elastic does not apply: a job of one replica cannot continue on fewer replicas"
+        )
+    elif el_raw < 0:
+        notes.append("elastic: the reconfiguration pauses take all the time: ETTR 0")
+    row = {
+        **dict.fromkeys(_SCHEMA),
+        "strategy": "elastic",
+        "ettr": el,
+        "queue_h": job.queue_h,
+        "restart_h": job.restart_h,
+        "p_wait": 0.0,
+        "replicas": replicas,
+        "heal_h": heal,
+        "reconfig_h": reconfig_h,
+        "spare_nodes": 0,
+        "extra_nodes": 0,
+        "assumes": (
+            f"{fmt_count(int(replicas), 'replica')} of {_nodes(replica_nodes)}: a failed replica "
+            f"is out {fmt_duration_h(heal)} while the others continue, "
+            f"{fmt_duration_h(reconfig_h)} pause per failure"
+            + (f", {fmt_pct(elastic_slowdown)} slower throughput" if elastic_slowdown else "")
+            if replicas >= 2
+            else f"does not apply: one replica of {_nodes(replica_nodes)}"
+        ),
+    }
+    return row, rho

@@ -8,7 +8,7 @@ so is an attempt still running at the observation end: it contributes its exposu
 that end (dropping it would bias r_f upwards).
 
 Intervals: r_f's headline interval allows for week-to-week swings of the rate (robust
-variance over weekly counts, :mod:`reliability.models.counts`); the exact (Garwood) Poisson
+variance over weekly counts, :mod:`reliability.models.failures.counts`); the exact (Garwood) Poisson
 interval is given beside it as the figure "if the rate were constant". A Poisson GLM of
 failures on log(nodes) with a log-exposure offset and a robust slope variance tests whether
 failures are proportional to the number of nodes (slope 1). ``MTTF = 1/(N r_f)`` assumes a
@@ -29,7 +29,7 @@ import polars as pl
 
 from reliability._result import Result, fmt_count, fmt_duration_h, fmt_num
 from reliability.attribution import attribute_failures
-from reliability.models.counts import (
+from reliability.models.failures.counts import (
     RateEstimate,
     clip_attempts,
     estimate_rate,
@@ -38,7 +38,7 @@ from reliability.models.counts import (
     poisson_regression,
     resolve_observation_end,
 )
-from reliability.models.scaling import ScalingCheck, check_scaling
+from reliability.models.failures.scaling import ScalingCheck, check_scaling
 
 if TYPE_CHECKING:
     from reliability.store import Dataset
@@ -133,7 +133,7 @@ def glm_slope(
     """Slope of log(failure rate per job-hour) on log(nodes), and the test of slope = 1.
 
     Poisson GLM ``failures ~ log(nodes)`` with offset ``log(job_hours)`` and a robust (HC3
-    sandwich) slope variance (:func:`reliability.models.counts.poisson_regression`): failures
+    sandwich) slope variance (:func:`reliability.models.failures.counts.poisson_regression`): failures
     are overdispersed (one crash fails every job sharing the node), differently in each size
     bucket; the interval uses Student-t on ``n − 2`` degrees of freedom.
 
@@ -179,7 +179,7 @@ class MTTFResult(Result):
     Attributes
     ----------
     rate_ : RateEstimate
-        r_f over the whole window (:class:`~reliability.models.counts.RateEstimate`).
+        r_f over the whole window (:class:`~reliability.models.failures.counts.RateEstimate`).
     recent_rate_ : RateEstimate
         r_f over the last :data:`RECENT_WEEKS` weeks before the observation end.
     rate_per_node_day_ : float
@@ -215,7 +215,7 @@ class MTTFResult(Result):
         The censoring time [UTC].
     scaling : ScalingCheck or None
         Whether MTTF ∝ 1/N holds on the measured sizes, and the projection to the next scale
-        with the fitted slope's uncertainty (:func:`~reliability.models.scaling.check_scaling`).
+        with the fitted slope's uncertainty (:func:`~reliability.models.failures.scaling.check_scaling`).
     """
 
     title = "Failure rate and MTTF by job size (Kokolis et al. HPCA'25 Fig. 7)"
@@ -506,7 +506,7 @@ def attributed_jobs(
         A Dataset, or a jobs frame (attributed or not).
     observation_end : datetime or None
         The caller's observation end [UTC]; None: see
-        :func:`~reliability.models.counts.resolve_observation_end`.
+        :func:`~reliability.models.failures.counts.resolve_observation_end`.
 
     Returns
     -------
@@ -790,7 +790,7 @@ def _survival(exp: pl.DataFrame, alpha: float) -> pl.DataFrame:
     Weibull shape (interval, verdict), scale [h], exponential rate [1/h], Kaplan-Meier median
     [h]; classes with too few failures say so.
     """
-    from reliability.models.lifetimes import fit_weibull, hazard_verdict
+    from reliability.models.lifetimes.weibull import fit_weibull, hazard_verdict
 
     rows = []
     for name, lo, hi in _CLASSES:

@@ -15,7 +15,7 @@ at failure rate r_f it gives
 
 The rate: given a fit (:class:`~reliability.models.MTTFResult` or
 :class:`~reliability.models.RateSeries`), the planner shows the window average and the last
-:data:`~reliability.models.mttf.RECENT_WEEKS` weeks' rate, each with its interval, and plans
+:data:`~reliability.models.failures.mttf.RECENT_WEEKS` weeks' rate, each with its interval, and plans
 with the recent one (the rate that applies now; failure rates drift, HPCA'25 Fig. 5) when it
 rests on at least :data:`MIN_FAILURES_RECENT` failures, else with the window average, saying
 which. With no failures at all it plans at the rate's upper confidence bound and says so: a
@@ -34,10 +34,10 @@ import polars as pl
 from scipy import optimize
 
 from reliability._result import Result, fmt_duration_h, fmt_num
-from reliability.models.checkpoint import optimal_interval_h
-from reliability.models.counts import RateEstimate
-from reliability.models.ettr import expected_ettr
-from reliability.models.mttf import mttf_h
+from reliability.models.failures.counts import RateEstimate
+from reliability.models.failures.mttf import mttf_h
+from reliability.models.recovery.checkpoint import optimal_interval_h
+from reliability.models.recovery.ettr import expected_ettr
 
 __all__ = ["MIN_FAILURES_RECENT", "PlanResult", "plan"]
 
@@ -218,7 +218,7 @@ class PlanResult(Result):
 
         ``kind="no failures"``: the same without hardware failures.
         """
-        from reliability.models.mttf import MTTFResult
+        from reliability.models.failures.mttf import MTTFResult
 
         return plan(1024, MTTFResult._example(kind), 0.9, restart_h=5 / 60)
 
@@ -322,7 +322,7 @@ def plan(
         r_f [failures per node-day] (> 0), or a fit to take it from: an
         :class:`~reliability.models.MTTFResult`, a :class:`~reliability.models.RateSeries` (both:
         the recent rate when it rests on enough failures) or a
-        :class:`~reliability.models.counts.RateEstimate`.
+        :class:`~reliability.models.failures.counts.RateEstimate`.
     target_ettr : float
         The ETTR to reach, in (0, 1).
     restart_h : float or None

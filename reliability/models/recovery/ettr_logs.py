@@ -57,8 +57,8 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from reliability._result import Result, fmt_num
-from reliability.models.counts import clip_attempts
-from reliability.models.mttf import HARDWARE, attributed_jobs, size_bucket
+from reliability.models.failures.counts import clip_attempts
+from reliability.models.failures.mttf import HARDWARE, attributed_jobs, size_bucket
 
 if TYPE_CHECKING:
     from reliability.store import Dataset

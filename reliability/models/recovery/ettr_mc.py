@@ -36,7 +36,7 @@ import polars as pl
 from scipy import stats
 
 from reliability._result import Result
-from reliability.models.ettr import interruption_rate_per_h
+from reliability.models.recovery.ettr import interruption_rate_per_h
 
 __all__ = ["ESTIMANDS", "ETTRSimulation", "simulate_ettr"]
 
@@ -195,7 +195,7 @@ def simulate_ettr(
 ) -> ETTRSimulation:
     """Simulate ``n_runs`` runs of a job needing ``job_h`` productive hours (see module doc).
 
-    The Monte Carlo check of the closed forms of :func:`reliability.models.ettr.expected_ettr`
+    The Monte Carlo check of the closed forms of :func:`reliability.models.recovery.ettr.expected_ettr`
     (Kokolis et al., HPCA '25, §V).
 
     Parameters

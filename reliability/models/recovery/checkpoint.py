@@ -11,7 +11,7 @@ Notation (Daly, FGCS 22(3) 2006): δ = time to write a checkpoint, M = mean time
   where ``e^{(τ+δ)/M}(1 − τ/M) = 1``, i.e. ``τ = M·[1 + W0(−e^{−(δ/M + 1)})]`` (W0: principal
   branch of Lambert W). It does not depend on R.
 
-:func:`optimal_interval_h` maximises the expected ETTR of :mod:`reliability.models.ettr`
+:func:`optimal_interval_h` maximises the expected ETTR of :mod:`reliability.models.recovery.ettr`
 numerically, so it also accounts for queue wait after each interruption.
 """
 
@@ -111,7 +111,7 @@ def optimal_interval_h(
 ) -> tuple[float, float]:
     """Find the checkpoint interval that maximises expected ETTR, and that ETTR.
 
-    Kokolis et al., HPCA '25, §V (the ETTR model of :func:`reliability.models.ettr.expected_ettr`),
+    Kokolis et al., HPCA '25, §V (the ETTR model of :func:`reliability.models.recovery.ettr.expected_ettr`),
     maximised numerically over the interval.
 
     Parameters
@@ -130,7 +130,7 @@ def optimal_interval_h(
     gpus_per_node : int
         GPUs per node.
     variant : str
-        The :func:`reliability.models.ettr.expected_ettr` form (default the exact renewal form,
+        The :func:`reliability.models.recovery.ettr.expected_ettr` form (default the exact renewal form,
         which includes write cost and queue wait).
     bounds_h : (float, float)
         Search range of the interval [h], ``0 < low < high``.
@@ -140,7 +140,7 @@ def optimal_interval_h(
     (float, float)
         The interval [h] and its expected ETTR.
     """
-    from reliability.models.ettr import expected_ettr
+    from reliability.models.recovery.ettr import expected_ettr
 
     lo_h, hi_h = bounds_h
     if not (0 < lo_h < hi_h and math.isfinite(hi_h)):

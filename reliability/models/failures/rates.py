@@ -2,9 +2,9 @@
 
 ``failure_rate_series``: hardware interruptions per 1000 node-days of large jobs, per week,
 with exact Poisson intervals per week; the whole window's rate and the last
-:data:`~reliability.models.mttf.RECENT_WEEKS` weeks' with intervals that allow for
+:data:`~reliability.models.failures.mttf.RECENT_WEEKS` weeks' with intervals that allow for
 week-to-week variation; and a trend test that does too (Poisson GLM of failures on the week
-index with a log-exposure offset and a robust slope variance: :mod:`reliability.models.counts`). Exposure of an
+index with a log-exposure offset and a robust slope variance: :mod:`reliability.models.failures.counts`). Exposure of an
 attempt is split over the weeks it spans; attempts still running at the observation end
 contribute exposure up to it and are censored there.
 
@@ -24,7 +24,7 @@ import numpy as np
 import polars as pl
 
 from reliability._result import Result, fmt_count
-from reliability.models.counts import (
+from reliability.models.failures.counts import (
     RateEstimate,
     as_utc,
     estimate_rate,
@@ -32,10 +32,10 @@ from reliability.models.counts import (
     poisson_ci,
     trend_of,
 )
-from reliability.models.mttf import attributed_jobs, exposure_frame, recent_rate
+from reliability.models.failures.mttf import attributed_jobs, exposure_frame, recent_rate
 
 if TYPE_CHECKING:
-    from reliability.models.counts import TrendTest
+    from reliability.models.failures.counts import TrendTest
     from reliability.store import Dataset
 
 __all__ = ["RateSeries", "component_failure_rates", "failure_rate_series", "node_mttf"]
@@ -51,11 +51,11 @@ class RateSeries(Result):
         ``week`` (UTC start), ``failures``, ``node_days``, ``rate_per_1000_node_days``, ``ci_low``,
         ``ci_high`` (exact Poisson interval of that week's rate).
     rate_ : RateEstimate
-        Rate over the whole window (:class:`~reliability.models.counts.RateEstimate`).
+        Rate over the whole window (:class:`~reliability.models.failures.counts.RateEstimate`).
     recent_rate_ : RateEstimate
-        Rate over the last :data:`~reliability.models.mttf.RECENT_WEEKS` weeks.
+        Rate over the last :data:`~reliability.models.failures.mttf.RECENT_WEEKS` weeks.
     trend_ : TrendTest
-        :class:`~reliability.models.counts.TrendTest` of the weekly counts.
+        :class:`~reliability.models.failures.counts.TrendTest` of the weekly counts.
     trend_per_week_ : float
         Multiplicative change of the rate per week (nan when not estimable).
     trend_p_ : float

@@ -1,12 +1,12 @@
 """Published fleets re-derived from their printed counts, their tables checked.
 
 :func:`published_fleets` re-derives each published fleet's rate from its printed count and
-exposure with the package's own estimator (:func:`~reliability.models.counts.estimate_rate`:
+exposure with the package's own estimator (:func:`~reliability.models.failures.counts.estimate_rate`:
 one period, so the exact Garwood Poisson interval, Garwood 1936), recomputes every printed share
 from the counts and flags the tables that do not add up (a share off by more than
 :data:`SHARE_TOLERANCE`, parts that do not sum to the printed total).
 
-A cluster is set beside these fleets by :func:`reliability.models.fleet_compare.compare_fleets`.
+A cluster is set beside these fleets by :func:`reliability.models.fleets.compare.compare_fleets`.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import polars as pl
 
 from reliability._result import Result, fmt_num
 from reliability.fleets import FLEETS, Fleet
-from reliability.models.counts import estimate_rate
-from reliability.models.mttf import HARDWARE
+from reliability.models.failures.counts import estimate_rate
+from reliability.models.failures.mttf import HARDWARE
 
 __all__ = ["SHARE_TOLERANCE", "PublishedFleets", "published_fleets", "total_failures"]
 
@@ -304,7 +304,7 @@ def published_fleets(*, alpha: float = 0.05) -> PublishedFleets:
 
     Examples
     --------
-    >>> from reliability.models import published_fleets
+    >>> from reliability.models.fleets import published_fleets
     >>> row = published_fleets().row("llama3")
     >>> round(1000 * row["rate_per_node_day"], 2)  # 419 / (2,048 nodes x 54 days)
     3.79

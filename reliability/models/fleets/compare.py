@@ -1,4 +1,4 @@
-"""A cluster set beside the published fleets (:mod:`reliability.models.fleets`).
+"""A cluster set beside the published fleets (:mod:`reliability.models.fleets.published`).
 
 :func:`compare_fleets` sets a cluster's r_f (:func:`~reliability.models.fit_mttf`, Kokolis et
 al. HPCA'25 §IV) beside every fleet's rate, its hardware failures by taxonomy component beside
@@ -20,8 +20,7 @@ import polars as pl
 
 from reliability._result import Result, fmt_duration_h, fmt_num
 from reliability.fleets import FLEETS, Fleet
-from reliability.models.fleets import PublishedFleets, published_fleets, total_failures
-from reliability.models.mttf import (
+from reliability.models.failures.mttf import (
     HARDWARE,
     SIZE_BUCKETS,
     MTTFResult,
@@ -30,6 +29,7 @@ from reliability.models.mttf import (
     fit_mttf,
     mttf_h,
 )
+from reliability.models.fleets.published import PublishedFleets, published_fleets, total_failures
 
 if TYPE_CHECKING:
     from reliability.store import Dataset

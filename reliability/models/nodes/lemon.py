@@ -42,7 +42,7 @@ from sklearn.utils.multiclass import type_of_target, unique_labels
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from reliability.errors import ReliabilityError
-from reliability.models.lemon_features import FEATURES
+from reliability.models.nodes.lemon_features import FEATURES
 
 if TYPE_CHECKING:
     from datetime import datetime

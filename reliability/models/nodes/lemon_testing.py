@@ -40,7 +40,7 @@ import polars as pl
 from scipy import stats
 
 from reliability._result import Result, fmt_num, fmt_p
-from reliability.models.incidents import INCIDENT_WINDOW_MIN, node_incidents
+from reliability.models.failures.incidents import INCIDENT_WINDOW_MIN, node_incidents
 
 if TYPE_CHECKING:
     from reliability.reasons import ReasonRules

@@ -5,7 +5,7 @@ The pod's state is sampled every ``step_h`` hours: a host is down while it is in
 open; an OCS likewise. At each sample a job of k cubes *can be placed* when (reconfigurable)
 at least k cubes are usable, and (without fault-tolerant routing) every OCS is up, or (static)
 one of the aligned blocks of k cubes is entirely usable, exactly the placement rules of
-:mod:`reliability.models.availability`. The measured availability is the fraction of samples;
+:mod:`reliability.models.pods.availability`. The measured availability is the fraction of samples;
 its standard error comes from batch means over contiguous periods (the state is autocorrelated
 over repair times, so samples are not independent).
 
@@ -23,7 +23,7 @@ import numpy as np
 import polars as pl
 
 from reliability._result import Result
-from reliability.models.availability import CHIPS_PER_HOST, HOSTS_PER_CUBE
+from reliability.models.pods.availability import CHIPS_PER_HOST, HOSTS_PER_CUBE
 
 if TYPE_CHECKING:
     from reliability.store import Dataset

@@ -1,10 +1,10 @@
 """Component reliability of a Dataset: lifetimes per component type and time between failures.
 
 One call over a Dataset's ``inventory`` and ``component_failures`` (written by the ``health``,
-``lanl`` and ``pod`` readers): :func:`~reliability.models.lifetimes.fit_lifetimes` per
+``lanl`` and ``pod`` readers): :func:`~reliability.models.lifetimes.weibull.fit_lifetimes` per
 component type (Kaplan-Meier, exponential / Weibull / log-normal, the hazard verdict: infant
 mortality, random or wear-out; MTTF and B10) and
-:func:`~reliability.models.repairable.fit_interfailure` per system and component type (a
+:func:`~reliability.models.lifetimes.repairable.fit_interfailure` per system and component type (a
 repaired component fails again: the Weibull shape of the gaps between its failures, with a
 gamma frailty for components that fail at different rates, and each system's Crow-AMSAA trend;
 Schroeder & Gibson, DSN '06). MTTF = 1/(N r_f) (Kokolis et al. HPCA '25 §IV) assumes the
@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from reliability._result import Result
-from reliability.models.lifetimes import LifetimeResult, fit_lifetimes
-from reliability.models.repairable import InterFailureResult, fit_interfailure
+from reliability.models.lifetimes.repairable import InterFailureResult, fit_interfailure
+from reliability.models.lifetimes.weibull import LifetimeResult, fit_lifetimes
 
 if TYPE_CHECKING:
     from reliability.store import Dataset

@@ -20,7 +20,7 @@ what 1/N from its 32K-GPU rate predicts. Three checks on the measured size bucke
   ratio whose interval lies above 1 says the largest jobs fail faster than 1/N predicts.
 - **Projection** to the largest size in the data and to the next scale (twice it), two ways:
   1/N with r_f's interval (:meth:`MTTFResult.mttf_at`), and the fitted power law
-  ``rate_per_job_h = exp(b0 + b1 (log N − x̄))`` of the GLM (:func:`~reliability.models.mttf.
+  ``rate_per_job_h = exp(b0 + b1 (log N − x̄))`` of the GLM (:func:`~reliability.models.failures.mttf.
   glm_slope`) with the interval from the robust covariance of ``(b0, b1)`` (delta method on the
   log scale, Student-t on ``n − 2`` degrees of freedom), which carries the slope's uncertainty.
 """
@@ -263,7 +263,7 @@ def check_scaling(
     buckets : list of str
         Bucket names [GPUs], in increasing size.
     glm : dict or None
-        :func:`~reliability.models.mttf.glm_slope`'s output on the same points (None: not fitted).
+        :func:`~reliability.models.failures.mttf.glm_slope`'s output on the same points (None: not fitted).
     model_mttf : callable or None
         ``n_gpus -> dict`` with ``mttf_h``, ``low_h``, ``high_h`` [h]: the 1/N projection with r_f's
         interval (:meth:`~reliability.models.MTTFResult.mttf_at`).

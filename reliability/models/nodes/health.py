@@ -14,7 +14,7 @@ the observation window ``[start, end]``:
 - the **fleet availability** at time t is the share of nodes in service, a step function of t
   (exact, from the interval ends); per period it is the time-weighted mean of that function;
 - **repeat offenders**: nodes ranked by their distinct hardware failures, *incidents*
-  (:func:`reliability.models.incidents.failures_by_node`: one DOWN, drain or Xid that ended
+  (:func:`reliability.models.failures.incidents.failures_by_node`: one DOWN, drain or Xid that ended
   every attempt running on the node is one failure, however many attempts it ended), from the
   hardware-attributed attempts (:func:`reliability.attribute_failures`: domain ``hardware`` or
   ``infrastructure``, the node being the attempt's ``culprit_node``, or its only node), with
@@ -42,8 +42,8 @@ import numpy as np
 import polars as pl
 
 from reliability._result import Result, fmt_duration_h, fmt_num
-from reliability.models.counts import as_utc
-from reliability.models.incidents import failures_by_node, unattributed_failures
+from reliability.models.failures.counts import as_utc
+from reliability.models.failures.incidents import failures_by_node, unattributed_failures
 
 if TYPE_CHECKING:
     from reliability.reasons import ReasonRules

@@ -2,7 +2,7 @@
 
 All functions take the attributed jobs frame (:func:`reliability.attribute_failures`); GPU
 time is ``n_accelerators x (end - start)`` of each attempt. CPU-only jobs (0 GPUs) are a
-class of their own: size bucket 0 (:data:`~reliability.models.mttf.CPU_ONLY_BUCKET`), never
+class of their own: size bucket 0 (:data:`~reliability.models.failures.mttf.CPU_ONLY_BUCKET`), never
 the 1-GPU bucket, and outside the GPU-job shares of :func:`hardware_share`.
 """
 
@@ -14,14 +14,14 @@ from datetime import datetime, timedelta
 import polars as pl
 
 from reliability._result import Result, fmt_num
-from reliability.models.jobs import (
+from reliability.models.failures.jobs import (
     crash_loops,
     gpu_hours,
     hardware_failed_jobs,
     job_interruptions,
     match_secondary_preemptions,
 )
-from reliability.models.mttf import HARDWARE, size_bucket
+from reliability.models.failures.mttf import HARDWARE, size_bucket
 
 __all__ = [
     "WorkloadResult",
@@ -163,7 +163,7 @@ def secondary_preemptions(
 
     A preemption counts as secondary when it ends within ``tolerance_s`` before the start of an
     attempt that follows a hardware-ended attempt of another job, on a shared node
-    (:func:`reliability.models.jobs.match_secondary_preemptions`). Failure overhead = GPU-hours
+    (:func:`reliability.models.failures.jobs.match_secondary_preemptions`). Failure overhead = GPU-hours
     of hardware-ended attempts + GPU-hours of secondary preemptions.
 
     Parameters
@@ -272,9 +272,9 @@ class WorkloadResult(Result):
     states, sizes, taxonomy : polars.DataFrame
         :func:`job_state_breakdown`, :func:`job_size_distribution`, :func:`failure_taxonomy`.
     jobs : polars.DataFrame
-        :func:`reliability.models.jobs.job_interruptions` (interrupted or requeued jobs).
+        :func:`reliability.models.failures.jobs.job_interruptions` (interrupted or requeued jobs).
     hardware_failed : polars.DataFrame
-        :func:`reliability.models.jobs.hardware_failed_jobs`.
+        :func:`reliability.models.failures.jobs.hardware_failed_jobs`.
     attempts, n_jobs : int
         Attempts and distinct jobs.
     gpu_attempts, hardware_attempts : int
@@ -317,7 +317,7 @@ class WorkloadResult(Result):
 
     @property
     def crash_loops(self) -> pl.DataFrame:
-        """Jobs requeued at least :data:`~reliability.models.jobs.CRASH_LOOP_MIN_REQUEUES` times.
+        """Jobs requeued at least :data:`~reliability.models.failures.jobs.CRASH_LOOP_MIN_REQUEUES` times.
 
         Requeued for something other than a preemption.
         """
@@ -484,7 +484,7 @@ def workload_summary(
         Job states, sizes, failure taxonomy, hardware shares, secondary preemptions, crash
         loops and the jobs that lost most (see :class:`WorkloadResult`).
     """
-    from reliability.models.counts import clip_attempts, resolve_observation_end
+    from reliability.models.failures.counts import clip_attempts, resolve_observation_end
 
     end, note = resolve_observation_end(attributed, attributed, observation_end)
     notes = [note] if note else []

@@ -2,7 +2,7 @@
 
 Each strategy's assumptions simulated event by event, vectorised over runs, with the
 parameters a :class:`~reliability.models.StrategyComparison` used (its closed forms are in
-:mod:`reliability.models.strategies`):
+:mod:`reliability.models.recovery.strategies`):
 
 - ``checkpoint_restart``, ``hot_spares``, ``peer_checkpoint``: runs of ``n_segments``
   checkpoint segments (each Δt of compute and a write w). Interruptions arrive at rate λ while
@@ -38,7 +38,7 @@ import numpy as np
 import polars as pl
 
 from reliability._result import Result
-from reliability.models.strategies import STRATEGIES, StrategyComparison
+from reliability.models.recovery.strategies import STRATEGIES, StrategyComparison
 
 __all__ = ["StrategySimulation", "simulate_strategy"]
 
@@ -229,7 +229,7 @@ def simulate_strategy(
     comparison : StrategyComparison
         The comparison whose row to simulate.
     strategy : str
-        One of :data:`~reliability.models.strategies.STRATEGIES`.
+        One of :data:`~reliability.models.recovery.strategies.STRATEGIES`.
     n_runs : int or None
         Runs (jobs) simulated, >= 2; None: 20,000, or for elastic as many as keep
         runs × replicas under two million.

@@ -45,8 +45,8 @@ import polars as pl
 from scipy import optimize, special, stats
 
 from reliability._result import Result, fmt_num, fmt_p
-from reliability.models.counts import as_utc
-from reliability.models.lifetimes import fit_weibull, hazard_verdict
+from reliability.models.failures.counts import as_utc
+from reliability.models.lifetimes.weibull import fit_weibull, hazard_verdict
 
 __all__ = [
     "MIN_FAILURES_CROW_AMSAA",

@@ -25,7 +25,7 @@ from datetime import timedelta
 
 import polars as pl
 
-from reliability.models.mttf import HARDWARE
+from reliability.models.failures.mttf import HARDWARE
 
 __all__ = ["INCIDENT_WINDOW_MIN", "failures_by_node", "node_incidents", "unattributed_failures"]
 

@@ -13,7 +13,7 @@ observation end, with failure domain ``hardware`` or ``infrastructure`` from
   wait statistics (n, median, mean, p90) are over the observed waits only, so with many
   censored waits they understate the wait.
 - **node repair time** (what hot spares need): the length of each out-of-service spell of a
-  node (:func:`reliability.models.node_health` intervals in DOWN, DRAIN, FAIL or REPAIR whose
+  node (:func:`reliability.models.nodes.node_health` intervals in DOWN, DRAIN, FAIL or REPAIR whose
   reason is not administrative; overlapping intervals of one node merged into one spell), in
   hours. A spell still open at the observation end is censored (``open``).
 
@@ -30,12 +30,12 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from reliability._result import Result, fmt_count, fmt_duration_h
-from reliability.models.counts import clip_attempts
-from reliability.models.ettr_logs import run_key_columns
-from reliability.models.mttf import HARDWARE, attributed_jobs, size_bucket
+from reliability.models.failures.counts import clip_attempts
+from reliability.models.failures.mttf import HARDWARE, attributed_jobs, size_bucket
+from reliability.models.recovery.ettr_logs import run_key_columns
 
 if TYPE_CHECKING:
-    from reliability.models.node_health import NodeHealth
+    from reliability.models.nodes.health import NodeHealth
     from reliability.store import Dataset
 
 __all__ = ["MIN_WAITS", "REPAIR_STATES", "RecoveryCosts", "component_repair_h", "recovery_costs"]
@@ -196,7 +196,7 @@ class RecoveryCosts(Result):
         ``kind="no failures"``: the same without hardware failures.
         """
         from reliability.models._examples import tiny_jobs, tiny_tables
-        from reliability.models.node_health import node_health
+        from reliability.models.nodes.health import node_health
 
         t = tiny_tables(kind=kind)
         end = tiny_jobs()[1]
@@ -272,7 +272,7 @@ def recovery_costs(
     source : Dataset or polars.DataFrame
         A Dataset, or a jobs frame (attributed or not).
     node_health : NodeHealth or None
-        A :func:`reliability.models.node_health` result for the repair times (None: not measured).
+        A :func:`reliability.models.nodes.node_health` result for the repair times (None: not measured).
     run_key : str or list of str or None
         Column(s) that identify a run; default (cluster, job_id).
     observation_end : datetime or None

@@ -24,7 +24,7 @@ import polars as pl
 
 from reliability import references as ref
 from reliability._result import Result
-from reliability.models.availability import LINKS_PER_CUBE, N_OCS
+from reliability.models.pods.availability import LINKS_PER_CUBE, N_OCS
 from reliability.topology import HOSTS_PER_CUBE
 
 __all__ = ["RecoveryComparison", "recovery_paths"]

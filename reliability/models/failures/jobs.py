@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 
 import polars as pl
 
-from reliability.models.mttf import HARDWARE
+from reliability.models.failures.mttf import HARDWARE
 
 __all__ = [
     "CRASH_LOOP_MIN_REQUEUES",

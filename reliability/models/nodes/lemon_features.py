@@ -58,7 +58,7 @@ import polars as pl
 
 from reliability._result import fmt_duration_h
 from reliability.attribution import attribute_failures
-from reliability.models.counts import as_utc, clip_attempts
+from reliability.models.failures.counts import as_utc, clip_attempts
 
 if TYPE_CHECKING:
     from reliability.store import Dataset

@@ -24,7 +24,7 @@ keeps components that entered the data already old from biasing the fit towards 
 A Dataset's ``inventory`` + ``component_failures`` become such a table with
 :func:`lifetime_table`: time from entering service to the first failure, censored at leaving
 service or at the observation end (later failures of a repaired component are a repairable
-system's inter-failure times: :mod:`reliability.models.repairable`).
+system's inter-failure times: :mod:`reliability.models.lifetimes.repairable`).
 """
 
 from __future__ import annotations
@@ -845,7 +845,7 @@ def lifetime_table(
     """
     key = ["cluster", "component_type", "component_id"]
     notes: list[str] = []
-    from reliability.models.counts import as_utc
+    from reliability.models.failures.counts import as_utc
 
     end = None if observation_end is None else as_utc(observation_end, "observation_end")
     if observation_start is not None:

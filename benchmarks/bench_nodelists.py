@@ -73,7 +73,7 @@ sys.path.insert(0, sys.argv[3])
 method, path = sys.argv[1], sys.argv[2]
 import polars as pl
 from reliability.ingest import read_sacct
-from reliability.ingest import hostlist
+from reliability.ingest import hostlist  # (also in trees before hostlist moved up)
 
 t = time.perf_counter()
 if method == "ours":

@@ -128,7 +128,7 @@ def write_fragmented(folder: Path, attempts: int, seed: int) -> dict:
     """
     import numpy as np
 
-    from reliability.ingest.hostlist import compress
+    from reliability.hostlist import compress
 
     rng = np.random.default_rng(seed)
     n_nodes = min(10_240, max(1_024, attempts // 10))

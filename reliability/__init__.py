@@ -8,12 +8,12 @@ logs, DCGM scrapes, canonical CSV/JSONL) into a :class:`Dataset` of canonical ta
 :mod:`reliability.sweep` (scale-out).
 """
 
+from reliability import hostlist
 from reliability._version import __version__
 from reliability.attribution import attribute_failures
 from reliability.errors import IngestError, ReliabilityError, SchemaError
 from reliability.ingest import (
     ReadResult,
-    hostlist,
     read_dcgm,
     read_health,
     read_kernel_log,

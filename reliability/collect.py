@@ -1,7 +1,7 @@
 """Collect accounting data from a live Slurm cluster into a Dataset, incrementally.
 
 :func:`collect_slurm` runs ``sacct`` and ``sacctmgr`` with the complete export (all users,
-every attempt, the full field list: :func:`reliability.ingest.slurm_fields.sacct_export_args`)
+every attempt, the full field list: :func:`reliability.ingest.sacct.fields.sacct_export_args`)
 over a window ``[since, until]``, in UTC (``TZ=UTC`` and ``SLURM_TIME_FORMAT=%s`` in the
 child's environment, whatever the caller's), writes the raw exports beside the Dataset
 (``DIR/raw/<until>/sacct.psv``, ``sacctmgr_events.psv``, ``collect.json``) so they can be
@@ -40,7 +40,7 @@ import polars as pl
 from reliability._atomic import write_json_atomic
 from reliability._result import Result
 from reliability.errors import ReliabilityError
-from reliability.ingest.slurm_fields import (
+from reliability.ingest.sacct.fields import (
     sacct_export_args,
     sacct_jobs_args,
     sacctmgr_events_args,

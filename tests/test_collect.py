@@ -16,7 +16,7 @@ import pytest
 from reliability import Dataset
 from reliability.cli import main as cli_main
 from reliability.collect import CollectError, collect_slurm, last_collected
-from reliability.ingest.slurm_fields import RECOMMENDED_FORMAT, SACCTMGR_EVENTS_FORMAT
+from reliability.ingest.sacct.fields import RECOMMENDED_FORMAT, SACCTMGR_EVENTS_FORMAT
 
 T = datetime(2021, 3, 1, 12, 0, tzinfo=UTC)
 FIELDS = RECOMMENDED_FORMAT.split(",")

@@ -25,9 +25,8 @@ from generators import (
 )
 from generators._common import EVENT_FIELDS, SACCT_FIELDS, HazardClock, compress_hostlist
 
-from reliability import Dataset
-from reliability.ingest import hostlist
-from reliability.ingest.slurm_fields import EXPORT_FIELDS, SACCTMGR_EVENTS_FORMAT
+from reliability import Dataset, hostlist
+from reliability.ingest.sacct.fields import EXPORT_FIELDS, SACCTMGR_EVENTS_FORMAT
 
 GEN = {"a": generate_a, "b": generate_b}
 SMALL = {"n_nodes": 96, "days": 28}

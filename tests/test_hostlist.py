@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reliability.ingest.hostlist import HostlistError, compress, expand
+from reliability.hostlist import HostlistError, compress, expand
 
 
 @pytest.mark.parametrize(
@@ -77,7 +77,7 @@ def test_vectorised_expansion_matches_reference(groups):
     """The polars expansion used by read_sacct agrees with hostlist.expand on every expression."""
     import polars as pl
 
-    from reliability.ingest.hostlist import expand_table
+    from reliability.hostlist import expand_table
 
     exprs = sorted(
         {compress(h) for h in groups} | {"r[1-2]n[1-2]", "node[08-10],x[1-3,5]", "bad[3-1]"}
@@ -99,7 +99,7 @@ def test_sizes_are_the_expanded_lengths(groups):
     """count() and the vectorised sizes() agree with the length of the expansion."""
     import polars as pl
 
-    from reliability.ingest.hostlist import count, sizes
+    from reliability.hostlist import count, sizes
 
     exprs = [compress(h) for h in groups] + ["r[1-2]n[1-3],x", "a[01-03]b[5,7]", "None assigned"]
     got = sizes(pl.Series(exprs)).to_list()
@@ -119,8 +119,7 @@ def test_huge_expressions_are_refused_before_expansion(expr, n):
     """Sized arithmetically (a product over bracket groups): refused without building a name."""
     import polars as pl
 
-    from reliability.ingest._bounds import MAX_HOSTLIST_NODES
-    from reliability.ingest.hostlist import count, expand_table, node_lists, sizes
+    from reliability.hostlist import MAX_HOSTLIST_NODES, count, expand_table, node_lists, sizes
 
     assert count(expr) == n > MAX_HOSTLIST_NODES
     with pytest.raises(HostlistError, match=f"names {n:,} hosts"):
@@ -140,7 +139,7 @@ def test_huge_expressions_are_refused_before_expansion(expr, n):
 def test_the_node_budget_counts_rows_before_expanding():
     import polars as pl
 
-    from reliability.ingest.hostlist import NodeBudgetError, node_lists
+    from reliability.hostlist import NodeBudgetError, node_lists
 
     col = pl.Series(["n[1-600000]"] * 200)  # each allowed, together 1.2e8 names
     with pytest.raises(NodeBudgetError, match="120,000,000 host names"):

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reliability.ingest._bounds import MAX_HOSTLIST_NODES
-from reliability.ingest.hostlist import (
+from reliability.hostlist import (
+    MAX_HOSTLIST_NODES,
     HostlistError,
     NodeBudgetError,
     count,

@@ -265,7 +265,7 @@ NOT_RESULTS = {
     # its field `tables` (the canonical frames) would hide Result.tables(); 200 uses to rename
     "reliability.ingest._common.ReadResult": "a reader's rows and quarantine, consumed by the store",
     "reliability.ingest._delimited.SplitResult": "an internal of the delimited-file splitter",
-    "reliability.ingest._sacct_parse.ValueTable": "the sacct reader's cache of parsed field values",
+    "reliability.ingest.sacct.parse.ValueTable": "the sacct reader's cache of parsed field values",
     "reliability.models.nodes.lemon.LemonDetector": "an estimator (fit/predict), not a result",
     "reliability.report.model.Report": "the report's document model",
     "reliability.report.model.Table": "a report block",

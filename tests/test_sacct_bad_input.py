@@ -19,8 +19,8 @@ from reliability.errors import IngestError
 from reliability.ingest import read_sacct
 from reliability.ingest._bounds import MAX_ACCELERATORS_PER_JOB, MAX_HOSTLIST_NODES
 from reliability.ingest._compressed import MAX_RATIO, RATIO_CHECK_AFTER
-from reliability.ingest._sacct_post import duplicated
-from reliability.ingest.slurm_fields import SACCT_EXPORT_COMMAND
+from reliability.ingest.sacct.fields import SACCT_EXPORT_COMMAND
+from reliability.ingest.sacct.post import duplicated
 
 HEADER = "JobID|JobName|State|ExitCode|Submit|Start|End|NNodes|AllocTRES|NodeList|Cluster"
 ROWS = [
@@ -542,7 +542,7 @@ def test_gpu_counts_beside_suffixed_tres_and_the_field_named(tmp_path):
 
 
 def test_long_line_is_quarantined_without_holding_it(tmp_path, monkeypatch):
-    from reliability.ingest import _sacct_io
+    from reliability.ingest.sacct import io as _sacct_io
 
     monkeypatch.setattr(_sacct_io, "MAX_LINE_BYTES", 4096)
     monkeypatch.setattr(_sacct_io, "BLOCK_BYTES", 1024)
@@ -623,7 +623,7 @@ def test_assembled_records_go_between_the_bulk_rows_in_line_order(n_tail, monkey
     """The records assembled around anomalies are parsed after the bulk; they are put in place
     by slicing (or, beyond _MERGE_MAX of them, by a sort): the result is the rows sorted by
     line, whatever the chunks, including records before and after every bulk row."""
-    from reliability.ingest import _sacct_reader
+    from reliability.ingest.sacct import reader as _sacct_reader
 
     rng = np.random.default_rng(n_tail)
     lines = rng.choice(np.arange(1, 500), size=200 + n_tail, replace=False)
@@ -656,7 +656,7 @@ def test_a_column_is_added_chunked_like_the_rows():
     """A column added to a frame built batch by batch is sliced at the frame's chunk boundaries
     (so polars adds it without copying the frame); values and order are unchanged, and a frame
     whose columns are chunked differently gets the values as they are."""
-    from reliability.ingest._sacct_parse import chunked_like
+    from reliability.ingest.sacct.parse import chunked_like
 
     parts = [
         pl.DataFrame({"a": np.arange(a, b), "b": np.arange(a, b) * 2})
@@ -749,7 +749,8 @@ def test_a_node_count_that_disagrees_with_the_node_list_is_quarantined(tmp_path)
 
 def _front_ends_used(monkeypatch) -> list[bool]:
     """Record, per read, whether the mapped front end read the file (False: it handed over)."""
-    from reliability.ingest import _sacct_mapped, _sacct_reader
+    from reliability.ingest.sacct import mapped as _sacct_mapped
+    from reliability.ingest.sacct import reader as _sacct_reader
 
     used: list[bool] = []
 
@@ -768,7 +769,7 @@ def test_front_ends_agree_with_small_batches_and_windows(
     """The lines the record assembly consumes (names split by newlines, with '|') leave the
     mapped front end's batches wherever the batch and window boundaries fall: the result is
     the block stream's (the same real export, gzipped), and every line is counted once."""
-    from reliability.ingest import _sacct_mapped
+    from reliability.ingest.sacct import mapped as _sacct_mapped
 
     src = shared / "slurm-real-run1" / "final_snapshot" / "sacct_broad_duplicates.psv"
     gz = _write(tmp_path, gzip.compress(src.read_bytes()), "s.psv.gz")
@@ -789,7 +790,7 @@ def test_a_clean_export_takes_the_mapped_front_end(tmp_path, monkeypatch, form):
     """A clean export is read by the memory-mapped front end. The block stream gives the same
     rows, so a fault there (any polars error while taking a batch makes the reader hand the file
     over) would only show as a read several times slower: checked here, in both time forms."""
-    from reliability.ingest import _sacct_mapped
+    from reliability.ingest.sacct import mapped as _sacct_mapped
     from reliability.testing import synthetic_sacct
 
     path = tmp_path / "clean.psv"

@@ -1,5 +1,5 @@
 """One export command (issue 15): the README, the template pipeline and the reader's errors all
-quote slurm_fields' constants, and the commands are complete exports of what the reader uses."""
+quote sacct.fields' constants, and the commands are complete exports of what the reader uses."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from reliability.errors import IngestError
 from reliability.ingest import read_sacct
-from reliability.ingest.slurm_fields import (
+from reliability.ingest.sacct.fields import (
     EXPORT_FIELDS,
     REQUIRED_FIELDS,
     SACCT_EXPORT_COMMAND,

@@ -8,7 +8,7 @@ nothing lost, nothing refused. The payload may change or drop only its own job's
 where JobName comes right after JobID (the recommended export), a forged line can at most
 relabel that job's own record with another job id, so any extra record must carry the
 victim's own state, times and nodes. Where JobName is the last field, a forged full line
-cannot be told from a record by any parser of --parsable2 (see _sacct_records), so only
+cannot be told from a record by any parser of --parsable2 (see ingest.sacct.records), so only
 header-like payloads are generated for that order.
 """
 
@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reliability.ingest import read_sacct
-from reliability.ingest.slurm_fields import EXPORT_FIELDS
+from reliability.ingest.sacct.fields import EXPORT_FIELDS
 
 _BASE = [
     "JobID", "State", "User", "Account", "ExitCode", "Submit", "Start", "End", "NNodes",

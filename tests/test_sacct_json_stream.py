@@ -22,7 +22,8 @@ from test_json_bounds import _peak_mb
 from test_sacct_bad_input import _json_job
 
 from reliability.errors import IngestError
-from reliability.ingest import read_sacct, slurm_json
+from reliability.ingest import read_sacct
+from reliability.ingest.sacct import json as slurm_json
 
 META = {"plugin": {"type": "openapi/slurmdbd", "name": "Slurm OpenAPI slurmdbd"}}
 

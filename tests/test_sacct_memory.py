@@ -25,7 +25,8 @@ def hwm_mb():
     raise SystemExit("no VmHWM")
 
 from reliability.errors import IngestError
-from reliability.ingest import _sacct_io, read_sacct
+from reliability.ingest.sacct import io as _sacct_io
+from reliability.ingest import read_sacct
 _sacct_io.BLOCK_BYTES = int(sys.argv[2])
 read_sacct(sys.argv[1], tz="UTC") if sys.argv[3] == "warm" else None
 base = hwm_mb()

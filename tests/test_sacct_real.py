@@ -19,7 +19,7 @@ import pytest
 
 from reliability.errors import IngestError
 from reliability.ingest import read_sacct
-from reliability.ingest.slurm_fields import SACCT_EXPORT_COMMAND
+from reliability.ingest.sacct.fields import SACCT_EXPORT_COMMAND
 
 #: every complete `sacct --parsable2` export of run 1 (all fields the reader needs)
 PARSABLE2 = [

@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 import polars as pl
 import pytest
 
-from reliability.ingest._sacct_post import _resubmitted, missing_duplicates_note
+from reliability.ingest.sacct.post import _resubmitted, missing_duplicates_note
 
 
 def _allocs(seed: int, n: int = 300) -> tuple[pl.DataFrame, set[str]]:

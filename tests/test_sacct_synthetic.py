@@ -4,7 +4,8 @@ from datetime import UTC, datetime
 
 import polars as pl
 
-from reliability.ingest import hostlist, read_sacct
+from reliability import hostlist
+from reliability.ingest import read_sacct
 from reliability.testing import synthetic_sacct
 
 
@@ -46,7 +47,8 @@ def test_byte_counts_match_bytes_count_across_sub_blocks(monkeypatch):
     # has the header's separator count: oracle bytes.count/max and bytes.split per line
     import numpy as np
 
-    from reliability.ingest import _sacct_io, _sacct_mapped
+    from reliability.ingest.sacct import io as _sacct_io
+    from reliability.ingest.sacct import mapped as _sacct_mapped
 
     def oracle(part: bytes, e: int) -> bool:
         lines = part.split(b"\n")

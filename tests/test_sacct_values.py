@@ -13,7 +13,7 @@ import random
 import polars as pl
 import pytest
 
-from reliability.ingest._sacct_parse import _EXIT_DTYPE, ValueTable, _exit_parts, _gpu_count
+from reliability.ingest.sacct.parse import _EXIT_DTYPE, ValueTable, _exit_parts, _gpu_count
 
 INT32 = range(-(2**31), 2**31)
 
@@ -116,7 +116,7 @@ def _records(seed: int, n: int = 300) -> pl.DataFrame:
 
 
 def _parse(recs: pl.DataFrame, times: str, tz: str):
-    from reliability.ingest._sacct_parse import finish, typed_plan
+    from reliability.ingest.sacct.parse import finish, typed_plan
 
     typed = typed_plan(recs.lazy(), set(recs.columns), tz=tz, cluster=None, times=times)
 

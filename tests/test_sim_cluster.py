@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from reliability import Dataset
-from reliability.ingest.hostlist import compress
+from reliability.hostlist import compress
 from reliability.sim.cluster import ClusterSim
 from reliability.sim.config import ClusterConfig, FailureConfig, WorkloadConfig, load_preset
 from reliability.sim.emit import node_hostlist

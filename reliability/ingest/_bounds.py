@@ -12,6 +12,8 @@ from datetime import UTC, datetime, timedelta
 
 import polars as pl
 
+from reliability.hostlist import MAX_HOSTLIST_NODES
+
 __all__ = [
     "FUTURE_MARGIN",
     "MAX_ACCELERATORS_PER_JOB",
@@ -35,12 +37,12 @@ TIME_MAX = datetime(YEAR_MAX, 12, 31, 23, 59, 59, tzinfo=UTC)
 #: (at most 14 h); a later one is a clock or parse error (one scrape stamped 2199 stretched a
 #: report's observation window, availability and downtime to 173 years)
 FUTURE_MARGIN = timedelta(days=2)
-#: most nodes one job attempt may hold (the largest machines have ~10^5 nodes)
-MAX_NODES_PER_JOB = 1_000_000
+#: most nodes one job attempt may hold (the largest machines have ~10^5 nodes); also the most
+#: names one hostlist expression may expand to (:data:`reliability.hostlist.MAX_HOSTLIST_NODES`,
+#: defined there so the hostlist module stays a leaf the simulator can use)
+MAX_NODES_PER_JOB = MAX_HOSTLIST_NODES
 #: most accelerators (GPUs, TPU chips) one job attempt may hold
 MAX_ACCELERATORS_PER_JOB = 10_000_000
-#: most node names one hostlist expression may expand to (bounded before expansion)
-MAX_HOSTLIST_NODES = MAX_NODES_PER_JOB
 
 
 def latest_time() -> datetime:

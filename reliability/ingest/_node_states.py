@@ -14,9 +14,8 @@ from functools import lru_cache
 
 import polars as pl
 
-from reliability import schema, taxonomy
+from reliability import hostlist, schema, taxonomy
 from reliability.errors import IngestError
-from reliability.ingest import hostlist
 from reliability.ingest._bounds import bounds_text, latest_time, out_of_range_time
 from reliability.ingest._common import RAW_PREFIX, ReadResult, clip_lines, quarantine_frame
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from reliability.ingest.slurm_fields import SACCTMGR_EVENTS_COMMAND
+from reliability.ingest.sacct.fields import SACCTMGR_EVENTS_COMMAND
 
 __all__ = [
     "NODE_INPUT_FORMS",

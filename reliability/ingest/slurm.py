@@ -4,14 +4,14 @@ Any subset and order of fields, with or without ``--duplicates``; a header line 
 (``--noheader`` output needs ``fields=``). Allocation records become ``jobs`` rows (one per
 attempt or resize segment); step records (``.batch``, ``.extern``, ``.0``, ``45+1.0``) become
 ``job_steps`` rows. The export we recommend is
-:data:`~reliability.ingest.slurm_fields.SACCT_EXPORT_COMMAND`.
+:data:`~reliability.ingest.sacct.fields.SACCT_EXPORT_COMMAND`.
 
-The file is streamed in blocks (:mod:`reliability.ingest._sacct_io`): a clean block (every
+The file is streamed in blocks (:mod:`reliability.ingest.sacct.io`): a clean block (every
 line has the header's number of ``|``) is split by polars' CSV reader and parsed with polars
-expressions (:mod:`reliability.ingest._sacct_parse`); around the few lines that are not clean
+expressions (:mod:`reliability.ingest.sacct.parse`); around the few lines that are not clean
 (``|`` or newlines inside free-text fields, headers in the middle), records are assembled in
-Python (:mod:`reliability.ingest._sacct_records`), so one bad line costs one small window,
-not the file. Slurm's requeue and resize semantics are in :mod:`reliability.ingest._sacct_post`.
+Python (:mod:`reliability.ingest.sacct.records`), so one bad line costs one small window,
+not the file. Slurm's requeue and resize semantics are in :mod:`reliability.ingest.sacct.post`.
 
 Times: sacct prints local time without a zone, so a time zone must be given (``tz=``);
 ``SLURM_TIME_FORMAT=%s`` (epoch) output needs none. Ambiguous local times (DST fall-back)
@@ -31,11 +31,9 @@ import polars as pl
 from reliability.errors import IngestError
 from reliability.ingest._common import ReadResult, decode_text
 from reliability.ingest._compressed import is_gzip, unsupported_compression
-from reliability.ingest._sacct_io import head
-from reliability.ingest._sacct_reader import MAX_NODE_NAMES_PER_INPUT, SacctReader
 from reliability.ingest._slurm_text import _WHAT
 from reliability.ingest._spec import CLUSTER, TZ, FileHead, ReaderOption, ReaderSample, ReaderSpec
-from reliability.ingest.slurm_fields import (
+from reliability.ingest.sacct.fields import (
     FIELD_PATTERNS,
     RECOMMENDED_FORMAT,
     REQUIRED_FIELDS,
@@ -43,6 +41,8 @@ from reliability.ingest.slurm_fields import (
     SACCT_SPELLING,
     TEXT_FIELDS,
 )
+from reliability.ingest.sacct.io import head
+from reliability.ingest.sacct.reader import MAX_NODE_NAMES_PER_INPUT, SacctReader
 
 __all__ = [
     "FIELD_PATTERNS",
@@ -98,7 +98,7 @@ def read_sacct(
     """Read a ``sacct --parsable2`` (or ``--parsable``) export into ``jobs`` and ``job_steps``.
 
     ``sacct --json`` output is recognised by its first character (after a byte-order mark) and
-    read by :func:`reliability.ingest.slurm_json.read_sacct_json`; a JSON list is refused saying
+    read by :func:`reliability.ingest.sacct.json.read_sacct_json`; a JSON list is refused saying
     what it is. YAML and sacct's fixed-width
     tables are refused with the command to use instead.
 
@@ -141,7 +141,7 @@ def read_sacct(
     if names is None:
         _refuse_other_formats(src, first)
     if names is None and first.lstrip()[:1] in (b"{", b"["):  # JSON (a list is refused)
-        from reliability.ingest.slurm_json import read_sacct_json
+        from reliability.ingest.sacct.json import read_sacct_json
 
         result = read_sacct_json(path, cluster=cluster)
     else:

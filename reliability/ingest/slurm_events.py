@@ -13,8 +13,8 @@ from pathlib import Path
 
 import polars as pl
 
+from reliability import hostlist
 from reliability.errors import IngestError
-from reliability.ingest import hostlist
 from reliability.ingest._common import ReadResult, check_name_option, check_zone, read_lines
 from reliability.ingest._delimited import split_delimited
 from reliability.ingest._node_states import _Builder, _expand, _to_utc, _user, reduce_state

@@ -28,8 +28,8 @@ from pathlib import Path
 
 import polars as pl
 
+from reliability import hostlist
 from reliability.errors import IngestError
-from reliability.ingest import hostlist
 from reliability.ingest._common import (
     RAW_PREFIX,
     ReadResult,
@@ -50,9 +50,9 @@ from reliability.ingest._node_states import (
     _user,
     reduce_state,
 )
-from reliability.ingest._sacct_io import head
 from reliability.ingest._slurm_text import _WHAT, identify, refusal
 from reliability.ingest._spec import CLUSTER, TZ, FileHead, ReaderSample, ReaderSpec
+from reliability.ingest.sacct.io import head
 from reliability.ingest.slurm_events import read_sacctmgr_events
 
 __all__ = [

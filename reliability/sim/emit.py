@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from reliability.ingest.hostlist import compress
+from reliability.hostlist import compress
 from reliability.sim.config import CAUSES, ClusterConfig
 from reliability.sim.engine import EventLog
 from reliability.sim.failures import rate_schedule
@@ -133,7 +133,7 @@ def _plain_prefix(prefix: str) -> bool:
 
 
 def node_hostlist(nodes: list[int], prefix: str, width: int) -> str:
-    """Compress node indices into the hostlist :func:`~reliability.ingest.hostlist.compress` gives.
+    """Compress node indices into the hostlist :func:`~reliability.hostlist.compress` gives.
 
     The same expression as ``compress`` of the nodes' names (``prefix`` followed by index + 1
     zero-padded to ``width``; the prefix must not end in a digit), without parsing the names:

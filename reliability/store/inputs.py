@@ -27,7 +27,7 @@ import polars as pl
 from reliability._atomic import HOST_TAG, file_sha256
 from reliability.errors import IngestError, ReliabilityError
 from reliability.ingest import READERS, ReadResult
-from reliability.ingest._bounds import YEAR_MAX, YEAR_MIN
+from reliability.ingest.shared import YEAR_MAX, YEAR_MIN
 from reliability.store.observation import apply_observed_at, check_observed_at, note_inferred_end
 
 __all__ = [
@@ -240,7 +240,7 @@ def _refuse_another_kind(kind: str, path: Path, shown: str, result: ReadResult) 
 
 def _another_kind(kind: str, path: Path) -> str | None:
     """Say which other reader the start of the file is for (None: none, or this one)."""
-    from reliability.ingest._kind import input_kind
+    from reliability.ingest.shared import input_kind
 
     found = input_kind(path)
     if found is None or found[0] == kind:

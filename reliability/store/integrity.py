@@ -55,7 +55,7 @@ from reliability.store.parts import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
-    from reliability.store.dataset import Dataset
+    from reliability.store._view import DatasetView as Dataset  # Dataset satisfies it
 
 __all__ = [
     "ORPHAN_MAX_AGE_S",

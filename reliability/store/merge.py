@@ -20,7 +20,7 @@ one replaces it. Job attempts are then renumbered 0, 1, ... by start time (never
 last, then by submit time) across all inputs.
 
 The sacct reader applies the same rules to the records of one input that share a key
-(exports concatenated into one file: :func:`reliability.ingest._sacct_post.same_attempts`).
+(exports concatenated into one file: :func:`reliability.ingest.sacct.post.same_attempts`).
 
 Node-state intervals from snapshots (``scontrol show node``, ``sinfo -R``: kind ``nodes``)
 are reconciled with the history (``sacctmgr show event`` and the other interval sources) by
@@ -37,7 +37,7 @@ from datetime import timedelta
 import polars as pl
 
 from reliability import schema
-from reliability.ingest._common import first_of_runs
+from reliability.ingest.shared import first_of_runs
 
 __all__ = [
     "NODE_STATE_KINDS",

@@ -62,7 +62,7 @@ def check_observed_at(value: object) -> datetime:
     ReliabilityError
         For a naive time, unparsable text or a time outside the accepted years.
     """
-    from reliability.ingest._bounds import YEAR_MAX, YEAR_MIN
+    from reliability.ingest.shared import YEAR_MAX, YEAR_MIN
 
     t = value
     if isinstance(value, str):

@@ -14,7 +14,7 @@ from reliability._result import Result, fmt_num
 from reliability.store.parts import DATA_TABLES
 
 if TYPE_CHECKING:  # pragma: no cover
-    from reliability.store.dataset import Dataset
+    from reliability.store._view import DatasetView as Dataset  # Dataset satisfies it
 
 __all__ = ["DatasetSummary", "display_path", "summarise"]
 

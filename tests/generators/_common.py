@@ -28,7 +28,7 @@ import polars as pl
 DAY = 86400.0
 WEEK = 7 * DAY
 
-#: the fields of ``reliability.ingest.slurm_fields.SACCT_EXPORT_COMMAND``, in its order
+#: the fields of ``reliability.ingest.sacct.fields.SACCT_EXPORT_COMMAND``, in its order
 #: (copied from the package's documented export; a test checks they are still the same)
 SACCT_FIELDS = (
     "JobID", "JobName", "JobIDRaw", "Cluster", "Partition", "Account", "User", "QOS",

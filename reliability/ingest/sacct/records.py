@@ -20,7 +20,7 @@ of separators (everything else is split in bulk by polars):
 
 What no parser of ``--parsable2`` can tell apart: when a free-text field is the *last* field,
 a job name can hold a whole forged line with the header's separator count, which reads as a
-record. The recommended export (:data:`~reliability.ingest.slurm_fields.EXPORT_FIELDS`) puts
+record. The recommended export (:data:`~reliability.ingest.sacct.fields.EXPORT_FIELDS`) puts
 JobName second, so that the most a job name can do is relabel its own job's record with
 another job id; ``--json`` output has no such problem.
 * A line that looks like a header (first field ``JobID``, or the header's own first field
@@ -38,14 +38,14 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from reliability.ingest._sacct_io import HEADERISH_PATTERN
-from reliability.ingest.slurm_fields import (
+from reliability.ingest.sacct.fields import (
     FIELD_PATTERNS,
     HEADER_FIRST,
     REQUIRED_FIELDS,
     SACCT_FIELDS,
     TEXT_FIELDS,
 )
+from reliability.ingest.sacct.io import HEADERISH_PATTERN
 
 __all__ = [
     "HEADER_LOOKAHEAD",

@@ -5,7 +5,7 @@ whole lines of about :data:`BLOCK_BYTES`, so that memory stays bounded whatever 
 holds. Each block is split into columns by polars' CSV reader (one row per physical line);
 numpy counts the separators, which proves a block clean (every line has exactly the header's
 number of ``|``) or finds the lines that need the record assembly of
-:mod:`reliability.ingest._sacct_records`.
+:mod:`reliability.ingest.sacct.records`.
 """
 
 from __future__ import annotations

@@ -26,9 +26,8 @@ from typing import Any
 
 import polars as pl
 
-from reliability import schema
+from reliability import hostlist, schema
 from reliability.errors import IngestError
-from reliability.ingest import hostlist
 from reliability.ingest._bounds import (
     MAX_ACCELERATORS_PER_JOB,
     MAX_NODES_PER_JOB,
@@ -46,14 +45,14 @@ from reliability.ingest._json import (
     loads_record,
     shallow_marks,
 )
-from reliability.ingest._sacct_parse import MAX_DURATION_S
-from reliability.ingest._sacct_post import (
+from reliability.ingest.sacct.fields import SACCT_EXPORT_COMMAND
+from reliability.ingest.sacct.parse import MAX_DURATION_S
+from reliability.ingest.sacct.post import (
     exact_duplicates,
     missing_duplicates_note,
     number_attempts,
     resize_segments,
 )
-from reliability.ingest.slurm_fields import SACCT_EXPORT_COMMAND
 
 __all__ = ["MAX_JOB_RECORD_BYTES", "MAX_JOB_RECORD_MARKS", "read_sacct_json"]
 

@@ -5,7 +5,7 @@ bounds of :mod:`reliability.ingest._bounds` before it is converted, so that a po
 (a Submit of ``0000-01-01``, an epoch in year 248,073, ``gres/gpu=4294967296``, a node list
 of 10^10 hosts, a number that overflows 64 bits) becomes a quarantine row naming the field,
 never an overflow, a wrapped number or a traceback. (A Submit after Start is left to
-:func:`reliability.ingest._sacct_post.resize_segments`: it is how sacct prints a resized
+:func:`reliability.ingest.sacct.post.resize_segments`: it is how sacct prints a resized
 job.) Used by :func:`reliability.ingest.slurm.read_sacct`.
 """
 
@@ -16,8 +16,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import polars as pl
 
-from reliability import schema
-from reliability.ingest import hostlist
+from reliability import hostlist, schema
 from reliability.ingest._bounds import (
     MAX_ACCELERATORS_PER_JOB,
     MAX_NODES_PER_JOB,
@@ -28,7 +27,7 @@ from reliability.ingest._bounds import (
     latest_time,
 )
 from reliability.ingest._common import NULL_SENTINELS
-from reliability.ingest.slurm_fields import DURATION, FIELD_PATTERNS, ISO_FMT, NO_LIMIT, copy_of
+from reliability.ingest.sacct.fields import DURATION, FIELD_PATTERNS, ISO_FMT, NO_LIMIT, copy_of
 
 __all__ = [
     "ALLOC_COLS",

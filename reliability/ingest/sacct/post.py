@@ -30,7 +30,7 @@ import polars as pl
 
 from reliability import schema
 from reliability.ingest._common import first_of_runs
-from reliability.ingest.slurm_fields import SACCT_EXPORT_COMMAND
+from reliability.ingest.sacct.fields import SACCT_EXPORT_COMMAND
 
 __all__ = [
     "RESIZE_TOLERANCE",

@@ -1,11 +1,11 @@
 """The streaming reader behind :func:`reliability.ingest.slurm.read_sacct`.
 
-Two front ends feed the same typed parse (:mod:`reliability.ingest._sacct_parse`) and the
-same attempt semantics (:mod:`reliability.ingest._sacct_post`):
+Two front ends feed the same typed parse (:mod:`reliability.ingest.sacct.parse`) and the
+same attempt semantics (:mod:`reliability.ingest.sacct.post`):
 
 * a plain file is memory-mapped; numpy counts the separators of each window of whole lines
   without copying it (a window whose every line has the header's count is clean), the record
-  assembly (:mod:`reliability.ingest._sacct_records`) handles the lines around anomalies,
+  assembly (:mod:`reliability.ingest.sacct.records`) handles the lines around anomalies,
   and polars reads the file itself in batches (:meth:`SacctReader.run_mapped`);
 * anything else (gzip, UTF-16, concatenated exports with several headers, or whatever the
   first front end did not expect) is read as a stream of blocks of whole lines
@@ -24,13 +24,20 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from reliability import schema
+from reliability import hostlist, schema
 from reliability.errors import IngestError
-from reliability.ingest import _sacct_io, hostlist
 from reliability.ingest._bounds import MAX_HOSTLIST_NODES
 from reliability.ingest._common import ReadResult, quarantine_frame
 from reliability.ingest._compressed import is_gzip
-from reliability.ingest._sacct_io import (
+from reliability.ingest.sacct import io as _sacct_io
+from reliability.ingest.sacct.fields import (
+    HEADER_FIRST,
+    REQUIRED_FIELDS,
+    SACCT_EXPORT_COMMAND,
+    SACCT_FIELDS,
+    read_column,
+)
+from reliability.ingest.sacct.io import (
     Block,
     LongLine,
     block_frame,
@@ -42,8 +49,8 @@ from reliability.ingest._sacct_io import (
     utf8_stream,
     wide_text,
 )
-from reliability.ingest._sacct_mapped import read_mapped
-from reliability.ingest._sacct_parse import (
+from reliability.ingest.sacct.mapped import read_mapped
+from reliability.ingest.sacct.parse import (
     Parsed,
     ValueTable,
     chunked_like,
@@ -54,7 +61,7 @@ from reliability.ingest._sacct_parse import (
     time_form_of,
     typed_plan,
 )
-from reliability.ingest._sacct_post import (
+from reliability.ingest.sacct.post import (
     duplicate_candidates,
     duplicated,
     exact_duplicates,
@@ -63,19 +70,12 @@ from reliability.ingest._sacct_post import (
     resize_segments,
     same_attempts,
 )
-from reliability.ingest._sacct_records import (
+from reliability.ingest.sacct.records import (
     Layout,
     Record,
     assemble,
     headerish_pattern,
     parse_header,
-)
-from reliability.ingest.slurm_fields import (
-    HEADER_FIRST,
-    REQUIRED_FIELDS,
-    SACCT_EXPORT_COMMAND,
-    SACCT_FIELDS,
-    read_column,
 )
 
 __all__ = ["MAX_NODE_NAMES_PER_INPUT", "SacctReader"]

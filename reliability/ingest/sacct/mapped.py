@@ -1,4 +1,7 @@
-"""The memory-mapped front end of :class:`reliability.ingest._sacct_reader.SacctReader`.
+"""The memory-mapped front end of :class:`reliability.ingest.sacct.reader.SacctReader`.
+
+It fills any :class:`RecordSink` (the reader is one) and imports nothing of the reader: the
+reader calls :func:`read_mapped` as its fast path and falls back to its block stream.
 
 For a plain (uncompressed, UTF-8) file:
 
@@ -6,7 +9,7 @@ For a plain (uncompressed, UTF-8) file:
    file, without copying it; a window whose every line has the header's separator count
    (checked line by line, not as a total) and no NUL is clean;
 2. in the few windows that are not, per-line counts find the anomalies, and the record
-   assembly (:func:`reliability.ingest._sacct_records.assemble`) turns the lines around them
+   assembly (:func:`reliability.ingest.sacct.records.assemble`) turns the lines around them
    into records (or quarantine rows), remembering which lines it consumed;
 3. polars reads the file itself in batches, one row per physical line; each batch loses the
    consumed lines and goes through the typed parse.
@@ -23,27 +26,131 @@ import contextlib
 import mmap
 import os
 from bisect import bisect_left, bisect_right
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 import polars as pl
 
-from reliability.ingest import _sacct_io
-from reliability.ingest._sacct_io import ends_with_bar
-from reliability.ingest._sacct_parse import time_form, typed_plan
-from reliability.ingest._sacct_records import Layout, assemble, headerish_pattern, parse_header
-from reliability.ingest.slurm_fields import read_column
+from reliability.ingest.sacct import io as _sacct_io
+from reliability.ingest.sacct.fields import read_column
+from reliability.ingest.sacct.io import ends_with_bar
+from reliability.ingest.sacct.parse import time_form, typed_plan
+from reliability.ingest.sacct.records import (
+    Layout,
+    Record,
+    assemble,
+    headerish_pattern,
+    parse_header,
+)
 
-if TYPE_CHECKING:
-    from reliability.ingest._sacct_reader import SacctReader
-
-__all__ = ["BATCH_ROWS", "read_mapped"]
+__all__ = ["BATCH_ROWS", "RecordSink", "read_mapped"]
 
 #: records parsed per batch (bounds the temporary columns of the typed parse)
 BATCH_ROWS = 100_000
+
+
+class RecordSink(Protocol):
+    """What the fast path reads into: the reader's state and the steps it calls back.
+
+    :class:`reliability.ingest.sacct.reader.SacctReader` is one; this module names only this
+    protocol, so the reader depends on the fast path and not the other way round.
+    """
+
+    cluster: str | None
+    tz: str | None
+    #: the fields of ``--noheader`` output (None: the export has a header)
+    fields: list[str] | None
+    consumed: set[int]
+    notes: list[str]
+    comments: int
+    n_records: int
+    #: the mapped file while the fast path reads it (for the quarantine's raw lines)
+    mapped: object | None
+
+    def fields_layout(self, sample: str) -> Layout:
+        """Build the layout of ``fields=`` for ``--noheader`` output.
+
+        Parameters
+        ----------
+        sample : str
+            The first lines of the export.
+
+        Returns
+        -------
+        Layout
+            The given fields, and whether lines end with a spare ``|``.
+        """
+        ...
+
+    def no_header(self, text: str, line: int) -> None:
+        """Refuse an export whose first data line is not a sacct header (raises).
+
+        Parameters
+        ----------
+        text : str
+            The first non-comment line.
+        line : int
+            Its line number.
+        """
+        ...
+
+    def set_layout(self, layout: Layout, line: int) -> None:
+        """Start a section of the export with a header's layout.
+
+        Parameters
+        ----------
+        layout : Layout
+            The header's fields.
+        line : int
+            The header's line number.
+        """
+        ...
+
+    def take_window_record(self, line_no: int, rec: Record) -> None:
+        """Take a record the assembly made (quarantined, or kept for the typed parse).
+
+        Parameters
+        ----------
+        line_no : int
+            The record's first line number.
+        rec : Record
+            The assembled record.
+        """
+        ...
+
+    def parse_window_records(self) -> None:
+        """Parse the records the assembly kept."""
+        ...
+
+    def take(
+        self,
+        typed: pl.DataFrame,
+        raw_fields: Callable[[list[int]], pl.DataFrame],
+        raw_of: Callable[[int], str],
+        first_line: int,
+        *,
+        ascii_only: bool = False,
+    ) -> None:
+        """Finish the parse of a batch of :func:`typed_plan` columns and keep its rows.
+
+        Parameters
+        ----------
+        typed : polars.DataFrame
+            The batch's columns parsed by :func:`typed_plan`.
+        raw_fields : callable
+            ``raw_fields(line_nos)`` gives those records' raw fields.
+        raw_of : callable
+            ``raw_of(line_no)`` gives a record's raw text, for the quarantine.
+        first_line : int
+            Line number of the batch's first record.
+        ascii_only : bool
+            The batch was read from bytes that are all ASCII.
+        """
+        ...
 
 
 @dataclass
@@ -192,7 +299,7 @@ def _windows(m: _Mapped, start: int, first_line: int, e: int, trailing: bool = F
     return True
 
 
-def _assemble(reader: SacctReader, m: _Mapped, layout: Layout, data_start: int) -> bool:
+def _assemble(reader: RecordSink, m: _Mapped, layout: Layout, data_start: int) -> bool:
     """Run the record assembly over the windows that are not clean (False: fall back)."""
     e, windows = layout.expected, m.windows
     k = 0
@@ -249,13 +356,14 @@ def _assemble(reader: SacctReader, m: _Mapped, layout: Layout, data_start: int) 
     return True
 
 
-def read_mapped(reader: SacctReader, path: str | Path) -> bool:
+def read_mapped(reader: RecordSink, path: str | Path) -> bool:
     """Read a sacct export into a reader through the memory-mapped front end.
 
     Parameters
     ----------
-    reader : SacctReader
-        The reader accumulating rows and quarantine.
+    reader : RecordSink
+        The reader accumulating rows and quarantine (a
+        :class:`~reliability.ingest.sacct.reader.SacctReader`).
     path : str or Path
         The (uncompressed) export file.
 
@@ -286,7 +394,7 @@ def read_mapped(reader: SacctReader, path: str | Path) -> bool:
             mm.close()
 
 
-def _read(reader: SacctReader, path: str | Path, m: _Mapped) -> bool:
+def _read(reader: RecordSink, path: str | Path, m: _Mapped) -> bool:
     mm = m.mm
     # the first non-blank line: the header (or, with fields=, the first record)
     pos, line = 0, 1

@@ -25,30 +25,20 @@ __all__ = ["Context", "analysis_terms", "figure", "notes_blocks", "plot_block", 
 
 @dataclass
 class Context:
-    """What a section builder sees: the configuration and every stage's result by name."""
+    """What a section builder sees: the configuration and every stage's result.
+
+    ``results`` is the run's :class:`~reliability.pipeline.RunResults` (not named in the
+    annotation: the stages module that defines it imports this one): ``results.attribution``
+    is the attribution stage's result, None when it did not run.
+    """
 
     config: PipelineConfig
-    results: dict[str, Any]
+    results: Any
 
     @property
     def analysis(self) -> AnalysisConfig:
         """The pipeline's ``[analysis]`` settings."""
         return self.config.analysis
-
-    def get(self, name: str) -> Any:
-        """Return the result of a stage.
-
-        Parameters
-        ----------
-        name : str
-            The stage name.
-
-        Returns
-        -------
-        object or None
-            Its result; None when the stage did not run.
-        """
-        return self.results.get(name)
 
 
 def analysis_terms(message: str) -> str:

@@ -7,23 +7,22 @@ Out-of-service intervals, open drains, repeat offenders, fleet availability
 from __future__ import annotations
 
 from datetime import datetime
-from pathlib import Path
-from typing import Any
 
 import polars as pl
 
 from reliability import plots
 from reliability._result import fmt_duration_h, fmt_num
+from reliability.analyses.attribution import AttributionResult
 from reliability.models import OUT_OF_SERVICE, NodeHealth
-from reliability.pipeline.config import PipelineConfig
 from reliability.pipeline.steps.common import Context, notes_blocks, plot_block
+from reliability.pipeline.steps.data import DataResult
 from reliability.report.actions import REPEAT_OFFENDER_MIN_FAILURES
 from reliability.report.model import Section, Table, Text
 
 __all__ = ["health_section", "node_health", "now_text"]
 
 
-def node_health(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> NodeHealth:
+def node_health(cluster_data: DataResult, attribution: AttributionResult) -> NodeHealth:
     """Run stage ``node_health``.
 
     Per node, out-of-service time by state and reason over the Dataset's observation window;
@@ -31,12 +30,10 @@ def node_health(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> NodeHe
 
     Parameters
     ----------
-    cfg : PipelineConfig
-        The pipeline configuration (this stage takes no parameters of its own).
-    deps : dict of str to object
-        Upstream results: ``cluster_data`` (DataResult) and ``attribution`` (AttributionResult).
-    work : Path
-        The stage's work folder (unused).
+    cluster_data : DataResult
+        The cluster's Dataset.
+    attribution : AttributionResult
+        The attributed jobs.
 
     Returns
     -------
@@ -45,7 +42,7 @@ def node_health(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> NodeHe
     """
     from reliability.models import node_health as fit
 
-    return fit(deps["cluster_data"].open(), attributed=deps["attribution"].jobs)
+    return fit(cluster_data.open(), attributed=attribution.jobs)
 
 
 def now_text(end: datetime | None, basis: str) -> str:

@@ -19,10 +19,12 @@ import polars as pl
 from reliability import plots
 from reliability import references as ref
 from reliability._result import Result, fmt_duration_h
+from reliability.analyses.attribution import AttributionResult
 from reliability.experiments.backtests import LemonBacktest, QuarantineRun
 from reliability.models.lemon_test import LemonTest
 from reliability.pipeline.config import PipelineConfig
 from reliability.pipeline.steps.common import Context, notes_blocks, plot_block, sim_cluster_config
+from reliability.pipeline.steps.data import DataResult, SplitResult
 from reliability.report.model import Section, Table, Text
 
 __all__ = [
@@ -284,7 +286,7 @@ def _uncalibrated_note(det: Any, cfg: PipelineConfig) -> str | None:
     )
 
 
-def lemon_quarantine(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> QuarantineStep:
+def lemon_quarantine(cluster_split: SplitResult, cfg: PipelineConfig, work: Path) -> QuarantineStep:
     """Run stage ``lemon_quarantine``: flag nodes at the split and run on with them drained.
 
     From the state ``cluster_split`` saved: the run's logs as they stood at the split are
@@ -296,10 +298,10 @@ def lemon_quarantine(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> Q
 
     Parameters
     ----------
+    cluster_split : SplitResult
+        The simulated run's state at the split.
     cfg : PipelineConfig
         The pipeline configuration (``[analysis].lemon_window_days``, ``lemon_model``).
-    deps : dict of str to object
-        Upstream results: ``cluster_split`` (SplitResult).
     work : Path
         The stage's work folder (the logs at the split and their Dataset).
 
@@ -316,7 +318,7 @@ def lemon_quarantine(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> Q
 
     det, _ = _detector(cfg)  # a bad lemon_model is refused here too, with or without a backtest
     window = cfg.analysis.lemon_window_days
-    split = deps["cluster_split"]
+    split = cluster_split
     uncalibrated = _uncalibrated_note(det, cfg)
     if uncalibrated is not None:
         return QuarantineStep(note=uncalibrated)
@@ -347,7 +349,13 @@ def lemon_quarantine(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> Q
     return QuarantineStep(backtest=backtest, note=split.note)
 
 
-def lemon(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> LemonReport:
+def lemon(
+    cluster_data: DataResult,
+    attribution: AttributionResult,
+    lemon_quarantine: QuarantineStep,
+    cfg: PipelineConfig,
+    work: Path,
+) -> LemonReport:
     """Run stage ``lemon``: score every node with the detector on the last window.
 
     For a single simulated cluster input long enough (two windows), the run is repeated with the
@@ -357,11 +365,14 @@ def lemon(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> LemonReport:
 
     Parameters
     ----------
+    cluster_data : DataResult
+        The cluster's Dataset.
+    attribution : AttributionResult
+        The attributed jobs.
+    lemon_quarantine : QuarantineStep
+        The backtest's quarantined run, when the pipeline ran one.
     cfg : PipelineConfig
         The pipeline configuration (``[analysis].lemon_window_days``, ``lemon_model``).
-    deps : dict of str to object
-        Upstream results: ``cluster_data`` (DataResult) and ``lemon_quarantine``
-        (QuarantineStep: the backtest's quarantined run, when the pipeline ran one).
     work : Path
         The stage's work folder (a backtest that cannot reuse the pipeline's runs simulates
         there).
@@ -376,11 +387,11 @@ def lemon(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> LemonReport:
 
     a = cfg.analysis
     window = a.lemon_window_days
-    data = deps["cluster_data"]
+    data = cluster_data
     notes: list[str] = []
     det, source = _detector(cfg)
     if det is None:
-        return _tested(cfg, deps, work, source)
+        return _tested(cfg, cluster_data, attribution, lemon_quarantine, work, source)
     desc = (
         f"{source}; threshold {det.threshold_:.2f} for out-of-fold precision {det.oof_precision_:.2f} at recall "
         f"{det.oof_recall_:.2f}. Train your own with `reliability lemon train`"
@@ -452,7 +463,7 @@ def lemon(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> LemonReport:
         # the run as is is the one cluster_data already simulated and ingested (when it is the
         # only cluster input), and lemon_quarantine ran the quarantined variant from its split;
         # otherwise lemon_quarantine ran the whole backtest
-        step = deps["lemon_quarantine"]
+        step = lemon_quarantine
         if step.run is not None and data.raw and data.raw[0] is not None:
             backtest = lemon_backtest(
                 sim_cfg,
@@ -472,13 +483,18 @@ def lemon(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> LemonReport:
 
 
 def _backtest(
-    cfg: PipelineConfig, deps: dict[str, Any], work: Path, det: Any, notes: list[str]
+    cfg: PipelineConfig,
+    cluster_data: DataResult,
+    lemon_quarantine: QuarantineStep,
+    work: Path,
+    det: Any,
+    notes: list[str],
 ) -> LemonBacktest | None:
     """Run the quarantine backtest of a simulated cluster (None, with a note, when it cannot)."""
     from reliability.experiments.backtests import backtest_split_day, lemon_backtest
 
     window = cfg.analysis.lemon_window_days
-    data = deps["cluster_data"]
+    data = cluster_data
     sims = [s for s in cfg.inputs if s.kind == "simulate-cluster"]
     sim_cfg = sim_cluster_config(sims[0]) if sims else None
     if sim_cfg is None:
@@ -489,7 +505,7 @@ def _backtest(
             f"{window}-day windows"
         )
         return None
-    step = deps["lemon_quarantine"]
+    step = lemon_quarantine
     if step.run is not None and data.raw and data.raw[0] is not None:
         return lemon_backtest(
             sim_cfg,
@@ -504,15 +520,22 @@ def _backtest(
     return step.backtest
 
 
-def _tested(cfg: PipelineConfig, deps: dict[str, Any], work: Path, desc: str) -> LemonReport:
+def _tested(
+    cfg: PipelineConfig,
+    cluster_data: DataResult,
+    attribution: AttributionResult | None,
+    lemon_quarantine: QuarantineStep,
+    work: Path,
+    desc: str,
+) -> LemonReport:
     """Run the default path: the statistical test over the whole observation, and the backtest."""
     from reliability.models.lemon_test import lemon_test
 
-    data = deps["cluster_data"]
-    attributed = deps["attribution"].jobs if deps.get("attribution") is not None else None
+    data = cluster_data
+    attributed = attribution.jobs if attribution is not None else None
     test = lemon_test(data.open(), attributed=attributed, reasons=cfg.reasons)
     notes: list[str] = []
-    backtest = _backtest(cfg, deps, work, None, notes)
+    backtest = _backtest(cfg, cluster_data, lemon_quarantine, work, None, notes)
     empty = pl.DataFrame(
         schema={
             "cluster": pl.String,

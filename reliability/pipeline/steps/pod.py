@@ -7,8 +7,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
 import polars as pl
 
@@ -23,6 +21,7 @@ from reliability.models import (
 )
 from reliability.pipeline.config import PipelineConfig, parse_shape
 from reliability.pipeline.steps.common import Context, notes_blocks, plot_block
+from reliability.pipeline.steps.data import DataResult
 from reliability.report.model import Section, Table, Text
 
 __all__ = ["PodAnalysis", "RoutingTable", "pod", "pod_section", "routing", "routing_section"]
@@ -150,7 +149,7 @@ class PodAnalysis(Result):
         )
 
 
-def pod(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> PodAnalysis:
+def pod(pod_data: DataResult, cfg: PipelineConfig) -> PodAnalysis:
     """Run stage ``pod``: rates, availability and recovery paths of every pod in the pod data.
 
     Weekly component failure rates (Zu et al., NSDI '24, Fig. 12), measured and analytic job
@@ -159,12 +158,10 @@ def pod(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> PodAnalysis:
 
     Parameters
     ----------
+    pod_data : DataResult
+        The pods' Dataset.
     cfg : PipelineConfig
         The pipeline configuration (``[analysis]`` settings).
-    deps : dict of str to object
-        Upstream results: ``pod_data`` (DataResult).
-    work : Path
-        The stage's work folder (unused).
 
     Returns
     -------
@@ -181,7 +178,7 @@ def pod(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> PodAnalysis:
         recovery_paths,
     )
 
-    ds = deps["pod_data"].open()
+    ds = pod_data.open()
     inv, cf = ds.inventory, ds.component_failures
     rates = component_failure_rates(cf, inv, every="1w")
     pods = identify_pods(inv)
@@ -359,7 +356,7 @@ class RoutingTable(Result):
         return cls(results=[ThroughputResult._example()])
 
 
-def routing(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> RoutingTable:
+def routing(cfg: PipelineConfig) -> RoutingTable:
     """Run stage ``routing``: the slices of ``[analysis].routing_shapes`` with OCS z5 down.
 
     Zu et al., NSDI '24, Table 2.
@@ -368,10 +365,6 @@ def routing(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> RoutingTab
     ----------
     cfg : PipelineConfig
         The pipeline configuration (``[analysis].routing_shapes``).
-    deps : dict of str to object
-        Upstream results (none are needed).
-    work : Path
-        The stage's work folder (unused).
 
     Returns
     -------

@@ -32,6 +32,7 @@ import numpy as np
 import polars as pl
 
 from reliability._atomic import write_json_atomic, write_parquet_atomic
+from reliability.errors import Hint, Hinted
 
 __all__ = ["RESULT_FILE", "count_rows", "load_result", "save_result"]
 
@@ -51,6 +52,15 @@ class _Writer:
         return {"__frame__": name, "where": where}
 
     def encode(self, value: Any, where: str) -> Any:
+        if isinstance(value, Hinted):  # a message with its hints kept apart
+            return {
+                "__hinted__": [
+                    p
+                    if isinstance(p, str)
+                    else [p.option, self.encode(p.value, f"{where} hint"), p.action]
+                    for p in value.parts
+                ]
+            }
         if value is None or isinstance(value, bool | str):
             return value
         if isinstance(value, int | np.integer):
@@ -137,6 +147,13 @@ def _decode(value: Any, folder: Path) -> Any:
         return [_decode(v, folder) for v in value]
     if not isinstance(value, dict):
         return value
+    if "__hinted__" in value:
+        return Hinted(
+            *(
+                p if isinstance(p, str) else Hint(p[0], _decode(p[1], folder), p[2])
+                for p in value["__hinted__"]
+            )
+        )
     if "__float__" in value:
         return float(value["__float__"])
     if "__datetime__" in value:

@@ -15,6 +15,7 @@ from reliability import plots
 from reliability import references as ref
 from reliability._result import Result, fmt_duration_h, fmt_num
 from reliability.analyses.attribution import AttributionResult, attribute
+from reliability.errors import Hint, Hinted
 from reliability.models import (
     MTTFResult,
     NodeHealth,
@@ -475,9 +476,10 @@ def checkpoint_plan(
         )
     if m.node_days_ <= 0:
         largest = int(attribution.jobs.get_column("n_accelerators").max() or 0)
-        why = (
-            f"r_f is not estimable: no exposure from jobs of >= {m.min_gpus} GPUs; pass min_gpus={max(largest, 1)} "
-            "(the largest GPU job) or lower to estimate it from smaller jobs"
+        why = Hinted(
+            f"r_f is not estimable: no exposure from jobs of >= {m.min_gpus} GPUs; ",
+            Hint("min_gpus", max(largest, 1)),
+            " (the largest GPU job) or lower to estimate it from smaller jobs",
         )
         return CheckpointPlan(sizes=empty, plans=[], refusal=why, **common)
     costs = _recovery_costs(attribution, node_health)
@@ -907,7 +909,9 @@ def plan_section(p: CheckpointPlan, ctx: Context) -> list[Section]:
     """
     sec = Section("Checkpoint planning")
     if p.refusal:
-        sec.blocks.append(Text(analysis_terms(f"No checkpoint plan: {p.refusal}."), kind="note"))
+        sec.blocks.append(
+            Text("No checkpoint plan: " + analysis_terms(p.refusal) + ".", kind="note")
+        )
         return [sec]
     sec.blocks.append(
         Table(

@@ -32,6 +32,7 @@ import numpy as np
 import polars as pl
 
 from reliability._atomic import write_json_atomic, write_parquet_atomic
+from reliability.errors import Hint, Hinted
 
 __all__ = ["RESULT_FILE", "count_rows", "load_result", "save_result"]
 
@@ -51,6 +52,15 @@ class _Writer:
         return {"__frame__": name, "where": where}
 
     def encode(self, value: Any, where: str) -> Any:
+        if isinstance(value, Hinted):  # a message with its hints kept apart
+            return {
+                "__hinted__": [
+                    p
+                    if isinstance(p, str)
+                    else [p.option, self.encode(p.value, f"{where} hint"), p.action]
+                    for p in value.parts
+                ]
+            }
         if value is None or isinstance(value, bool | str):
             return value
         if isinstance(value, int | np.integer):
@@ -123,36 +133,36 @@ def save_result(result: Any, folder: str | Path) -> None:
 #: modules a result file written by an earlier release may name -> where the class lives now
 #: (``reliability.models`` was grouped into subpackages)
 MOVED_MODULES: dict[str, str] = {
-    "reliability.models.counts": "reliability.models.failures.counts",
-    "reliability.models.mttf": "reliability.models.failures.mttf",
-    "reliability.models.rates": "reliability.models.failures.rates",
-    "reliability.models.scaling": "reliability.models.failures.scaling",
-    "reliability.models.jobs": "reliability.models.failures.jobs",
-    "reliability.models.workload": "reliability.models.failures.workload",
-    "reliability.models.incidents": "reliability.models.failures.incidents",
-    "reliability.models.checkpoint": "reliability.models.recovery.checkpoint",
-    "reliability.models.ettr": "reliability.models.recovery.ettr",
-    "reliability.models.ettr_logs": "reliability.models.recovery.ettr_logs",
-    "reliability.models.ettr_mc": "reliability.models.recovery.ettr_mc",
-    "reliability.models.planner": "reliability.models.recovery.planner",
-    "reliability.models.recovery_cost": "reliability.models.recovery.cost",
-    "reliability.models.strategies": "reliability.models.recovery.strategies",
-    "reliability.models.strategies_mc": "reliability.models.recovery.strategies_mc",
-    "reliability.models.node_health": "reliability.models.nodes.health",
-    "reliability.models.lemon": "reliability.models.nodes.lemon",
-    "reliability.models.lemon_features": "reliability.models.nodes.lemon_features",
-    "reliability.models.lemon_test": "reliability.models.nodes.lemon_testing",
-    "reliability.models.signals": "reliability.models.nodes.signals",
-    "reliability.models.availability": "reliability.models.pods.availability",
-    "reliability.models.pod_measure": "reliability.models.pods.measure",
-    "reliability.models.pod_recovery": "reliability.models.pods.recovery",
-    "reliability.models.pods": "reliability.models.pods.identify",
-    "reliability.models.routing": "reliability.models.pods.routing",
-    "reliability.models.lifetimes": "reliability.models.lifetimes.weibull",
-    "reliability.models.repairable": "reliability.models.lifetimes.repairable",
-    "reliability.models.components": "reliability.models.lifetimes.components",
-    "reliability.models.fleets": "reliability.models.fleets.published",
-    "reliability.models.fleet_compare": "reliability.models.fleets.compare",
+    "reliability.models.failures.counts": "reliability.models.failures.counts",
+    "reliability.models.failures.mttf": "reliability.models.failures.mttf",
+    "reliability.models.failures.rates": "reliability.models.failures.rates",
+    "reliability.models.failures.scaling": "reliability.models.failures.scaling",
+    "reliability.models.failures.jobs": "reliability.models.failures.jobs",
+    "reliability.models.failures.workload": "reliability.models.failures.workload",
+    "reliability.models.failures.incidents": "reliability.models.failures.incidents",
+    "reliability.models.recovery.checkpoint": "reliability.models.recovery.checkpoint",
+    "reliability.models.recovery.ettr": "reliability.models.recovery.ettr",
+    "reliability.models.recovery.ettr_logs": "reliability.models.recovery.ettr_logs",
+    "reliability.models.recovery.ettr_mc": "reliability.models.recovery.ettr_mc",
+    "reliability.models.recovery.planner": "reliability.models.recovery.planner",
+    "reliability.models.recovery.cost": "reliability.models.recovery.cost",
+    "reliability.models.recovery.strategies": "reliability.models.recovery.strategies",
+    "reliability.models.recovery.strategies_mc": "reliability.models.recovery.strategies_mc",
+    "reliability.models.nodes.health": "reliability.models.nodes.health",
+    "reliability.models.nodes.lemon": "reliability.models.nodes.lemon",
+    "reliability.models.nodes.lemon_features": "reliability.models.nodes.lemon_features",
+    "reliability.models.nodes.lemon_testing": "reliability.models.nodes.lemon_testing",
+    "reliability.models.nodes.signals": "reliability.models.nodes.signals",
+    "reliability.models.pods.availability": "reliability.models.pods.availability",
+    "reliability.models.pods.measure": "reliability.models.pods.measure",
+    "reliability.models.pods.recovery": "reliability.models.pods.recovery",
+    "reliability.models.pods.identify": "reliability.models.pods.identify",
+    "reliability.models.pods.routing": "reliability.models.pods.routing",
+    "reliability.models.lifetimes.weibull": "reliability.models.lifetimes.weibull",
+    "reliability.models.lifetimes.repairable": "reliability.models.lifetimes.repairable",
+    "reliability.models.lifetimes.components": "reliability.models.lifetimes.components",
+    "reliability.models.fleets.published": "reliability.models.fleets.published",
+    "reliability.models.fleets.compare": "reliability.models.fleets.compare",
 }
 
 
@@ -173,6 +183,13 @@ def _decode(value: Any, folder: Path) -> Any:
         return [_decode(v, folder) for v in value]
     if not isinstance(value, dict):
         return value
+    if "__hinted__" in value:
+        return Hinted(
+            *(
+                p if isinstance(p, str) else Hint(p[0], _decode(p[1], folder), p[2])
+                for p in value["__hinted__"]
+            )
+        )
     if "__float__" in value:
         return float(value["__float__"])
     if "__datetime__" in value:

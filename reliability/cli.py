@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from reliability._version import __version__
-from reliability.errors import ReliabilityError, spell_options
+from reliability.errors import Hint, ReliabilityError, render_message, spell_options
 from reliability.ingest import READERS, reader_options
 from reliability.store import Dataset, IngestOutcome
 
@@ -1284,7 +1284,9 @@ def _compare(
 def _cli_terms(message: str, args: argparse.Namespace) -> str:
     """Translate a library message into the CLI's terms.
 
-    ``pass tz=`` -> ``pass --tz``, ``tz='UTC'`` -> ``--tz UTC``.
+    ``pass tz=`` -> ``pass --tz``, ``tz='UTC'`` -> ``--tz UTC``: a
+    :class:`~reliability.errors.Hinted` message's hints by their structure, other text by
+    pattern.
     """
     import shlex
 
@@ -1296,7 +1298,17 @@ def _cli_terms(message: str, args: argparse.Namespace) -> str:
             return flag
         return f"{flag} {shlex.quote(value)}"
 
-    return spell_options(message, spell, names=[n for n in flags if n not in ("help",)])
+    def spell_hint(hint: Hint) -> str:
+        if hint.option not in flags:
+            return hint.library()  # no flag of this command: the library's words
+        text = spell(hint.option, None if hint.value is None else str(hint.value))
+        return f"pass {text}" if hint.action else text
+
+    return render_message(
+        message,
+        spell_hint,
+        lambda text: spell_options(text, spell, names=[n for n in flags if n not in ("help",)]),
+    )
 
 
 def _os_error_text(exc: OSError, args: argparse.Namespace) -> str:

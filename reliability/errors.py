@@ -1,24 +1,32 @@
 """Exceptions raised by the package, each naming what failed and where.
 
-Messages name the options a user passed in Python's spelling, ``tz=`` or ``tz='UTC'``. Front
-ends respell them in their own terms with :func:`spell_options`: the CLI says ``--tz UTC``, a
-pipeline says ``tz = "UTC"`` in its ``[[inputs]]`` table.
+Messages name the options a user passed in Python's spelling, ``tz=`` or ``tz='UTC'``. A
+message that tells the user to change an option can carry it as a structured :class:`Hint`
+(a :class:`Hinted` message: ``Hint("min_gpus", 4)``), which each front end renders in its own
+terms (:meth:`Hinted.render`: the CLI says ``--min-gpus 4``, a pipeline
+``[analysis].min_gpus = 4``, the library ``min_gpus=4``). Plain messages are respelled by
+pattern (:func:`spell_options`), the fallback for those not yet hinted.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
 
 __all__ = [
     "OPTION_NAMES",
     "DatasetDamagedError",
     "DatasetError",
     "DatasetLockedError",
+    "Hint",
+    "Hinted",
     "IngestError",
     "PipelineError",
     "ReliabilityError",
     "SchemaError",
+    "render_message",
     "spell_options",
 ]
 
@@ -181,3 +189,108 @@ def spell_options(
         return spell(m.group(1), value)
 
     return pattern.sub(sub, message)
+
+
+@dataclass(frozen=True)
+class Hint:
+    """An option a message tells the user to change, in no front end's spelling.
+
+    Parameters
+    ----------
+    option : str
+        The library's keyword (``"min_gpus"``); a pipeline's ``[analysis]`` key of the same name.
+    value : object or None
+        The value to give; None: a value of the user's own.
+    action : bool
+        The hint is an instruction (rendered with the front end's verb: ``pass min_gpus=4``,
+        ``set [analysis].min_gpus = 4``), not a mention of the option.
+    """
+
+    option: str
+    value: Any = None
+    action: bool = True
+
+    def library(self) -> str:
+        """Spell the hint as a Python caller would write it (``pass min_gpus=4``).
+
+        Returns
+        -------
+        str
+            ``option=value`` (``option=`` without a value), after ``pass`` for an action.
+        """
+        text = f"{self.option}=" + ("" if self.value is None else _py(self.value))
+        return f"pass {text}" if self.action else text
+
+
+def _py(value: Any) -> str:
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+class Hinted(str):
+    """A message (a ``str``: its text is the library's spelling) with its hints kept apart.
+
+    Built from text and :class:`Hint` parts; :meth:`render` spells the hints in a front end's
+    terms. Saved results keep the parts (:mod:`reliability._result_io`). A string operation on
+    it (slicing, an f-string) returns plain text in the library's spelling.
+
+    Parameters
+    ----------
+    *parts : str or Hint
+        The message's text and hints, in order.
+    """
+
+    parts: tuple[str | Hint, ...]
+
+    def __new__(cls, *parts: str | Hint) -> Hinted:  # noqa: D102
+        flat: list[str | Hint] = []
+        for p in parts:
+            flat.extend(p.parts if isinstance(p, Hinted) else (p,))
+        obj = super().__new__(
+            cls, "".join(p.library() if isinstance(p, Hint) else str(p) for p in flat)
+        )
+        obj.parts = tuple(flat)
+        return obj
+
+    @property
+    def hints(self) -> tuple[Hint, ...]:
+        """The message's hints, in order."""
+        return tuple(p for p in self.parts if isinstance(p, Hint))
+
+    def render(self, spell: Callable[[Hint], str]) -> str:
+        """Spell the message with each hint as ``spell(hint)`` returns it.
+
+        Parameters
+        ----------
+        spell : callable
+            ``spell(hint)`` -> the front end's text for it (verb included for an action).
+
+        Returns
+        -------
+        str
+            The message in the front end's terms.
+        """
+        return "".join(spell(p) if isinstance(p, Hint) else p for p in self.parts)
+
+
+def render_message(
+    message: str, spell: Callable[[Hint], str], fallback: Callable[[str], str]
+) -> str:
+    """Render a message in a front end's terms: its hints if it has them, else by pattern.
+
+    Parameters
+    ----------
+    message : str
+        A library message or note (a :class:`Hinted` one or plain text).
+    spell : callable
+        ``spell(hint)`` -> the front end's text for a hint.
+    fallback : callable
+        ``fallback(text)`` -> plain text respelled (e.g. with :func:`spell_options`).
+
+    Returns
+    -------
+    str
+        The message in the front end's terms.
+    """
+    if isinstance(message, Hinted):
+        return message.render(spell)
+    return fallback(message)

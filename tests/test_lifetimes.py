@@ -20,7 +20,12 @@ from lifelines import (
 from scipy import special
 
 from reliability._result import frame_is_finite
-from reliability.models.lifetimes import fit_lifetimes, fit_weibull, lifetime_table, weibull_mle
+from reliability.models.lifetimes.weibull import (
+    fit_lifetimes,
+    fit_weibull,
+    lifetime_table,
+    weibull_mle,
+)
 from reliability.plots import plot_lifetimes
 from reliability.plots.lifetimes import model_survival
 

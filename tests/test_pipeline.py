@@ -519,7 +519,8 @@ def test_lemon_stage_flags_only_on_the_window_its_detector_was_trained_on(
     model = det.save(tmp_path / "m.json")
     cfg = replace(res.config, analysis=replace(res.config.analysis, lemon_model=str(model)))
     assert cfg.analysis.lemon_window_days == 7
-    out = lemon(cfg, res.outputs, tmp_path / "work")
+    o = res.outputs
+    out = lemon(o.cluster_data, o.attribution, o.lemon_quarantine, cfg, tmp_path / "work")
     notes = " ".join(out.notes)
     reach = int((out.scores["probability"] >= det.threshold_).sum())
     assert reach > 0
@@ -532,7 +533,7 @@ def test_lemon_stage_flags_only_on_the_window_its_detector_was_trained_on(
     # nor does the quarantine backtest drain the nodes an uncalibrated detector flags
     no_backtest = "no quarantine backtest: the detector was trained on 28-day windows"
     assert (no_backtest in notes) is (trained == 28)
-    step = lemon_quarantine(cfg, res.outputs, tmp_path / "quarantine")
+    step = lemon_quarantine(o.cluster_split, cfg, tmp_path / "quarantine")
     if trained == 28:
         assert step.run is None
         assert step.backtest is None

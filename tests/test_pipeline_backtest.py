@@ -41,14 +41,13 @@ def test_pipeline_backtest_equals_the_backtest_from_scratch(tmp_path: Path) -> N
     cfg = load_pipeline(p)
     for stage in ("split", "data", "quarantine", "lemon"):
         (tmp_path / stage).mkdir()
-    split = cluster_split(cfg, {}, tmp_path / "split")
+    split = cluster_split(cfg, tmp_path / "split")
     assert split.checkpoint is not None
     assert split.split_day == 60
-    data = cluster_data(cfg, {"cluster_split": split}, tmp_path / "data")
-    q = lemon_quarantine(cfg, {"cluster_split": split}, tmp_path / "quarantine")
+    data = cluster_data(split, cfg, tmp_path / "data")
+    q = lemon_quarantine(split, cfg, tmp_path / "quarantine")
     assert q.run is not None
-    rep = lemon(cfg, {"cluster_data": data, "lemon_quarantine": q, "attribution": None},
-                tmp_path / "lemon")  # fmt: skip
+    rep = lemon(data, None, q, cfg, tmp_path / "lemon")  # no attribution: the test on data alone
     assert rep.backtest is not None
     sim_cfg = sim_cluster_config(cfg.inputs[0])
     # the baseline continued from the split is the run simulated in one go, file for file

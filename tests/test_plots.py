@@ -345,7 +345,7 @@ def test_fleet_availability(health):
 
 
 def test_lifetimes():
-    from reliability.models.lifetimes import fit_lifetimes
+    from reliability.models.lifetimes.weibull import fit_lifetimes
     from reliability.plots.lifetimes import model_survival
 
     rng = np.random.default_rng(3)

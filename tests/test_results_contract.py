@@ -691,15 +691,15 @@ def test_a_requeue_the_application_asked_for_loses_no_work():
 @pytest.mark.parametrize(
     ("old_module", "cls_name"),
     [
-        ("reliability.models.mttf", "MTTFResult"),
-        ("reliability.models.node_health", "NodeHealth"),
-        ("reliability.models.recovery_cost", "RecoveryCosts"),
-        ("reliability.models.lifetimes", "LifetimeResult"),
+        ("reliability.models.failures.mttf", "MTTFResult"),
+        ("reliability.models.nodes.health", "NodeHealth"),
+        ("reliability.models.recovery.cost", "RecoveryCosts"),
+        ("reliability.models.lifetimes.weibull", "LifetimeResult"),
     ],
 )
 def test_a_result_saved_before_models_were_grouped_still_loads(old_module, cls_name, tmp_path):
     """Files written by the release before ``reliability.models`` was grouped name the flat
-    module (``reliability.models.mttf:MTTFResult``, as that release's save_result wrote it);
+    module (``reliability.models.failures.mttf:MTTFResult``, as that release's save_result wrote it);
     they load as the class that lives in the group now."""
     import json
 

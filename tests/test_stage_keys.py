@@ -23,27 +23,27 @@ def _cfg(tmp_path: Path):
 
 
 def _stage(run, *keys):
-    return Stage("probe", (), lambda cfg: cfg.analysis.pick(*keys), run)
+    return Stage("probe", run, reads=keys)
 
 
 def test_a_declared_key_passes_and_the_value_is_the_real_one(tmp_path):
     cfg = _cfg(tmp_path)
-    got = run_checked(_stage(lambda c, d, w: c.analysis.min_gpus, "min_gpus"), cfg, {}, tmp_path)
+    got = run_checked(_stage(lambda cfg: cfg.analysis.min_gpus, "min_gpus"), cfg, {}, tmp_path)
     assert got == cfg.analysis.min_gpus
 
 
 def test_an_undeclared_key_is_refused(tmp_path):
     cfg = _cfg(tmp_path)
     with pytest.raises(StaleKeyError, match="stage probe read target_ettr"):
-        run_checked(_stage(lambda c, d, w: c.analysis.target_ettr, "min_gpus"), cfg, {}, tmp_path)
+        run_checked(_stage(lambda cfg: cfg.analysis.target_ettr, "min_gpus"), cfg, {}, tmp_path)
 
 
 def test_a_key_read_through_a_property_or_an_alias_is_seen(tmp_path):
     """``restart_h`` is computed from ``restart_min``: reading it reads that key."""
     cfg = _cfg(tmp_path)
 
-    def run(c, d, w):
-        a = c.analysis
+    def run(cfg):
+        a = cfg.analysis
         return a.restart_h
 
     with pytest.raises(StaleKeyError, match="restart_min"):
@@ -56,8 +56,8 @@ def test_a_key_read_through_a_property_or_an_alias_is_seen(tmp_path):
 def test_the_reason_rules_need_their_key(tmp_path):
     cfg = _cfg(tmp_path)
     with pytest.raises(StaleKeyError, match="reasons"):
-        run_checked(_stage(lambda c, d, w: c.reasons), cfg, {}, tmp_path)
-    ok = Stage("probe", (), lambda c: {"reasons": c.reasons_table}, lambda c, d, w: c.reasons)
+        run_checked(_stage(lambda cfg: cfg.reasons), cfg, {}, tmp_path)
+    ok = _stage(lambda cfg: cfg.reasons, "reasons")
     assert run_checked(ok, cfg, {}, tmp_path) is not None
 
 
@@ -67,8 +67,7 @@ def test_a_key_the_params_derive_a_value_from_is_covered(tmp_path):
     cfg = _cfg(tmp_path)
     derived = Stage(
         "probe",
-        (),
-        lambda c: {"half": c.analysis.target_ettr / 2},
-        lambda c, d, w: c.analysis.target_ettr,
+        lambda cfg: cfg.analysis.target_ettr,
+        key=lambda c: {"half": c.analysis.target_ettr / 2},
     )
     assert run_checked(derived, cfg, {}, tmp_path) == cfg.analysis.target_ettr

@@ -53,11 +53,11 @@ class PodAnalysis(Result):
     Attributes
     ----------
     pods : polars.DataFrame
-        Per cluster: ``pod``, ``mode``, ``n_cubes`` (:func:`reliability.models.pods.identify_pods`).
+        Per cluster: ``pod``, ``mode``, ``n_cubes`` (:func:`reliability.models.pods.identify.identify_pods`).
     component_rates : polars.DataFrame
         Weekly failure rate per component type.
     measured : list of MeasuredAvailability
-        Per pod, :class:`~reliability.models.pods.MeasuredAvailability`.
+        Per pod, :class:`~reliability.models.pods.identify.MeasuredAvailability`.
     curves : polars.DataFrame
         The analytic availability per job size at each pod's host availability.
     recovery : RecoveryComparison

@@ -6,5 +6,13 @@
 
 from reliability.pipeline.config import PipelineConfig, PipelineError, load_pipeline
 from reliability.pipeline.runner import RunResult, run_pipeline
+from reliability.pipeline.stages import RunResults
 
-__all__ = ["PipelineConfig", "PipelineError", "RunResult", "load_pipeline", "run_pipeline"]
+__all__ = [
+    "PipelineConfig",
+    "PipelineError",
+    "RunResult",
+    "RunResults",
+    "load_pipeline",
+    "run_pipeline",
+]

@@ -3,24 +3,24 @@
 Shared by the runner and the background stages' child processes (which import this module,
 not the runner).
 
-A stage's cache key covers the ``[analysis]`` keys it declares (``Stage.params``). A stage that
-reads a key it does not declare would be served a stale result when that key changes, so every
-stage runs on a configuration that records what it reads (:func:`run_checked`): reading an
-undeclared key is an error, not a stale cache.
+A stage's cache key covers the ``[analysis]`` keys it declares it reads (``Stage(reads=...)``,
+put in the key by ``Stage.params``). A stage that reads a key it does not declare would be
+served a stale result when that key changes, so every stage runs on a configuration that records
+what it reads (:func:`run_checked`): reading an undeclared key is an error, not a stale cache.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from reliability._atomic import write_json_atomic
 from reliability._result_io import count_rows, load_result, save_result
 from reliability.pipeline.config import PipelineConfig
-from reliability.pipeline.stages import STAGES
+from reliability.pipeline.stages import STAGES, RunResults, Stage
 
 __all__ = ["StaleKeyError", "load_stage", "run_checked", "run_stage", "save_stage"]
 
@@ -152,7 +152,9 @@ def _recording(cfg: PipelineConfig) -> tuple[PipelineConfig, Callable[[], set[st
     return view, lambda: reads | (analysis.names & fields)
 
 
-def run_checked(stage: Any, cfg: PipelineConfig, outputs: dict[str, Any], work: Path) -> Any:
+def run_checked(
+    stage: Stage, cfg: PipelineConfig, outputs: Mapping[str, Any] | RunResults, work: Path
+) -> Any:
     """Run a stage and check that it read only the configuration its cache key covers.
 
     Parameters
@@ -161,8 +163,8 @@ def run_checked(stage: Any, cfg: PipelineConfig, outputs: dict[str, Any], work: 
         The stage (:data:`~reliability.pipeline.stages.STAGES`).
     cfg : PipelineConfig
         The pipeline.
-    outputs : dict of str to object
-        Upstream results by stage name.
+    outputs : RunResults or dict of str to object
+        Upstream results by stage name (``outputs[name]``).
     work : pathlib.Path
         The stage's cache folder.
 
@@ -174,11 +176,11 @@ def run_checked(stage: Any, cfg: PipelineConfig, outputs: dict[str, Any], work: 
     Raises
     ------
     StaleKeyError
-        If the stage read an ``[analysis]`` key (or the reason rules) that its ``params`` neither
-        put in its cache key nor read to derive a value of it.
+        If the stage read an ``[analysis]`` key (or the reason rules) that its ``reads`` do not
+        declare and its ``key`` did not read to derive a value of it.
     """
     run_view, run_reads = _recording(cfg)
-    result = stage.run(run_view, outputs, work)
+    result = stage(run_view, outputs, work)
     key_view, key_reads = _recording(cfg)
     declared = set(stage.params(key_view))
     declared |= key_reads()  # what the key holds, or derives its values from
@@ -187,6 +189,6 @@ def run_checked(stage: Any, cfg: PipelineConfig, outputs: dict[str, Any], work: 
         raise StaleKeyError(
             f"stage {stage.name} read {', '.join(missing)} but its cache key does not cover "
             f"{'it' if len(missing) == 1 else 'them'}: add {'it' if len(missing) == 1 else 'them'} "
-            "to the stage's params in reliability/pipeline/stages.py"
+            "to the stage's reads=(...) in reliability/pipeline/stages.py"
         )
     return result

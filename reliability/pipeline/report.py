@@ -16,7 +16,7 @@ from matplotlib.figure import Figure as MplFigure
 
 from reliability import plots
 from reliability._version import __version__
-from reliability.pipeline.stages import SECTIONS
+from reliability.pipeline.stages import SECTIONS, RunResults
 from reliability.pipeline.steps.common import Context, analysis_terms
 from reliability.report.actions import (
     checkpoint_actions,
@@ -69,7 +69,8 @@ def build_report(run: Any) -> Report:
     Parameters
     ----------
     run : RunResult
-        A finished :class:`~reliability.pipeline.RunResult` (its config and stage outputs).
+        A finished :class:`~reliability.pipeline.RunResult` (its config and its stages'
+        results, a :class:`~reliability.pipeline.RunResults`).
 
     Returns
     -------
@@ -77,13 +78,13 @@ def build_report(run: Any) -> Report:
         Actions, headline cards, summary lines and sections, ready to render.
     """
     cfg = run.config
-    results = run.outputs
+    results: RunResults = run.outputs
     ctx = Context(cfg, results)
-    cluster, pods = results.get("cluster_data"), results.get("pod_data")
+    cluster, pods = results.cluster_data, results.pod_data
     actions = [
-        *node_actions(results.get("node_health"), results.get("lemon")),
-        *checkpoint_actions(results.get("plan"), results.get("mttf")),
-        *job_actions(results.get("workload")),
+        *node_actions(results.node_health, results.lemon),
+        *checkpoint_actions(results.plan, results.mttf),
+        *job_actions(results.workload),
         *data_actions(
             [cluster, pods], dataset_hint=str(cluster.path) if cluster is not None else ""
         ),
@@ -99,8 +100,9 @@ def build_report(run: Any) -> Report:
         )
     sections: list[Section] = []
     for stage, builder in SECTIONS:
-        if stage in results:
-            sections += builder(results[stage], ctx)
+        got = results[stage]
+        if got is not None:
+            sections += builder(got, ctx)
     sections += _sweep_sections(cfg)
     subtitle = f"Pipeline {cfg.name} - generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by reliability {__version__}"
     return Report(

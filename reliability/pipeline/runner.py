@@ -40,9 +40,9 @@ from reliability._version import __version__
 from reliability.pipeline.background import BackgroundStage
 from reliability.pipeline.cache import load_stage, run_checked, save_stage
 from reliability.pipeline.config import PipelineConfig, load_pipeline
-from reliability.pipeline.stages import STAGES
+from reliability.pipeline.stages import STAGES, RunResults
 
-__all__ = ["RunResult", "run_pipeline"]
+__all__ = ["RunResult", "RunResults", "run_pipeline"]
 
 _DEPENDENCIES = (
     "polars",
@@ -59,15 +59,16 @@ _DEPENDENCIES = (
 class RunResult(Result):
     """The result of a pipeline run.
 
-    The typed result of every stage that ran (by stage name), per-stage records, and the files
-    written. A result like the stages': its ``summary`` is the table of stages (``stage, key,
-    cached, seconds, rows``), its text form says what ran and what was written.
+    The typed result of every stage that ran (``outputs``: :class:`RunResults`, one attribute
+    per stage), per-stage records, and the files written. A result like the stages': its
+    ``summary`` is the table of stages (``stage, key, cached, seconds, rows``), its text form
+    says what ran and what was written.
     """
 
     title = "Pipeline run"
 
     config: PipelineConfig
-    outputs: dict[str, Any]
+    outputs: RunResults
     stages: list[dict[str, Any]]
     files: dict[str, Path] = field(default_factory=dict)
     pdf_pages: int | None = None
@@ -143,7 +144,7 @@ class RunResult(Result):
                 "rows": 0,
             },
         ]
-        outputs = {"mttf": MTTFResult._example(), "rates": RateSeries._example()}
+        outputs = RunResults(mttf=MTTFResult._example(), rates=RateSeries._example())
         return cls(
             config=cfg,
             outputs=outputs,
@@ -268,7 +269,8 @@ def run_pipeline(
     Returns
     -------
     RunResult
-        Every stage's result, the per-stage records and the files written.
+        Every stage's result (``outputs``: :class:`RunResults`), the per-stage records and the
+        files written.
     """
     cfg = pipeline if isinstance(pipeline, PipelineConfig) else load_pipeline(pipeline)
     folder = Path(out).resolve() if out is not None else cfg.out
@@ -354,7 +356,7 @@ def run_pipeline(
     for old in cache.iterdir():
         if old.is_dir() and old.name not in live:
             shutil.rmtree(old, ignore_errors=True)
-    result = RunResult(config=cfg, outputs=outputs, stages=records)
+    result = RunResult(config=cfg, outputs=RunResults.of(outputs), stages=records)
     report_key = None
     if report:
         from reliability.report import write_report

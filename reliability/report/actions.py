@@ -3,7 +3,12 @@
 Every item is computed from a result it cites and says where the details are; nothing is
 printed that the data do not support (no rate without failures, no plan without exposure, no
 lemon that the detector did not flag). The inputs are the pipeline's typed results, any of
-which may be missing (a stage that did not run).
+which may be missing (a stage that did not run, None).
+
+The actions take the results they cite as arguments; :func:`headline_cards` takes a run's
+:class:`~reliability.pipeline.RunResults` and reads the results it needs by their stage names
+(its attributes). The report layer imports nothing of the pipeline (``tests/test_layers.py``):
+these attribute names are the whole of what it knows of the stages.
 """
 
 from __future__ import annotations
@@ -345,13 +350,15 @@ def _rate_card(m: Any) -> Card:
     )
 
 
-def headline_cards(results: dict[str, Any]) -> list[Card]:
+def headline_cards(results: Any) -> list[Card]:
     """Compute the headline numbers of a run.
 
     Parameters
     ----------
-    results : dict of str to object
-        Stage name -> result of a run.
+    results : RunResults
+        A pipeline run's results (:class:`reliability.pipeline.RunResults`); the cards read its
+        attributes ``mttf``, ``attribution``, ``plan``, ``node_health``, ``lemon`` and ``pod``,
+        each None when that stage did not run.
 
     Returns
     -------
@@ -360,9 +367,8 @@ def headline_cards(results: dict[str, Any]) -> list[Card]:
         far as the stages ran.
     """
     cards: list[Card] = []
-    m, plan, health, lemon, attr = (
-        results.get(k) for k in ("mttf", "plan", "node_health", "lemon", "attribution")
-    )
+    m, plan, health = results.mttf, results.plan, results.node_health
+    lemon, attr = results.lemon, results.attribution
     if m is not None:
         cards.append(_rate_card(m))
         largest = (
@@ -480,7 +486,7 @@ def headline_cards(results: dict[str, Any]) -> list[Card]:
                     float(f.height),
                 )
             )
-    pod = results.get("pod")
+    pod = results.pod
     if pod is not None:
         cards.append(
             Card(

@@ -1,9 +1,12 @@
 """The report of a pipeline run, as data (:class:`~reliability.report.model.Report`).
 
-The report layer does not know the stages: a pipeline's
+The report layer does not run or import the stages: a pipeline's
 :class:`~reliability.pipeline.RunResult` assembles its own report
 (:func:`reliability.pipeline.report.build_report`: the action list, the headline numbers, and
 one section per analysis, each built next to the stage it renders), and this layer renders it.
+It knows the stages only by the names of the results the headline numbers read
+(:func:`reliability.report.actions.headline_cards`: attributes of a
+:class:`~reliability.pipeline.RunResults`).
 """
 
 from __future__ import annotations

@@ -29,6 +29,7 @@ import polars as pl
 
 from reliability._result import Result, fmt_count, fmt_duration_h, fmt_num
 from reliability.attribution import attribute_failures
+from reliability.errors import Hint, Hinted
 from reliability.models.failures.counts import (
     RateEstimate,
     clip_attempts,
@@ -603,14 +604,17 @@ def fit_mttf(
     if big.height == 0:
         largest = int(exp.get_column("n_accelerators").max() or 0) if exp.height else 0
         if largest >= 1:
-            fix = f"pass min_gpus={largest} or lower to estimate it from smaller jobs"
+            fix = Hinted(Hint("min_gpus", largest), " or lower to estimate it from smaller jobs")
         elif exp.height:
             fix = "the jobs ran on no GPUs (r_f counts GPU jobs: CPU-only jobs are reported apart)"
         else:
             fix = "no attempt ran (no start time) in the window"
         notes.append(
-            f"no exposure from jobs of >= {min_gpus} GPUs (largest job: {largest:,} GPUs): r_f not "
-            f"estimable; {fix}"
+            Hinted(
+                f"no exposure from jobs of >= {min_gpus} GPUs (largest job: {largest:,} GPUs): r_f "
+                "not estimable; ",
+                fix,
+            )
         )
     weekly = period_counts(big, every="1w")
     rate = estimate_rate(

@@ -29,7 +29,11 @@ from reliability.models.failures.mttf import (
     fit_mttf,
     mttf_h,
 )
-from reliability.models.fleets.published import PublishedFleets, published_fleets, total_failures
+from reliability.models.fleets.published import (
+    PublishedFleets,
+    published_fleets,
+    total_failures,
+)
 
 if TYPE_CHECKING:
     from reliability.store import Dataset

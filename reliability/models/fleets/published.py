@@ -304,7 +304,7 @@ def published_fleets(*, alpha: float = 0.05) -> PublishedFleets:
 
     Examples
     --------
-    >>> from reliability.models.fleets import published_fleets
+    >>> from reliability.models.fleets.published import published_fleets
     >>> row = published_fleets().row("llama3")
     >>> round(1000 * row["rate_per_node_day"], 2)  # 419 / (2,048 nodes x 54 days)
     3.79

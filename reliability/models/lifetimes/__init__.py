@@ -4,7 +4,10 @@ Component lifetimes: Weibull fits with wear-out / infant-mortality verdicts, rep
 models (time between failures, Crow-AMSAA), per-component reliability of a Dataset.
 """
 
-from reliability.models.lifetimes.components import ComponentReliability, component_reliability
+from reliability.models.lifetimes.components import (
+    ComponentReliability,
+    component_reliability,
+)
 from reliability.models.lifetimes.repairable import (
     CrowAMSAA,
     InterFailureResult,

@@ -7,7 +7,6 @@ HPCA '25, §III-V).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -16,12 +15,15 @@ from reliability import plots
 from reliability import references as ref
 from reliability._result import Result, fmt_duration_h, fmt_num
 from reliability.analyses.attribution import AttributionResult, attribute
+from reliability.errors import Hint, Hinted
 from reliability.models.failures import MTTFResult, RateSeries, WorkloadResult
 from reliability.models.failures.mttf import SIZE_BUCKETS
 from reliability.models.failures.scaling import ScalingCheck
+from reliability.models.nodes import NodeHealth
 from reliability.models.recovery import PlanResult, RecoveryCosts, RunETTR, StrategyComparison
 from reliability.pipeline.config import PipelineConfig
 from reliability.pipeline.steps.common import Context, analysis_terms, notes_blocks, plot_block
+from reliability.pipeline.steps.data import DataResult
 from reliability.report.model import Section, Table, Text
 
 __all__ = [
@@ -115,20 +117,18 @@ def attribution_caption(a: AttributionResult | None, before_min: float, after_mi
 # ---------------------------------------------------------------- stages
 
 
-def attribution(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> AttributionResult:
+def attribution(cluster_data: DataResult, cfg: PipelineConfig) -> AttributionResult:
     """Run stage ``attribution``: how every attempt ended, and why.
 
     Kokolis et al., HPCA '25, §III (see :func:`reliability.attribution.attribute_failures`).
 
     Parameters
     ----------
+    cluster_data : DataResult
+        The cluster's Dataset.
     cfg : PipelineConfig
         The pipeline configuration (``[analysis].before_min``, ``after_min``,
         ``requeue_exit_codes``, ``gpus_per_node``).
-    deps : dict of str to object
-        Upstream results: ``cluster_data`` (DataResult).
-    work : Path
-        The stage's work folder (unused).
 
     Returns
     -------
@@ -137,7 +137,7 @@ def attribution(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> Attrib
     """
     a = cfg.analysis
     return attribute(
-        deps["cluster_data"].open(),
+        cluster_data.open(),
         before_min=a.before_min,
         after_min=a.after_min,
         requeue_exit_codes=a.requeue_exit_codes,
@@ -146,19 +146,17 @@ def attribution(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> Attrib
     )
 
 
-def mttf(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> MTTFResult:
+def mttf(attribution: AttributionResult, cfg: PipelineConfig) -> MTTFResult:
     """Run stage ``mttf``: r_f and MTTF by job size, censored at the observation end.
 
     Kokolis et al., HPCA '25, §IV, Fig. 7 (see :func:`reliability.models.fit_mttf`).
 
     Parameters
     ----------
+    attribution : AttributionResult
+        The attribution stage's result.
     cfg : PipelineConfig
         The pipeline configuration (``[analysis].min_gpus``, ``gpus_per_node``).
-    deps : dict of str to object
-        Upstream results: ``attribution`` (AttributionResult).
-    work : Path
-        The stage's work folder (unused).
 
     Returns
     -------
@@ -167,26 +165,24 @@ def mttf(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> MTTFResult:
     """
     from reliability.models.failures import fit_mttf
 
-    a = deps["attribution"]
+    a = attribution
     return fit_mttf(
         a.jobs,
         min_gpus=cfg.analysis.min_gpus,
-        gpus_per_node=deps["attribution"].gpus_per_node,
+        gpus_per_node=attribution.gpus_per_node,
         observation_end=a.observation_end,
     )
 
 
-def rates(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> RateSeries:
+def rates(attribution: AttributionResult, cfg: PipelineConfig) -> RateSeries:
     """Run stage ``rates``: the weekly failure rate and its trend.
 
     Parameters
     ----------
+    attribution : AttributionResult
+        The attribution stage's result.
     cfg : PipelineConfig
         The pipeline configuration (``[analysis].min_gpus``).
-    deps : dict of str to object
-        Upstream results: ``attribution`` (AttributionResult).
-    work : Path
-        The stage's work folder (unused).
 
     Returns
     -------
@@ -195,23 +191,19 @@ def rates(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> RateSeries:
     """
     from reliability.models.failures import failure_rate_series
 
-    a = deps["attribution"]
+    a = attribution
     return failure_rate_series(
         a.jobs, min_gpus=cfg.analysis.min_gpus, observation_end=a.observation_end
     )
 
 
-def workload(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> WorkloadResult:
+def workload(attribution: AttributionResult) -> WorkloadResult:
     """Run stage ``workload``: job states, sizes, taxonomy, secondary preemptions, crash loops.
 
     Parameters
     ----------
-    cfg : PipelineConfig
-        The pipeline configuration (this stage takes no parameters of its own).
-    deps : dict of str to object
-        Upstream results: ``attribution`` (AttributionResult).
-    work : Path
-        The stage's work folder (unused).
+    attribution : AttributionResult
+        The attribution stage's result.
 
     Returns
     -------
@@ -220,24 +212,22 @@ def workload(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> WorkloadR
     """
     from reliability.models.failures import workload_summary
 
-    a = deps["attribution"]
+    a = attribution
     return workload_summary(a.jobs, observation_end=a.observation_end)
 
 
-def ettr(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> RunETTR:
+def ettr(attribution: AttributionResult, cfg: PipelineConfig) -> RunETTR:
     """Run stage ``ettr``: ETTR of every job run, with the assumed checkpoint interval and restart.
 
     Kokolis et al., HPCA '25, §V (see :func:`reliability.models.job_run_ettr`).
 
     Parameters
     ----------
+    attribution : AttributionResult
+        The attribution stage's result.
     cfg : PipelineConfig
         The pipeline configuration (``[analysis].ckpt_interval_min``, ``restart_min``,
         ``ckpt_min_gpus``).
-    deps : dict of str to object
-        Upstream results: ``attribution`` (AttributionResult).
-    work : Path
-        The stage's work folder (unused).
 
     Returns
     -------
@@ -246,7 +236,7 @@ def ettr(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> RunETTR:
     """
     from reliability.models.recovery import job_run_ettr
 
-    a, c = deps["attribution"], cfg.analysis
+    a, c = attribution, cfg.analysis
     return job_run_ettr(
         a.jobs,
         c.ckpt_interval_h,
@@ -349,8 +339,13 @@ class CheckpointPlan(Result):
         from reliability.pipeline.analysis import AnalysisConfig
 
         cfg = SimpleNamespace(analysis=AnalysisConfig(min_gpus=1))
-        deps = {"mttf": MTTFResult._example(kind), "attribution": AttributionResult._example(kind)}
-        return checkpoint_plan(cfg, deps, Path("."))  # type: ignore[arg-type]
+        # no node states: the repair time is assumed (as for a cluster without them)
+        return checkpoint_plan(
+            AttributionResult._example(kind),
+            MTTFResult._example(kind),
+            None,  # type: ignore[arg-type]
+            cfg,  # type: ignore[arg-type]
+        )
 
 
 def plan_sizes(
@@ -423,7 +418,9 @@ def _status(p: PlanResult) -> str:
     )
 
 
-def checkpoint_plan(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> CheckpointPlan:
+def checkpoint_plan(
+    attribution: AttributionResult, mttf: MTTFResult, node_health: NodeHealth, cfg: PipelineConfig
+) -> CheckpointPlan:
     """Run stage ``plan``: a checkpoint interval for each job size at the fitted r_f.
 
     The rate is the recent rate, the window's, or the upper bound when no failures were seen:
@@ -431,14 +428,15 @@ def checkpoint_plan(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> Ch
 
     Parameters
     ----------
+    attribution : AttributionResult
+        The attributed jobs.
+    mttf : MTTFResult
+        The fitted r_f.
+    node_health : NodeHealth
+        Out-of-service spells (the repair times hot spares need).
     cfg : PipelineConfig
         The pipeline configuration (``[analysis].target_ettr``, ``restart_min``,
-        ``gpus_per_node``, ``plan_gpus``).
-    deps : dict of str to object
-        Upstream results: ``attribution`` (AttributionResult), ``mttf`` (MTTFResult) and
-        ``node_health`` (NodeHealth: the repair times hot spares need).
-    work : Path
-        The stage's work folder (unused).
+        ``plan_gpus``, ``ckpt_interval_min``).
 
     Returns
     -------
@@ -450,9 +448,9 @@ def checkpoint_plan(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> Ch
     from reliability.models.recovery import plan
 
     a = cfg.analysis
-    m: MTTFResult = deps["mttf"]
-    per_node = deps["attribution"].gpus_per_node
-    sizes, basis = plan_sizes(deps["attribution"].jobs, cfg, per_node)
+    m = mttf
+    per_node = attribution.gpus_per_node
+    sizes, basis = plan_sizes(attribution.jobs, cfg, per_node)
     schema = {
         "n_gpus": pl.Int64,
         "basis": pl.String,
@@ -470,13 +468,14 @@ def checkpoint_plan(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> Ch
             sizes=empty, plans=[], refusal="the cluster ran no GPU jobs", **common
         )
     if m.node_days_ <= 0:
-        largest = int(deps["attribution"].jobs.get_column("n_accelerators").max() or 0)
-        why = (
-            f"r_f is not estimable: no exposure from jobs of >= {m.min_gpus} GPUs; pass min_gpus={max(largest, 1)} "
-            "(the largest GPU job) or lower to estimate it from smaller jobs"
+        largest = int(attribution.jobs.get_column("n_accelerators").max() or 0)
+        why = Hinted(
+            f"r_f is not estimable: no exposure from jobs of >= {m.min_gpus} GPUs; ",
+            Hint("min_gpus", max(largest, 1)),
+            " (the largest GPU job) or lower to estimate it from smaller jobs",
         )
         return CheckpointPlan(sizes=empty, plans=[], refusal=why, **common)
-    costs = _recovery_costs(deps)
+    costs = _recovery_costs(attribution, node_health)
     plans, rows, queue_notes = [], [], []
     for n in sizes:
         # the wait after an interruption the logs measured at this size (or the nearest smaller):
@@ -513,7 +512,7 @@ def checkpoint_plan(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> Ch
         notes.append("planned with the measured queue waits: " + "; ".join(queue_notes))
     else:
         notes.append("no rerun after a hardware interruption was seen: planned with no queue wait")
-    recovery, strategies, more = _strategies(cfg, deps, plans[-1], costs)
+    recovery, strategies, more = _strategies(cfg, per_node, plans[-1], costs)
     return CheckpointPlan(
         sizes=pl.DataFrame(rows, schema=schema),
         plans=plans,
@@ -540,27 +539,27 @@ def next_scale(n_gpus: int) -> int:
     return 1 << int(n_gpus).bit_length()
 
 
-def _recovery_costs(deps: dict[str, Any]) -> RecoveryCosts:
+def _recovery_costs(
+    attribution: AttributionResult, node_health: NodeHealth | None
+) -> RecoveryCosts:
     """Measure what recovery costs today: queue waits after hardware interruptions, repair spells."""
     from reliability.models.recovery import recovery_costs
 
-    attribution = deps["attribution"]
     return recovery_costs(
         attribution.jobs,
-        node_health=deps.get("node_health"),
+        node_health=node_health,
         observation_end=attribution.observation_end,
     )
 
 
 def _strategies(
-    cfg: PipelineConfig, deps: dict[str, Any], big: PlanResult, costs: RecoveryCosts
+    cfg: PipelineConfig, per_node: int, big: PlanResult, costs: RecoveryCosts
 ) -> tuple[RecoveryCosts, list[StrategyComparison], list[str]]:
     """Compare the recovery strategies at the largest size and the next, at the measured costs."""
     from reliability.models.recovery import compare_strategies
     from reliability.models.recovery.strategies import DEFAULT_REPAIR_H
 
     a = cfg.analysis
-    per_node = deps["attribution"].gpus_per_node
     notes: list[str] = []
     out = []
     for n in (big.n_gpus, next_scale(big.n_gpus)):
@@ -649,7 +648,7 @@ def workload_sections(w: WorkloadResult, ctx: Context) -> list[Section]:
             lambda ax: plots.plot_failure_taxonomy(w, ax=ax),
             (6.4, 4.0),
             "Attempts that failed for a non-user reason, by attributed "
-            f"domain and cause. Attribution: {attribution_caption(ctx.get('attribution'), a.before_min, a.after_min)}.",
+            f"domain and cause. Attribution: {attribution_caption(ctx.results.attribution, a.before_min, a.after_min)}.",
             w.taxonomy,
         )
     )
@@ -665,7 +664,7 @@ def workload_sections(w: WorkloadResult, ctx: Context) -> list[Section]:
         )
     else:
         tax.blocks.append(Text("No attempt ended by hardware: no job names to rank."))
-    attributed = ctx.get("attribution")
+    attributed = ctx.results.attribution
     if attributed is not None:
         tax.blocks += reason_blocks(attributed)
         tax.blocks += notes_blocks(attributed)
@@ -903,7 +902,9 @@ def plan_section(p: CheckpointPlan, ctx: Context) -> list[Section]:
     """
     sec = Section("Checkpoint planning")
     if p.refusal:
-        sec.blocks.append(Text(analysis_terms(f"No checkpoint plan: {p.refusal}."), kind="note"))
+        sec.blocks.append(
+            Text("No checkpoint plan: " + analysis_terms(p.refusal) + ".", kind="note")
+        )
         return [sec]
     sec.blocks.append(
         Table(

@@ -7,6 +7,7 @@ pipeline's terms.
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from typing import Any
 import polars as pl
 from matplotlib.figure import Figure as MplFigure
 
-from reliability.errors import spell_options
+from reliability.errors import Hint, render_message, spell_options
 from reliability.pipeline.analysis import AnalysisConfig
 from reliability.pipeline.config import InputSpec, PipelineConfig
 from reliability.report.model import Figure, Table, Text
@@ -25,34 +26,52 @@ __all__ = ["Context", "analysis_terms", "figure", "notes_blocks", "plot_block", 
 
 @dataclass
 class Context:
-    """What a section builder sees: the configuration and every stage's result by name."""
+    """What a section builder sees: the configuration and every stage's result.
+
+    ``results`` is the run's :class:`~reliability.pipeline.RunResults` (not named in the
+    annotation: the stages module that defines it imports this one): ``results.attribution``
+    is the attribution stage's result, None when it did not run.
+    """
 
     config: PipelineConfig
-    results: dict[str, Any]
+    results: Any
 
     @property
     def analysis(self) -> AnalysisConfig:
         """The pipeline's ``[analysis]`` settings."""
         return self.config.analysis
 
-    def get(self, name: str) -> Any:
-        """Return the result of a stage.
 
-        Parameters
-        ----------
-        name : str
-            The stage name.
+def _toml(value: object) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    return json.dumps(value) if isinstance(value, str) else str(value)
 
-        Returns
-        -------
-        object or None
-            Its result; None when the stage did not run.
-        """
-        return self.results.get(name)
+
+def _analysis_hint(hint: Hint) -> str:
+    """Spell a hint as its ``[analysis]`` key (``set [analysis].min_gpus = 4``)."""
+    if hint.option not in {f.name for f in dataclasses.fields(AnalysisConfig)}:
+        return hint.library()  # no key of a pipeline: the library's words
+    key = f"[analysis].{hint.option}" + ("" if hint.value is None else f" = {_toml(hint.value)}")
+    return f"set {key}" if hint.action else key
+
+
+def _analysis_pattern(message: str) -> str:
+    names = [f.name for f in dataclasses.fields(AnalysisConfig)]
+    alts = "|".join(names)
+    message = re.sub(rf"\bpass (?=({alts})=)", "set ", message)
+
+    def spell(name: str, value: str | None) -> str:
+        return f"[analysis].{name}" + ("" if value is None else f" = {value}")
+
+    return spell_options(message, spell, names)
 
 
 def analysis_terms(message: str) -> str:
     """Translate a library note into a pipeline's terms: ``min_gpus=4`` -> ``[analysis].min_gpus = 4``.
+
+    A :class:`~reliability.errors.Hinted` note's hints are spelled as ``[analysis]`` keys; a
+    plain note's ``name=`` mentions of them are respelled by pattern.
 
     Parameters
     ----------
@@ -64,14 +83,7 @@ def analysis_terms(message: str) -> str:
     str
         The note with options respelled as ``[analysis]`` keys.
     """
-    names = [f.name for f in dataclasses.fields(AnalysisConfig)]
-    alts = "|".join(names)
-    message = re.sub(rf"\bpass (?=({alts})=)", "set ", message)
-
-    def spell(name: str, value: str | None) -> str:
-        return f"[analysis].{name}" + ("" if value is None else f" = {value}")
-
-    return spell_options(message, spell, names)
+    return render_message(message, _analysis_hint, _analysis_pattern)
 
 
 def figure(size: tuple[float, float] = (6.4, 3.6)) -> tuple[MplFigure, Any]:
@@ -164,9 +176,9 @@ def notes_blocks(result: Any) -> list[Text]:
     list of Text
         One note per entry, in a pipeline's terms, each a capitalised sentence.
     """
+    texts = [analysis_terms(n) for n in (getattr(result, "notes", None) or [])]
     return [
-        Text(analysis_terms(n[:1].upper() + n[1:]) + ("" if n.endswith(".") else "."), kind="note")
-        for n in (getattr(result, "notes", None) or [])
+        Text(t[:1].upper() + t[1:] + ("" if t.endswith(".") else "."), kind="note") for t in texts
     ]
 
 

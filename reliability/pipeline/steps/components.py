@@ -7,56 +7,45 @@ the pods' (each has an inventory only when its inputs wrote one: ``health``, ``l
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
 from reliability import plots
 from reliability.models.lifetimes.components import ComponentReliability, component_reliability
-from reliability.pipeline.config import PipelineConfig
 from reliability.pipeline.steps.common import Context, notes_blocks, plot_block
+from reliability.pipeline.steps.data import DataResult
 from reliability.report.model import Section, Table, Text
 
 __all__ = ["components", "components_section", "pod_components", "pod_components_section"]
 
 
-def components(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> ComponentReliability:
+def components(cluster_data: DataResult) -> ComponentReliability:
     """Run stage ``components``: component lifetimes of the cluster's Dataset.
 
     Parameters
     ----------
-    cfg : PipelineConfig
-        The pipeline configuration (unused: the fits take no parameters).
-    deps : dict of str to object
-        Upstream results: ``cluster_data`` (DataResult).
-    work : Path
-        The stage's work folder (unused).
+    cluster_data : DataResult
+        The cluster's Dataset (the fits take no parameters).
 
     Returns
     -------
     ComponentReliability
         The fits, or why there is nothing to fit.
     """
-    return component_reliability(deps["cluster_data"].open())
+    return component_reliability(cluster_data.open())
 
 
-def pod_components(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> ComponentReliability:
+def pod_components(pod_data: DataResult) -> ComponentReliability:
     """Run stage ``pod_components``: component lifetimes of the pods' Dataset.
 
     Parameters
     ----------
-    cfg : PipelineConfig
-        The pipeline configuration (unused).
-    deps : dict of str to object
-        Upstream results: ``pod_data`` (DataResult).
-    work : Path
-        The stage's work folder (unused).
+    pod_data : DataResult
+        The pods' Dataset.
 
     Returns
     -------
     ComponentReliability
         The fits, or why there is nothing to fit.
     """
-    return component_reliability(deps["pod_data"].open())
+    return component_reliability(pod_data.open())
 
 
 def components_section(c: ComponentReliability, ctx: Context) -> list[Section]:

@@ -9,7 +9,6 @@ import os
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import polars as pl
 
@@ -271,7 +270,7 @@ def split_day(cfg: PipelineConfig) -> float | None:
     return None if spec is None else backtest_split_day(sim_cluster_config(spec).days)
 
 
-def cluster_split(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> SplitResult:
+def cluster_split(cfg: PipelineConfig, work: Path) -> SplitResult:
     """Run stage ``cluster_split``: simulate the only cluster input to the backtest's split.
 
     ``cluster_data`` continues the run from the saved state to its end (the same run as one
@@ -282,8 +281,6 @@ def cluster_split(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> Spli
     ----------
     cfg : PipelineConfig
         The pipeline configuration.
-    deps : dict of str to object
-        Upstream results (none are needed).
     work : Path
         The stage's work folder: the checkpoint is written there.
 
@@ -398,16 +395,16 @@ def _ingest(
     )
 
 
-def cluster_data(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> DataResult:
+def cluster_data(cluster_split: SplitResult, cfg: PipelineConfig, work: Path) -> DataResult:
     """Run stage ``cluster_data``: ingest the cluster inputs (files or a simulated cluster).
 
     Parameters
     ----------
+    cluster_split : SplitResult
+        The simulated run's state at the backtest's split (the run continues from its
+        checkpoint when there is one).
     cfg : PipelineConfig
         The pipeline configuration (its ``[[inputs]]`` that are not pod inputs).
-    deps : dict of str to object
-        Upstream results: ``cluster_split`` (SplitResult; the simulated run continues from
-        its checkpoint when there is one).
     work : Path
         The stage's work folder: the Dataset (and any simulated logs) are written there.
 
@@ -420,20 +417,18 @@ def cluster_data(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> DataR
         [s for s in cfg.inputs if not s.is_pod],
         work,
         "cluster",
-        deps["cluster_split"],
+        cluster_split,
         base=cfg.path.parent,
     )
 
 
-def pod_data(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> DataResult:
+def pod_data(cfg: PipelineConfig, work: Path) -> DataResult:
     """Run stage ``pod_data``: ingest the pod inputs (pod logs or a simulated pod).
 
     Parameters
     ----------
     cfg : PipelineConfig
         The pipeline configuration (its pod ``[[inputs]]``).
-    deps : dict of str to object
-        Upstream results (none are needed).
     work : Path
         The stage's work folder: the Dataset (and any simulated logs) are written there.
 

@@ -8,32 +8,27 @@ The cluster's r_f, hardware failures by component and largest-job MTTF beside RS
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
 import polars as pl
 
 from reliability import plots
+from reliability.analyses.attribution import AttributionResult
+from reliability.models.failures import MTTFResult
 from reliability.models.fleets import FleetComparison
-from reliability.pipeline.config import PipelineConfig
 from reliability.pipeline.steps.common import Context, notes_blocks, plot_block, table
 from reliability.report.model import Section, Text
 
 __all__ = ["fleets", "fleets_section"]
 
 
-def fleets(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> FleetComparison:
+def fleets(attribution: AttributionResult, mttf: MTTFResult) -> FleetComparison:
     """Run stage ``fleets``: the cluster's r_f, components and largest-job MTTF beside published fleets.
 
     Parameters
     ----------
-    cfg : PipelineConfig
-        The pipeline configuration (``[analysis].min_gpus``, ``gpus_per_node`` through the
-        ``mttf`` stage's fit).
-    deps : dict of str to object
-        Upstream results: ``attribution`` (AttributionResult) and ``mttf`` (MTTFResult).
-    work : Path
-        The stage's work folder (unused).
+    attribution : AttributionResult
+        The attributed jobs.
+    mttf : MTTFResult
+        The cluster's r_f fit (``[analysis].min_gpus``, ``gpus_per_node``).
 
     Returns
     -------
@@ -42,8 +37,8 @@ def fleets(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> FleetCompar
     """
     from reliability.models.fleets import compare_fleets
 
-    a = deps["attribution"]
-    return compare_fleets(a.jobs, fit=deps["mttf"], observation_end=a.observation_end)
+    a = attribution
+    return compare_fleets(a.jobs, fit=mttf, observation_end=a.observation_end)
 
 
 def _per_1000(frame: pl.DataFrame, cols: tuple[str, ...]) -> pl.DataFrame:

@@ -7,24 +7,26 @@ Out-of-service intervals, open drains, repeat offenders, fleet availability
 from __future__ import annotations
 
 from datetime import datetime
-from pathlib import Path
-from typing import Any
 
 import polars as pl
 
 from reliability import plots
 from reliability._result import fmt_duration_h, fmt_num
+from reliability.analyses.attribution import AttributionResult
 from reliability.analyses.health import analyze_node_health
 from reliability.models.nodes import OUT_OF_SERVICE, NodeHealth
 from reliability.pipeline.config import PipelineConfig
 from reliability.pipeline.steps.common import Context, notes_blocks, plot_block
+from reliability.pipeline.steps.data import DataResult
 from reliability.report.actions import REPEAT_OFFENDER_MIN_FAILURES
 from reliability.report.model import Section, Table, Text
 
 __all__ = ["health_section", "node_health", "now_text"]
 
 
-def node_health(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> NodeHealth:
+def node_health(
+    cluster_data: DataResult, attribution: AttributionResult, cfg: PipelineConfig
+) -> NodeHealth:
     """Run stage ``node_health``.
 
     Per node, out-of-service time by state and reason over the Dataset's observation window;
@@ -32,19 +34,19 @@ def node_health(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> NodeHe
 
     Parameters
     ----------
+    cluster_data : DataResult
+        The cluster's Dataset.
+    attribution : AttributionResult
+        Every attempt attributed.
     cfg : PipelineConfig
         The pipeline configuration (this stage takes no parameters of its own).
-    deps : dict of str to object
-        Upstream results: ``cluster_data`` (DataResult) and ``attribution`` (AttributionResult).
-    work : Path
-        The stage's work folder (unused).
 
     Returns
     -------
     NodeHealth
         Intervals, per-node totals, open drains, repeat offenders and fleet availability.
     """
-    return analyze_node_health(deps["cluster_data"].open(), deps["attribution"])
+    return analyze_node_health(cluster_data.open(), attribution)
 
 
 def now_text(end: datetime | None, basis: str) -> str:

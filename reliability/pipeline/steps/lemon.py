@@ -20,6 +20,7 @@ import polars as pl
 from reliability import plots
 from reliability import references as ref
 from reliability._result import Result
+from reliability.analyses.attribution import AttributionResult
 from reliability.analyses.lemons import (
     BUNDLED_WINDOW_DAYS,
     LemonReport,
@@ -32,6 +33,7 @@ from reliability.experiments.backtests import LemonBacktest, QuarantineRun
 from reliability.models.nodes.lemon_testing import LemonTest
 from reliability.pipeline.config import PipelineConfig
 from reliability.pipeline.steps.common import Context, notes_blocks, plot_block, sim_cluster_config
+from reliability.pipeline.steps.data import DataResult, SplitResult
 from reliability.report.model import Section, Table, Text
 
 __all__ = [
@@ -94,7 +96,7 @@ class QuarantineStep(Result):
         return cls(run=QuarantineRun._example())
 
 
-def lemon_quarantine(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> QuarantineStep:
+def lemon_quarantine(cluster_split: SplitResult, cfg: PipelineConfig, work: Path) -> QuarantineStep:
     """Run stage ``lemon_quarantine``: flag nodes at the split and run on with them drained.
 
     From the state ``cluster_split`` saved: the run's logs as they stood at the split are
@@ -106,10 +108,10 @@ def lemon_quarantine(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> Q
 
     Parameters
     ----------
+    cluster_split : SplitResult
+        The simulated cluster's state at the backtest's split.
     cfg : PipelineConfig
         The pipeline configuration (``[analysis].lemon_window_days``, ``lemon_model``).
-    deps : dict of str to object
-        Upstream results: ``cluster_split`` (SplitResult).
     work : Path
         The stage's work folder (the logs at the split and their Dataset).
 
@@ -127,7 +129,7 @@ def lemon_quarantine(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> Q
     # a bad lemon_model is refused here too, with or without a backtest
     det = load_detector(cfg.analysis.lemon_model or None)
     window = cfg.analysis.lemon_window_days
-    split = deps["cluster_split"]
+    split = cluster_split
     uncalibrated = uncalibrated_note(det, window)
     if uncalibrated is not None:
         return QuarantineStep(note=uncalibrated)
@@ -158,7 +160,13 @@ def lemon_quarantine(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> Q
     return QuarantineStep(backtest=backtest, note=split.note)
 
 
-def lemon(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> LemonReport:
+def lemon(
+    cluster_data: DataResult,
+    attribution: AttributionResult,
+    lemon_quarantine: QuarantineStep,
+    cfg: PipelineConfig,
+    work: Path,
+) -> LemonReport:
     """Run stage ``lemon``: the test, or the detector's scores on the last window.
 
     :func:`reliability.analyses.lemon_report` at ``[analysis].lemon_window_days`` and
@@ -169,12 +177,14 @@ def lemon(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> LemonReport:
 
     Parameters
     ----------
+    cluster_data : DataResult
+        The cluster's Dataset.
+    attribution : AttributionResult
+        Every attempt attributed.
+    lemon_quarantine : QuarantineStep
+        The backtest's quarantined run, when the pipeline ran one.
     cfg : PipelineConfig
         The pipeline configuration (``[analysis].lemon_window_days``, ``lemon_model``).
-    deps : dict of str to object
-        Upstream results: ``cluster_data`` (DataResult), ``attribution`` (AttributionResult)
-        and ``lemon_quarantine`` (QuarantineStep: the backtest's quarantined run, when the
-        pipeline ran one).
     work : Path
         The stage's work folder (a backtest that cannot reuse the pipeline's runs simulates
         there).
@@ -188,8 +198,8 @@ def lemon(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> LemonReport:
     a = cfg.analysis
     model = a.lemon_model or None
     r = lemon_report(
-        deps["cluster_data"].open(),
-        deps.get("attribution"),
+        cluster_data.open(),
+        attribution,
         window_days=a.lemon_window_days,
         model=model,
         reasons=cfg.reasons,
@@ -197,7 +207,7 @@ def lemon(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> LemonReport:
     notes = [_lemon_terms(n) for n in r.notes]
     backtest = None
     if r.test is not None or r.scores.height:  # (no scores: too little history to backtest)
-        backtest = _backtest(cfg, deps, work, load_detector(model), notes)
+        backtest = _backtest(cfg, cluster_data, lemon_quarantine, work, load_detector(model), notes)
     return replace(r, backtest=backtest, notes=notes)
 
 
@@ -211,13 +221,17 @@ def _lemon_terms(note: str) -> str:
 
 
 def _backtest(
-    cfg: PipelineConfig, deps: dict[str, Any], work: Path, det: Any, notes: list[str]
+    cfg: PipelineConfig,
+    data: DataResult,
+    step: QuarantineStep,
+    work: Path,
+    det: Any,
+    notes: list[str],
 ) -> LemonBacktest | None:
     """Run the quarantine backtest of a simulated cluster (None, with a note, when it cannot)."""
     from reliability.experiments.backtests import backtest_split_day, lemon_backtest
 
     window = cfg.analysis.lemon_window_days
-    data = deps["cluster_data"]
     sims = [s for s in cfg.inputs if s.kind == "simulate-cluster"]
     sim_cfg = sim_cluster_config(sims[0]) if sims else None
     if sim_cfg is None:
@@ -235,7 +249,6 @@ def _backtest(
     # the run as is is the one cluster_data already simulated and ingested (when it is the
     # only cluster input), and lemon_quarantine ran the quarantined variant from its split;
     # otherwise lemon_quarantine ran the whole backtest
-    step = deps["lemon_quarantine"]
     if step.run is not None and data.raw and data.raw[0] is not None:
         return lemon_backtest(
             sim_cfg,

@@ -8,8 +8,6 @@ results load); ``routing``: all-to-all throughput with an OCS down.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
 import polars as pl
 
@@ -20,12 +18,13 @@ from reliability.analyses.pods import PodAnalysis, analyze_pods
 from reliability.models.pods import ThroughputResult
 from reliability.pipeline.config import PipelineConfig, parse_shape
 from reliability.pipeline.steps.common import Context, notes_blocks, plot_block
+from reliability.pipeline.steps.data import DataResult
 from reliability.report.model import Section, Table, Text
 
 __all__ = ["PodAnalysis", "RoutingTable", "pod", "pod_section", "routing", "routing_section"]
 
 
-def pod(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> PodAnalysis:
+def pod(pod_data: DataResult, cfg: PipelineConfig) -> PodAnalysis:
     """Run stage ``pod``: rates, availability and recovery paths of every pod in the pod data.
 
     :func:`reliability.analyses.analyze_pods` at ``[analysis].host_availability``
@@ -33,12 +32,10 @@ def pod(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> PodAnalysis:
 
     Parameters
     ----------
+    pod_data : DataResult
+        The pods' Dataset.
     cfg : PipelineConfig
         The pipeline configuration (``[analysis]`` settings).
-    deps : dict of str to object
-        Upstream results: ``pod_data`` (DataResult).
-    work : Path
-        The stage's work folder (unused).
 
     Returns
     -------
@@ -47,7 +44,7 @@ def pod(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> PodAnalysis:
     """
     host = cfg.analysis.host_availability
     return analyze_pods(
-        deps["pod_data"].open(),
+        pod_data.open(),
         host_availability=None if host == "measured" else float(host),
         ckpt_interval_min=cfg.analysis.ckpt_interval_min,
     )
@@ -136,7 +133,7 @@ class RoutingTable(Result):
     Attributes
     ----------
     results : list of ThroughputResult
-        One :class:`~reliability.models.pods.ThroughputResult` per slice.
+        One :class:`~reliability.models.pods.identify.ThroughputResult` per slice.
     """
 
     title = "Routing around a failed OCS (Zu et al. NSDI'24 Table 2)"
@@ -164,7 +161,7 @@ class RoutingTable(Result):
         return cls(results=[ThroughputResult._example()])
 
 
-def routing(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> RoutingTable:
+def routing(cfg: PipelineConfig) -> RoutingTable:
     """Run stage ``routing``: the slices of ``[analysis].routing_shapes`` with OCS z5 down.
 
     Zu et al., NSDI '24, Table 2.
@@ -173,10 +170,6 @@ def routing(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> RoutingTab
     ----------
     cfg : PipelineConfig
         The pipeline configuration (``[analysis].routing_shapes``).
-    deps : dict of str to object
-        Upstream results (none are needed).
-    work : Path
-        The stage's work folder (unused).
 
     Returns
     -------

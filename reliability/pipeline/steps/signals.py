@@ -8,31 +8,32 @@ baseline, and what drain policies built on it would have caught
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
 import polars as pl
 
 from reliability._result import fmt_num
+from reliability.analyses.attribution import AttributionResult
 from reliability.models.nodes.signals import SignalCalibration
 from reliability.pipeline.config import PipelineConfig
 from reliability.pipeline.steps.common import Context, notes_blocks
+from reliability.pipeline.steps.data import DataResult
 from reliability.report.model import Section, Table, Text
 
 __all__ = ["signals", "signals_section"]
 
 
-def signals(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> SignalCalibration:
+def signals(
+    cluster_data: DataResult, attribution: AttributionResult, cfg: PipelineConfig
+) -> SignalCalibration:
     """Run stage ``signals``: calibrate every signal kind on the cluster's own history.
 
     Parameters
     ----------
+    cluster_data : DataResult
+        The cluster's Dataset.
+    attribution : AttributionResult
+        The attributed jobs.
     cfg : PipelineConfig
         The pipeline configuration (``[attribution.reasons]``).
-    deps : dict of str to object
-        Upstream results: ``cluster_data`` (DataResult) and ``attribution`` (AttributionResult).
-    work : Path
-        The stage's work folder (unused).
 
     Returns
     -------
@@ -41,9 +42,7 @@ def signals(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> SignalCali
     """
     from reliability.models.nodes.signals import signal_calibration
 
-    return signal_calibration(
-        deps["cluster_data"].open(), attributed=deps["attribution"].jobs, reasons=cfg.reasons
-    )
+    return signal_calibration(cluster_data.open(), attributed=attribution.jobs, reasons=cfg.reasons)
 
 
 def signals_section(s: SignalCalibration, ctx: Context) -> list[Section]:

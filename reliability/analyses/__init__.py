@@ -2,7 +2,8 @@
 
 Each composes the models the way the pipeline's stages and the CLI do, so a notebook gets the
 same numbers as the report: :func:`attribute` (how every attempt ended, the GPUs per node) and
-:func:`analyze_cluster` (attribution, r_f and MTTF by size, weekly rates, workload).
+:func:`analyze_cluster` (attribution, r_f and MTTF by size, weekly rates, workload);
+:func:`attribute_by_cluster` attributes one cluster per task on Dask (equal to the serial run).
 """
 
 from reliability.analyses.attribution import (
@@ -12,6 +13,7 @@ from reliability.analyses.attribution import (
     gpus_per_node_of,
 )
 from reliability.analyses.cluster import ClusterAnalysis, analyze_cluster
+from reliability.analyses.distributed import attribute_by_cluster
 
 __all__ = [
     "DEFAULT_GPUS_PER_NODE",
@@ -19,5 +21,6 @@ __all__ = [
     "ClusterAnalysis",
     "analyze_cluster",
     "attribute",
+    "attribute_by_cluster",
     "gpus_per_node_of",
 ]

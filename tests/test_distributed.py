@@ -65,3 +65,45 @@ def test_failed_cluster_task_is_named(three_clusters, monkeypatch):
         pytest.raises(RuntimeError, match=r"'gull'.*disk gone"),
     ):
         attribute_by_cluster(three_clusters, ex)
+
+
+def _pipeline(tmp_path, head: str):
+    from reliability.pipeline.config import load_pipeline
+
+    p = tmp_path / "p.toml"
+    p.write_text(
+        f'[pipeline]\nname = "d"\n{head}\n[[inputs]]\nkind = "simulate-cluster"\n'
+        'preset = "small"\nseed = 1\ndays = 5\n'
+    )
+    return load_pipeline(p)
+
+
+def test_pipeline_scheduler_key_and_stage(three_clusters, tmp_path, monkeypatch):
+    """``[pipeline].scheduler`` is read and checked; the attribution stage then sends one
+    cluster per task to Dask and its result equals the stage run in this process."""
+    from reliability.errors import PipelineError
+    from reliability.parallel import Executor as RealExecutor
+    from reliability.pipeline.steps import cluster
+
+    assert _pipeline(tmp_path, "").scheduler is None
+    with pytest.raises(PipelineError, match="scheduler"):
+        _pipeline(tmp_path, "scheduler = 3")
+    cfg = _pipeline(tmp_path, 'scheduler = "local"')
+    assert cfg.scheduler == "local"
+    used = []
+
+    def threaded(backend, scheduler=None, **kw):
+        used.append((backend, scheduler))
+        return RealExecutor(backend, scheduler=scheduler, workers=2, processes=False)
+
+    monkeypatch.setattr("reliability.parallel.Executor", threaded)
+
+    class Data:
+        def open(self):
+            return three_clusters
+
+    deps = {"cluster_data": Data()}
+    on_dask = cluster.attribution(cfg, deps, tmp_path)
+    here = cluster.attribution(_pipeline(tmp_path, ""), deps, tmp_path)
+    assert used == [("dask", None)]
+    assert_frame_equal(on_dask.jobs, here.jobs)

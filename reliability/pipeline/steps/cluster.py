@@ -131,7 +131,8 @@ def attribution(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> Attrib
     ----------
     cfg : PipelineConfig
         The pipeline configuration (``[analysis].before_min``, ``after_min``,
-        ``requeue_exit_codes``, ``gpus_per_node``).
+        ``requeue_exit_codes``, ``gpus_per_node``; ``[pipeline].scheduler``: one cluster per
+        Dask task).
     deps : dict of str to object
         Upstream results: ``cluster_data`` (DataResult).
     work : Path
@@ -143,14 +144,21 @@ def attribution(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> Attrib
         Every attempt with its failure domain and cause, the window used and the observation end.
     """
     a = cfg.analysis
-    return attribute(
-        deps["cluster_data"].open(),
-        before_min=a.before_min,
-        after_min=a.after_min,
-        requeue_exit_codes=a.requeue_exit_codes,
-        reasons=cfg.reasons,
-        gpus_per_node=a.gpus_per_node,
-    )
+    options = {
+        "before_min": a.before_min,
+        "after_min": a.after_min,
+        "requeue_exit_codes": a.requeue_exit_codes,
+        "reasons": cfg.reasons,
+        "gpus_per_node": a.gpus_per_node,
+    }
+    ds = deps["cluster_data"].open()
+    if not cfg.scheduler:
+        return attribute(ds, **options)
+    from reliability.parallel import Executor
+
+    address = None if cfg.scheduler == "local" else cfg.scheduler
+    with Executor("dask", scheduler=address) as ex:  # one cluster per task (same result)
+        return attribute(ds, executor=ex, **options)
 
 
 def mttf(cfg: PipelineConfig, deps: dict[str, Any], work: Path) -> MTTFResult:

@@ -30,6 +30,11 @@ node_health x12.7, ettr x12.8, signals x12.1, lemon x8.6 (background stages' pea
 1M). With categorical node names in the signal stage (a later run): 1M in 70.0 s, peak RSS
 6,416 MiB (after ingest 4.2 GiB, node_health 4.7, signals 6.4). Before the signal fixes the 1M run was killed by the kernel at 24 GiB (signals joined
 every event with every run of its node); with the first fix it took 109 s (signals 61 s).
+
+Issue 39's memory work (same day, 1M attempts, machine loaded by another session): peak RSS
+6,316 -> 5,951 MiB (after cluster_data 4,043 -> 3,017 MiB; the signal stage no longer raises
+the peak), pipeline 107 -> 125 s wall on the loaded machine. The peak is now the lemon stage's
+(5,951 MiB: node_features attributes the Dataset again), then node_health (4,684 MiB).
 """
 
 from __future__ import annotations

@@ -328,6 +328,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--out", type=Path, help="output folder (default: the pipeline's [pipeline].out)"
     )
+    run.add_argument(
+        "--scheduler",
+        help="Dask scheduler address (tcp://host:8786, or 'local'): attribute one cluster per "
+        "task there (default: the pipeline's [pipeline].scheduler, else in this process)",
+    )
     av = sub.add_parser(
         "availability", help="job availability vs size of a TPU pod (NSDI'24 Figure 1)"
     )
@@ -1429,7 +1434,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from reliability.pipeline import run_pipeline
 
             res = run_pipeline(
-                args.pipeline, out=args.out, progress=lambda line: print(line, file=sys.stderr)
+                args.pipeline,
+                out=args.out,
+                progress=lambda line: print(line, file=sys.stderr),
+                scheduler=args.scheduler,
             )
             for kind, path in res.files.items():
                 print(f"{kind}: {path}")

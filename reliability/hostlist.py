@@ -269,6 +269,10 @@ def _index(values: pl.Series) -> tuple[pl.Series, pl.Series]:
     return keys.rename(values.name), idx
 
 
+#: distinct hostlist expressions expanded at a time by :func:`node_lists`
+_KEYS_PER_BATCH = 100_000
+
+
 class NodeBudgetError(ValueError):
     """The node lists of a column would expand to more names than the budget allows."""
 
@@ -591,7 +595,8 @@ def node_lists(
     Raises
     ------
     NodeBudgetError
-        If the rows would hold more than ``budget`` names, before any list is built.
+        If the rows would hold more than ``budget`` names, before the batch of expressions
+        that would pass it is expanded (:data:`_KEYS_PER_BATCH` distinct expressions a batch).
     """
     keys, idx = _index(nodelist)
     if keys.len():
@@ -600,9 +605,37 @@ def node_lists(
             if budget is not None
             else None
         )
-        lists, errors = _expand_keys(keys, budget=budget, distinct=distinct, rows=rows)
+        # the distinct expressions a batch at a time: the expansion's intermediate frames
+        # (segments, exploded ranges, names) are held for one batch, not for every list
+        parts, errors, used = [], {}, 0
+        for a in range(0, keys.len(), _KEYS_PER_BATCH):
+            part_rows = None if rows is None else rows[a : a + _KEYS_PER_BATCH]
+            left = None if budget is None else budget - used
+            try:
+                got, errs = _expand_keys(
+                    keys.slice(a, _KEYS_PER_BATCH), budget=left, distinct=distinct, rows=part_rows
+                )
+            except NodeBudgetError:
+                if not used:  # the first batch: its count is the whole count so far
+                    raise
+                raise NodeBudgetError(
+                    f"the node lists would hold more than {budget:,} host names"
+                ) from None
+            if part_rows is not None:
+                used += int(got.list.len().fill_null(0).to_numpy() @ part_rows)
+            parts.append(got)
+            errors.update(errs)
+        lists = pl.concat(parts, rechunk=False) if len(parts) > 1 else parts[0]
     else:
         lists, errors = pl.Series([], dtype=pl.List(pl.String)), {}
+    n_keys = keys.len()
+    if idx.len() == n_keys and not idx.has_nulls() and idx.is_sorted():
+        # every row its own expression, in row order (random placement on a busy cluster: no
+        # two node lists alike): the lists are the column as they are, not a gathered copy
+        nodes = lists.rename("nodes")
+        if nodes.has_nulls():  # invalid expressions: no nodes
+            nodes = nodes.fill_null(pl.lit([], pl.List(pl.String)))
+        return nodes, errors, int(nodes.list.len().sum() or 0)
     empty = pl.Series([[]], dtype=pl.List(pl.String))
     values = pl.concat([lists, empty], rechunk=True)
     if values.has_nulls():  # invalid expressions: no nodes

@@ -92,6 +92,9 @@ class Executor:
         A Dask scheduler address (``tcp://host:8786``); None starts a ``LocalCluster``.
     retries : int
         Extra attempts per task before it is reported as failed.
+    processes : bool
+        The ``LocalCluster``'s workers are processes (default) or threads of this process
+        (``False``: quicker to start, for tests and small runs).
     """
 
     def __init__(
@@ -100,6 +103,7 @@ class Executor:
         workers: int | None = None,
         scheduler: str | None = None,
         retries: int = 2,
+        processes: bool = True,
     ) -> None:
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
@@ -109,6 +113,7 @@ class Executor:
         self.workers = workers or os.cpu_count() or 1
         self.scheduler = scheduler
         self.retries = retries
+        self.processes = processes
         self._client = None
         self._cluster = None
 
@@ -139,7 +144,7 @@ class Executor:
                 self._cluster = LocalCluster(
                     n_workers=self.workers,
                     threads_per_worker=1,
-                    processes=True,
+                    processes=self.processes,
                     dashboard_address=None,
                 )
                 self._client = Client(self._cluster)

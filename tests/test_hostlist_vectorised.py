@@ -279,3 +279,21 @@ def test_groups_of_several_items_take_their_prefix(expr, hosts):
     nodes, errors, _ = node_lists(pl.Series([expr, expr]), distinct=True)
     assert nodes.to_list() == [hosts, hosts] == [expand(expr)] * 2
     assert errors == {}
+
+
+def test_batched_expansion_equals_the_python_expander(monkeypatch):
+    """Expressions expanded a few at a time (as for millions of records), with repeats, nulls,
+    an invalid one and all-distinct rows, give what :func:`expand` gives row by row."""
+    import reliability.hostlist as hl
+
+    monkeypatch.setattr(hl, "_KEYS_PER_BATCH", 2)
+    exprs = ["r1n[01-03]", "a,b", None, "r2n[7,09-10]", "a,b", "r[3-1]", "", "x[1-2],y"]
+    nodes, errors, total = hl.node_lists(pl.Series(exprs), budget=1000)
+    want = [[] if e is None or e in errors else hl.expand(e) for e in exprs]
+    assert nodes.to_list() == want
+    assert total == sum(len(w) for w in want)
+    distinct = ["r1n[01-03]", "c,d", "z[5-6]"]  # each row its own expression, in order
+    nodes, _, _ = hl.node_lists(pl.Series(distinct), distinct=True)
+    assert nodes.to_list() == [hl.expand(e) for e in distinct]
+    with pytest.raises(hl.NodeBudgetError):
+        hl.node_lists(pl.Series(exprs), budget=5)

@@ -214,3 +214,19 @@ def test_union_length_when_node_and_time_do_not_pack_into_one_integer():
     )
     assert got["n0"] == 3 * 3600 + 1800
     assert all(got[f"n{i}"] == 3 * 3600 for i in range(1, 1100))
+
+
+def test_sliced_matching_gives_the_hand_worked_numbers(monkeypatch):
+    """The runs matched and the busy-time unions taken a few rows at a time (as at millions of
+    attempts) give the hand-worked numbers of the first test: share 1/2, baseline 0.12."""
+    import reliability.models.nodes.signals as sig
+
+    monkeypatch.setattr(sig, "_RUNS_PER_SLICE", 3)
+    jobs = [_job(str(i), "n1", 10 * i, 10 * (i + 1), "FAILED" if i in (2, 6) else "COMPLETED")
+            for i in range(10)]  # fmt: skip
+    jobs += [_job(f"b{i}", "n2", 10 * i, 10 * (i + 1), "COMPLETED") for i in range(4)]
+    s = signal_calibration(_frames(jobs, [_he("n1", 25, "79"), _he("n1", 55, "79")]), horizon_h=6)
+    row = s.signals.filter(pl.col("signal") == "kernel_log Xid 79").row(0, named=True)
+    assert (row["events"], row["exposed"], row["followed"]) == (2, 2, 1)
+    assert row["baseline"] == pytest.approx(0.12)
+    assert row["lead_min_median"] == pytest.approx(300.0)

@@ -5,7 +5,8 @@ same numbers as the report: :func:`attribute` (how every attempt ended, the GPUs
 :func:`analyze_cluster` (attribution, r_f and MTTF by size, weekly rates, workload),
 :func:`analyze_node_health` (out-of-service time, availability, repeat offenders),
 :func:`lemon_report` (lemon nodes: the test or a trained detector) and :func:`analyze_pods`
-(TPU pods: rates, availability, recovery paths).
+(TPU pods: rates, availability, recovery paths);
+:func:`attribute_by_cluster` attributes one cluster per task on Dask (equal to the serial run).
 """
 
 from reliability.analyses.attribution import (
@@ -15,6 +16,7 @@ from reliability.analyses.attribution import (
     gpus_per_node_of,
 )
 from reliability.analyses.cluster import ClusterAnalysis, analyze_cluster
+from reliability.analyses.distributed import attribute_by_cluster
 from reliability.analyses.health import analyze_node_health
 from reliability.analyses.lemons import (
     BUNDLED_WINDOW_DAYS,
@@ -36,6 +38,7 @@ __all__ = [
     "analyze_node_health",
     "analyze_pods",
     "attribute",
+    "attribute_by_cluster",
     "gpus_per_node_of",
     "lemon_report",
     "load_detector",

@@ -18,6 +18,7 @@ from reliability.attribution import attribute_failures, zone_mismatch_note
 from reliability.reasons import ReasonRules, reason_table
 
 if TYPE_CHECKING:
+    from reliability.parallel import Executor
     from reliability.store import Dataset
 
 __all__ = ["DEFAULT_GPUS_PER_NODE", "AttributionResult", "attribute", "gpus_per_node_of"]
@@ -144,6 +145,7 @@ def attribute(
     requeue_exit_codes: tuple[int, ...] = (),
     reasons: ReasonRules | None = None,
     gpus_per_node: int | None = None,
+    executor: Executor | None = None,
 ) -> AttributionResult:
     """Attribute every attempt of a Dataset (Kokolis et al. HPCA'25 §III).
 
@@ -159,6 +161,9 @@ def attribute(
         Reason rules (None: the built-in ones).
     gpus_per_node : int or None
         GPUs per node; None: inferred from the data (:func:`gpus_per_node_of`).
+    executor : Executor or None
+        Attribute one cluster per task on it (:func:`~reliability.analyses.distributed.attribute_by_cluster`:
+        Dask, any scheduler address); None: in this process. The result is the same.
 
     Returns
     -------
@@ -169,13 +174,18 @@ def attribute(
     if gpus_per_node is not None and gpus_per_node < 1:
         raise ValueError(f"gpus_per_node: expected an integer >= 1, got {gpus_per_node}")
     rules = reasons if reasons is not None else ReasonRules()
-    jobs = attribute_failures(
-        dataset,
-        before_min=before_min,
-        after_min=after_min,
-        requeue_exit_codes=requeue_exit_codes,
-        reasons=rules,
-    )
+    options = {
+        "before_min": before_min,
+        "after_min": after_min,
+        "requeue_exit_codes": requeue_exit_codes,
+        "reasons": rules,
+    }
+    if executor is not None:
+        from reliability.analyses.distributed import attribute_by_cluster
+
+        jobs = attribute_by_cluster(dataset, executor, **options)
+    else:
+        jobs = attribute_failures(dataset, **options)
     states = dataset.scan("node_states")
     zone = zone_mismatch_note(jobs, states)
     if gpus_per_node is None:

@@ -234,6 +234,9 @@ class PipelineConfig:
     raw: dict[str, Any]
     sweeps: tuple[Path, ...] = ()
     reasons_table: dict[str, Any] = field(default_factory=dict)
+    #: ``[pipeline].scheduler``: a Dask scheduler address the per-cluster work goes to
+    #: (``"local"``: a LocalCluster on this machine); None: in this process
+    scheduler: str | None = None
 
     @property
     def reasons(self) -> ReasonRules:
@@ -411,6 +414,12 @@ def load_pipeline(path: str | Path) -> PipelineConfig:
     _expect(where, "[pipeline].name", name, str, "a string")
     out = head.get("out", f"reports/{name}")
     _expect(where, "[pipeline].out", out, str, "a folder path")
+    scheduler = head.get("scheduler")
+    if scheduler is not None and (not isinstance(scheduler, str) or not scheduler.strip()):
+        raise PipelineError(
+            f'{where}: [pipeline].scheduler: expected a Dask scheduler address ("tcp://host:8786") '
+            f'or "local", got {scheduler!r}'
+        )
     inputs = raw.get("inputs")
     if not isinstance(inputs, list) or not inputs:
         raise PipelineError(f"{where}: [[inputs]]: expected at least one input table")
@@ -449,4 +458,5 @@ def load_pipeline(path: str | Path) -> PipelineConfig:
         raw=raw,
         sweeps=tuple(sweep_paths),
         reasons_table=reasons_table,
+        scheduler=scheduler,
     )

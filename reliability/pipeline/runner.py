@@ -26,7 +26,7 @@ import shutil
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -246,6 +246,7 @@ def run_pipeline(
     progress: Callable[[str], None] | None = None,
     report: bool = True,
     background: bool | None = None,
+    scheduler: str | None = None,
 ) -> RunResult:
     """Run a pipeline and write its report.
 
@@ -265,6 +266,10 @@ def run_pipeline(
     background : bool or None
         Run the ``background`` stages on a second process (None: when this process may use
         two CPUs or more). The results are the same either way.
+    scheduler : str or None
+        A Dask scheduler address (``tcp://host:8786``, or ``"local"`` for a LocalCluster) the
+        per-cluster attribution goes to; None: the pipeline's ``[pipeline].scheduler``. The
+        results are the same either way.
 
     Returns
     -------
@@ -273,6 +278,8 @@ def run_pipeline(
         files written.
     """
     cfg = pipeline if isinstance(pipeline, PipelineConfig) else load_pipeline(pipeline)
+    if scheduler is not None:
+        cfg = replace(cfg, scheduler=scheduler)
     folder = Path(out).resolve() if out is not None else cfg.out
     cache = folder / ".cache"
     cache.mkdir(parents=True, exist_ok=True)

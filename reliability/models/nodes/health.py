@@ -321,7 +321,15 @@ def _inventory(
     parts = []
     jobs = frames.get("jobs")
     if jobs is not None and jobs.height and "nodes" in jobs.columns:
-        parts.append(jobs.select("cluster", node=pl.col("nodes")).explode("node").unique())
+        # on the streaming engine: the (attempt, node) rows (29 M at a million attempts) are
+        # made and made unique a batch at a time, never held whole
+        parts.append(
+            jobs.lazy()
+            .select("cluster", node=pl.col("nodes"))
+            .explode("node")
+            .unique()
+            .collect(engine="streaming")
+        )
     for name in ("node_states", "health_events"):
         f = frames.get(name)
         if f is not None and f.height:

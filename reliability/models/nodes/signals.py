@@ -140,11 +140,12 @@ class SignalCalibration(Result):
         return signal_calibration(t, attributed=t["attributed"])
 
 
-def _frames(source: Any) -> dict[str, pl.DataFrame]:
+def _frames(source: Any) -> dict[str, Any]:
+    """Return the evidence tables, and the jobs as a LazyFrame (a Dataset's scanned, not loaded)."""
     if isinstance(source, dict):
-        return source
+        return {**source, "jobs": source["jobs"].lazy()}
     return {
-        "jobs": source.jobs,
+        "jobs": source.scan("jobs"),
         "health_events": source.health_events,
         "node_states": source.node_states,
     }
@@ -202,10 +203,16 @@ def _signal_events(frames: dict[str, pl.DataFrame], rules: ReasonRules | None) -
     return pl.concat(parts).drop_nulls(["node", "t"])
 
 
-def _running(jobs: pl.DataFrame) -> pl.DataFrame:
-    """Per attempt and node: ``cluster, node, start, end, abnormal``."""
+def _running(jobs: pl.LazyFrame) -> pl.DataFrame:
+    """Per attempt and node: ``cluster, node, start, end, abnormal``.
+
+    Only the five columns it needs are read, and the node lists are cast and exploded batch by
+    batch on polars' streaming engine: the jobs' ``list[str]`` node column (29 M names at a
+    million attempts) is never held whole.
+    """
     return (
-        jobs.filter(pl.col("start_time").is_not_null() & pl.col("end_time").is_not_null())
+        jobs.select("cluster", "nodes", "start_time", "end_time", "state")
+        .filter(pl.col("start_time").is_not_null() & pl.col("end_time").is_not_null())
         .select(
             pl.col("cluster").cast(pl.String).cast(pl.Categorical),
             # categorical node names (4 bytes a row): at a million attempts there are tens of
@@ -217,6 +224,7 @@ def _running(jobs: pl.DataFrame) -> pl.DataFrame:
         )
         .explode("node")
         .drop_nulls("node")
+        .collect(engine="streaming")
     )
 
 
@@ -329,8 +337,9 @@ def signal_calibration(
         "p": pl.Float64,
         "lead_min_median": pl.Float64,
     }
+    # (the signal's name breaks ties: the groups come in no set order)
     signals = (pl.DataFrame(rows, schema=schema) if rows else pl.DataFrame(schema=schema)).sort(
-        ["lift_low", "events"], descending=[True, True], nulls_last=True
+        ["lift_low", "events", "signal"], descending=[True, True, False], nulls_last=True
     )
     no_base = signals.filter(pl.col("exposed") > 0, pl.col("lift").is_null()).height
     if no_base:
@@ -343,7 +352,7 @@ def signal_calibration(
 
         attributed = (
             attribute_failures(
-                frames["jobs"],
+                frames["jobs"].collect(),
                 health_events=frames.get("health_events"),
                 node_states=frames.get("node_states"),
                 reasons=reasons,
@@ -359,6 +368,10 @@ def signal_calibration(
 
 #: width of the time bins events and runs are matched in [µs] (one day)
 _BIN_US = 86_400_000_000
+#: (attempt, node) rows matched with the signals at a time, and node groups of the busy-time
+#: unions: bounds the stage's working memory (a million attempts make 29 M such rows)
+_RUNS_PER_SLICE = 4_000_000
+_ON = ["cluster", "node", "_day"]
 
 
 def _covering(ev: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
@@ -374,13 +387,26 @@ def _covering(ev: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
         return pl.col(col).dt.epoch("us") // _BIN_US
 
     cat = [pl.col("cluster").cast(pl.Categorical), pl.col("node").cast(pl.Categorical)]
-    spans = runs.with_columns(*cat, _day=pl.int_ranges(day("start"), day("end") + 1)).explode(
-        "_day"
-    )
+    events = ev.with_columns(*cat, _day=day("t"))
+    # the runs a slice at a time (an inner join then a row filter: the pairs are the union of
+    # the slices'), so the per-day spans are never held for all runs at once
+    pairs = []
+    for offset in range(0, runs.height, _RUNS_PER_SLICE):
+        spans = (
+            runs.slice(offset, _RUNS_PER_SLICE)
+            .with_columns(*cat, _day=pl.int_ranges(day("start"), day("end") + 1))
+            .explode("_day")
+        )
+        pairs.append(
+            events.join(spans, on=_ON).filter(
+                (pl.col("start") <= pl.col("t")) & (pl.col("end") >= pl.col("t"))
+            )
+        )
+        del spans
+    if not pairs:
+        pairs.append(events.join(runs.with_columns(*cat, _day=day("start")), on=_ON))
     return (
-        ev.with_columns(*cat, _day=day("t"))
-        .join(spans, on=["cluster", "node", "_day"])
-        .filter((pl.col("start") <= pl.col("t")) & (pl.col("end") >= pl.col("t")))
+        pl.concat(pairs)
         .drop("_day")
         .with_columns(pl.col("cluster").cast(pl.String), pl.col("node").cast(pl.String))
     )
@@ -415,21 +441,32 @@ def _union_s(iv: pl.DataFrame) -> pl.DataFrame:
     t0 = int(frame.get_column("s").min())
     span_bits = max(int(frame.get_column("s").max()) - t0, 1).bit_length()
     key_bits = max(int(frame.get_column("_k").max()), 1).bit_length()
-    if span_bits + key_bits <= 62:
-        order = pl.col("_k") * (1 << span_bits) + (pl.col("s") - t0)
-        frame = frame.sort(order)
-    else:
-        frame = frame.sort("_k", "s")
+    packed = span_bits + key_bits <= 62
     prev = pl.col("e").cum_max().shift(1).over("_k")
-    return (
-        frame.with_columns(m=prev)
-        .with_columns(
-            add=pl.when(pl.col("m").is_null())
-            .then(pl.col("e") - pl.col("s"))
-            .otherwise((pl.col("e") - pl.max_horizontal("s", "m")).clip(lower_bound=0))
+    # the nodes in groups of about _RUNS_PER_SLICE rows (each node's union is its own): the
+    # sort and its copies hold one group at a time
+    n_groups = max(1, -(-frame.height // _RUNS_PER_SLICE))
+    parts = []
+    for g in range(n_groups):
+        part = frame if n_groups == 1 else frame.filter(pl.col("_k") % n_groups == g)
+        if packed:
+            part = part.sort(pl.col("_k") * (1 << span_bits) + (pl.col("s") - t0))
+        else:
+            part = part.sort("_k", "s")
+        parts.append(
+            part.with_columns(m=prev)
+            .with_columns(
+                add=pl.when(pl.col("m").is_null())
+                .then(pl.col("e") - pl.col("s"))
+                .otherwise((pl.col("e") - pl.max_horizontal("s", "m")).clip(lower_bound=0))
+            )
+            .group_by("_k")
+            .agg(len_s=pl.col("add").sum().cast(pl.Float64) / 1e6)
         )
-        .group_by("_k")
-        .agg(len_s=pl.col("add").sum().cast(pl.Float64) / 1e6)
+        del part
+    del frame
+    return (
+        pl.concat(parts)
         .join(names, on="_k")
         .select(pl.col("cluster").cast(pl.String), pl.col("node").cast(pl.String), "len_s")
     )

@@ -128,7 +128,8 @@ def attribution(cluster_data: DataResult, cfg: PipelineConfig) -> AttributionRes
         The cluster's Dataset.
     cfg : PipelineConfig
         The pipeline configuration (``[analysis].before_min``, ``after_min``,
-        ``requeue_exit_codes``, ``gpus_per_node``).
+        ``requeue_exit_codes``, ``gpus_per_node``; ``[pipeline].scheduler``: one cluster per
+        Dask task).
 
     Returns
     -------
@@ -136,14 +137,21 @@ def attribution(cluster_data: DataResult, cfg: PipelineConfig) -> AttributionRes
         Every attempt with its failure domain and cause, the window used and the observation end.
     """
     a = cfg.analysis
-    return attribute(
-        cluster_data.open(),
-        before_min=a.before_min,
-        after_min=a.after_min,
-        requeue_exit_codes=a.requeue_exit_codes,
-        reasons=cfg.reasons,
-        gpus_per_node=a.gpus_per_node,
-    )
+    options = {
+        "before_min": a.before_min,
+        "after_min": a.after_min,
+        "requeue_exit_codes": a.requeue_exit_codes,
+        "reasons": cfg.reasons,
+        "gpus_per_node": a.gpus_per_node,
+    }
+    ds = cluster_data.open()
+    if not cfg.scheduler:
+        return attribute(ds, **options)
+    from reliability.parallel import Executor
+
+    address = None if cfg.scheduler == "local" else cfg.scheduler
+    with Executor("dask", scheduler=address) as ex:  # one cluster per task (same result)
+        return attribute(ds, executor=ex, **options)
 
 
 def mttf(attribution: AttributionResult, cfg: PipelineConfig) -> MTTFResult:

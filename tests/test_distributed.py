@@ -1,0 +1,109 @@
+"""Attribution one cluster per task on a Dask LocalCluster (reliability.analyses.distributed)
+against the serial run on the same Dataset: equal rows, order and values."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+from generators import generate_b
+from polars.testing import assert_frame_equal
+
+from reliability import Dataset
+from reliability.analyses import attribute, attribute_by_cluster
+from reliability.attribution import attribute_failures
+from reliability.parallel import Executor
+
+
+@pytest.fixture(scope="module")
+def three_clusters(tmp_path_factory):
+    """Three clusters of generator B (independent histories, different seeds and sizes)."""
+    root = tmp_path_factory.mktemp("dist")
+    ds = Dataset(root / "ds")
+    for i, (name, nodes) in enumerate([("tern", 48), ("gull", 32), ("skua", 24)]):
+        h = generate_b(root / name, seed=11 + i, n_nodes=nodes, days=8, cluster=name)
+        h.ingest(ds)
+    return ds
+
+
+def test_dask_attribution_equals_the_serial_run(three_clusters):
+    ds = three_clusters
+    serial = attribute_failures(ds, before_min=10, after_min=5)
+    assert serial.get_column("cluster").n_unique() == 3
+    assert serial.get_column("failure_domain").is_in(["hardware"]).any()
+    with Executor("dask", workers=2, processes=False, retries=0) as ex:
+        got = attribute_by_cluster(ds, ex, before_min=10, after_min=5)
+        # the analysis entry point gives the same result object either way
+        a_serial, a_dask = attribute(ds), attribute(ds, executor=ex)
+    assert_frame_equal(got, serial)
+    assert_frame_equal(a_dask.jobs, a_serial.jobs)
+    assert_frame_equal(a_dask.reasons, a_serial.reasons)
+    assert a_dask.gpus_per_node == a_serial.gpus_per_node
+
+
+def test_serial_executor_and_one_cluster(three_clusters, tmp_path):
+    """The serial backend gives the same frame; a one-cluster Dataset is not shared out."""
+    ds = three_clusters
+    with Executor("serial") as ex:
+        assert_frame_equal(attribute_by_cluster(ds, ex), attribute_failures(ds))
+    one = Dataset(tmp_path / "one")
+    generate_b(tmp_path / "raw", seed=5, n_nodes=8, days=3).ingest(one)
+    with Executor("serial") as ex:
+        assert_frame_equal(attribute_by_cluster(one, ex), attribute_failures(one))
+
+
+def test_failed_cluster_task_is_named(three_clusters, monkeypatch):
+    import reliability.analyses.distributed as dist
+
+    def boom(path, cluster, history, options):
+        if cluster == "gull":
+            raise ValueError("disk gone")
+        return pl.DataFrame()
+
+    monkeypatch.setattr(dist, "_attribute_cluster", boom)
+    with (
+        Executor("serial", retries=0) as ex,
+        pytest.raises(RuntimeError, match=r"'gull'.*disk gone"),
+    ):
+        attribute_by_cluster(three_clusters, ex)
+
+
+def _pipeline(tmp_path, head: str):
+    from reliability.pipeline.config import load_pipeline
+
+    p = tmp_path / "p.toml"
+    p.write_text(
+        f'[pipeline]\nname = "d"\n{head}\n[[inputs]]\nkind = "simulate-cluster"\n'
+        'preset = "small"\nseed = 1\ndays = 5\n'
+    )
+    return load_pipeline(p)
+
+
+def test_pipeline_scheduler_key_and_stage(three_clusters, tmp_path, monkeypatch):
+    """``[pipeline].scheduler`` is read and checked; the attribution stage then sends one
+    cluster per task to Dask and its result equals the stage run in this process."""
+    from reliability.errors import PipelineError
+    from reliability.parallel import Executor as RealExecutor
+    from reliability.pipeline.steps import cluster
+
+    assert _pipeline(tmp_path, "").scheduler is None
+    with pytest.raises(PipelineError, match="scheduler"):
+        _pipeline(tmp_path, "scheduler = 3")
+    cfg = _pipeline(tmp_path, 'scheduler = "local"')
+    assert cfg.scheduler == "local"
+    used = []
+
+    def threaded(backend, scheduler=None, **kw):
+        used.append((backend, scheduler))
+        return RealExecutor(backend, scheduler=scheduler, workers=2, processes=False)
+
+    monkeypatch.setattr("reliability.parallel.Executor", threaded)
+
+    class Data:
+        def open(self):
+            return three_clusters
+
+    deps = {"cluster_data": Data()}
+    on_dask = cluster.attribution(cfg, deps, tmp_path)
+    here = cluster.attribution(_pipeline(tmp_path, ""), deps, tmp_path)
+    assert used == [("dask", None)]
+    assert_frame_equal(on_dask.jobs, here.jobs)

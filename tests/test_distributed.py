@@ -102,8 +102,7 @@ def test_pipeline_scheduler_key_and_stage(three_clusters, tmp_path, monkeypatch)
         def open(self):
             return three_clusters
 
-    deps = {"cluster_data": Data()}
-    on_dask = cluster.attribution(cfg, deps, tmp_path)
-    here = cluster.attribution(_pipeline(tmp_path, ""), deps, tmp_path)
+    on_dask = cluster.attribution(Data(), cfg)
+    here = cluster.attribution(Data(), _pipeline(tmp_path, ""))
     assert used == [("dask", None)]
     assert_frame_equal(on_dask.jobs, here.jobs)

@@ -199,7 +199,7 @@ def test_the_checker_sees_violations():
     )
     got = _imports_of(source, "reliability.models.fake")
     assert got == {"reliability.store", "reliability.sim.run", "reliability.report.html",
-                   "reliability.models.failures.mttf", "reliability.sim.config"}  # fmt: skip
+                   "reliability.models.mttf", "reliability.sim.config"}  # fmt: skip
     layers = {_layer(m) for m in got}
     assert layers & FORBIDDEN["models"] == {"sim", "report"}
     assert _layer("reliability.experiments.backtests") == "experiments"

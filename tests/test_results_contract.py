@@ -691,10 +691,10 @@ def test_a_requeue_the_application_asked_for_loses_no_work():
 @pytest.mark.parametrize(
     ("old_module", "cls_name"),
     [
-        ("reliability.models.failures.mttf", "MTTFResult"),
-        ("reliability.models.nodes.health", "NodeHealth"),
-        ("reliability.models.recovery.cost", "RecoveryCosts"),
-        ("reliability.models.lifetimes.weibull", "LifetimeResult"),
+        ("reliability.models.mttf", "MTTFResult"),
+        ("reliability.models.node_health", "NodeHealth"),
+        ("reliability.models.recovery_cost", "RecoveryCosts"),
+        ("reliability.models.lifetimes", "LifetimeResult"),
     ],
 )
 def test_a_result_saved_before_models_were_grouped_still_loads(old_module, cls_name, tmp_path):

@@ -3,7 +3,7 @@
 One :class:`Fleet` per published fleet or training run, built from the records of
 :mod:`reliability.references` (headline counts, exposure, rates, each with its citation) and
 the component tables printed in the papers (each row as printed: component, the paper's
-category, count, printed share). :func:`reliability.models.published_fleets` re-derives the
+category, count, printed share). :func:`reliability.models.fleets.published_fleets` re-derives the
 rates and intervals from them and flags the tables that do not add up.
 
 Each component row is mapped to the package's taxonomy (:data:`reliability.schema.COMPONENTS`

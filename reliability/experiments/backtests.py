@@ -5,7 +5,7 @@ makes data. An experiment sits above both: it simulates, ingests what the simula
 through the ordinary readers, runs a model on it, and scores the model against the truth the
 simulator knows (true lemon nodes, true end causes). Nothing below this module imports it.
 
-- :func:`train_on_simulation`: fit a :class:`~reliability.models.LemonDetector` on the
+- :func:`train_on_simulation`: fit a :class:`~reliability.models.nodes.LemonDetector` on the
   simulator's true lemon labels.
 - :func:`lemon_backtest`: the quarantine backtest of HPCA'25 §VI. Flag nodes at a split time,
   re-run the *same* simulation (same seed: same job stream, same hardware faults) with the
@@ -137,7 +137,7 @@ def train_on_simulation(
 
     Simulates ``cfg`` with ``seed``, computes node features from the ingested logs
     (:func:`~reliability.models.nodes.lemon_features.node_features`) and fits a
-    :class:`~reliability.models.LemonDetector` on them.
+    :class:`~reliability.models.nodes.LemonDetector` on them.
 
     Parameters
     ----------
@@ -152,7 +152,7 @@ def train_on_simulation(
     work : str or pathlib.Path or None
         Folder for the raw logs and the Dataset (None: a temporary folder, removed after).
     **detector_params
-        Passed to :class:`~reliability.models.LemonDetector`.
+        Passed to :class:`~reliability.models.nodes.LemonDetector`.
 
     Returns
     -------

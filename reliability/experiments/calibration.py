@@ -3,8 +3,8 @@
 A calibration run simulates a preset, writes its raw logs, ingests them through the ordinary
 readers (:func:`reliability.ingest_simulation`), attributes failures with the package's rule
 and measures every headline figure of the paper with the package's models
-(:func:`~reliability.models.fit_mttf`, :func:`~reliability.models.hardware_share`,
-:func:`~reliability.models.job_state_breakdown`, ...). The lemon-quarantine effect is measured
+(:func:`~reliability.models.failures.fit_mttf`, :func:`~reliability.models.failures.hardware_share`,
+:func:`~reliability.models.failures.job_state_breakdown`, ...). The lemon-quarantine effect is measured
 the same way on a second run with the same seed in which the nodes the detector flagged at
 mid-run are drained from then on (both runs are ingested and attributed). Nothing here reads
 the simulator's truth except for the detector's own score (precision per node).

@@ -372,7 +372,7 @@ class RunResults:
     """Every stage's result of a pipeline run: one attribute per stage, None when it did not run.
 
     What :func:`~reliability.pipeline.run_pipeline` returns (as ``RunResult.outputs``) and the
-    report's builders read: ``results.mttf`` is an :class:`~reliability.models.MTTFResult` or
+    report's builders read: ``results.mttf`` is an :class:`~reliability.models.failures.MTTFResult` or
     None. ``results["mttf"]`` is the same, for code that walks the stages by name.
 
     Attributes

@@ -60,8 +60,8 @@ def plot_job_states(states: Any, ax: Axes | None = None) -> Axes:
     Parameters
     ----------
     states : object
-        A :class:`~reliability.models.WorkloadResult` or
-        :func:`~reliability.models.job_state_breakdown`'s frame.
+        A :class:`~reliability.models.failures.WorkloadResult` or
+        :func:`~reliability.models.failures.job_state_breakdown`'s frame.
     ax : matplotlib.axes.Axes or None
         Axes to draw on (default: a new figure).
 
@@ -96,8 +96,8 @@ def plot_job_sizes(sizes: Any, ax: Axes | None = None) -> Axes:
     Parameters
     ----------
     sizes : WorkloadResult or polars.DataFrame
-        A :class:`~reliability.models.WorkloadResult` or the frame of
-        :func:`~reliability.models.job_size_distribution`.
+        A :class:`~reliability.models.failures.WorkloadResult` or the frame of
+        :func:`~reliability.models.failures.job_size_distribution`.
     ax : matplotlib.axes.Axes or None
         Axes to draw on; None: a new figure.
 
@@ -131,8 +131,8 @@ def plot_failure_taxonomy(taxonomy: Any, ax: Axes | None = None, top: int = 12) 
     Parameters
     ----------
     taxonomy : WorkloadResult or polars.DataFrame
-        A :class:`~reliability.models.WorkloadResult` or the frame of
-        :func:`~reliability.models.failure_taxonomy`.
+        A :class:`~reliability.models.failures.WorkloadResult` or the frame of
+        :func:`~reliability.models.failures.failure_taxonomy`.
     ax : matplotlib.axes.Axes or None
         Axes to draw on; None: a new figure.
     top : int
@@ -174,7 +174,7 @@ def plot_failure_rate(series: Any, ax: Axes | None = None) -> Axes:
     Parameters
     ----------
     series : RateSeries or polars.DataFrame
-        A :class:`~reliability.models.RateSeries` (or its ``series`` frame).
+        A :class:`~reliability.models.failures.RateSeries` (or its ``series`` frame).
     ax : matplotlib.axes.Axes or None
         Axes to draw on; None: a new figure.
 
@@ -249,7 +249,7 @@ def plot_mttf(result: Any, ax: Axes | None = None, project_to: int = 131072) -> 
     Parameters
     ----------
     result : MTTFResult or polars.DataFrame
-        A :class:`~reliability.models.MTTFResult` (or its ``by_size`` frame: measured points
+        A :class:`~reliability.models.failures.MTTFResult` (or its ``by_size`` frame: measured points
         only).
     ax : matplotlib.axes.Axes or None
         Axes to draw on; None: a new figure.
@@ -338,8 +338,8 @@ def plot_secondary_preemptions(stats: Any, ax: Axes | None = None) -> Axes:
     Parameters
     ----------
     stats : WorkloadResult or dict
-        A :class:`~reliability.models.WorkloadResult`, or the dict of
-        :func:`~reliability.models.secondary_preemptions`.
+        A :class:`~reliability.models.failures.WorkloadResult`, or the dict of
+        :func:`~reliability.models.failures.secondary_preemptions`.
     ax : matplotlib.axes.Axes or None
         Axes to draw on; None: a new figure.
 
@@ -388,7 +388,7 @@ def plot_lemon_suspects(
     Parameters
     ----------
     scores : polars.DataFrame or object
-        The frame of :func:`reliability.models.score_nodes`, or a result with ``scores`` and
+        The frame of :func:`reliability.models.nodes.score_nodes`, or a result with ``scores`` and
         ``threshold``.
     ax : matplotlib.axes.Axes or None
         Axes to draw on; None: a new figure sized to ``top``.
@@ -442,7 +442,7 @@ def plot_lemon_test(test: Any, ax: Axes | None = None, top: int = 15) -> Axes:
     Parameters
     ----------
     test : LemonTest or polars.DataFrame
-        A :class:`reliability.models.LemonTest` (or its ``nodes`` frame).
+        A :class:`reliability.models.nodes.LemonTest` (or its ``nodes`` frame).
     ax : matplotlib.axes.Axes or None
         Axes to draw on; None: a new figure.
     top : int

@@ -31,7 +31,7 @@ def plot_ettr_by_size(result: Any, ax: Axes | None = None) -> Axes:
     Parameters
     ----------
     result : RunETTR or polars.DataFrame
-        A :class:`~reliability.models.RunETTR` (or its ``by_size`` frame).
+        A :class:`~reliability.models.recovery.RunETTR` (or its ``by_size`` frame).
     ax : matplotlib.axes.Axes or None
         Axes to draw on; None: a new figure.
 
@@ -86,7 +86,7 @@ def plot_ettr_grid(plan: Any, ax: Axes | None = None, target: float | None = Non
     Parameters
     ----------
     plan : PlanResult or polars.DataFrame
-        A :class:`~reliability.models.PlanResult` (or its ``grid`` frame).
+        A :class:`~reliability.models.recovery.PlanResult` (or its ``grid`` frame).
     ax : matplotlib.axes.Axes or None
         Axes to draw on; None: a new figure.
     target : float or None

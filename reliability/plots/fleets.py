@@ -1,4 +1,4 @@
-"""Your failure rate beside the published fleets' (:func:`reliability.models.compare_fleets`)."""
+"""Your failure rate beside the published fleets' (:func:`reliability.models.fleets.compare_fleets`)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def plot_fleet_rates(comparison: Any, ax: Axes | None = None) -> Axes:
     Parameters
     ----------
     comparison : FleetComparison or polars.DataFrame
-        A :class:`~reliability.models.FleetComparison` (or its ``summary``: ``fleet``,
+        A :class:`~reliability.models.fleets.FleetComparison` (or its ``summary``: ``fleet``,
         ``rate_per_node_day``, ``ci_low``, ``ci_high`` [failures per node-day], yours first).
     ax : matplotlib.axes.Axes or None
         Axes to draw on; None: a new figure.

@@ -49,7 +49,7 @@ def timeline_nodes(health: Any, top: int) -> list[tuple[str, str]]:
     Parameters
     ----------
     health : NodeHealth
-        A :class:`~reliability.models.NodeHealth`.
+        A :class:`~reliability.models.nodes.NodeHealth`.
     top : int
         Most rows shown.
 
@@ -71,7 +71,7 @@ def plot_node_timeline(health: Any, ax: Axes | None = None, top: int = 30) -> Ax
     Parameters
     ----------
     health : NodeHealth
-        A :class:`~reliability.models.NodeHealth`.
+        A :class:`~reliability.models.nodes.NodeHealth`.
     ax : matplotlib.axes.Axes or None
         Axes to draw on; None: a new figure sized to the number of rows.
     top : int
@@ -141,7 +141,7 @@ def plot_fleet_availability(health: Any, ax: Axes | None = None) -> Axes:
     Parameters
     ----------
     health : NodeHealth
-        A :class:`~reliability.models.NodeHealth`.
+        A :class:`~reliability.models.nodes.NodeHealth`.
     ax : matplotlib.axes.Axes or None
         Axes to draw on; None: a new figure.
 

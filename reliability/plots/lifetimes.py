@@ -1,7 +1,7 @@
 """Figure of component lifetimes: Kaplan-Meier survival and the fitted models' curves.
 
 Kaplan-Meier survival with its confidence band and the fitted exponential / Weibull /
-log-normal survival curves (from :func:`reliability.models.fit_lifetimes`).
+log-normal survival curves (from :func:`reliability.models.lifetimes.fit_lifetimes`).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def plot_lifetimes(result: Any, group: str | None = None, ax: Axes | None = None
     Parameters
     ----------
     result : LifetimeResult
-        The :class:`~reliability.models.LifetimeResult`.
+        The :class:`~reliability.models.lifetimes.LifetimeResult`.
     group : str or None
         Which group (default: the first).
     ax : matplotlib.axes.Axes or None

@@ -36,7 +36,7 @@ def plot_component_rates(rates: pl.DataFrame, ax: Axes | None = None) -> Axes:
     Parameters
     ----------
     rates : polars.DataFrame
-        The frame of :func:`reliability.models.component_failure_rates` (``component_type``,
+        The frame of :func:`reliability.models.failures.component_failure_rates` (``component_type``,
         ``period``, ``rate_per_day`` [failures per component-day]).
     ax : matplotlib.axes.Axes or None
         Axes to draw on; None: a new figure.
@@ -162,7 +162,7 @@ def plot_recovery(result: Any, ax: Axes | None = None) -> Axes:
     Parameters
     ----------
     result : RecoveryComparison or polars.DataFrame
-        A :class:`~reliability.models.RecoveryComparison` (or its ``summary`` frame).
+        A :class:`~reliability.models.pods.RecoveryComparison` (or its ``summary`` frame).
     ax : matplotlib.axes.Axes or None
         Axes to draw on; None: a new figure.
 
@@ -193,7 +193,7 @@ def plot_routing(table: Any, ax: Axes | None = None) -> Axes:
     Parameters
     ----------
     table : list of ThroughputResult or polars.DataFrame
-        :class:`~reliability.models.ThroughputResult` objects, or their stacked ``summary`` rows.
+        :class:`~reliability.models.pods.ThroughputResult` objects, or their stacked ``summary`` rows.
     ax : matplotlib.axes.Axes or None
         Axes to draw on; None: a new figure.
 

@@ -24,7 +24,7 @@ independent replicates:
   the period index (variance ``φ(μ + αμ²)``: a swing shared by a week adds variance ∝ μ²),
   which weights each week by the information it holds and so keeps what power the swings
   leave (see its docstring for the figures).
-- the slope of failures on log(nodes) of :func:`reliability.models.fit_mttf`: a Poisson GLM
+- the slope of failures on log(nodes) of :func:`reliability.models.failures.fit_mttf`: a Poisson GLM
   of the counts with a log-exposure offset, its slope's variance from the HC3 sandwich (each residual inflated
   by ``1/(1 − h)²``, h the GLM leverage; MacKinnon & White 1985, Long & Ervin 2000 recommend
   it for small samples), Wald t-test on ``n − 2`` degrees of freedom. A quasi-Poisson scale
@@ -232,7 +232,7 @@ def poisson_regression(
     Poisson information, h the leverage), valid whatever the variance of the counts, and its
     interval and Wald test use Student-t quantiles on ``n − 2`` degrees of freedom (see the
     module doc). Used for the trend over periods (:func:`trend_test`) and the slope of
-    failures on log(nodes) (MTTF ∝ 1/N, :func:`reliability.models.fit_mttf`).
+    failures on log(nodes) (MTTF ∝ 1/N, :func:`reliability.models.failures.fit_mttf`).
 
     Parameters
     ----------

@@ -185,7 +185,7 @@ class MTTFResult(Result):
         r_f over the last :data:`RECENT_WEEKS` weeks before the observation end.
     rate_per_node_day_ : float
         r_f [hardware interruptions per node-day] (0.0 when not estimable, with no failures or
-        no exposure: check ``estimable_``; :func:`~reliability.models.plan` takes the fit itself
+        no exposure: check ``estimable_``; :func:`~reliability.models.recovery.plan` takes the fit itself
         and plans with the upper bound).
     estimable_ : bool
         Whether r_f has a point estimate (at least one failure over some exposure).

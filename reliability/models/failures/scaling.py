@@ -266,7 +266,7 @@ def check_scaling(
         :func:`~reliability.models.failures.mttf.glm_slope`'s output on the same points (None: not fitted).
     model_mttf : callable or None
         ``n_gpus -> dict`` with ``mttf_h``, ``low_h``, ``high_h`` [h]: the 1/N projection with r_f's
-        interval (:meth:`~reliability.models.MTTFResult.mttf_at`).
+        interval (:meth:`~reliability.models.failures.MTTFResult.mttf_at`).
     largest_gpus : int
         The largest job in the data [GPUs]; the projection is at it and at twice it.
     gpus_per_node : int

@@ -94,7 +94,7 @@ def job_size_distribution(
     Returns
     -------
     polars.DataFrame
-        ``bucket`` (the lower edge [GPUs] of :data:`~reliability.models.SIZE_BUCKETS`, 0 for
+        ``bucket`` (the lower edge [GPUs] of :data:`~reliability.models.failures.SIZE_BUCKETS`, 0 for
         CPU-only jobs), ``jobs``, ``gpu_hours`` [GPU-h], ``job_share`` (over all jobs),
         ``gpu_share`` (over GPU time; null when there is none).
     """

@@ -1,6 +1,6 @@
 """A cluster set beside the published fleets (:mod:`reliability.models.fleets.published`).
 
-:func:`compare_fleets` sets a cluster's r_f (:func:`~reliability.models.fit_mttf`, Kokolis et
+:func:`compare_fleets` sets a cluster's r_f (:func:`~reliability.models.failures.fit_mttf`, Kokolis et
 al. HPCA'25 §IV) beside every fleet's rate, its hardware failures by taxonomy component beside
 the component tables of Llama 3 (Dubey et al. 2024, Table 5) and FT-HSDP (Salpekar et al.
 2026, Table 1), and the MTTF of its largest job beside what each fleet's rate projects for a
@@ -286,7 +286,7 @@ def compare_fleets(
     source : Dataset or polars.DataFrame
         A Dataset, or attributed jobs (:func:`reliability.attribute_failures`).
     fit : MTTFResult or None
-        The cluster's fit (:func:`~reliability.models.fit_mttf`) on the same source; None:
+        The cluster's fit (:func:`~reliability.models.failures.fit_mttf`) on the same source; None:
         fitted here with ``min_gpus`` and ``gpus_per_node``.
     min_gpus : int
         Jobs of at least this many GPUs enter r_f (HPCA'25: > 128).
@@ -295,7 +295,7 @@ def compare_fleets(
     alpha : float
         1 − confidence level.
     observation_end : datetime or None
-        When the data end [UTC] (see :func:`~reliability.models.fit_mttf`).
+        When the data end [UTC] (see :func:`~reliability.models.failures.fit_mttf`).
 
     Returns
     -------

@@ -128,7 +128,7 @@ def weibull_mle(
     has the closed form ``λ^ρ = Σ(t^ρ − a^ρ) / d`` (``d`` failures, ``a`` entry ages), so the
     MLE is a one-dimensional root of the profile score; the covariance is the inverse of the
     analytic observed information. Fast at millions of rows (lifelines' optimiser is not):
-    :func:`reliability.models.fit_mttf` uses it directly, :func:`fit_weibull` as lifelines'
+    :func:`reliability.models.failures.fit_mttf` uses it directly, :func:`fit_weibull` as lifelines'
     starting point; the tests check it against lifelines.
 
     Parameters

@@ -1,7 +1,7 @@
 """Lemon-node detector: a calibrated scikit-learn classifier with a precision-targeted threshold.
 
 Kokolis et al. HPCA'25 §VI flag nodes that repeatedly fail jobs yet pass health checks, from
-per-node counts (:func:`reliability.models.node_features`), and report precision above 85% on
+per-node counts (:func:`reliability.models.nodes.node_features`), and report precision above 85% on
 1.2-1.7% of nodes. :class:`LemonDetector` is a logistic regression on ``log1p`` of the
 (non-negative) features, standardised, with balanced class weights; its scores are calibrated
 by Platt scaling fitted on out-of-fold scores, and the decision threshold is the lowest one
@@ -147,7 +147,7 @@ class LemonDetector(ClassifierMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like or polars.DataFrame, shape (n_windows, n_features)
-            Node-window features, e.g. :func:`reliability.models.node_features` (columns
+            Node-window features, e.g. :func:`reliability.models.nodes.node_features` (columns
             :data:`FEATURES`).
         y : array-like, shape (n_windows,)
             Two classes: whether each node-window's node is a lemon (the larger label is "lemon").
@@ -297,7 +297,7 @@ class LemonDetector(ClassifierMixin, BaseEstimator):
         if names != list(FEATURES):
             raise ValueError(
                 "only a detector fitted on a node_features() frame (columns "
-                "reliability.models.LEMON_FEATURES, in order) can be saved; this one was fitted on "
+                "reliability.models.nodes.LEMON_FEATURES, in order) can be saved; this one was fitted on "
                 + (f"{len(names)} other columns" if names else "an array without column names")
             )
         body = {
@@ -550,7 +550,7 @@ def score_nodes(
     detector : LemonDetector
         A fitted :class:`LemonDetector`.
     features : polars.DataFrame
-        :func:`reliability.models.node_features` output.
+        :func:`reliability.models.nodes.node_features` output.
     at : datetime or None
         Window end to score [UTC]; the latest window ending at or before it is used.
     top_features : int

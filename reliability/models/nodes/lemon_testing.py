@@ -10,7 +10,7 @@ Incidents of a node (one failure, however many records it left), from the canoni
 - every interval out of service (DOWN, FAIL, DRAIN, REPAIR) whose reason is not an
   administrator's (:mod:`reliability.reasons`), by its start;
 - every hardware-attributed job failure charged to the node
-  (:func:`reliability.models.node_incidents`), by its first failure;
+  (:func:`reliability.models.failures.node_incidents`), by its first failure;
 
 events of one node less than ``window_min`` apart are one incident.
 

@@ -22,7 +22,7 @@ logs, what those signals have been followed by:
 **Drain policies** (:func:`policy_table`): for a signal kind, "drain after ``k`` events within
 ``t`` hours" fires at the k-th event of a node in any ``t``-hour span. Its precision is the
 share of firings followed by a hardware failure of that node (a distinct incident of the
-attributed jobs, :func:`reliability.models.node_incidents`) within the horizon; its recall
+attributed jobs, :func:`reliability.models.failures.node_incidents`) within the horizon; its recall
 the share of those failures preceded by a firing within the horizon. (This outcome rests on
 attribution, whose evidence includes the signals: a signal that is itself the evidence of a
 failure at the same time is right by construction, with a lead time of 0.)
@@ -505,7 +505,7 @@ def policy_table(
     events : polars.DataFrame
         Signals: ``cluster, node, t, signal``.
     incidents : polars.DataFrame
-        Node failures (:func:`reliability.models.node_incidents`: ``cluster, node,
+        Node failures (:func:`reliability.models.failures.node_incidents`: ``cluster, node,
         first_failure``).
     signals : list of str
         The signal kinds to evaluate.

@@ -27,7 +27,7 @@ Per run:
   from its first start: its wall time without its first queue wait and without what its
   preemptions and other interruptions cost (their lost work, the restart after them and the
   queue wait before that restart); the waits after hardware interruptions stay. This is what
-  :func:`reliability.models.expected_ettr` and the planner model (they count hardware
+  :func:`reliability.models.recovery.expected_ettr` and the planner model (they count hardware
   interruptions at rate N·r_f), so measured and expected ETTR compare like with like.
 
 Runs still going at the observation end are **open** (censored): ``open`` marks them and their

@@ -1,6 +1,6 @@
 """Monte Carlo ETTR: many independent runs of one job's timeline, vectorised over runs.
 
-The timeline (the same one :func:`reliability.models.expected_ettr` with ``variant="renewal"``
+The timeline (the same one :func:`reliability.models.recovery.expected_ettr` with ``variant="renewal"``
 solves exactly for Poisson failures): the job waits ``initial_queue_h``, then computes in
 segments of Δt, each followed by a blocking checkpoint write of w (none after the last segment);
 work is committed when a write finishes. Interruptions arrive while the job runs (computing,
@@ -16,11 +16,11 @@ Two estimands, by name (``estimand=``):
     form is the expected productive time over the expected wall time, and the paper's
     ``E[ETTR] ≈ 1 − N r_f (u0 + Δt/2)`` is the expected fraction of wall time lost; Kokolis
     et al. HPCA'25 §V), and what a cluster's GPU-time-weighted ETTR measures. Compare it with
-    :func:`reliability.models.expected_ettr`.
+    :func:`reliability.models.recovery.expected_ettr`.
 ``"mean_of_ratios"``
     ``E[W / wall]``: the average run's ETTR (Jensen: above the ratio of means, noticeably so
     for short jobs, whose wall time varies most); compare it with a per-run average such as
-    :attr:`reliability.models.RunETTR` ``ettr_by_run``.
+    :attr:`reliability.models.recovery.RunETTR` ``ettr_by_run``.
 
 Both are returned (:attr:`ETTRSimulation.ratio_of_means`, :attr:`ETTRSimulation.mean_of_ratios`
 with standard errors); ``estimate``, ``stderr`` and ``ci`` are the chosen one's.

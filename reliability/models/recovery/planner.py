@@ -1,6 +1,6 @@
 """Checkpoint planner: what checkpoint interval and restart overhead reach a target ETTR.
 
-Built on :func:`reliability.models.expected_ettr` (HPCA'25 §V and Fig. 10). For a job of N GPUs
+Built on :func:`reliability.models.recovery.expected_ettr` (HPCA'25 §V and Fig. 10). For a job of N GPUs
 at failure rate r_f it gives
 
 - the *frontier*: for each restart overhead u0, the range of checkpoint intervals Δt whose
@@ -13,8 +13,8 @@ at failure rate r_f it gives
   (non-blocking), or the ETTR-optimal interval (blocking writes, :func:`optimal_interval_h`);
 - the ETTR grid over job size and Δt (Fig. 10).
 
-The rate: given a fit (:class:`~reliability.models.MTTFResult` or
-:class:`~reliability.models.RateSeries`), the planner shows the window average and the last
+The rate: given a fit (:class:`~reliability.models.failures.MTTFResult` or
+:class:`~reliability.models.failures.RateSeries`), the planner shows the window average and the last
 :data:`~reliability.models.failures.mttf.RECENT_WEEKS` weeks' rate, each with its interval, and plans
 with the recent one (the rate that applies now; failure rates drift, HPCA'25 Fig. 5) when it
 rests on at least :data:`MIN_FAILURES_RECENT` failures, else with the window average, saying
@@ -320,7 +320,7 @@ def plan(
         Job size [GPUs].
     rate_per_node_day : float or MTTFResult or RateSeries or RateEstimate
         r_f [failures per node-day] (> 0), or a fit to take it from: an
-        :class:`~reliability.models.MTTFResult`, a :class:`~reliability.models.RateSeries` (both:
+        :class:`~reliability.models.failures.MTTFResult`, a :class:`~reliability.models.failures.RateSeries` (both:
         the recent rate when it rests on enough failures) or a
         :class:`~reliability.models.failures.counts.RateEstimate`.
     target_ettr : float

@@ -8,7 +8,7 @@ against a Monte Carlo of the same assumptions in :mod:`reliability.models.recove
 ``checkpoint_restart`` (today)
     Checkpoint every Δt with a blocking write w; an interruption loses the work since the last
     checkpoint, waits q in the queue for nodes and restarts in u0. Exactly
-    :func:`~reliability.models.expected_ettr` with ``variant="renewal"`` (the long-job limit
+    :func:`~reliability.models.recovery.expected_ettr` with ``variant="renewal"`` (the long-job limit
     ``Δt / A(Δt + w)`` of the per-segment renewal argument, Daly 2006 §3).
 ``hot_spares``
     s idle spare nodes stand by: a failed node is swapped for a free spare with no queue wait;
@@ -31,7 +31,7 @@ against a Monte Carlo of the same assumptions in :mod:`reliability.models.recove
 ``peer_checkpoint`` (in memory, replicated to peers)
     Each checkpoint is a copy to ``peer_copies`` other nodes' memory: a cheap write w', so the
     interval shrinks to Daly's higher-order optimum ``Δt' = τ(w', M = 1/λ, u0')``
-    (:func:`~reliability.models.daly_interval_h`, Daly 2006 Eq. 37). After an interruption the
+    (:func:`~reliability.models.recovery.daly_interval_h`, Daly 2006 Eq. 37). After an interruption the
     job restores from a peer in u0'. The copy is lost when every peer holding it also fails
     before the replacement node has it back (within the window ``q + u0'``): probability
     ``p_fb = (1 − e^{−r_f W / 24})^c`` (independent Poisson node failures); then the job
@@ -90,7 +90,7 @@ DEFAULT_PEER_WRITE_S = 10.0
 #: assumed pause of an elastic job when a replica leaves [s] (an assumption: pass your own)
 DEFAULT_ELASTIC_RECONFIG_S = 60.0
 #: assumed mean node repair time [h] when none is measured (an assumption: pass your own, or
-#: measure it with :func:`reliability.models.recovery_costs`)
+#: measure it with :func:`reliability.models.recovery.recovery_costs`)
 DEFAULT_REPAIR_H = 24.0
 #: shortest checkpoint interval :func:`best_interval_h` considers [h] (1 min)
 SHORTEST_INTERVAL_H = 1.0 / 60.0
@@ -231,7 +231,7 @@ def mixed_restart_ettr(
     After each interruption the job waits ``queue_h`` and restarts in ``restarts_h[k]`` with
     probability ``probs[k]`` (independently per interruption); see the module doc for B and A
     (Daly 2006 §3, with the restart drawn per interruption). With one restart cost this is
-    :func:`~reliability.models.expected_ettr` ``variant="renewal"``.
+    :func:`~reliability.models.recovery.expected_ettr` ``variant="renewal"``.
 
     Parameters
     ----------
@@ -397,7 +397,7 @@ def compare_strategies(
     restart_h : float
         u0, today's restart overhead (restore from persistent storage) [h].
     queue_h : float
-        q, queue wait after an interruption [h] (measured: :func:`reliability.models.recovery_costs`).
+        q, queue wait after an interruption [h] (measured: :func:`reliability.models.recovery.recovery_costs`).
     ckpt_write_h : float
         w, blocking write of today's checkpoint [h].
     gpus_per_node : int

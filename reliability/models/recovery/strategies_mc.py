@@ -1,7 +1,7 @@
-"""Monte Carlo of the recovery strategies of :func:`reliability.models.compare_strategies`.
+"""Monte Carlo of the recovery strategies of :func:`reliability.models.recovery.compare_strategies`.
 
 Each strategy's assumptions simulated event by event, vectorised over runs, with the
-parameters a :class:`~reliability.models.StrategyComparison` used (its closed forms are in
+parameters a :class:`~reliability.models.recovery.StrategyComparison` used (its closed forms are in
 :mod:`reliability.models.recovery.strategies`):
 
 - ``checkpoint_restart``, ``hot_spares``, ``peer_checkpoint``: runs of ``n_segments``
@@ -9,7 +9,7 @@ parameters a :class:`~reliability.models.StrategyComparison` used (its closed fo
   the job runs (computing, writing or restarting); one loses the uncommitted work, waits, then
   restarts (the restart is exposed to interruptions too). The estimate is the ratio of means
   ``n_segments Δt / mean(wall)`` (the closed forms' estimand, as in
-  :func:`~reliability.models.simulate_ettr`), with its delta-method standard error.
+  :func:`~reliability.models.recovery.simulate_ettr`), with its delta-method standard error.
 
   - hot spares: the waits come from a simulation of the spare pool: failures of the pool's
     nodes arrive as a Poisson process in wall-clock time, each node is in repair for R
@@ -221,7 +221,7 @@ def simulate_strategy(
 ) -> StrategySimulation:
     """Simulate one strategy of a comparison with the parameters it used (see module doc).
 
-    The Monte Carlo check of :func:`reliability.models.compare_strategies` (Kokolis et al.,
+    The Monte Carlo check of :func:`reliability.models.recovery.compare_strategies` (Kokolis et al.,
     HPCA '25, §V, ETTR model; Daly, FGCS 2006, §3, the renewal argument it checks).
 
     Parameters

@@ -157,7 +157,7 @@ def attribution(cluster_data: DataResult, cfg: PipelineConfig) -> AttributionRes
 def mttf(attribution: AttributionResult, cfg: PipelineConfig) -> MTTFResult:
     """Run stage ``mttf``: r_f and MTTF by job size, censored at the observation end.
 
-    Kokolis et al., HPCA '25, §IV, Fig. 7 (see :func:`reliability.models.fit_mttf`).
+    Kokolis et al., HPCA '25, §IV, Fig. 7 (see :func:`reliability.models.failures.fit_mttf`).
 
     Parameters
     ----------
@@ -216,7 +216,7 @@ def workload(attribution: AttributionResult) -> WorkloadResult:
     Returns
     -------
     WorkloadResult
-        See :func:`reliability.models.workload_summary`.
+        See :func:`reliability.models.failures.workload_summary`.
     """
     from reliability.models.failures import workload_summary
 
@@ -227,7 +227,7 @@ def workload(attribution: AttributionResult) -> WorkloadResult:
 def ettr(attribution: AttributionResult, cfg: PipelineConfig) -> RunETTR:
     """Run stage ``ettr``: ETTR of every job run, with the assumed checkpoint interval and restart.
 
-    Kokolis et al., HPCA '25, §V (see :func:`reliability.models.job_run_ettr`).
+    Kokolis et al., HPCA '25, §V (see :func:`reliability.models.recovery.job_run_ettr`).
 
     Parameters
     ----------
@@ -266,7 +266,7 @@ class CheckpointPlan(Result):
         ``ettr_at_recommended``, ``at_upper_bound_min`` (the same at the rate's upper bound),
         ``status``.
     plans : list of PlanResult
-        The :class:`~reliability.models.PlanResult` of each size, in order.
+        The :class:`~reliability.models.recovery.PlanResult` of each size, in order.
     target_ettr, restart_h : float
         The target and the assumed restart overhead [h].
     sizes_basis : str
@@ -432,7 +432,7 @@ def checkpoint_plan(
     """Run stage ``plan``: a checkpoint interval for each job size at the fitted r_f.
 
     The rate is the recent rate, the window's, or the upper bound when no failures were seen:
-    :func:`reliability.models.plan` says which (Kokolis et al., HPCA '25, §V).
+    :func:`reliability.models.recovery.plan` says which (Kokolis et al., HPCA '25, §V).
 
     Parameters
     ----------

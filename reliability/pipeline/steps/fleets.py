@@ -3,7 +3,7 @@
 The cluster's r_f, hardware failures by component and largest-job MTTF beside RSC-1/RSC-2
 (Kokolis et al. HPCA'25), Llama 3 (Dubey et al. 2024, Table 5), FT-HSDP (Salpekar et al.
 2026), NCSA Delta (Cui et al. SC'25) and the fleets that publish shares only
-(:func:`reliability.models.compare_fleets`).
+(:func:`reliability.models.fleets.compare_fleets`).
 """
 
 from __future__ import annotations

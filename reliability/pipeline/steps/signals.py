@@ -3,7 +3,7 @@
 Per signal kind (Xid, DCGM field, health check, drain-reason class), measured on the cluster's
 own history: how often a job running on the node failed soon after, against the node's own
 baseline, and what drain policies built on it would have caught
-(:func:`reliability.models.signal_calibration`).
+(:func:`reliability.models.nodes.signal_calibration`).
 """
 
 from __future__ import annotations

@@ -54,7 +54,7 @@ def test_serial_executor_and_one_cluster(three_clusters, tmp_path):
 def test_failed_cluster_task_is_named(three_clusters, monkeypatch):
     import reliability.analyses.distributed as dist
 
-    def boom(path, cluster, history, options):
+    def boom(path, cluster, history, merged, options):
         if cluster == "gull":
             raise ValueError("disk gone")
         return pl.DataFrame()
@@ -106,3 +106,38 @@ def test_pipeline_scheduler_key_and_stage(three_clusters, tmp_path, monkeypatch)
     here = cluster.attribution(Data(), _pipeline(tmp_path, ""))
     assert used == [("dask", None)]
     assert_frame_equal(on_dask.jobs, here.jobs)
+
+
+def test_cluster_scan_equals_the_merged_table_filtered(three_clusters):
+    """``Dataset.scan(table, clusters=)`` filters each part before the merge: the rows are
+    those of the whole merged table filtered afterwards, in the same order."""
+    ds = three_clusters
+    for table in ("jobs", "health_events", "node_states"):
+        whole = ds.scan(table).collect()
+        for picked in (["gull"], ["skua", "tern"]):
+            want = whole.filter(pl.col("cluster").is_in(picked))
+            assert want.height > 0
+            assert_frame_equal(ds.scan(table, clusters=picked).collect(), want)
+    with pytest.raises(Exception, match="no cluster column"):
+        ds.scan("quarantine", clusters=["gull"])
+
+
+def test_one_jobs_part_of_two_clusters_keeps_the_file_order(tmp_path):
+    """A single sacct export holding two clusters' jobs is not merged (file order): the tasks'
+    rows are put back in that order."""
+    from reliability.testing import synthetic_sacct
+
+    a, b = tmp_path / "a.psv", tmp_path / "b.psv"
+    synthetic_sacct(a, 300, seed=1, n_nodes=40, cluster="alder", days=20)
+    synthetic_sacct(b, 300, seed=2, n_nodes=40, cluster="birch", days=20)
+    lines_a, lines_b = a.read_text().splitlines(), b.read_text().splitlines()
+    assert lines_a[0] == lines_b[0]  # one header
+    body = [x for pair in zip(lines_a[1:], lines_b[1:], strict=False) for x in pair]
+    both = tmp_path / "both.psv"
+    both.write_text("\n".join([lines_a[0], *body]) + "\n")
+    ds = Dataset(tmp_path / "ds")
+    ds.ingest("slurm", both, tz="UTC")
+    order = ds.jobs.get_column("cluster").head(6).to_list()
+    assert set(order) == {"alder", "birch"}  # interleaved in the file
+    with Executor("serial") as ex:
+        assert_frame_equal(attribute_by_cluster(ds, ex), attribute_failures(ds))

@@ -6,8 +6,9 @@ attributed cluster by cluster, each cluster a task of a :class:`reliability.para
 (``dask.distributed``: a ``Client`` on any scheduler address, or a ``LocalCluster``), and the
 pieces put back in the Dataset's row order: the result is equal to the serial run's.
 
-Each task opens the Dataset by its path and scans only its cluster's rows, so the workers must
-see the Dataset's folder at the same path (a shared file system on a real Dask cluster).
+Each task opens the Dataset by its path and reads only its cluster's rows of each part, so the
+workers must see the Dataset's folder at the same path (a shared file system on a real Dask
+cluster).
 """
 
 from __future__ import annotations
@@ -28,18 +29,27 @@ _ORDER = "__order"
 
 
 def _attribute_cluster(
-    path: str, cluster: str, history: bool, options: dict[str, Any]
+    path: str, cluster: str, history: bool, merged: bool, options: dict[str, Any]
 ) -> pl.DataFrame:
-    """Run one task: attribute the attempts of ``cluster`` in the Dataset at ``path``."""
+    """Run one task: attribute the attempts of ``cluster`` in the Dataset at ``path``.
+
+    The task reads only its cluster's rows of each part (:meth:`Dataset.scan` ``clusters=``).
+    A jobs table of several parts is merged, hence sorted by cluster: the tasks' pieces in
+    cluster order are the serial row order. A single part keeps its file order, so the task
+    numbers the rows of the whole part first (``__order``) to put them back.
+    """
     from reliability.store import Dataset
 
     ds = Dataset(path)
-    mine = pl.col("cluster") == cluster
-    jobs = ds.scan("jobs").with_row_index(_ORDER).filter(mine)
-    states = ds.scan("node_states").filter(mine) if history else None
+    mine = [cluster]
+    if merged:
+        jobs = ds.scan("jobs", clusters=mine)
+    else:
+        jobs = ds.scan("jobs").with_row_index(_ORDER).filter(pl.col("cluster") == cluster)
+    states = ds.scan("node_states", clusters=mine) if history else None
     return attribute_failures(
         jobs,
-        health_events=ds.scan("health_events").filter(mine),
+        health_events=ds.scan("health_events", clusters=mine),
         node_states=states,
         **options,
     )
@@ -81,8 +91,9 @@ def attribute_by_cluster(dataset: Dataset, executor: Executor, **options: Any) -
         "node_states" in (i.get("rows_out") or {}) and i.get("kind") not in _SNAPSHOT_KINDS
         for i in dataset.inputs
     )
+    merged = sum("jobs" in (i.get("parts") or {}) for i in dataset.inputs) > 1
     names = [f"attribute-{i:04d}" for i in range(len(clusters))]
-    args = [(str(dataset.path), c, history, options) for c in clusters]
+    args = [(str(dataset.path), c, history, merged, options) for c in clusters]
     done, failures = executor.map(_attribute_cluster, args, names)
     if failures:
         first = failures[0]
@@ -91,4 +102,5 @@ def attribute_by_cluster(dataset: Dataset, executor: Executor, **options: Any) -
             f"attribution of cluster {who!r} failed on the executor: {first.error}"
             + (f" (and {len(failures) - 1} other cluster(s))" if len(failures) > 1 else "")
         )
-    return pl.concat([done[n] for n in names]).sort(_ORDER).drop(_ORDER)
+    out = pl.concat([done[n] for n in names])  # (clusters sorted as the merge sorts them)
+    return out if merged else out.sort(_ORDER).drop(_ORDER)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -572,7 +572,7 @@ class Dataset:
         assert st is not None
         self._checked.add((part["file"], st.st_size, st.st_mtime_ns))
 
-    def scan(self, table: str) -> pl.LazyFrame:
+    def scan(self, table: str, *, clusters: Sequence[str] | None = None) -> pl.LazyFrame:
         """Scan one table lazily, overlapping inputs merged by data (see :mod:`reliability.store.merge`).
 
         Each part's size, footer row count and sha256 are checked against the manifest first.
@@ -582,6 +582,11 @@ class Dataset:
         table : str
             A canonical table (``jobs``, ``job_steps``, ``health_events``, ``node_states``,
             ``quarantine``, ...).
+        clusters : sequence of str, optional
+            Only these clusters' rows, kept in each part before the parts are merged (every
+            merge rule matches rows of one cluster, so the rows are those of the whole merged
+            table's with these clusters, in the same order; parquet statistics let the scan
+            skip the row groups of other clusters). Needs a ``cluster`` column.
 
         Returns
         -------
@@ -600,6 +605,8 @@ class Dataset:
             raise ReliabilityError(
                 f"unknown table {table!r}; expected one of {sorted(schema.TABLES)}"
             )
+        if clusters is not None and "cluster" not in spec.schema:
+            raise ReliabilityError(f"table {table!r} has no cluster column to select clusters by")
         found: list[tuple[int, str, Path]] = []
         for i, e in enumerate(self.manifest["inputs"]):
             part = e["parts"].get(table)
@@ -609,11 +616,18 @@ class Dataset:
             found.append((i, e["kind"], part_path(self.path, part["file"])))
         if not found:
             return spec.empty().lazy()
+
+        def part(f: Path) -> pl.LazyFrame:
+            lf = pl.scan_parquet(f)
+            if clusters is None:
+                return lf
+            return lf.filter(pl.col("cluster").is_in(pl.Series(list(clusters), dtype=pl.String)))
+
         if len(found) == 1 or table == "quarantine":
-            return pl.concat([pl.scan_parquet(f) for _, _, f in found], how="vertical")
+            return pl.concat([part(f) for _, _, f in found], how="vertical")
         lf = pl.concat(
             [
-                pl.scan_parquet(f).with_columns(
+                part(f).with_columns(
                     pl.lit(i, pl.UInt32).alias(merge.INPUT),
                     pl.lit(kind not in merge.SNAPSHOT_KINDS).alias(merge.HISTORY),
                 )

@@ -76,6 +76,10 @@ MANIFEST_BATCH = 200
 _TEMP_MAX_AGE_S = 86400.0
 
 
+#: column naming the part file of a row, in a scan of several parts
+_PATH = "__part_file"
+
+
 @dataclass
 class IngestOutcome(Result):
     """What happened to one input.
@@ -617,24 +621,28 @@ class Dataset:
         if not found:
             return spec.empty().lazy()
 
-        def part(f: Path) -> pl.LazyFrame:
-            lf = pl.scan_parquet(f)
-            if clusters is None:
-                return lf
-            return lf.filter(pl.col("cluster").is_in(pl.Series(list(clusters), dtype=pl.String)))
-
-        if len(found) == 1 or table == "quarantine":
-            return pl.concat([part(f) for _, _, f in found], how="vertical")
-        lf = pl.concat(
-            [
-                part(f).with_columns(
-                    pl.lit(i, pl.UInt32).alias(merge.INPUT),
-                    pl.lit(kind not in merge.SNAPSHOT_KINDS).alias(merge.HISTORY),
-                )
-                for i, kind, f in found
-            ],
-            how="vertical",
-        )
+        # one scan of all the parts (a scan per part makes a plan of thousands of nodes when
+        # every node's kernel log is an input); the file path gives each row its input
+        files = [str(f) for _, _, f in found]
+        merged = len(files) > 1 and table != "quarantine"
+        lf = pl.scan_parquet(files, include_file_paths=_PATH if merged else None)
+        if clusters is not None:
+            lf = lf.filter(pl.col("cluster").is_in(pl.Series(list(clusters), dtype=pl.String)))
+        if not merged:
+            return lf
+        path = pl.col(_PATH)
+        lf = lf.with_columns(
+            path.replace_strict(
+                {f: i for f, (i, _, _) in zip(files, found, strict=True)}, return_dtype=pl.UInt32
+            ).alias(merge.INPUT),
+            path.replace_strict(
+                {
+                    f: k not in merge.SNAPSHOT_KINDS
+                    for f, (_, k, _) in zip(files, found, strict=True)
+                },
+                return_dtype=pl.Boolean,
+            ).alias(merge.HISTORY),
+        ).drop(_PATH)
         lf = merge.merge_rows(lf, table)
         if table == "node_states":
             if sum(kind in merge.SNAPSHOT_KINDS for _, kind, _ in found) > 1:

@@ -226,9 +226,38 @@ def write_cluster(
     names = cfg.node_names()
     node_name = pl.Series("n", names)
     start_us = int(cfg.start.timestamp() * 1_000_000)
-    tz = cfg.tz
-    # the attempts with their job's raw id (to write them in slices of jobs) and NodeList;
-    # the job's other fields are joined slice by slice (the whole join held 0.6 GB at rsc1)
+    _write_sacct(out / "sacct.psv", cfg, jobs, _with_node_lists(cfg, jobs, log, names), start_us)
+    _write_events(out / "sacctmgr_events.psv", cfg, log, node_name, start_us)
+    _write_kernel(out / "kernel", log, node_name, start_us)
+    _write_health(out / "health_checks.csv", cfg, log, node_name, start_us)
+    _write_truth(out / "truth", cfg, seed, jobs, log, lemon, names, start_us)
+    manifest = {
+        "generator": "reliability.sim.simulate_cluster",
+        "cluster": cfg.name,
+        "seed": seed,
+        "tz": cfg.tz,
+        "start": cfg.start.isoformat(),
+        "days": cfg.days,
+        "ingest": {
+            "slurm": ["sacct.psv"],
+            "events": ["sacctmgr_events.psv"],
+            "kernel": sorted(f"kernel/{p.name}" for p in (out / "kernel").iterdir()),
+            "health": ["health_checks.csv"],
+        },
+    }
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    return out
+
+
+def _with_node_lists(
+    cfg: ClusterConfig, jobs: pl.DataFrame, log: EventLog, names: list[str]
+) -> pl.DataFrame:
+    """Return the attempts with their job's raw id (to write them in slices of jobs) and NodeList.
+
+    The job's other fields are joined slice by slice (the whole join held 0.6 GB at rsc1).
+    Single-node attempts (most of them) get their node's name directly, the others a host list
+    compressed in Python.
+    """
     attempts = _attempts(log)
     n_nodes = pl.col("nodes").list.len()
     a = attempts.join(jobs.select("job", "raw_id"), on="job", how="left", maintain_order="left")
@@ -238,7 +267,6 @@ def write_cluster(
             pl.col("nodes").list.first().replace_strict(list(range(len(names))), names)
         ),
     )
-    # hostlists: single-node attempts (most of them) directly, the others compressed in Python
     multi = a.filter(n_nodes > 1)
     if _plain_prefix(cfg.node_prefix):
         width = len(names[0]) - len(cfg.node_prefix)
@@ -247,9 +275,10 @@ def write_cluster(
         ]
     else:
         hostlists = [compress([names[i] for i in x]) for x in multi.get_column("nodes").to_list()]
-    compressed = pl.Series(hostlists, dtype=pl.String)
-    lookup = pl.DataFrame({"__row": multi.get_column("__row"), "__hl": compressed})
-    a = (
+    lookup = pl.DataFrame(
+        {"__row": multi.get_column("__row"), "__hl": pl.Series(hostlists, dtype=pl.String)}
+    )
+    return (
         a.join(lookup, on="__row", how="left", maintain_order="left")
         .with_columns(
             NodeList=pl.when(n_nodes == 0)
@@ -260,10 +289,27 @@ def write_cluster(
         )
         .drop("__single", "__hl", "nodes", "__row")
     )
-    del multi, lookup, compressed, hostlists
+
+
+def _write_sacct(
+    path: Path, cfg: ClusterConfig, jobs: pl.DataFrame, attempts: pl.DataFrame, start_us: int
+) -> None:
+    """Write ``sacct.psv`` in slices of jobs, so the text of only one slice is in memory."""
     job_fields = jobs.select(
         "job", "job_id", "name", "user", "qos", "time_limit_s", "gpus", "n_nodes", "priority"
     )
+    with open(path, "wb") as fh:
+        fh.write(("|".join(SACCT_FIELDS) + "\n").encode())
+        for part in _slices(attempts):
+            part = part.join(job_fields, on="job", how="left", maintain_order="left")
+            _sacct_records(part, cfg, start_us).write_csv(
+                fh, separator="|", quote_style="never", include_header=False
+            )
+
+
+def _sacct_records(part: pl.DataFrame, cfg: ClusterConfig, start_us: int) -> pl.DataFrame:
+    """Build the sacct records (allocation + .batch + .extern) of a slice of attempts."""
+    tz = cfg.tz
     state_txt = (
         pl.when(pl.col("state") == "CANCELLED")
         .then(pl.format("CANCELLED by {}", 1000 + pl.col("user")))
@@ -279,93 +325,87 @@ def write_cluster(
         pl.col("gpus") * 120,
         pl.col("n_nodes"),
     )
+    alloc = part.select(
+        "raw_id",
+        "attempt",
+        JobID=pl.col("job_id"),
+        JobIDRaw=pl.col("raw_id").cast(pl.String),
+        JobName=pl.col("name"),
+        User=pl.format("user{}", pl.col("user")),
+        Account=pl.format("team{}", pl.col("user") % 40),
+        Partition=pl.when(pl.col("qos") == "low")
+        .then(pl.lit("scavenger"))
+        .otherwise(pl.lit("learn")),
+        QOS=pl.col("qos"),
+        State=state_txt,
+        ExitCode=pl.when(pl.col("exit_code").is_null())
+        .then(pl.lit("0:0"))
+        .otherwise(pl.format("{}:{}", "exit_code", "exit_signal")),
+        Submit=_clock(pl.col("submit_s"), start_us, tz),
+        Start=pl.when(started)
+        .then(_clock(pl.col("time"), start_us, tz))
+        .otherwise(pl.lit("Unknown")),
+        End=pl.when(ended).then(_clock(pl.col("end_s"), start_us, tz)).otherwise(pl.lit("Unknown")),
+        Elapsed=pl.when(started & ended)
+        .then(_dhms(pl.col("end_s").floor() - pl.col("time").floor()))
+        .otherwise(pl.lit("00:00:00")),
+        Timelimit=_dhms(pl.col("time_limit_s")),
+        NNodes=pl.col("n_nodes").cast(pl.String),
+        AllocTRES=pl.when(started).then(tres).otherwise(pl.lit("")),
+        ReqTRES=tres,
+        NodeList=pl.col("NodeList"),
+        Priority=pl.col("priority").cast(pl.String),
+        Cluster=pl.lit(cfg.name),
+        _cause=pl.col("cause"),
+    )
+    # steps as Slurm records them: a requeue by RequeueExit leaves the batch step FAILED
+    # with the exit code, a requeue by scontrol (admin, health check) kills it (signal 15)
+    requeued = pl.col("State") == "REQUEUED"
+    app = pl.col("_cause") == "app_requeue"
+    batch_state = (
+        pl.when(requeued & app)
+        .then(pl.lit("FAILED"))
+        .when(requeued)
+        .then(pl.lit("CANCELLED"))
+        .otherwise(pl.col("State").str.replace(r" by \d+$", ""))
+    )
+    batch_exit = pl.when(requeued & ~app).then(pl.lit("0:15")).otherwise(pl.col("ExitCode"))
+    extern_state = (
+        pl.when(requeued)
+        .then(pl.lit("COMPLETED"))
+        .otherwise(pl.col("State").str.replace(r" by \d+$", ""))
+    )
+    extern_exit = pl.when(requeued).then(pl.lit("0:0")).otherwise(pl.col("ExitCode"))
+    ran_mask = alloc.get_column("Start").ne("Unknown").to_numpy()
+    ran = alloc.filter(ran_mask)
+    steps = [
+        ran.with_columns(
+            JobID=pl.col("JobID") + f".{step}",
+            JobIDRaw=pl.col("JobIDRaw") + f".{step}",
+            JobName=pl.lit(step),
+            User=pl.lit(""),
+            QOS=pl.lit(""),
+            Partition=pl.lit(""),
+            Timelimit=pl.lit(""),
+            Priority=pl.lit(""),
+            ReqTRES=pl.lit(""),
+            State=state,
+            ExitCode=exit_code,
+        )
+        for step, state, exit_code in (
+            ("batch", batch_state, batch_exit),
+            ("extern", extern_state, extern_exit),
+        )
+    ]
+    rows = pl.concat([alloc, *steps]).select(list(SACCT_FIELDS))
+    return rows[_record_order(alloc.select("raw_id", "attempt"), ran_mask)]
 
-    def records(part: pl.DataFrame) -> pl.DataFrame:
-        """Build the sacct records (allocation + .batch + .extern) of a slice of attempts."""
-        alloc = part.select(
-            "raw_id",
-            "attempt",
-            JobID=pl.col("job_id"),
-            JobIDRaw=pl.col("raw_id").cast(pl.String),
-            JobName=pl.col("name"),
-            User=pl.format("user{}", pl.col("user")),
-            Account=pl.format("team{}", pl.col("user") % 40),
-            Partition=pl.when(pl.col("qos") == "low")
-            .then(pl.lit("scavenger"))
-            .otherwise(pl.lit("learn")),
-            QOS=pl.col("qos"),
-            State=state_txt,
-            ExitCode=pl.when(pl.col("exit_code").is_null())
-            .then(pl.lit("0:0"))
-            .otherwise(pl.format("{}:{}", "exit_code", "exit_signal")),
-            Submit=_clock(pl.col("submit_s"), start_us, tz),
-            Start=pl.when(started)
-            .then(_clock(pl.col("time"), start_us, tz))
-            .otherwise(pl.lit("Unknown")),
-            End=pl.when(ended)
-            .then(_clock(pl.col("end_s"), start_us, tz))
-            .otherwise(pl.lit("Unknown")),
-            Elapsed=pl.when(started & ended)
-            .then(_dhms(pl.col("end_s").floor() - pl.col("time").floor()))
-            .otherwise(pl.lit("00:00:00")),
-            Timelimit=_dhms(pl.col("time_limit_s")),
-            NNodes=pl.col("n_nodes").cast(pl.String),
-            AllocTRES=pl.when(started).then(tres).otherwise(pl.lit("")),
-            ReqTRES=tres,
-            NodeList=pl.col("NodeList"),
-            Priority=pl.col("priority").cast(pl.String),
-            Cluster=pl.lit(cfg.name),
-            _cause=pl.col("cause"),
-        )
-        # steps as Slurm records them: a requeue by RequeueExit leaves the batch step FAILED
-        # with the exit code, a requeue by scontrol (admin, health check) kills it (signal 15)
-        requeued = pl.col("State") == "REQUEUED"
-        app = pl.col("_cause") == "app_requeue"
-        batch_state = (
-            pl.when(requeued & app)
-            .then(pl.lit("FAILED"))
-            .when(requeued)
-            .then(pl.lit("CANCELLED"))
-            .otherwise(pl.col("State").str.replace(r" by \d+$", ""))
-        )
-        batch_exit = pl.when(requeued & ~app).then(pl.lit("0:15")).otherwise(pl.col("ExitCode"))
-        extern_state = (
-            pl.when(requeued)
-            .then(pl.lit("COMPLETED"))
-            .otherwise(pl.col("State").str.replace(r" by \d+$", ""))
-        )
-        extern_exit = pl.when(requeued).then(pl.lit("0:0")).otherwise(pl.col("ExitCode"))
-        ran_mask = alloc.get_column("Start").ne("Unknown").to_numpy()
-        ran = alloc.filter(ran_mask)
-        steps = [
-            ran.with_columns(
-                JobID=pl.col("JobID") + f".{step}",
-                JobIDRaw=pl.col("JobIDRaw") + f".{step}",
-                JobName=pl.lit(step),
-                User=pl.lit(""),
-                QOS=pl.lit(""),
-                Partition=pl.lit(""),
-                Timelimit=pl.lit(""),
-                Priority=pl.lit(""),
-                ReqTRES=pl.lit(""),
-                State=state,
-                ExitCode=exit_code,
-            )
-            for step, state, exit_code in (
-                ("batch", batch_state, batch_exit),
-                ("extern", extern_state, extern_exit),
-            )
-        ]
-        rows = pl.concat([alloc, *steps]).select(list(SACCT_FIELDS))
-        return rows[_record_order(alloc.select("raw_id", "attempt"), ran_mask)]
 
-    # written in slices of jobs, so the text of only one slice is in memory at a time
-    with open(out / "sacct.psv", "wb") as fh:
-        fh.write(("|".join(SACCT_FIELDS) + "\n").encode())
-        for part in _slices(a):
-            part = part.join(job_fields, on="job", how="left", maintain_order="left")
-            records(part).write_csv(fh, separator="|", quote_style="never", include_header=False)
-    # node events
+def _write_events(
+    path: Path, cfg: ClusterConfig, log: EventLog, node_name: pl.Series, start_us: int
+) -> None:
+    """Write the node-state changes as ``sacctmgr show event`` prints them."""
+    tz = cfg.tz
     ns = log.frame("node_state", _EMPTY["node_state"])
     events = ns.select(
         Cluster=pl.lit(cfg.name),
@@ -380,9 +420,12 @@ def write_cluster(
         .then(pl.lit("root(0)"))
         .otherwise(pl.lit("slurm(64030)")),
     ).sort("TimeStart", "NodeName")
-    events.write_csv(out / "sacctmgr_events.psv", separator="|", quote_style="never")
-    # kernel logs
-    (out / "kernel").mkdir()
+    events.write_csv(path, separator="|", quote_style="never")
+
+
+def _write_kernel(folder: Path, log: EventLog, node_name: pl.Series, start_us: int) -> None:
+    """Write the Xids as kernel logs, one file per host (UTC timestamps)."""
+    folder.mkdir()
     xid = log.frame("xid", _EMPTY["xid"])
     if xid.height:
         xid = xid.with_columns(
@@ -404,10 +447,15 @@ def write_cluster(
             ),
         )
         for (host,), part in xid.sort("time").group_by("host", maintain_order=True):
-            (out / "kernel" / f"{host}.log").write_text(
+            (folder / f"{host}.log").write_text(
                 "\n".join(part.get_column("line")) + "\n", encoding="utf-8"
             )
-    # health checks (canonical CSV)
+
+
+def _write_health(
+    path: Path, cfg: ClusterConfig, log: EventLog, node_name: pl.Series, start_us: int
+) -> None:
+    """Write the health checks as the canonical CSV."""
     hc = log.frame("health", _EMPTY["health"])
     health = hc.select(
         cluster=pl.lit(cfg.name),
@@ -422,24 +470,7 @@ def write_cluster(
         device=pl.lit(None, pl.String),
         message=pl.col("message"),
     )
-    health.write_csv(out / "health_checks.csv")
-    _write_truth(out / "truth", cfg, seed, jobs, log, lemon, names, start_us)
-    manifest = {
-        "generator": "reliability.sim.simulate_cluster",
-        "cluster": cfg.name,
-        "seed": seed,
-        "tz": tz,
-        "start": cfg.start.isoformat(),
-        "days": cfg.days,
-        "ingest": {
-            "slurm": ["sacct.psv"],
-            "events": ["sacctmgr_events.psv"],
-            "kernel": sorted(f"kernel/{p.name}" for p in (out / "kernel").iterdir()),
-            "health": ["health_checks.csv"],
-        },
-    }
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-    return out
+    health.write_csv(path)
 
 
 def truth_attempts(

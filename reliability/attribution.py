@@ -80,7 +80,7 @@ Rules per Slurm state (the paper's rule, plus Slurm's requeue semantics):
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
@@ -260,6 +260,262 @@ def _as_match(frame: pl.LazyFrame, kind: int) -> pl.LazyFrame:
     )
 
 
+#: columns of one matched piece of evidence (:func:`_as_match`)
+_EVIDENCE_SCHEMA = {
+    "__rid": pl.UInt32,
+    "__cause": pl.String,
+    "__domain": pl.String,
+    "__unk": pl.Boolean,
+    "__reason": pl.String,
+    "__rclass": pl.String,
+    "__node": pl.String,
+    "__dist": pl.Int64,
+    "__kind": pl.Int8,
+}
+
+
+def _ended_attempts(jobs: pl.LazyFrame, start: pl.Expr) -> pl.LazyFrame:
+    """One row per (ended attempt in a state evidence can explain, node), sorted by end."""
+    return (
+        jobs.filter(
+            pl.col("state").cast(pl.String).is_in(_EVIDENCE_STATES)
+            & pl.col("end_time").is_not_null()
+        )
+        .select(
+            "__rid",
+            "cluster",
+            "end_time",
+            __start=start,
+            node=pl.col("nodes"),
+            __drain=pl.col("state").cast(pl.String).is_in(_DRAIN_EVIDENCE),
+        )
+        .explode("node")
+        .drop_nulls("node")
+        .sort("end_time")
+    )
+
+
+def _one_per_node_time(events: pl.LazyFrame) -> pl.LazyFrame:
+    """One event per node and time: a known cause before "unknown", then by name."""
+    return (
+        events.with_columns(__unk=pl.col("__cause") == "unknown")
+        .sort("__t", "__unk", "__cause")
+        .unique(subset=["cluster", "node", "__t"], keep="first", maintain_order=True)
+    )
+
+
+def _nearest(
+    events: pl.LazyFrame,
+    kind: int,
+    attempts: pl.LazyFrame,
+    before: timedelta,
+    after: timedelta,
+) -> pl.LazyFrame:
+    """Find, per (attempt, node), the event nearest the attempt's end within the window.
+
+    Two as-of joins (latest at or before the end, earliest at or after it) instead of a
+    many-to-many join, so memory stays linear in the input even on nodes with thousands of
+    events. The latest event before the end is the only candidate on that side: if it precedes
+    the attempt's start, every earlier one does too.
+    """
+    ev = _one_per_node_time(events)
+    kw = {
+        "left_on": "end_time",
+        "right_on": "__t",
+        "by": ["cluster", "node"],
+        "check_sortedness": False,
+    }
+    back = attempts.join_asof(ev, strategy="backward", tolerance=before, **kw)
+    fwd = attempts.join_asof(ev, strategy="forward", tolerance=after, **kw)
+    return (
+        pl.concat([back, fwd])
+        .filter(
+            pl.col("__t").is_not_null()
+            & (pl.col("__start").is_null() | (pl.col("__t") >= pl.col("__start")))
+        )
+        .pipe(_as_match, kind)
+    )
+
+
+def _latest_before(
+    events: pl.LazyFrame,
+    kind: int,
+    lag: timedelta,
+    ended: pl.LazyFrame,
+    starts: pl.LazyFrame,
+) -> pl.LazyFrame:
+    """Match each event recorded after the fact to the failing attempts it ended.
+
+    Per node, within ``lag`` before it: the burst of failures that led to it. A node
+    shared by several jobs drains (or reboots) once, when the last of the jobs the fault
+    killed has ended, so every failing attempt on the node in the ``lag`` before the record
+    is explained by it, each by the first such record after its end; unless an attempt
+    started on the node between that end and the record (the node ran a new job: the
+    failure before it was not the fault's; on a real cluster, an admin requeue, then a
+    prolog failure of the next job on the node 40 s later).
+    """
+    ev = _one_per_node_time(events)
+    first = ended.join_asof(
+        ev,
+        left_on="end_time",
+        right_on="__t",
+        by=["cluster", "node"],
+        strategy="forward",
+        tolerance=lag,
+        check_sortedness=False,
+    ).drop_nulls("__t")
+    # the starts in the lag before some record (few), per node; then the first start on
+    # the node after each failure's end: one at or before the record breaks the burst
+    times = ev.select("cluster", __u=pl.col("__t")).unique().sort("__u")
+    near = (
+        starts.join_asof(
+            times,
+            left_on="__s",
+            right_on="__u",
+            by="cluster",
+            strategy="forward",
+            tolerance=lag,
+            check_sortedness=False,
+        )
+        .drop_nulls("__u")
+        .select("cluster", "__s", node=pl.col("__nodes"))
+        .explode("node")
+        .drop_nulls("node")
+        .sort("__s")
+    )
+    first = (
+        first.with_columns(__after=pl.col("end_time") + timedelta(microseconds=1))
+        .sort("__after")
+        .join_asof(
+            near,
+            left_on="__after",
+            right_on="__s",
+            by=["cluster", "node"],
+            strategy="forward",
+            check_sortedness=False,
+        )
+        .filter(pl.col("__s").is_null() | (pl.col("__s") > pl.col("__t")))
+    )
+    return _as_match(first, kind)
+
+
+def _health_evidence(
+    he: pl.LazyFrame,
+    ns: pl.LazyFrame | None,
+    reasons: ReasonRules | None,
+    nearest: Callable[..., pl.LazyFrame],
+    after: timedelta,
+    slack: timedelta,
+    warning_before: timedelta,
+) -> list[pl.LazyFrame]:
+    """Health events as evidence: critical events around the end, hardware warnings before it."""
+    crit = he.filter(pl.col("severity").cast(pl.String) == "critical")
+    if ns is not None:
+        # a signal read from an administrator's reason ("burn-in after GPU swap (was Xid 79)")
+        # is history, not a fault now: not evidence
+        crit = crit.join(
+            _administrative_starts(ns, reasons),
+            how="anti",
+            nulls_equal=True,
+            left_on=["cluster", "node", "time", pl.col("source").cast(pl.String)],
+            right_on=["cluster", "node", "start", "source"],
+        )
+    crit = crit.select(
+        "cluster", "node", __t=pl.col("time"), __cause=pl.col("component").cast(pl.String)
+    )
+    crit = crit.with_columns(
+        __domain=pl.col("__cause").replace_strict(
+            COMPONENT_DOMAIN, default="hardware", return_dtype=pl.String
+        ),
+        __reason=pl.lit(None, pl.String),
+        __rclass=pl.lit(None, pl.String),
+    )
+    found = [nearest(crit, _HEALTH, after)]
+    # a hardware warning (Xid 63 row remapping, Xid 92 ECC rate...) on the node in the
+    # minutes before a failing end: weaker evidence, after every node-state change
+    warn = he.filter(
+        (pl.col("severity").cast(pl.String) == "warning")
+        & ~pl.col("component").cast(pl.String).is_in(_NOT_HARDWARE)
+    ).select(
+        "cluster",
+        "node",
+        __t=pl.col("time"),
+        __cause=pl.col("component").cast(pl.String),
+        __domain=pl.lit("hardware"),
+        __reason=pl.lit(None, pl.String),
+        __rclass=pl.lit(None, pl.String),
+    )
+    found.append(nearest(warn, _WARN, slack, before=warning_before))
+    return found
+
+
+def _decide(
+    out: pl.LazyFrame, cols: list[str], codes: list[int], states_known: bool
+) -> pl.LazyFrame:
+    """Each attempt's failure domain, cause, culprit and evidence from its best evidence."""
+    st = pl.col("state").cast(pl.String)
+    kind = pl.col("__kind")
+    ev_domain = pl.col("__domain")
+    exit_code = pl.col("exit_code") if "exit_code" in cols else pl.lit(None, pl.Int32)
+    app_requeue = exit_code.is_in(codes) if codes else pl.lit(False)
+    unexplained_requeue = pl.lit("admin" if states_known else "unknown")
+    domain = (
+        pl.when(st.is_in(_NO_FAILURE))
+        .then(pl.lit("none"))
+        .when(st == "PREEMPTED")
+        .then(pl.lit("preemption"))
+        .when(st.is_in(["NODE_FAIL", "BOOT_FAIL"]))
+        .then(pl.when(kind.is_not_null()).then(ev_domain).otherwise(pl.lit("hardware")))
+        .when(st.is_in(["FAILED", "LAUNCH_FAILED"]))
+        .then(
+            pl.when(kind.is_in([_HEALTH, _FAULT, _DRAIN, _AFTERMATH, _WARN]))
+            .then(ev_domain)
+            .otherwise(pl.lit("user"))
+        )
+        .when(st == "REQUEUED")
+        .then(
+            pl.when(app_requeue.fill_null(False))
+            .then(pl.lit("user"))
+            .when(kind.is_not_null())
+            .then(ev_domain)
+            .otherwise(unexplained_requeue)
+        )
+        .otherwise(pl.lit("user"))
+    )
+    failing = pl.col("failure_domain").is_in(_FAILING)
+    # a culprit only where a failing domain rests on evidence on that node
+    on_node = failing & kind.is_not_null()
+    # the domain rests on a node-state change (a fault, or an administrator's drain or DOWN)
+    by_state = (on_node & kind.is_in([_FAULT, _DRAIN, _AFTERMATH])) | (
+        (kind == _ADMIN) & (pl.col("failure_domain") == "admin")
+    )
+    accel = pl.col("n_accelerators") if "n_accelerators" in cols else pl.lit(None, pl.UInt32)
+    return out.with_columns(failure_domain=domain).with_columns(
+        failure_cause=pl.when(on_node)
+        .then(pl.col("__cause"))
+        .when(failing)
+        .then(pl.lit("unknown")),
+        culprit_node=pl.when(on_node).then(pl.col("__node")),
+        evidence_reason=pl.when(by_state).then(pl.col("__reason")),
+        reason_class=pl.when(by_state).then(pl.col("__rclass")),
+        evidence=pl.when(pl.col("failure_domain") == "none")
+        .then(pl.lit(None, pl.String))
+        .when(on_node)
+        .then(
+            pl.when(kind.is_in([_HEALTH, _WARN]))
+            .then(pl.lit("health_event"))
+            .otherwise(pl.lit("node_state"))
+        )
+        .when((st == "REQUEUED") & (pl.col("failure_domain") == "user"))
+        .then(pl.lit("exit_code"))
+        .otherwise(pl.lit("job_state")),
+        resource_class=pl.when(accel == 0)
+        .then(pl.lit("cpu_only"))
+        .when(accel > 0)
+        .then(pl.lit("accelerator")),
+    )
+
+
 def attribute_failures(
     source: Dataset | pl.DataFrame | pl.LazyFrame,
     *,
@@ -333,23 +589,7 @@ def attribute_failures(
     before, after = timedelta(minutes=before_min), timedelta(minutes=after_min)
     slack = timedelta(seconds=state_slack_s)
     start = pl.col("start_time") if "start_time" in cols else pl.lit(None, pl.Datetime("us", "UTC"))
-    ended = (
-        jobs.filter(
-            pl.col("state").cast(pl.String).is_in(_EVIDENCE_STATES)
-            & pl.col("end_time").is_not_null()
-        )
-        .select(
-            "__rid",
-            "cluster",
-            "end_time",
-            __start=start,
-            node=pl.col("nodes"),
-            __drain=pl.col("state").cast(pl.String).is_in(_DRAIN_EVIDENCE),
-        )
-        .explode("node")
-        .drop_nulls("node")
-        .sort("end_time")
-    )
+    ended = _ended_attempts(jobs, start)
     # every evidence kind joins these rows: build them once, not once per as-of join
     ended = ended.cache() if lazy else ended.collect().lazy()
     # attempt starts (node lists not yet exploded), for the records made after the fact
@@ -358,21 +598,6 @@ def attribute_failures(
     )
     if ns is not None:  # (only records made after the fact need them: node states)
         starts = starts.cache() if lazy else starts.collect().lazy()
-    evidence = [
-        pl.LazyFrame(
-            schema={
-                "__rid": pl.UInt32,
-                "__cause": pl.String,
-                "__domain": pl.String,
-                "__unk": pl.Boolean,
-                "__reason": pl.String,
-                "__rclass": pl.String,
-                "__node": pl.String,
-                "__dist": pl.Int64,
-                "__kind": pl.Int8,
-            }
-        )
-    ]
 
     def nearest(
         events: pl.LazyFrame,
@@ -381,133 +606,16 @@ def attribute_failures(
         attempts: pl.LazyFrame = ended,
         before: timedelta = before,
     ) -> pl.LazyFrame:
-        """Find, per (attempt, node), the event nearest the attempt's end within the window.
-
-        Two as-of joins (latest at or before the end, earliest at or after it) instead of a
-        many-to-many join, so memory stays linear in the input even on nodes with thousands of
-        events. The latest event before the end is the only candidate on that side: if it precedes
-        the attempt's start, every earlier one does too.
-        """
-        # one event per node and time: a known cause before "unknown", then by name
-        ev = (
-            events.with_columns(__unk=pl.col("__cause") == "unknown")
-            .sort("__t", "__unk", "__cause")
-            .unique(subset=["cluster", "node", "__t"], keep="first", maintain_order=True)
-        )
-        kw = {
-            "left_on": "end_time",
-            "right_on": "__t",
-            "by": ["cluster", "node"],
-            "check_sortedness": False,
-        }
-        back = attempts.join_asof(ev, strategy="backward", tolerance=before, **kw)
-        fwd = attempts.join_asof(ev, strategy="forward", tolerance=after, **kw)
-        return (
-            pl.concat([back, fwd])
-            .filter(
-                pl.col("__t").is_not_null()
-                & (pl.col("__start").is_null() | (pl.col("__t") >= pl.col("__start")))
-            )
-            .pipe(_as_match, kind)
-        )
+        return _nearest(events, kind, attempts, before, after)
 
     def latest_before(events: pl.LazyFrame, kind: int, lag: timedelta) -> pl.LazyFrame:
-        """Match each event recorded after the fact to the failing attempts it ended.
+        return _latest_before(events, kind, lag, ended, starts)
 
-        Per node, within ``lag`` before it: the burst of failures that led to it. A node
-        shared by several jobs drains (or reboots) once, when the last of the jobs the fault
-        killed has ended, so every failing attempt on the node in the ``lag`` before the record
-        is explained by it, each by the first such record after its end; unless an attempt
-        started on the node between that end and the record (the node ran a new job: the
-        failure before it was not the fault's; on a real cluster, an admin requeue, then a
-        prolog failure of the next job on the node 40 s later).
-        """
-        ev = (
-            events.with_columns(__unk=pl.col("__cause") == "unknown")
-            .sort("__t", "__unk", "__cause")
-            .unique(subset=["cluster", "node", "__t"], keep="first", maintain_order=True)
-        )
-        first = ended.join_asof(
-            ev,
-            left_on="end_time",
-            right_on="__t",
-            by=["cluster", "node"],
-            strategy="forward",
-            tolerance=lag,
-            check_sortedness=False,
-        ).drop_nulls("__t")
-        # the starts in the lag before some record (few), per node; then the first start on
-        # the node after each failure's end: one at or before the record breaks the burst
-        times = ev.select("cluster", __u=pl.col("__t")).unique().sort("__u")
-        near = (
-            starts.join_asof(
-                times,
-                left_on="__s",
-                right_on="__u",
-                by="cluster",
-                strategy="forward",
-                tolerance=lag,
-                check_sortedness=False,
-            )
-            .drop_nulls("__u")
-            .select("cluster", "__s", node=pl.col("__nodes"))
-            .explode("node")
-            .drop_nulls("node")
-            .sort("__s")
-        )
-        first = (
-            first.with_columns(__after=pl.col("end_time") + timedelta(microseconds=1))
-            .sort("__after")
-            .join_asof(
-                near,
-                left_on="__after",
-                right_on="__s",
-                by=["cluster", "node"],
-                strategy="forward",
-                check_sortedness=False,
-            )
-            .filter(pl.col("__s").is_null() | (pl.col("__s") > pl.col("__t")))
-        )
-        return _as_match(first, kind)
-
+    evidence = [pl.LazyFrame(schema=_EVIDENCE_SCHEMA)]
     if he is not None:
-        crit = he.filter(pl.col("severity").cast(pl.String) == "critical")
-        if ns is not None:
-            # a signal read from an administrator's reason ("burn-in after GPU swap (was Xid 79)")
-            # is history, not a fault now: not evidence
-            crit = crit.join(
-                _administrative_starts(ns, reasons),
-                how="anti",
-                nulls_equal=True,
-                left_on=["cluster", "node", "time", pl.col("source").cast(pl.String)],
-                right_on=["cluster", "node", "start", "source"],
-            )
-        crit = crit.select(
-            "cluster", "node", __t=pl.col("time"), __cause=pl.col("component").cast(pl.String)
+        evidence += _health_evidence(
+            he, ns, reasons, nearest, after, slack, timedelta(minutes=warning_before_min)
         )
-        crit = crit.with_columns(
-            __domain=pl.col("__cause").replace_strict(
-                COMPONENT_DOMAIN, default="hardware", return_dtype=pl.String
-            ),
-            __reason=pl.lit(None, pl.String),
-            __rclass=pl.lit(None, pl.String),
-        )
-        evidence.append(nearest(crit, _HEALTH, after))
-        # a hardware warning (Xid 63 row remapping, Xid 92 ECC rate...) on the node in the
-        # minutes before a failing end: weaker evidence, after every node-state change
-        warn = he.filter(
-            (pl.col("severity").cast(pl.String) == "warning")
-            & ~pl.col("component").cast(pl.String).is_in(_NOT_HARDWARE)
-        ).select(
-            "cluster",
-            "node",
-            __t=pl.col("time"),
-            __cause=pl.col("component").cast(pl.String),
-            __domain=pl.lit("hardware"),
-            __reason=pl.lit(None, pl.String),
-            __rclass=pl.lit(None, pl.String),
-        )
-        evidence.append(nearest(warn, _WARN, slack, before=timedelta(minutes=warning_before_min)))
     if ns is not None:
         evidence += _node_state_evidence(
             ns,
@@ -527,81 +635,7 @@ def attribute_failures(
         .first()
     )
     out = jobs.join(best, on="__rid", how="left", maintain_order="left")
-    st = pl.col("state").cast(pl.String)
-    kind = pl.col("__kind")
-    ev_domain = pl.col("__domain")
-    exit_code = pl.col("exit_code") if "exit_code" in cols else pl.lit(None, pl.Int32)
-    app_requeue = exit_code.is_in(codes) if codes else pl.lit(False)
-    unexplained_requeue = pl.lit("admin" if states_known else "unknown")
-    domain = (
-        pl.when(st.is_in(_NO_FAILURE))
-        .then(pl.lit("none"))
-        .when(st == "PREEMPTED")
-        .then(pl.lit("preemption"))
-        .when(st.is_in(["NODE_FAIL", "BOOT_FAIL"]))
-        .then(pl.when(kind.is_not_null()).then(ev_domain).otherwise(pl.lit("hardware")))
-        .when(st.is_in(["FAILED", "LAUNCH_FAILED"]))
-        .then(
-            pl.when(kind.is_in([_HEALTH, _FAULT, _DRAIN, _AFTERMATH, _WARN]))
-            .then(ev_domain)
-            .otherwise(pl.lit("user"))
-        )
-        .when(st == "REQUEUED")
-        .then(
-            pl.when(app_requeue.fill_null(False))
-            .then(pl.lit("user"))
-            .when(kind.is_not_null())
-            .then(ev_domain)
-            .otherwise(unexplained_requeue)
-        )
-        .otherwise(pl.lit("user"))
-    )
-    failing = pl.col("failure_domain").is_in(_FAILING)
-    # a culprit only where a failing domain rests on evidence on that node
-    on_node = failing & kind.is_not_null()
-    # the domain rests on a node-state change (a fault, or an administrator's drain or DOWN)
-    by_state = (on_node & kind.is_in([_FAULT, _DRAIN, _AFTERMATH])) | (
-        (kind == _ADMIN) & (pl.col("failure_domain") == "admin")
-    )
-    accel = pl.col("n_accelerators") if "n_accelerators" in cols else pl.lit(None, pl.UInt32)
-    query = (
-        out.with_columns(failure_domain=domain)
-        .with_columns(
-            failure_cause=pl.when(on_node)
-            .then(pl.col("__cause"))
-            .when(failing)
-            .then(pl.lit("unknown")),
-            culprit_node=pl.when(on_node).then(pl.col("__node")),
-            evidence_reason=pl.when(by_state).then(pl.col("__reason")),
-            reason_class=pl.when(by_state).then(pl.col("__rclass")),
-            evidence=pl.when(pl.col("failure_domain") == "none")
-            .then(pl.lit(None, pl.String))
-            .when(on_node)
-            .then(
-                pl.when(kind.is_in([_HEALTH, _WARN]))
-                .then(pl.lit("health_event"))
-                .otherwise(pl.lit("node_state"))
-            )
-            .when((st == "REQUEUED") & (pl.col("failure_domain") == "user"))
-            .then(pl.lit("exit_code"))
-            .otherwise(pl.lit("job_state")),
-            resource_class=pl.when(accel == 0)
-            .then(pl.lit("cpu_only"))
-            .when(accel > 0)
-            .then(pl.lit("accelerator")),
-        )
-        .drop(
-            "__rid",
-            "__cause",
-            "__domain",
-            "__unk",
-            "__reason",
-            "__rclass",
-            "__node",
-            "__dist",
-            "__kind",
-        )
-    )
+    query = _decide(out, cols, codes, states_known).drop(*_EVIDENCE_SCHEMA)
     return query if lazy else query.collect()
 
 

@@ -64,7 +64,7 @@ base = hwm_kb()
 t = time.perf_counter()
 if method == "ours":
     r = read_sacct(path, tz="UTC")
-    rows = r.tables["jobs"].height + r.tables["job_steps"].height
+    rows = r.frames["jobs"].height + r.frames["job_steps"].height
 elif method == "floor":
     df = pl.read_csv(path, separator="|")
     rows = df.height

@@ -78,8 +78,8 @@ from reliability.ingest import hostlist  # (also in trees before hostlist moved 
 t = time.perf_counter()
 if method == "ours":
     r = read_sacct(path, tz="UTC")
-    rows = r.tables["jobs"].height + r.tables["job_steps"].height
-    names = int(r.tables["jobs"].get_column("nodes").list.len().sum())
+    rows = r.frames["jobs"].height + r.frames["job_steps"].height
+    names = int(r.frames["jobs"].get_column("nodes").list.len().sum())
 elif method == "floor":
     rows, names = pl.read_csv(path, separator="|").height, 0
 elif method == "profile":
@@ -88,7 +88,7 @@ elif method == "profile":
     prof.enable()
     r = read_sacct(path, tz="UTC")
     prof.disable()
-    rows = r.tables["jobs"].height + r.tables["job_steps"].height
+    rows = r.frames["jobs"].height + r.frames["job_steps"].height
     names = 0
     cum = {}
     for (file, line, fn), (cc, nc, tt, ct, callers) in pstats.Stats(prof).stats.items():

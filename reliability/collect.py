@@ -312,7 +312,7 @@ def _requeued_last(export: Path) -> list[str]:
     from reliability.ingest import read_sacct
 
     try:
-        jobs = read_sacct(export, tz="UTC").tables["jobs"]
+        jobs = read_sacct(export, tz="UTC").frames["jobs"]
     except ReliabilityError:
         return []  # the ingest that follows says what is wrong with the export
     if jobs.height == 0:

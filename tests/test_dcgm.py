@@ -21,7 +21,7 @@ def test_bundled_sentinel_excerpt():
     r = read_dcgm(path, cluster="c", scraped_at=T0)
     assert r.rows_read == _samples(path) == 3
     assert r.rows_quarantined == 0
-    assert r.tables["health_events"].height == 0  # clocks and a blank temperature: no errors
+    assert r.frames["health_events"].height == 0  # clocks and a blank temperature: no errors
     assert any("sentinel" in n for n in r.notes)
 
 
@@ -29,9 +29,9 @@ def test_real_excerpts(shared):
     d = shared / "dcgm-exporter-excerpts"
     r = read_dcgm(d / "issue250_v100_r6i3n0_partial.prom", cluster="c", scraped_at=T0)
     assert r.rows_read == _samples(d / "issue250_v100_r6i3n0_partial.prom")
-    assert r.tables["health_events"].height == 0
+    assert r.frames["health_events"].height == 0
     r = read_dcgm(d / "pr239_xid_errors_count_injected.prom", cluster="c", scraped_at=T0)
-    he = r.tables["health_events"]
+    he = r.frames["health_events"]
     assert he.select("node", "code", "device").row(0) == ("workstation", "42", "gpu0")
     r = read_dcgm(d / "dcgm_issue235_err_code_labels.txt", cluster="c", scraped_at=T0)
     # the one sample line shows the series without a value (as pasted in the issue)
@@ -65,7 +65,7 @@ def test_counters_between_scrapes(tmp_path):
     r = read_dcgm(p, cluster="c")
     assert r.rows_read == _samples(p)
     assert r.quarantine["raw"].to_list() == ["this is not prometheus"]
-    he = r.tables["health_events"].select(
+    he = r.frames["health_events"].select(
         "time", "code", pl.col("component").cast(pl.String), "message"
     )
     assert he.rows() == [
@@ -85,7 +85,7 @@ def test_err_code_label_and_mig(tmp_path):
         'DCGM_FI_DEV_XID_ERRORS{gpu="1",GPU_I_PROFILE="1g.6gb",GPU_I_ID="3",Hostname="a30",'
         'err_code="45",err_msg="Preemptive cleanup"} 1 1735689600000\n'
     )
-    he = read_dcgm(p, cluster="c").tables["health_events"]
+    he = read_dcgm(p, cluster="c").frames["health_events"]
     assert he.select("node", "device", "code").row(0) == ("a30", "gpu1/gi3", "45")
     assert he.item(0, "time") == T0
     assert "first observation" in he.item(0, "message")
@@ -117,7 +117,7 @@ def test_openmetrics_exemplars_are_not_timestamps(tmp_path):
     p.write_text(text)
     r = read_dcgm(p, cluster="c")
     assert (r.rows_read, r.rows_kept, r.rows_quarantined) == (5, 5, 0)
-    he = r.tables["health_events"].sort("time", "node")
+    he = r.frames["health_events"].sort("time", "node")
     assert he.select("node", "time", "code").rows() == [
         ("n # {2}", datetime(2025, 1, 1, 0, 1, tzinfo=UTC), "48"),
         ("n1", datetime(2025, 1, 1, 0, 1, tzinfo=UTC), "ECC_DBE_VOL_TOTAL"),
@@ -130,7 +130,7 @@ def test_prometheus_text_timestamps_stay_milliseconds(tmp_path):
     """Without '# EOF' or exemplars the file is Prometheus text: timestamps in ms."""
     p = tmp_path / "p.prom"
     p.write_text('DCGM_FI_DEV_XID_ERRORS{gpu="0",Hostname="n1"} 79 1735689720500\n')
-    he = read_dcgm(p, cluster="c").tables["health_events"]
+    he = read_dcgm(p, cluster="c").frames["health_events"]
     assert he["time"].to_list() == [datetime(2025, 1, 1, 0, 2, 0, 500000, tzinfo=UTC)]
 
 
@@ -166,7 +166,7 @@ def _scrape_lines(minutes: range, stamped: bool) -> list[str]:
 
 
 def _events(path) -> list[tuple[int, str, str]]:
-    he = read_dcgm(path, cluster="c").tables["health_events"]
+    he = read_dcgm(path, cluster="c").frames["health_events"]
     got = [(int((t - T0).total_seconds() // 60), code, msg)
            for t, code, msg in he.select("time", "code", "message").rows()]  # fmt: skip
     return sorted(got)

@@ -102,7 +102,7 @@ def test_some_good_lines_are_kept_and_the_rest_quarantined(tmp_path):
     r = read_dcgm(dcgm, cluster="c")
     assert (r.rows_read, r.rows_kept, r.rows_quarantined) == (5, 2, 3)
     assert r.quarantine["line_no"].to_list() == [2, 3, 4]
-    assert r.tables["health_events"]["message"].to_list() == [
+    assert r.frames["health_events"]["message"].to_list() == [
         "volatile double-bit ECC errors: +3 (counter now 3)"
     ]
     kern = tmp_path / "k.log"
@@ -110,7 +110,7 @@ def test_some_good_lines_are_kept_and_the_rest_quarantined(tmp_path):
     kern.write_text("\n".join([*garbage, f"2025-01-21T04:41:44.283+00:00 n1 kernel: {xid}"]) + "\n")
     r = read_kernel_log(kern, cluster="c")
     assert (r.rows_read, r.rows_kept, r.rows_quarantined) == (1, 1, 0)
-    assert r.tables["health_events"].select("node", "time", "code").rows() == [
+    assert r.frames["health_events"].select("node", "time", "code").rows() == [
         ("n1", datetime(2025, 1, 21, 4, 41, 44, 283000, tzinfo=UTC), "79")
     ]
     pod = tmp_path / "pod.jsonl"
@@ -121,7 +121,7 @@ def test_some_good_lines_are_kept_and_the_rest_quarantined(tmp_path):
     r = read_pod_log(pod, cluster="p")
     assert (r.rows_read, r.rows_kept, r.rows_quarantined) == (4, 2, 2)
     assert r.quarantine["line_no"].to_list() == [2, 3]
-    assert r.tables["component_failures"].height == 1
+    assert r.frames["component_failures"].height == 1
 
 
 def test_pod_events_every_one_bad_are_still_quarantined(tmp_path):

@@ -47,7 +47,7 @@ def test_sacct(tmp_path, when, kept):
         p.write_text(text, encoding="utf-8")
         r = read_sacct(p, tz="UTC")
         assert r.rows_read == r.rows_kept + r.rows_quarantined == 2
-        assert r.tables["jobs"].height == (2 if kept else 1)
+        assert r.frames["jobs"].height == (2 if kept else 1)
         if not kept:
             reason = r.quarantine.item(0, "reason")
             assert reason.startswith("field End: time"), reason
@@ -65,7 +65,7 @@ def test_dcgm_scrape_time(tmp_path, when, kept):
     )
     r = read_dcgm(p, cluster="c")
     assert r.rows_read == r.rows_kept + r.rows_quarantined == 2
-    assert r.tables["health_events"].height == int(kept)
+    assert r.frames["health_events"].height == int(kept)
     if not kept:
         assert REASON in r.quarantine.item(0, "reason")
 
@@ -78,7 +78,7 @@ def test_kernel_log(tmp_path, when, kept):
         encoding="utf-8",
     )
     r = read_kernel_log(p, cluster="c", tz="UTC")
-    assert r.tables["health_events"].height == int(kept)
+    assert r.frames["health_events"].height == int(kept)
     if not kept:
         assert REASON in r.quarantine.item(0, "reason")
 
@@ -93,6 +93,6 @@ def test_sacctmgr_events(tmp_path, when, kept):
     )
     r = read_sacctmgr_events(p, tz="UTC")
     assert r.rows_read == r.rows_kept + r.rows_quarantined
-    assert r.tables["node_states"].height == int(kept)
+    assert r.frames["node_states"].height == int(kept)
     if not kept:
         assert REASON in r.quarantine.item(0, "reason")

@@ -24,7 +24,7 @@ def test_csv_events(tmp_path):
     r = read_health(p, cluster="fallback")
     assert r.rows_read == len(rows)
     assert r.rows_kept == sum(ok for _, ok in rows)
-    he = r.tables["health_events"]
+    he = r.frames["health_events"]
     assert he.get_column("node").to_list() == ["n1", "n2", "n5"]
     assert he.item(1, "time") == datetime(2024, 12, 31, 23, tzinfo=UTC)
     assert he.item(1, "message") == "fell off\nthe bus"
@@ -46,7 +46,7 @@ def test_csv_stray_quote_takes_only_its_own_row(tmp_path):
     assert r.rows_read == 1000
     assert r.quarantine.select("line_no", "raw").rows() == [(12, rows[10])]
     assert "unterminated quote" in r.quarantine.item(0, "reason")
-    assert r.tables["health_events"].get_column("node").to_list() == [
+    assert r.frames["health_events"].get_column("node").to_list() == [
         f"n{i}" for i in range(1000) if i != 10
     ]
 
@@ -60,7 +60,7 @@ def test_csv_quoted_field_over_lines_keeps_blank_lines(tmp_path):
     )
     r = read_health(p)
     assert r.rows_read == 2
-    assert r.tables["health_events"].get_column("message").to_list() == [msg, "x"]
+    assert r.frames["health_events"].get_column("message").to_list() == [msg, "x"]
 
 
 def test_jsonl_failures_and_inventory(tmp_path):
@@ -74,7 +74,7 @@ def test_jsonl_failures_and_inventory(tmp_path):
     ]  # fmt: skip
     p.write_text("\n".join(json.dumps(x) for x in rows) + "\n{not json\n")
     r = read_health(p)
-    assert list(r.tables) == ["component_failures"]
+    assert list(r.frames) == ["component_failures"]
     # four records: three objects (one with repaired_at before failed_at) and a broken line
     assert (r.rows_read, r.rows_kept) == (len(rows) + 1, len(rows) - 1)
     assert sorted(r.quarantine["reason"].to_list())[0].startswith("not valid JSON")
@@ -83,7 +83,7 @@ def test_jsonl_failures_and_inventory(tmp_path):
     inv.write_text(
         "cluster,component_type,component_id,in_service,out_of_service\npod,machine,h1,2025-01-01T00:00:00Z,\n"
     )
-    assert read_health(inv).tables["inventory"].height == 1
+    assert read_health(inv).frames["inventory"].height == 1
 
 
 def test_naive_times_need_tz(tmp_path):
@@ -93,7 +93,7 @@ def test_naive_times_need_tz(tmp_path):
     )
     with pytest.raises(IngestError, match="tz="):
         read_health(p)
-    assert read_health(p, tz="Asia/Tokyo").tables["health_events"].item(0, "time") == datetime(
+    assert read_health(p, tz="Asia/Tokyo").frames["health_events"].item(0, "time") == datetime(
         2024, 12, 31, 15, tzinfo=UTC
     )
 

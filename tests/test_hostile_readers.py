@@ -69,9 +69,9 @@ def test_crafted_case(case: Case, tmp_path: Path) -> None:
     for line, word in case.quarantined.items():
         assert word in got[line], (line, got[line])
     if case.events is not None:
-        assert r.tables["health_events"].height == case.events
+        assert r.frames["health_events"].height == case.events
     if case.forbid is not None:
-        for frame in r.tables.values():
+        for frame in r.frames.values():
             if "message" in frame.columns:
                 assert not frame["message"].str.contains(case.forbid, literal=True).any()
 
@@ -142,7 +142,7 @@ def test_the_oracles_decide_every_clean_record(tmp_path: Path) -> None:
         want = oracles.expected(sample, sample.lines)
         units = {rec.unit for rec in sample.records if not rec.unit.startswith("job")}
         assert units <= set(want), (reader, units - set(want))
-        got = oracles.kept(reader, r.tables)
+        got = oracles.kept(reader, r.frames)
         for unit, rows in want.items():
             assert got.get(unit, []) == rows, (reader, unit)
         assert sum(len(v) for v in want.values()) > 0, reader
@@ -169,7 +169,7 @@ def test_kept_rows_equal_an_independent_parse(reader, data, tmp_path_factory) ->
     if isinstance(r, IngestError):
         return  # (a refusal of the whole file is the other properties' business)
     want = oracles.expected(sample, lines, k, new)
-    got = oracles.kept(reader, r.tables)
+    got = oracles.kept(reader, r.frames)
     for unit, rows in want.items():
         assert got.get(unit, []) == rows, (unit, new)
 
@@ -249,8 +249,8 @@ def test_lossless_encodings_give_the_same_output(reader, encoding, tmp_path) -> 
     assert isinstance(plain, ReadResult)
     assert isinstance(other, ReadResult), other
     assert other.rows_read == plain.rows_read == sample.rows_read
-    for table, frame in plain.tables.items():
-        assert other.tables[table].equals(frame), table
+    for table, frame in plain.frames.items():
+        assert other.frames[table].equals(frame), table
 
 
 def test_drain_reason_signals_follow_the_taxonomy(tmp_path) -> None:
@@ -270,12 +270,12 @@ def test_drain_reason_signals_follow_the_taxonomy(tmp_path) -> None:
         if reason in table:
             code, comp, sev, dev = table[reason]
             expected.append((fields[1], code, comp, sev, dev))
-    he = r.tables["health_events"].select(
+    he = r.frames["health_events"].select(
         "node", "code", pl.col("component").cast(pl.String), pl.col("severity").cast(pl.String),
         "device",
     )  # fmt: skip
     assert sorted(he.rows(), key=repr) == sorted(expected, key=repr)
-    assert set(r.tables["health_events"]["source"].cast(pl.String)) <= {"slurm"}
+    assert set(r.frames["health_events"]["source"].cast(pl.String)) <= {"slurm"}
 
 
 @pytest.mark.parametrize(

@@ -141,7 +141,7 @@ def test_read_sacct_lists_the_hosts_of_each_record(tmp_path_factory, cases):
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     r = read_sacct(path, tz="UTC", cluster="c")
     assert r.rows_quarantined == 0
-    jobs = r.tables["jobs"].sort("job_id")
+    jobs = r.frames["jobs"].sort("job_id")
     assert jobs.get_column("nodes").to_list() == [h for _, h in cases]
     assert jobs.get_column("n_nodes").to_list() == [len(h) for _, h in cases]
 

@@ -105,7 +105,7 @@ def test_health_jsonl_surrogate_is_read_not_a_bug(tmp_path):
     assert "\\udc80" in line
     r = read_health(_jsonl(tmp_path, [json.dumps(GOOD), line]))
     assert (r.rows_read, r.rows_kept) == (2, 2)
-    assert r.tables["health_events"]["message"].to_list() == ["x", "bad \ufffd byte"]
+    assert r.frames["health_events"]["message"].to_list() == ["x", "bad \ufffd byte"]
     assert any("lone surrogate" in n for n in r.notes)
 
 
@@ -188,7 +188,7 @@ def test_pod_values_that_broke_the_reader_are_quarantined(tmp_path):
         6: "crossconnect without changed=N",
         7: "job_start needs cubes=<cube numbers separated by commas>",
     }
-    assert sorted(r.tables["inventory"]["component_id"].to_list()) == ["h1", "h\ufffd2"]
+    assert sorted(r.frames["inventory"]["component_id"].to_list()) == ["h1", "h\ufffd2"]
 
 
 _HWM = """
@@ -257,12 +257,12 @@ def test_pod_events_that_end_before_they_begin_are_quarantined(tmp_path):
         "component_repair at 2025-01-01T04:00:00+00:00, before its failure"
     )
     assert all(x.endswith("(impossible order; not fixed)") for x in reasons.values())
-    f = r.tables["component_failures"].select("failed_at", "repaired_at").rows()
+    f = r.frames["component_failures"].select("failed_at", "repaired_at").rows()
     assert [(a.hour, b.hour) for a, b in f] == [(5, 6)]
-    ns = r.tables["node_states"].select("node", "state", "end").sort("node").rows()
+    ns = r.frames["node_states"].select("node", "state", "end").sort("node").rows()
     assert [(n, s, e.hour if e else None) for n, s, e in ns] == [
         ("h1", "REPAIR", 6),
         ("h2", "MAINT", None),
     ]
-    job = r.tables["jobs"].row(0, named=True)
+    job = r.frames["jobs"].row(0, named=True)
     assert (job["submit_time"].hour, job["start_time"].hour, job["end_time"].hour) == (2, 3, 8)

@@ -22,7 +22,7 @@ def _xid_lines(path) -> int:
 def test_dmesg_T_xid_119():
     path = BUNDLED["gpud/dmesg-with-xid-119.log"]
     r = read_kernel_log(path, cluster="c", node="n1", tz="UTC")
-    he = r.tables["health_events"]
+    he = r.frames["health_events"]
     # five Xid 119 lines amid 38 lines of RPC tables and a call trace
     assert he.height == r.rows_read == _xid_lines(path) == 5
     assert r.rows_quarantined == 0
@@ -36,13 +36,13 @@ def test_dmesg_T_xid_119():
 def test_dmesg_T_local_zone():
     r = read_kernel_log(BUNDLED["gpud/dmesg-with-xid-119.log"], cluster="c", node="n1",
                         tz="America/Los_Angeles")  # fmt: skip
-    assert r.tables["health_events"].item(0, "time") == datetime(2025, 2, 24, 0, 24, 18, tzinfo=UTC)
+    assert r.frames["health_events"].item(0, "time") == datetime(2025, 2, 24, 0, 24, 18, tzinfo=UTC)
 
 
 def test_seconds_since_boot_and_sxid():
     path = BUNDLED["gpud/sxid-readme-xid79-sxid20034.log"]
     r = read_kernel_log(path, cluster="c", node="n2", boot_time=BOOT)
-    he = r.tables["health_events"]
+    he = r.frames["health_events"]
     # Xid 79 once (the no-Xid "fallen off the bus" line repeats it) + 4 fatal SXid lines
     assert he.get_column("code").to_list() == [
         "79",
@@ -66,7 +66,7 @@ def test_seconds_since_boot_and_sxid():
 def test_fallen_off_bus_without_xid(shared):
     r = read_kernel_log(shared / "nvidia-xid-dmesg-gpud/nvsentinel-issue155-fallen-off-bus-no-xid.log",
                         cluster="c", node="n3", boot_time=BOOT)  # fmt: skip
-    he = r.tables["health_events"]
+    he = r.frames["health_events"]
     assert he.height == 1
     assert he.item(0, "code") == "79"
     assert he.item(0, "device") == "0000:b3:00"
@@ -94,7 +94,7 @@ def test_syslog_iso_and_year_rollover(tmp_path):
         "kern  :warn  : 2025-01-21T04:41:44,283302+00:00 NVRM: Xid (PCI:0000:38:00): 13, pid='<unknown>', name=<unknown>, Graphics\n"
     )
     r = read_kernel_log(p, cluster="c", tz="UTC", year=2024, node="fallback")
-    he = r.tables["health_events"]
+    he = r.frames["health_events"]
     assert he.get_column("node").to_list() == ["gpu017", "gpu017", "gpu018", "fallback"]
     assert [t.year for t in he.get_column("time")] == [2024, 2025, 2024, 2025]
     assert he.item(2, "time") == datetime(2024, 12, 31, 23, 0, 7, 500000, tzinfo=UTC)
@@ -166,7 +166,7 @@ def _syslog(stamps: list[str]) -> str:
 def test_syslog_year_from_the_dates_written(tmp_path, stamps, years):
     p = tmp_path / "kern.log"
     p.write_text(_syslog(stamps))
-    he = read_kernel_log(p, cluster="c", tz="UTC", year=2024).tables["health_events"]
+    he = read_kernel_log(p, cluster="c", tz="UTC", year=2024).frames["health_events"]
     assert [t.year for t in he.get_column("time")] == years
     assert [t.strftime("%b %e %H:%M:%S").replace("  ", " ") for t in he.get_column("time")] == [
         " ".join(s.split()) for s in stamps
@@ -183,7 +183,7 @@ def test_the_default_node_note_is_about_the_rows_kept(tmp_path):
         "2025-01-01T00:00:07+00:00 gpu018 kernel: NVRM: Xid (PCI:0000:3b:00): 31, pid=2, name=y, fault\n"
     )
     r = read_kernel_log(p, cluster="c", tz="UTC")
-    assert r.tables["health_events"].get_column("node").to_list() == ["gpu018"]
+    assert r.frames["health_events"].get_column("node").to_list() == ["gpu018"]
     assert r.rows_quarantined == 1
     assert not any("no host name" in n for n in r.notes)
     q = tmp_path / "gpu3.log"
@@ -191,7 +191,7 @@ def test_the_default_node_note_is_about_the_rows_kept(tmp_path):
         "[Sat Feb 22 16:24:18 2025] NVRM: Xid (PCI:0000:9b:00): 79, GPU has fallen off the bus.\n"
     )
     r = read_kernel_log(q, cluster="c", tz="UTC")
-    node = r.tables["health_events"].get_column("node").to_list()
+    node = r.frames["health_events"].get_column("node").to_list()
     assert len(node) == 1
     assert any(f"node set to {node[0]!r}" in n for n in r.notes)
 
@@ -211,7 +211,7 @@ def test_dmesg_raw_and_decoded_prefixes_are_read_like_plain_dmesg(tmp_path):
     p = tmp_path / "k.log"
     p.write_text("\n".join(lines) + "\n")
     r = read_kernel_log(p, cluster="c", node="n", tz="UTC", boot_time=BOOT)
-    he = r.tables["health_events"]
+    he = r.frames["health_events"]
     assert he.select("time", "code", "device").rows() == [
         (datetime(2025, 1, 1, 0, 0, 12, 500000, tzinfo=UTC), "79", "0000:3b:00"),
         (datetime(2025, 2, 23, 16, 24, 18, tzinfo=UTC), "79", "0000:5e:00"),
@@ -242,7 +242,7 @@ def test_a_log_rotated_with_overlap_counts_each_xid_once(tmp_path):
     p = tmp_path / "kern.log"
     p.write_text("\n".join([*first, noise, first[2], first[3], noise, later]) + "\n")
     r = read_kernel_log(p, cluster="c")
-    he = r.tables["health_events"]
+    he = r.frames["health_events"]
     assert he.get_column("code").to_list() == ["13", "31", "48", "79", "94"]  # by hand
     assert (r.rows_read, r.rows_kept, r.rows_quarantined) == (7, 5, 2)
     assert r.quarantine.select("line_no", "reason").rows() == [
@@ -266,7 +266,7 @@ def test_dmesg_and_journalctl_of_one_boot_concatenated(tmp_path):
         f"Jan 21 04:41:45 n1 kernel: {_xid(79)}\n"
     )
     r = read_kernel_log(p, cluster="c", node="n1", tz="UTC", year=2025)
-    he = r.tables["health_events"]
+    he = r.frames["health_events"]
     assert he.select("time", "device").rows() == [
         (datetime(2025, 1, 21, 4, 41, 44, tzinfo=UTC), "0000:3b:00"),
         (datetime(2025, 1, 21, 4, 41, 44, tzinfo=UTC), "0000:5e:00"),
@@ -290,7 +290,7 @@ def test_a_repeated_fallen_off_the_bus_message_is_one_xid_79(tmp_path):
     p = tmp_path / "dmesg.log"
     p.write_text(msg + msg)
     r = read_kernel_log(p, cluster="c", node="n3", boot_time=BOOT)
-    assert r.tables["health_events"].get_column("code").to_list() == ["79"]
+    assert r.frames["health_events"].get_column("code").to_list() == ["79"]
     assert r.quarantine.select("line_no", "reason").rows() == [
         (4, "exact duplicate of line 1 (same host, time and message)")
     ]

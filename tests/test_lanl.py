@@ -43,7 +43,7 @@ def test_every_record_reads(lanl):
     _, records, r = lanl
     assert r.rows_read == len(records) == 23739
     assert r.rows_quarantined == 0
-    assert r.tables["component_failures"].height == len(records)
+    assert r.frames["component_failures"].height == len(records)
 
 
 def test_inventory_holds_every_node(lanl):
@@ -56,7 +56,7 @@ def test_inventory_holds_every_node(lanl):
         if rec["nodes"].strip():
             nodes[rec["System"]] = int(rec["nodes"])
         failed[rec["System"]].add(rec["nodenumz"])
-    inv = r.tables["inventory"].group_by("cluster").agg(n=pl.len())
+    inv = r.frames["inventory"].group_by("cluster").agg(n=pl.len())
     got = {c.removeprefix("lanl-"): n for c, n in inv.iter_rows()}
     for system, count in nodes.items():
         assert got[system] == count, system
@@ -86,7 +86,7 @@ def test_node_mttf_over_every_node(lanl):
               and s in nodes and "-" in next(iter(p))[0] and next(iter(p))[0][0].isdigit()}  # fmt: skip
     assert len(single) >= 10
     assert r.observed_until == end
-    m = node_mttf(r.tables["component_failures"], r.tables["inventory"], end=end)
+    m = node_mttf(r.frames["component_failures"], r.frames["inventory"], end=end)
     by = {
         c.removeprefix("lanl-"): row
         for c, *_ in m.iter_rows()
@@ -111,7 +111,7 @@ def test_time_between_failures_matches_dsn06(lanl):
     per-node shapes within ±0.1 of that range; over all years, every system with 1,000+
     failures shows a decreasing hazard system-wide."""
     _, _, r = lanl
-    cf, inv = r.tables["component_failures"], r.tables["inventory"]
+    cf, inv = r.frames["component_failures"], r.frames["inventory"]
     lo, hi = TBF_WEIBULL_SHAPE.value
     late = cf.filter(
         (pl.col("cluster") == "lanl-20")
@@ -146,7 +146,7 @@ def test_dataset_summary_counts_the_failure_records(lanl, tmp_path):
     named = {(rec["System"], rec["nodenumz"]) for rec in records if rec["System"] not in nodes}
     assert s.clusters == sorted(f"lanl-{system}" for system in {rec["System"] for rec in records})
     assert s.n_nodes == sum(nodes.values()) + len(named) == 5007  # ids repeat across systems
-    cf = r.tables["component_failures"]
+    cf = r.frames["component_failures"]
     assert s.first == cf.get_column("failed_at").min()
     assert s.last == max(cf.get_column("failed_at").max(), cf.get_column("repaired_at").max())
 
@@ -164,7 +164,7 @@ def test_the_two_readings_of_never_failed_nodes_are_explicit(lanl):
     assert "unrecorded='nearest'" in note
     whole = read_lanl(path, unrecorded="system")
     m = {
-        r: node_mttf(x.tables["component_failures"], x.tables["inventory"])
+        r: node_mttf(x.frames["component_failures"], x.frames["inventory"])
         .filter(pl.col("cluster") == "lanl-12")
         .item(0, "mttf_days")
         for r, x in (("nearest", near), ("system", whole))
@@ -173,7 +173,7 @@ def test_the_two_readings_of_never_failed_nodes_are_explicit(lanl):
     assert m["system"] / m["nearest"] == pytest.approx(1.69, rel=0.02)
     first = min(_prod_month(r["node prod"]) for r in records if r["System"] == "12")
     recorded = {r["nodenumz"] for r in records if r["System"] == "12"}
-    inv = whole.tables["inventory"].filter(
+    inv = whole.frames["inventory"].filter(
         (pl.col("cluster") == "lanl-12") & ~pl.col("component_id").is_in(list(recorded))
     )
     assert inv.height == 378

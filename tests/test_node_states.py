@@ -30,7 +30,7 @@ def test_reduce_state_unknown_flag():
 def test_sacctmgr_events_real(run1, name):
     r = read_sacctmgr_events(run1 / name, tz="UTC")
     assert r.rows_read == r.rows_kept == _data_lines(run1 / name) == 9
-    ns = r.tables["node_states"]
+    ns = r.frames["node_states"]
     # 8 node events; the cluster-level "Cluster Registered TRES" event gives none
     assert ns.height == 8
     assert any("cluster-level" in n for n in r.notes)
@@ -51,7 +51,7 @@ def test_sacctmgr_events_real(run1, name):
 def test_sacctmgr_cluster_only_and_empty(run1):
     r = read_sacctmgr_events(run1 / "sacctmgr_event_cluster.psv", tz="UTC")
     assert r.rows_read == 1
-    assert r.tables["node_states"].height == 0
+    assert r.frames["node_states"].height == 0
     with pytest.raises(IngestError, match="empty file"):
         read_sacctmgr_events(run1 / "sacctmgr_event_all_AS_REQUESTED.psv", tz="UTC")
     with pytest.raises(IngestError, match=r"field 'TimeStart'.*other than `sacctmgr show event`"):
@@ -66,7 +66,7 @@ def test_scontrol_real(run1, name):
         ln.lstrip().startswith("NodeName=") for ln in (run1 / name).read_text().splitlines()
     )
     assert r.rows_read == r.rows_kept == nodes == 10
-    ns = r.tables["node_states"]
+    ns = r.frames["node_states"]
     assert ns.select("node", pl.col("state").cast(pl.String), "reason", "user").rows() == [
         ("node08", "DRAIN", "GPU ECC errors <xid 79> on gpu:1", "root")
     ]
@@ -75,13 +75,13 @@ def test_scontrol_real(run1, name):
 def test_scontrol_inflight_has_down_node(shared):
     r = read_node_snapshot(shared / "slurm-real-run1/inflight_snapshot/scontrol_show_node.txt",
                            cluster="testclu", tz="UTC")  # fmt: skip
-    assert sorted(r.tables["node_states"].get_column("node")) == ["node03", "node08"]
+    assert sorted(r.frames["node_states"].get_column("node")) == ["node03", "node08"]
 
 
 def test_scontrol_h100_excerpt(shared):
     r = read_node_snapshot(shared / "slurm-node-state-excerpts/scontrol_show_node_h100_idle_drain.txt",
                            cluster="c", tz="UTC")  # fmt: skip
-    row = r.tables["node_states"].row(0, named=True)
+    row = r.frames["node_states"].row(0, named=True)
     assert (row["node"], row["state"], row["reason"], row["user"]) == (
         "localhost",
         "DRAIN",
@@ -100,7 +100,7 @@ def test_sinfo_reasons(shared):
     journal = [i for i, ln in enumerate(path.read_text().splitlines(), 1) if "slurmd[" in ln]
     assert r.rows_read == _data_lines(path)
     assert r.quarantine["line_no"].to_list() == journal
-    assert r.tables["node_states"].item(0, "node") == "ip-10-0-1-23"
+    assert r.frames["node_states"].item(0, "node") == "ip-10-0-1-23"
     assert "recorded as DRAIN" in r.notes[-1]
 
 
@@ -109,7 +109,7 @@ def test_sinfo_with_state_column(tmp_path):
     p.write_text(
         "REASON USER TIMESTAMP NODELIST STATE\nbad psu root 2025-01-01T00:00:00 n[1-3] down*\n"
     )
-    ns = read_node_snapshot(p, cluster="c", tz="UTC").tables["node_states"]
+    ns = read_node_snapshot(p, cluster="c", tz="UTC").frames["node_states"]
     assert ns.get_column("node").to_list() == ["n1", "n2", "n3"]
     assert set(ns.get_column("state").cast(pl.String)) == {"DOWN"}
     assert ns.item(0, "reason") == "bad psu"
@@ -126,7 +126,7 @@ def test_sacctmgr_inflight_has_open_down(shared):
     r = read_sacctmgr_events(
         shared / "slurm-real-run1/inflight_snapshot/sacctmgr_event.psv", tz="UTC"
     )
-    ns = r.tables["node_states"]
+    ns = r.frames["node_states"]
     path = shared / "slurm-real-run1/inflight_snapshot/sacctmgr_event.psv"
     assert r.rows_read == r.rows_kept == _data_lines(path)
     # node03 was DOWN (open) when this snapshot was taken; it is closed in the final one
@@ -136,7 +136,7 @@ def test_sacctmgr_inflight_has_open_down(shared):
 
 
 def _events(r):
-    he = r.tables["health_events"]
+    he = r.frames["health_events"]
     return he.select("node", "time", pl.col("source").cast(pl.String), "code",
                      pl.col("component").cast(pl.String), pl.col("severity").cast(pl.String),
                      "device").rows()  # fmt: skip
@@ -153,7 +153,7 @@ def test_drain_reason_becomes_a_health_event_run1(run1):
     r = read_sacctmgr_events(run1 / "sacctmgr_event.psv", tz="UTC")
     t = datetime(2026, 11, 30, 1, 21, 54, tzinfo=UTC)
     assert _events(r) == [("node08", t, "slurm", "79", "gpu", "critical", "gpu:1")]
-    assert r.tables["health_events"].item(0, "message").endswith("GPU ECC errors <xid 79> on gpu:1")
+    assert r.frames["health_events"].item(0, "message").endswith("GPU ECC errors <xid 79> on gpu:1")
     # scontrol: the reason time [root@01:20:57]
     t = datetime(2026, 11, 30, 1, 20, 57, tzinfo=UTC)
     for name in ("scontrol_show_node.txt", "scontrol_show_node_oneliner.txt"):
@@ -181,7 +181,7 @@ def test_reason_phrasings(tmp_path, reason, code, component, device):
         f"REASON|USER|TIMESTAMP|NODELIST|STATE\n{reason}|root|2025-01-01T00:00:00|n[1-2]|drained\n"
     )
     r = read_node_snapshot(p, cluster="c", tz="UTC")
-    got = r.tables["health_events"].select(
+    got = r.frames["health_events"].select(
         "node", "code", pl.col("component").cast(pl.String), "device"
     )
     assert got.rows() == [("n1", code, component, device), ("n2", code, component, device)]
@@ -195,8 +195,8 @@ def test_reasons_without_a_signal(tmp_path, reason):
         f"REASON|USER|TIMESTAMP|NODELIST|STATE\n{reason}|root|2025-01-01T00:00:00|n1|down\n"
     )
     r = read_node_snapshot(p, cluster="c", tz="UTC")
-    assert r.tables["health_events"].height == 0
-    assert r.tables["node_states"].height == 1
+    assert r.frames["health_events"].height == 0
+    assert r.frames["node_states"].height == 1
 
 
 def test_maintenance_reasons_are_not_signals(tmp_path):
@@ -205,7 +205,7 @@ def test_maintenance_reasons_are_not_signals(tmp_path):
         "REASON|USER|TIMESTAMP|NODELIST|STATE\nreplace NVLink bridge|root|2025-01-01T00:00:00|n1|maint\n"
     )
     r = read_node_snapshot(p, cluster="c", tz="UTC")
-    assert r.tables["health_events"].height == 0
+    assert r.frames["health_events"].height == 0
 
 
 @pytest.mark.parametrize(

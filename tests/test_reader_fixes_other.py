@@ -25,7 +25,7 @@ def test_events_exact_duplicate_line_is_quarantined(tmp_path):
     r = read_sacctmgr_events(p, tz="UTC")
     assert _counts(r) == (3, 2, 1)
     assert r.quarantine.select("line_no", "reason").rows() == [(4, "exact duplicate of line 2")]
-    assert r.tables["node_states"].height == 2
+    assert r.frames["node_states"].height == 2
 
 
 def test_events_same_key_in_one_input_merges_as_across_inputs(tmp_path):
@@ -39,7 +39,7 @@ def test_events_same_key_in_one_input_merges_as_across_inputs(tmp_path):
     )
     r = read_sacctmgr_events(p, tz="UTC")
     assert _counts(r) == (4, 4, 0)
-    ns = r.tables["node_states"].sort("node")
+    ns = r.frames["node_states"].sort("node")
     assert ns.select("node", "end").rows() == [
         ("n1", datetime(2026, 1, 1, 3, tzinfo=UTC)),  # the later end
         ("n2", datetime(2026, 1, 1, 2, tzinfo=UTC)),  # closed beats open
@@ -67,7 +67,7 @@ def test_events_of_the_cluster_only_need_no_node_fields(tmp_path):
     )
     r = read_sacctmgr_events(p, tz="UTC")
     assert _counts(r) == (1, 1, 0)
-    assert r.tables["node_states"].height == 0
+    assert r.frames["node_states"].height == 0
 
 
 def test_kernel_xid_code_in_non_ascii_digits_is_quarantined(tmp_path):
@@ -80,7 +80,7 @@ def test_kernel_xid_code_in_non_ascii_digits_is_quarantined(tmp_path):
     )
     r = read_kernel_log(p, cluster="c", node="gpu01", tz="UTC")
     assert _counts(r) == (2, 1, 1)
-    assert r.tables["health_events"].get_column("code").to_list() == ["48"]
+    assert r.frames["health_events"].get_column("code").to_list() == ["48"]
     assert r.quarantine.item(0, "line_no") == 1
 
 
@@ -102,7 +102,7 @@ def test_kernel_local_time_in_a_dst_gap_is_quarantined_and_a_repeated_hour_noted
         )
     ]
     # 01:30 EDT (the earlier reading, as the sacct reader) is 05:30Z
-    assert r.tables["health_events"].item(0, "time") == datetime(2026, 11, 1, 5, 30, tzinfo=UTC)
+    assert r.frames["health_events"].item(0, "time") == datetime(2026, 11, 1, 5, 30, tzinfo=UTC)
     assert any("hour repeated" in n for n in r.notes)
 
 
@@ -132,7 +132,7 @@ def test_dcgm_non_ascii_value_and_newline_host_are_quarantined(tmp_path):
     )
     r = read_dcgm(p, cluster="c", scraped_at=datetime(2026, 1, 1, tzinfo=UTC))
     assert _counts(r) == (3, 1, 1 + 1)
-    assert r.tables["health_events"].select("node", "code").rows() == [("gpu07", "48")]
+    assert r.frames["health_events"].select("node", "code").rows() == [("gpu07", "48")]
     assert r.quarantine.select("line_no", "reason").rows() == [
         (1, "value '\u0667\u0669' is not a number (ASCII digits only)"),
         (2, "host label 'gpu\\n07' is not a host name (a control character)"),
@@ -177,7 +177,7 @@ def test_pod_json_lines_repeated_keys_and_non_finite_numbers_are_quarantined(tmp
         (3, "number 1e400 is not a finite number (too large for a float)"),
         (4, "key 'time' given twice in one object (ambiguous)"),
     ]
-    assert r.tables["component_failures"].height == 1
+    assert r.frames["component_failures"].height == 1
 
 
 def test_health_jsonl_repeated_key_is_quarantined(tmp_path):
@@ -195,7 +195,7 @@ def test_health_jsonl_repeated_key_is_quarantined(tmp_path):
     assert r.quarantine.select("line_no", "reason").rows() == [
         (1, "key 'node' given twice in one object (ambiguous)")
     ]
-    assert r.tables["health_events"].get_column("node").to_list() == ["gpu03"]
+    assert r.frames["health_events"].get_column("node").to_list() == ["gpu03"]
 
 
 def test_pod_second_failure_without_repair_is_quarantined(tmp_path):
@@ -219,12 +219,12 @@ def test_pod_second_failure_without_repair_is_quarantined(tmp_path):
     assert r.quarantine.select("line_no", "reason").rows() == [
         (2, "machine h1 already failed at line 1 (no repair in between)")
     ]
-    cf = r.tables["component_failures"]
+    cf = r.frames["component_failures"]
     assert cf.select("failed_at", "repaired_at").rows() == [
         (datetime(2026, 1, 1, 0, tzinfo=UTC), datetime(2026, 1, 1, 2, tzinfo=UTC)),
         (datetime(2026, 1, 1, 3, tzinfo=UTC), None),
     ]
-    assert r.tables["node_states"].height == 2
+    assert r.frames["node_states"].height == 2
 
 
 _LANL_HEAD = (
@@ -287,7 +287,7 @@ def test_events_overlapping_intervals_of_one_node_and_state_are_noted(tmp_path):
     )
     r = read_sacctmgr_events(p, tz="UTC")
     assert _counts(r) == (5, 5, 0)
-    assert r.tables["node_states"].height == 5
+    assert r.frames["node_states"].height == 5
     notes = [n for n in r.notes if "overlap" in n]
     assert notes == [
         "2 interval(s) overlap an earlier one of the same node and state (lines 3, 5): kept "

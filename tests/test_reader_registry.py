@@ -50,8 +50,8 @@ def test_every_sample_reads_with_rows_read_equal_to_kept_plus_quarantined(tmp_pa
     assert result.rows_read == result.rows_kept + result.rows_quarantined
     assert result.rows_read == len(records) - header
     assert result.rows_kept >= 1
-    assert set(result.tables) <= set(spec.tables)
-    assert sum(f.height for f in result.tables.values()) >= 1
+    assert set(result.frames) <= set(spec.tables)
+    assert sum(f.height for f in result.frames.values()) >= 1
     # and its start is recognised as this reader's input
     assert input_kind(path) is None or input_kind(path)[0] == kind
 

@@ -41,7 +41,7 @@ def _write(tmp_path, text: str | bytes, name="in.psv"):
 def test_clean_file(tmp_path):
     r = read_sacct(_write(tmp_path, "\n".join([HEADER, *ROWS]) + "\n"), tz="UTC")
     assert (r.rows_read, r.rows_kept, r.rows_quarantined) == (len(ROWS), len(ROWS), 0)
-    jobs = r.tables["jobs"]
+    jobs = r.frames["jobs"]
     assert jobs.get_column("n_accelerators").to_list() == [16, 8, 1]  # typed TRES summed too
     assert jobs.get_column("nodes").to_list() == [["n01", "n02"], ["n03"], ["n04"]]
 
@@ -103,7 +103,7 @@ def test_unreadable_file(tmp_path):
 
 def test_repeated_header_lines(tmp_path):
     r = read_sacct(_write(tmp_path, "\n".join([HEADER, ROWS[0], HEADER, ROWS[2]])), tz="UTC")
-    assert r.tables["jobs"].get_column("job_id").to_list() == ["10", "11"]
+    assert r.frames["jobs"].get_column("job_id").to_list() == ["10", "11"]
     assert (r.rows_read, r.rows_quarantined) == (2, 0)
     assert any("line 3: repeated header line skipped" in n for n in r.notes)
 
@@ -112,7 +112,7 @@ def test_mixed_slurm_versions_concatenated(tmp_path):
     """Two exports with different fields (e.g. an old and a new Slurm) in one file."""
     old = "JobID|State|Submit|Start|End|NodeList|Cluster\n11|FAILED|2025-01-01T00:00:00|2025-01-01T00:02:00|2025-01-01T00:03:00|n03|c\n"
     r = read_sacct(_write(tmp_path, "\n".join([HEADER, ROWS[0]]) + "\n" + old), tz="UTC")
-    jobs = r.tables["jobs"]
+    jobs = r.frames["jobs"]
     assert jobs.get_column("job_id").to_list() == ["10", "11"]
     assert jobs.get_column("name").to_list() == ["train", None]
     assert any("2 header lines" in n for n in r.notes)
@@ -131,14 +131,14 @@ def test_exact_duplicates_count_once(tmp_path):
     assert reasons[4] == reasons[5] == "exact duplicate of line 2"
     assert reasons[2].startswith("the same attempt as line 6 (same JobID, Submit and Start)")
     assert r.quarantine.get_column("raw").to_list() == [ROWS[2]] * 3
-    jobs = r.tables["jobs"].filter(pl.col("job_id") == "11")
+    jobs = r.frames["jobs"].filter(pl.col("job_id") == "11")
     assert jobs.select("attempt", "exit_code").rows() == [(0, 2)]  # one attempt, not four
 
 
 def test_non_utf8_job_name_is_kept(tmp_path):
     data = (HEADER + "\n").encode() + ROWS[0].replace("train", "tr\xe4in").encode("latin-1")
     r = read_sacct(_write(tmp_path, data), tz="UTC")
-    assert r.tables["jobs"].item(0, "name") == "tr\ufffdin"
+    assert r.frames["jobs"].item(0, "name") == "tr\ufffdin"
     assert any("not valid UTF-8" in n for n in r.notes)
 
 
@@ -146,7 +146,7 @@ def test_utf16_export_is_decoded(tmp_path):
     text = "\n".join([HEADER, *ROWS]) + "\n"
     plain = read_sacct(_write(tmp_path, text), tz="UTC")
     wide = read_sacct(_write(tmp_path, text.encode("utf-16"), "w.psv"), tz="UTC")
-    assert wide.tables["jobs"].equals(plain.tables["jobs"])
+    assert wide.frames["jobs"].equals(plain.frames["jobs"])
     assert any("UTF-16" in n for n in wide.notes)
 
 
@@ -156,14 +156,14 @@ def test_pipe_and_html_in_job_name(tmp_path):
         ROWS[2].replace("|eval|", "|<script>x</script>|"),
     ]
     r = read_sacct(_write(tmp_path, "\n".join([HEADER, *rows])), tz="UTC")
-    assert r.tables["jobs"].get_column("name").to_list() == ["a|b<td>|c", "<script>x</script>"]
+    assert r.frames["jobs"].get_column("name").to_list() == ["a|b<td>|c", "<script>x</script>"]
 
 
 def test_newline_in_job_name(tmp_path):
     rows = [ROWS[0].replace("|train|", "|line one\nline two|"), ROWS[2]]
     r = read_sacct(_write(tmp_path, "\n".join([HEADER, *rows])), tz="UTC")
     assert (r.rows_read, r.rows_kept) == (2, 2)
-    assert r.tables["jobs"].item(0, "name") == "line one\nline two"
+    assert r.frames["jobs"].item(0, "name") == "line one\nline two"
 
 
 @pytest.mark.parametrize(
@@ -224,8 +224,8 @@ def test_poison_values_are_quarantined_per_row(tmp_path, bad, reason):
     assert (r.rows_read, r.rows_kept, r.rows_quarantined) == (4, 3, 1)
     assert reason in r.quarantine.item(0, "reason"), r.quarantine.item(0, "reason")
     assert r.quarantine.item(0, "line_no") == 2
-    assert r.tables["jobs"].equals(clean.tables["jobs"].slice(1))
-    assert r.tables["job_steps"].equals(clean.tables["job_steps"])
+    assert r.frames["jobs"].equals(clean.frames["jobs"].slice(1))
+    assert r.frames["job_steps"].equals(clean.frames["job_steps"])
 
 
 def test_poison_time_limit(tmp_path):
@@ -270,8 +270,8 @@ def test_gzip_input_reads_like_plain(tmp_path):
     gz = read_sacct(_write(tmp_path, gzip.compress(text), "s.psv.gz"), tz="UTC")
     two = read_sacct(_write(tmp_path, gzip.compress(text[:200]) + gzip.compress(text[200:]), "m.gz"), tz="UTC")  # fmt: skip
     for other in (gz, two):
-        assert other.tables["jobs"].equals(plain.tables["jobs"])
-        assert other.tables["job_steps"].equals(plain.tables["job_steps"])
+        assert other.frames["jobs"].equals(plain.frames["jobs"])
+        assert other.frames["job_steps"].equals(plain.frames["job_steps"])
 
 
 def test_corrupt_and_truncated_gzip_are_clear_errors(tmp_path):
@@ -332,7 +332,7 @@ def test_fuzz_known_records_and_bad_rows(tmp_path, data):
     assert (r.rows_read, r.rows_kept, r.rows_quarantined) == (len(order), n_good, len(bad))
     assert r.quarantine.get_column("line_no").to_list() == bad_lines
     clean = read_sacct(_write(tmp_path, "\n".join([HEADER, *good]), "c.psv"), tz="UTC")
-    assert r.tables["jobs"].sort("job_id").equals(clean.tables["jobs"].sort("job_id"))
+    assert r.frames["jobs"].sort("job_id").equals(clean.frames["jobs"].sort("job_id"))
 
 
 _line = st.text(
@@ -390,13 +390,13 @@ def test_fuzz_mutated_real_rows(tmp_path, data):
         rows.append(new)
         touched.append(new != row)
     r = read_sacct(_write(tmp_path, "\n".join([HEADER, *rows])), tz="UTC")
-    jobs = r.tables["jobs"]
+    jobs = r.frames["jobs"]
     assert jobs.filter(pl.col("start_time") > pl.col("end_time")).height == 0
     assert jobs.filter(pl.col("submit_time") > pl.col("start_time")).height == 0
     assert r.rows_read <= sum(x.count("\n") + 1 for x in rows)
     untouched_ids = {ROWS[k].split("|", 1)[0] for k in range(len(ROWS)) if not touched[k]}
     kept_ids = set(jobs.get_column("job_id")) | {
-        f"{j}.{s}" for j, s in r.tables["job_steps"].select("job_id", "step").iter_rows()
+        f"{j}.{s}" for j, s in r.frames["job_steps"].select("job_id", "step").iter_rows()
     }
     # an untouched record next to a mangled one may be swallowed by it only into quarantine
     q_raw = "\n".join(r.quarantine.get_column("raw").to_list())
@@ -433,7 +433,7 @@ def test_json_bad_input(tmp_path):
     r = read_sacct(p)
     # 3 job records + the 1 step of the one accepted job
     assert (r.rows_read, r.rows_kept, r.rows_quarantined) == (4, 2, 2)
-    job = r.tables["jobs"].row(0, named=True)
+    job = r.frames["jobs"].row(0, named=True)
     # newer JSON shapes: wrapped numbers, list states, infinite limit, typed GPU TRES summed
     assert (job["job_id"], job["nodes"], job["n_accelerators"], job["time_limit_s"]) == (
         "5",
@@ -441,7 +441,7 @@ def test_json_bad_input(tmp_path):
         16,
         None,
     )
-    assert r.tables["job_steps"].item(0, "step") == "batch"
+    assert r.frames["job_steps"].item(0, "step") == "batch"
     assert r.quarantine.get_column("line_no").to_list() == [2, 3]
     (tmp_path / "t.json").write_text("{not json")
     with pytest.raises(IngestError, match="not valid JSON"):
@@ -480,7 +480,7 @@ def test_json_wrong_shapes_are_quarantined_naming_the_record(tmp_path, over, rea
     jobs = [_json_job(5), _json_job(6, **over), _json_job(7)]
     p.write_text(json.dumps({"jobs": jobs, "meta": {}}))
     r = read_sacct(p)
-    assert r.tables["jobs"].get_column("job_id").to_list() == ["5", "7"]
+    assert r.frames["jobs"].get_column("job_id").to_list() == ["5", "7"]
     assert r.quarantine.get_column("line_no").to_list() == [2]
     assert r.quarantine.item(0, "reason").startswith("record 2: ")
     assert reason in r.quarantine.item(0, "reason")
@@ -498,7 +498,7 @@ def test_duration_forms(tmp_path, text, seconds):
     row = ROWS[2].replace("|c", f"|c|{text}")
     r = read_sacct(_write(tmp_path, "\n".join([HEADER + "|Timelimit", row])), tz="UTC")
     assert r.rows_quarantined == 0
-    assert r.tables["jobs"].item(0, "time_limit_s") == seconds
+    assert r.frames["jobs"].item(0, "time_limit_s") == seconds
 
 
 def test_collapsed_pending_array_ids(tmp_path):
@@ -508,11 +508,11 @@ def test_collapsed_pending_array_ids(tmp_path):
         "45+1.0|het|COMPLETED|0:0|2025-01-01T00:00:00|2025-01-01T00:00:01|2025-01-01T00:00:02|1||n1|c",
     ]
     r = read_sacct(_write(tmp_path, "\n".join([HEADER, *rows])), tz="UTC")
-    jobs = r.tables["jobs"]
+    jobs = r.frames["jobs"]
     assert jobs.get_column("job_id").to_list() == ["53_[11-20%2]", "129_[1-5]"]
     assert jobs.get_column("nodes").to_list() == [[], []]
     assert jobs.get_column("start_time").to_list() == [None, None]
-    assert r.tables["job_steps"].select("job_id", "step").row(0) == ("45+1", "0")
+    assert r.frames["job_steps"].select("job_id", "step").row(0) == ("45+1", "0")
 
 
 def test_cpu_only_jobs_have_zero_gpus(tmp_path):
@@ -522,10 +522,10 @@ def test_cpu_only_jobs_have_zero_gpus(tmp_path):
         ROWS[2].replace("gres/gpu:h100=8", ""),
     ]
     r = read_sacct(_write(tmp_path, "\n".join([HEADER, *rows])), tz="UTC")
-    assert r.tables["jobs"].get_column("n_accelerators").to_list() == [0, 0]
+    assert r.frames["jobs"].get_column("n_accelerators").to_list() == [0, 0]
     req = "JobID|State|Submit|AllocTRES|ReqTRES|Cluster\n7|PENDING|2025-01-01T00:00:00||cpu=2,gres/gpu=2|c\n8|PENDING|2025-01-01T00:00:00||cpu=2|c"
     r = read_sacct(_write(tmp_path, req, "r.psv"), tz="UTC")
-    assert r.tables["jobs"].get_column("n_accelerators").to_list() == [2, 0]
+    assert r.frames["jobs"].get_column("n_accelerators").to_list() == [2, 0]
 
 
 def test_gpu_counts_beside_suffixed_tres_and_the_field_named(tmp_path):
@@ -537,7 +537,7 @@ def test_gpu_counts_beside_suffixed_tres_and_the_field_named(tmp_path):
            "8|PENDING|2025-01-01T00:00:00||cpu=2,gres/gpu=2G|c\n"
            "9|PENDING|2025-01-01T00:00:00||gres/gpu:a100=3,gres/gpu:h100=1|c")  # fmt: skip
     r = read_sacct(_write(tmp_path, req, "r.psv"), tz="UTC")
-    assert dict(r.tables["jobs"].select("job_id", "n_accelerators").iter_rows()) == {"7": 8, "9": 4}
+    assert dict(r.frames["jobs"].select("job_id", "n_accelerators").iter_rows()) == {"7": 8, "9": 4}
     assert r.quarantine.item(0, "reason").startswith("field ReqTRES: a GPU count is not a whole")
 
 
@@ -572,7 +572,7 @@ def test_line_over_16_mib_is_quarantined_wherever_it_lies(tmp_path, compress):
     p = _write(tmp_path, gzip.compress(data, 1) if compress else data, "big.psv")
     r = read_sacct(p, tz="UTC")
     assert (r.rows_read, r.rows_kept, r.rows_quarantined) == (5, 3, 2)
-    jobs = r.tables["jobs"]
+    jobs = r.frames["jobs"]
     assert jobs.get_column("job_id").to_list() == ["10", "11", "12_3"]
     assert jobs.filter(pl.col("job_id") == "11").item(0, "name") == "x" * (limit - 3 - len(tail))
     q = r.quarantine
@@ -589,7 +589,7 @@ def test_both_front_ends_agree_on_a_real_dirty_export(shared, tmp_path):
     gz = _write(tmp_path, gzip.compress(src.read_bytes()), "s.psv.gz")
     a, b = read_sacct(src, tz="UTC"), read_sacct(gz, tz="UTC")
     for t in ("jobs", "job_steps"):
-        assert a.tables[t].equals(b.tables[t])
+        assert a.frames[t].equals(b.frames[t])
     assert a.quarantine.drop("source_file").equals(b.quarantine.drop("source_file"))
     assert (a.rows_read, a.rows_kept) == (b.rows_read, b.rows_kept)
 
@@ -688,7 +688,7 @@ def test_checks_redone_when_a_record_is_quarantined_late(tmp_path):
     assert (r.rows_read, r.rows_kept, r.rows_quarantined) == (3, 2, 1)
     assert r.quarantine.get_column("line_no").to_list() == [2]
     assert r.quarantine.get_column("reason").str.starts_with("field NodeList").all()
-    jobs = r.tables["jobs"].sort("job_id")
+    jobs = r.frames["jobs"].sort("job_id")
     assert jobs.get_column("attempt").to_list() == [0, 0]
     (note,) = [n for n in r.notes if "--duplicates" in n]
     assert "(e.g. 20)" in note
@@ -709,14 +709,14 @@ def test_node_count_without_an_nnodes_field_is_the_lists_length(tmp_path):
     ]
     p = _write(tmp_path, "\n".join(["JobID|State|Submit|Start|End|NodeList", *rows]) + "\n")
     r = read_sacct(p, tz="UTC", cluster="c")
-    assert r.tables["jobs"].sort("job_id").get_column("n_nodes").to_list() == [4, 0]
-    assert r.tables["job_steps"].get_column("n_nodes").to_list() == [1]
+    assert r.frames["jobs"].sort("job_id").get_column("n_nodes").to_list() == [4, 0]
+    assert r.frames["job_steps"].get_column("n_nodes").to_list() == [1]
     with_field = [row.replace("|n", "|2|n").replace("|None", "|0|None") for row in rows]
     header = "JobID|State|Submit|Start|End|NNodes|NodeList"
     r = read_sacct(_write(tmp_path, "\n".join([header, *with_field]) + "\n", "b.psv"), tz="UTC",
                    cluster="c")  # fmt: skip
-    assert r.tables["jobs"].sort("job_id").get_column("n_nodes").to_list() == [0]
-    assert r.tables["job_steps"].height == 0
+    assert r.frames["jobs"].sort("job_id").get_column("n_nodes").to_list() == [0]
+    assert r.frames["job_steps"].height == 0
     assert r.quarantine.select("line_no", "reason").rows() == [
         (2, "field NNodes: 2 nodes, but NodeList 'n[01-03,07]' names 4"),
         (3, "field NNodes: 2 nodes, but NodeList 'n02' names 1"),
@@ -724,8 +724,8 @@ def test_node_count_without_an_nnodes_field_is_the_lists_length(tmp_path):
     agree = [rows[0].replace("|n", "|4|n"), rows[1].replace("|n", "|1|n"), with_field[2]]
     r = read_sacct(_write(tmp_path, "\n".join([header, *agree]) + "\n", "c.psv"), tz="UTC",
                    cluster="c")  # fmt: skip
-    assert r.tables["jobs"].sort("job_id").get_column("n_nodes").to_list() == [4, 0]
-    assert r.tables["job_steps"].get_column("n_nodes").to_list() == [1]
+    assert r.frames["jobs"].sort("job_id").get_column("n_nodes").to_list() == [4, 0]
+    assert r.frames["job_steps"].get_column("n_nodes").to_list() == [1]
 
 
 def test_a_node_count_that_disagrees_with_the_node_list_is_quarantined(tmp_path):
@@ -742,7 +742,7 @@ def test_a_node_count_that_disagrees_with_the_node_list_is_quarantined(tmp_path)
     assert r.quarantine.select("line_no", "reason").rows() == [
         (3, "field NNodes: 4 nodes, but NodeList 'n03' names 1")
     ]
-    assert r.tables["jobs"].select("job_id", "n_nodes").sort("job_id").rows() == [
+    assert r.frames["jobs"].select("job_id", "n_nodes").sort("job_id").rows() == [
         ("10", 2), ("12", 4),
     ]  # fmt: skip
 
@@ -780,7 +780,7 @@ def test_front_ends_agree_with_small_batches_and_windows(
     a = read_sacct(src, tz="UTC")
     assert used == [True]  # (the mapped front end read it: it did not hand over to the stream)
     for t in ("jobs", "job_steps"):
-        assert a.tables[t].equals(b.tables[t])
+        assert a.frames[t].equals(b.frames[t])
     assert a.quarantine.drop("source_file").equals(b.quarantine.drop("source_file"))
     assert (a.rows_read, a.rows_kept) == (b.rows_read, b.rows_kept)
 

@@ -29,7 +29,7 @@ def test_a_job_across_the_repeated_hour_keeps_its_order(tmp_path: Path) -> None:
     ]) + "\n")  # fmt: skip
     r = read_sacct(p, tz="America/Chicago")
     assert r.rows_quarantined == 0
-    jobs = {row["job_id"]: row for row in r.tables["jobs"].iter_rows(named=True)}
+    jobs = {row["job_id"]: row for row in r.frames["jobs"].iter_rows(named=True)}
     assert jobs["1"]["start_time"] == datetime(2025, 11, 2, 6, 40, tzinfo=UTC)
     assert jobs["1"]["end_time"] == datetime(2025, 11, 2, 7, 0, tzinfo=UTC)
     assert jobs["2"]["start_time"] == datetime(2025, 11, 2, 7, 10, tzinfo=UTC)

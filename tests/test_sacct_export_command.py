@@ -69,5 +69,5 @@ def test_the_recommended_export_reads_cleanly(tmp_path):
     }  # fmt: skip
     p = tmp_path / "s.psv"
     p.write_text(header + "\n" + "|".join(row[f] for f in EXPORT_FIELDS) + "\n")
-    job = read_sacct(p).tables["jobs"].row(0, named=True)
+    job = read_sacct(p).frames["jobs"].row(0, named=True)
     assert (job["n_accelerators"], job["nodes"], job["time_limit_s"]) == (16, ["n01", "n02"], 86400)

@@ -50,8 +50,8 @@ def _same(a, b) -> None:
     assert (a.rows_read, a.rows_kept, a.rows_quarantined) == (
         b.rows_read, b.rows_kept, b.rows_quarantined,
     )  # fmt: skip
-    for table, frame in a.tables.items():
-        assert b.tables[table].equals(frame), table
+    for table, frame in a.frames.items():
+        assert b.frames[table].equals(frame), table
     assert a.quarantine["line_no"].to_list() == b.quarantine["line_no"].to_list()
 
 
@@ -90,7 +90,7 @@ def test_job_name_first_pipes_repeated_header_and_a_job_named_jobname(tmp_path, 
             HEADER, "JobName|COMPLETED|2025-01-01T00:00:00|3|c",
             *[f"j{i}|COMPLETED|2025-01-01T00:00:00|{10 + i}|c" for i in range(40)]]  # fmt: skip
     r = read_sacct(_write(tmp_path, "n.psv", rows, gz), tz="UTC")
-    jobs = dict(r.tables["jobs"].select("job_id", "name").iter_rows())
+    jobs = dict(r.frames["jobs"].select("job_id", "name").iter_rows())
     assert (jobs["1"], jobs["2"], jobs["3"]) == ("train", "a|b", "JobName")
     assert (r.rows_read, r.rows_kept, r.rows_quarantined) == (43, 43, 0)
 

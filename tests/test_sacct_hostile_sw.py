@@ -102,7 +102,7 @@ def test_repeated_host_is_quarantined(tmp_path, nodes):
     assert line == 2
     assert reason.startswith(f"field NodeList: '{nodes}' names host ")
     assert "twice" in reason
-    assert r.tables["jobs"].get_column("nodes").to_list() == [["n1", "n2"]]
+    assert r.frames["jobs"].get_column("nodes").to_list() == [["n1", "n2"]]
 
 
 # -- SW7: gres/gpu with no count -----------------------------------------------------------
@@ -114,14 +114,14 @@ def test_gpu_tres_without_count_is_quarantined(tmp_path, alloc):
     ((line, reason),) = _reasons(r)
     assert line == 2
     assert reason.startswith("field AllocTRES: a GPU count is not a whole number")
-    assert r.tables["jobs"].get_column("n_accelerators").to_list() == [8]
+    assert r.frames["jobs"].get_column("n_accelerators").to_list() == [8]
 
 
 def test_gpumem_tres_is_no_gpu_count(tmp_path):
     alloc = "cpu=8,gres/gpumem=80G,gres/gpu=8,node=1"  # gres/gpumem is another TRES
     r = read_sacct(_write(tmp_path, "\n".join([HEADER, row(100, alloc=alloc)]) + "\n"))
     assert _counts(r) == (1, 1, 0)
-    assert r.tables["jobs"].get_column("n_accelerators").to_list() == [8]
+    assert r.frames["jobs"].get_column("n_accelerators").to_list() == [8]
 
 
 # -- SW8: a started record on no node ------------------------------------------------------
@@ -151,7 +151,7 @@ def test_never_started_record_keeps_none_assigned(tmp_path):
     )
     r = read_sacct(_write(tmp_path, "\n".join([HEADER, pending]) + "\n"))
     assert _counts(r) == (1, 1, 0)
-    assert r.tables["jobs"].get_column("nodes").to_list() == [[]]
+    assert r.frames["jobs"].get_column("nodes").to_list() == [[]]
 
 
 # -- U8: a negative node count -------------------------------------------------------------
@@ -177,7 +177,7 @@ def test_field_named_twice_with_differing_copies_is_quarantined(tmp_path, packed
             "('COMPLETED' and 'FAILED'): the record's value is unknown",
         )
     ]
-    assert r.tables["jobs"].get_column("job_id").to_list() == ["101"]
+    assert r.frames["jobs"].get_column("job_id").to_list() == ["101"]
 
 
 def test_free_text_field_twice_is_still_read(tmp_path):
@@ -193,7 +193,7 @@ def test_non_ascii_digits_in_job_id_are_quarantined(tmp_path, jid):
     r = read_sacct(_write(tmp_path, text + "\n"))
     assert _counts(r) == (2, 1, 1)
     assert _reasons(r) == [(2, f"field JobID: malformed job id '{jid}'")]
-    assert r.tables["jobs"].get_column("job_id").to_list() == ["101"]
+    assert r.frames["jobs"].get_column("job_id").to_list() == ["101"]
 
 
 def test_non_ascii_digits_in_node_count_are_quarantined(tmp_path):
@@ -217,7 +217,7 @@ def test_wrong_fields_say_so_before_the_cluster(tmp_path):
 def test_unterminated_last_line_is_noted(tmp_path):
     r = read_sacct(_write(tmp_path, SEED[:-2]))  # '...|gpu001\n' cut to '...|gpu00'
     assert _counts(r) == (3, 3, 0)
-    assert r.tables["jobs"].get_column("nodes").to_list()[-1] == ["gpu00"]
+    assert r.frames["jobs"].get_column("nodes").to_list()[-1] == ["gpu00"]
     assert any("the last line has no newline" in n for n in r.notes)
 
 
@@ -243,7 +243,7 @@ def test_json_pending_exit_status_is_unknown(tmp_path):
     job["steps"][0]["exit_code"] = {"status": "PENDING", "return_code": None}
     r = read_sacct(_write(tmp_path, _json_doc(json.dumps(job)), "s.json"))
     assert _counts(r) == (2, 2, 0)
-    step = r.tables["job_steps"].row(0, named=True)
+    step = r.frames["job_steps"].row(0, named=True)
     assert (step["exit_code"], step["exit_signal"]) == (None, None)
     job["steps"][0]["exit_code"] = {
         "status": "SIGNALED",
@@ -251,7 +251,7 @@ def test_json_pending_exit_status_is_unknown(tmp_path):
         "signal": {"signal_id": 15, "name": "Terminated"},
     }
     r = read_sacct(_write(tmp_path, _json_doc(json.dumps(job)), "s.json"))
-    step = r.tables["job_steps"].row(0, named=True)
+    step = r.frames["job_steps"].row(0, named=True)
     assert (step["exit_code"], step["exit_signal"]) == (0, 15)  # '0:15', as --parsable2
 
 
@@ -264,7 +264,7 @@ def test_json_key_named_twice_is_quarantined(tmp_path):
     r = read_sacct(_write(tmp_path, _json_doc(f"{good}, {twice}"), "s.json"))
     # 2 job records + the step of the one kept
     assert _counts(r) == (3, 2, 1)
-    assert r.tables["jobs"].get_column("job_id").to_list() == ["5"]
+    assert r.frames["jobs"].get_column("job_id").to_list() == ["5"]
     (reason,) = r.quarantine.get_column("reason").to_list()
     assert "key 'job_id' appears twice in one object" in reason
 

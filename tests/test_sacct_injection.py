@@ -138,8 +138,8 @@ def test_injected_lines_change_no_other_record(tmp_path, case):
     bad = read_sacct(bad_path, tz="UTC")  # never refused as a whole
     vid = recs[victim]["JobID"]
     for table in ("jobs", "job_steps"):
-        c = clean.tables[table]
-        b = bad.tables[table]
+        c = clean.frames[table]
+        b = bad.frames[table]
         want = _rows(c.filter(pl.col("job_id") != vid))
         got = _rows(b.filter(pl.col("job_id") != vid))
         missing = [row for row in want if row not in got]
@@ -152,7 +152,7 @@ def test_injected_lines_change_no_other_record(tmp_path, case):
             cols = b.columns
             for row in extra:
                 d = dict(zip(cols, row, strict=True))
-                ref = own or clean.tables["jobs"].filter(pl.col("job_id") == vid).row(0, named=True)
+                ref = own or clean.frames["jobs"].filter(pl.col("job_id") == vid).row(0, named=True)
                 assert (d["state"], d["start_time"], d["end_time"]) == (
                     ref["state"], ref["start_time"], ref["end_time"],
                 ), (layout, name, d)  # fmt: skip
@@ -174,9 +174,9 @@ def test_header_swapping_user_and_account_in_the_middle_of_a_file(tmp_path):
     (tmp_path / "a.psv").write_text(_export(fields, recs2))
     (tmp_path / "c.psv").write_text(_export(fields, recs))
     bad, clean = read_sacct(tmp_path / "a.psv", tz="UTC"), read_sacct(tmp_path / "c.psv", tz="UTC")
-    assert bad.tables["jobs"].drop("name").equals(clean.tables["jobs"].drop("name"))
-    assert bad.tables["job_steps"].equals(clean.tables["job_steps"])
-    names = bad.tables["jobs"].get_column("name").to_list()
+    assert bad.frames["jobs"].drop("name").equals(clean.frames["jobs"].drop("name"))
+    assert bad.frames["job_steps"].equals(clean.frames["job_steps"])
+    names = bad.frames["jobs"].get_column("name").to_list()
     assert names[2] == recs2[4]["JobName"]
     assert (bad.rows_read, bad.rows_quarantined) == (clean.rows_read, 0)
 
@@ -203,6 +203,6 @@ def test_a_forged_header_followed_by_its_copy_remaps_nothing(tmp_path, layout, t
     bad, clean = read_sacct(tmp_path / "a.psv", tz="UTC"), read_sacct(tmp_path / "c.psv", tz="UTC")
     vid = recs[4]["JobID"]
     for table in ("jobs", "job_steps"):
-        want = _rows(clean.tables[table].filter(pl.col("job_id") != vid))
-        got = _rows(bad.tables[table].filter(pl.col("job_id") != vid))
+        want = _rows(clean.frames[table].filter(pl.col("job_id") != vid))
+        got = _rows(bad.frames[table].filter(pl.col("job_id") != vid))
         assert got == want, (layout, tail)

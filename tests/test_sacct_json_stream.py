@@ -46,7 +46,7 @@ def _write(tmp: Path, data: bytes, name: str = "s.json") -> Path:
 
 
 def _kept(r) -> list[str]:
-    return r.tables["jobs"].get_column("job_id").to_list()
+    return r.frames["jobs"].get_column("job_id").to_list()
 
 
 @pytest.mark.parametrize("indent", [None, 2])
@@ -57,7 +57,7 @@ def test_pretty_compact_and_member_order_read_alike(tmp_path, indent, meta_last)
     assert _kept(r) == ["5", "7"]
     assert (r.rows_read, r.rows_kept) == (5, 4)
     assert r.quarantine.get_column("line_no").to_list() == [2]
-    assert r.tables["jobs"].filter(job_id="7").item(0, "name") == 'a[{"}]\\'
+    assert r.frames["jobs"].filter(job_id="7").item(0, "name") == 'a[{"}]\\'
 
 
 @pytest.mark.parametrize(
@@ -70,8 +70,8 @@ def test_byte_order_marks_and_utf16_give_the_plain_tables(tmp_path, prefix, enco
     plain = read_sacct(_write(tmp_path / "a", _doc(2)))
     data = prefix + _doc(2).decode().encode(encoding)
     other = read_sacct(_write(tmp_path / "b", data))
-    for table, frame in plain.tables.items():
-        assert other.tables[table].equals(frame), table
+    for table, frame in plain.frames.items():
+        assert other.frames[table].equals(frame), table
 
 
 def test_a_json_list_is_refused_saying_what_it_is(tmp_path):
@@ -158,7 +158,7 @@ def test_same_verdict_and_jobs_as_json_loads_of_the_whole(data, tmp_path_factory
         return
     assert doc is not None, mutated
     jobs = doc["jobs"]
-    steps = r.tables["job_steps"].height
+    steps = r.frames["job_steps"].height
     assert r.rows_read == len(jobs) + steps
     ids = {str(j.get("job_id")) for j in jobs if isinstance(j, dict)}
     assert set(_kept(r)) <= ids

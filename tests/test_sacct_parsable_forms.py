@@ -54,7 +54,7 @@ def read(tmp_path, text: str, gz: bool):
 
 
 def kept(r) -> list[tuple]:
-    jobs = r.tables["jobs"].sort("job_id")
+    jobs = r.frames["jobs"].sort("job_id")
     return [
         (j, n, str(s), a, b)
         for j, n, s, a, b in jobs.select(

@@ -77,7 +77,7 @@ def test_every_complete_export_reads_without_quarantine(shared, snapshot, name):
     r = read_sacct(path, tz=_zone(name))
     assert r.rows_read == _count_records(path)
     assert r.rows_quarantined == 0, r.quarantine.get_column("reason").to_list()
-    assert r.rows_kept == r.tables["jobs"].height + r.tables["job_steps"].height
+    assert r.rows_kept == r.frames["jobs"].height + r.frames["job_steps"].height
 
 
 @pytest.mark.parametrize("snapshot", SNAPSHOTS)
@@ -98,10 +98,10 @@ def test_matches_json_export(run1):
     `sacct --json`, record for record (the resize segment's start is the resize time)."""
     expected = _json_jobs(run1 / "sacct.json.gz")
     r = read_sacct(run1 / "sacct_broad_duplicates.psv", tz="UTC")
-    jobs = r.tables["jobs"]
+    jobs = r.frames["jobs"]
     assert r.rows_read == len(expected) + sum(e["steps"] for e in expected)
     assert jobs.height == len(expected)
-    assert r.tables["job_steps"].height == sum(e["steps"] for e in expected)
+    assert r.frames["job_steps"].height == sum(e["steps"] for e in expected)
     got_states = Counter(jobs.get_column("state").cast(pl.String).to_list())
     assert got_states == Counter(e["state"] for e in expected)
     # a resized job's later record starts (as a segment) when it was resubmitted
@@ -113,7 +113,7 @@ def test_resized_job_is_two_segments(run1):
     """Job 120 (manifest: `resize_shrink`, 3 nodes shrunk to 1 with scontrol update NumNodes=1)
     is a RESIZING segment on its 3 nodes, then the next segment on 1 node from the resize."""
     r = read_sacct(run1 / "sacct_broad_duplicates.psv", tz="UTC")
-    segs = r.tables["jobs"].filter(pl.col("job_id") == "120").sort("attempt").to_dicts()
+    segs = r.frames["jobs"].filter(pl.col("job_id") == "120").sort("attempt").to_dicts()
     assert [s["state"] for s in segs] == ["RESIZING", "COMPLETED"]
     assert [s["nodes"] for s in segs] == [["fat01", "node01", "node02"], ["fat01"]]
     assert [s["n_nodes"] for s in segs] == [3, 1]
@@ -123,7 +123,7 @@ def test_resized_job_is_two_segments(run1):
     assert segs[1]["submit_time"] == segs[1]["start_time"] == resize
     assert segs[1]["end_time"] == datetime(2026, 11, 30, 1, 25, 3, tzinfo=UTC)
     assert any(n.startswith("job 120: resized") for n in r.notes)
-    steps = r.tables["job_steps"].filter(pl.col("job_id") == "120")
+    steps = r.frames["job_steps"].filter(pl.col("job_id") == "120")
     assert steps.filter(pl.col("state") == "RESIZING").height == 2  # .batch and .extern
 
 
@@ -132,7 +132,7 @@ def test_export_without_duplicates_is_detected(shared, snapshot):
     """Without --duplicates, requeued jobs show only their last attempt: the notes say so and
     give the complete command; exports with --duplicates get no such note."""
     folder = shared / "slurm-real-run1" / snapshot
-    with_d = read_sacct(folder / "sacct_broad_duplicates.psv", tz="UTC").tables["jobs"]
+    with_d = read_sacct(folder / "sacct_broad_duplicates.psv", tz="UTC").frames["jobs"]
     # jobs requeued in this run: the job ids that repeat in the --duplicates export (120 is
     # the resize, not a requeue)
     requeued = set(
@@ -157,7 +157,7 @@ def test_export_without_duplicates_is_detected(shared, snapshot):
 
 
 def test_hostile_names_and_repairs(run1):
-    jobs = read_sacct(run1 / "sacct_broad_duplicates.psv", tz="UTC").tables["jobs"]
+    jobs = read_sacct(run1 / "sacct_broad_duplicates.psv", tz="UTC").frames["jobs"]
     names = dict(jobs.filter(pl.col("attempt") == 0).select("job_id", "name").iter_rows())
     assert names["56"] == "pipe|in|name"  # '|' inside the name, also inside SubmitLine
     assert names["57"] == "<script>alert(`x`)</script>"  # Slurm stores " as `
@@ -167,7 +167,7 @@ def test_hostile_names_and_repairs(run1):
 
 
 def test_states_exit_codes_attempts(run1):
-    jobs = read_sacct(run1 / "sacct_broad_duplicates.psv", tz="UTC").tables["jobs"]
+    jobs = read_sacct(run1 / "sacct_broad_duplicates.psv", tz="UTC").frames["jobs"]
     by = {(j, a): row for j, a, *row in jobs.select(
         "job_id", "attempt", "state", "exit_code", "exit_signal", "nodes", "n_accelerators"
     ).iter_rows()}  # fmt: skip
@@ -204,7 +204,7 @@ def test_gpu_counts_from_tres_and_cpu_only_jobs(run1):
         tres = rec["AllocTRES"] or rec["ReqTRES"]
         m = re.search(r"(?:^|,)gres/gpu=(\d+)", tres)
         want.setdefault(rec["JobID"], int(m.group(1)) if m else 0)
-    jobs = read_sacct(path, tz="UTC").tables["jobs"].filter(pl.col("attempt") == 0)
+    jobs = read_sacct(path, tz="UTC").frames["jobs"].filter(pl.col("attempt") == 0)
     got = dict(jobs.select("job_id", "n_accelerators").iter_rows())
     assert {j: got[j] for j in want} == want
     assert sum(v == 0 for v in want.values()) > 50  # most run-1 jobs are CPU-only
@@ -213,13 +213,13 @@ def test_gpu_counts_from_tres_and_cpu_only_jobs(run1):
 
 def test_time_zones_and_epoch_agree(run1):
     """The same database printed with TZ=America/New_York and as epoch seconds reads the same."""
-    utc = read_sacct(run1 / "sacct_broad_duplicates.psv", tz="UTC").tables["jobs"]
+    utc = read_sacct(run1 / "sacct_broad_duplicates.psv", tz="UTC").frames["jobs"]
     ny = read_sacct(run1 / "sacct_broad_duplicates_TZ_America_New_York.psv", tz="America/New_York")
     epoch = read_sacct(run1 / "sacct_broad_duplicates_epoch.psv")  # no tz needed
-    assert utc.equals(ny.tables["jobs"])
-    assert utc.drop("time_limit_s").equals(epoch.tables["jobs"].drop("time_limit_s"))
+    assert utc.equals(ny.frames["jobs"])
+    assert utc.drop("time_limit_s").equals(epoch.frames["jobs"].drop("time_limit_s"))
     # the wrong zone shifts every time by the offset (5 h in November)
-    wrong = read_sacct(run1 / "sacct_broad_duplicates_TZ_America_New_York.psv", tz="UTC").tables[
+    wrong = read_sacct(run1 / "sacct_broad_duplicates_TZ_America_New_York.psv", tz="UTC").frames[
         "jobs"
     ]
     shift = (utc.get_column("submit_time") - wrong.get_column("submit_time")).unique().to_list()
@@ -284,11 +284,11 @@ def test_gc3pie_noheader_parsable(shared):
     assert reasons[62].startswith("the same attempt as line 67 (same JobID, Submit and Start)")
     assert r.rows_quarantined == 3 + len(repeats) + 1
     # (the samples reuse id 123 for other jobs: this one is the one submitted 2016-03-31)
-    job123 = r.tables["jobs"].filter(
+    job123 = r.frames["jobs"].filter(
         (pl.col("job_id") == "123") & (pl.col("submit_time").dt.date() == date(2016, 3, 31))
     )
     assert job123.get_column("state").cast(pl.String).to_list() == ["COMPLETED"]
-    jobs = r.tables["jobs"]
+    jobs = r.frames["jobs"]
     assert set(jobs.get_column("state").cast(pl.String)) >= {
         "COMPLETED",
         "CANCELLED",
@@ -300,7 +300,7 @@ def test_gc3pie_noheader_parsable(shared):
     # 123's snapshot before it completed: quarantined as the same attempt (asserted above)
     # step 123.0's ExitCode '-2:0' (CANCELLED; old Slurm printed an internal value there, no
     # exit status): kept with the exit code unknown, and said
-    steps = r.tables["job_steps"]
+    steps = r.frames["job_steps"]
     assert steps.get_column("exit_code").min() >= 0
     assert steps.filter(pl.col("step") == "0", pl.col("job_id") == "123").height >= 1
     assert any("1 record(s) with a negative ExitCode" in n for n in r.notes)
@@ -320,7 +320,7 @@ def test_json_export_agrees_with_parsable2(run1):
         p.rows_quarantined,
     )
     key = ["job_id", "attempt"]
-    a, b = j.tables["jobs"].sort(key), p.tables["jobs"].sort(key)
+    a, b = j.frames["jobs"].sort(key), p.frames["jobs"].sort(key)
     same = ["cluster", "job_id", "attempt", "name", "user", "account", "partition", "qos", "submit_time",
             "start_time", "end_time", "state", "n_nodes", "n_accelerators", "nodes", "time_limit_s", "priority"]  # fmt: skip
     assert a.select(same).equals(b.select(same))
@@ -335,15 +335,15 @@ def test_json_export_agrees_with_parsable2(run1):
     assert any("dbv0.0.38" in n for n in j.notes)
     steps = ["job_id", "step", "start_time", "end_time", "state", "nodes"]
     assert (
-        j.tables["job_steps"]
+        j.frames["job_steps"]
         .select(steps)
         .sort(steps[:3])
-        .equals(p.tables["job_steps"].select(steps).sort(steps[:3]))
+        .equals(p.frames["job_steps"].select(steps).sort(steps[:3]))
     )
 
 
 def test_time_limits(run1):
-    jobs = read_sacct(run1 / "sacct_broad_duplicates.psv", tz="UTC").tables["jobs"]
+    jobs = read_sacct(run1 / "sacct_broad_duplicates.psv", tz="UTC").frames["jobs"]
     limits = dict(jobs.filter(pl.col("attempt") == 0).select("job_id", "time_limit_s").iter_rows())
     assert limits["34"] == 36 * 3600  # Timelimit "1-12:00:00"
     assert limits["1"] == 300  # "00:05:00"
@@ -361,5 +361,5 @@ def test_fields_are_taken_in_any_case(shared):
     lower = read_sacct(path, fields=",".join(f.lower() for f in fields), cluster="gc3",
                        tz="Europe/Zurich")  # fmt: skip
     for t in ("jobs", "job_steps"):
-        assert lower.tables[t].equals(canon.tables[t])
+        assert lower.frames[t].equals(canon.frames[t])
     assert lower.quarantine.equals(canon.quarantine)

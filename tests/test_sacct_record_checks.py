@@ -51,7 +51,7 @@ def test_exit_codes_outside_code_0_255_signal_0_127_are_quarantined(tmp_path, gz
     # step): kept, its exit code unknown, with a note
     lines += [row("45", exit_code="-1:0")]
     r = read(tmp_path, lines, gz)
-    jobs = r.tables["jobs"]
+    jobs = r.frames["jobs"]
     kept = dict(zip(jobs.get_column("job_id"),
                     zip(jobs.get_column("exit_code"), jobs.get_column("exit_signal"), strict=True),
                     strict=True))  # fmt: skip
@@ -86,14 +86,14 @@ def test_a_finished_state_without_an_end_is_not_kept_as_running(tmp_path, state)
              row("14", state=state), row("15.batch", state=state, end="Unknown"),
              row("16", state=state, start="None", end="Unknown")]  # fmt: skip
     r = read(tmp_path, lines)
-    jobs = r.tables["jobs"]
+    jobs = r.frames["jobs"]
     assert sorted(jobs.get_column("job_id")) == ["12", "13", "14", "16"]
     # the ones still running / pending have no end; the finished one has its own
     ends = dict(zip(jobs.get_column("job_id"), jobs.get_column("end_time"), strict=True))
     starts = dict(zip(jobs.get_column("job_id"), jobs.get_column("start_time"), strict=True))
     assert [ends[j] is None for j in ("12", "13", "14", "16")] == [True, True, False, True]
     assert starts["16"] is None
-    assert r.tables["job_steps"].height == 0
+    assert r.frames["job_steps"].height == 0
     q = quarantined(r)
     assert set(q) == {2, 3, 7}
     assert q[2] == (
@@ -111,7 +111,7 @@ def test_nul_bytes_never_reach_a_kept_row_nor_split_a_line(tmp_path, gz):
     lines = [row("10", name="tr\x00ain"), row("11"), row("12", cluster="c\x00"),
              row("13", name="\x00\x00"), row("14", exit_code="0:\x000"), row("15")]  # fmt: skip
     r = read(tmp_path, lines, gz)
-    assert sorted(r.tables["jobs"].get_column("job_id")) == ["11", "15"]
+    assert sorted(r.frames["jobs"].get_column("job_id")) == ["11", "15"]
     q = quarantined(r)
     assert q == {
         2: "field JobName: NUL byte (sacct prints none: a corrupt line; shown as U+FFFD in raw)",
@@ -125,5 +125,5 @@ def test_nul_bytes_never_reach_a_kept_row_nor_split_a_line(tmp_path, gz):
     assert raw[2] == lines[0].replace("\x00", "\ufffd")
     assert not any("\x00" in x for x in raw.values())
     # the names kept are the ones written; no replaced-bytes note (the input is valid UTF-8)
-    assert set(r.tables["jobs"].get_column("name")) == {"j"}
+    assert set(r.frames["jobs"].get_column("name")) == {"j"}
     assert not any("U+FFFD" in n for n in r.notes)

@@ -13,7 +13,7 @@ def test_recovers_truth(tmp_path):
     truth = synthetic_sacct(tmp_path / "s.psv", 20_000, seed=11, n_nodes=2000)
     r = read_sacct(tmp_path / "s.psv", tz="UTC")
     assert r.rows_quarantined == 0
-    jobs = r.tables["jobs"]
+    jobs = r.frames["jobs"]
     assert jobs.height == truth.height
     t = truth.with_columns(
         submit=pl.from_epoch("submit_s", time_unit="s").dt.replace_time_zone("UTC"),
@@ -35,7 +35,7 @@ def test_recovers_truth(tmp_path):
     assert all(len(set(x)) == len(x) for x in lists)
     assert all(hostlist.expand(hostlist.compress(x)) == sorted(x) for x in lists[:200])
     # steps: .batch and .extern for every started job
-    steps = r.tables["job_steps"]
+    steps = r.frames["job_steps"]
     started = truth.filter(pl.col("start_s").is_not_null()).height
     assert steps.filter(pl.col("step") == "batch").height == started
     assert jobs.get_column("submit_time").min() >= datetime(2025, 1, 1, tzinfo=UTC)
@@ -89,12 +89,12 @@ def test_non_ascii_names_and_invalid_bytes_read_as_before(tmp_path):
     ]
     p = tmp_path / "a.psv"
     p.write_bytes((head + "".join(rows)).encode())
-    names = read_sacct(p, tz="UTC").tables["jobs"].get_column("name").to_list()
+    names = read_sacct(p, tz="UTC").frames["jobs"].get_column("name").to_list()
     assert names == ["ascii", "caf\u00e9"]
     q = tmp_path / "b.psv"
     q.write_bytes((head + rows[0]).encode() + rows[1].encode().replace(b"\xc3\xa9", b"\xff"))
     r = read_sacct(q, tz="UTC")
-    assert r.tables["jobs"].get_column("name").to_list() == ["ascii", "caf\ufffd"]
+    assert r.frames["jobs"].get_column("name").to_list() == ["ascii", "caf\ufffd"]
     assert any("not valid UTF-8" in n for n in r.notes)
 
 
@@ -107,6 +107,6 @@ def test_synthetic_export_reads_the_same_in_either_time_form(tmp_path):
     a = read_sacct(tmp_path / "iso.psv", tz="UTC")
     b = read_sacct(tmp_path / "epoch.psv", tz="UTC")
     for t in ("jobs", "job_steps"):
-        assert a.tables[t].equals(b.tables[t])
-    starts = b.tables["jobs"].sort("job_id").get_column("start_time").dt.epoch("s").to_list()
+        assert a.frames[t].equals(b.frames[t])
+    starts = b.frames["jobs"].sort("job_id").get_column("start_time").dt.epoch("s").to_list()
     assert starts == truth.sort("job_id").get_column("start_s").to_list()

@@ -429,7 +429,7 @@ def test_a_run_without_attempts_writes_empty_logs(tmp_path):
     assert len(lines) == 1
     assert lines[0].startswith("JobID|")
     read = read_sacct(out / "sacct.psv")
-    assert (read.rows_read, read.tables["jobs"].height) == (0, 0)
+    assert (read.rows_read, read.frames["jobs"].height) == (0, 0)
     truth = pl.read_parquet(out / "truth" / "attempts.parquet")
     assert truth.height == 0
     assert {"job_id", "attempt", "state", "start_time", "end_time"} <= set(truth.columns)

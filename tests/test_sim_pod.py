@@ -32,14 +32,14 @@ def pod(tmp_path_factory):
 def test_log_reads_cleanly(pod):
     r, rr = pod
     assert rr.rows_quarantined == 0
-    inv = rr.tables["inventory"]
+    inv = rr.frames["inventory"]
     # NSDI'24: 64 cubes x 16 hosts, 6,144 optical ICI links, 48 OCS
     assert dict(inv.group_by("component_type").len().iter_rows()) == {
         "machine": 1024,
         "ici_link": 6144,
         "ocs": 48,
     }
-    assert rr.tables["component_failures"].height == r.truth.get_column("failures").sum()
+    assert rr.frames["component_failures"].height == r.truth.get_column("failures").sum()
 
 
 @pytest.mark.slow  # the pod fixture: 57 s
@@ -50,7 +50,7 @@ def test_daily_failure_rates_match_configuration(pod, ctype):
     expected burst excess (2% of days at 3x: +4%)."""
     r, rr = pod
     t = r.truth.filter(pl.col("component_type") == ctype).row(0, named=True)
-    k = rr.tables["component_failures"].filter(pl.col("component_type") == ctype).height
+    k = rr.frames["component_failures"].filter(pl.col("component_type") == ctype).height
     cfg = r.config.failures
     expected = t["configured_rate_per_day"] * (
         1 + cfg.burst_probability_per_day * (cfg.burst_multiplier - 1)
@@ -63,7 +63,7 @@ def test_daily_failure_rates_match_configuration(pod, ctype):
 def test_host_availability_about_99_percent(pod):
     """NSDI'24: hosts are available about 99% of the time (a ~ 0.9896 gives Figure 1's 94%)."""
     r, rr = pod
-    ns = rr.tables["node_states"]
+    ns = rr.frames["node_states"]
     end = r.config.start + pl.duration(days=r.config.days)
     down_days = ns.select(
         ((pl.col("end").fill_null(end) - pl.col("start")).dt.total_seconds() / 86400).sum()
@@ -76,7 +76,7 @@ def test_host_availability_about_99_percent(pod):
 def test_component_rates_series(pod):
     _r, rr = pod
     weekly = component_failure_rates(
-        rr.tables["component_failures"], rr.tables["inventory"], every="1w"
+        rr.frames["component_failures"], rr.frames["inventory"], every="1w"
     )
     machines = weekly.filter(pl.col("component_type") == "machine")
     # one row per calendar week (Monday-based) that the window touches, first and last partial
@@ -164,7 +164,7 @@ def test_bad_lines_are_quarantined(tmp_path):
 @pytest.mark.slow  # the pod fixture: 57 s
 def test_jobs_ingest_with_topology(pod):
     r, rr = pod
-    jobs = rr.tables["jobs"]
+    jobs = rr.frames["jobs"]
     cfg = r.config
     # the job stream is Poisson: arrivals per day x days, within its 99.9% interval
     n_jobs = jobs.select("job_id").n_unique()
@@ -240,7 +240,7 @@ def test_fault_tolerant_routing_covers_exactly_the_ocs_outages(pod):
                     total += max(0.0, min(a1, o1, horizon) - max(a0, o0))
         if total > 0:
             want[job] = total
-    steps = rr.tables["job_steps"].with_columns(
+    steps = rr.frames["job_steps"].with_columns(
         # fractional seconds: the log has microseconds, and whole seconds per step would
         # drop up to a second per reroute
         s=(pl.col("end_time") - pl.col("start_time")).dt.total_microseconds() / 1e6
@@ -258,7 +258,7 @@ def test_calibration_against_the_paper(pod):
     at any time (time-averaged share of running jobs here, which the OCS outage time and the
     95% opt-in set: see the exact test above); during an OCS outage most jobs reroute."""
     r, rr = pod
-    jobs, steps = rr.tables["jobs"], rr.tables["job_steps"]
+    jobs, steps = rr.frames["jobs"], rr.frames["job_steps"]
     hit = jobs.group_by("job_id").agg(hw=(pl.col("state") == "NODE_FAIL").any())["hw"].mean()
     assert hit == pytest.approx(0.01, rel=0.5)
     ended = jobs.drop_nulls("end_time")
@@ -515,7 +515,7 @@ def test_a_cluster_option_the_lines_override_is_said(tmp_path):
         encoding="utf-8",
     )
     r = read_pod_log(p, cluster="mine")
-    assert sorted(r.tables["inventory"].get_column("cluster")) == ["mine", "tpuv4"]
+    assert sorted(r.frames["inventory"].get_column("cluster")) == ["mine", "tpuv4"]
     assert any("cluster='mine' applies to the lines without a cluster" in n for n in r.notes)
     assert not any("applies to the lines" in n for n in read_pod_log(p).notes)
 

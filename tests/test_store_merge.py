@@ -468,8 +468,8 @@ def test_run1_final_and_inflight_in_one_file_read_as_the_final_export(shared, tm
         r = read_sacct(one, tz="UTC")
         assert r.rows_read == r.rows_kept + r.rows_quarantined
         for t in ("jobs", "job_steps"):
-            assert_frame_equal(_stable(r.tables[t].drop("line_no", strict=False)),
-                               _stable(alone.tables[t].drop("line_no", strict=False)))  # fmt: skip
+            assert_frame_equal(_stable(r.frames[t].drop("line_no", strict=False)),
+                               _stable(alone.frames[t].drop("line_no", strict=False)))  # fmt: skip
         if first is texts[0]:  # the final records come first: the same line numbers
             resized = [n for n in r.notes if "RESIZING" in n]
             assert resized == [n for n in alone.notes if "RESIZING" in n] != []

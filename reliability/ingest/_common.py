@@ -1,10 +1,12 @@
-"""Plumbing shared by the readers: the result type, line reading, quarantine frames."""
+"""Plumbing shared by the readers: line reading, quarantine frames.
+
+The result type, :class:`~reliability.ingest._result.ReadResult`, is re-exported here.
+"""
 
 from __future__ import annotations
 
 import codecs
 import io
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -12,9 +14,10 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import polars as pl
 
 from reliability import schema
-from reliability.errors import IngestError, ReliabilityError
+from reliability.errors import IngestError
 from reliability.ingest._bounds import TIME_MAX, TIME_MIN
 from reliability.ingest._compressed import read_all
+from reliability.ingest._result import ReadResult
 
 __all__ = [
     "NULL_SENTINELS",
@@ -52,105 +55,6 @@ def first_of_runs(cols: list[str]) -> pl.Expr:
 
 #: Strings that Slurm and friends print for "no value".
 NULL_SENTINELS = ("", "Unknown", "None", "None assigned", "(null)", "N/A", "n/a")
-
-
-@dataclass
-class ReadResult:
-    """What one reader produced from one input file.
-
-    Attributes
-    ----------
-    source : str
-        Path of the input as given.
-    tables : dict of str to polars.DataFrame
-        Canonical tables produced (``{"jobs": ..., "job_steps": ...}``), validated.
-    quarantine : polars.DataFrame
-        Rows that were not kept, with ``source_file``, ``line_no``, ``raw``, ``reason``.
-    rows_read : int
-        Records read from the input (logical records: a job whose name holds a newline is one record
-        over two physical lines; blank lines, comments and headers are not records).
-    rows_kept : int
-        Records accepted (a kept record may produce no output row, e.g. a healthy node in a
-        snapshot, or a DCGM sample that is not an error).
-    notes : list of str
-        What the reader decided that a user should know (assumptions, skipped lines).
-    observed_from, observed_until : datetime or None
-        The window the input observed [UTC]. A reader that knows it (sacct's
-        ``--starttime``/``--endtime``, given by the user or by ``collect``) sets it; otherwise it is
-        the earliest / latest timestamp in the tables produced. Models censor still-open attempts
-        and intervals at ``observed_until``.
-    observation_basis : str
-        How the window was found (``"latest timestamp in the input"`` when it was inferred, else
-        what gave it, e.g. ``"sacct --endtime"``).
-    """
-
-    source: str
-    tables: dict[str, pl.DataFrame]
-    quarantine: pl.DataFrame
-    rows_read: int
-    rows_kept: int
-    notes: list[str] = field(default_factory=list)
-    observed_from: datetime | None = None
-    observed_until: datetime | None = None
-    observation_basis: str = ""
-
-    def __post_init__(self) -> None:
-        for name, frame in self.tables.items():
-            self.tables[name] = schema.validate(frame, name)
-        self.quarantine = schema.validate(self.quarantine, "quarantine")
-        if self.observed_until is None or self.observed_from is None:
-            first, last = _time_span(self.tables)
-            if self.observed_from is None:
-                self.observed_from = first
-            if self.observed_until is None:
-                self.observed_until = last
-                if last is not None and not self.observation_basis:
-                    self.observation_basis = "latest timestamp in the input"
-        if self.rows_read != self.rows_kept + self.rows_quarantined:
-            raise ReliabilityError(
-                f"{self.source}: internal accounting error: rows read {self.rows_read} != "
-                f"kept {self.rows_kept} + quarantined {self.rows_quarantined}"
-            )
-
-    @property
-    def rows_quarantined(self) -> int:
-        """Number of records quarantined."""
-        return self.quarantine.height
-
-    def summary_line(self) -> str:
-        """Summarise the read in one line.
-
-        Returns
-        -------
-        str
-            File, rows read / kept / quarantined, rows per table.
-        """
-        out = ", ".join(f"{t}={f.height}" for t, f in self.tables.items())
-        return (
-            f"{self.source}: read {self.rows_read}, kept {self.rows_kept}, "
-            f"quarantined {self.rows_quarantined} -> {out}"
-        )
-
-    def __repr__(self) -> str:
-        return f"ReadResult({self.summary_line()})"
-
-
-def _time_span(tables: dict[str, pl.DataFrame]) -> tuple[datetime | None, datetime | None]:
-    """Earliest and latest value of every datetime column of ``tables`` (None if there are none)."""
-    lo: list[datetime] = []
-    hi: list[datetime] = []
-    for frame in tables.values():
-        cols = [c for c, t in frame.schema.items() if isinstance(t, pl.Datetime)]
-        if not cols or frame.height == 0:
-            continue
-        row = frame.select(
-            pl.min_horizontal(pl.col(cols).min()).alias("lo"),
-            pl.max_horizontal(pl.col(cols).max()).alias("hi"),
-        ).row(0)
-        if row[0] is not None:
-            lo.append(row[0])
-            hi.append(row[1])
-    return (min(lo) if lo else None, max(hi) if hi else None)
 
 
 def read_bytes(path: str | Path) -> bytes:

@@ -391,7 +391,7 @@ class Dataset:
                         continue
                     result = read_input(kind, src.path, src.shown, kwargs, strict)
                     others = [e for e in known.values() if e["sha256"] != sha]
-                    copy = shifted_copy(self.path, others, result.tables)
+                    copy = shifted_copy(self.path, others, result.frames)
                     if copy is not None:
                         raise IngestError(src.shown, copy.message(kwargs.get("tz")))
                     entry = new_entry(kind, src.name, src.recorded_path, sha, size, result, opts)

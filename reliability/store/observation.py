@@ -105,7 +105,7 @@ FUTURE_MARGIN = timedelta(hours=1)
 def _latest(result: ReadResult) -> tuple[datetime, str] | None:
     """Find the latest timestamp of the input's tables and where it is (``table.column``)."""
     best: tuple[datetime, str] | None = None
-    for name, frame in result.tables.items():
+    for name, frame in result.frames.items():
         if frame.height == 0:
             continue
         for col, dtype in frame.schema.items():
@@ -184,8 +184,8 @@ INFERRED_NOTE_END = "pass observed_at= to record when the export was taken"
 
 def _open_counts(result: ReadResult) -> tuple[int, int]:
     """Count the attempts still running or pending and the node-state intervals still open."""
-    jobs = result.tables.get("jobs")
-    states = result.tables.get("node_states")
+    jobs = result.frames.get("jobs")
+    states = result.frames.get("node_states")
     n_jobs = (
         jobs.filter(
             pl.col("end_time").is_null() & pl.col("state").cast(pl.String).is_in(_OPEN_STATES)

@@ -119,7 +119,7 @@ def new_entry(
         "rows_read": result.rows_read,
         "rows_kept": result.rows_kept,
         "rows_quarantined": result.rows_quarantined,
-        "rows_out": {t: f.height for t, f in result.tables.items()},
+        "rows_out": {t: f.height for t, f in result.frames.items()},
         "parts": {},
         "options": options,
         "notes": list(result.notes),
@@ -159,7 +159,7 @@ def write_parts(
     dict of str to object
         ``entry``, its ``parts`` filled (file, rows, bytes, sha256 per table).
     """
-    frames = {t: f for t, f in result.tables.items()}
+    frames = {t: f for t, f in result.frames.items()}
     if result.rows_quarantined:
         frames["quarantine"] = result.quarantine
     files = {t: f"{t}/part-{entry['id']}.parquet" for t in frames}

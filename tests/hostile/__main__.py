@@ -86,7 +86,7 @@ def _mutations(reader: str, n: int, tmp: Path, tried: Counter, bad: dict) -> Non
         # kept rows against the independent parse of the same bytes
         rec = sample.records[k]
         lines = [*sample.lines[: rec.start], *new.split("\n"), *sample.lines[rec.stop :]]
-        kept = oracles.kept(reader, r.tables)
+        kept = oracles.kept(reader, r.frames)
         for unit, rows in oracles.expected(sample, lines, k, new).items():
             if kept.get(unit, []) != rows:
                 bad.setdefault("silent", []).append(

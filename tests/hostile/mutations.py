@@ -157,7 +157,7 @@ def by_unit(result: ReadResult, reader: str) -> dict[str, list[tuple[object, ...
     """Output rows grouped by unit: {unit: sorted [(table, *row)]}."""
     out: dict[str, list[tuple[object, ...]]] = defaultdict(list)
     for table, column in READERS[reader][1].items():
-        frame = result.tables.get(table)
+        frame = result.frames.get(table)
         if frame is None:
             continue
         for row in frame.iter_rows(named=True):

@@ -273,14 +273,45 @@ def _line(data: bytes, pos: int) -> int:
     return data.count(b"\n", 0, pos) + 1
 
 
+def _offset(exc: ValueError) -> int:
+    """Return the byte offset of a parse error in the bytes that were parsed (0 if unknown)."""
+    if isinstance(exc, json.JSONDecodeError):
+        return len(exc.doc[: exc.pos].encode("utf-8", "surrogatepass"))
+    if isinstance(exc, UnicodeDecodeError):
+        return exc.start
+    return 0
+
+
+def _why(exc: ValueError) -> str:
+    """Say what is wrong at a parse error, without the position in the parsed slice."""
+    if isinstance(exc, json.JSONDecodeError):  # "Invalid control character at": a NUL...
+        return exc.msg.removesuffix(" at")
+    if isinstance(exc, UnicodeDecodeError):
+        return f"byte 0x{exc.object[exc.start]:02x} is not UTF-8 text"
+    return str(exc)[:200]
+
+
+_FIELD = re.compile(rb'"((?:[^"\\]|\\.){1,200})"\s*:')
+
+
+def _field_at(data: bytes, start: int, pos: int) -> str | None:
+    """Return the name of the last ``"name":`` before ``pos`` in a record starting at ``start``."""
+    found = None
+    for m in _FIELD.finditer(data, start, pos):
+        found = m
+    if found is None:
+        return None
+    return found.group(1).decode("utf-8", "replace")
+
+
 class _Reader:
     """The byte-level structure of one export: its top-level members and the job records."""
 
     def __init__(self, src: str, data: bytes) -> None:
         self.src, self.data = src, data
 
-    def error(self, pos: int, problem: str) -> IngestError:
-        return IngestError(self.src, problem, line=_line(self.data, pos))
+    def error(self, pos: int, problem: str, field: str | None = None) -> IngestError:
+        return IngestError(self.src, problem, line=_line(self.data, pos), field=field)
 
     def top(self) -> tuple[dict[str, Any], tuple[int, int] | None]:
         """Parse the top-level object but the ``jobs`` list, and find that list's brackets."""
@@ -353,7 +384,13 @@ class _Reader:
             if empty_ok and blank(data, lo, hi):
                 return None  # {}
             raise self.error(lo, 'not valid JSON: expected "name": value in the top-level object')
-        key = json.loads(key_m.group(1))
+        try:
+            key = json.loads(key_m.group(1))
+        except ValueError as exc:  # a NUL, a bad escape, bytes that are not UTF-8 in the name
+            raise self.error(
+                key_m.start(1) + getattr(exc, "pos", getattr(exc, "start", 0)),
+                f"not valid JSON: the name of a top-level member: {_why(exc)}",
+            ) from None
         at = key_m.end()
         if key == "jobs" and value is not None and value[0] == at and data[at] == ord("["):
             if data[value[1]] != ord("]") or not blank(data, value[1] + 1, hi):
@@ -370,7 +407,13 @@ class _Reader:
                 b"{" + data[lo:hi] + b"}", max_bytes=_MAX_OTHER_BYTES, depth_checked=True
             )
         except ValueError as exc:
-            raise self.error(lo, f"not valid JSON: {str(exc)[:200]}") from None
+            # (the parsed text is "{" + data[lo:hi] + "}")
+            at = lo + max(_offset(exc) - 1, 0)
+            raise self.error(
+                at,
+                f"not valid JSON: {_why(exc)} (in the top-level {str(key)[:40]!r})",
+                _field_at(data, lo, at),
+            ) from None
         members.update(got)  # type: ignore[arg-type]
         return None
 
@@ -443,14 +486,13 @@ def read_sacct_json(path: str | Path, *, cluster: str | None = None) -> ReadResu
                 depth_checked=True,
                 repeated_keys=repeated,
             )
-        except json.JSONDecodeError as exc:
-            raise IngestError(
-                src,
-                f"not valid JSON: {exc.msg} (in record {i} of the jobs list)",
-                line=_line(data, start) + exc.lineno - 1,
+        except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, too long an integer
+            at = start + _offset(exc)
+            raise reader.error(
+                at,
+                f"not valid JSON: {_why(exc)} (in record {i} of the jobs list)",
+                field=_field_at(data, start, at),
             ) from None
-        except ValueError as exc:
-            raise reader.error(start, f"not valid JSON: {str(exc)[:200]} (in record {i})") from None
         fixed += replaced
         raw = reader.raw(start, stop)
         try:

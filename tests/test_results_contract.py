@@ -262,8 +262,6 @@ def test_lemon_features_censor_at_the_observation_end():
 
 #: public classes that look like results but are not on the base, and why
 NOT_RESULTS = {
-    # its field `tables` (the canonical frames) would hide Result.tables(); 200 uses to rename
-    "reliability.ingest._common.ReadResult": "a reader's rows and quarantine, consumed by the store",
     "reliability.ingest._delimited.SplitResult": "an internal of the delimited-file splitter",
     "reliability.ingest.sacct.parse.ValueTable": "the sacct reader's cache of parsed field values",
     "reliability.models.nodes.lemon.LemonDetector": "an estimator (fit/predict), not a result",
@@ -338,7 +336,12 @@ def every_result(tmp_path_factory) -> dict[type, list]:
     _walk(analyze_cluster(run.outputs["cluster_data"].open(), min_gpus=1), seen)
     for case in ("normal", "one failure"):
         _walk(_results(case), seen)
-    _walk(simulate_cluster("small", days=1, seed=0), seen)
+    sim = simulate_cluster("small", days=1, seed=0)
+    _walk(sim, seen)
+    from reliability.ingest import read_sacct
+
+    raw = sim.write(tmp_path_factory.mktemp("sim"))
+    _walk(read_sacct(raw / "sacct.psv", tz=sim.config.tz), seen)
     _walk(simulate_pod("tpuv4", days=3, seed=0), seen)
     t = datetime(2025, 1, 1, tzinfo=UTC)
     _walk(IngestOutcome("raw.psv", "unchanged", "ab" * 32, 0, 0, 0), seen)

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from reliability._version import __version__
-from reliability.errors import Hint, ReliabilityError, render_message, spell_options
+from reliability.errors import Hint, ReliabilityError, message_of, render_message, value_text
 from reliability.ingest import READERS, reader_options
 from reliability.store import Dataset, IngestOutcome
 
@@ -567,14 +567,14 @@ def _analyze(args: argparse.Namespace) -> int:
         print(f"note: {_cli_terms(zone, args)}")
     # the results' text forms: what could not be estimated is said, never printed as nan
     for result in (m, series):
-        print(_cli_terms(str(result), args))
+        print(result.text(lambda n: _cli_terms(n, args)))
     print("job states (attempts, GPU time):")
     pct = lambda x: "–" if x is None else f"{100 * x:.2f}%"  # noqa: E731 - null: no GPU time
     for r in w.states.iter_rows(named=True):
         print(
             f"  {r['state']:<14} {r['attempts']:>10,}  {pct(r['share']):>7}  {pct(r['gpu_share']):>7} of GPU time"
         )
-    print(_cli_terms(str(w), args))
+    print(w.text(lambda n: _cli_terms(n, args)))
     out = args.dataset / "analysis"
     frames = {
         "attributed_jobs": jobs,
@@ -633,7 +633,7 @@ def _compare_fleets(args: argparse.Namespace) -> int:
             + (f"; pass --min-gpus {largest} or lower" if largest >= 1 else "")
         )
     result = compare_fleets(jobs, fit=fit, observation_end=ds.observation_end)
-    print(_cli_terms(str(result), args))
+    print(result.text(lambda n: _cli_terms(n, args)))
     return 0
 
 
@@ -747,7 +747,7 @@ def _signals(args: argparse.Namespace) -> int:
         )
     rules = ReasonRules.from_file(args.reasons) if args.reasons else None
     s = signal_calibration(_dataset(args.dataset), horizon_h=args.horizon_h, reasons=rules)
-    print(_cli_terms(str(s), args))
+    print(s.text(lambda n: _cli_terms(n, args)))
     if s.policies.height:
         print(
             "drain policies (precision: firings followed by a hardware failure of the node within "
@@ -782,7 +782,7 @@ def _lemon_test(args: argparse.Namespace) -> int:
         raise ReliabilityError(f"--top: expected a number of nodes >= 1, got {args.top}")
     ds = _dataset(args.dataset)
     t = lemon_test(ds, fdr=args.fdr, window_days=args.window_days)
-    print(_cli_terms(str(t), args))
+    print(t.text(lambda n: _cli_terms(n, args)))
     if args.csv:
         # node names and reasons come from the logs: no spreadsheet formulas
         write_bytes_atomic(csv_safe(t.nodes).write_csv().encode(), args.csv)
@@ -850,7 +850,7 @@ def _lemon(args: argparse.Namespace) -> int:
         # the report's scoring, the same call (the window was checked against the detector's)
         report = lemon_report(ds, window_days=args.window_days, model=det)
         if report.scores.height == 0:
-            raise ReliabilityError(_cli_terms("; ".join(report.notes), args))
+            raise ReliabilityError("; ".join(_cli_terms(n, args) for n in report.notes))
     else:
         feats = node_features(ds, args.window_days, 7)
     if ds.scan("health_events").select(pl.len()).collect().item() == 0 and (
@@ -1286,34 +1286,36 @@ def _compare(
     return c
 
 
+#: library option -> CLI flag, where the flag is not the option's own name (``--repair-hours``
+#: sets ``repair_h``); an option with no flag of the command is said in the library's spelling
+_FLAG_OF = {
+    "repair_h": "--repair-hours",
+    "lemon_window_days": "--window-days",
+    "lemon_model": "--model",
+}
+
+
 def _cli_terms(message: str, args: argparse.Namespace) -> str:
     """Translate a library message into the CLI's terms.
 
-    ``pass tz=`` -> ``pass --tz``, ``tz='UTC'`` -> ``--tz UTC``: a
-    :class:`~reliability.errors.Hinted` message's hints by their structure, other text by
-    pattern.
+    A :class:`~reliability.errors.Hinted` message's hints are spelled as this command's flags
+    (``pass tz=`` -> ``pass --tz``, ``tz='UTC'`` -> ``--tz UTC``); an option the command has no
+    flag for keeps the library's spelling. Plain text is shown as it is.
     """
-    import shlex
-
     flags = _flags(args)
+    known = set(flags.values())
 
-    def spell(name: str, value: str | None) -> str:
-        flag = flags[name]
-        if value is None or (value in ("True", "False") and name in ("replace", "strict")):
-            return flag
-        return f"{flag} {shlex.quote(value)}"
-
-    def spell_hint(hint: Hint) -> str:
-        if hint.option not in flags:
+    def spell(hint: Hint) -> str:
+        flag = flags.get(hint.option) if hint.option != "help" else None
+        if flag is None and _FLAG_OF.get(hint.option) in known:
+            flag = _FLAG_OF[hint.option]
+        if flag is None:
             return hint.library()  # no flag of this command: the library's words
-        text = spell(hint.option, None if hint.value is None else str(hint.value))
+        shown = "" if hint.value is None or isinstance(hint.value, bool) else hint.value
+        text = flag if shown == "" else f"{flag} {value_text(shown, 'shell')}"  # a switch: no value
         return f"pass {text}" if hint.action else text
 
-    return render_message(
-        message,
-        spell_hint,
-        lambda text: spell_options(text, spell, names=[n for n in flags if n not in ("help",)]),
-    )
+    return render_message(message_of(message), spell)
 
 
 def _os_error_text(exc: OSError, args: argparse.Namespace) -> str:
@@ -1325,7 +1327,7 @@ def _os_error_text(exc: OSError, args: argparse.Namespace) -> str:
     one the path is inside of, or one inside the path.
     """
     if exc.filename is None:
-        return _cli_terms(str(exc), args)
+        return _cli_terms(message_of(exc), args)
     where = Path(os.path.abspath(str(exc.filename)))
     reason = exc.strerror or str(exc)
     best: tuple[int, str] | None = None
@@ -1475,7 +1477,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {_os_error_text(exc, args)}", file=sys.stderr)
         return 2
     except (ReliabilityError, ValueError) as exc:
-        print(f"error: {_cli_terms(str(exc), args)}", file=sys.stderr)
+        print(f"error: {_cli_terms(message_of(exc), args)}", file=sys.stderr)
         return 2
     except (pl.exceptions.PolarsError, pl.exceptions.PanicException):
         # a part damaged in place (same size): reads check sizes and footers, not every byte

@@ -61,6 +61,7 @@ from reliability.store.parts import (
     PART_DIRS,
     check_part,
     new_entry,
+    notes_of,
     part_files,
     part_path,
     remove_parts,
@@ -174,7 +175,7 @@ def _outcome(entry: dict[str, Any], shown: str, status: str) -> IngestOutcome:
         entry["rows_kept"],
         entry["rows_quarantined"],
         dict(entry.get("rows_out") or {}),
-        list(entry.get("notes") or []) if status != "unchanged" else [],
+        notes_of(entry) if status != "unchanged" else [],
         datetime.fromisoformat(until) if until else None,
     )
 

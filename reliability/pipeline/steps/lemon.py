@@ -28,7 +28,7 @@ from reliability.analyses.lemons import (
     load_detector,
     uncalibrated_note,
 )
-from reliability.errors import spell_options
+from reliability.errors import Hinted
 from reliability.experiments.backtests import LemonBacktest, QuarantineRun
 from reliability.models.nodes.lemon_testing import LemonTest
 from reliability.pipeline.config import PipelineConfig
@@ -212,12 +212,10 @@ def lemon(
 
 
 def _lemon_terms(note: str) -> str:
-    """Name lemon_report's options as the pipeline's: ``window_days=`` -> ``lemon_window_days=``."""
-    return spell_options(
-        note,
-        lambda name, value: f"lemon_{name}=" + ("" if value is None else value),
-        names=("window_days", "model"),
-    )
+    """Name lemon_report's options as the pipeline's: ``window_days=`` -> ``lemon_window_days``."""
+    if isinstance(note, Hinted):
+        return note.renamed({"window_days": "lemon_window_days", "model": "lemon_model"})
+    return note
 
 
 def _backtest(

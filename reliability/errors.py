@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any
 
 __all__ = [
@@ -139,14 +140,14 @@ class Placeholder:
 
     Parameters
     ----------
-    name : str
-        What the value is, in words (``"zone"``); shown as ``<zone>`` by every front end.
+    text : str
+        The placeholder as every front end shows it, unquoted (``"<zone>"``, ``"SECONDS"``).
     """
 
-    name: str
+    text: str
 
     def __str__(self) -> str:
-        return f"<{self.name}>"
+        return self.text
 
 
 @dataclass(frozen=True)
@@ -187,7 +188,8 @@ def value_text(value: Any, style: str = "python") -> str:
     Parameters
     ----------
     value : object
-        The value (a :class:`Placeholder` is shown as ``<name>`` in every style).
+        The value (a :class:`Placeholder` is shown as its text in every style, a datetime in
+        ISO 8601).
     style : {"python", "shell", "toml"}
         ``python``: ``'UTC'``, ``True``; ``shell``: ``UTC`` (quoted for the shell when needed);
         ``toml``: ``"UTC"``, ``true``.
@@ -199,6 +201,9 @@ def value_text(value: Any, style: str = "python") -> str:
     """
     if isinstance(value, Placeholder):
         return str(value)
+    if isinstance(value, datetime):
+        value = value.isoformat()
+        return value if style == "python" else value_text(value, style)
     if style == "shell":
         import shlex
 
@@ -289,7 +294,7 @@ class Hinted(str):
         """Return the parts as JSON values: text as strings, a hint as ``[option, value, action]``.
 
         A value that is not a JSON scalar is kept as its Python text (a :class:`Placeholder` as
-        ``{"placeholder": name}``).
+        ``{"placeholder": text}``).
 
         Returns
         -------
@@ -303,7 +308,7 @@ class Hinted(str):
                 continue
             v = p.value
             if isinstance(v, Placeholder):
-                v = {"placeholder": v.name}
+                v = {"placeholder": v.text}
             elif not (v is None or isinstance(v, bool | int | float | str)):
                 v = str(v)
             out.append([p.option, v, p.action])

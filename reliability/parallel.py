@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from multiprocessing import get_context
 from typing import Any
 
+from reliability.errors import Hint, Hinted
+
 __all__ = ["BACKENDS", "Executor", "TaskFailure"]
 
 BACKENDS = ("serial", "processes", "dask")
@@ -108,7 +110,9 @@ class Executor:
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         if scheduler is not None and backend != "dask":
-            raise ValueError("a scheduler address needs backend='dask'")
+            raise ValueError(
+                Hinted("a scheduler address needs ", Hint("backend", "dask", action=False))
+            )
         self.backend = backend
         self.workers = workers or os.cpu_count() or 1
         self.scheduler = scheduler

@@ -29,7 +29,14 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from reliability._version import __version__
-from reliability.errors import Hint, ReliabilityError, message_of, render_message, value_text
+from reliability.errors import (
+    Hint,
+    ReliabilityError,
+    message_of,
+    render_message,
+    replace_text,
+    value_text,
+)
 from reliability.ingest import READERS, reader_options
 from reliability.store import Dataset, IngestOutcome
 
@@ -1088,13 +1095,15 @@ def _plan(args: argparse.Namespace) -> int:
         gpus_per_node=args.gpus_per_node,
         variant=args.variant,
     )
-    print(result)
+    print(result.text(lambda n: _cli_terms(n, args)))
     if costs is not None:
         print()
-        print(costs)
+        print(costs.text(lambda n: _cli_terms(n, args)))
     if args.compare_strategies:
         print()
-        print(_compare(args, result, costs, queue_h, queue_basis))
+        print(
+            _compare(args, result, costs, queue_h, queue_basis).text(lambda n: _cli_terms(n, args))
+        )
     return 0
 
 
@@ -1272,17 +1281,13 @@ def _compare(
         c.notes = [
             no_repair_note if n.startswith("node repair time not given") else n for n in c.notes
         ]
-    # library wording to flags: the assumed defaults name the flag that overrides them
-    for lib, flag in (
-        (
-            "(pass repair_h, or measure it from node states with recovery_costs)",
-            "(pass --repair-hours, or --dataset to measure it)",
-        ),
-        ("(pass peer_write_h)", "(pass --peer-write-s)"),
-        ("(pass reconfig_h)", "(pass --reconfig-s)"),
-        ("(give the measured storage write)", "(pass --write-min)"),
-    ):
-        c.notes = [n.replace(lib, flag) for n in c.notes]
+    # the repair time's other way out, in the CLI's terms (its flag is the hint's)
+    c.notes = [
+        replace_text(
+            n, "or measure it from node states with recovery_costs", "or --dataset to measure it"
+        )
+        for n in c.notes
+    ]
     return c
 
 
@@ -1290,6 +1295,9 @@ def _compare(
 #: sets ``repair_h``); an option with no flag of the command is said in the library's spelling
 _FLAG_OF = {
     "repair_h": "--repair-hours",
+    "peer_write_h": "--peer-write-s",
+    "reconfig_h": "--reconfig-s",
+    "ckpt_write_h": "--write-min",
     "lemon_window_days": "--window-days",
     "lemon_model": "--model",
 }

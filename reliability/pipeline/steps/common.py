@@ -1,7 +1,7 @@
 """What the stages and section builders share.
 
-The context a section sees, figure and table helpers, and library notes respelled in a
-pipeline's terms.
+The context a section sees, figure and table helpers, and library notes rendered in a
+pipeline's terms (their hints as ``[analysis]`` keys).
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from multiprocessing import get_context
 from typing import Any
 
-from reliability.errors import Hint, Hinted
+from reliability.errors import Hint, Hinted, join_messages, message_of
 
 __all__ = ["BACKENDS", "Executor", "TaskFailure"]
 
@@ -43,7 +43,12 @@ class TaskFailure:
     error: str
 
     def __str__(self) -> str:
-        return f"{self.name}: failed {self.attempts} time(s): {self.error}"
+        return str(self.message)
+
+    @property
+    def message(self) -> str:
+        """The failure in words, the error's hints kept (:func:`~reliability.errors.message_of`)."""
+        return join_messages(f"{self.name}: failed {self.attempts} time(s): ", self.error)
 
 
 def _die_with_parent(parent_pid: int) -> None:
@@ -71,13 +76,15 @@ def _die_with_parent(parent_pid: int) -> None:
 
 def _attempt(fn: Callable[..., Any], args: tuple, retries: int) -> tuple[bool, Any, int]:
     """Run ``fn(*args)`` up to ``retries + 1`` times; (ok, result or error text, attempts)."""
-    last = ""
+    last: str = ""
     for i in range(retries + 1):
         try:
             return True, fn(*args), i + 1
         except Exception as exc:
-            tb = traceback.format_exception_only(type(exc), exc)
-            last = "".join(tb).strip()
+            tb = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            msg = message_of(exc)  # a Hinted message keeps its hints, in the same words
+            hinted = isinstance(msg, Hinted) and tb.endswith(msg)
+            last = join_messages(tb[: len(tb) - len(msg)], msg) if hinted else tb
     return False, last, retries + 1
 
 
@@ -197,7 +204,7 @@ class Executor:
             if ok:
                 results[name] = value
             else:
-                failures.append(TaskFailure(name, attempts, str(value)))
+                failures.append(TaskFailure(name, attempts, message_of(value)))  # hints kept
             if progress is not None:
                 progress(name)
 

@@ -116,3 +116,28 @@ def _notes_of(ds: Dataset) -> list[str]:
 
     manifest = json.loads((ds.path / "manifest.json").read_text())
     return [n for e in manifest["inputs"] for n in notes_of(e)]
+
+
+def test_a_failure_on_an_executor_keeps_its_hint(tmp_path, capsys):
+    """Inputs read as tasks (one per file): the refusal comes back from the task as text and
+    hints, so the CLI still names its flag."""
+    from reliability.parallel import Executor
+
+    logs = []
+    for i in range(2):
+        logs.append(tmp_path / f"kern{i}.log")
+        logs[-1].write_text(SYSLOG.replace("node07", f"node0{i}"))
+    with pytest.raises(IngestError) as err:
+        Dataset(tmp_path / "lib").ingest(
+            "kernel", logs, tz="UTC", cluster="c", executor=Executor("serial")
+        )
+    assert "2 of 2 input(s) failed" in str(err.value)
+    assert "no year: pass year=" in str(err.value)
+    assert Hint("year") in message_of(err.value).hints
+    code, _, stderr = _cli(
+        capsys, "ingest", "kernel", *map(str, logs), "--into", str(tmp_path / "cli"),
+        "--tz", "UTC", "--cluster", "c", "--workers", "2",
+    )  # fmt: skip
+    assert code == 2
+    assert "no year: pass --year" in stderr
+    assert "year=" not in stderr

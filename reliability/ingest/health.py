@@ -32,7 +32,7 @@ from pathlib import Path
 import polars as pl
 
 from reliability import schema
-from reliability.errors import Hint, Hinted, IngestError
+from reliability.errors import Hint, Hinted, IngestError, message_of
 from reliability.ingest._bounds import bounds_text, latest_time, out_of_range_time
 from reliability.ingest._common import (
     ReadResult,
@@ -551,7 +551,7 @@ def _csv_input(src: str, lines: pl.DataFrame, table: str | None) -> _Raw:
     try:
         table = table or detect_table(header)
     except ValueError as exc:
-        raise IngestError(src, str(exc), line=1) from None
+        raise IngestError(src, message_of(exc), line=1) from None
     spec = schema.TABLES[table]
     extra = [c for c in header if c not in spec.schema]
     if extra:

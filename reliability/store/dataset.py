@@ -569,8 +569,10 @@ class Dataset:
             first = by_name[failures[0].name][1].shown
             raise IngestError(
                 first,
-                f"{len(failures)} of {len(todo)} input(s) failed (the others are committed): "
-                + "; ".join(str(f) for f in failures[:3]),
+                join_messages(
+                    f"{len(failures)} of {len(todo)} input(s) failed (the others are committed): ",
+                    join_messages(*(f.message for f in failures[:3]), sep="; "),
+                ),
             )
         return [outcomes[i] for i in sorted(outcomes)]
 

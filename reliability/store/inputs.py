@@ -212,7 +212,7 @@ def read_input(
             if other is not None:
                 raise IngestError(
                     exc.path,
-                    f"{other}. The {kind!r} reader says: {exc.problem}",
+                    join_messages(f"{other}. The {kind!r} reader says: ", exc.problem),
                     line=exc.line,
                     field=exc.field,
                 ) from None

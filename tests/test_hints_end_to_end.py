@@ -141,3 +141,20 @@ def test_a_failure_on_an_executor_keeps_its_hint(tmp_path, capsys):
     assert code == 2
     assert "no year: pass --year" in stderr
     assert "year=" not in stderr
+
+
+def test_the_plan_refusal_keeps_its_hint_in_the_report_action():
+    """The checkpoint action quotes the plan's refusal as evidence: the pipeline report spells
+    its hint as the [analysis] key (the action joins text to the refusal, keeping the hint)."""
+    from dataclasses import replace
+
+    from reliability.pipeline.steps.cluster import CheckpointPlan
+    from reliability.pipeline.steps.common import analysis_terms
+    from reliability.report.actions import checkpoint_actions
+
+    refusal = Hinted("r_f is not estimable; ", Hint("min_gpus", 4), " or lower")
+    plan = replace(CheckpointPlan._example(), refusal=refusal)
+    [action] = checkpoint_actions(plan, None)
+    assert analysis_terms(action.evidence) == (
+        "r_f is not estimable; set [analysis].min_gpus = 4 or lower."
+    )

@@ -59,6 +59,9 @@ class SchemaError(ReliabilityError, ValueError):
         where = f"{table}.{column}" if column else table
         super().__init__(join_messages(where, ": ", problem))
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.table, self.column, self.problem))
+
 
 class IngestError(ReliabilityError, ValueError):
     """An input cannot be read at all (as opposed to a bad row, which is quarantined).
@@ -96,6 +99,10 @@ class IngestError(ReliabilityError, ValueError):
             where += f": field {field!r}"
         super().__init__(join_messages(where, ": ", problem))
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # (a worker's error crosses to the parent whole: its keyword arguments and hints)
+        return (_ingest_error, (type(self), self.path, self.problem, self.line, self.field))
+
     def renamed(self, path: str) -> IngestError:
         """Return the same error naming another input path.
 
@@ -113,6 +120,12 @@ class IngestError(ReliabilityError, ValueError):
         return IngestError(
             path, replace_text(self.problem, self.path, path), line=self.line, field=self.field
         )
+
+
+def _ingest_error(
+    cls: type[IngestError], path: str, problem: str, line: int | None, field: str | None
+) -> IngestError:
+    return cls(path, problem, line=line, field=field)
 
 
 class PipelineError(ReliabilityError):
@@ -294,7 +307,7 @@ class Hinted(str):
         """Return the parts as JSON values: text as strings, a hint as ``[option, value, action]``.
 
         A value that is not a JSON scalar is kept as its Python text (a :class:`Placeholder` as
-        ``{"placeholder": text}``).
+        ``{"placeholder": text}``, a datetime as ``{"datetime": iso}``).
 
         Returns
         -------
@@ -309,6 +322,8 @@ class Hinted(str):
             v = p.value
             if isinstance(v, Placeholder):
                 v = {"placeholder": v.text}
+            elif isinstance(v, datetime):
+                v = {"datetime": v.isoformat()}
             elif not (v is None or isinstance(v, bool | int | float | str)):
                 v = str(v)
             out.append([p.option, v, p.action])
@@ -333,6 +348,8 @@ class Hinted(str):
             v = p[1]
             if isinstance(v, dict) and "placeholder" in v:
                 v = Placeholder(v["placeholder"])
+            elif isinstance(v, dict) and "datetime" in v:
+                v = datetime.fromisoformat(v["datetime"])
             return Hint(p[0], v, bool(p[2]))
 
         return cls(*(p if isinstance(p, str) else hint(p) for p in parts))

@@ -1292,14 +1292,14 @@ def _compare(
 
 
 #: library option -> CLI flag, where the flag is not the option's own name (``--repair-hours``
-#: sets ``repair_h``); an option with no flag of the command is said in the library's spelling
+#: sets ``repair_h``). The flags in other units (``--peer-write-s`` for ``peer_write_h``) only
+#: spell hints without a value. An option with no flag of the command is said in the library's
+#: spelling (``pass min_gpus=4`` from ``reliability ingest``).
 _FLAG_OF = {
     "repair_h": "--repair-hours",
     "peer_write_h": "--peer-write-s",
     "reconfig_h": "--reconfig-s",
     "ckpt_write_h": "--write-min",
-    "lemon_window_days": "--window-days",
-    "lemon_model": "--model",
 }
 
 
@@ -1317,6 +1317,8 @@ def _cli_terms(message: str, args: argparse.Namespace) -> str:
         flag = flags.get(hint.option) if hint.option != "help" else None
         if flag is None and _FLAG_OF.get(hint.option) in known:
             flag = _FLAG_OF[hint.option]
+            if hint.value is not None:  # (its flag's value is in other units)
+                return hint.library()
         if flag is None:
             return hint.library()  # no flag of this command: the library's words
         shown = "" if hint.value is None or isinstance(hint.value, bool) else hint.value

@@ -21,7 +21,7 @@ from __future__ import annotations
 import html
 import math
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import IO, Any, ClassVar, Self
 
@@ -375,10 +375,26 @@ class Result:
         return "Sample: " + ", ".join(f"{fmt_num(v)} {k}" for k, v in s.items())
 
     def __str__(self) -> str:
+        return self.text()
+
+    def text(self, note: Callable[[str], str] = str) -> str:
+        """Return the text form, each note as ``note`` renders it.
+
+        Parameters
+        ----------
+        note : callable
+            ``note(message)`` -> its text; a front end passes its renderer of structured hints
+            (:class:`~reliability.errors.Hinted` notes), the default is the library's spelling.
+
+        Returns
+        -------
+        str
+            The lines of the text form, then the notes.
+        """
         lines = list(self._lines())
         notes = self._notes()
         if notes:
-            lines += ["Notes:", *(f"  - {n}" for n in notes)]
+            lines += ["Notes:", *(f"  - {note(n)}" for n in notes)]
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:

@@ -86,6 +86,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
+from reliability.errors import Hint, Hinted
 from reliability.reasons import ReasonRules, classify_reasons
 from reliability.taxonomy import FAILURE_DOMAINS, SLURM_NODE_REASONS
 
@@ -752,10 +753,11 @@ def zone_mismatch_note(
         return None
     h = k * 15 / 60
     when = f"{abs(h):g} h {'later' if h > 0 else 'earlier'}"
-    return (
+    return Hinted(
         f"{nf.height:,} NODE_FAIL attempts have no node-state change near their end, but {n:,} of them "
         f"find a DOWN/FAIL/DRAIN on their node exactly {when}: the job records and the node "
-        "states were probably read in different time zones (each input's tz=: sacct and sacctmgr "
-        "print local time without a zone); until that is fixed these failures have no culprit "
-        "node and the observation window is stretched"
+        "states were probably read in different time zones (each input's ",
+        Hint("tz", action=False),
+        ": sacct and sacctmgr print local time without a zone); until that is fixed these "
+        "failures have no culprit node and the observation window is stretched",
     )

@@ -29,7 +29,14 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from reliability._version import __version__
-from reliability.errors import Hint, ReliabilityError, render_message, spell_options
+from reliability.errors import (
+    Hint,
+    ReliabilityError,
+    message_of,
+    render_message,
+    replace_text,
+    value_text,
+)
 from reliability.ingest import READERS, reader_options
 from reliability.store import Dataset, IngestOutcome
 
@@ -567,14 +574,14 @@ def _analyze(args: argparse.Namespace) -> int:
         print(f"note: {_cli_terms(zone, args)}")
     # the results' text forms: what could not be estimated is said, never printed as nan
     for result in (m, series):
-        print(_cli_terms(str(result), args))
+        print(result.text(lambda n: _cli_terms(n, args)))
     print("job states (attempts, GPU time):")
     pct = lambda x: "–" if x is None else f"{100 * x:.2f}%"  # noqa: E731 - null: no GPU time
     for r in w.states.iter_rows(named=True):
         print(
             f"  {r['state']:<14} {r['attempts']:>10,}  {pct(r['share']):>7}  {pct(r['gpu_share']):>7} of GPU time"
         )
-    print(_cli_terms(str(w), args))
+    print(w.text(lambda n: _cli_terms(n, args)))
     out = args.dataset / "analysis"
     frames = {
         "attributed_jobs": jobs,
@@ -633,7 +640,7 @@ def _compare_fleets(args: argparse.Namespace) -> int:
             + (f"; pass --min-gpus {largest} or lower" if largest >= 1 else "")
         )
     result = compare_fleets(jobs, fit=fit, observation_end=ds.observation_end)
-    print(_cli_terms(str(result), args))
+    print(result.text(lambda n: _cli_terms(n, args)))
     return 0
 
 
@@ -747,7 +754,7 @@ def _signals(args: argparse.Namespace) -> int:
         )
     rules = ReasonRules.from_file(args.reasons) if args.reasons else None
     s = signal_calibration(_dataset(args.dataset), horizon_h=args.horizon_h, reasons=rules)
-    print(_cli_terms(str(s), args))
+    print(s.text(lambda n: _cli_terms(n, args)))
     if s.policies.height:
         print(
             "drain policies (precision: firings followed by a hardware failure of the node within "
@@ -782,7 +789,7 @@ def _lemon_test(args: argparse.Namespace) -> int:
         raise ReliabilityError(f"--top: expected a number of nodes >= 1, got {args.top}")
     ds = _dataset(args.dataset)
     t = lemon_test(ds, fdr=args.fdr, window_days=args.window_days)
-    print(_cli_terms(str(t), args))
+    print(t.text(lambda n: _cli_terms(n, args)))
     if args.csv:
         # node names and reasons come from the logs: no spreadsheet formulas
         write_bytes_atomic(csv_safe(t.nodes).write_csv().encode(), args.csv)
@@ -850,7 +857,7 @@ def _lemon(args: argparse.Namespace) -> int:
         # the report's scoring, the same call (the window was checked against the detector's)
         report = lemon_report(ds, window_days=args.window_days, model=det)
         if report.scores.height == 0:
-            raise ReliabilityError(_cli_terms("; ".join(report.notes), args))
+            raise ReliabilityError("; ".join(_cli_terms(n, args) for n in report.notes))
     else:
         feats = node_features(ds, args.window_days, 7)
     if ds.scan("health_events").select(pl.len()).collect().item() == 0 and (
@@ -1088,13 +1095,15 @@ def _plan(args: argparse.Namespace) -> int:
         gpus_per_node=args.gpus_per_node,
         variant=args.variant,
     )
-    print(result)
+    print(result.text(lambda n: _cli_terms(n, args)))
     if costs is not None:
         print()
-        print(costs)
+        print(costs.text(lambda n: _cli_terms(n, args)))
     if args.compare_strategies:
         print()
-        print(_compare(args, result, costs, queue_h, queue_basis))
+        print(
+            _compare(args, result, costs, queue_h, queue_basis).text(lambda n: _cli_terms(n, args))
+        )
     return 0
 
 
@@ -1272,48 +1281,51 @@ def _compare(
         c.notes = [
             no_repair_note if n.startswith("node repair time not given") else n for n in c.notes
         ]
-    # library wording to flags: the assumed defaults name the flag that overrides them
-    for lib, flag in (
-        (
-            "(pass repair_h, or measure it from node states with recovery_costs)",
-            "(pass --repair-hours, or --dataset to measure it)",
-        ),
-        ("(pass peer_write_h)", "(pass --peer-write-s)"),
-        ("(pass reconfig_h)", "(pass --reconfig-s)"),
-        ("(give the measured storage write)", "(pass --write-min)"),
-    ):
-        c.notes = [n.replace(lib, flag) for n in c.notes]
+    # the repair time's other way out, in the CLI's terms (its flag is the hint's)
+    c.notes = [
+        replace_text(
+            n, "or measure it from node states with recovery_costs", "or --dataset to measure it"
+        )
+        for n in c.notes
+    ]
     return c
+
+
+#: library option -> CLI flag, where the flag is not the option's own name (``--repair-hours``
+#: sets ``repair_h``). The flags in other units (``--peer-write-s`` for ``peer_write_h``) only
+#: spell hints without a value. An option with no flag of the command is said in the library's
+#: spelling (``pass min_gpus=4`` from ``reliability ingest``).
+_FLAG_OF = {
+    "repair_h": "--repair-hours",
+    "peer_write_h": "--peer-write-s",
+    "reconfig_h": "--reconfig-s",
+    "ckpt_write_h": "--write-min",
+}
 
 
 def _cli_terms(message: str, args: argparse.Namespace) -> str:
     """Translate a library message into the CLI's terms.
 
-    ``pass tz=`` -> ``pass --tz``, ``tz='UTC'`` -> ``--tz UTC``: a
-    :class:`~reliability.errors.Hinted` message's hints by their structure, other text by
-    pattern.
+    A :class:`~reliability.errors.Hinted` message's hints are spelled as this command's flags
+    (``pass tz=`` -> ``pass --tz``, ``tz='UTC'`` -> ``--tz UTC``); an option the command has no
+    flag for keeps the library's spelling. Plain text is shown as it is.
     """
-    import shlex
-
     flags = _flags(args)
+    known = set(flags.values())
 
-    def spell(name: str, value: str | None) -> str:
-        flag = flags[name]
-        if value is None or (value in ("True", "False") and name in ("replace", "strict")):
-            return flag
-        return f"{flag} {shlex.quote(value)}"
-
-    def spell_hint(hint: Hint) -> str:
-        if hint.option not in flags:
+    def spell(hint: Hint) -> str:
+        flag = flags.get(hint.option) if hint.option != "help" else None
+        if flag is None and _FLAG_OF.get(hint.option) in known:
+            flag = _FLAG_OF[hint.option]
+            if hint.value is not None:  # (its flag's value is in other units)
+                return hint.library()
+        if flag is None:
             return hint.library()  # no flag of this command: the library's words
-        text = spell(hint.option, None if hint.value is None else str(hint.value))
+        shown = "" if hint.value is None or isinstance(hint.value, bool) else hint.value
+        text = flag if shown == "" else f"{flag} {value_text(shown, 'shell')}"  # a switch: no value
         return f"pass {text}" if hint.action else text
 
-    return render_message(
-        message,
-        spell_hint,
-        lambda text: spell_options(text, spell, names=[n for n in flags if n not in ("help",)]),
-    )
+    return render_message(message_of(message), spell)
 
 
 def _os_error_text(exc: OSError, args: argparse.Namespace) -> str:
@@ -1325,7 +1337,7 @@ def _os_error_text(exc: OSError, args: argparse.Namespace) -> str:
     one the path is inside of, or one inside the path.
     """
     if exc.filename is None:
-        return _cli_terms(str(exc), args)
+        return _cli_terms(message_of(exc), args)
     where = Path(os.path.abspath(str(exc.filename)))
     reason = exc.strerror or str(exc)
     best: tuple[int, str] | None = None
@@ -1475,7 +1487,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {_os_error_text(exc, args)}", file=sys.stderr)
         return 2
     except (ReliabilityError, ValueError) as exc:
-        print(f"error: {_cli_terms(str(exc), args)}", file=sys.stderr)
+        print(f"error: {_cli_terms(message_of(exc), args)}", file=sys.stderr)
         return 2
     except (pl.exceptions.PolarsError, pl.exceptions.PanicException):
         # a part damaged in place (same size): reads check sizes and footers, not every byte

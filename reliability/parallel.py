@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from multiprocessing import get_context
 from typing import Any
 
+from reliability.errors import Hint, Hinted, join_messages, message_of
+
 __all__ = ["BACKENDS", "Executor", "TaskFailure"]
 
 BACKENDS = ("serial", "processes", "dask")
@@ -41,7 +43,12 @@ class TaskFailure:
     error: str
 
     def __str__(self) -> str:
-        return f"{self.name}: failed {self.attempts} time(s): {self.error}"
+        return str(self.message)
+
+    @property
+    def message(self) -> str:
+        """The failure in words, the error's hints kept (:func:`~reliability.errors.message_of`)."""
+        return join_messages(f"{self.name}: failed {self.attempts} time(s): ", self.error)
 
 
 def _die_with_parent(parent_pid: int) -> None:
@@ -69,13 +76,15 @@ def _die_with_parent(parent_pid: int) -> None:
 
 def _attempt(fn: Callable[..., Any], args: tuple, retries: int) -> tuple[bool, Any, int]:
     """Run ``fn(*args)`` up to ``retries + 1`` times; (ok, result or error text, attempts)."""
-    last = ""
+    last: str = ""
     for i in range(retries + 1):
         try:
             return True, fn(*args), i + 1
         except Exception as exc:
-            tb = traceback.format_exception_only(type(exc), exc)
-            last = "".join(tb).strip()
+            tb = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            msg = message_of(exc)  # a Hinted message keeps its hints, in the same words
+            hinted = isinstance(msg, Hinted) and tb.endswith(msg)
+            last = join_messages(tb[: len(tb) - len(msg)], msg) if hinted else tb
     return False, last, retries + 1
 
 
@@ -108,7 +117,9 @@ class Executor:
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         if scheduler is not None and backend != "dask":
-            raise ValueError("a scheduler address needs backend='dask'")
+            raise ValueError(
+                Hinted("a scheduler address needs ", Hint("backend", "dask", action=False))
+            )
         self.backend = backend
         self.workers = workers or os.cpu_count() or 1
         self.scheduler = scheduler
@@ -193,7 +204,7 @@ class Executor:
             if ok:
                 results[name] = value
             else:
-                failures.append(TaskFailure(name, attempts, str(value)))
+                failures.append(TaskFailure(name, attempts, message_of(value)))  # hints kept
             if progress is not None:
                 progress(name)
 

@@ -46,7 +46,7 @@ from scipy import stats
 
 from reliability._atomic import write_json_atomic, write_parquet_atomic
 from reliability._result import Result
-from reliability.errors import ReliabilityError
+from reliability.errors import Hint, Hinted, ReliabilityError
 from reliability.parallel import BACKENDS, Executor, TaskFailure
 from reliability.pipeline.config import read_toml
 
@@ -196,7 +196,11 @@ def register_model(
         raise TypeError(f"model must be callable, got {model!r}")
     if name in MODELS and not replace and MODELS[name] is not model:
         raise ValueError(
-            f"a sweep model named {name!r} is already registered (replace=True to replace it)"
+            Hinted(
+                f"a sweep model named {name!r} is already registered (",
+                Hint("replace", True, action=False),
+                " to replace it)",
+            )
         )
     MODELS[name] = model
     if required is None and optional is None:

@@ -18,7 +18,7 @@ from bundled import BUNDLED_CLUSTER
 
 from reliability import Dataset
 from reliability.cli import main
-from reliability.errors import spell_options
+from reliability.errors import Hint, Hinted, Placeholder
 from reliability.ingest import READERS
 from reliability.pipeline import PipelineError, load_pipeline
 from reliability.pipeline.config import pipeline_terms
@@ -133,26 +133,38 @@ def test_a_changed_option_names_the_flags_and_the_way_out(tmp_path, capsys):
 
 
 def test_spelling_rules():
-    flags = {"tz": "--tz", "boot_time": "--boot-time", "fields": "--fields"}
+    """Hints are spelled by structure: the CLI's flags, a pipeline's input keys; plain text is
+    never rewritten (no pattern matching)."""
+    from reliability.cli import _cli_terms, _parser
 
-    def spell(name, value):
-        return flags[name] + ("" if value is None else f" {value}")
-
-    assert spell_options("pass tz= (e.g. 'UTC')", spell, flags) == "pass --tz (e.g. 'UTC')"
+    args = _parser().parse_args(["ingest", "slurm", "x", "--into", "ds"])
+    tz_hint = Hinted("pass the zone ", Hint("tz"), " (e.g. ", Hint("tz", "UTC", action=False), ")")
+    assert _cli_terms(tz_hint, args) == "pass the zone pass --tz (e.g. --tz UTC)"
+    boot = Hinted(Hint("boot_time", "2025-01-01T00:00:00", action=False), " needs")
+    assert str(boot) == "boot_time='2025-01-01T00:00:00' needs"
+    assert _cli_terms(boot, args) == "--boot-time 2025-01-01T00:00:00 needs"
+    fields = Hinted(Hint("fields", Placeholder("[...]")), " in order")
+    assert str(fields) == "pass fields=[...] in order"
+    assert _cli_terms(fields, args) == "pass --fields [...] in order"
+    # a value with a space is quoted for the shell; a switch takes no value
+    assert _cli_terms(Hinted(Hint("cluster", "my c", action=False)), args) == "--cluster 'my c'"
+    assert _cli_terms(Hinted(Hint("replace", True, action=False)), args) == "--replace"
+    # plain text is shown as it is, even text that looks like an option
+    assert _cli_terms("NodeName=n1 Reason=x tz=1", args) == "NodeName=n1 Reason=x tz=1"
+    # an option this command has no flag for keeps the library's spelling
+    assert _cli_terms(Hinted(Hint("min_gpus", 4)), args) == "pass min_gpus=4"
+    assert pipeline_terms(
+        Hinted("sacct prints local times without a zone: ", Hint("tz"), " (e.g. 'UTC')"), 2
+    ) == ("sacct prints local times without a zone: set inputs[2].tz (e.g. 'UTC')")
     assert (
-        spell_options("boot_time='2025-01-01T00:00:00' needs", spell, flags)
-        == "--boot-time 2025-01-01T00:00:00 needs"
-    )
-    assert spell_options("pass fields=[...] in order", spell, flags) == "pass --fields ... in order"
-    # not an option: other words ending in the same letters, or key=value of the input itself
-    assert spell_options("NodeName=n1 Reason=x utz=1", spell, flags) == "NodeName=n1 Reason=x utz=1"
-    assert pipeline_terms("sacct prints local times without a zone: pass tz= (e.g. 'UTC')", 2) == (
-        "sacct prints local times without a zone: set inputs[2].tz (e.g. 'UTC')"
-    )
-    assert (
-        pipeline_terms("year=3000: expected a year", 0)
+        pipeline_terms(Hinted(Hint("year", 3000, action=False), ": expected a year"), 0)
         == "inputs[0].options.year = 3000: expected a year"
     )
+    assert pipeline_terms(Hinted(Hint("tz", "UTC", action=False)), 1) == 'inputs[1].tz = "UTC"'
+    # the store's switches have no pipeline key; a caller's own key wins
+    assert pipeline_terms(Hinted(Hint("replace", True, action=False)), 0) == "replace=True"
+    assert pipeline_terms(Hinted(Hint("year")), 0, keys={"year": "[x].y"}) == "set [x].y"
+    assert pipeline_terms("year=3000 stays", 0) == "year=3000 stays"
 
 
 def test_info_shows_the_quarantine_and_inputs_by_relative_path(tmp_path, capsys, shared):

@@ -43,10 +43,11 @@ def test_the_cli_spells_the_hint_as_its_flag():
     )
 
 
-def test_a_plain_message_falls_back_to_the_pattern():
+def test_a_plain_message_is_never_respelled():
+    """No pattern matching: text without hints is shown as it is by every front end."""
     plain = "r_f not estimable; pass min_gpus=4 or lower"
-    assert analysis_terms(plain) == "r_f not estimable; set [analysis].min_gpus = 4 or lower"
-    assert render_message(plain, lambda h: "never", str.upper) == plain.upper()
+    assert analysis_terms(plain) == plain
+    assert render_message(plain, lambda h: "never") == plain
 
 
 def test_the_mttf_note_carries_its_hint_through_a_saved_result(tmp_path):
@@ -66,3 +67,29 @@ def test_the_mttf_note_carries_its_hint_through_a_saved_result(tmp_path):
     assert isinstance(back, Hinted)
     assert back.parts == note.parts
     assert f"set [analysis].min_gpus = {largest} or lower" in analysis_terms(back)
+
+
+def test_a_message_survives_json_and_pickle_with_its_hints():
+    """The manifest's note_parts (to_json/from_json) and a worker's exception (pickle) keep the
+    text and every hint: values of each kind, a placeholder and a time."""
+    import json
+    import pickle
+    from datetime import UTC, datetime
+
+    from reliability.errors import IngestError, Placeholder, message_of
+
+    t = datetime(2025, 3, 1, 12, tzinfo=UTC)
+    m = Hinted(
+        "a ", Hint("tz", "UTC", action=False), " b ", Hint("year", 2025), " c ",
+        Hint("wait_s", Placeholder("SECONDS"), action=False), " d ",
+        Hint("observed_at", t, action=False), Hint("replace", True, action=False),
+    )  # fmt: skip
+    assert m == (
+        "a tz='UTC' b pass year=2025 c wait_s=SECONDS d observed_at=2025-03-01T12:00:00+00:00"
+        "replace=True"
+    )
+    back = Hinted.from_json(json.loads(json.dumps(m.to_json())))
+    assert back.parts == m.parts
+    err = pickle.loads(pickle.dumps(IngestError("f.log", m, line=2)))
+    assert message_of(err).hints == m.hints
+    assert str(err) == f"f.log:2: {m}"

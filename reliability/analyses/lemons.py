@@ -20,6 +20,7 @@ import polars as pl
 
 from reliability import references as ref
 from reliability._result import Result, fmt_duration_h
+from reliability.errors import Hint, Hinted, join_messages
 from reliability.models.nodes import (
     LemonDetector,
     LemonTest,
@@ -46,13 +47,15 @@ __all__ = [
 BUNDLED_WINDOW_DAYS = 56
 
 #: how the default path (the statistical test) is described in the report
-TEST_DESCRIPTION = (
+TEST_DESCRIPTION = Hinted(
     "the statistical test: each node's distinct failures (non-administrative departures from "
     "service and hardware job failures) against the rest of the fleet's rate times the node's own "
     "exposure, allowing for the ordinary spread of rates between nodes (negative binomial), with "
     "the false-discovery rate controlled across nodes (Benjamini-Hochberg). It needs no "
     "training, so it holds on any fleet; a detector trained on your own labelled history "
-    "(`reliability lemon train`, then lemon_model=) replaces it"
+    "(`reliability lemon train`, then ",
+    Hint("lemon_model", action=False),
+    ") replaces it",
 )
 
 _SCORES_SCHEMA = {
@@ -304,17 +307,23 @@ def _scored(
         if span < 7 * 24:
             fix = "the detector needs at least 7 days of history (its shortest window)"
         elif trained is not None and span >= trained * 24:
-            fix = f"pass window_days={trained}, the window the detector was trained on"
+            fix = Hinted(Hint("window_days", trained), ", the window the detector was trained on")
         elif trained is not None:  # (on another window its probabilities do not hold)
             fix = (
                 f"collect at least {trained} days of history (the detector was trained on "
                 f"{trained}-day windows), or train one on shorter windows (`reliability lemon train`)"
             )
         else:
-            fix = "pass window_days= (a multiple of 7) within the data's span, or collect more history"
+            fix = Hinted(
+                Hint("window_days"),
+                " (a multiple of 7) within the data's span, or collect more history",
+            )
         notes.append(
-            f"no lemon scores: the data hold {fmt_duration_h(span)}, less than one {window_days}-day "
-            f"feature window; {fix}"
+            join_messages(
+                f"no lemon scores: the data hold {fmt_duration_h(span)}, less than one "
+                f"{window_days}-day feature window; ",
+                fix,
+            )
         )
         return LemonReport(scores=pl.DataFrame(schema=_SCORES_SCHEMA), notes=notes, **common)
     scores = score_nodes(det, feats)
@@ -331,10 +340,15 @@ def _scored(
         scores = scores.with_columns(flagged=pl.lit(False))
         which = "the bundled detector" if name == "the bundled detector" else "the detector"
         notes.append(
-            f"{which} was trained on {trained}-day windows; on a {window_days}-day window its "
-            f"probabilities are not calibrated ({above:,} of {scores.height:,} nodes reach its threshold), so no "
-            f"node is flagged: pass window_days={trained} with at least {trained} days "
-            "of data, or train a detector on your own windows (`reliability lemon train`) and pass model="
+            Hinted(
+                f"{which} was trained on {trained}-day windows; on a {window_days}-day window its "
+                f"probabilities are not calibrated ({above:,} of {scores.height:,} nodes reach its "
+                "threshold), so no node is flagged: ",
+                Hint("window_days", trained),
+                f" with at least {trained} days of data, or train a detector on your own windows "
+                "(`reliability lemon train`) and ",
+                Hint("model"),
+            )
         )
     return LemonReport(
         scores=scores, backtest=backtest, notes=notes, calibrated=calibrated, **common

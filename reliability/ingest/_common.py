@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import polars as pl
 
 from reliability import schema
-from reliability.errors import IngestError
+from reliability.errors import Hint, Hinted, IngestError
 from reliability.ingest._bounds import TIME_MAX, TIME_MIN
 from reliability.ingest._compressed import read_all
 from reliability.ingest._result import ReadResult
@@ -162,15 +162,25 @@ def check_zone(src: str, tz: str | None, option: str = "tz") -> ZoneInfo | None:
     if tz is None:
         return None
     if not isinstance(tz, str) or not tz.strip():
-        raise IngestError(src, f"option {option}= must be an IANA time zone name, got {tz!r}")
+        raise IngestError(
+            src,
+            Hinted(
+                "option ",
+                Hint(option, action=False),
+                f" must be an IANA time zone name, got {tz!r}",
+            ),
+        )
     try:
         zone = ZoneInfo(tz)
         pl.Series([None], dtype=pl.Datetime("us")).dt.replace_time_zone(tz)
     except (ZoneInfoNotFoundError, ValueError, OSError, pl.exceptions.PolarsError):
         raise IngestError(
             src,
-            f"unknown time zone {tz!r} (option {option}=): use an IANA name such as 'UTC', "
-            "'Europe/Berlin' or 'America/New_York'",
+            Hinted(
+                f"unknown time zone {tz!r} (option ",
+                Hint(option, action=False),
+                "): use an IANA name such as 'UTC', 'Europe/Berlin' or 'America/New_York'",
+            ),
         ) from None
     return zone
 
@@ -201,14 +211,31 @@ def check_time_option(src: str, value: object, option: str) -> datetime | None:
     if value is None:
         return None
     if not isinstance(value, datetime):
-        raise IngestError(src, f"option {option}= must be a datetime, got {type(value).__name__}")
+        raise IngestError(
+            src,
+            Hinted(
+                "option ",
+                Hint(option, action=False),
+                f" must be a datetime, got {type(value).__name__}",
+            ),
+        )
     if value.tzinfo is None or value.utcoffset() is None:
         raise IngestError(
-            src, f"option {option}= must be timezone-aware (e.g. 2025-03-01T08:00:00Z), got {value}"
+            src,
+            Hinted(
+                "option ",
+                Hint(option, action=False),
+                f" must be timezone-aware (e.g. 2025-03-01T08:00:00Z), got {value}",
+            ),
         )
     if not TIME_MIN <= value <= TIME_MAX:
         raise IngestError(
-            src, f"option {option}={value.isoformat()} is outside {TIME_MIN.year}-{TIME_MAX.year}"
+            src,
+            Hinted(
+                "option ",
+                Hint(option, value, action=False),
+                f" is outside {TIME_MIN.year}-{TIME_MAX.year}",
+            ),
         )
     return value
 
@@ -238,7 +265,12 @@ def check_name_option(src: str, value: object, option: str) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str) or not value.strip() or any(c in value for c in "\n\r\0"):
-        raise IngestError(src, f"option {option}= must be a non-empty name, got {value!r}")
+        raise IngestError(
+            src,
+            Hinted(
+                "option ", Hint(option, action=False), f" must be a non-empty name, got {value!r}"
+            ),
+        )
     return value
 
 

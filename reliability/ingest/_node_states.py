@@ -15,7 +15,7 @@ from functools import lru_cache
 import polars as pl
 
 from reliability import hostlist, schema, taxonomy
-from reliability.errors import IngestError
+from reliability.errors import Hint, Hinted, IngestError
 from reliability.ingest._bounds import bounds_text, latest_time, out_of_range_time
 from reliability.ingest._common import RAW_PREFIX, ReadResult, clip_lines, quarantine_frame
 
@@ -112,8 +112,13 @@ def _to_utc(
     if tz is None and df.get_column("iso").is_not_null().any():
         raise IngestError(
             src,
-            "Slurm prints local times without a zone: pass tz= (the zone of the host that "
-            "ran the command, e.g. tz='UTC')",
+            Hinted(
+                "Slurm prints local times without a zone: ",
+                Hint("tz"),
+                " (the zone of the host that ran the command, e.g. ",
+                Hint("tz", "UTC", action=False),
+                ")",
+            ),
             field=field,
         )
     utc = pl.from_epoch("epoch", time_unit="s").dt.replace_time_zone("UTC").cast(schema.UTC_TIME)

@@ -32,7 +32,7 @@ from pathlib import Path
 import polars as pl
 
 from reliability import schema
-from reliability.errors import IngestError
+from reliability.errors import Hint, Hinted, IngestError, message_of
 from reliability.ingest._bounds import bounds_text, latest_time, out_of_range_time
 from reliability.ingest._common import (
     ReadResult,
@@ -446,7 +446,14 @@ def read_health(
     check_zone(src, tz)
     check_name_option(src, cluster, "cluster")
     if table is not None and table not in CANONICAL_TABLES:
-        raise IngestError(src, f"option table= must be one of {CANONICAL_TABLES}, got {table!r}")
+        raise IngestError(
+            src,
+            Hinted(
+                "option ",
+                Hint("table", action=False),
+                f" must be one of {CANONICAL_TABLES}, got {table!r}",
+            ),
+        )
     name = Path(src).name.lower().removesuffix(".gz")
     lines, notes = read_lines(path)
     if name.endswith((".jsonl", ".ndjson", ".json")):
@@ -460,7 +467,7 @@ def read_health(
     if "cluster" not in present and cluster is None:
         raise IngestError(
             src,
-            "no cluster column: pass cluster= (the cluster these rows belong to)",
+            Hinted("no cluster column: ", Hint("cluster"), " (the cluster these rows belong to)"),
             line=header_line,
             field="cluster",
         )
@@ -502,8 +509,11 @@ def _jsonl_input(src: str, lines: pl.DataFrame, table: str | None, notes: list[s
             )
         raise IngestError(
             src,
-            "the JSON lines match no single canonical table: pass table= "
-            "(health_events, component_failures or inventory)",
+            Hinted(
+                "the JSON lines match no single canonical table: ",
+                Hint("table"),
+                " (health_events, component_failures or inventory)",
+            ),
         )
     spec = schema.TABLES[table]
     cols = list(spec.schema)
@@ -541,7 +551,7 @@ def _csv_input(src: str, lines: pl.DataFrame, table: str | None) -> _Raw:
     try:
         table = table or detect_table(header)
     except ValueError as exc:
-        raise IngestError(src, str(exc), line=1) from None
+        raise IngestError(src, message_of(exc), line=1) from None
     spec = schema.TABLES[table]
     extra = [c for c in header if c not in spec.schema]
     if extra:
@@ -614,7 +624,11 @@ def _typed(
         if first.height:
             raise IngestError(
                 src,
-                "times without a UTC offset: pass tz= (their zone) or write them with Z/offset",
+                Hinted(
+                    "times without a UTC offset: ",
+                    Hint("tz"),
+                    " (their zone) or write them with Z/offset",
+                ),
                 line=int(first.item(0, "line_no")),
             )
     out = out.with_columns(reason=pl.coalesce([pl.when(cond).then(msg) for cond, msg in checks]))

@@ -36,7 +36,7 @@ from pathlib import Path
 import polars as pl
 
 from reliability import schema, taxonomy
-from reliability.errors import IngestError
+from reliability.errors import Hint, Hinted, IngestError
 from reliability.ingest._bounds import (
     YEAR_MAX,
     YEAR_MIN,
@@ -189,8 +189,13 @@ class _Clock:
         if self.zone is None:
             raise IngestError(
                 self.src,
-                "local timestamps (dmesg -T, syslog) without a zone: pass tz= (the zone of "
-                "the host that wrote the log, e.g. tz='UTC')",
+                Hinted(
+                    "local timestamps (dmesg -T, syslog) without a zone: ",
+                    Hint("tz"),
+                    " (the zone of the host that wrote the log, e.g. ",
+                    Hint("tz", "UTC", action=False),
+                    ")",
+                ),
                 line=line,
             )
         t = naive.replace(tzinfo=self.zone)  # fold=0: the earlier reading of a repeated hour
@@ -210,7 +215,9 @@ class _Clock:
         if m and m.group("ts")[:3] in _MONTHS:
             if self.year is None:
                 raise IngestError(
-                    self.src, "syslog timestamps have no year: pass year=", line=line_no
+                    self.src,
+                    Hinted("syslog timestamps have no year: ", Hint("year")),
+                    line=line_no,
                 )
             year = self._year_for(_MONTHS[m.group("ts")[:3]])
             rest = _KERNEL_TAG.sub("", m.group("rest"))
@@ -384,7 +391,13 @@ def read_kernel_log(
     records = sorted([*scan.events, *scan.unparsed], key=lambda e: e["line_no"])  # type: ignore[arg-type, return-value]
     frame, q, repeats, used_default = _frame(records, cluster)
     if used_default:
-        notes.append(f"no host name in the log: node set to {scan.default_node!r} (pass node=)")
+        notes.append(
+            Hinted(
+                f"no host name in the log: node set to {scan.default_node!r} (",
+                Hint("node"),
+                ")",
+            )
+        )
     if skipped or scan.context:
         notes.append(
             f"{skipped + scan.context} line(s) are not Xid/SXid records (kernel messages, "
@@ -417,7 +430,12 @@ def _check_options(
         isinstance(year, bool) or not isinstance(year, int) or not YEAR_MIN <= year <= YEAR_MAX
     ):
         raise IngestError(
-            src, f"option year= must be a year in {YEAR_MIN}-{YEAR_MAX}, got {year!r}"
+            src,
+            Hinted(
+                "option ",
+                Hint("year", action=False),
+                f" must be a year in {YEAR_MIN}-{YEAR_MAX}, got {year!r}",
+            ),
         )
 
 

@@ -43,7 +43,7 @@ import numpy as np
 import polars as pl
 
 from reliability import schema
-from reliability.errors import IngestError
+from reliability.errors import Hint, Hinted, IngestError
 from reliability.ingest._bounds import time_out_of_bounds
 from reliability.ingest._common import ReadResult, decode_text, quarantine_frame, read_bytes
 from reliability.ingest._spec import TZ, FileHead, ReaderOption, ReaderSample, ReaderSpec
@@ -148,7 +148,14 @@ def read_lanl(
     """
     src = str(path)
     if unrecorded not in ("nearest", "system"):
-        raise IngestError(src, f"option unrecorded={unrecorded!r}: expected 'nearest' or 'system'")
+        raise IngestError(
+            src,
+            Hinted(
+                "option ",
+                Hint("unrecorded", unrecorded, action=False),
+                ": expected 'nearest' or 'system'",
+            ),
+        )
     data, decode_notes = decode_text(read_bytes(path))
     lines = data.decode("utf-8", errors="replace").splitlines()
     if not lines:
@@ -386,10 +393,13 @@ def _complete_inventory(
             d_near, d_whole = _days(rows + nearest, last_seen), _days(rows + whole, last_seen)
             if d_near > 0 and abs(d_whole / d_near - 1) > 0.10:
                 notes.append(
-                    f"system {system}: {len(missing)} nodes without a record; their service dates "
-                    f"are not in the file: the system's node-days are {d_near:,.0f} with the nearest "
-                    f"recorded node's dates, {d_whole:,.0f} with the system's whole span "
-                    f"(x{d_whole / d_near:.2f} for its node MTTF); read with unrecorded='{unrecorded}'"
+                    Hinted(
+                        f"system {system}: {len(missing)} nodes without a record; their service "
+                        f"dates are not in the file: the system's node-days are {d_near:,.0f} with "
+                        f"the nearest recorded node's dates, {d_whole:,.0f} with the system's whole "
+                        f"span (x{d_whole / d_near:.2f} for its node MTTF); read with ",
+                        Hint("unrecorded", unrecorded, action=False),
+                    )
                 )
         outside = [i for i in have if not first <= i < first + count]
         if outside:

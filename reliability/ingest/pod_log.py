@@ -30,7 +30,7 @@ from pathlib import Path
 import polars as pl
 
 from reliability import schema
-from reliability.errors import IngestError
+from reliability.errors import Hint, Hinted, IngestError
 from reliability.ingest._bounds import (
     MAX_NODES_PER_JOB,
     bounds_text,
@@ -454,9 +454,12 @@ class _PodLog:
             )
         if self.named:
             notes.append(
-                f"cluster={self.cluster!r} applies to the lines without a cluster; "
-                f"{len(self.named)} cluster(s) named by the lines themselves kept "
-                f"({', '.join(sorted(self.named)[:3])})"
+                Hinted(
+                    Hint("cluster", self.cluster, action=False),
+                    " applies to the lines without a cluster; "
+                    f"{len(self.named)} cluster(s) named by the lines themselves kept "
+                    f"({', '.join(sorted(self.named)[:3])})",
+                )
             )
         return notes
 

@@ -28,7 +28,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import polars as pl
 
-from reliability.errors import IngestError
+from reliability.errors import Hint, Hinted, IngestError
 from reliability.ingest._common import ReadResult, decode_text
 from reliability.ingest._compressed import is_gzip, unsupported_compression
 from reliability.ingest._slurm_text import _WHAT
@@ -130,11 +130,25 @@ def read_sacct(
     _check_zone(src, tz)
     names = _check_fields(src, fields)
     if cluster is not None and (not isinstance(cluster, str) or not cluster.strip()):
-        raise IngestError(src, f"option cluster= must be a non-empty name, got {cluster!r}")
+        raise IngestError(
+            src,
+            Hinted(
+                "option ",
+                Hint("cluster", action=False),
+                f" must be a non-empty name, got {cluster!r}",
+            ),
+        )
     start = _window_time(src, "window_start", window_start)
     end = _window_time(src, "window_end", window_end)
     if start is not None and end is not None and end <= start:
-        raise IngestError(src, f"window_end={end} is not after window_start={start}")
+        raise IngestError(
+            src,
+            Hinted(
+                Hint("window_end", end, action=False),
+                " is not after ",
+                Hint("window_start", start, action=False),
+            ),
+        )
     _refuse_unreadable(src, path)
     first = decode_text(head(path))[0]  # (without a byte-order mark; UTF-16 decoded)
     _refuse_binary(src, first)
@@ -171,15 +185,23 @@ def _check_zone(src: str, tz: object) -> None:
     if tz is None:
         return
     if not isinstance(tz, str) or not tz.strip():
-        raise IngestError(src, f"option tz= must be an IANA time zone name, got {tz!r}")
+        raise IngestError(
+            src,
+            Hinted(
+                "option ", Hint("tz", action=False), f" must be an IANA time zone name, got {tz!r}"
+            ),
+        )
     try:
         ZoneInfo(tz)
         pl.Series([None], dtype=pl.Datetime("us")).dt.replace_time_zone(tz)
     except (ZoneInfoNotFoundError, ValueError, OSError, pl.exceptions.PolarsError):
         raise IngestError(
             src,
-            f"unknown time zone {tz!r} (option tz=): use an IANA name such as 'UTC', "
-            "'Europe/Berlin' or 'America/New_York'",
+            Hinted(
+                f"unknown time zone {tz!r} (option ",
+                Hint("tz", action=False),
+                "): use an IANA name such as 'UTC', 'Europe/Berlin' or 'America/New_York'",
+            ),
         ) from None
 
 
@@ -191,18 +213,32 @@ def _check_fields(src: str, fields: Sequence[str] | None) -> list[str] | None:
     names = list(fields)
     if not names or not all(isinstance(f, str) and f.strip() for f in names):
         raise IngestError(
-            src, f"option fields= must list sacct field names in --format order, got {fields!r}"
+            src,
+            Hinted(
+                "option ",
+                Hint("fields", action=False),
+                f" must list sacct field names in --format order, got {fields!r}",
+            ),
         )
     # sacct takes --format names in any case (jobid, exitcode): its own spelling here
     names = [SACCT_SPELLING.get(f.strip().lower(), f.strip()) for f in names]
     if len({n.lower() for n in names}) != len(names):
-        raise IngestError(src, f"option fields= names a field twice: {','.join(names)}")
+        raise IngestError(
+            src,
+            Hinted(
+                "option ", Hint("fields", action=False), f" names a field twice: {','.join(names)}"
+            ),
+        )
     missing = [f for f in REQUIRED_FIELDS if f not in names]
     if missing:
         raise IngestError(
             src,
-            f"option fields= lacks the required field {missing[0]} (the reader needs "
-            f"{', '.join(REQUIRED_FIELDS)}); {_EXPORT_HINT}",
+            Hinted(
+                "option ",
+                Hint("fields", action=False),
+                f" lacks the required field {missing[0]} (the reader needs "
+                f"{', '.join(REQUIRED_FIELDS)}); {_EXPORT_HINT}",
+            ),
         )
     return names
 
@@ -215,11 +251,24 @@ def _window_time(src: str, name: str, value: datetime | str | None) -> datetime 
         try:
             value = datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError:
-            raise IngestError(src, f"option {name}={value!r} is not an ISO 8601 time") from None
+            raise IngestError(
+                src,
+                Hinted("option ", Hint(name, value, action=False), " is not an ISO 8601 time"),
+            ) from None
     if not isinstance(value, datetime):
-        raise IngestError(src, f"option {name}= must be a time, got {type(value).__name__}")
+        raise IngestError(
+            src,
+            Hinted(
+                "option ", Hint(name, action=False), f" must be a time, got {type(value).__name__}"
+            ),
+        )
     if value.tzinfo is None:
-        raise IngestError(src, f"option {name}={value} has no time zone (give e.g. ...Z)")
+        raise IngestError(
+            src,
+            Hinted(
+                "option ", Hint(name, value, action=False), " has no time zone (give e.g. ...Z)"
+            ),
+        )
     return value.astimezone(UTC)
 
 

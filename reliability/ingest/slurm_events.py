@@ -14,7 +14,7 @@ from pathlib import Path
 import polars as pl
 
 from reliability import hostlist
-from reliability.errors import IngestError
+from reliability.errors import Hint, Hinted, IngestError
 from reliability.ingest._common import ReadResult, check_name_option, check_zone, read_lines
 from reliability.ingest._delimited import split_delimited
 from reliability.ingest._node_states import _Builder, _expand, _to_utc, _user, reduce_state
@@ -222,7 +222,10 @@ def _event(
     clus = (fields["Cluster"] or "").strip() or cluster
     if clus is None:
         raise IngestError(
-            src, "the export has no Cluster field: pass cluster=", line=no, field="Cluster"
+            src,
+            Hinted("the export has no Cluster field: ", Hint("cluster")),
+            line=no,
+            field="Cluster",
         )
     state_s = fields["State"] or ""
     try:

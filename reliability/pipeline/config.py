@@ -57,17 +57,22 @@ the key and what was expected; ``[analysis]`` becomes an
 from __future__ import annotations
 
 import glob
-import json
 import os
-import re
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reliability.errors import PipelineError, ReliabilityError, spell_options
+from reliability.errors import (
+    Hint,
+    PipelineError,
+    ReliabilityError,
+    message_of,
+    render_message,
+    value_text,
+)
 from reliability.ingest import READERS
-from reliability.ingest import reader_options as reader_option_names
 from reliability.pipeline.analysis import ANALYSIS_DEFAULTS, AnalysisConfig, parse_shape
 from reliability.reasons import ReasonRules
 from reliability.store.inputs import INGEST_OPTIONS, reader_options
@@ -139,22 +144,32 @@ class InputSpec:
         """
         return PipelineError(
             f"{self.where}: inputs[{self.index}] ({self.reader} files): "
-            + pipeline_terms(str(exc), self.index)
+            + pipeline_terms(message_of(exc), self.index)
         )
 
 
-def pipeline_terms(message: str, index: int) -> str:
+#: the keys of an ``[[inputs]]`` entry that are options (others go in its ``options`` table)
+_INPUT_KEYS = ("tz", "cluster", *INGEST_OPTIONS)
+#: the library's ingest switches a pipeline has no key for: said in the library's spelling
+_NO_INPUT_KEY = ("replace", "strict", "wait_s")
+
+
+def pipeline_terms(message: str, index: int, keys: Mapping[str, str] | None = None) -> str:
     """Translate a library message into a pipeline's terms.
 
-    Option ``tz=`` of input ``index`` becomes the key ``inputs[index].tz``, a reader option
-    ``year=`` becomes ``inputs[index].options.year``.
+    The message's hints (:class:`~reliability.errors.Hinted`) are spelled as the keys of input
+    ``index``: option ``tz=`` becomes ``inputs[index].tz``, a reader option ``year=`` (or one
+    no reader knows, a misspelling) ``inputs[index].options.year``, and ``pass`` becomes
+    ``set``. The store's switches (``replace=``...) have no key and keep the library's words.
 
     Parameters
     ----------
     message : str
-        The library's message.
+        The library's message (an exception's: :func:`~reliability.errors.message_of`).
     index : int
         Position of the input in the pipeline's ``[[inputs]]``.
+    keys : mapping of str to str, optional
+        Option -> its key, for options spelled otherwise (default: the rule above).
 
     Returns
     -------
@@ -162,26 +177,20 @@ def pipeline_terms(message: str, index: int) -> str:
         The message with the options respelled.
     """
 
-    def spell(name: str, value: str | None) -> str:
-        key = (
-            f"inputs[{index}].{name}"
-            if name in ("tz", "cluster", "observed_at")
-            else f"inputs[{index}].options.{name}"
-        )
-        if value is None:
-            return key
-        return f"{key} = {value if value.lstrip('-').isdigit() else json.dumps(value)}"
+    def spell(hint: Hint) -> str:
+        if keys is not None and hint.option in keys:
+            key = keys[hint.option]
+        elif hint.option in _NO_INPUT_KEY:
+            return hint.library()
+        elif hint.option in _INPUT_KEYS:
+            key = f"inputs[{index}].{hint.option}"
+        else:
+            key = f"inputs[{index}].options.{hint.option}"
+        if hint.value is not None:
+            key += f" = {value_text(hint.value, 'toml')}"
+        return f"set {key}" if hint.action else key
 
-    names = [*reader_option_names(), *INGEST_OPTIONS]
-    alts = "|".join(names)
-    message = re.sub(rf"\bpass (?=({alts})=)", "set ", message)
-    # an option no reader knows (a misspelling: options = { yaer = 2026 }) by its key too
-    message = re.sub(
-        r"^(\w+)= does not apply to",
-        lambda m: f"{spell(m.group(1), None)} does not apply to",
-        message,
-    )
-    return spell_options(message, spell, names)
+    return render_message(message_of(message), spell)
 
 
 def _glob(pattern: str, base: Path) -> list[Path]:
@@ -331,7 +340,9 @@ def _input(where: str, i: int, item: object, base: Path) -> InputSpec:
         try:
             options = {**options, "observed_at": check_observed_at(item["observed_at"])}
         except ReliabilityError as exc:
-            raise PipelineError(f"{loc} ({reader} files): {pipeline_terms(str(exc), i)}") from None
+            raise PipelineError(
+                f"{loc} ({reader} files): {pipeline_terms(message_of(exc), i)}"
+            ) from None
     spec = InputSpec(
         kind="files",
         reader=reader,

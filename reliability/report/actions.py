@@ -19,6 +19,7 @@ import polars as pl
 
 from reliability import references as ref
 from reliability._result import fmt_duration_h, fmt_num
+from reliability.errors import join_messages
 from reliability.report.model import Action, Card
 
 __all__ = [
@@ -183,7 +184,7 @@ def checkpoint_actions(plan: Any | None, mttf: Any | None) -> list[Action]:
             Action(
                 "checkpoint",
                 "No checkpoint plan",
-                f"{plan.refusal}. {rate}".strip(),
+                join_messages(plan.refusal, f". {rate}" if rate else "."),  # hints kept
                 "Checkpoint planning",
             )
         ]

@@ -36,7 +36,14 @@ import polars as pl
 from reliability import schema
 from reliability._atomic import HOST_TAG, temp_owner
 from reliability._result import Result
-from reliability.errors import DatasetDamagedError, DatasetError, IngestError, ReliabilityError
+from reliability.errors import (
+    DatasetDamagedError,
+    DatasetError,
+    Hint,
+    IngestError,
+    ReliabilityError,
+    join_messages,
+)
 from reliability.store import integrity, merge
 from reliability.store.duplicates import shifted_copy
 from reliability.store.inputs import (
@@ -61,6 +68,7 @@ from reliability.store.parts import (
     PART_DIRS,
     check_part,
     new_entry,
+    notes_of,
     part_files,
     part_path,
     remove_parts,
@@ -178,7 +186,7 @@ def _outcome(entry: dict[str, Any], shown: str, status: str) -> IngestOutcome:
         entry["rows_kept"],
         entry["rows_quarantined"],
         dict(entry.get("rows_out") or {}),
-        list(entry.get("notes") or []) if status != "unchanged" else [],
+        notes_of(entry) if status != "unchanged" else [],
         datetime.fromisoformat(until) if until else None,
     )
 
@@ -303,9 +311,15 @@ class Dataset:
             return "unchanged", old
         raise IngestError(
             src.shown,
-            f"already ingested (as {old.get('name')!r}, {old.get('ingested_at', '?')[:19]}) "
-            f"differently: {'; '.join(changes)}. Pass replace=True to re-read it this way "
-            "(its rows from the earlier read are replaced), or read it as before",
+            join_messages(
+                f"already ingested (as {old.get('name')!r}, {old.get('ingested_at', '?')[:19]}) "
+                "differently: ",
+                join_messages(*changes, sep="; "),
+                ". Pass ",
+                Hint("replace", True, action=False),
+                " to re-read it this way (its rows from the earlier read are replaced), or read "
+                "it as before",
+            ),
         )
 
     def ingest(
@@ -527,7 +541,7 @@ class Dataset:
                 progress=(lambda n: progress(by_name[n][1].path)) if progress else None,
             )
             batch = []
-            copies: list[str] = []
+            copies: list[tuple[str, str]] = []  # (input, refusal)
             accepted = [e for e in known.values() if e["sha256"] not in seen]
             for name in names:
                 if name not in done:
@@ -537,7 +551,7 @@ class Dataset:
                 copy = shifted_copy(self.path, accepted, _part_tables(self.path, entry))
                 if copy is not None:  # a shifted copy of an input: nothing of it is committed
                     remove_parts([self.path / p["file"] for p in entry["parts"].values()])
-                    copies.append(f"{src.shown}: {copy.message(kwargs.get('tz'))}")
+                    copies.append((src.shown, copy.message(kwargs.get("tz"))))
                     continue
                 accepted.append(entry)
                 outcome = _outcome(entry, src.shown, "replaced" if replaces else "ingested")
@@ -549,16 +563,20 @@ class Dataset:
                 outcomes[min(outcomes)].notes[:0] = lock.notes
         if copies:
             raise IngestError(
-                copies[0].split(": ", 1)[0],
-                f"{len(copies)} of {len(todo)} input(s) refused (the others are committed): "
-                + "; ".join(c.split(": ", 1)[1] for c in copies[:3]),
+                copies[0][0],
+                join_messages(
+                    f"{len(copies)} of {len(todo)} input(s) refused (the others are committed): ",
+                    join_messages(*(c[1] for c in copies[:3]), sep="; "),
+                ),
             )
         if failures:
             first = by_name[failures[0].name][1].shown
             raise IngestError(
                 first,
-                f"{len(failures)} of {len(todo)} input(s) failed (the others are committed): "
-                + "; ".join(str(f) for f in failures[:3]),
+                join_messages(
+                    f"{len(failures)} of {len(todo)} input(s) failed (the others are committed): ",
+                    join_messages(*(f.message for f in failures[:3]), sep="; "),
+                ),
             )
         return [outcomes[i] for i in sorted(outcomes)]
 

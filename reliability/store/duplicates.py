@@ -21,6 +21,8 @@ from typing import Any
 
 import polars as pl
 
+from reliability.errors import Hint, Hinted
+
 __all__ = ["ShiftedCopy", "shifted_copy"]
 
 #: every UTC offset in use is a multiple of this [minutes] (India +5:30, Nepal +5:45)
@@ -72,23 +74,25 @@ class ShiftedCopy:
         Returns
         -------
         str
-            The refusal, with ``tz=`` and ``replace=`` in Python's spelling (front ends respell).
+            The refusal, with ``tz=`` as a :class:`~reliability.errors.Hint` (front ends spell it).
         """
         what = "jobs" if self.table == "jobs" else "node-state intervals"
         shifts = " and ".join(_hours(h) for h in self.shifts_h)
-        # the zones are named, not spelled as options: front ends respell ``tz=`` for the input
-        # being ingested, and the earlier input's option is not this one's
+        # the zones are named, not spelled as options: a front end spells the ``tz=`` hint as
+        # the input being ingested's, and the earlier input's option is not this one's
         then = (self.earlier.get("options") or {}).get("tz")
         zone_then = f"local times in {then!r}" if then else "epoch times or times with a zone"
         zone_new = f"local times in {tz_now!r}" if tz_now else "epoch times or times with a zone"
-        return (
+        return Hinted(
             f"the same {self.shifted:,} {what} as {self.earlier.get('name')!r} (ingested "
             f"{str(self.earlier.get('ingested_at', '?'))[:19]}), with the same durations and "
             f"every time shifted by {shifts}: the same records read twice in different time zones "
             f"(this one read as {zone_new}, that one as {zone_then}). Nothing was ingested. "
             "sacct and sacctmgr print local time without a zone: pass the zone of the host that "
-            "ran them as tz=; if the earlier input was read in the wrong zone, ingest that one "
-            "again, replacing it, in the right zone"
+            "ran them as ",
+            Hint("tz", action=False),
+            "; if the earlier input was read in the wrong zone, ingest that one again, replacing "
+            "it, in the right zone",
         )
 
 

@@ -2,8 +2,8 @@
 
 The reader is run so that a failure is an :class:`IngestError` naming the input.
 
-Messages name options as ``name=`` (Python's spelling); the CLI and pipelines respell them
-(:func:`reliability.errors.spell_options`).
+Messages name options as structured hints (:class:`reliability.errors.Hint`, ``name=`` in
+Python's spelling); the CLI and pipelines spell them as their flags and keys.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 import polars as pl
 
 from reliability._atomic import HOST_TAG, file_sha256
-from reliability.errors import IngestError, ReliabilityError
+from reliability.errors import Hint, Hinted, IngestError, ReliabilityError, join_messages
 from reliability.ingest import READERS, ReadResult
 from reliability.ingest.shared import YEAR_MAX, YEAR_MIN
 from reliability.store.observation import apply_observed_at, check_observed_at, note_inferred_end
@@ -48,7 +48,10 @@ INGEST_OPTIONS = ("observed_at",)
 
 
 def _check_zone(tz: object) -> None:
-    bad = f"tz={tz!r} is not a time zone: give an IANA name such as UTC or America/New_York"
+    bad = Hinted(
+        Hint("tz", tz, action=False),
+        " is not a time zone: give an IANA name such as UTC or America/New_York",
+    )
     if not isinstance(tz, str) or not tz.strip():
         raise ReliabilityError(bad)
     try:
@@ -61,10 +64,17 @@ def _check_zone(tz: object) -> None:
 def _check_time(name: str, value: object) -> None:
     if isinstance(value, datetime):
         if value.tzinfo is None:
-            raise ReliabilityError(f"{name}={value.isoformat()!r} needs a UTC offset (e.g. ...Z)")
+            raise ReliabilityError(
+                Hinted(
+                    Hint(name, value.isoformat(), action=False), " needs a UTC offset (e.g. ...Z)"
+                )
+            )
         if not YEAR_MIN <= value.year <= YEAR_MAX:
             raise ReliabilityError(
-                f"{name}={value.isoformat()!r} is outside the years {YEAR_MIN}-{YEAR_MAX}"
+                Hinted(
+                    Hint(name, value.isoformat(), action=False),
+                    f" is outside the years {YEAR_MIN}-{YEAR_MAX}",
+                )
             )
 
 
@@ -73,20 +83,29 @@ def _checked(name: str, kind: str, choices: tuple[str, ...], value: Any) -> Any:
     if kind == "zone":
         _check_zone(value)
     elif kind == "name" and (not isinstance(value, str) or not value.strip()):
-        raise ReliabilityError(f"{name}={value!r}: expected a non-empty name")
+        raise ReliabilityError(
+            Hinted(Hint(name, value, action=False), ": expected a non-empty name")
+        )
     elif kind == "year" and (
         isinstance(value, bool) or not isinstance(value, int) or not YEAR_MIN <= value <= YEAR_MAX
     ):
-        raise ReliabilityError(f"{name}={value!r}: expected a year in {YEAR_MIN}-{YEAR_MAX}")
+        raise ReliabilityError(
+            Hinted(Hint(name, value, action=False), f": expected a year in {YEAR_MIN}-{YEAR_MAX}")
+        )
     elif kind == "names":
         if isinstance(value, str) or not value or not all(isinstance(x, str) and x for x in value):
-            raise ReliabilityError(f"{name}={value!r}: expected a list of sacct field names")
+            raise ReliabilityError(
+                Hinted(Hint(name, value, action=False), ": expected a list of sacct field names")
+            )
         return list(value)
     elif kind == "time":
         _check_time(name, value)
     elif kind == "choice" and value not in choices:
         raise ReliabilityError(
-            f"{name}={value!r}: expected one of {', '.join(repr(c) for c in choices)}"
+            Hinted(
+                Hint(name, value, action=False),
+                f": expected one of {', '.join(repr(c) for c in choices)}",
+            )
         )
     return value
 
@@ -98,7 +117,7 @@ def reader_options(
 
     Each option must apply to the reader, the required ones must be there, and the values must
     be sane (a known time zone, a year within bounds, aware times). Errors name options as
-    ``name=`` (see :func:`reliability.errors.spell_options`).
+    :class:`~reliability.errors.Hint` parts (``name=`` in the library's spelling).
 
     Parameters
     ----------
@@ -130,11 +149,16 @@ def reader_options(
     for k in kwargs:
         if k not in takes and k not in INGEST_OPTIONS:
             raise ReliabilityError(
-                f"{k}= does not apply to {kind!r} inputs (they take {', '.join(n + '=' for n in takes)})"
+                join_messages(
+                    Hint(k, action=False),
+                    f" does not apply to {kind!r} inputs (they take ",
+                    join_messages(*(Hint(n, action=False) for n in takes), sep=", "),
+                    ")",
+                )
             )
     for o in spec.options:
         if o.required and o.name not in kwargs:
-            raise ReliabilityError(f"{kind!r} inputs need {o.name}=")
+            raise ReliabilityError(Hinted(f"{kind!r} inputs need ", Hint(o.name, action=False)))
     for o in spec.options:
         if o.name in kwargs:
             kwargs[o.name] = _checked(o.name, o.type, o.choices, kwargs[o.name])
@@ -188,7 +212,7 @@ def read_input(
             if other is not None:
                 raise IngestError(
                     exc.path,
-                    f"{other}. The {kind!r} reader says: {exc.problem}",
+                    join_messages(f"{other}. The {kind!r} reader says: ", exc.problem),
                     line=exc.line,
                     field=exc.field,
                 ) from None
@@ -215,7 +239,11 @@ def read_input(
         first = result.quarantine.row(0, named=True)
         raise IngestError(
             shown,
-            f"{result.rows_quarantined} row(s) would be quarantined (strict=); first: {first['reason']}",
+            Hinted(
+                f"{result.rows_quarantined} row(s) would be quarantined (",
+                Hint("strict", action=False),
+                f"); first: {first['reason']}",
+            ),
             line=first["line_no"],
         )
     return result

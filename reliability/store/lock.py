@@ -39,7 +39,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from reliability.errors import DatasetLockedError
+from reliability.errors import DatasetLockedError, Hint, Hinted, Placeholder
 
 __all__ = ["DatasetLock", "LockInfo", "pid_alive"]
 
@@ -244,7 +244,12 @@ class DatasetLock:
             If ``wait_s`` is negative, infinite or not a number.
         """
         if not (math.isfinite(wait_s) and wait_s >= 0.0):
-            raise ValueError(f"wait_s={wait_s!r}: expected a finite number of seconds >= 0")
+            raise ValueError(
+                Hinted(
+                    Hint("wait_s", wait_s, action=False),
+                    ": expected a finite number of seconds >= 0",
+                )
+            )
         self.folder.mkdir(parents=True, exist_ok=True)
         deadline, pause = time.monotonic() + wait_s, 0.05
         got = self._open_locked(blocking=False)
@@ -269,9 +274,12 @@ class DatasetLock:
                 detail = "it is held by another process"
             waited = f"; waited {wait_s:g} s for it to finish" if wait_s > 0 else ""
             raise DatasetLockedError(
-                f"{self.folder}: another process is writing this Dataset ({detail}){waited}; "
-                "try again when it has finished (the lock is released when that process exits), "
-                "or let this call wait for it with wait_s=SECONDS"
+                Hinted(
+                    f"{self.folder}: another process is writing this Dataset ({detail}){waited}; "
+                    "try again when it has finished (the lock is released when that process exits), "
+                    "or let this call wait for it with ",
+                    Hint("wait_s", Placeholder("SECONDS"), action=False),
+                )
             )
         self.fd, info = got
         if info is not None and (info.pid != os.getpid() or not info.local):

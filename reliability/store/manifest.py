@@ -29,7 +29,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from reliability import schema
 from reliability._atomic import write_json_atomic
 from reliability._version import __version__
-from reliability.errors import DatasetDamagedError, DatasetError
+from reliability.errors import DatasetDamagedError, DatasetError, Hint, Hinted
 from reliability.store.observation import FUTURE_MARGIN
 from reliability.store.parts import part_path_problem
 
@@ -458,7 +458,7 @@ def option_changes(entry: dict[str, Any], kind: str, options: dict[str, str]) ->
         a, b = old.get(k), options.get(k)
         if a == b:
             continue
-        then = f"{k}={a!r}" if a is not None else f"no {k}="
-        now = f"{k}={b!r}" if b is not None else f"no {k}="
-        out.append(f"{then} then, {now} now")
+        then = Hint(k, a, action=False) if a is not None else Hinted("no ", Hint(k, action=False))
+        now = Hint(k, b, action=False) if b is not None else Hinted("no ", Hint(k, action=False))
+        out.append(Hinted(then, " then, ", now, " now"))
     return out

@@ -24,7 +24,7 @@ from datetime import UTC, datetime, timedelta
 
 import polars as pl
 
-from reliability.errors import IngestError, ReliabilityError
+from reliability.errors import Hint, Hinted, IngestError, ReliabilityError, join_messages
 from reliability.ingest import ReadResult
 
 __all__ = [
@@ -70,29 +70,42 @@ def check_observed_at(value: object) -> datetime:
             t = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
         except ValueError:
             raise ReliabilityError(
-                f"observed_at={value!r}: expected an ISO 8601 time with a UTC offset "
-                "(e.g. 2025-03-01T12:00:00Z)"
+                Hinted(
+                    Hint("observed_at", value, action=False),
+                    ": expected an ISO 8601 time with a UTC offset (e.g. 2025-03-01T12:00:00Z)",
+                )
             ) from None
     if not isinstance(t, datetime):
         raise ReliabilityError(
-            f"observed_at={value!r}: expected a time (ISO 8601 with a UTC offset)"
+            Hinted(
+                Hint("observed_at", value, action=False),
+                ": expected a time (ISO 8601 with a UTC offset)",
+            )
         )
     if t.tzinfo is None:
         raise ReliabilityError(
-            f"observed_at={t.isoformat()!r} needs a UTC offset (e.g. 2025-03-01T12:00:00Z)"
+            Hinted(
+                Hint("observed_at", t.isoformat(), action=False),
+                " needs a UTC offset (e.g. 2025-03-01T12:00:00Z)",
+            )
         )
     if not YEAR_MIN <= t.year <= YEAR_MAX:
         raise ReliabilityError(
-            f"observed_at={t.isoformat()!r} is outside the years {YEAR_MIN}-{YEAR_MAX}"
+            Hinted(
+                Hint("observed_at", t.isoformat(), action=False),
+                f" is outside the years {YEAR_MIN}-{YEAR_MAX}",
+            )
         )
     t = t.astimezone(UTC)
     now = datetime.now(UTC)
     if t > now + FUTURE_MARGIN:
         raise ReliabilityError(
-            f"observed_at={t.isoformat()} is in the future (this machine's clock reads "
-            f"{now:%Y-%m-%dT%H:%M:%SZ}): an export cannot have been taken after now, and every "
-            "interval or attempt open at the end would be counted as open until then; give the "
-            "time the export was taken"
+            Hinted(
+                Hint("observed_at", t, action=False),
+                f" is in the future (this machine's clock reads {now:%Y-%m-%dT%H:%M:%SZ}): an "
+                "export cannot have been taken after now, and every interval or attempt open at "
+                "the end would be counted as open until then; give the time the export was taken",
+            )
         )
     return t
 
@@ -140,16 +153,25 @@ def apply_observed_at(result: ReadResult, shown: str, observed_at: datetime) -> 
         t, where = latest
         gap_h = (t - observed_at).total_seconds() / 3600.0
         zone = (
-            f" ({gap_h:.0f} h: a whole number of hours, as when local times are read in the wrong "
-            "zone: check tz=)"
+            Hinted(
+                f" ({gap_h:.0f} h: a whole number of hours, as when local times are read in the "
+                "wrong zone: check ",
+                Hint("tz", action=False),
+                ")",
+            )
             if gap_h >= 1 and abs(gap_h - round(gap_h)) < 1e-9
             else ""
         )
         raise IngestError(
             shown,
-            f"observed_at={observed_at.isoformat()} is before the latest time in the input, "
-            f"{t.isoformat()} ({where}), by {_span(gap_h)}{zone}: an export cannot record what "
-            "happened after it was taken; give the time the export was taken",
+            join_messages(
+                Hint("observed_at", observed_at, action=False),
+                f" is before the latest time in the input, {t.isoformat()} ({where}), by "
+                f"{_span(gap_h)}",
+                zone,
+                ": an export cannot record what happened after it was taken; give the time the "
+                "export was taken",
+            ),
         )
     if (
         latest is not None
@@ -158,10 +180,13 @@ def apply_observed_at(result: ReadResult, shown: str, observed_at: datetime) -> 
     ):
         days = (observed_at - latest[0]).total_seconds() / 86400.0
         result.notes.append(
-            f"observed_at={observed_at:%Y-%m-%dT%H:%M:%SZ} is {days:.1f} days after the latest time "
-            f"in the input ({latest[0]:%Y-%m-%dT%H:%M:%SZ}): what is open at the end (attempts "
-            "running or pending, nodes out of service) is counted as open for those days; if the "
-            "export was taken earlier, give that time"
+            Hinted(
+                Hint("observed_at", observed_at, action=False),
+                f" is {days:.1f} days after the latest time in the input "
+                f"({latest[0]:%Y-%m-%dT%H:%M:%SZ}): what is open at the end (attempts running or "
+                "pending, nodes out of service) is counted as open for those days; if the export "
+                "was taken earlier, give that time",
+            )
         )
     if result.observed_until is not None and result.observation_basis not in ("", INFERRED):
         if observed_at < result.observed_until:
@@ -179,7 +204,7 @@ def _span(hours: float) -> str:
 
 
 #: the start of the note :func:`note_inferred_end` writes (front ends add the file's mtime)
-INFERRED_NOTE_END = "pass observed_at= to record when the export was taken"
+INFERRED_NOTE_END = Hinted(Hint("observed_at"), " to record when the export was taken")
 
 
 def _open_counts(result: ReadResult) -> tuple[int, int]:
@@ -225,7 +250,10 @@ def note_inferred_end(result: ReadResult) -> None:
         if p
     )
     result.notes.append(
-        f"{what} at export: open at the end of the observation, taken as the latest time in the "
-        f"input, {result.observed_until:%Y-%m-%d %H:%M:%S} UTC (a lower bound of when it was "
-        "exported); pass observed_at= to record when the export was taken"
+        Hinted(
+            f"{what} at export: open at the end of the observation, taken as the latest time in "
+            f"the input, {result.observed_until:%Y-%m-%d %H:%M:%S} UTC (a lower bound of when it "
+            "was exported); ",
+            INFERRED_NOTE_END,
+        )
     )

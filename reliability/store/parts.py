@@ -23,14 +23,16 @@ from typing import Any
 from reliability import taxonomy
 from reliability._atomic import file_sha256, write_parquet_atomic
 from reliability._version import __version__
-from reliability.errors import DatasetDamagedError
+from reliability.errors import DatasetDamagedError, Hinted
 from reliability.ingest import ReadResult
 from reliability.store.footer import FooterError, footer_span, read_footer, read_num_rows
 
 __all__ = [
     "PART_KEY",
     "check_part",
+    "entry_notes",
     "new_entry",
+    "notes_of",
     "part_files",
     "part_path",
     "part_path_problem",
@@ -78,6 +80,50 @@ def writer_identity() -> dict[str, Any]:
     }
 
 
+def entry_notes(notes: list[str]) -> dict[str, list[Any]]:
+    """Return a manifest entry's notes: the plain text, and the structured parts beside it.
+
+    ``notes`` is each note in the library's spelling; ``note_parts`` keeps a
+    :class:`~reliability.errors.Hinted` note's text and hints (:meth:`~reliability.errors.Hinted.to_json`;
+    None for a plain note), so a pipeline rerun or the CLI renders them in its own terms.
+
+    Parameters
+    ----------
+    notes : list of str
+        The reader's (and store's) notes on an input.
+
+    Returns
+    -------
+    dict
+        ``{"notes": [...], "note_parts": [...]}``.
+    """
+    return {
+        "notes": [str(n) for n in notes],
+        "note_parts": [n.to_json() if isinstance(n, Hinted) else None for n in notes],
+    }
+
+
+def notes_of(entry: dict[str, Any]) -> list[str]:
+    """Return a manifest entry's notes, a structured one as a :class:`~reliability.errors.Hinted` message.
+
+    Parameters
+    ----------
+    entry : dict
+        A manifest entry (one written before ``note_parts`` existed gives its plain notes).
+
+    Returns
+    -------
+    list of str
+        The notes.
+    """
+    notes = list(entry.get("notes") or [])
+    parts = entry.get("note_parts") or []
+    return [
+        Hinted.from_json(parts[i]) if i < len(parts) and parts[i] is not None else n
+        for i, n in enumerate(notes)
+    ]
+
+
 def new_entry(
     kind: str,
     name: str,
@@ -122,7 +168,7 @@ def new_entry(
         "rows_out": {t: f.height for t, f in result.frames.items()},
         "parts": {},
         "options": options,
-        "notes": list(result.notes),
+        **entry_notes(result.notes),
         "observation": {
             "from": _iso(result.observed_from),
             "until": _iso(result.observed_until),

@@ -25,7 +25,7 @@ import numpy as np
 import polars as pl
 
 from reliability import hostlist, schema
-from reliability.errors import IngestError
+from reliability.errors import Hint, Hinted, IngestError, Placeholder
 from reliability.ingest._bounds import MAX_HOSTLIST_NODES
 from reliability.ingest._common import ReadResult, quarantine_frame
 from reliability.ingest._compressed import is_gzip
@@ -267,9 +267,13 @@ class SacctReader:
             # content, e.g. a missing Cluster, so the message names the real mistake)
             raise IngestError(
                 self.src,
-                f"option fields= names {n} fields, but none of the first {len(lines)} lines has "
-                f"{n} (the first has {lines[0].count('|') + 1}, '|'-separated): give the "
-                "--format list the export was made with, in its order",
+                Hinted(
+                    "option ",
+                    Hint("fields", action=False),
+                    f" names {n} fields, but none of the first {len(lines)} lines has "
+                    f"{n} (the first has {lines[0].count('|') + 1}, '|'-separated): give the "
+                    "--format list the export was made with, in its order",
+                ),
             )
         trailing = sum(x.endswith("|") and x.count("|") == n for x in lines) > len(lines) / 2
         return Layout(tuple(self.fields), trailing)
@@ -356,8 +360,11 @@ class SacctReader:
             )
         raise IngestError(
             self.src,
-            "no sacct header line (the first field should be JobID); for --noheader output "
-            f"pass fields=[...] in the --format order; {_EXPORT_HINT}",
+            Hinted(
+                "no sacct header line (the first field should be JobID); for --noheader output ",
+                Hint("fields", Placeholder("[...]")),
+                f" in the --format order; {_EXPORT_HINT}",
+            ),
             line=line,
         )
 
@@ -386,7 +393,9 @@ class SacctReader:
             )
         if "Cluster" not in layout.names and self.cluster is None:
             raise IngestError(
-                self.src, "the export has no Cluster field: pass cluster=", field="Cluster"
+                self.src,
+                Hinted("the export has no Cluster field: ", Hint("cluster")),
+                field="Cluster",
             )
         self.layout = layout
         self.layouts.append(layout)
@@ -594,8 +603,11 @@ class SacctReader:
         if self.naive and self.tz is None:
             raise IngestError(
                 src,
-                "sacct prints local times without a zone: pass tz= (e.g. 'UTC' or the "
-                "cluster's zone), or export with SLURM_TIME_FORMAT=%s",
+                Hinted(
+                    "sacct prints local times without a zone: ",
+                    Hint("tz"),
+                    " (e.g. 'UTC' or the cluster's zone), or export with SLURM_TIME_FORMAT=%s",
+                ),
                 field="Submit",
             )
         notes = list(self.notes)

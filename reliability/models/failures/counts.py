@@ -56,6 +56,7 @@ import polars as pl
 from scipy import stats
 
 from reliability._result import Result, fmt_count, fmt_num
+from reliability.errors import Hint, Hinted
 
 __all__ = [
     "MIN_DISPERSION",
@@ -838,9 +839,11 @@ def resolve_observation_end(
     latest = frame.select(pl.max_horizontal([pl.col(c).max() for c in cols])).item()
     if latest is None:
         return None, None
-    return latest, (
-        f"observation end not given: taken as the latest timestamp in the jobs ({latest:%Y-%m-%d %H:%M} UTC); "
-        "pass observation_end= (e.g. the sacct --endtime) to censor running attempts exactly"
+    return latest, Hinted(
+        "observation end not given: taken as the latest timestamp in the jobs "
+        f"({latest:%Y-%m-%d %H:%M} UTC); ",
+        Hint("observation_end"),
+        " (e.g. the sacct --endtime) to censor running attempts exactly",
     )
 
 

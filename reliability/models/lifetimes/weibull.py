@@ -40,6 +40,7 @@ import polars as pl
 from scipy import special, stats
 
 from reliability._result import Result, fmt_num
+from reliability.errors import Hint, Hinted
 
 __all__ = [
     "MIN_FAILURES_FOR_FIT",
@@ -772,7 +773,15 @@ def fit_lifetimes(
         entry = entry or "entry_h"
         by = by or "component_type"
     if duration is None or event is None:
-        raise ValueError("give duration= and event= (column names)")
+        raise ValueError(
+            Hinted(
+                "give ",
+                Hint("duration", action=False),
+                " and ",
+                Hint("event", action=False),
+                " (column names)",
+            )
+        )
     if frame.height == 0:
         raise ValueError("the lifetime table is empty")
     t_all = _as_numpy(frame, duration, pl.Float64)
@@ -858,7 +867,11 @@ def lifetime_table(
         end = max((c for c in cands if c is not None), default=None)
     if end is None:
         raise ValueError(
-            "no observation end: give observation_end= (nothing failed or left service)"
+            Hinted(
+                "no observation end: give ",
+                Hint("observation_end", action=False),
+                " (nothing failed or left service)",
+            )
         )
     first = (
         component_failures.filter(pl.col("failed_at") <= end)

@@ -42,6 +42,7 @@ import numpy as np
 import polars as pl
 
 from reliability._result import Result, fmt_duration_h, fmt_num
+from reliability.errors import Hint, Hinted
 from reliability.models.failures.counts import as_utc
 from reliability.models.failures.incidents import failures_by_node, unattributed_failures
 
@@ -259,7 +260,11 @@ class NodeHealth(Result):
                 )
         elif not self.offenders_assessed:
             lines.append(
-                "repeat offenders not assessed (no attributed jobs given: pass attributed=)"
+                Hinted(
+                    "repeat offenders not assessed (no attributed jobs given: ",
+                    Hint("attributed"),
+                    ")",
+                )
             )
         else:
             lines.append("no hardware-attributed failure names a node")

@@ -32,6 +32,7 @@ import numpy as np
 import polars as pl
 from scipy import optimize, stats
 
+from reliability.errors import Hint, Hinted
 from reliability.topology import CHIPS_PER_HOST as _HOST_SHAPE
 from reliability.topology import DIMS, FACE_LINKS, HOSTS_PER_CUBE
 
@@ -162,7 +163,13 @@ def job_availability(
     if mode not in ("reconfigurable", "static"):
         raise ValueError(f"mode must be 'reconfigurable' or 'static', got {mode!r}")
     if mode == "reconfigurable" and not spec.reconfigurable:
-        raise ValueError(f"pod {spec.name!r} has fixed wiring: only mode='static' applies")
+        raise ValueError(
+            Hinted(
+                f"pod {spec.name!r} has fixed wiring: only ",
+                Hint("mode", "static", action=False),
+                " applies",
+            )
+        )
     a = np.asarray(host_availability, dtype=float)
     if np.any(~((a >= 0) & (a <= 1))):  # also refuses NaN
         raise ValueError("host_availability must be a probability in [0, 1]")

@@ -37,6 +37,8 @@ import warnings
 
 import numpy as np
 
+from reliability.errors import Hint, Hinted
+
 __all__ = [
     "LINEAR_WARN_X",
     "VARIANTS",
@@ -228,13 +230,21 @@ def expected_ettr(
         worst = float(np.max(lam * cost))
         if worst >= 1.0:
             raise ValueError(
-                f"the linearised {variant!r} form does not hold: N·r_f·(u0 + Δt/2 + ...) = {worst:.2f} >= 1 "
-                "(the job is interrupted more often than it can make progress); use variant='renewal'"
+                Hinted(
+                    f"the linearised {variant!r} form does not hold: N·r_f·(u0 + Δt/2 + ...) = "
+                    f"{worst:.2f} >= 1 (the job is interrupted more often than it can make "
+                    "progress); use ",
+                    Hint("variant", "renewal", action=False),
+                )
             )
         if worst > LINEAR_WARN_X:
             warnings.warn(
-                f"N·r_f·(u0 + Δt/2 + ...) = {worst:.2f} > {LINEAR_WARN_X}: the linearised {variant!r} form "
-                f"is off by about {100 * worst**2 / 2:.0f}%; variant='renewal' is exact for Poisson failures",
+                Hinted(
+                    f"N·r_f·(u0 + Δt/2 + ...) = {worst:.2f} > {LINEAR_WARN_X}: the linearised "
+                    f"{variant!r} form is off by about {100 * worst**2 / 2:.0f}%; ",
+                    Hint("variant", "renewal", action=False),
+                    " is exact for Poisson failures",
+                ),
                 ETTRApproximationWarning,
                 stacklevel=2,
             )

@@ -34,6 +34,7 @@ import polars as pl
 from scipy import optimize
 
 from reliability._result import Result, fmt_duration_h, fmt_num
+from reliability.errors import Hint, Hinted, join_messages
 from reliability.models.failures.counts import RateEstimate
 from reliability.models.failures.mttf import mttf_h
 from reliability.models.recovery.checkpoint import optimal_interval_h
@@ -289,12 +290,16 @@ def _choose_rate(source: Any) -> tuple[float, str, pl.DataFrame, float | None, l
         )
         return window.high, f"upper {pct} bound (no failures)", rates, None, notes
     if hasattr(source, "min_gpus"):
-        what, fix = f" from jobs of >= {source.min_gpus} GPUs", "fit with a lower min_gpus=, or "
+        what = f" from jobs of >= {source.min_gpus} GPUs"
+        fix = Hinted("fit with a lower ", Hint("min_gpus", action=False), ", or ")
     else:
         what, fix = "", ""
     raise ValueError(
-        f"no exposure{what} to estimate r_f from: nothing to plan with ({fix}give "
-        "rate_per_node_day)"
+        join_messages(
+            f"no exposure{what} to estimate r_f from: nothing to plan with (",
+            fix,
+            "give rate_per_node_day)",
+        )
     )
 
 

@@ -65,6 +65,7 @@ import polars as pl
 from scipy import stats
 
 from reliability._result import Result, fmt_count, fmt_duration_h, fmt_num, fmt_pct
+from reliability.errors import Hint, Hinted, join_messages
 from reliability.models.recovery.checkpoint import daly_interval_h
 from reliability.models.recovery.ettr import expected_ettr, interruption_rate_per_h
 
@@ -463,13 +464,18 @@ def compare_strategies(
     )
     rows.append(row)
     notes.append(
-        f"checkpoint writes assumed: to storage {fmt_duration_h(ckpt_write_h) if ckpt_write_h else '0'} "
-        f"(checkpoint-restart, hot spares), to peers {fmt_duration_h(peer_write_h)} (peer checkpoints)"
-        + (
-            "; a storage write of 0 favours checkpoint-restart and hot spares over peer checkpoints "
-            "(give the measured storage write)"
+        join_messages(
+            f"checkpoint writes assumed: to storage "
+            f"{fmt_duration_h(ckpt_write_h) if ckpt_write_h else '0'} (checkpoint-restart, hot "
+            f"spares), to peers {fmt_duration_h(peer_write_h)} (peer checkpoints)",
+            Hinted(
+                "; a storage write of 0 favours checkpoint-restart and hot spares over peer "
+                "checkpoints (give the measured storage write: ",
+                Hint("ckpt_write_h"),
+                ")",
+            )
             if ckpt_write_h == 0
-            else ""
+            else "",
         )
     )
     if queue_h > 0:
@@ -562,8 +568,11 @@ def _hot_spares(
     if repair_h is None:
         repair_h = DEFAULT_REPAIR_H
         notes.append(
-            f"node repair time not given: {DEFAULT_REPAIR_H:g} h assumed for the spares (pass repair_h, or "
-            "measure it from node states with recovery_costs)"
+            Hinted(
+                f"node repair time not given: {DEFAULT_REPAIR_H:g} h assumed for the spares (",
+                Hint("repair_h"),
+                ", or measure it from node states with recovery_costs)",
+            )
         )
     _check_h("repair_h", repair_h, positive=True)
     pool = job.n_nodes if pool_nodes is None else float(pool_nodes)
@@ -641,7 +650,11 @@ def _peer_checkpoint(
     if peer_write_h is None:
         peer_write_h = DEFAULT_PEER_WRITE_S / 3600.0
         notes.append(
-            f"peer checkpoint write not given: {DEFAULT_PEER_WRITE_S:g} s assumed (pass peer_write_h)"
+            Hinted(
+                f"peer checkpoint write not given: {DEFAULT_PEER_WRITE_S:g} s assumed (",
+                Hint("peer_write_h"),
+                ")",
+            )
         )
     _check_h("peer_write_h", peer_write_h, positive=True)
     u_peer = job.restart_h if peer_restore_h is None else peer_restore_h
@@ -712,8 +725,12 @@ def _elastic(
     if reconfig_h is None:
         reconfig_h = DEFAULT_ELASTIC_RECONFIG_S / 3600.0
         notes.append(
-            f"elastic reconfiguration pause not given: {DEFAULT_ELASTIC_RECONFIG_S:g} s per failure assumed "
-            "(pass reconfig_h)"
+            Hinted(
+                f"elastic reconfiguration pause not given: {DEFAULT_ELASTIC_RECONFIG_S:g} s per "
+                "failure assumed (",
+                Hint("reconfig_h"),
+                ")",
+            )
         )
     _check_h("reconfig_h", reconfig_h)
     heal = job.queue_h + job.restart_h if heal_h is None else heal_h

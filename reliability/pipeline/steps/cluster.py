@@ -560,6 +560,34 @@ def _recovery_costs(
     )
 
 
+#: compare_strategies' assumed costs, which a pipeline has no keys for
+_ASSUMED = ("peer_write_h", "reconfig_h", "ckpt_write_h")
+
+
+def _assumed(note: str) -> str:
+    """Say a strategy note's parenthesis that names an assumed cost's argument as an assumption.
+
+    ``(pass peer_write_h=)`` -> ``(an assumption, not measured: compare_strategies() takes your
+    own)``: the text from the ``(`` before the hint to the ``)`` after it is replaced.
+    """
+    if not isinstance(note, Hinted) or not any(h.option in _ASSUMED for h in note.hints):
+        return note
+    parts = list(note.parts)
+    for i, p in enumerate(parts):
+        if isinstance(p, Hint) and p.option in _ASSUMED and 0 < i < len(parts) - 1:
+            before, after = parts[i - 1], parts[i + 1]
+            if (
+                isinstance(before, str)
+                and isinstance(after, str)
+                and "(" in before
+                and ")" in after
+            ):
+                parts[i - 1] = before[: before.rindex("(")]
+                parts[i] = "(an assumption, not measured: compare_strategies() takes your own)"
+                parts[i + 1] = after[after.index(")") + 1 :]
+    return Hinted(*parts)
+
+
 def _strategies(
     cfg: PipelineConfig, per_node: int, big: PlanResult, costs: RecoveryCosts
 ) -> tuple[RecoveryCosts, list[StrategyComparison], list[str]]:
@@ -595,13 +623,10 @@ def _strategies(
         )
     )
     # the library's hints name its arguments; the report has no keys for these assumptions
-    hints = ("(pass peer_write_h)", "(pass reconfig_h)", "(give the measured storage write)")
     for m in dict.fromkeys(m for c in out for m in c.notes):
         if "repair time not given" in m:
             continue
-        for h in hints:
-            m = m.replace(h, "(an assumption, not measured: compare_strategies() takes your own)")
-        notes.append(m)
+        notes.append(_assumed(m))
     return costs, out, notes
 
 

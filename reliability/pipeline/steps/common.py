@@ -1,14 +1,12 @@
 """What the stages and section builders share.
 
-The context a section sees, figure and table helpers, and library notes respelled in a
-pipeline's terms.
+The context a section sees, figure and table helpers, and library notes rendered in a
+pipeline's terms (their hints as ``[analysis]`` keys).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +14,7 @@ from typing import Any
 import polars as pl
 from matplotlib.figure import Figure as MplFigure
 
-from reliability.errors import Hint, render_message, spell_options
+from reliability.errors import Hint, message_of, render_message, value_text
 from reliability.pipeline.analysis import AnalysisConfig
 from reliability.pipeline.config import InputSpec, PipelineConfig
 from reliability.report.model import Figure, Table, Text
@@ -42,36 +40,21 @@ class Context:
         return self.config.analysis
 
 
-def _toml(value: object) -> str:
-    if isinstance(value, bool):
-        return str(value).lower()
-    return json.dumps(value) if isinstance(value, str) else str(value)
-
-
 def _analysis_hint(hint: Hint) -> str:
     """Spell a hint as its ``[analysis]`` key (``set [analysis].min_gpus = 4``)."""
     if hint.option not in {f.name for f in dataclasses.fields(AnalysisConfig)}:
         return hint.library()  # no key of a pipeline: the library's words
-    key = f"[analysis].{hint.option}" + ("" if hint.value is None else f" = {_toml(hint.value)}")
+    key = f"[analysis].{hint.option}"
+    if hint.value is not None:
+        key += f" = {value_text(hint.value, 'toml')}"
     return f"set {key}" if hint.action else key
-
-
-def _analysis_pattern(message: str) -> str:
-    names = [f.name for f in dataclasses.fields(AnalysisConfig)]
-    alts = "|".join(names)
-    message = re.sub(rf"\bpass (?=({alts})=)", "set ", message)
-
-    def spell(name: str, value: str | None) -> str:
-        return f"[analysis].{name}" + ("" if value is None else f" = {value}")
-
-    return spell_options(message, spell, names)
 
 
 def analysis_terms(message: str) -> str:
     """Translate a library note into a pipeline's terms: ``min_gpus=4`` -> ``[analysis].min_gpus = 4``.
 
-    A :class:`~reliability.errors.Hinted` note's hints are spelled as ``[analysis]`` keys; a
-    plain note's ``name=`` mentions of them are respelled by pattern.
+    A :class:`~reliability.errors.Hinted` note's hints are spelled as ``[analysis]`` keys (an
+    option that is no key keeps the library's words); plain text is kept as it is.
 
     Parameters
     ----------
@@ -83,7 +66,7 @@ def analysis_terms(message: str) -> str:
     str
         The note with options respelled as ``[analysis]`` keys.
     """
-    return render_message(message, _analysis_hint, _analysis_pattern)
+    return render_message(message_of(message), _analysis_hint)
 
 
 def figure(size: tuple[float, float] = (6.4, 3.6)) -> tuple[MplFigure, Any]:

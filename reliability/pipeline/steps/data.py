@@ -18,6 +18,7 @@ from reliability.pipeline.config import InputSpec, PipelineConfig, pipeline_term
 from reliability.pipeline.steps.common import Context, sim_cluster_config
 from reliability.report.model import Section, Table, Text
 from reliability.store import Dataset, DatasetSummary
+from reliability.store.parts import notes_of
 from reliability.store.summary import display_path
 
 __all__ = [
@@ -378,7 +379,7 @@ def _ingest(
         i = index.get(str(entry.get("path")))
         return note if i is None else pipeline_terms(note, i)
 
-    notes = [{"path": shown(e), "note": said(e, n)} for e in entries for n in e.get("notes") or []]
+    notes = [{"path": shown(e), "note": said(e, n)} for e in entries for n in notes_of(e)]
     reader_notes = pl.DataFrame(notes, schema={"path": pl.String, "note": pl.String})
     start, end = ds.observation_window() if entries else (None, None)
     return DataResult(

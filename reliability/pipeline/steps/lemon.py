@@ -28,11 +28,17 @@ from reliability.analyses.lemons import (
     load_detector,
     uncalibrated_note,
 )
-from reliability.errors import spell_options
+from reliability.errors import Hinted
 from reliability.experiments.backtests import LemonBacktest, QuarantineRun
 from reliability.models.nodes.lemon_testing import LemonTest
 from reliability.pipeline.config import PipelineConfig
-from reliability.pipeline.steps.common import Context, notes_blocks, plot_block, sim_cluster_config
+from reliability.pipeline.steps.common import (
+    Context,
+    analysis_terms,
+    notes_blocks,
+    plot_block,
+    sim_cluster_config,
+)
 from reliability.pipeline.steps.data import DataResult, SplitResult
 from reliability.report.model import Section, Table, Text
 
@@ -212,12 +218,10 @@ def lemon(
 
 
 def _lemon_terms(note: str) -> str:
-    """Name lemon_report's options as the pipeline's: ``window_days=`` -> ``lemon_window_days=``."""
-    return spell_options(
-        note,
-        lambda name, value: f"lemon_{name}=" + ("" if value is None else value),
-        names=("window_days", "model"),
-    )
+    """Name lemon_report's options as the pipeline's: ``window_days=`` -> ``lemon_window_days``."""
+    if isinstance(note, Hinted):
+        return note.renamed({"window_days": "lemon_window_days", "model": "lemon_model"})
+    return note
 
 
 def _backtest(
@@ -279,7 +283,7 @@ def lemon_section(r: LemonReport, ctx: Context) -> list[Section]:
         The one section: the detector, the suspects figure and table, and the backtest when run.
     """
     sec = Section("Lemon nodes")
-    sec.blocks.append(Text("Detector: " + r.detector + "."))
+    sec.blocks.append(Text("Detector: " + analysis_terms(r.detector) + "."))
     if r.test is not None:
         sec.blocks += _test_blocks(r.test)
     elif r.scores.height or not r.notes:  # without scores, the notes say why

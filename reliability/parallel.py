@@ -156,7 +156,9 @@ class Executor:
                     n_workers=self.workers,
                     threads_per_worker=1,
                     processes=self.processes,
-                    dashboard_address=None,
+                    # no dashboard; the scheduler's HTTP routes on a free port (its default,
+                    # 8787, is often taken by another cluster on the machine)
+                    dashboard_address=":0",
                 )
                 self._client = Client(self._cluster)
         return self._client

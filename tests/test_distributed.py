@@ -116,8 +116,11 @@ def test_cluster_scan_equals_the_merged_table_filtered(three_clusters):
         whole = ds.scan(table).collect()
         for picked in (["gull"], ["skua", "tern"]):
             want = whole.filter(pl.col("cluster").is_in(picked))
+            got = ds.scan(table, clusters=picked).collect()
             assert want.height > 0
-            assert_frame_equal(ds.scan(table, clusters=picked).collect(), want)
+            if table != "jobs":  # (only the jobs table has a defined order: by key)
+                want, got = want.sort(pl.all()), got.sort(pl.all())
+            assert_frame_equal(got, want)
     with pytest.raises(Exception, match="no cluster column"):
         ds.scan("quarantine", clusters=["gull"])
 

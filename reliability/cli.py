@@ -24,7 +24,7 @@ import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -71,6 +71,22 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
+    _add_ingest(sub)
+    _add_dataset_commands(sub)
+    an = _add_analyze(sub)
+    _add_signals(sub)
+    _add_simulate(sub)
+    _add_plan(sub)
+    _add_lemon(sub)
+    _add_sweep_and_run(sub)
+    _add_availability(sub)
+    _add_collect(sub)
+    _add_compare(sub, an)
+    return p
+
+
+def _add_ingest(sub: Any) -> None:
+    """Add the ``ingest`` command: a reader kind, files and the reader options as flags."""
     ing = sub.add_parser("ingest", help="read raw logs into a Dataset folder")
     ing.add_argument(
         "kind",
@@ -108,6 +124,10 @@ def _parser() -> argparse.ArgumentParser:
         help="when the export was taken (ISO 8601 with offset): what was still open then is "
         "open 'now' (default: the latest time in the file, said when it matters)",
     )
+
+
+def _add_dataset_commands(sub: Any) -> None:
+    """Add the commands on a Dataset folder itself: ``info``, ``verify``, ``repair``."""
     info = sub.add_parser("info", help="summarise a Dataset folder (tables, inputs, quarantine)")
     info.add_argument("dataset", type=Path)
     ver = sub.add_parser(
@@ -118,6 +138,10 @@ def _parser() -> argparse.ArgumentParser:
         "repair", help="rebuild a lost manifest from the parts, or drop damaged inputs"
     )
     rep.add_argument("dataset", type=Path)
+
+
+def _add_analyze(sub: Any) -> argparse.ArgumentParser:
+    """Add the ``analyze`` command (its attribution and r_f options are also ``compare``'s)."""
     an = sub.add_parser(
         "analyze", help="attribute failures, fit r_f and MTTF(N), print the headline table"
     )
@@ -159,6 +183,11 @@ def _parser() -> argparse.ArgumentParser:
         help="TOML with your site's node-state reason patterns (administrative = [...], fault = "
         "[...], [components]); see reliability.reasons",
     )
+    return an
+
+
+def _add_signals(sub: Any) -> None:
+    """Add the ``signals`` command."""
     sg = sub.add_parser(
         "signals",
         help="which signals (Xids, DCGM fields, health checks, drain reasons) predicted job "
@@ -173,6 +202,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     sg.add_argument("--reasons", type=Path, metavar="FILE", help="your reason patterns (TOML)")
     sg.add_argument("--csv", type=Path, help="write the signal table to this CSV file")
+
+
+def _add_simulate(sub: Any) -> None:
+    """Add the ``simulate cluster`` and ``simulate pod`` commands."""
     sim = sub.add_parser("simulate", help="run a bundled simulator and write its raw logs")
     simsub = sim.add_subparsers(dest="simulator", required=True)
     cl = simsub.add_parser("cluster", help="Slurm-like GPU research cluster (HPCA'25)")
@@ -202,6 +235,10 @@ def _parser() -> argparse.ArgumentParser:
         help="whether jobs may run on fault-tolerant routing around a failed OCS (default: yes; "
         "--no-ft-routing: every OCS failure interrupts the jobs on it)",
     )
+
+
+def _add_plan(sub: Any) -> None:
+    """Add the ``plan`` command: the checkpoint planner and the recovery strategies."""
     pl_ = sub.add_parser(
         "plan", help="checkpoint interval and restart overhead needed for a target ETTR (HPCA'25)"
     )
@@ -289,6 +326,10 @@ def _parser() -> argparse.ArgumentParser:
         default=0.0,
         help="steady throughput cost of elastic training, a fraction in [0, 1)",
     )
+
+
+def _add_lemon(sub: Any) -> None:
+    """Add the ``lemon train`` and ``lemon score`` commands."""
     lem = sub.add_parser("lemon", help="train or apply the lemon-node detector (HPCA'25)")
     lemsub = lem.add_subparsers(dest="lemon_command", required=True)
     lt = lemsub.add_parser("train", help="fit a detector on a Dataset with known lemon nodes")
@@ -324,6 +365,10 @@ def _parser() -> argparse.ArgumentParser:
     ls.add_argument("--fdr", type=float, default=0.1, help="the test's false-discovery rate")
     ls.add_argument("--csv", type=Path, help="write one row per node to this CSV file")
     ls.add_argument("--top", type=int, default=20)
+
+
+def _add_sweep_and_run(sub: Any) -> None:
+    """Add the ``sweep`` and ``run`` commands (a sweep or a pipeline file)."""
     sw = sub.add_parser("sweep", help="run a parameter sweep (simulator or Monte Carlo) over seeds")
     sw.add_argument("spec", type=Path, help="sweep TOML (see pipelines/sweep-*.toml)")
     sw.add_argument("--backend", choices=["serial", "processes", "dask"])
@@ -340,6 +385,10 @@ def _parser() -> argparse.ArgumentParser:
         help="Dask scheduler address (tcp://host:8786, or 'local'): attribute one cluster per "
         "task there (default: the pipeline's [pipeline].scheduler, else in this process)",
     )
+
+
+def _add_availability(sub: Any) -> None:
+    """Add the ``availability`` command (NSDI'24 Figure 1)."""
     av = sub.add_parser(
         "availability", help="job availability vs size of a TPU pod (NSDI'24 Figure 1)"
     )
@@ -358,6 +407,10 @@ def _parser() -> argparse.ArgumentParser:
     av.add_argument(
         "--target", type=float, help="also print the host availability this job availability needs"
     )
+
+
+def _add_collect(sub: Any) -> None:
+    """Add the ``collect`` and ``demo`` commands."""
     col = sub.add_parser(
         "collect", help="export sacct / sacctmgr from a live Slurm and ingest it (incremental)"
     )
@@ -388,6 +441,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--into", type=Path, default=Path("reports/demo"))
     demo.add_argument("--seed", type=int, default=0)
+
+
+def _add_compare(sub: Any, an: argparse.ArgumentParser) -> None:
+    """Add the ``compare`` command, with ``analyze``'s attribution and r_f options."""
     cmp = sub.add_parser(
         "compare",
         help="your r_f, failure components and largest-job MTTF beside published fleets "
@@ -397,7 +454,6 @@ def _parser() -> argparse.ArgumentParser:
     for a in an._actions:  # the same attribution and r_f options as `analyze`
         if a.dest not in ("help", "dataset"):
             cmp._add_action(a)
-    return p
 
 
 def _reader_flags(ing: argparse.ArgumentParser) -> None:

@@ -51,6 +51,7 @@ observation end, not to the end of the window; events after it are ignored.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -136,6 +137,69 @@ def node_features(
     """
     if window_days <= 0 or step_days <= 0 or window_days % step_days:
         raise ValueError("window_days must be a positive multiple of step_days")
+    jobs, he, ns, obs = _inputs(source, observation_end)
+    step = timedelta(days=step_days)
+    n_back = window_days // step_days
+    ended, he, ns = _censored(jobs, he, ns, obs)
+    t0 = start or min(
+        x for x in (ended["start_time"].min(), he["time"].min(), ns["start"].min()) if x is not None
+    )
+    t1 = (
+        end
+        or obs
+        or max(
+            x
+            for x in (ended["end_time"].max(), he["time"].max(), ns["start"].max())
+            if x is not None
+        )
+    )
+    n_windows = int((t1 - t0) / step)
+    if n_windows < n_back:
+        span = fmt_duration_h((t1 - t0).total_seconds() / 3600)
+        raise ValueError(f"the data span {span}, less than one {window_days}-day window")
+    w = _Windows(t0, step, n_back, n_windows)
+    a, attempt_nodes = _attempt_counts(ended, w)
+    e, event_nodes = _event_counts(he, w)
+    s, state_nodes = _state_counts(ns, w)
+    nodes = pl.concat([attempt_nodes, event_nodes, state_nodes]).unique()
+    return _features(nodes, a, e, s, w, window_days)
+
+
+@dataclass(frozen=True)
+class _Windows:
+    """The window grid: ends at ``t0 + k * step`` for k in ``n_back .. n_windows``."""
+
+    t0: datetime
+    step: timedelta
+    n_back: int
+    n_windows: int
+
+    @property
+    def ends(self) -> pl.DataFrame:
+        return pl.DataFrame(
+            {"_k": list(range(self.n_back, self.n_windows + 1))}, schema={"_k": pl.Int64}
+        )
+
+    @property
+    def end_expr(self) -> pl.Expr:
+        """The end of window ``_k`` [UTC]."""
+        return pl.lit(self.t0) + pl.duration(
+            microseconds=pl.col("_k") * int(self.step.total_seconds() * 1e6)
+        )
+
+    def per_window(self, frame: pl.DataFrame, time_col: str) -> pl.DataFrame:
+        """One row per (row of ``frame``, window holding its ``time_col``)."""
+        return (
+            frame.with_columns(_windows(pl.col(time_col), self.t0, self.step, self.n_back))
+            .explode("_k")
+            .join(self.ends, on="_k", how="semi")
+        )
+
+
+def _inputs(
+    source: Dataset | dict[str, pl.DataFrame], observation_end: datetime | None
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, datetime | None]:
+    """Attributed jobs, health events, node states and the observation end [UTC]."""
     obs = observation_end
     if isinstance(source, dict):
         jobs, he, ns = source["jobs"], source["health_events"], source["node_states"]
@@ -162,8 +226,13 @@ def node_features(
         )
     if obs is not None:
         obs = as_utc(obs, "observation_end")
-    step = timedelta(days=step_days)
-    n_back = window_days // step_days
+    return jobs, he, ns, obs
+
+
+def _censored(
+    jobs: pl.DataFrame, he: pl.DataFrame, ns: pl.DataFrame, obs: datetime | None
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """Censor the attempts, events and intervals at the observation end (module doc)."""
     # open attempts are censored at the observation end: they ran there, they did not fail
     ended, _ = clip_attempts(jobs, obs)
     # an open attempt was running in the last instant before the end: the window holding it
@@ -178,31 +247,12 @@ def node_features(
         ns = ns.filter(pl.col("start") < obs_lit).with_columns(
             end=pl.min_horizontal(pl.col("end").fill_null(obs_lit), obs_lit)
         )
-    t0 = start or min(
-        x for x in (ended["start_time"].min(), he["time"].min(), ns["start"].min()) if x is not None
-    )
-    t1 = (
-        end
-        or obs
-        or max(
-            x
-            for x in (ended["end_time"].max(), he["time"].max(), ns["start"].max())
-            if x is not None
-        )
-    )
-    n_windows = int((t1 - t0) / step)
-    if n_windows < n_back:
-        span = fmt_duration_h((t1 - t0).total_seconds() / 3600)
-        raise ValueError(f"the data span {span}, less than one {window_days}-day window")
-    ends = pl.DataFrame({"_k": list(range(n_back, n_windows + 1))}, schema={"_k": pl.Int64})
+    return ended, he, ns
 
-    def per_window(frame: pl.DataFrame, time_col: str) -> pl.DataFrame:
-        return (
-            frame.with_columns(_windows(pl.col(time_col), t0, step, n_back))
-            .explode("_k")
-            .join(ends, on="_k", how="semi")
-        )
 
+def _attempt_counts(ended: pl.DataFrame, w: _Windows) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Per-window attempt counts per node, and the nodes the attempts ran on."""
+    t0, step, n_back, n_windows = w.t0, w.step, w.n_back, w.n_windows
     # Attempts are many (millions, each on many nodes): count them once per node and step,
     # then sum the steps of each window, instead of copying every attempt into its windows.
     step_us = int(step.total_seconds() * 1e6)
@@ -274,12 +324,25 @@ def node_features(
     )
     # distinct causes do not add up over steps: the few culprit attempts go into their windows
     causes = (
-        per_window(culprits, "end_time")
+        w.per_window(culprits, "end_time")
         .group_by("cluster", "node", "_k")
         .agg(distinct_causes=pl.col("failure_cause").n_unique())
     )
     a = a.join(causes, on=["cluster", "node", "_k"], how="left")
-    ev = per_window(he.select("cluster", "node", "time", "source", "component", "severity"), "time")
+    nodes = pl.concat(
+        [
+            steps.select("cluster", "node"),
+            exploded.filter(~in_range.fill_null(False)).select("cluster", "node").drop_nulls(),
+        ]
+    )
+    return a, nodes
+
+
+def _event_counts(he: pl.DataFrame, w: _Windows) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Per-window health-event counts per node, and the nodes with events."""
+    ev = w.per_window(
+        he.select("cluster", "node", "time", "source", "component", "severity"), "time"
+    )
     xid_by_component = [
         ((pl.col("source") == "kernel_log") & (pl.col("component") == c)).sum().alias(f"xid_{c}")
         for c in XID_COMPONENTS
@@ -295,12 +358,14 @@ def node_features(
         .alias("critical_events"),
         *xid_by_component,
     )
-    st = per_window(ns.select("cluster", "node", "start", "end", "state"), "start")
-    window_end = pl.lit(t0) + pl.duration(
-        microseconds=pl.col("_k") * int(step.total_seconds() * 1e6)
-    )
+    return e, ev.select("cluster", "node")
+
+
+def _state_counts(ns: pl.DataFrame, w: _Windows) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Per-window out-of-service counts and hours per node, and the nodes with intervals."""
+    st = w.per_window(ns.select("cluster", "node", "start", "end", "state"), "start")
     s = (
-        st.with_columns(_end=window_end)
+        st.with_columns(_end=w.end_expr)
         .with_columns(
             hours=(
                 pl.min_horizontal(pl.col("end").fill_null(pl.col("_end")), pl.col("_end"))
@@ -318,15 +383,20 @@ def node_features(
             hours_out=pl.col("hours").sum(),
         )
     )
-    nodes = pl.concat(
-        [
-            steps.select("cluster", "node"),
-            exploded.filter(~in_range.fill_null(False)).select("cluster", "node").drop_nulls(),
-            ev.select("cluster", "node"),
-            st.select("cluster", "node"),
-        ]
-    ).unique()
-    grid = nodes.join(ends, how="cross")
+    return s, st.select("cluster", "node")
+
+
+def _features(
+    nodes: pl.DataFrame,
+    a: pl.DataFrame,
+    e: pl.DataFrame,
+    s: pl.DataFrame,
+    w: _Windows,
+    window_days: int,
+) -> pl.DataFrame:
+    """Every node's counts in every window, with the rates and the fleet-relative features."""
+    window_end = w.end_expr
+    grid = nodes.join(w.ends, how="cross")
     out = (
         grid.join(a, on=["cluster", "node", "_k"], how="left")
         .join(e, on=["cluster", "node", "_k"], how="left")

@@ -219,7 +219,9 @@ class AnalysisConfig:
     lemon_window_days: int = _key(
         56, _weeks_of_days, "rolling window of the lemon features [days, a multiple of 7]"
     )
-    lemon_model: str = _key("", _detector, "a saved lemon detector (JSON); '' = the statistical test")
+    lemon_model: str = _key(
+        "", _detector, "a saved lemon detector (JSON); '' = the statistical test"
+    )
 
     @classmethod
     def from_table(cls, table: object, where: str, base: Path) -> AnalysisConfig:

@@ -35,6 +35,18 @@ Issue 39's memory work (same day, 1M attempts, machine loaded by another session
 6,316 -> 5,951 MiB (after cluster_data 4,043 -> 3,017 MiB; the signal stage no longer raises
 the peak), pipeline 107 -> 125 s wall on the loaded machine. The peak is now the lemon stage's
 (5,951 MiB: node_features attributes the Dataset again), then node_health (4,684 MiB).
+
+Issue 39's stage memory (2026-12-06, 1M attempts on 10,240 nodes, the machine shared with three
+other jobs at load 5-14 on 2 cores: wall times vary 2-4x between runs of the same code; two runs
+each, before = aeb1e74): peak RSS 5,948 / 5,982 -> 3,652 / 3,622 MiB. Before, the lemon stage
+raised the peak by about 2,100 MiB (it read the whole jobs table and exploded every host list)
+and mttf by about 650 MiB; after, no stage between attribution and signals raises it, and the
+peak is the signal stage's (+400-500 MiB over attribution's) and ingest's. Stage times that
+moved beyond the noise: lemon 34.0 / 8.9 -> 4.3 / 6.0 s, mttf 9.1 / 2.9 -> 1.1 / 1.2 s, plan
+3.0 / 3.4 -> 0.5 / 2.5 s; on the 1M attributed attempts alone (one process, same load), ETTR
+33 -> 15-21 s and +1,600 -> +440 MiB, the secondary-preemption match 6.9 -> 2.9 s and
++1,550 -> +240 MiB. Whole pipeline 262 / 115 s before, 214 / 216 s after: the load, not the
+code (attribution, unchanged, took 16-57 s across the four runs).
 """
 
 from __future__ import annotations

@@ -5,8 +5,9 @@
 Writes :func:`bench_stages.write_fragmented`'s export once, runs the pipeline of
 ``bench_pipeline.py`` on it with the code at ``COMMIT`` (``git archive`` into the work folder)
 and with this tree, each in its own process, saves every stage result's tables (its
-``summary``, ``tables()`` and the attributed ``jobs``) as parquet, and compares them frame by
-frame. Frames whose row order is not part of the result (the signal table's ties, which came
+``summary``, ``tables()`` and the attributed ``jobs``) as parquet and its text (``str()``:
+lines and notes), and compares them frame by frame and line by line, for every stage that ran
+(the results are the typed ``RunResults``: one attribute per stage). Frames whose row order is not part of the result (the signal table's ties, which came
 in no set order before the tie-break by name) are compared sorted when ``--sorted`` names them.
 Used for issue 39's memory work: results must be equal to before.
 """
@@ -14,6 +15,7 @@ Used for issue 39's memory work: results must be equal to before.
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 import tempfile
@@ -45,7 +47,18 @@ work.mkdir(parents=True, exist_ok=True)
 res = run_pipeline(work / "p.toml", report=False)
 dump = work / "dump"
 dump.mkdir(exist_ok=True)
-for name, r in res.outputs.items():
+out = res.outputs
+# a typed RunResults (one attribute per stage, None when it did not run), or a plain mapping
+if isinstance(out, dict):
+    items = list(out.items())
+else:
+    import dataclasses
+    items = [(f.name, getattr(out, f.name)) for f in dataclasses.fields(out)]
+ran = []
+for name, r in items:
+    if r is None:
+        continue
+    ran.append(name)
     tabs = dict(r.tables()) if hasattr(r, "tables") else {}
     tabs["summary"] = r.summary
     if isinstance(getattr(r, "jobs", None), pl.DataFrame):
@@ -53,6 +66,9 @@ for name, r in res.outputs.items():
     for k, f in tabs.items():
         if isinstance(f, pl.DataFrame):
             f.write_parquet(dump / f"{name}__{k.replace(' ', '_').replace('/', '_')}.parquet")
+    # the stage's text (its lines and notes), the run's own folder written out of it
+    (dump / f"{name}__text.txt").write_text(str(r).replace(str(work), "<work>"))
+(work / "stages.json").write_text(json.dumps(ran))
 """
 
 GEN = r"""
@@ -96,11 +112,20 @@ def main() -> None:
         )
     before, after = work / "before" / "dump", work / "after" / "dump"
     bad = 0
+    stages = [json.loads((work / w / "stages.json").read_text()) for w in ("before", "after")]
+    if stages[0] != stages[1]:
+        print(f"stages differ: before {stages[0]}, after {stages[1]}")
+        bad += 1
     for f in sorted(before.iterdir()):
         g = after / f.name
         if not g.exists():
             print(f"missing after: {f.stem}")
             bad += 1
+            continue
+        if f.suffix == ".txt":
+            if f.read_text() != g.read_text():
+                print(f"text differs: {f.stem}")
+                bad += 1
             continue
         a, b = pl.read_parquet(f), pl.read_parquet(g)
         if f.stem in args.sorted:
@@ -112,7 +137,8 @@ def main() -> None:
             bad += 1
     n = len(list(before.iterdir()))
     print(
-        f"{n - bad} of {n} stage tables equal ({args.attempts:,} attempts, {args.baseline} vs this tree)"
+        f"{len(stages[0])} stages ran ({', '.join(stages[0])}); {n - bad} of {n} stage tables and "
+        f"texts equal ({args.attempts:,} attempts, {args.baseline} vs this tree)"
     )
     sys.exit(1 if bad else 0)
 

@@ -209,3 +209,95 @@ def test_lemon_report_on_too_short_a_history_says_what_would_score(four_gpu_data
     week = lemon_report(four_gpu_dataset, window_days=56, model=det)
     assert week.scores.height == 0
     assert "pass window_days=7, the window the detector was trained on" in week.notes[0]
+
+
+def _week_detector():
+    """A detector trained on 7-day windows of synthetic features (lemons count 6x more)."""
+    import numpy as np
+
+    from reliability.models.nodes import LEMON_FEATURES, LemonDetector
+
+    rng = np.random.default_rng(0)
+    y = rng.random(400) < 0.2
+    X = pl.DataFrame(
+        rng.poisson(np.where(y[:, None], 6.0, 1.0), (400, len(LEMON_FEATURES))),
+        schema=list(LEMON_FEATURES),
+    ).cast(pl.Float64)
+    return LemonDetector(target_precision=0.2).fit(X, y, window_days=7)
+
+
+def test_lemon_detector_reuses_an_attribution_made_with_its_training_settings(
+    four_gpu_dataset, monkeypatch
+):
+    """Given attempts attributed with the settings the detector's features are trained with
+    (10/5 min, no requeue codes, built-in reasons), the features are computed from them, not by
+    attributing the Dataset again; the scores are those of the Dataset attributed afresh."""
+    from polars.testing import assert_frame_equal
+
+    import reliability.models.nodes.lemon_features as lf
+    from reliability.analyses import DETECTOR_ATTRIBUTION, lemon_report
+    from reliability.reasons import ReasonRules
+
+    assert DETECTOR_ATTRIBUTION == {"before_min": 10.0, "after_min": 5.0, "requeue_exit_codes": ()}
+    det = _week_detector()
+    fresh = lemon_report(four_gpu_dataset, window_days=7, model=det)  # attributed inside
+    a = attribute(four_gpu_dataset, reasons=ReasonRules())
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the Dataset was attributed again")
+
+    monkeypatch.setattr(lf, "attribute_failures", refuse)
+    reused = lemon_report(four_gpu_dataset, a, window_days=7, model=det, reasons=ReasonRules())
+    assert reused.scores.height == 32  # every node of the export (g01-g32)
+    assert_frame_equal(reused.scores, fresh.scores)
+    assert reused.notes == fresh.notes
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        ({"before_min": 30.0}, "before_min=30.0"),
+        ({"requeue_exit_codes": (42,)}, "requeue_exit_codes=(42,)"),
+        ({"reasons": "extended"}, "reasons ("),
+    ],
+)
+def test_lemon_detector_attributes_again_when_the_attribution_differs(
+    four_gpu_dataset, options, named
+):
+    """Attempts attributed otherwise than the detector was trained on: the Dataset is
+    attributed again with the training settings (the scores are those without an attribution
+    given) and a note names what differed."""
+    from polars.testing import assert_frame_equal
+
+    from reliability.analyses import lemon_report
+    from reliability.reasons import ReasonRules
+
+    if options.get("reasons") == "extended":
+        options = {"reasons": ReasonRules().extended(admin=["^planned"])}
+    det = _week_detector()
+    fresh = lemon_report(four_gpu_dataset, window_days=7, model=det)
+    a = attribute(four_gpu_dataset, **options)
+    other = lemon_report(
+        four_gpu_dataset, a, window_days=7, model=det, reasons=options.get("reasons")
+    )
+    assert_frame_equal(other.scores, fresh.scores)
+    said = [n for n in other.notes if n not in fresh.notes]
+    assert len(said) == 1
+    assert "attributed again with the settings it is trained with" in said[0]
+    assert named in said[0]
+
+
+def test_node_health_takes_jobs_already_read(four_gpu_dataset):
+    """node_health(jobs=) with the attributed attempts gives what reading the Dataset's jobs
+    gives (the fleet of 32 nodes and the window)."""
+    from polars.testing import assert_frame_equal
+
+    from reliability.models.nodes import node_health
+
+    a = attribute(four_gpu_dataset)
+    read = node_health(four_gpu_dataset, attributed=a.jobs)
+    given = node_health(four_gpu_dataset, attributed=a.jobs, jobs=a.jobs)
+    assert read.n_nodes == given.n_nodes == 32
+    assert (read.start, read.end) == (given.start, given.end)
+    assert_frame_equal(read.by_node, given.by_node)
+    assert_frame_equal(read.by_period, given.by_period)

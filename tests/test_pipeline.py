@@ -540,6 +540,62 @@ def test_lemon_stage_flags_only_on_the_window_its_detector_was_trained_on(
         assert step.note.startswith(no_backtest)
 
 
+def test_lemon_model_empty_is_the_statistical_test_and_the_docs_say_so(tiny, monkeypatch):
+    """lemon_model = "" (the default) runs the statistical test, no detector (the CHANGELOG:
+    the bundled detector did not transfer, so it is used only when asked for), and the
+    configuration docs say so; a detector given the pipeline's default attribution (10/5 min,
+    no requeue codes, built-in reasons: what detectors are trained with) reuses it."""
+    import dataclasses
+
+    import reliability.models.nodes.lemon_features as lf
+    from reliability.analyses.lemons import TEST_DESCRIPTION, lemon_report
+    from reliability.pipeline import analysis, config
+
+    _, res, _ = tiny
+    assert res.config.analysis.lemon_model == ""
+    out = res.outputs["lemon"]
+    assert out.test is not None
+    assert out.detector == TEST_DESCRIPTION
+    doc = {f.name: f.metadata["doc"] for f in dataclasses.fields(analysis.AnalysisConfig)}
+    assert "'' = the statistical test" in doc["lemon_model"]
+    for text in (config.__doc__, analysis.AnalysisConfig.__doc__):
+        said = " ".join(text.split("lemon_model")[1].split()[:20])
+        assert "bundled" not in said, said
+        assert "statistical test" in said, said
+    # a detector of one's own: the pipeline's attribution is reused, not made again
+    det = _week_detector()
+    cfg, o = res.config, res.outputs
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the Dataset was attributed again")
+
+    monkeypatch.setattr(lf, "attribute_failures", refuse)
+    scored = lemon_report(
+        o.cluster_data.open(),
+        o.attribution,
+        window_days=cfg.analysis.lemon_window_days,
+        model=det,
+        reasons=cfg.reasons,
+    )
+    assert scored.test is None
+    assert scored.scores.height > 0
+    assert not [n for n in scored.notes if "attributed again" in n]
+
+
+def _week_detector():
+    """A detector trained on 7-day windows of synthetic features (lemons count 6x more)."""
+    import numpy as np
+    import polars as pl
+
+    from reliability.models.nodes import LEMON_FEATURES, LemonDetector
+
+    rng = np.random.default_rng(0)
+    y = rng.random(400) < 0.2
+    X = pl.DataFrame(rng.poisson(np.where(y[:, None], 6.0, 1.0), (400, len(LEMON_FEATURES))),
+                     schema=list(LEMON_FEATURES)).cast(pl.Float64)  # fmt: skip
+    return LemonDetector(target_precision=0.2).fit(X, y, window_days=7)
+
+
 def test_plan_section_shows_recovery_costs_and_strategies(tiny):
     """The strategy table's checkpoint-restart rows are the renewal E[ETTR] at the planned rate, the
     configured interval and restart, and the measured queue wait shown beside them; the second

@@ -20,6 +20,7 @@ from reliability.analyses.distributed import attribute_by_cluster
 from reliability.analyses.health import analyze_node_health
 from reliability.analyses.lemons import (
     BUNDLED_WINDOW_DAYS,
+    DETECTOR_ATTRIBUTION,
     LemonReport,
     lemon_report,
     load_detector,
@@ -30,6 +31,7 @@ from reliability.analyses.pods import PodAnalysis, analyze_pods
 __all__ = [
     "BUNDLED_WINDOW_DAYS",
     "DEFAULT_GPUS_PER_NODE",
+    "DETECTOR_ATTRIBUTION",
     "AttributionResult",
     "ClusterAnalysis",
     "LemonReport",

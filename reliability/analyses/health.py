@@ -46,4 +46,5 @@ def analyze_node_health(
     """
     if attribution is None:
         attribution = attribute(dataset)
-    return node_health(dataset, attributed=attribution.jobs, every=every)
+    # the attributed attempts are every attempt of the Dataset: the jobs are not read again
+    return node_health(dataset, attributed=attribution.jobs, jobs=attribution.jobs, every=every)

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BUNDLED_WINDOW_DAYS",
+    "DETECTOR_ATTRIBUTION",
     "TEST_DESCRIPTION",
     "LemonReport",
     "lemon_report",
@@ -57,6 +58,16 @@ TEST_DESCRIPTION = Hinted(
     Hint("lemon_model", action=False),
     ") replaces it",
 )
+
+#: the attribution a detector's features are computed with, in training (``reliability lemon
+#: train``, ``benchmarks/train_lemon_model.py``: :func:`reliability.models.nodes.node_features`
+#: attributes a Dataset with :func:`reliability.attribute_failures`' defaults) and so in scoring;
+#: the reason rules are the built-in ones
+DETECTOR_ATTRIBUTION: dict[str, object] = {
+    "before_min": 10.0,
+    "after_min": 5.0,
+    "requeue_exit_codes": (),
+}
 
 _SCORES_SCHEMA = {
     "cluster": pl.String,
@@ -285,8 +296,45 @@ def _described(model: str | Path | LemonDetector, det: LemonDetector) -> tuple[s
     )
 
 
+def _features_source(
+    dataset: Dataset, attribution: AttributionResult | None, reasons: ReasonRules | None
+) -> tuple[Dataset | dict[str, pl.DataFrame], str | None]:
+    """Return what the detector's features are computed from, and a note when it is not reused.
+
+    The pipeline's attribution is reused when it was made with the settings the detector's
+    features are trained with (:data:`DETECTOR_ATTRIBUTION`, the built-in reason rules);
+    otherwise the Dataset is attributed again with those, and the note says so.
+    """
+    if attribution is None:
+        return dataset, None
+    given = {
+        "before_min": float(attribution.before_min),
+        "after_min": float(attribution.after_min),
+        "requeue_exit_codes": tuple(attribution.requeue_exit_codes),
+    }
+    differ = [f"{k}={v!r}" for k, v in given.items() if v != DETECTOR_ATTRIBUTION[k]]
+    if reasons is not None and reasons != ReasonRules():
+        differ.append(f"reasons ({reasons.source})")
+    if not differ:
+        return {
+            "jobs": attribution.jobs,
+            "health_events": dataset.health_events,
+            "node_states": dataset.node_states,
+        }, None
+    return dataset, (
+        "the detector's features were computed on the attempts attributed again with the "
+        "settings it is trained with (10 min before an attempt's end, 5 after, no requeue exit "
+        "codes, the built-in reasons), not with this attribution's " + ", ".join(differ)
+    )
+
+
 def _scored(
-    dataset: Dataset, model: str | Path | LemonDetector, window_days: int, backtest: Result | None
+    dataset: Dataset,
+    model: str | Path | LemonDetector,
+    window_days: int,
+    backtest: Result | None,
+    attribution: AttributionResult | None = None,
+    reasons: ReasonRules | None = None,
 ) -> LemonReport:
     """Score every node on the last window with the detector (HPCA'25 §VI)."""
     det = load_detector(model)
@@ -300,8 +348,14 @@ def _scored(
         "span_h": span,
     }
     notes: list[str] = []
+    source, recomputed = _features_source(dataset, attribution, reasons)
     try:
-        feats = node_features(dataset, window_days=window_days, step_days=7)
+        feats = node_features(
+            source,
+            window_days=window_days,
+            step_days=7,
+            observation_end=dataset.observation_end,
+        )
     except ValueError:  # less history than one window
         trained = getattr(det, "window_days_", None)
         if span < 7 * 24:
@@ -326,6 +380,8 @@ def _scored(
             )
         )
         return LemonReport(scores=pl.DataFrame(schema=_SCORES_SCHEMA), notes=notes, **common)
+    if recomputed is not None:
+        notes.append(recomputed)
     scores = score_nodes(det, feats)
     trained = getattr(det, "window_days_", None)
     calibrated = uncalibrated_note(det, window_days) is None
@@ -378,14 +434,18 @@ def lemon_report(
         The cluster's Dataset.
     attribution : AttributionResult or None
         The attempts attributed (:func:`reliability.analyses.attribute`) for the test's hardware
-        job failures; None attributes them here with the default window.
+        job failures; None attributes them here with the default window. A detector's features
+        reuse it when it was made with the settings the detector is trained with
+        (:data:`DETECTOR_ATTRIBUTION` and the built-in reasons); otherwise the Dataset is
+        attributed again with those, and a note says so.
     window_days : int
         The detector's feature window [days], a multiple of 7 (the test uses the whole
         observation).
     model : str, Path, LemonDetector or None
         A detector (see :func:`load_detector`); None: the statistical test.
     reasons : ReasonRules or None
-        How node-state reasons are classified for the test (None: the built-in rules).
+        How node-state reasons are classified for the test, and how ``attribution`` was made
+        (None: the built-in rules).
     backtest : Result or None
         A quarantine backtest already run with the same detector
         (:func:`reliability.experiments.backtests.lemon_backtest`), attached as is.
@@ -411,7 +471,7 @@ def lemon_report(
             f"window_days: expected a whole number of weeks in days (7, 14, ..., 56), got {window_days!r}"
         )
     if model is not None:
-        return _scored(dataset, model, window_days, backtest)
+        return _scored(dataset, model, window_days, backtest, attribution, reasons)
     attributed = attribution.jobs if attribution is not None else None
     return LemonReport(
         scores=pl.DataFrame(schema=_SCORES_SCHEMA),

@@ -189,7 +189,9 @@ class AnalysisConfig:
     lemon_window_days : int
         Rolling window of the lemon features [days].
     lemon_model : str
-        A saved detector (``reliability lemon train``); "" = the bundled one.
+        A saved detector (``reliability lemon train``) that scores the nodes; "" = no detector:
+        the statistical test (:func:`reliability.models.nodes.lemon_test`), which needs no
+        training.
     """
 
     before_min: float = _key(10.0, _number(low=0), "attribution window before a job's end [min]")
@@ -217,7 +219,9 @@ class AnalysisConfig:
     lemon_window_days: int = _key(
         56, _weeks_of_days, "rolling window of the lemon features [days, a multiple of 7]"
     )
-    lemon_model: str = _key("", _detector, "a saved lemon detector (JSON); '' = the bundled one")
+    lemon_model: str = _key(
+        "", _detector, "a saved lemon detector (JSON); '' = the statistical test"
+    )
 
     @classmethod
     def from_table(cls, table: object, where: str, base: Path) -> AnalysisConfig:

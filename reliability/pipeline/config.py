@@ -40,8 +40,8 @@ plan_gpus = []                     # job sizes to plan for; [] = the cluster's o
 host_availability = "measured"     # pod analytic curves: "measured" or a number
 routing_shapes = ["4x4x4", "4x4x8t", "4x8x8t"]   # Table 2 slices ("t" = twisted)
 lemon_window_days = 56              # rolling window of the lemon features
-lemon_model = ""                    # a saved detector (reliability lemon train); "" = the
-                                    # bundled detector
+lemon_model = ""                    # a saved detector (reliability lemon train); "" = no
+                                    # detector: the statistical test (lemon_test)
 
 [report]
 title = "Cluster reliability report"

@@ -90,17 +90,38 @@ def match_secondary_preemptions(
         preempted attempt, its ``gpu_hours`` [GPU-h], and the ``cause_job_id`` whose restart
         preempted it.
     """
-    g = gpu_hours(attributed, observation_end)
-    hw_prev = g.sort("cluster", "job_id", "attempt").with_columns(
-        prev_hw=pl.col("failure_domain").is_in(HARDWARE).shift(1).over("cluster", "job_id")
+    # The attempts are sorted and filtered on their narrow columns; the host lists (hundreds
+    # of MiB at a million attempts) are gathered for the few restarts and preemptions only.
+    hw_prev = (
+        attributed.select("cluster", "job_id", "attempt", "failure_domain", "start_time")
+        .with_row_index("__r")
+        .sort("cluster", "job_id", "attempt")
+        .with_columns(
+            prev_hw=pl.col("failure_domain").is_in(HARDWARE).shift(1).over("cluster", "job_id")
+        )
     )
+    rows = hw_prev.filter(
+        pl.col("prev_hw").fill_null(False) & pl.col("start_time").is_not_null()
+    ).get_column("__r")
     restarts = (
-        hw_prev.filter(pl.col("prev_hw").fill_null(False) & pl.col("start_time").is_not_null())
+        attributed.select(pl.col("cluster", "start_time", "job_id", "nodes").gather(rows))
         .select("cluster", restart_start="start_time", cause_job_id="job_id", node=pl.col("nodes"))
         .explode("node")
     )
     pre = (
-        g.filter(pl.col("state").cast(pl.String) == "PREEMPTED")
+        gpu_hours(
+            attributed.select(
+                "cluster",
+                "job_id",
+                "attempt",
+                "state",
+                "start_time",
+                "end_time",
+                "n_accelerators",
+                "nodes",
+            ).filter(pl.col("state").cast(pl.String) == "PREEMPTED"),
+            observation_end,
+        )
         .with_row_index("__p")
         .select(
             "__p", "cluster", "job_id", "attempt", "end_time", "gpu_hours", node=pl.col("nodes")
@@ -135,6 +156,7 @@ def job_interruptions(
     *,
     observation_end: datetime | None = None,
     tolerance_s: float = 60.0,
+    secondary: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Per job that was interrupted, requeued or caused secondary preemptions: what happened.
 
@@ -146,6 +168,9 @@ def job_interruptions(
         Attempts still running then count their GPU time up to it [UTC].
     tolerance_s : float
         Secondary-preemption window [s] (see the module doc).
+    secondary : polars.DataFrame or None
+        The secondary preemptions already matched (:func:`match_secondary_preemptions` of the
+        same attempts, ``tolerance_s`` and ``observation_end``); None: matched here.
 
     Returns
     -------
@@ -169,8 +194,12 @@ def job_interruptions(
         gpu_hours=pl.col("gpu_hours").sum(),
         gpu_hours_hw=pl.col("gpu_hours").filter(pl.col("failure_domain").is_in(HARDWARE)).sum(),
     )
-    sec = match_secondary_preemptions(
-        attributed, tolerance_s=tolerance_s, observation_end=observation_end
+    sec = (
+        match_secondary_preemptions(
+            attributed, tolerance_s=tolerance_s, observation_end=observation_end
+        )
+        if secondary is None
+        else secondary
     )
     caused = sec.group_by("cluster", job_id="cause_job_id").agg(
         secondary_caused=pl.len().cast(pl.Int64), secondary_gpu_hours=pl.col("gpu_hours").sum()

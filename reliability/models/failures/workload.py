@@ -155,7 +155,11 @@ def hardware_share(
 
 
 def secondary_preemptions(
-    attributed: pl.DataFrame, *, tolerance_s: float = 60.0, observation_end: datetime | None = None
+    attributed: pl.DataFrame,
+    *,
+    tolerance_s: float = 60.0,
+    observation_end: datetime | None = None,
+    secondary: pl.DataFrame | None = None,
 ) -> dict[str, float | None]:
     """Measure the preemptions caused by the requeue of hardware-failed jobs.
 
@@ -174,6 +178,10 @@ def secondary_preemptions(
         How long before the restart's start a preemption may end and still count [s].
     observation_end : datetime or None
         Caps the GPU time of attempts still running [UTC].
+    secondary : polars.DataFrame or None
+        The secondary preemptions already matched
+        (:func:`~reliability.models.failures.jobs.match_secondary_preemptions` of the same
+        attempts, ``tolerance_s`` and ``observation_end``); None: matched here.
 
     Returns
     -------
@@ -181,8 +189,12 @@ def secondary_preemptions(
         ``count``, ``gpu_hours`` (of the secondary preemptions) [GPU-h], ``hardware_gpu_hours``
         [GPU-h], ``share_of_failure_overhead`` (None when there is no failure overhead at all).
     """
-    hit = match_secondary_preemptions(
-        attributed, tolerance_s=tolerance_s, observation_end=observation_end
+    hit = (
+        match_secondary_preemptions(
+            attributed, tolerance_s=tolerance_s, observation_end=observation_end
+        )
+        if secondary is None
+        else secondary
     )
     secondary_h = float(hit.get_column("gpu_hours").sum())
     g = gpu_hours(attributed.filter(pl.col("failure_domain").is_in(HARDWARE)), observation_end)
@@ -501,7 +513,11 @@ def workload_summary(
             f"{n_open:,} attempts still running at the observation end: GPU time counted up to it"
         )
     hs = hardware_share(attributed, observation_end=end)
-    sp = secondary_preemptions(attributed, tolerance_s=tolerance_s, observation_end=end)
+    # matched once, for the share and the per-job table
+    hit = match_secondary_preemptions(attributed, tolerance_s=tolerance_s, observation_end=end)
+    sp = secondary_preemptions(
+        attributed, tolerance_s=tolerance_s, observation_end=end, secondary=hit
+    )
     if hs["gpu_attempts"] and hs["gpu_time_share"] is None:
         notes.append(
             "the ended GPU-job attempts ran no GPU time (all ended at their start): no GPU-time share"
@@ -514,7 +530,9 @@ def workload_summary(
         states=job_state_breakdown(attributed, observation_end=end),
         sizes=job_size_distribution(attributed, observation_end=end),
         taxonomy=failure_taxonomy(attributed),
-        jobs=job_interruptions(attributed, observation_end=end, tolerance_s=tolerance_s),
+        jobs=job_interruptions(
+            attributed, observation_end=end, tolerance_s=tolerance_s, secondary=hit
+        ),
         hardware_failed=hardware_failed_jobs(attributed, top=top, observation_end=end),
         attempts=attributed.height,
         n_jobs=attributed.select("cluster", "job_id").n_unique(),

@@ -292,13 +292,19 @@ def _every(window_h: float) -> str:
     return "1w"
 
 
+_JOB_COLUMNS = ("cluster", "nodes", "start_time", "end_time")
+
+
 def _frames(
-    source: Any,
+    source: Any, jobs: pl.DataFrame | None = None
 ) -> tuple[dict[str, pl.DataFrame], datetime | None, datetime | None, str]:
     if isinstance(source, dict):
-        return source, None, None, ""
+        return source if jobs is None else {**source, "jobs": jobs}, None, None, ""
     start, end = source.observation_window()
-    jobs = source.scan("jobs").select("cluster", "nodes", "start_time", "end_time").collect()
+    if jobs is None:
+        jobs = source.scan("jobs").select(*_JOB_COLUMNS).collect()
+    else:  # (a selection of columns shares the frame's memory: no copy)
+        jobs = jobs.select(*_JOB_COLUMNS)
     return (
         {
             "jobs": jobs,
@@ -466,6 +472,7 @@ def node_health(
     source: Dataset | dict[str, pl.DataFrame],
     *,
     attributed: pl.DataFrame | None = None,
+    jobs: pl.DataFrame | None = None,
     start: datetime | None = None,
     end: datetime | None = None,
     nodes: list[str] | None = None,
@@ -480,6 +487,10 @@ def node_health(
     attributed : polars.DataFrame or None
         The attributed jobs (:func:`reliability.attribute_failures`) for the repeat offenders; None
         leaves them out.
+    jobs : polars.DataFrame or None
+        The jobs already read (every attempt, with ``cluster, nodes, start_time, end_time``:
+        the attributed attempts serve) for the fleet and the data's span, instead of reading the
+        Dataset's (or the dict's) jobs again.
     start, end : datetime or None
         The observation window [UTC]; default: the Dataset's, else the span of the data (an interval
         open at ``end`` is out of service now).
@@ -495,7 +506,7 @@ def node_health(
         Intervals, per-node downtime and availability, nodes out now, repeat offenders and the
         fleet's availability over time (see :class:`NodeHealth`).
     """
-    frames, ds_start, ds_end, basis_end = _frames(source)
+    frames, ds_start, ds_end, basis_end = _frames(source, jobs)
     notes: list[str] = []
     if end is not None:
         basis_end = "given"

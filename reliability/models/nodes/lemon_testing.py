@@ -207,11 +207,17 @@ class LemonTest(Result):
         return lemon_test(t, attributed=t["attributed"], min_incidents=1)
 
 
-def _frames(source: Any) -> tuple[pl.DataFrame, pl.DataFrame, datetime | None, datetime | None]:
+def _frames(
+    source: Any,
+) -> tuple[pl.DataFrame | None, pl.DataFrame, datetime | None, datetime | None]:
+    """Return the jobs, the node states and the Dataset's observation window.
+
+    The jobs are None for a Dataset: it is attributed as a whole, never read here.
+    """
     if isinstance(source, dict):
         return source["jobs"], source["node_states"], None, None
     start, end = source.observation_window()
-    return source.jobs, source.node_states, start, end
+    return None, source.node_states, start, end
 
 
 def lemon_test(
@@ -264,7 +270,7 @@ def lemon_test(
     if attributed is None:
         attributed = (
             attribute_failures(source, reasons=reasons)
-            if not isinstance(source, dict)
+            if jobs is None
             else attribute_failures(jobs, health_events=None, node_states=states, reasons=reasons)
         )
     lo, hi = _window(attributed, states, start or ds_start, end or ds_end)
@@ -465,19 +471,19 @@ def _window(
 def _in_service(st: pl.DataFrame, jobs: pl.DataFrame, lo: datetime, hi: datetime) -> pl.DataFrame:
     """Days each node of the fleet was in service over [lo, hi] (the union of its outages out)."""
     lo_l, hi_l = pl.lit(lo).cast(_TS), pl.lit(hi).cast(_TS)
-    fleet = (
-        pl.concat(
-            [
-                jobs.select(pl.col("cluster").cast(pl.String), node=pl.col("nodes")).explode(
-                    "node"
-                ),
-                st.select("cluster", "node"),
-            ]
-        )
+    # the fleet: every node that ran an attempt or left service. On the streaming engine the
+    # (attempt, node) rows (tens of millions at a million attempts on long host lists) are made
+    # and made unique a batch at a time, never held whole.
+    ran = (
+        jobs.lazy()
+        .select(pl.col("cluster").cast(pl.String), node=pl.col("nodes"))
+        .explode("node")
         .drop_nulls("node")
         .with_columns(pl.col("node").cast(pl.String))
         .unique()
+        .collect(engine="streaming")
     )
+    fleet = pl.concat([ran, st.select("cluster", "node").drop_nulls("node")]).unique()
     iv = (
         st.filter(pl.col("start") < hi_l)
         .filter(pl.col("end").is_null() | (pl.col("end") > lo_l))
@@ -511,7 +517,8 @@ def _running(jobs: pl.DataFrame, lo: datetime, hi: datetime) -> pl.DataFrame:
     """Node-days each node ran job attempts over [lo, hi] (open attempts up to ``hi``)."""
     lo_l, hi_l = pl.lit(lo).cast(_TS), pl.lit(hi).cast(_TS)
     a = (
-        jobs.filter(pl.col("start_time").is_not_null())
+        jobs.lazy()
+        .filter(pl.col("start_time").is_not_null())
         .select(
             pl.col("cluster").cast(pl.String),
             node=pl.col("nodes"),
@@ -525,7 +532,10 @@ def _running(jobs: pl.DataFrame, lo: datetime, hi: datetime) -> pl.DataFrame:
         .explode("node")
         .drop_nulls("node")
     )
-    # integer microseconds: exact sums, the same whatever order polars adds them in
-    return a.group_by("cluster", pl.col("node").cast(pl.String)).agg(
-        exposure_days=pl.col("us").sum() / 86_400e6
+    # integer microseconds: exact sums, the same whatever order polars adds them in; on the
+    # streaming engine the (attempt, node) rows are summed a batch at a time, never held whole
+    return (
+        a.group_by("cluster", pl.col("node").cast(pl.String))
+        .agg(exposure_days=pl.col("us").sum() / 86_400e6)
+        .collect(engine="streaming")
     )

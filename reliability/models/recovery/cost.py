@@ -285,6 +285,10 @@ def recovery_costs(
     """
     jobs, obs_end, notes = attributed_jobs(source, observation_end)
     key = run_key_columns(jobs, run_key)
+    # only the columns read below: the filter and the sort copy every column they carry (the
+    # host lists alone are hundreds of MiB at a million attempts)
+    used = (*key, "attempt", "start_time", "end_time", "failure_domain", "n_accelerators")
+    jobs = jobs.select(list(dict.fromkeys(used)))
     started, _ = clip_attempts(jobs, obs_end)
     a = started.sort([*key, "start_time"])
     same = pl.all_horizontal([pl.col(c).eq_missing(pl.col(c).shift(-1)) for c in key]).fill_null(

@@ -255,6 +255,19 @@ def run_key_columns(jobs: pl.DataFrame, run_key: str | list[str] | None) -> list
     return key
 
 
+#: the attempts' columns :func:`job_run_ettr` reads (besides the run key)
+_ATTEMPT_COLUMNS = (
+    "start_time",
+    "end_time",
+    "submit_time",
+    "state",
+    "failure_domain",
+    "n_accelerators",
+    "qos",
+    "priority",
+)
+
+
 def job_run_ettr(
     source: Dataset | pl.DataFrame,
     ckpt_interval_h: float | None = 1.0,
@@ -297,6 +310,10 @@ def job_run_ettr(
         raise ValueError("ckpt_interval_h must be positive (or None for no checkpoints)")
     jobs, obs_end, notes = attributed_jobs(source, observation_end)
     key = run_key_columns(jobs, run_key)
+    # only the columns read below: the filters and the sort copy every column they carry (the
+    # host lists alone are hundreds of MiB at a million attempts)
+    used = (*key, *_ATTEMPT_COLUMNS)
+    jobs = jobs.select(c for c in dict.fromkeys(used) if c in jobs.columns)
     started, n_open = clip_attempts(jobs, obs_end)
     waiting = _waiting_runs(jobs, key, obs_end)
     started = started.with_columns(end_time=pl.col("stop"))

@@ -65,6 +65,17 @@ def _preset_help(kind: str) -> str:
     return f"{', '.join(names)}, or a TOML file"
 
 
+def _count(text: str) -> int:
+    """Parse a count of GPUs (an integer >= 0) for argparse."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="reliability", description="Reliability analytics for ML clusters."
@@ -147,7 +158,10 @@ def _add_analyze(sub: Any) -> argparse.ArgumentParser:
     )
     an.add_argument("dataset", type=Path)
     an.add_argument(
-        "--min-gpus", type=int, default=129, help="job size for r_f (paper: > 128 GPUs)"
+        "--min-gpus",
+        type=_count,
+        default=129,
+        help="job size for r_f (paper: > 128 GPUs)",
     )
     an.add_argument(
         "--before-min",
@@ -281,7 +295,7 @@ def _add_plan(sub: Any) -> None:
         "hardware interruptions and node repair times (the defaults of --queue-min and --repair-hours)",
     )
     pl_.add_argument(
-        "--min-gpus", type=int, default=129, help="with --dataset: jobs that enter r_f"
+        "--min-gpus", type=_count, default=129, help="with --dataset: jobs that enter r_f"
     )
     pl_.add_argument(
         "--compare-strategies",
@@ -1130,6 +1144,8 @@ def _plan(args: argparse.Namespace) -> int:
             f"node-days pass --rate {args.rate / 1000:g}",
             file=sys.stderr,
         )
+    if args.compare_strategies:
+        _check_strategy_flags(args)
     rate, costs = args.rate, None
     if args.dataset is not None:
         rate, costs = _plan_dataset(args)
@@ -1191,24 +1207,9 @@ def _plan_dataset(args: argparse.Namespace) -> tuple[float | MTTFResult, Recover
     return rate, recovery_costs(jobs, node_health=health, observation_end=ds.observation_end)
 
 
-def _compare(
-    args: argparse.Namespace,
-    result: PlanResult,
-    costs: RecoveryCosts | None,
-    queue_h: float,
-    queue_basis: str,
-) -> StrategyComparison:
-    """``plan --compare-strategies``: its flags checked in the CLI's terms, then the comparison."""
+def _check_strategy_flags(args: argparse.Namespace) -> None:
+    """Check the flags of ``plan --compare-strategies`` (before anything is printed)."""
     import math
-
-    from reliability._result import fmt_duration_h, fmt_num
-    from reliability.models.recovery import compare_strategies
-    from reliability.models.recovery.cost import component_repair_h
-    from reliability.models.recovery.strategies import (
-        DEFAULT_REPAIR_H,
-        SHORTEST_INTERVAL_H,
-        best_interval_h,
-    )
 
     if args.restart_min is None:
         raise ReliabilityError(
@@ -1247,6 +1248,26 @@ def _compare(
         raise ReliabilityError(
             f"--elastic-slowdown: expected a fraction in [0, 1), got {args.elastic_slowdown:g}"
         )
+
+
+def _compare(
+    args: argparse.Namespace,
+    result: PlanResult,
+    costs: RecoveryCosts | None,
+    queue_h: float,
+    queue_basis: str,
+) -> StrategyComparison:
+    """``plan --compare-strategies``: its flags checked in the CLI's terms, then the comparison."""
+    from reliability._result import fmt_duration_h, fmt_num
+    from reliability.models.recovery import compare_strategies
+    from reliability.models.recovery.cost import component_repair_h
+    from reliability.models.recovery.strategies import (
+        DEFAULT_REPAIR_H,
+        SHORTEST_INTERVAL_H,
+        best_interval_h,
+    )
+
+    _check_strategy_flags(args)
     n_nodes = max(args.gpus / args.gpus_per_node, 1.0)
     if args.replica_nodes > n_nodes:
         raise ReliabilityError(

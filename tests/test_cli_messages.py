@@ -242,6 +242,22 @@ def test_pipeline_errors_name_the_keys(tmp_path):
     with pytest.raises(PipelineError, match=r"inputs\[0\].options.yaer does not apply") as err:
         load_pipeline(pipe('tz = "UTC"\noptions = { yaer = 2024 }'))
     assert "yaer=" not in str(err.value)
+    # an input's own keys and the store's switches are not reader options (a user's TOML; the
+    # input's tz in its options table once reached Dataset.ingest twice: a TypeError)
+    for key, value in (
+        ("tz", '"UTC"'),
+        ("cluster", '"c"'),
+        ("observed_at", "2025-01-01T00:00:00Z"),
+    ):
+        with pytest.raises(
+            PipelineError, match=rf"inputs\[0\].options.{key}: set it as inputs\[0\].{key}$"
+        ):
+            load_pipeline(pipe(f"options = {{ {key} = {value} }}"))
+    for key in ("strict", "replace", "wait_s"):
+        with pytest.raises(
+            PipelineError, match=rf"inputs\[0\].options.{key}: not an option of a pipeline input"
+        ):
+            load_pipeline(pipe(f'tz = "UTC"\noptions = {{ {key} = true }}'))
     # an error found while reading (no zone given): the key to set
     from reliability.pipeline.steps.data import _ingest
 
@@ -350,6 +366,35 @@ def test_plan_refuses_a_bad_flag_by_its_name(capsys, argv, flag):
     assert err.startswith(f"error: {flag}: expected"), err
     for python_name in ("n_gpus", "target_ettr", "rate_per_node_day"):
         assert python_name not in err
+
+
+def test_plan_checks_the_strategy_flags_before_printing(capsys):
+    """A refused --compare-strategies run prints no plan first (exit 2, nothing on stdout)."""
+    base = [
+        "plan",
+        "--gpus",
+        "1024",
+        "--rate",
+        "1e-3",
+        "--target-ettr",
+        "0.9",
+        "--compare-strategies",
+    ]
+    code, out, err = _run(capsys, *base)
+    assert (code, out) == (2, "")
+    assert err.startswith("error: --compare-strategies: needs --restart-min")
+    code, out, err = _run(capsys, *base, "--restart-min", "5", "--spares", "-1")
+    assert (code, out) == (2, "")
+    assert err.startswith("error: --spares: expected")
+
+
+@pytest.mark.parametrize("command", ["analyze", "compare"])
+def test_min_gpus_must_be_a_count(tmp_path, capsys, command):
+    """``--min-gpus -3`` once ran and printed "r_f (jobs >= -3 GPUs)"."""
+    with pytest.raises(SystemExit) as exit_:
+        main([command, str(tmp_path), "--min-gpus", "-3"])
+    assert exit_.value.code == 2
+    assert "argument --min-gpus: expected an integer >= 0, got -3" in capsys.readouterr().err
 
 
 def test_plan_warns_when_the_rate_looks_per_1000_node_days(capsys):

@@ -333,8 +333,16 @@ def _input(where: str, i: int, item: object, base: Path) -> InputSpec:
             _expect(loc, key, item[key], str, "a string")
     options = item.get("options", {})
     _expect(loc, "options", options, dict, "a table of reader options")
-    if "observed_at" in options:
-        raise PipelineError(f"{loc}.options.observed_at: set it as {loc}.observed_at")
+    for key in ("observed_at", "tz", "cluster"):  # (keys of the input itself)
+        if key in options:
+            raise PipelineError(f"{loc}.options.{key}: set it as inputs[{i}].{key}")
+    for key in _NO_INPUT_KEY:
+        if key in options:
+            raise PipelineError(
+                f"{loc}.options.{key}: not an option of a pipeline input (it is a switch of "
+                "Dataset.ingest and of `reliability ingest`; a pipeline ingests its inputs into its "
+                "own Dataset)"
+            )
     if "observed_at" in item:
         # when the export was taken (a TOML time with an offset, or ISO 8601 text)
         try:

@@ -616,7 +616,7 @@ def _analyze(args: argparse.Namespace) -> int:
     if bad:
         raise ReliabilityError(f"--requeue-exit-codes: exit codes are 0-255, got {bad}")
     _check_window(args)
-    ds = _dataset(args.dataset)
+    ds = _dataset(args.dataset, jobs_for="reliability analyze")
     if args.gpus_per_node is not None and args.gpus_per_node < 1:
         raise ReliabilityError(
             f"--gpus-per-node: expected an integer >= 1, got {args.gpus_per_node}"
@@ -685,7 +685,7 @@ def _compare_fleets(args: argparse.Namespace) -> int:
             f"--gpus-per-node: expected an integer >= 1, got {args.gpus_per_node}"
         )
     _check_window(args)
-    ds = _dataset(args.dataset)
+    ds = _dataset(args.dataset, jobs_for="reliability compare")
     rules = ReasonRules.from_file(args.reasons) if args.reasons else None
     a = attribute(
         ds,
@@ -823,7 +823,8 @@ def _signals(args: argparse.Namespace) -> int:
             f"--horizon-h: expected a number of hours > 0, got {args.horizon_h:g}"
         )
     rules = ReasonRules.from_file(args.reasons) if args.reasons else None
-    s = signal_calibration(_dataset(args.dataset), horizon_h=args.horizon_h, reasons=rules)
+    ds = _dataset(args.dataset, jobs_for="reliability signals")
+    s = signal_calibration(ds, horizon_h=args.horizon_h, reasons=rules)
     print(s.text(lambda n: _cli_terms(n, args)))
     if s.policies.height:
         print(
@@ -857,7 +858,7 @@ def _lemon_test(args: argparse.Namespace) -> int:
         raise ReliabilityError(f"--fdr: expected a rate in (0, 1) (e.g. 0.1), got {args.fdr:g}")
     if args.top < 1:
         raise ReliabilityError(f"--top: expected a number of nodes >= 1, got {args.top}")
-    ds = _dataset(args.dataset)
+    ds = _dataset(args.dataset, jobs_for="reliability lemon score")
     t = lemon_test(ds, fdr=args.fdr, window_days=args.window_days)
     print(t.text(lambda n: _cli_terms(n, args)))
     if args.csv:
@@ -922,7 +923,7 @@ def _lemon(args: argparse.Namespace) -> int:
                 "for; retrain it with `reliability lemon train` to be sure",
                 file=sys.stderr,
             )
-    ds = _dataset(args.dataset)
+    ds = _dataset(args.dataset, jobs_for=f"reliability lemon {args.lemon_command}")
     if args.lemon_command == "score":
         # the report's scoring, the same call (the window was checked against the detector's)
         report = lemon_report(ds, window_days=args.window_days, model=det)
@@ -1443,14 +1444,26 @@ def _path_args(args: argparse.Namespace) -> list[tuple[str, object]]:
     return out
 
 
-def _dataset(path: Path) -> Dataset:
-    """Open an existing Dataset folder (a clear error if there is none)."""
+def _dataset(path: Path, jobs_for: str | None = None) -> Dataset:
+    """Open an existing Dataset folder (a clear error if there is none).
+
+    ``jobs_for`` names a command that needs job accounting: a Dataset without job attempts
+    (node failure records, kernel logs, DCGM only) is then refused instead of giving a page
+    of "not estimable".
+    """
     if not path.is_dir():
         raise ReliabilityError(f"{path}: no such Dataset folder")
     ds = Dataset(path)
     if not (path / "manifest.json").exists():
         ds.manifest  # noqa: B018 - refuses a folder with parts and no manifest (damaged)
         raise ReliabilityError(f"{path}: no manifest.json (not a Dataset folder)")
+    if jobs_for is not None and ds.scan("jobs").select(pl.len()).collect().item() == 0:
+        kinds = sorted({i["kind"] for i in ds.inputs}) or ["none"]
+        raise ReliabilityError(
+            f"{path}: the Dataset holds no job attempts (its inputs: {', '.join(kinds)}): "
+            f"`{jobs_for}` needs job accounting; ingest a sacct export first "
+            f"(reliability ingest slurm FILE --into {path})"
+        )
     return ds
 
 

@@ -567,3 +567,37 @@ def test_attribution_window_is_refused_by_its_flag(tmp_path, capsys, command, fl
     err = capsys.readouterr().err
     assert f"{flag}: expected a number of minutes >= 0" in err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["analyze"], ["compare"], ["signals"], ["lemon", "score"], ["lemon", "score", "--model", "bundled"]],
+)  # fmt: skip
+def test_commands_on_jobs_refuse_a_dataset_without_jobs(tmp_path, capsys, shared, argv):
+    """LANL's node failure records hold no job attempts: the job commands say so instead of a
+    page of "not estimable" (or, with a detector, "less than one 56-day window" on 10 years)."""
+    lanl = shared / "lanl-failure-1996-2005" / "LA-UR-05-7318-failure-data-1996-2005.csv"
+    ds = tmp_path / "ds"
+    assert _run(capsys, "ingest", "lanl", str(lanl), "--into", str(ds))[0] == 0
+    code, _out, err = _run(capsys, *argv[:2], str(ds), *argv[2:])
+    assert code == 2
+    assert "the Dataset holds no job attempts (its inputs: lanl)" in err
+    assert "needs job accounting" in err
+
+
+def test_node_features_without_attempts_is_not_short_history():
+    """No attempts is its own refusal, not the short-history one the lemon report words as
+    "the data hold N, less than one window"."""
+    from datetime import UTC, datetime
+
+    from reliability.models.nodes import ShortHistoryError, node_features
+    from reliability.schema import TABLES
+
+    t = datetime(2025, 1, 1, tzinfo=UTC)
+    frames = {name: TABLES[name].empty() for name in ("jobs", "health_events", "node_states")}
+    frames["health_events"] = pl.DataFrame(
+        {"cluster": ["c"] * 2, "node": ["n1"] * 2, "time": [t, t.replace(year=2026)]}
+    ).join(frames["health_events"].drop("cluster", "node", "time"), how="cross")
+    with pytest.raises(ValueError, match="no job attempts") as err:
+        node_features(frames, observation_end=t.replace(year=2026))
+    assert not isinstance(err.value, ShortHistoryError)

@@ -24,6 +24,7 @@ from reliability.errors import Hint, Hinted, join_messages
 from reliability.models.nodes import (
     LemonDetector,
     LemonTest,
+    ShortHistoryError,
     lemon_test,
     node_features,
     score_nodes,
@@ -356,7 +357,7 @@ def _scored(
             step_days=7,
             observation_end=dataset.observation_end,
         )
-    except ValueError:  # less history than one window
+    except ShortHistoryError:  # less history than one window
         trained = getattr(det, "window_days_", None)
         if span < 7 * 24:
             fix = "the detector needs at least 7 days of history (its shortest window)"

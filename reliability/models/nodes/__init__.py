@@ -14,7 +14,7 @@ from reliability.models.nodes.lemon import (
     score_nodes,
 )
 from reliability.models.nodes.lemon_features import FEATURES as LEMON_FEATURES
-from reliability.models.nodes.lemon_features import node_features
+from reliability.models.nodes.lemon_features import ShortHistoryError, node_features
 from reliability.models.nodes.lemon_testing import LemonTest, lemon_test
 from reliability.models.nodes.signals import SignalCalibration, policy_table, signal_calibration
 
@@ -25,6 +25,7 @@ __all__ = [
     "LemonTest",
     "ModelFileError",
     "NodeHealth",
+    "ShortHistoryError",
     "SignalCalibration",
     "count_baseline",
     "dominant_component",

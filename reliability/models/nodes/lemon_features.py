@@ -64,7 +64,7 @@ from reliability.models.failures.counts import as_utc, clip_attempts
 if TYPE_CHECKING:
     from reliability.store import Dataset
 
-__all__ = ["FEATURES", "PRIOR_COUNTS", "XID_COMPONENTS", "node_features"]
+__all__ = ["FEATURES", "PRIOR_COUNTS", "XID_COMPONENTS", "ShortHistoryError", "node_features"]
 
 XID_COMPONENTS = ("gpu", "gpu_memory", "nvlink", "pcie", "nic", "ib_link", "dimm", "psu", "unknown")
 FEATURES = (
@@ -92,6 +92,10 @@ PRIOR_HOURS_OUT = 24.0
 _NOT_NODE = ("filesystem", "software")
 _FAILED = ("FAILED", "NODE_FAIL", "REQUEUED", "OUT_OF_MEMORY")
 _HW = ("hardware",)  # the node's own hardware, not infrastructure (filesystem)
+
+
+class ShortHistoryError(ValueError):
+    """The data span less than one feature window."""
 
 
 def _windows(times: pl.Expr, origin: datetime, step: timedelta, n_back: int) -> pl.Expr:
@@ -141,6 +145,11 @@ def node_features(
     step = timedelta(days=step_days)
     n_back = window_days // step_days
     ended, he, ns = _censored(jobs, he, ns, obs)
+    if ended.height == 0:
+        raise ValueError(
+            "no job attempts: the lemon features count each node's attempts and failures "
+            "(ingest the cluster's job accounting, a sacct export)"
+        )
     t0 = start or min(
         x for x in (ended["start_time"].min(), he["time"].min(), ns["start"].min()) if x is not None
     )
@@ -156,7 +165,7 @@ def node_features(
     n_windows = int((t1 - t0) / step)
     if n_windows < n_back:
         span = fmt_duration_h((t1 - t0).total_seconds() / 3600)
-        raise ValueError(f"the data span {span}, less than one {window_days}-day window")
+        raise ShortHistoryError(f"the data span {span}, less than one {window_days}-day window")
     w = _Windows(t0, step, n_back, n_windows)
     a, attempt_nodes = _attempt_counts(ended, w)
     e, event_nodes = _event_counts(he, w)

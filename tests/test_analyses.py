@@ -301,3 +301,23 @@ def test_node_health_takes_jobs_already_read(four_gpu_dataset):
     assert (read.start, read.end) == (given.start, given.end)
     assert_frame_equal(read.by_node, given.by_node)
     assert_frame_equal(read.by_period, given.by_period)
+
+
+def test_attribution_says_when_evidence_names_a_cluster_no_job_ran_on(tmp_path, shared):
+    """A kernel log ingested under a placeholder cluster name (a user's template left as it
+    was) explains no failure of the real cluster's jobs: the attribution says so, once; the
+    same log under the jobs' cluster name draws no such note."""
+    sacct = shared / "slurm-real-run1" / "final_snapshot" / "sacct_broad.psv"
+    log = shared / "nvidia-xid-dmesg-gpud" / "dmesg-with-xid-119.log"
+    notes = {}
+    for name in ("my-cluster", "testclu"):
+        ds = Dataset(tmp_path / name)
+        ds.ingest("slurm", sacct, tz="UTC")
+        ds.ingest("kernel", log, cluster=name, tz="UTC", year=2025)
+        assert set(ds.jobs.get_column("cluster").unique()) == {"testclu"}
+        notes[name] = [n for n in attribute(ds).notes if "match no job attempt" in n]
+    assert len(notes["my-cluster"]) == 1
+    n_events = Dataset(tmp_path / "my-cluster").health_events.height
+    assert f"cluster 'my-cluster' ({n_events:,} rows)" in notes["my-cluster"][0]
+    assert "the jobs ran on 'testclu'" in notes["my-cluster"][0]
+    assert notes["testclu"] == []

@@ -188,6 +188,7 @@ def attribute(
         jobs = attribute_failures(dataset, **options)
     states = dataset.scan("node_states")
     zone = zone_mismatch_note(jobs, states)
+    stray = _cluster_mismatch_note(jobs, dataset)
     if gpus_per_node is None:
         per_node, basis = gpus_per_node_of(jobs)
     else:
@@ -199,7 +200,40 @@ def attribute(
         requeue_exit_codes=tuple(requeue_exit_codes),
         observation_end=dataset.observation_end,
         reasons=reason_table(jobs, states, rules),
-        notes=[zone] if zone else [],
+        notes=[n for n in (zone, stray) if n],
         gpus_per_node=per_node,
         gpus_per_node_basis=basis,
+    )
+
+
+def _cluster_mismatch_note(jobs: pl.DataFrame, dataset: Dataset) -> str | None:
+    """Say when health events or node states name a cluster no job ran on.
+
+    Evidence joins attempts by cluster and node: rows of another cluster name (a kernel-log or
+    DCGM input ingested under a placeholder name) explain nothing, yet their times still widen
+    the node inventory's window. Nothing is said when the Dataset holds no jobs.
+    """
+    if jobs.height == 0:
+        return None
+    job_clusters = set(jobs.get_column("cluster").unique().to_list())
+    stray: dict[str, int] = {}
+    for table in ("health_events", "node_states"):
+        counts = (
+            dataset.scan(table)
+            .filter(~pl.col("cluster").is_in(sorted(job_clusters)))
+            .group_by("cluster")
+            .len()
+            .collect()
+        )
+        for cluster, n in counts.iter_rows():
+            stray[cluster] = stray.get(cluster, 0) + n
+    if not stray:
+        return None
+    named = ", ".join(f"{c!r} ({n:,} rows)" for c, n in sorted(stray.items()))
+    jobs_on = ", ".join(repr(c) for c in sorted(job_clusters))
+    return (
+        f"health events or node states of cluster {named} match no job attempt (the jobs ran on "
+        f"{jobs_on}): they are no evidence for any failure, and their times still count in the "
+        "nodes' observed window; if they are the same cluster, ingest those inputs again under "
+        "the jobs' cluster name"
     )

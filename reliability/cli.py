@@ -901,9 +901,10 @@ def _lemon(args: argparse.Namespace) -> int:
         det = load_detector(args.model)
         if bundled:
             print(
-                "warning: the bundled detector was trained on this package's simulator; on "
-                "independently generated fleets its precision was 0.07: prefer the statistical "
-                "test (no --model) or a detector trained on your own history",
+                "warning: the bundled detector was trained on this package's simulator; on two "
+                "independent generators' fleets it found none of 24 lemons on one and 5 of 24 "
+                "(with 2 false flags) on the other (benchmarks/lemon_transfer.py): prefer the "
+                "statistical test (no --model) or a detector trained on your own history",
                 file=sys.stderr,
             )
         trained = getattr(det, "window_days_", None)

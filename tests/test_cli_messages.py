@@ -258,6 +258,11 @@ def test_pipeline_errors_name_the_keys(tmp_path):
             PipelineError, match=rf"inputs\[0\].options.{key}: not an option of a pipeline input"
         ):
             load_pipeline(pipe(f'tz = "UTC"\noptions = {{ {key} = true }}'))
+    # a reader option beside the input's keys: where it goes
+    with pytest.raises(
+        PipelineError, match=r"inputs\[0\].year: unknown key .*inputs\[0\].options.year\)"
+    ):
+        load_pipeline(pipe('tz = "UTC"\nyear = 2025'))
     # an error found while reading (no zone given): the key to set
     from reliability.pipeline.steps.data import _ingest
 

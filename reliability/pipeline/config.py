@@ -284,6 +284,9 @@ def _input(where: str, i: int, item: object, base: Path) -> InputSpec:
 
         near = difflib.get_close_matches(extra[0], sorted(allowed), n=1)
         hint = f" (did you mean {near[0]}?)" if near else ""
+        if kind == "files" and any(s.option(extra[0]) for s in READERS.values()):
+            # a reader option written beside the input's own keys
+            hint = f" (a reader option: set it in the input's options table, inputs[{i}].options.{extra[0]})"
         raise PipelineError(
             f"{loc}.{extra[0]}: unknown key for kind {kind!r}{hint}; allowed: "
             f"{', '.join(sorted(allowed))}"

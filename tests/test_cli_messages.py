@@ -258,6 +258,17 @@ def test_pipeline_errors_name_the_keys(tmp_path):
             PipelineError, match=rf"inputs\[0\].options.{key}: not an option of a pipeline input"
         ):
             load_pipeline(pipe(f'tz = "UTC"\noptions = {{ {key} = true }}'))
+    # one file given to two inputs (two readers): refused up front, naming both inputs
+    p = tmp_path / "two.toml"
+    p.write_text(
+        '[pipeline]\nname = "t"\n[[inputs]]\nkind = "files"\nreader = "slurm"\npaths = ["a.psv"]\n'
+        'tz = "UTC"\n[[inputs]]\nkind = "files"\nreader = "events"\npaths = ["*.psv"]\ntz = "UTC"\n'
+    )
+    with pytest.raises(
+        PipelineError,
+        match=r"inputs\[1\].paths: .*a.psv is also a file of inputs\[0\] \(slurm files\)",
+    ):
+        load_pipeline(p)
     # a reader option beside the input's keys: where it goes
     with pytest.raises(
         PipelineError, match=r"inputs\[0\].year: unknown key .*inputs\[0\].options.year\)"

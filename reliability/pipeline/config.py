@@ -446,6 +446,15 @@ def load_pipeline(path: str | Path) -> PipelineConfig:
     if not isinstance(inputs, list) or not inputs:
         raise PipelineError(f"{where}: [[inputs]]: expected at least one input table")
     specs = tuple(_input(where, i, item, base) for i, item in enumerate(inputs))
+    first: dict[Path, InputSpec] = {}
+    for spec in specs:  # (a file is one input: the Dataset keeps one reading of it)
+        for file in spec.paths or ():
+            seen = first.setdefault(file.resolve(), spec)
+            if seen is not spec:
+                raise PipelineError(
+                    f"{where}: inputs[{spec.index}].paths: {file} is also a file of "
+                    f"inputs[{seen.index}] ({seen.reader} files); give each file to one input"
+                )
     analysis = AnalysisConfig.from_table(raw.get("analysis", {}), where, base)
     reasons_table = _reasons_table(where, raw.get("attribution", {}))
     rep = raw.get("report", {})

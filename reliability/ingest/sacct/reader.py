@@ -17,8 +17,10 @@ Either way memory stays bounded by a few blocks plus the output, whatever the fi
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 import numpy as np
@@ -78,11 +80,62 @@ from reliability.ingest.sacct.records import (
     parse_header,
 )
 
-__all__ = ["MAX_NODE_NAMES_PER_INPUT", "SacctReader"]
+__all__ = ["MAX_NODE_NAMES_PER_INGEST", "MAX_NODE_NAMES_PER_INPUT", "SacctReader", "node_budget"]
 
-#: most host names the expanded node lists of one input may hold in total (about 1.6 GB);
+#: most host names the expanded node lists of one input read by ``read_sacct`` may hold in
+#: total (compact: about 0.4 GB; a caller that turns them into strings needs 16 bytes a name);
 #: beyond it the input is refused (split the export by time) instead of exhausting memory
 MAX_NODE_NAMES_PER_INPUT = 100_000_000
+#: the same, for an input read by ``Dataset.ingest``, which writes the node lists as they are
+#: (compact, cast to strings batch by batch as its parts are written): about 1.6 GB
+MAX_NODE_NAMES_PER_INGEST = 400_000_000
+#: bytes one compact host name takes in the node lists (a 4-byte category; list offsets aside)
+_COMPACT_NAME_BYTES = 4
+_NODE_BUDGET: ContextVar[tuple[int, str]] = ContextVar(
+    "sacct_node_budget", default=(MAX_NODE_NAMES_PER_INPUT, "read_sacct")
+)
+
+
+@contextmanager
+def node_budget(names: int, reader: str) -> Iterator[None]:
+    """Let the sacct reads inside the block keep up to ``names`` host names per input.
+
+    Parameters
+    ----------
+    names : int
+        Most host names the node lists of one input may hold.
+    reader : str
+        Who reads, for the refusal message (e.g. ``Dataset.ingest``).
+
+    Yields
+    ------
+    None
+    """
+    token = _NODE_BUDGET.set((names, reader))
+    try:
+        yield
+    finally:
+        _NODE_BUDGET.reset(token)
+
+
+def _budget_refusal(names: int | None, budget: int, reader: str) -> str:
+    """Say why an input whose node lists hold more than ``budget`` host names is refused."""
+    held = f"{names:,} host names" if names else f"more than {budget:,} host names"
+    parts = f" into at least {-(-names // budget)} parts" if names else ""
+    more = (
+        f", or ingest it into a Dataset (Dataset.ingest keeps up to {MAX_NODE_NAMES_PER_INGEST:,})"
+        if budget < MAX_NODE_NAMES_PER_INGEST
+        else ""
+    )
+    return (
+        f"its NodeList fields name {held} in all (every job's and step's nodes counted), more "
+        f"than the {budget:,} {reader} keeps of one input (about "
+        f"{budget * _COMPACT_NAME_BYTES / 2**30:.1f} GiB; each list at most "
+        f"{MAX_HOSTLIST_NODES:,}): refused before expanding them, to bound memory; split the "
+        f"export by --starttime/--endtime{parts}{more}"
+    )
+
+
 _EXPORT_HINT = f"export with: {SACCT_EXPORT_COMMAND}"
 
 
@@ -641,17 +694,13 @@ class SacctReader:
         # the job-id checks, which hold for the rows kept unless some are quarantined below
         with ThreadPoolExecutor(max_workers=1) as pool:
             early = pool.submit(_early_checks, allocs, steps)
+            budget, reader = _NODE_BUDGET.get()
             try:
                 allocs, steps, late_parse, self.node_names = complete(
-                    allocs, steps, node_budget=MAX_NODE_NAMES_PER_INPUT
+                    allocs, steps, node_budget=budget
                 )
-            except hostlist.NodeBudgetError:
-                raise IngestError(
-                    self.src,
-                    f"the node lists expand to more than {MAX_NODE_NAMES_PER_INPUT:,} host "
-                    f"names in total (each at most {MAX_HOSTLIST_NODES:,}): refused before "
-                    "expanding them, to bound memory; split the export by --starttime/--endtime",
-                ) from None
+            except hostlist.NodeBudgetError as exc:
+                raise IngestError(self.src, _budget_refusal(exc.names, budget, reader)) from None
             cand_a, cand_s, dup, note, same_a, same_s = early.result()
         late: list[tuple[int, str]] = list(late_parse)
         allocs, rep_a = exact_duplicates(allocs, lambda ls: self._fetch_raw(path, ls), cand_a)

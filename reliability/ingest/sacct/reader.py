@@ -127,10 +127,11 @@ def _budget_refusal(names: int | None, budget: int, reader: str) -> str:
         if budget < MAX_NODE_NAMES_PER_INGEST
         else ""
     )
+    size = budget * _COMPACT_NAME_BYTES
+    size_text = f"{size / 2**30:.1f} GiB" if size >= 2**30 else f"{size / 2**20:.1f} MiB"
     return (
         f"its NodeList fields name {held} in all (every job's and step's nodes counted), more "
-        f"than the {budget:,} {reader} keeps of one input (about "
-        f"{budget * _COMPACT_NAME_BYTES / 2**30:.1f} GiB; each list at most "
+        f"than the {budget:,} {reader} keeps of one input (about {size_text}; each list at most "
         f"{MAX_HOSTLIST_NODES:,}): refused before expanding them, to bound memory; split the "
         f"export by --starttime/--endtime{parts}{more}"
     )

@@ -26,8 +26,7 @@ import polars as pl
 
 from reliability._atomic import HOST_TAG, file_sha256
 from reliability.errors import IngestError, ReliabilityError
-from reliability.ingest import READERS, ReadResult
-from reliability.ingest.sacct.reader import MAX_NODE_NAMES_PER_INGEST, node_budget
+from reliability.ingest import MAX_NODE_NAMES_PER_INGEST, READERS, ReadResult, node_budget
 from reliability.ingest.shared import YEAR_MAX, YEAR_MIN
 from reliability.store.observation import apply_observed_at, check_observed_at, note_inferred_end
 

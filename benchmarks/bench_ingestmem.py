@@ -18,15 +18,33 @@ be shared: compare within a run; ``--rounds N`` alternates the codes N times). P
 [MiB] (``ru_maxrss`` of the child), wall and CPU time [s] (user + system: less sensitive to a
 loaded machine, though two threads count twice), and each against the fastest floor.
 
-Measured (2 shared cores, 2026-12-06; before = the commit before the batched node lists and the
-streamed parts, after = this branch; one run each, same files):
+Measured (2 shared cores, load average 7-13 from other sessions, 2026-12-06; before = ``aeb1e74``,
+after = this branch, in one run, alternating; wall times are upper bounds, CPU is user + system):
 
-==========================  ===================  ===================  ==============
-attempts (nodes), file      read_sacct           Dataset.ingest       floor
-                            before -> after      before -> after
-==========================  ===================  ===================  ==============
-see the branch's report
-==========================  ===================  ===================  ==============
+======================  =============  ===============  ===============  ==================
+attempts (nodes), file  stage          peak RSS [MiB]   CPU [s]          wall [s]
+                                       before -> after  before -> after  before -> after
+======================  =============  ===============  ===============  ==================
+100k (10,000), 43 MiB   floor          195              0.1              0.2
+                        read_sacct     484-518 -> 445-  1.1-1.2 -> 1.2   1.9-3.1 -> 1.8-3.4
+                                       510
+                        Dataset.ingest 502-513 -> 444-  2.1-2.2 ->       4.8-5.0 -> 6.9-7.2
+                                       499              2.3-2.4
+1M (10,240), 435 MiB    floor          871-939          1.1              1.7-2.0
+                        read_sacct     2,350 -> 1,010   10.1-10.4 ->     28.8-31.7 ->
+                                                        10.1-10.4        27.5-29.1
+                        Dataset.ingest 2,350 -> 1,015   21.9-22.9 ->     40.4-58.4 ->
+                                                        19.8-20.2        41.7-49.3
+5M (20,480), 2,213 MiB  floor          3,633            -                5.6
+                        read_sacct     refused (over    -                -
+                                       100M names)
+                        Dataset.ingest refused ->       -                99.2 (after)
+                                       3,626
+======================  =============  ===============  ===============  ==================
+
+At 5M the node lists hold 144,915,982 host names: read_sacct alone refuses the input (its
+budget is 100M), Dataset.ingest (400M) reads it within the floor's own peak. The remaining peak
+is the NodeList text itself (held until every batch is expanded) and the other parsed columns.
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import re
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from polars.testing import assert_frame_equal
 from reliability import Dataset, hostlist, schema
 from reliability.errors import IngestError
 from reliability.ingest import read_sacct
-from reliability.ingest.sacct import parse
+from reliability.ingest.sacct import mapped, parse
 from reliability.ingest.sacct.reader import (
     MAX_NODE_NAMES_PER_INGEST,
     MAX_NODE_NAMES_PER_INPUT,
@@ -69,6 +70,9 @@ def fragmented(tmp_path_factory) -> Path:
 
 
 def _read(path: Path, batch: int, monkeypatch, **kw):
+    # the records read (and their node lists expanded) at a time, and the node lists expanded
+    # at a time within them
+    monkeypatch.setattr(mapped, "BATCH_ROWS", batch)
     monkeypatch.setattr(parse, "NODE_BATCH_ROWS", batch)
     return read_sacct(path, **kw)
 
@@ -177,13 +181,48 @@ def test_the_node_budget_refuses_in_the_users_terms(fragmented, monkeypatch, bat
     with node_budget(budget, "read_sacct"), pytest.raises(IngestError) as err:
         read_sacct(fragmented, tz="UTC")
     msg = str(err.value)
-    assert f"NodeList fields name {total:,} host names" in msg, msg
+    n_lines = len(fragmented.read_text().splitlines())
+    # one batch of records read: every name is counted
+    assert f"NodeList fields name {total:,} host names up to line {n_lines:,}" in msg, msg
     assert f"more than the {budget:,} read_sacct keeps of one input" in msg
     assert "split the export by --starttime/--endtime into at least 4 parts" in msg
     assert f"Dataset.ingest keeps up to {MAX_NODE_NAMES_PER_INGEST:,}" in msg
     # at the budget exactly, the input is read
     with node_budget(total, "read_sacct"):
         assert read_sacct(fragmented, tz="UTC").rows_kept > 0
+
+
+def test_the_budget_is_passed_in_a_later_batch_of_records(fragmented, monkeypatch):
+    """Read 100 records at a time: refused at the batch that passes the budget, naming the
+    names of the records up to its last line (the rest of the input is not read)."""
+    monkeypatch.setattr(mapped, "BATCH_ROWS", 100)
+    total = _names_in(fragmented)
+    budget = total // 3
+    with node_budget(budget, "read_sacct"), pytest.raises(IngestError) as err:
+        read_sacct(fragmented, tz="UTC")
+    msg = str(err.value)
+    m = re.search(r"name ([\d,]+) host names up to line ([\d,]+)", msg)
+    assert m, msg
+    names, line = (int(g.replace(",", "")) for g in m.groups())
+    lines = fragmented.read_text().splitlines(keepends=True)
+    head = lines[0]
+    assert 1 < line < len(lines)
+    part = fragmented.with_name("upto.psv")
+    part.write_text("".join([head, *lines[1:line]]))
+    assert names == _names_in(part)
+    # the batches before it were within the budget
+    assert names - _batch_names(lines, line) <= budget < names
+
+
+def _batch_names(lines: list[str], line: int) -> int:
+    """Names of the last batch of 100 records up to ``line`` (row-by-row expansion)."""
+    head = lines[0].rstrip("\n").split("|")
+    at = head.index("NodeList")
+    total = 0
+    for raw in lines[max(1, line - 100) : line]:
+        with contextlib.suppress(hostlist.HostlistError):
+            total += len(hostlist.expand(raw.rstrip("\n").split("|")[at]))
+    return total
 
 
 def test_dataset_ingest_has_its_own_larger_budget(fragmented, tmp_path, monkeypatch):

@@ -718,6 +718,28 @@ def partial_schema(kind: str) -> dict[str, pl.DataType]:
     return {c: cols[c] for c in (_ALLOC_KEEP if kind == "allocs" else _STEP_KEEP)}
 
 
+def completed_schema(kind: str) -> dict[str, pl.DataType]:
+    """Return the schema of an empty ``allocs`` or ``steps`` frame as :func:`complete` returns it.
+
+    Parameters
+    ----------
+    kind : {"allocs", "steps"}
+        Which frame.
+
+    Returns
+    -------
+    dict of str to polars.DataType
+        Column -> dtype (``nodes`` compact: :data:`NODES_COMPACT`).
+    """
+    cols = {
+        "line_no": pl.Int64(),
+        **schema.TABLES["jobs"].schema,
+        **schema.TABLES["job_steps"].schema,
+        "nodes": NODES_COMPACT,
+    }
+    return {c: cols[c] for c in (ALLOC_COLS if kind == "allocs" else STEP_COLS)}
+
+
 def finish(
     typed: pl.DataFrame,
     raw_fields: Callable[[list[int]], pl.DataFrame],

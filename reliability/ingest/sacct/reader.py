@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -57,8 +56,8 @@ from reliability.ingest.sacct.parse import (
     ValueTable,
     chunked_like,
     complete,
+    completed_schema,
     finish,
-    partial_schema,
     repeated_hour_times,
     time_form_of,
     typed_plan,
@@ -118,9 +117,16 @@ def node_budget(names: int, reader: str) -> Iterator[None]:
         _NODE_BUDGET.reset(token)
 
 
-def _budget_refusal(names: int | None, budget: int, reader: str) -> str:
-    """Say why an input whose node lists hold more than ``budget`` host names is refused."""
-    held = f"{names:,} host names" if names else f"more than {budget:,} host names"
+def _budget_refusal(names: int | None, budget: int, reader: str, at_line: int) -> str:
+    """Say why an input whose node lists hold more than ``budget`` host names is refused.
+
+    ``names``: how many the records up to ``at_line`` name (the rest is not read).
+    """
+    held = (
+        f"{names:,} host names up to line {at_line:,}"
+        if names
+        else f"more than {budget:,} host names"
+    )
     parts = f" into at least {-(-names // budget)} parts" if names else ""
     more = (
         f", or ingest it into a Dataset (Dataset.ingest keeps up to {MAX_NODE_NAMES_PER_INGEST:,})"
@@ -629,16 +635,34 @@ class SacctReader:
         has_gpu = any("TRES" in n or "GRES" in n for n in layout.names)
         parsed: Parsed = finish(typed, raw_fields, tz=self.tz, gpu=has_gpu, cache=self._values)
         self.naive |= parsed.naive
-        if parsed.allocs.height:
-            self.allocs.append(parsed.allocs)
-        if parsed.steps.height:
-            self.steps.append(parsed.steps)
         if not self.replaced and not ascii_only:
             for frame in (parsed.allocs, parsed.steps):
                 names = frame.get_column("name")
                 if frame.height and names.str.contains("\ufffd", literal=True).any():
                     self.replaced = True
-        for ln, reason in parsed.bad.iter_rows():
+        # the batch's node lists expanded now (compact), and its NodeList text let go: the
+        # input's host names are never held as strings all at once
+        budget, reader = _NODE_BUDGET.get()
+        try:
+            allocs, steps, late, names = complete(
+                parsed.allocs, parsed.steps, node_budget=budget - self.node_names
+            )
+        except hostlist.NodeBudgetError as exc:
+            raise IngestError(
+                self.src,
+                _budget_refusal(
+                    None if exc.names is None else self.node_names + exc.names,
+                    budget,
+                    reader,
+                    at_line=int(typed.get_column("line_no").max() or first_line),
+                ),
+            ) from None
+        self.node_names += names
+        if allocs.height:
+            self.allocs.append(allocs)
+        if steps.height:
+            self.steps.append(steps)
+        for ln, reason in [*parsed.bad.iter_rows(), *late]:
             raw = self.window_raw.pop(ln, None)
             self.quarantine.append((ln, raw if raw is not None else raw_of(ln), reason))
 
@@ -675,8 +699,8 @@ class SacctReader:
                 "no AllocTRES/ReqTRES/GRES field: n_accelerators set to 0 (GPU count unknown)"
             )
         n_allocs, n_steps = self._bulk_parts or (len(self.allocs), len(self.steps))
-        allocs = _in_line_order(self.allocs, n_allocs, partial_schema("allocs"))
-        steps = _in_line_order(self.steps, n_steps, partial_schema("steps"))
+        allocs = _in_line_order(self.allocs, n_allocs, completed_schema("allocs"))
+        steps = _in_line_order(self.steps, n_steps, completed_schema("steps"))
         self.allocs, self.steps = [], []
         negative = allocs.height and int((allocs.get_column("exit_code") < 0).sum())
         negative += steps.height and int((steps.get_column("exit_code") < 0).sum())
@@ -693,17 +717,9 @@ class SacctReader:
         # what does not need the node lists runs on a second thread while they are built (both
         # are mostly polars and numpy, which release the GIL): the duplicate candidates, and
         # the job-id checks, which hold for the rows kept unless some are quarantined below
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            early = pool.submit(_early_checks, allocs, steps)
-            budget, reader = _NODE_BUDGET.get()
-            try:
-                allocs, steps, late_parse, self.node_names = complete(
-                    allocs, steps, node_budget=budget
-                )
-            except hostlist.NodeBudgetError as exc:
-                raise IngestError(self.src, _budget_refusal(exc.names, budget, reader)) from None
-            cand_a, cand_s, dup, note, same_a, same_s = early.result()
-        late: list[tuple[int, str]] = list(late_parse)
+        # (the node lists were expanded batch by batch, as the records were taken)
+        cand_a, cand_s, dup, note, same_a, same_s = _early_checks(allocs, steps)
+        late: list[tuple[int, str]] = []
         allocs, rep_a = exact_duplicates(allocs, lambda ls: self._fetch_raw(path, ls), cand_a)
         steps, rep_s = exact_duplicates(steps, lambda ls: self._fetch_raw(path, ls), cand_s)
         late += [(r, f"exact duplicate of line {f}") for r, f in rep_a + rep_s]

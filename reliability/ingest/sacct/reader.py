@@ -125,7 +125,7 @@ def _budget_refusal(names: int | None, budget: int, reader: str, at_line: int) -
     held = (
         f"{names:,} host names up to line {at_line:,}"
         if names
-        else f"more than {budget:,} host names"
+        else f"more than {budget:,} host names in all"
     )
     parts = f" into at least {-(-names // budget)} parts" if names else ""
     more = (
@@ -136,7 +136,7 @@ def _budget_refusal(names: int | None, budget: int, reader: str, at_line: int) -
     size = budget * _COMPACT_NAME_BYTES
     size_text = f"{size / 2**30:.1f} GiB" if size >= 2**30 else f"{size / 2**20:.1f} MiB"
     return (
-        f"its NodeList fields name {held} in all (every job's and step's nodes counted), more "
+        f"its NodeList fields name {held} (every job's and step's nodes counted), more "
         f"than the {budget:,} {reader} keeps of one input (about {size_text}; each list at most "
         f"{MAX_HOSTLIST_NODES:,}): refused before expanding them, to bound memory; split the "
         f"export by --starttime/--endtime{parts}{more}"

@@ -111,15 +111,27 @@ XID_APP = ((13, "Graphics SM Warp Exception on (GPC 3, TPC 1, SM 0): Out Of Rang
            (31, "Ch 00000010, intr 00000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_0 faulted"))  # fmt: skip
 
 
-def write_fragmented(folder: Path, attempts: int, seed: int) -> dict:
+def write_fragmented(
+    folder: Path,
+    attempts: int,
+    seed: int,
+    *,
+    n_nodes: int | None = None,
+    start: datetime | None = None,
+) -> dict:
     """Write a fragmented export: sacct, sacctmgr events and kernel logs (UTC times).
 
-    ``attempts`` attempts (about 10 per node, 1,024 to 10,240 nodes named ``r<rack>n<slot>``,
-    the history lengthening beyond that) of jobs placed at random on the fleet (a 512-node job's
+    ``attempts`` attempts (about 10 per node, 1,024 to 10,240 nodes named ``r<rack>n<slot>``
+    unless ``n_nodes`` is given, the history lengthening beyond that: 56 days per 10 attempts
+    per node, from ``start``, default 2025-01-06 UTC) of jobs placed at random on the fleet (a 512-node job's
     NodeList is hundreds of ranges), with the node-state changes and Xids of their failures:
     a DOWN at every NODE_FAIL, a health-check DRAIN at a fifth of the FAILED ends (with a
     critical Xid before a third of them), a DRAIN at every REQUEUED end, Epilog-error drains,
     administrators' drains, hardware warnings and application Xids in the background.
+
+    A long history on a small fleet ends after today unless it starts earlier: 5M attempts on
+    20,480 nodes span about 3.7 years (``start=datetime(2023, 1, 2, tzinfo=UTC)`` ends in
+    2026). The sacct file is written a batch of lines at a time (5M attempts: about 2.3 GB).
 
     Returns
     -------
@@ -131,9 +143,10 @@ def write_fragmented(folder: Path, attempts: int, seed: int) -> dict:
     from reliability.hostlist import compress
 
     rng = np.random.default_rng(seed)
-    n_nodes = min(10_240, max(1_024, attempts // 10))
+    if n_nodes is None:
+        n_nodes = min(10_240, max(1_024, attempts // 10))
     days = 56.0 * attempts / (10 * n_nodes)
-    t0 = datetime(2025, 1, 6, tzinfo=UTC)
+    t0 = start if start is not None else datetime(2025, 1, 6, tzinfo=UTC)
     span = days * 86400.0
     names = np.array([f"r{i // RACK + 1:03d}n{i % RACK + 1:02d}" for i in range(n_nodes)])
     share = np.array([s for s, _ in SIZES])
@@ -155,8 +168,14 @@ def write_fragmented(folder: Path, attempts: int, seed: int) -> dict:
     head = ("JobID|JobName|JobIDRaw|Cluster|Partition|Account|User|QOS|Priority|State|ExitCode|"
             "Submit|Start|End|Timelimit|NNodes|AllocTRES|ReqTRES|NodeList\n")  # fmt: skip
     events, xids = [], []  # (node, start, end, state, reason, user), (node, t, code, msg)
+    folder.mkdir(parents=True, exist_ok=True)
+    sacct = folder / "sacct.psv"
+    out = sacct.open("w")
     lines = [head]
     for i in range(attempts):
+        if len(lines) >= 100_000:
+            out.write("".join(lines))
+            lines.clear()
         st = st_names[state[i]]
         k = int(size[i])
         tres = f"billing={16 * k},cpu={64 * k},gres/gpu={4 * k},mem={480 * k}G,node={k}"
@@ -198,9 +217,9 @@ def write_fragmented(folder: Path, attempts: int, seed: int) -> dict:
     for _ in range(rng.poisson(2e-2 * node_days)):  # hardware warnings
         c, m = XID_WARN[rng.integers(len(XID_WARN))]
         xids.append((names[rng.integers(n_nodes)], rng.uniform(0, span), c, m))
-    folder.mkdir(parents=True, exist_ok=True)
-    sacct = folder / "sacct.psv"
-    sacct.write_text("".join(lines))
+    out.write("".join(lines))
+    out.close()
+    del lines, nodes
     ev = folder / "sacctmgr_events.psv"
     ev.write_text(
         "Cluster|NodeName|TimeStart|TimeEnd|State|Reason|User\n"

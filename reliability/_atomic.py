@@ -139,7 +139,7 @@ def _write_errno(exc: Exception, tmp: str) -> int | None:
 
 
 def write_parquet_atomic(
-    frame: pl.DataFrame,
+    frame: pl.DataFrame | pl.LazyFrame,
     dest: Path,
     metadata: dict[str, str] | None = None,
     finish: Callable[[Path], None] | None = None,
@@ -148,8 +148,9 @@ def write_parquet_atomic(
 
     Parameters
     ----------
-    frame : polars.DataFrame
-        The rows.
+    frame : polars.DataFrame or polars.LazyFrame
+        The rows; a LazyFrame is written by polars' streaming sink, batch by batch (what it
+        computes, e.g. a cast, is never materialised whole).
     dest : Path
         Final path.
     metadata : dict of str to str or None
@@ -174,7 +175,10 @@ def write_parquet_atomic(
     os.close(fd)
     try:
         try:
-            frame.write_parquet(tmp, compression="zstd", statistics=True, metadata=metadata)
+            if isinstance(frame, pl.LazyFrame):
+                frame.sink_parquet(tmp, compression="zstd", statistics=True, metadata=metadata)
+            else:
+                frame.write_parquet(tmp, compression="zstd", statistics=True, metadata=metadata)
         except pl.exceptions.PolarsError as exc:  # polars reports I/O errors as its own
             code = _write_errno(exc, tmp)
             if code is None:

@@ -274,7 +274,19 @@ _KEYS_PER_BATCH = 100_000
 
 
 class NodeBudgetError(ValueError):
-    """The node lists of a column would expand to more names than the budget allows."""
+    """The node lists of a column would expand to more names than the budget allows.
+
+    Parameters
+    ----------
+    message : str
+        What was refused.
+    names : int or None
+        How many host names the node lists hold in all, when counted.
+    """
+
+    def __init__(self, message: str, names: int | None = None) -> None:
+        super().__init__(message)
+        self.names = names
 
 
 #: a hostlist of ``name`` and ``prefix[ranges]`` parts (one bracket group each, ASCII digits):

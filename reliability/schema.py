@@ -5,11 +5,17 @@ not a silent new string. All times are ``Datetime("us", "UTC")``.
 
 ``validate(frame, table)`` checks a frame against its table and raises
 :class:`~reliability.errors.SchemaError` naming the table, column and problem.
+
+A reader may hold a ``String`` column (or ``List(String)``, e.g. the node lists of the jobs)
+in its compact form, ``Categorical`` (``List(Categorical)``): the same values, each distinct
+string stored once. :func:`validate` accepts it; :func:`canonical` casts it back (a
+:class:`polars.LazyFrame` casts batch by batch, as a streaming write does).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeVar
 
 import polars as pl
 
@@ -25,11 +31,15 @@ __all__ = [
     "TABLES",
     "UNFINISHED_STATES",
     "TableSpec",
+    "canonical",
+    "compact_form",
     "empty",
     "validate",
 ]
 
 SCHEMA_VERSION = 1
+
+_F = TypeVar("_F", pl.DataFrame, pl.LazyFrame)
 
 UTC_TIME = pl.Datetime("us", "UTC")
 
@@ -260,11 +270,55 @@ def _table(table: str) -> TableSpec:
         raise SchemaError(table, None, f"unknown table; expected one of {sorted(TABLES)}") from None
 
 
+def compact_form(got: pl.DataType, dtype: pl.DataType) -> bool:
+    """Say whether ``got`` is the compact form of the canonical ``dtype``.
+
+    Parameters
+    ----------
+    got : polars.DataType
+        A column's dtype.
+    dtype : polars.DataType
+        The canonical dtype.
+
+    Returns
+    -------
+    bool
+        True for ``Categorical`` where ``String`` is canonical, also inside a ``List``.
+    """
+    if isinstance(got, pl.List) and isinstance(dtype, pl.List):
+        return compact_form(got.inner, dtype.inner)
+    return isinstance(got, pl.Categorical) and dtype == pl.String
+
+
+def canonical(frame: _F, table: str) -> _F:
+    """Cast the compact columns of a frame of ``table`` (see :func:`compact_form`) back.
+
+    Parameters
+    ----------
+    frame : polars.DataFrame or polars.LazyFrame
+        A frame that :func:`validate` accepts.
+    table : str
+        Its canonical table.
+
+    Returns
+    -------
+    polars.DataFrame or polars.LazyFrame
+        The same kind of frame, every column in its canonical dtype (a frame without compact
+        columns is returned as it is).
+    """
+    spec = _table(table)
+    have = frame.collect_schema()
+    casts = {
+        c: dtype for c, dtype in spec.schema.items() if c in have and compact_form(have[c], dtype)
+    }
+    return frame.with_columns(pl.col(c).cast(d) for c, d in casts.items()) if casts else frame
+
+
 def validate(frame: pl.DataFrame, table: str) -> pl.DataFrame:
     """Check a frame against a canonical table's schema.
 
-    Checks: every column present with the exact dtype, no extra columns, no nulls in
-    non-nullable columns, times UTC-aware.
+    Checks: every column present with the exact dtype (or its compact form, see
+    :func:`compact_form`), no extra columns, no nulls in non-nullable columns, times UTC-aware.
 
     Parameters
     ----------
@@ -292,7 +346,7 @@ def validate(frame: pl.DataFrame, table: str) -> pl.DataFrame:
         raise SchemaError(table, extra[0], "unexpected column (not in the data contract)")
     for col, dtype in spec.schema.items():
         got = frame.schema[col]
-        if got != dtype:
+        if got != dtype and not compact_form(got, dtype):
             raise SchemaError(table, col, f"dtype {got}, expected {dtype}")
     null_counts = frame.null_count().row(0, named=True)
     for col in spec.schema:

@@ -120,7 +120,8 @@ def _clean(tmp_path, layout: str, fields: list[str], recs: list[dict[str, str]])
 
 
 def _rows(frame: pl.DataFrame) -> list[tuple]:
-    return frame.with_columns(pl.col("nodes").list.join(",")).rows()
+    # (read_sacct keeps the node lists compact: List(Categorical), strings once cast)
+    return frame.with_columns(pl.col("nodes").cast(pl.List(pl.String)).list.join(",")).rows()
 
 
 @pytest.mark.slow  # 23 s

@@ -328,7 +328,7 @@ def test_a_truncated_or_swapped_part_is_a_clear_error_and_verify_names_it(tmp_pa
 def test_disk_full_while_writing_parts_commits_nothing_of_that_input(base, monkeypatch):
     ds, a, b = base
     jobs_a = ds.jobs
-    real = pl.DataFrame.write_parquet
+    real = pl.LazyFrame.sink_parquet  # parts are streamed
     calls = []
 
     def full(self, file, **kw):
@@ -338,7 +338,7 @@ def test_disk_full_while_writing_parts_commits_nothing_of_that_input(base, monke
             raise OSError(errno.ENOSPC, "No space left on device")
         return real(self, file, **kw)
 
-    monkeypatch.setattr(pl.DataFrame, "write_parquet", full)
+    monkeypatch.setattr(pl.LazyFrame, "sink_parquet", full)
     with pytest.raises(
         DatasetError,
         match=r"b\.psv: could not write its rows .*no space left.*nothing of this input was committed",

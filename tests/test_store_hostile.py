@@ -61,7 +61,7 @@ def _assert_only(root: Path, a: Path, jobs_a: pl.DataFrame) -> None:
     assert not [p for p in root.rglob("*") if p.name.endswith(".tmp") or p.name == ".lock"]
 
 
-def _footer_start(write, frame: pl.DataFrame, **kw) -> int:
+def _footer_start(write, frame: pl.LazyFrame, **kw) -> int:
     """Offset [bytes] where the parquet footer of ``frame`` written with ``kw`` starts."""
     buf = io.BytesIO()
     write(frame, buf, **kw)
@@ -94,7 +94,7 @@ def test_disk_full_inside_a_parts_footer_is_the_clear_disk_full_error(tmp_path, 
     root = tiny_fs / "ds"
     Dataset(root).ingest("slurm", a, tz="UTC")
     jobs_a = Dataset(root).jobs
-    real = pl.DataFrame.write_parquet
+    real = pl.LazyFrame.sink_parquet
     polars_errors: list[str] = []
 
     def fill_then_write(self, file, **kw):
@@ -110,7 +110,7 @@ def test_disk_full_inside_a_parts_footer_is_the_clear_disk_full_error(tmp_path, 
             polars_errors.append(str(exc))
             raise
 
-    monkeypatch.setattr(pl.DataFrame, "write_parquet", fill_then_write)
+    monkeypatch.setattr(pl.LazyFrame, "sink_parquet", fill_then_write)  # parts are streamed
     assert main(["ingest", "slurm", str(b), "--into", str(root), "--tz", "UTC"]) == 2
     monkeypatch.undo()
     err = capsys.readouterr().err
@@ -140,7 +140,7 @@ def test_a_file_size_limit_inside_a_parts_footer_is_a_clear_cli_error(tmp_path):
         import io, resource, signal, sys
         import polars as pl
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        real = pl.DataFrame.write_parquet
+        real = pl.LazyFrame.sink_parquet
         def limited(self, file, **kw):
             buf = io.BytesIO()
             real(self, buf, **kw)
@@ -152,7 +152,7 @@ def test_a_file_size_limit_inside_a_parts_footer_is_a_clear_cli_error(tmp_path):
             except pl.exceptions.PolarsError as exc:
                 print("polars said:", exc, file=sys.stderr)
                 raise
-        pl.DataFrame.write_parquet = limited
+        pl.LazyFrame.sink_parquet = limited  # parts are streamed
         from reliability.cli import main
         sys.exit(main(["ingest", "slurm", sys.argv[2], "--into", sys.argv[1], "--tz", "UTC"]))
     """, str(root), str(b))  # fmt: skip

@@ -34,7 +34,9 @@ def _write(path, header, rows):
 def _stable(frame: pl.DataFrame) -> pl.DataFrame:
     """Rows in a canonical order (list columns joined for sorting)."""
     lists = [c for c, t in frame.schema.items() if isinstance(t, pl.List)]
-    keys = frame.with_columns(pl.col(c).list.join("\x1f").alias(f"__{c}") for c in lists)
+    keys = frame.with_columns(
+        pl.col(c).cast(pl.List(pl.String)).list.join("\x1f").alias(f"__{c}") for c in lists
+    )
     order = [c for c in keys.columns if c not in lists]
     return keys.sort(order, nulls_last=True).drop([f"__{c}" for c in lists])
 

@@ -32,6 +32,11 @@ from reliability.ingest.health import read_health
 from reliability.ingest.kernel_log import read_kernel_log
 from reliability.ingest.lanl import read_lanl
 from reliability.ingest.pod_log import read_pod_log
+from reliability.ingest.sacct.reader import (
+    MAX_NODE_NAMES_PER_INGEST,
+    MAX_NODE_NAMES_PER_INPUT,
+    node_budget,
+)
 from reliability.ingest.slurm import read_sacct
 from reliability.ingest.slurm_events import read_sacctmgr_events
 from reliability.ingest.slurm_nodes import (
@@ -41,12 +46,15 @@ from reliability.ingest.slurm_nodes import (
 )
 
 __all__ = [
+    "MAX_NODE_NAMES_PER_INGEST",
+    "MAX_NODE_NAMES_PER_INPUT",
     "READERS",
     "ReadResult",
     "ReaderOption",
     "ReaderSample",
     "ReaderSpec",
     "hostlist",
+    "node_budget",
     "read_dcgm",
     "read_health",
     "read_kernel_log",

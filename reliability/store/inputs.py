@@ -26,7 +26,7 @@ import polars as pl
 
 from reliability._atomic import HOST_TAG, file_sha256
 from reliability.errors import Hint, Hinted, IngestError, ReliabilityError, join_messages
-from reliability.ingest import READERS, ReadResult
+from reliability.ingest import MAX_NODE_NAMES_PER_INGEST, READERS, ReadResult, node_budget
 from reliability.ingest.shared import YEAR_MAX, YEAR_MIN
 from reliability.store.observation import apply_observed_at, check_observed_at, note_inferred_end
 
@@ -203,7 +203,10 @@ def read_input(
     """
     own = {k: v for k, v in kwargs.items() if k not in INGEST_OPTIONS}
     try:
-        result = READERS[kind](path, **own)
+        # the node lists are written compact, cast batch by batch: a larger budget than
+        # read_sacct's own (whose caller may turn them into strings)
+        with node_budget(MAX_NODE_NAMES_PER_INGEST, "Dataset.ingest"):
+            result = READERS[kind](path, **own)
     except IngestError as exc:
         exc = exc.renamed(shown) if shown != str(path) else exc
         # refused at its start, without naming the reader that reads it: say what it is first

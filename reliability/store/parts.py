@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
-from reliability import taxonomy
+from reliability import schema, taxonomy
 from reliability._atomic import file_sha256, write_parquet_atomic
 from reliability._version import __version__
 from reliability.errors import DatasetDamagedError, Hinted
@@ -225,8 +225,10 @@ def write_parts(
             }
             dest = root / files[table]
             desc[SEAL_KEY] = _UNSEALED
+            # streamed: the compact columns (node lists) are cast batch by batch, never
+            # materialised as strings all at once
             size, sha = write_parquet_atomic(
-                frame,
+                schema.canonical(frame.lazy(), table),
                 dest,
                 metadata={PART_KEY: json.dumps(desc, ensure_ascii=False)},
                 finish=_seal,

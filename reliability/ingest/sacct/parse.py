@@ -718,6 +718,28 @@ def partial_schema(kind: str) -> dict[str, pl.DataType]:
     return {c: cols[c] for c in (_ALLOC_KEEP if kind == "allocs" else _STEP_KEEP)}
 
 
+def completed_schema(kind: str) -> dict[str, pl.DataType]:
+    """Return the schema of an empty ``allocs`` or ``steps`` frame as :func:`complete` returns it.
+
+    Parameters
+    ----------
+    kind : {"allocs", "steps"}
+        Which frame.
+
+    Returns
+    -------
+    dict of str to polars.DataType
+        Column -> dtype (``nodes`` compact: :data:`NODES_COMPACT`).
+    """
+    cols = {
+        "line_no": pl.Int64(),
+        **schema.TABLES["jobs"].schema,
+        **schema.TABLES["job_steps"].schema,
+        "nodes": NODES_COMPACT,
+    }
+    return {c: cols[c] for c in (ALLOC_COLS if kind == "allocs" else STEP_COLS)}
+
+
 def finish(
     typed: pl.DataFrame,
     raw_fields: Callable[[list[int]], pl.DataFrame],
@@ -799,12 +821,55 @@ def finish(
 _NO_REASONS = pl.DataFrame(schema={"line_no": pl.Int64, "reason": pl.String})
 
 
+#: records whose node lists :func:`complete` expands at a time: one batch's names are held as
+#: strings, then kept as a ``List(Categorical)`` (4 bytes a name, each distinct name stored once)
+NODE_BATCH_ROWS = 100_000
+#: the compact dtype of the node lists (``List(String)`` once cast, frame-equal)
+NODES_COMPACT = pl.List(pl.Categorical)
+
+
+def _compact_node_lists(
+    both: pl.Series, *, node_budget: int | None, batch_rows: int
+) -> tuple[pl.Series, dict[str, str], int]:
+    """:func:`hostlist.node_lists` a batch of ``batch_rows`` rows at a time, kept compact.
+
+    Peak memory is one batch's names as strings plus the compact lists of every batch, not
+    every name as a string at once. The budget counts the names of every batch; when it is
+    passed, the whole column is counted (without expanding) for the message.
+    """
+    parts: list[pl.Series] = []
+    errors: dict[str, str] = {}
+    used = 0
+    for a in range(0, both.len(), batch_rows):
+        left = None if node_budget is None else node_budget - used
+        try:
+            got, errs, n = hostlist.node_lists(
+                both.slice(a, batch_rows), budget=left, distinct=True
+            )
+        except hostlist.NodeBudgetError:
+            total = int(hostlist.sizes(both).clip(0).sum() or 0)
+            raise hostlist.NodeBudgetError(
+                f"the node lists would hold {total:,} host names", names=total
+            ) from None
+        used += n
+        errors.update(errs)
+        parts.append(got.cast(NODES_COMPACT))
+    if not parts:
+        return pl.Series("nodes", [], dtype=NODES_COMPACT), errors, 0
+    return pl.concat(parts, rechunk=False).rename("nodes"), errors, used
+
+
 def complete(
-    allocs: pl.DataFrame, steps: pl.DataFrame, *, node_budget: int | None
+    allocs: pl.DataFrame,
+    steps: pl.DataFrame,
+    *,
+    node_budget: int | None,
+    batch_rows: int | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame, list[tuple[int, str]], int]:
     """Finish the parse of the whole input: expand the node lists of every record kept.
 
-    Each distinct hostlist is expanded once, sizes checked first.
+    The node lists are expanded a batch of records at a time (each distinct hostlist of a
+    batch once, sizes checked first) into the compact :data:`NODES_COMPACT` form.
 
     Parameters
     ----------
@@ -812,20 +877,27 @@ def complete(
         The allocation and step rows :func:`finish` kept, node lists still text.
     node_budget : int or None
         Most host names the node lists may hold in total; None: no limit.
+    batch_rows : int or None
+        Records expanded at a time (default :data:`NODE_BATCH_ROWS`); the tables do not
+        depend on it.
 
     Returns
     -------
     (polars.DataFrame, polars.DataFrame, list of (int, str), int)
-        Allocations and steps in the canonical columns with ``line_no``, (line_no, reason) of the
-        records to quarantine, and the number of host names expanded.
+        Allocations and steps in the canonical columns with ``line_no`` (``nodes`` as
+        ``List(Categorical)``), (line_no, reason) of the records to quarantine, and the number
+        of host names expanded.
 
     Raises
     ------
     NodeBudgetError
-        Before expanding, if the node lists would hold more than ``node_budget`` names.
+        Before expanding the batch that would pass it, if the node lists would hold more than
+        ``node_budget`` names (its ``names``: how many they hold in all).
     """
-    both = pl.concat([allocs.get_column("nodelist"), steps.get_column("nodelist")])
-    nodes, hl_errors, node_names = hostlist.node_lists(both, budget=node_budget, distinct=True)
+    both = pl.concat([allocs.get_column("nodelist"), steps.get_column("nodelist")], rechunk=False)
+    nodes, hl_errors, node_names = _compact_node_lists(
+        both, node_budget=node_budget, batch_rows=max(1, batch_rows or NODE_BATCH_ROWS)
+    )
     del both
     late: list[tuple[int, str]] = []
     out: list[pl.DataFrame] = []

@@ -17,8 +17,9 @@ Either way memory stays bounded by a few blocks plus the output, whatever the fi
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 import numpy as np
@@ -55,8 +56,8 @@ from reliability.ingest.sacct.parse import (
     ValueTable,
     chunked_like,
     complete,
+    completed_schema,
     finish,
-    partial_schema,
     repeated_hour_times,
     time_form_of,
     typed_plan,
@@ -78,11 +79,70 @@ from reliability.ingest.sacct.records import (
     parse_header,
 )
 
-__all__ = ["MAX_NODE_NAMES_PER_INPUT", "SacctReader"]
+__all__ = ["MAX_NODE_NAMES_PER_INGEST", "MAX_NODE_NAMES_PER_INPUT", "SacctReader", "node_budget"]
 
-#: most host names the expanded node lists of one input may hold in total (about 1.6 GB);
+#: most host names the expanded node lists of one input read by ``read_sacct`` may hold in
+#: total (compact: about 0.4 GB; a caller that turns them into strings needs 16 bytes a name);
 #: beyond it the input is refused (split the export by time) instead of exhausting memory
 MAX_NODE_NAMES_PER_INPUT = 100_000_000
+#: the same, for an input read by ``Dataset.ingest``, which writes the node lists as they are
+#: (compact, cast to strings batch by batch as its parts are written): about 1.6 GB
+MAX_NODE_NAMES_PER_INGEST = 400_000_000
+#: bytes one compact host name takes in the node lists (a 4-byte category; list offsets aside)
+_COMPACT_NAME_BYTES = 4
+_NODE_BUDGET: ContextVar[tuple[int, str]] = ContextVar(
+    "sacct_node_budget", default=(MAX_NODE_NAMES_PER_INPUT, "read_sacct")
+)
+
+
+@contextmanager
+def node_budget(names: int, reader: str) -> Iterator[None]:
+    """Let the sacct reads inside the block keep up to ``names`` host names per input.
+
+    Parameters
+    ----------
+    names : int
+        Most host names the node lists of one input may hold.
+    reader : str
+        Who reads, for the refusal message (e.g. ``Dataset.ingest``).
+
+    Yields
+    ------
+    None
+    """
+    token = _NODE_BUDGET.set((names, reader))
+    try:
+        yield
+    finally:
+        _NODE_BUDGET.reset(token)
+
+
+def _budget_refusal(names: int | None, budget: int, reader: str, at_line: int) -> str:
+    """Say why an input whose node lists hold more than ``budget`` host names is refused.
+
+    ``names``: how many the records up to ``at_line`` name (the rest is not read).
+    """
+    held = (
+        f"{names:,} host names up to line {at_line:,}"
+        if names
+        else f"more than {budget:,} host names in all"
+    )
+    parts = f" into at least {-(-names // budget)} parts" if names else ""
+    more = (
+        f", or ingest it into a Dataset (Dataset.ingest keeps up to {MAX_NODE_NAMES_PER_INGEST:,})"
+        if budget < MAX_NODE_NAMES_PER_INGEST
+        else ""
+    )
+    size = budget * _COMPACT_NAME_BYTES
+    size_text = f"{size / 2**30:.1f} GiB" if size >= 2**30 else f"{size / 2**20:.1f} MiB"
+    return (
+        f"its NodeList fields name {held} (every job's and step's nodes counted), more "
+        f"than the {budget:,} {reader} keeps of one input (about {size_text}; each list at most "
+        f"{MAX_HOSTLIST_NODES:,}): refused before expanding them, to bound memory; split the "
+        f"export by --starttime/--endtime{parts}{more}"
+    )
+
+
 _EXPORT_HINT = f"export with: {SACCT_EXPORT_COMMAND}"
 
 
@@ -584,16 +644,34 @@ class SacctReader:
         has_gpu = any("TRES" in n or "GRES" in n for n in layout.names)
         parsed: Parsed = finish(typed, raw_fields, tz=self.tz, gpu=has_gpu, cache=self._values)
         self.naive |= parsed.naive
-        if parsed.allocs.height:
-            self.allocs.append(parsed.allocs)
-        if parsed.steps.height:
-            self.steps.append(parsed.steps)
         if not self.replaced and not ascii_only:
             for frame in (parsed.allocs, parsed.steps):
                 names = frame.get_column("name")
                 if frame.height and names.str.contains("\ufffd", literal=True).any():
                     self.replaced = True
-        for ln, reason in parsed.bad.iter_rows():
+        # the batch's node lists expanded now (compact), and its NodeList text let go: the
+        # input's host names are never held as strings all at once
+        budget, reader = _NODE_BUDGET.get()
+        try:
+            allocs, steps, late, names = complete(
+                parsed.allocs, parsed.steps, node_budget=budget - self.node_names
+            )
+        except hostlist.NodeBudgetError as exc:
+            raise IngestError(
+                self.src,
+                _budget_refusal(
+                    None if exc.names is None else self.node_names + exc.names,
+                    budget,
+                    reader,
+                    at_line=int(typed.get_column("line_no").max() or first_line),
+                ),
+            ) from None
+        self.node_names += names
+        if allocs.height:
+            self.allocs.append(allocs)
+        if steps.height:
+            self.steps.append(steps)
+        for ln, reason in [*parsed.bad.iter_rows(), *late]:
             raw = self.window_raw.pop(ln, None)
             self.quarantine.append((ln, raw if raw is not None else raw_of(ln), reason))
 
@@ -633,8 +711,8 @@ class SacctReader:
                 "no AllocTRES/ReqTRES/GRES field: n_accelerators set to 0 (GPU count unknown)"
             )
         n_allocs, n_steps = self._bulk_parts or (len(self.allocs), len(self.steps))
-        allocs = _in_line_order(self.allocs, n_allocs, partial_schema("allocs"))
-        steps = _in_line_order(self.steps, n_steps, partial_schema("steps"))
+        allocs = _in_line_order(self.allocs, n_allocs, completed_schema("allocs"))
+        steps = _in_line_order(self.steps, n_steps, completed_schema("steps"))
         self.allocs, self.steps = [], []
         negative = allocs.height and int((allocs.get_column("exit_code") < 0).sum())
         negative += steps.height and int((steps.get_column("exit_code") < 0).sum())
@@ -651,21 +729,9 @@ class SacctReader:
         # what does not need the node lists runs on a second thread while they are built (both
         # are mostly polars and numpy, which release the GIL): the duplicate candidates, and
         # the job-id checks, which hold for the rows kept unless some are quarantined below
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            early = pool.submit(_early_checks, allocs, steps)
-            try:
-                allocs, steps, late_parse, self.node_names = complete(
-                    allocs, steps, node_budget=MAX_NODE_NAMES_PER_INPUT
-                )
-            except hostlist.NodeBudgetError:
-                raise IngestError(
-                    self.src,
-                    f"the node lists expand to more than {MAX_NODE_NAMES_PER_INPUT:,} host "
-                    f"names in total (each at most {MAX_HOSTLIST_NODES:,}): refused before "
-                    "expanding them, to bound memory; split the export by --starttime/--endtime",
-                ) from None
-            cand_a, cand_s, dup, note, same_a, same_s = early.result()
-        late: list[tuple[int, str]] = list(late_parse)
+        # (the node lists were expanded batch by batch, as the records were taken)
+        cand_a, cand_s, dup, note, same_a, same_s = _early_checks(allocs, steps)
+        late: list[tuple[int, str]] = []
         allocs, rep_a = exact_duplicates(allocs, lambda ls: self._fetch_raw(path, ls), cand_a)
         steps, rep_s = exact_duplicates(steps, lambda ls: self._fetch_raw(path, ls), cand_s)
         late += [(r, f"exact duplicate of line {f}") for r, f in rep_a + rep_s]

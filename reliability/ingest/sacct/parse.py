@@ -42,7 +42,6 @@ __all__ = [
     "complete",
     "finish",
     "parse_records",
-    "partial_schema",
     "repeated_hour_times",
     "time_form",
     "typed_plan",
@@ -693,29 +692,6 @@ def _alloc_msgs(frame: pl.DataFrame) -> list[tuple[pl.Expr, pl.Expr]]:
 #: the columns :func:`finish` keeps for :func:`complete`
 _ALLOC_KEEP = [c for c in ALLOC_COLS if c not in ("n_nodes", "nodes")] + ["_nnodes", "nodelist"]
 _STEP_KEEP = [c for c in STEP_COLS if c not in ("n_nodes", "nodes")] + ["_nnodes", "nodelist"]
-
-
-def partial_schema(kind: str) -> dict[str, pl.DataType]:
-    """Return the schema of an empty ``allocs`` or ``steps`` frame as :func:`finish` returns it.
-
-    Parameters
-    ----------
-    kind : {"allocs", "steps"}
-        Which frame.
-
-    Returns
-    -------
-    dict of str to polars.DataType
-        Column -> dtype.
-    """
-    cols = {
-        "line_no": pl.Int64(),
-        **schema.TABLES["jobs"].schema,
-        **schema.TABLES["job_steps"].schema,
-        "_nnodes": pl.UInt32(),
-        "nodelist": pl.String(),
-    }
-    return {c: cols[c] for c in (_ALLOC_KEEP if kind == "allocs" else _STEP_KEEP)}
 
 
 def completed_schema(kind: str) -> dict[str, pl.DataType]:

@@ -344,6 +344,7 @@ def _latest_before(
     lag: timedelta,
     ended: pl.LazyFrame,
     starts: pl.LazyFrame,
+    node_lists: pl.LazyFrame,
 ) -> pl.LazyFrame:
     """Match each event recorded after the fact to the failing attempts it ended.
 
@@ -379,6 +380,7 @@ def _latest_before(
             check_sortedness=False,
         )
         .drop_nulls("__u")
+        .join(node_lists, on="__rid")  # (the node lists of these few starts only)
         .select("cluster", "__s", node=pl.col("__nodes"))
         .explode("node")
         .drop_nulls("node")
@@ -593,10 +595,10 @@ def attribute_failures(
     ended = _ended_attempts(jobs, start)
     # every evidence kind joins these rows: build them once, not once per as-of join
     ended = ended.cache() if lazy else ended.collect().lazy()
-    # attempt starts (node lists not yet exploded), for the records made after the fact
-    starts = (
-        jobs.select("cluster", __s=start, __nodes=pl.col("nodes")).drop_nulls("__s").sort("__s")
-    )
+    # attempt starts, for the records made after the fact (their node lists are joined to the
+    # few starts near such a record: sorting every attempt's list held 4 GB at 5M attempts)
+    starts = jobs.select("cluster", "__rid", __s=start).drop_nulls("__s").sort("__s")
+    node_lists = jobs.select("__rid", __nodes=pl.col("nodes"))
     if ns is not None:  # (only records made after the fact need them: node states)
         starts = starts.cache() if lazy else starts.collect().lazy()
 
@@ -610,7 +612,7 @@ def attribute_failures(
         return _nearest(events, kind, attempts, before, after)
 
     def latest_before(events: pl.LazyFrame, kind: int, lag: timedelta) -> pl.LazyFrame:
-        return _latest_before(events, kind, lag, ended, starts)
+        return _latest_before(events, kind, lag, ended, starts, node_lists)
 
     evidence = [pl.LazyFrame(schema=_EVIDENCE_SCHEMA)]
     if he is not None:

@@ -151,3 +151,17 @@ def test_an_unknown_name_is_an_attribute_error_without_a_warning():
         warnings.simplefilter("error")
         with pytest.raises(AttributeError, match="no_such_model"):
             models.no_such_model  # noqa: B018
+
+
+def test_from_import_of_a_flat_name_warns_once():
+    """`from reliability.models import fit_mttf` warned twice (the import system's check,
+    then the import); once now, pointing at the importing line."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        exec("from reliability.models import fit_mttf", {})
+    moved = [w for w in caught if issubclass(w.category, DeprecationWarning)]
+    assert len(moved) == 1
+    assert "reliability.models.failures.fit_mttf" in str(moved[0].message)
+    assert moved[0].filename == "<string>"

@@ -25,6 +25,7 @@ emit a :class:`DeprecationWarning` naming the group.
 from __future__ import annotations
 
 import importlib
+import sys
 import warnings
 from typing import Any
 
@@ -141,13 +142,20 @@ def __getattr__(name: str) -> Any:
         group, attr = _FLAT[name]
     except KeyError:
         raise AttributeError(f"module 'reliability.models' has no attribute {name!r}") from None
+    # `from reliability.models import x` asks twice (the import system's hasattr, then the
+    # import itself): warn on the import, not on the check
+    if sys._getframe(1).f_code.co_name != "_handle_fromlist":
+        _warn_moved(name, group, attr)
+    return getattr(importlib.import_module(f"reliability.models.{group}"), attr)
+
+
+def _warn_moved(name: str, group: str, attr: str) -> None:
     warnings.warn(
         f"reliability.models.{name} moved to reliability.models.{group}.{attr}; the flat "
         "name will be removed in the next release",
         DeprecationWarning,
-        stacklevel=2,
+        stacklevel=3,
     )
-    return getattr(importlib.import_module(f"reliability.models.{group}"), attr)
 
 
 def __dir__() -> list[str]:

@@ -192,38 +192,29 @@ def test_analyze_pods_at_a_given_host_availability_is_the_closed_form(pod_datase
 def test_lemon_report_on_too_short_a_history_says_what_would_score(four_gpu_dataset):
     """24 days of data: a detector trained on 56-day windows cannot score them (collect more);
     one trained on 7-day windows asked for 56 is pointed at its own window."""
-    import numpy as np
-
     from reliability.analyses import lemon_report
-    from reliability.models.nodes import LEMON_FEATURES, LemonDetector
 
     bundled = lemon_report(four_gpu_dataset, window_days=56, model="bundled")
     assert "collect at least 56 days of history" in bundled.notes[0]
-    rng = np.random.default_rng(0)
-    y = rng.random(200) < 0.3
-    X = pl.DataFrame(
-        rng.poisson(np.where(y[:, None], 6.0, 1.0), (200, len(LEMON_FEATURES))),
-        schema=list(LEMON_FEATURES),
-    ).cast(pl.Float64)
-    det = LemonDetector(target_precision=0.5).fit(X, y, window_days=7)
+    det = _week_detector(n=200, lemon_share=0.3, target_precision=0.5)
     week = lemon_report(four_gpu_dataset, window_days=56, model=det)
     assert week.scores.height == 0
     assert "pass window_days=7, the window the detector was trained on" in week.notes[0]
 
 
-def _week_detector():
-    """A detector trained on 7-day windows of synthetic features (lemons count 6x more)."""
+def _week_detector(n: int = 400, lemon_share: float = 0.2, target_precision: float = 0.2):
+    """A detector trained on 7-day windows of ``n`` synthetic nodes (lemons count 6x more)."""
     import numpy as np
 
     from reliability.models.nodes import LEMON_FEATURES, LemonDetector
 
     rng = np.random.default_rng(0)
-    y = rng.random(400) < 0.2
+    y = rng.random(n) < lemon_share
     X = pl.DataFrame(
-        rng.poisson(np.where(y[:, None], 6.0, 1.0), (400, len(LEMON_FEATURES))),
+        rng.poisson(np.where(y[:, None], 6.0, 1.0), (n, len(LEMON_FEATURES))),
         schema=list(LEMON_FEATURES),
     ).cast(pl.Float64)
-    return LemonDetector(target_precision=0.2).fit(X, y, window_days=7)
+    return LemonDetector(target_precision=target_precision).fit(X, y, window_days=7)
 
 
 def test_lemon_detector_reuses_an_attribution_made_with_its_training_settings(

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -64,7 +64,7 @@ TEST_DESCRIPTION = Hinted(
 #: train``, ``benchmarks/train_lemon_model.py``: :func:`reliability.models.nodes.node_features`
 #: attributes a Dataset with :func:`reliability.attribute_failures`' defaults) and so in scoring;
 #: the reason rules are the built-in ones
-DETECTOR_ATTRIBUTION: dict[str, object] = {
+DETECTOR_ATTRIBUTION: dict[str, Any] = {
     "before_min": 10.0,
     "after_min": 5.0,
     "requeue_exit_codes": (),
@@ -322,10 +322,12 @@ def _features_source(
             "health_events": dataset.health_events,
             "node_states": dataset.node_states,
         }, None
+    trained = DETECTOR_ATTRIBUTION
     return dataset, (
         "the detector's features were computed on the attempts attributed again with the "
-        "settings it is trained with (10 min before an attempt's end, 5 after, no requeue exit "
-        "codes, the built-in reasons), not with this attribution's " + ", ".join(differ)
+        f"settings it is trained with ({trained['before_min']:g} min before an attempt's end, "
+        f"{trained['after_min']:g} after, no requeue exit codes, the built-in reasons), not "
+        "with this attribution's " + ", ".join(differ)
     )
 
 

@@ -726,10 +726,9 @@ class SacctReader:
                 "code unknown"
             )
         n_allocs = allocs.height
-        # what does not need the node lists runs on a second thread while they are built (both
-        # are mostly polars and numpy, which release the GIL): the duplicate candidates, and
-        # the job-id checks, which hold for the rows kept unless some are quarantined below
-        # (the node lists were expanded batch by batch, as the records were taken)
+        # the duplicate candidates, and the job-id checks, which hold for the rows kept unless
+        # some are quarantined below (the node lists were expanded batch by batch, as the
+        # records were taken)
         cand_a, cand_s, dup, note, same_a, same_s = _early_checks(allocs, steps)
         late: list[tuple[int, str]] = []
         allocs, rep_a = exact_duplicates(allocs, lambda ls: self._fetch_raw(path, ls), cand_a)

@@ -305,6 +305,33 @@ def _one_per_node_time(events: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
+def _asof(
+    attempts: pl.LazyFrame, ev: pl.LazyFrame, strategy: str, tolerance: timedelta
+) -> pl.LazyFrame:
+    """Keep the rows of ``attempts`` with an event on the node within ``tolerance``, with it.
+
+    The as-of join carries only the event's time and row number (the attempts are tens of
+    millions of (attempt, node) rows at millions of attempts, and few find an event): the
+    event's other columns are joined to the matches afterwards.
+    """
+    ev = ev.with_row_index("__e")
+    keys = ev.select("cluster", "node", "__t", "__e")
+    return (
+        attempts.join_asof(
+            keys,
+            left_on="end_time",
+            right_on="__t",
+            by=["cluster", "node"],
+            strategy=strategy,
+            tolerance=tolerance,
+            check_sortedness=False,
+        )
+        .drop_nulls("__e")
+        .join(ev.drop("cluster", "node", "__t"), on="__e")
+        .drop("__e")
+    )
+
+
 def _nearest(
     events: pl.LazyFrame,
     kind: int,
@@ -320,20 +347,11 @@ def _nearest(
     the attempt's start, every earlier one does too.
     """
     ev = _one_per_node_time(events)
-    kw = {
-        "left_on": "end_time",
-        "right_on": "__t",
-        "by": ["cluster", "node"],
-        "check_sortedness": False,
-    }
-    back = attempts.join_asof(ev, strategy="backward", tolerance=before, **kw)
-    fwd = attempts.join_asof(ev, strategy="forward", tolerance=after, **kw)
+    back = _asof(attempts, ev, "backward", before)
+    fwd = _asof(attempts, ev, "forward", after)
     return (
         pl.concat([back, fwd])
-        .filter(
-            pl.col("__t").is_not_null()
-            & (pl.col("__start").is_null() | (pl.col("__t") >= pl.col("__start")))
-        )
+        .filter(pl.col("__start").is_null() | (pl.col("__t") >= pl.col("__start")))
         .pipe(_as_match, kind)
     )
 
@@ -344,7 +362,7 @@ def _latest_before(
     lag: timedelta,
     ended: pl.LazyFrame,
     starts: pl.LazyFrame,
-    node_lists: pl.LazyFrame,
+    node_lists: Callable[[pl.LazyFrame], pl.LazyFrame],
 ) -> pl.LazyFrame:
     """Match each event recorded after the fact to the failing attempts it ended.
 
@@ -357,15 +375,7 @@ def _latest_before(
     prolog failure of the next job on the node 40 s later).
     """
     ev = _one_per_node_time(events)
-    first = ended.join_asof(
-        ev,
-        left_on="end_time",
-        right_on="__t",
-        by=["cluster", "node"],
-        strategy="forward",
-        tolerance=lag,
-        check_sortedness=False,
-    ).drop_nulls("__t")
+    first = _asof(ended, ev, "forward", lag)
     # the starts in the lag before some record (few), per node; then the first start on
     # the node after each failure's end: one at or before the record breaks the burst
     times = ev.select("cluster", __u=pl.col("__t")).unique().sort("__u")
@@ -380,7 +390,7 @@ def _latest_before(
             check_sortedness=False,
         )
         .drop_nulls("__u")
-        .join(node_lists, on="__rid")  # (the node lists of these few starts only)
+        .pipe(node_lists)  # (the node lists of these few starts only)
         .select("cluster", "__s", node=pl.col("__nodes"))
         .explode("node")
         .drop_nulls("node")
@@ -599,6 +609,19 @@ def attribute_failures(
     # few starts near such a record: sorting every attempt's list held 4 GB at 5M attempts)
     starts = jobs.select("cluster", "__rid", __s=start).drop_nulls("__s").sort("__s")
     node_lists = jobs.select("__rid", __nodes=pl.col("nodes"))
+
+    def lists_of(few: pl.LazyFrame) -> pl.LazyFrame:
+        """``few`` with the node lists of its attempts (``__nodes``)."""
+        if lazy:
+            return few.join(node_lists, on="__rid")
+        # read only these rows' lists (a filter the scan applies as it reads): a join would
+        # hold every attempt's list (5M attempts: 2.4 GB)
+        few = few.collect()
+        wanted = few.get_column("__rid").unique().implode()
+        return few.lazy().join(
+            node_lists.filter(pl.col("__rid").is_in(wanted)).collect().lazy(), on="__rid"
+        )
+
     if ns is not None:  # (only records made after the fact need them: node states)
         starts = starts.cache() if lazy else starts.collect().lazy()
 
@@ -612,7 +635,7 @@ def attribute_failures(
         return _nearest(events, kind, attempts, before, after)
 
     def latest_before(events: pl.LazyFrame, kind: int, lag: timedelta) -> pl.LazyFrame:
-        return _latest_before(events, kind, lag, ended, starts, node_lists)
+        return _latest_before(events, kind, lag, ended, starts, lists_of)
 
     evidence = [pl.LazyFrame(schema=_EVIDENCE_SCHEMA)]
     if he is not None:

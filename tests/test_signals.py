@@ -162,7 +162,7 @@ def test_union_length_of_intervals_per_node():
 
     import numpy as np
 
-    from reliability.models.nodes.signals import _union_s
+    from reliability.models.nodes.signals import _union_us
 
     rng = np.random.default_rng(4)
     t0 = datetime(2025, 1, 1, tzinfo=UTC)
@@ -174,7 +174,7 @@ def test_union_length_of_intervals_per_node():
         "s": [t0 + timedelta(seconds=float(x)) for x in start],
         "e": [t0 + timedelta(seconds=float(x + d)) for x, d in zip(start, length, strict=True)],
     })  # fmt: skip
-    got = {(c, nd): v for c, nd, v in _union_s(iv).iter_rows()}
+    got = {(c, nd): v / 1e6 for c, nd, v in _union_us(iv).iter_rows()}
     for (c, nd), part in iv.group_by("cluster", "node"):
         spans = sorted(zip(part["s"].to_list(), part["e"].to_list(), strict=True))
         total, cur_s, cur_e = 0.0, None, None
@@ -195,7 +195,7 @@ def test_union_length_when_node_and_time_do_not_pack_into_one_integer():
     the intervals are sorted on both columns; the lengths are the same as by hand."""
     from datetime import UTC, datetime, timedelta
 
-    from reliability.models.nodes.signals import _union_s
+    from reliability.models.nodes.signals import _union_us
 
     t0 = datetime(1900, 1, 1, tzinfo=UTC)
     rows = []
@@ -210,10 +210,10 @@ def test_union_length_when_node_and_time_do_not_pack_into_one_integer():
     )
     iv = pl.DataFrame(rows, schema=["cluster", "node", "s", "e"], orient="row")
     got = dict(
-        zip(*_union_s(iv).select("node", "len_s").to_dict(as_series=False).values(), strict=True)
+        zip(*_union_us(iv).select("node", "len_us").to_dict(as_series=False).values(), strict=True)
     )
-    assert got["n0"] == 3 * 3600 + 1800
-    assert all(got[f"n{i}"] == 3 * 3600 for i in range(1, 1100))
+    assert got["n0"] == (3 * 3600 + 1800) * 10**6
+    assert all(got[f"n{i}"] == 3 * 3600 * 10**6 for i in range(1, 1100))
 
 
 def test_sliced_matching_gives_the_hand_worked_numbers(monkeypatch):
@@ -230,3 +230,80 @@ def test_sliced_matching_gives_the_hand_worked_numbers(monkeypatch):
     assert (row["events"], row["exposed"], row["followed"]) == (2, 2, 1)
     assert row["baseline"] == pytest.approx(0.12)
     assert row["lead_min_median"] == pytest.approx(300.0)
+
+
+def test_time_sliced_jobs_give_the_hand_worked_numbers(monkeypatch):
+    """The jobs read a span of time at a time (as at millions of attempts: a run crossing a
+    cut is in both spans, its busy time split between them) give the first test's numbers."""
+    import reliability.models.nodes.signals as sig
+
+    monkeypatch.setattr(sig, "_PAIRS_PER_SLICE", 2)
+    jobs = [_job(str(i), "n1", 10 * i, 10 * (i + 1), "FAILED" if i in (2, 6) else "COMPLETED")
+            for i in range(10)]  # fmt: skip
+    assert len(sig._time_slices(pl.DataFrame(jobs).lazy())) == 5
+    s = signal_calibration(_frames(jobs, [_he("n1", 25, "79"), _he("n1", 55, "79")]), horizon_h=6)
+    row = s.signals.filter(pl.col("signal") == "kernel_log Xid 79").row(0, named=True)
+    assert (row["events"], row["exposed"], row["followed"]) == (2, 2, 1)
+    assert row["baseline"] == pytest.approx(0.12)
+    assert row["lead_min_median"] == pytest.approx(300.0)
+
+
+@pytest.mark.parametrize("per_slice", [10**9, 97, 13])
+def test_signal_table_against_a_brute_force_count(monkeypatch, per_slice):
+    """Random overlapping runs on 6 nodes and random signals: exposed, followed and baseline
+    per signal kind equal a direct count by hand (every event against every run of its node;
+    busy and abnormal time as unions swept in Python), whether the jobs are read in one span
+    of time or in many (a run crossing cuts; events on cuts and at run ends)."""
+    import numpy as np
+
+    import reliability.models.nodes.signals as sig
+
+    monkeypatch.setattr(sig, "_PAIRS_PER_SLICE", per_slice)
+    rng = np.random.default_rng(11)
+    h = 6.0
+    jobs = []
+    for i in range(300):
+        s0 = float(rng.uniform(0, 500))
+        e0 = s0 + float(rng.exponential(8))
+        state = "FAILED" if rng.random() < 0.2 else "COMPLETED"
+        nodes = sorted({f"n{k}" for k in rng.integers(0, 6, int(rng.integers(1, 4)))})
+        jobs.append({**_job(str(i), "x", s0, e0, state), "nodes": nodes, "n_nodes": len(nodes)})
+    run_ends = [j["end_time"] for j in jobs[:20]]
+    times = [T0 + float(t) * H for t in rng.uniform(-10, 510, 200)] + run_ends
+    he = [{**_he(f"n{int(rng.integers(0, 6))}", 0, str(int(rng.choice([48, 79])))), "time": t}
+          for t in times]  # fmt: skip
+    got = signal_calibration(_frames(jobs, he), horizon_h=h).signals
+
+    def union(spans):
+        total, cur = 0.0, None
+        for s, e in sorted(spans):
+            if cur is None or s > cur[1]:
+                total += 0 if cur is None else (cur[1] - cur[0]).total_seconds()
+                cur = [s, e]
+            else:
+                cur[1] = max(cur[1], e)
+        return total + (0 if cur is None else (cur[1] - cur[0]).total_seconds())
+
+    base = {}
+    for n in {x for j in jobs for x in j["nodes"]}:
+        mine = [j for j in jobs if n in j["nodes"]]
+        busy = union([(j["start_time"], j["end_time"]) for j in mine])
+        bad = union([(max(j["start_time"], j["end_time"] - h * H), j["end_time"])
+                     for j in mine if j["state"] == "FAILED"])  # fmt: skip
+        base[n] = bad / busy if busy > 0 else 0.0
+    for code in ("48", "79"):
+        exposed = followed = 0
+        bases = []
+        for ev in he:
+            if ev["code"] != code:
+                continue
+            on = [j for j in jobs if ev["node"] in j["nodes"]
+                  and j["start_time"] <= ev["time"] <= j["end_time"]]  # fmt: skip
+            if on:
+                exposed += 1
+                bases.append(base[ev["node"]])
+                followed += any(j["state"] == "FAILED" and j["end_time"] <= ev["time"] + h * H
+                                for j in on)  # fmt: skip
+        row = got.filter(pl.col("signal") == f"kernel_log Xid {code}").row(0, named=True)
+        assert (row["exposed"], row["followed"]) == (exposed, followed)
+        assert row["baseline"] == pytest.approx(sum(bases) / len(bases), rel=1e-12)

@@ -32,9 +32,10 @@ None of the anchors (gpud, the device plugins, NHC) measure this; they ship fixe
 
 from __future__ import annotations
 
+import itertools
 from collections import deque
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
@@ -203,16 +204,59 @@ def _signal_events(frames: dict[str, pl.DataFrame], rules: ReasonRules | None) -
     return pl.concat(parts).drop_nulls(["node", "t"])
 
 
-def _running(jobs: pl.LazyFrame) -> pl.DataFrame:
-    """Per attempt and node: ``cluster, node, start, end, abnormal``.
+def _within(t: pl.Expr, lo: datetime | None, hi: datetime | None) -> pl.Expr:
+    """``lo <= t < hi`` (an open end where None)."""
+    out = pl.lit(True)
+    if lo is not None:
+        out = out & (t >= lo)
+    if hi is not None:
+        out = out & (t < hi)
+    return out
+
+
+def _time_slices(jobs: pl.LazyFrame) -> list[tuple[datetime | None, datetime | None]]:
+    """Consecutive ``[lo, hi)`` spans of time, open at both ends, of about equally many runs.
+
+    As many as hold about :data:`_PAIRS_PER_SLICE` (attempt, node) rows each (one span up to
+    that), cut at quantiles of the attempts' starts.
+    """
+    cols = jobs.collect_schema().names()
+    size = pl.col("n_nodes") if "n_nodes" in cols else pl.col("nodes").list.len()
+    timed = pl.col("start_time").is_not_null() & pl.col("end_time").is_not_null()
+    pairs = jobs.filter(timed).select(size.cast(pl.Int64).sum()).collect().item() or 0
+    k = -(-int(pairs) // _PAIRS_PER_SLICE)
+    if k <= 1:
+        return [(None, None)]
+    starts = jobs.filter(timed).select(pl.col("start_time").dt.epoch("us")).collect().to_series()
+    cuts = sorted(
+        {int(starts.quantile(i / k, interpolation="lower")) for i in range(1, k)}
+        - {int(starts.min())}
+    )
+    bounds = [None, *(_from_us(c) for c in cuts), None]
+    return list(itertools.pairwise(bounds))
+
+
+def _from_us(us: int) -> datetime:
+    return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=us)
+
+
+def _running(
+    jobs: pl.LazyFrame, lo: datetime | None = None, hi: datetime | None = None
+) -> pl.DataFrame:
+    """Per attempt and node running at some time in ``[lo, hi)``: ``cluster, node, start, end, abnormal``.
 
     Only the five columns it needs are read, and the node lists are cast and exploded batch by
     batch on polars' streaming engine: the jobs' ``list[str]`` node column (29 M names at a
     million attempts) is never held whole.
     """
+    overlaps = pl.lit(True)
+    if hi is not None:
+        overlaps = overlaps & (pl.col("start_time") < hi)
+    if lo is not None:
+        overlaps = overlaps & (pl.col("end_time") >= lo)
     return (
         jobs.select("cluster", "nodes", "start_time", "end_time", "state")
-        .filter(pl.col("start_time").is_not_null() & pl.col("end_time").is_not_null())
+        .filter(pl.col("start_time").is_not_null() & pl.col("end_time").is_not_null() & overlaps)
         .select(
             pl.col("cluster").cast(pl.String).cast(pl.Categorical),
             # categorical node names (4 bytes a row): at a million attempts there are tens of
@@ -263,23 +307,37 @@ def signal_calibration(
     if not horizon_h > 0:
         raise ValueError(f"horizon_h must be > 0 hours, got {horizon_h}")
     frames = _frames(source)
-    ev = _signal_events(frames, reasons)
-    runs = _running(frames["jobs"])
+    ev = _signal_events(frames, reasons).with_row_index("_e")
     h = timedelta(hours=horizon_h)
     notes: list[str] = []
-    # the same outcome at any time the node ran jobs (matched baseline)
-    per_node = _baseline(runs, h)
-    ev = ev.with_row_index("_e")
-    # attempts running on the node at the signal, and whether one ended abnormally within h
-    hit = (
-        _covering(ev, runs)
-        .group_by("_e")
-        .agg(
-            followed=(pl.col("abnormal") & (pl.col("end") <= pl.col("t") + h)).any(),
-            lead_s=pl.when(pl.col("abnormal") & (pl.col("end") <= pl.col("t") + h))
-            .then((pl.col("end") - pl.col("t")).dt.total_seconds())
-            .min(),
+    # the jobs a slice of time at a time (see _time_slices): the (attempt, node) rows of one
+    # slice are held at once, not all of them
+    busy, bad, hits = [], [], []
+    for lo, hi in _time_slices(frames["jobs"]):
+        runs = _running(frames["jobs"], lo, hi)
+        # the same outcome at any time the node ran jobs (matched baseline), this slice's part
+        b, a = _busy_us(runs, h, lo, hi)
+        busy.append(b)
+        bad.append(a)
+        # attempts running on the node at a signal of this slice, and whether one ended
+        # abnormally within h (each signal lies in one slice, with every run covering it)
+        in_slice = ev.filter(_within(pl.col("t"), lo, hi))
+        hits.append(
+            _covering(in_slice, runs)
+            .group_by("_e")
+            .agg(
+                followed=(pl.col("abnormal") & (pl.col("end") <= pl.col("t") + h)).any(),
+                lead_s=pl.when(pl.col("abnormal") & (pl.col("end") <= pl.col("t") + h))
+                .then((pl.col("end") - pl.col("t")).dt.total_seconds())
+                .min(),
+            )
         )
+        del runs
+    per_node = _baseline(busy, bad)
+    hit = (
+        pl.concat(hits)
+        if hits
+        else pl.DataFrame(schema={"_e": pl.UInt32, "followed": pl.Boolean, "lead_s": pl.Int64})
     )
     e = (
         ev.join(hit, on="_e", how="left")
@@ -371,6 +429,8 @@ _BIN_US = 86_400_000_000
 #: (attempt, node) rows matched with the signals at a time, and node groups of the busy-time
 #: unions: bounds the stage's working memory (a million attempts make 29 M such rows)
 _RUNS_PER_SLICE = 4_000_000
+#: (attempt, node) rows of the jobs read at a time (:func:`_time_slices`): about 0.5 GB each
+_PAIRS_PER_SLICE = 20_000_000
 _ON = ["cluster", "node", "_day"]
 
 
@@ -412,8 +472,8 @@ def _covering(ev: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _union_s(iv: pl.DataFrame) -> pl.DataFrame:
-    """Per (cluster, node): total length [s] of the union of intervals ``s``-``e``.
+def _union_us(iv: pl.DataFrame) -> pl.DataFrame:
+    """Per (cluster, node): total length [µs] of the union of intervals ``s``-``e``.
 
     Sorted by start within each node, interval i adds ``max(0, e_i − max(s_i, m))`` to the
     union, ``m`` the latest end before it on the node. The sort is on one integer (node
@@ -422,7 +482,7 @@ def _union_s(iv: pl.DataFrame) -> pl.DataFrame:
     strings took most of the signal stage.
     """
     if iv.height == 0:
-        return pl.DataFrame(schema={"cluster": pl.String, "node": pl.String, "len_s": pl.Float64})
+        return pl.DataFrame(schema={"cluster": pl.String, "node": pl.String, "len_us": pl.Int64})
     # (cluster, node) -> one integer: the node's category times the clusters, plus the cluster's
     # place among the (few) clusters
     iv = iv.with_columns(
@@ -461,31 +521,70 @@ def _union_s(iv: pl.DataFrame) -> pl.DataFrame:
                 .otherwise((pl.col("e") - pl.max_horizontal("s", "m")).clip(lower_bound=0))
             )
             .group_by("_k")
-            .agg(len_s=pl.col("add").sum().cast(pl.Float64) / 1e6)
+            .agg(len_us=pl.col("add").sum())
         )
         del part
     del frame
     return (
         pl.concat(parts)
         .join(names, on="_k")
-        .select(pl.col("cluster").cast(pl.String), pl.col("node").cast(pl.String), "len_s")
+        .select(pl.col("cluster").cast(pl.String), pl.col("node").cast(pl.String), "len_us")
     )
 
 
-def _baseline(runs: pl.DataFrame, h: timedelta) -> pl.DataFrame:
-    """Per node: the share of its busy time from which a running job ended abnormally within h."""
-    busy = _union_s(runs.select("cluster", "node", s=pl.col("start"), e=pl.col("end")))
-    bad = _union_s(
-        runs.filter(pl.col("abnormal")).select(
-            "cluster", "node", s=pl.max_horizontal("start", pl.col("end") - h), e=pl.col("end")
+def _busy_us(
+    runs: pl.DataFrame, h: timedelta, lo: datetime | None, hi: datetime | None
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Per node, the busy time and the abnormal-end time [µs] in ``[lo, hi)``.
+
+    Busy: the union of its attempts' ``[start, end]``; abnormal: of ``[max(start, end − h),
+    end]`` over its abnormal attempts; each clipped to the span (the unions' lengths over
+    consecutive spans add up to the whole history's).
+    """
+
+    def clip(s: pl.Expr, e: pl.Expr) -> dict[str, pl.Expr]:
+        if lo is not None:
+            s = pl.max_horizontal(s, pl.lit(lo))
+        if hi is not None:
+            e = pl.min_horizontal(e, pl.lit(hi))
+        return {"s": s, "e": e}
+
+    busy = _union_us(runs.select("cluster", "node", **clip(pl.col("start"), pl.col("end"))))
+    bad = _union_us(
+        runs.filter(pl.col("abnormal"))
+        .select(
+            "cluster",
+            "node",
+            **clip(pl.max_horizontal("start", pl.col("end") - h), pl.col("end")),
         )
+        .filter(pl.col("e") >= pl.col("s"))
     )
-    return busy.join(bad, on=["cluster", "node"], how="left", suffix="_bad").select(
-        "cluster",
-        "node",
-        base=pl.when(pl.col("len_s") > 0)
-        .then(pl.col("len_s_bad").fill_null(0.0) / pl.col("len_s"))
-        .otherwise(0.0),
+    return busy, bad
+
+
+def _baseline(busy: list[pl.DataFrame], bad: list[pl.DataFrame]) -> pl.DataFrame:
+    """Per node: the share of its busy time from which a running job ended abnormally within h.
+
+    ``busy`` and ``bad`` are :func:`_busy_us`'s parts, one per span of time.
+    """
+
+    def total(parts: list[pl.DataFrame]) -> pl.DataFrame:
+        return (
+            pl.concat(parts)
+            .group_by("cluster", "node")
+            .agg(len_s=pl.col("len_us").sum().cast(pl.Float64) / 1e6)
+        )
+
+    return (
+        total(busy)
+        .join(total(bad), on=["cluster", "node"], how="left", suffix="_bad")
+        .select(
+            "cluster",
+            "node",
+            base=pl.when(pl.col("len_s") > 0)
+            .then(pl.col("len_s_bad").fill_null(0.0) / pl.col("len_s"))
+            .otherwise(0.0),
+        )
     )
 
 

@@ -548,8 +548,15 @@ def exposure_frame(
     return a.with_columns(bucket=size_bucket(pl.col("n_accelerators"))), n_open
 
 
-#: the attempts' columns :func:`fit_mttf` reads
-_MTTF_COLUMNS = ("cluster", "start_time", "end_time", "failure_domain", "n_nodes", "n_accelerators")
+#: the attempts' columns :func:`fit_mttf` and :func:`~reliability.models.failures.failure_rate_series` read
+EXPOSURE_COLUMNS = (
+    "cluster",
+    "start_time",
+    "end_time",
+    "failure_domain",
+    "n_nodes",
+    "n_accelerators",
+)
 
 
 def fit_mttf(
@@ -593,7 +600,7 @@ def fit_mttf(
     jobs, obs_end, notes = attributed_jobs(source, observation_end)
     # only the columns read below: the filters copy every column they carry (the host lists
     # alone are hundreds of MiB at a million attempts)
-    jobs = jobs.select(c for c in _MTTF_COLUMNS if c in jobs.columns)
+    jobs = jobs.select(c for c in EXPOSURE_COLUMNS if c in jobs.columns)
     if cluster is not None:
         jobs = jobs.filter(pl.col("cluster") == cluster)
     if start is not None or end is not None:

@@ -96,8 +96,11 @@ def match_secondary_preemptions(
         attributed.select("cluster", "job_id", "attempt", "failure_domain", "start_time")
         .with_row_index("__r")
         .sort("cluster", "job_id", "attempt")
-        .with_columns(
-            prev_hw=pl.col("failure_domain").is_in(HARDWARE).shift(1).over("cluster", "job_id")
+        .with_columns(  # (the previous row, when it is the same job's: sorted, no grouping)
+            prev_hw=pl.when(
+                (pl.col("cluster") == pl.col("cluster").shift(1))
+                & (pl.col("job_id") == pl.col("job_id").shift(1))
+            ).then(pl.col("failure_domain").is_in(HARDWARE).shift(1))
         )
     )
     rows = hw_prev.filter(
@@ -108,27 +111,42 @@ def match_secondary_preemptions(
         .select("cluster", restart_start="start_time", cause_job_id="job_id", node=pl.col("nodes"))
         .explode("node")
     )
+    tol = timedelta(seconds=tolerance_s)
+    # the preemptions that ended within the tolerance before some restart of their cluster
+    # (few): only they can match one on a node, and only their host lists are exploded
+    times = restarts.select("cluster", __u="restart_start").unique().sort("__u")
+    near = (
+        attributed.select("cluster", "state", "end_time")
+        .with_row_index("__p")
+        .filter((pl.col("state").cast(pl.String) == "PREEMPTED") & pl.col("end_time").is_not_null())
+        .sort("end_time")
+        .join_asof(
+            times,
+            left_on="end_time",
+            right_on="__u",
+            by="cluster",
+            strategy="forward",
+            tolerance=tol,
+            check_sortedness=False,
+        )
+        .drop_nulls("__u")
+        .get_column("__p")
+        .sort()
+    )
     pre = (
         gpu_hours(
             attributed.select(
-                "cluster",
-                "job_id",
-                "attempt",
-                "state",
-                "start_time",
-                "end_time",
-                "n_accelerators",
-                "nodes",
-            ).filter(pl.col("state").cast(pl.String) == "PREEMPTED"),
+                "cluster", "job_id", "attempt", "start_time", "end_time", "n_accelerators", "nodes"
+            )
+            .with_row_index("__p")
+            .select(pl.all().gather(near)),
             observation_end,
         )
-        .with_row_index("__p")
         .select(
             "__p", "cluster", "job_id", "attempt", "end_time", "gpu_hours", node=pl.col("nodes")
         )
         .explode("node")
     )
-    tol = timedelta(seconds=tolerance_s)
     # for each preempted (node, end), the next restart on that node within the tolerance
     hit = (
         pre.drop_nulls("end_time")

@@ -521,6 +521,17 @@ def attributed_jobs(
     return jobs, end, [note] if note else []
 
 
+#: the attempts' columns :func:`fit_mttf` and :func:`~reliability.models.failures.failure_rate_series` read
+EXPOSURE_COLUMNS = (
+    "cluster",
+    "start_time",
+    "end_time",
+    "failure_domain",
+    "n_nodes",
+    "n_accelerators",
+)
+
+
 def exposure_frame(
     jobs: pl.DataFrame, observation_end: datetime | None
 ) -> tuple[pl.DataFrame, int]:
@@ -536,9 +547,13 @@ def exposure_frame(
     Returns
     -------
     (polars.DataFrame, int)
-        The attempts with ``hours``, ``failed`` (hardware-ended; open attempts are censored:
-        never failed), ``open``, ``bucket``; and the number of open attempts.
+        The attempts' :data:`EXPOSURE_COLUMNS` and ``failure_cause`` with ``hours``, ``failed``
+        (hardware-ended; open attempts are censored: never failed), ``open``, ``bucket``; and
+        the number of open attempts.
     """
+    # only the columns the rates read (the filters copy every column they carry: the host
+    # lists alone are GiBs at millions of attempts)
+    jobs = jobs.select(c for c in (*EXPOSURE_COLUMNS, "failure_cause") if c in jobs.columns)
     a, n_open = clip_attempts(jobs, observation_end)
     a = a.with_columns(
         hours=(pl.col("stop") - pl.col("start_time")).dt.total_microseconds() / 1e6 / 3600.0,
@@ -546,17 +561,6 @@ def exposure_frame(
         n_nodes=pl.col("n_nodes").fill_null(1),
     ).filter(pl.col("hours") >= 0)
     return a.with_columns(bucket=size_bucket(pl.col("n_accelerators"))), n_open
-
-
-#: the attempts' columns :func:`fit_mttf` and :func:`~reliability.models.failures.failure_rate_series` read
-EXPOSURE_COLUMNS = (
-    "cluster",
-    "start_time",
-    "end_time",
-    "failure_domain",
-    "n_nodes",
-    "n_accelerators",
-)
 
 
 def fit_mttf(

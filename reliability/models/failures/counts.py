@@ -941,7 +941,9 @@ def period_counts(
     return (
         pl.concat(pieces)
         .group_by("period")
-        .agg(pl.col("failures").sum(), pl.col("exposure").sum())
+        # (summed in a fixed order: polars' parallel group-by otherwise adds the floats in an
+        # order that varies from run to run, and the last digits with it)
+        .agg(pl.col("failures").sum(), pl.col("exposure").sort().sum())
         .filter(pl.col("exposure") > 0)
         .sort("period")
     )

@@ -313,13 +313,17 @@ class Kernel:
                     pass
                 return self.processed - before
             heap, pop = self._heap, heapq.heappop
-            while heap and heap[0][0] < until:
-                time, _, _, action, args, h = pop(heap)
-                if h is not None and h.cancelled:
-                    continue
-                self.now = time
-                self.processed += 1
-                action(*args)
+            n = 0  # events run (added to processed at the end: actions may decrement it)
+            try:
+                while heap and heap[0][0] < until:
+                    time, _, _, action, args, h = pop(heap)
+                    if h is not None and h.cancelled:
+                        continue
+                    self.now = time
+                    n += 1
+                    action(*args)
+            finally:
+                self.processed += n
             self.now = float(until)
             return self.processed - before
 

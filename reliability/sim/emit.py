@@ -303,12 +303,15 @@ def _write_sacct(
         for part in _slices(attempts):
             part = part.join(job_fields, on="job", how="left", maintain_order="left")
             _sacct_records(part, cfg, start_us).write_csv(
-                fh, separator="|", quote_style="never", include_header=False
+                fh, quote_style="never", include_header=False
             )
 
 
 def _sacct_records(part: pl.DataFrame, cfg: ClusterConfig, start_us: int) -> pl.DataFrame:
-    """Build the sacct records (allocation + .batch + .extern) of a slice of attempts."""
+    """Build the sacct records (allocation + .batch + .extern) of a slice of attempts.
+
+    Returns one column, ``line``: each record's fields joined by ``|``, in the file's order.
+    """
     tz = cfg.tz
     state_txt = (
         pl.when(pl.col("state") == "CANCELLED")
@@ -397,8 +400,12 @@ def _sacct_records(part: pl.DataFrame, cfg: ClusterConfig, start_us: int) -> pl.
             ("extern", extern_state, extern_exit),
         )
     ]
-    rows = pl.concat([alloc, *steps]).select(list(SACCT_FIELDS))
-    return rows[_record_order(alloc.select("raw_id", "attempt"), ran_mask)]
+    # each record as its line of text before the records are put in order: the gather then
+    # moves one column, not twenty (a third of the write's time at rsc1)
+    lines = pl.concat([alloc, *steps]).select(
+        line=pl.concat_str([pl.col(c).fill_null("") for c in SACCT_FIELDS], separator="|")
+    )
+    return lines[_record_order(alloc.select("raw_id", "attempt"), ran_mask)]
 
 
 def _write_events(

@@ -747,6 +747,9 @@ class ClusterSim:
         head_prio = math.inf
         scanned = 0
         state, gpus, nn, G, start = self.state, self.gpus, self.nn, self.G, started.append
+        prio, limits, attempts, first_start = self.prio, self.limit, self.attempt, self.first_start
+        lifetime, preempt_failed = self.lifetime_s, self._preempt_failed
+        shadow = need_whole = 0.0
         # the head job is always considered (it may preempt); backfill needs free GPUs
         for job in jobs:
             if scanned >= depth or (self.free_total <= 0 and res is not None):
@@ -762,23 +765,43 @@ class ClusterSim:
             # whether the job fits now (_fits, its common cases inline)
             fits = self.n_whole >= nn[job] if g >= G else (self.n_whole > 0 or self._fits(job))
             if res is None:
-                if fits or self._preempt_for(job):
+                if not fits and g >= G:  # _preempt_for's own first tests, inline
+                    failed = preempt_failed.get(job)
+                    if failed is None or now - failed >= REPLAN_S:
+                        fits = self._preempt_for(job)
+                if fits:
                     self._start(job)
                     start(job)
                     continue
-                head_prio = self.prio[job]
+                head_prio = prio[job]
                 cached = self._res_cache
                 if cached is not None and cached[0] == job and now - cached[1] < REPLAN_S:
                     res = cached[2]
                 else:
                     res = self._shadow(job)
                     self._res_cache = (job, now, res)
-            elif fits and self._backfill_ok(job, res):
+                shadow, need_whole = res.shadow_s, res.need_whole
+                continue
+            ok = False
+            if fits:  # _backfill_ok, inline
+                limit = limits[job]
+                if attempts[job] != 0:  # a job that never started has its whole lifetime ahead
+                    first = first_start[job]
+                    limit = min(limit, lifetime if first != first else first + lifetime - now)
+                if now + limit <= shadow:
+                    ok = True
+                elif g >= G:
+                    ok = self.n_whole - nn[job] >= need_whole
+                elif self.n_whole - 1 >= need_whole:
+                    ok = True
+                else:
+                    ok = self.n_whole >= need_whole and self._has_part(g)
+            if ok:
                 self._start(job)
                 start(job)
             elif (
-                self.prio[job] > head_prio
-                and (now + self.limit[job] <= res.shadow_s or head_prio in self.preemptible)
+                prio[job] > head_prio
+                and (now + limits[job] <= shadow or head_prio in self.preemptible)
                 and self._preempt_for(job)
             ):
                 # preemption follows QOS (Slurm preempt/qos): a job of a higher QOS than the
@@ -849,24 +872,33 @@ class ClusterSim:
 
     def _update_nodes(self) -> None:
         """Bring the per-node job summaries up to date for the nodes whose jobs changed."""
+        touched = list(self._touched)
+        if not touched:
+            return
         prio, start, preemptible, on_node = self.prio, self.start_s, self.preemptible, self.on_node
-        unpreemptible, top, last = self.node_unpreemptible, self.node_top_prio, self.node_last_start
-        for node in self._touched:
+        unpreemptible: list[int] = []
+        top: list[int] = []
+        last: list[float] = []
+        for node in touched:
             jobs = on_node[node]
             if len(jobs) == 1:  # most nodes: one whole-node job
                 (j,) = jobs
                 p = prio[j]
-                unpreemptible[node] = p not in preemptible
-                top[node] = p
-                last[node] = start[j]
+                unpreemptible.append(0 if p in preemptible else 1)
+                top.append(p)
+                last.append(start[j])
             elif jobs:
-                unpreemptible[node] = sum(prio[j] not in preemptible for j in jobs)
-                top[node] = max(map(prio.__getitem__, jobs))
-                last[node] = max(map(start.__getitem__, jobs))
+                job_prio = [prio[j] for j in jobs]
+                unpreemptible.append(len(job_prio) - sum(map(preemptible.__contains__, job_prio)))
+                top.append(max(job_prio))
+                last.append(max(map(start.__getitem__, jobs)))
             else:
-                unpreemptible[node] = 0
-                top[node] = _NO_JOB
-                last[node] = -math.inf
+                unpreemptible.append(0)
+                top.append(_NO_JOB)
+                last.append(-math.inf)
+        self.node_unpreemptible[touched] = unpreemptible
+        self.node_top_prio[touched] = top
+        self.node_last_start[touched] = last
         self._touched.clear()
 
     def _preempt_for(self, job: int) -> bool:

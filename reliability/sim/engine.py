@@ -400,7 +400,7 @@ class EventLog:
         if not buf:
             return
         order = self._order[kind]
-        if any(len(r) != len(order) + 1 for r in buf):
+        if set(map(len, buf)) != {len(order) + 1}:
             raise ValueError(f"event {kind!r}: a row does not have time and {len(order)} fields")
         cols, lists = self._cols[kind], self._lists[kind]
         columns = list(zip(*buf, strict=True))

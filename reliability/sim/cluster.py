@@ -445,8 +445,9 @@ class ClusterSim:
 
     # -- jobs ------------------------------------------------------------------------------
     # The hot paths below (an arrival, a start, an end, a scheduling pass: millions per run)
-    # inline their small helpers and post their events straight onto the kernel's heap (an
-    # entry as Kernel.post_at makes it: time, priority, FIFO number, action, args, no handle).
+    # inline their small helpers and post their scheduling pass straight onto the kernel's heap
+    # of events at the current time (an entry as Kernel.post_after(0.0, ...) makes it: time,
+    # priority, FIFO number, action, args, no handle).
     def _arrive(self) -> None:
         job = self._next_submit
         nxt = self._next_submit = job + 1
@@ -478,7 +479,7 @@ class ClusterSim:
         if not self._sched:  # request_schedule
             self._sched = True
             k = self.k
-            heapq.heappush(k._heap, (now, 10, next(k._seq), self._schedule, (), None))
+            heapq.heappush(k._soon, (now, 10, next(k._seq), self._schedule, (), None))
 
     def request_schedule(self) -> None:
         """Ask for a scheduling pass at the current time (once, however often it is asked)."""
@@ -655,7 +656,7 @@ class ClusterSim:
                 self._continue(job)
         if not self._sched:  # request_schedule
             self._sched = True
-            heapq.heappush(k._heap, (now, 10, next(k._seq), self._schedule, (), None))
+            heapq.heappush(k._soon, (now, 10, next(k._seq), self._schedule, (), None))
 
     def _continue(self, job: int) -> None:
         """Resubmit a training run whose job hit its lifetime or requeue limit.

@@ -28,9 +28,11 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from operator import itemgetter
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -94,8 +96,8 @@ class _Queue:
 
     Among jobs younger than ``max_age`` the order never changes (every age grows alike), and
     among older ones it is by QOS priority then submit time; so two sorted lists hold the two
-    groups (keys that do not depend on the time) and a heap moves jobs from the young list to
-    the old one as they reach ``max_age``. :meth:`scan` walks the merged order without taking
+    groups (keys that do not depend on the time) and a third, sorted by submit time, moves
+    jobs from the young list to the old one as they reach ``max_age``. :meth:`scan` walks the merged order without taking
     anything out (a scheduling pass looks at the first few dozen jobs and starts a few);
     :meth:`remove` takes out a job that started. :meth:`age` runs at the start of a pass.
     """
@@ -110,9 +112,17 @@ class _Queue:
         self.max_age = float(max_age_s)
         self.young: list[tuple[float, float, int]] = []  # (static key, submit, job), sorted
         self.old: list[tuple[float, float, int]] = []  # (key, submit, job), sorted
-        self.aging: list[tuple[float, int]] = []  # heap of (submit, job) of young entries
+        #: (submit, job) of the young entries, sorted: jobs are queued about in the order of
+        #: their submit times, so an entry goes at (or near) the end and leaves from the front
+        self.aging: deque[tuple[float, int]] = deque()
         #: job -> its entry and whether it is in the old list
         self.entry: dict[int, tuple[tuple[float, float, int], bool]] = {}
+
+    def __setstate__(self, state: tuple[None, dict[str, Any]]) -> None:
+        for name, value in state[1].items():
+            setattr(self, name, value)
+        if not isinstance(self.aging, deque):  # a checkpoint from before: a heap
+            self.aging = deque(sorted(self.aging))
 
     def __bool__(self) -> bool:
         return bool(self.entry)
@@ -142,7 +152,14 @@ class _Queue:
             e = (-(p - self.weight * s / self.max_age), s, job)
             bisect.insort(self.young, e)
             self.entry[job] = (e, False)
-            heapq.heappush(self.aging, (s, job))
+            aging, item = self.aging, (s, job)
+            if not aging or aging[-1] <= item:
+                aging.append(item)
+            else:  # a requeued job: eligible from its end, queued 2 minutes later
+                i = len(aging) - 1
+                while i > 0 and aging[i - 1] > item:
+                    i -= 1
+                aging.insert(i, item)
 
     def remove(self, job: int) -> None:
         """Take ``job`` out of the queue.
@@ -167,7 +184,7 @@ class _Queue:
         limit = now - self.max_age
         aging, entry = self.aging, self.entry
         while aging and aging[0][0] <= limit:
-            s, job = heapq.heappop(aging)
+            s, job = aging.popleft()
             cur = entry.get(job)
             if cur is not None and not cur[1] and cur[0][1] == s:
                 self.remove(job)

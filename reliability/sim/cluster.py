@@ -558,7 +558,15 @@ class ClusterSim:
             dur, how, why = dur * self.requeue_at[job], "REQUEUED", REQUEUE_CAUSE[kind]
         # the planned end carries the attempt's number: if the attempt ends earlier (failure,
         # preemption, drain), the event finds the job done or in a later attempt and does nothing
-        k.post_after(max(dur, 0.0), self._end_planned, job, attempt, how, why)
+        dur = max(dur, 0.0)
+        t = now + dur
+        if not t < math.inf:  # pragma: no cover - a planned end is finite
+            k.post_after(dur, self._end_planned, job, attempt, how, why)  # raises
+        # Kernel.post_after, inline
+        heapq.heappush(
+            k._soon if t == now else k._heap,
+            (t, 0, next(k._seq), self._end_planned, (job, attempt, how, why), None),
+        )
 
     def _end_planned(self, job: int, attempt: int, how: str, why: str) -> None:
         """End attempt ``attempt`` of ``job`` as planned, if it still runs."""

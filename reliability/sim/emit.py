@@ -359,10 +359,16 @@ def _sacct_records(part: pl.DataFrame, cfg: ClusterConfig, start_us: int) -> pl.
     extern_exit = pl.when(requeued).then(pl.lit("0:0")).otherwise(pl.col("ExitCode"))
     ran = pl.col("Start") != "Unknown"
 
+    # a null field prints empty; a step's field is null only where the allocation's is (and
+    # filling a column without nulls copies it: most of the time of building the lines)
+    nullable = {c for c in SACCT_FIELDS if alloc.get_column(c).has_nulls()}
+
     def line(**fields: pl.Expr) -> pl.Expr:
         """One record's line: the allocation's fields, ``fields`` replacing some of them."""
-        cols = [fields.get(c, pl.col(c)).fill_null("") for c in SACCT_FIELDS]
-        return pl.concat_str(cols, separator="|")
+        cols = [(c, fields.get(c, pl.col(c))) for c in SACCT_FIELDS]
+        return pl.concat_str(
+            [e.fill_null("") if c in nullable else e for c, e in cols], separator="|"
+        )
 
     steps = [
         line(

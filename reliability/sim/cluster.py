@@ -334,7 +334,10 @@ class ClusterSim:
         self.start_s: dict[int, float] = {}
         self.bound_s: dict[int, float] = {}  # latest end of a running attempt (limit, lifetime)
         self.alloc: dict[int, list[tuple[int, int]]] = {}  # job -> [(node, gpus)]
-        self._ends: list[tuple[float, int]] = []  # (latest end, job) of running jobs, sorted
+        # the running jobs by (latest end [s], job), as two lists (a search among floats is
+        # cheaper than among tuples)
+        self._end_t: list[float] = []
+        self._end_job: list[int] = []
         w = cfg.workload
         self.ckpt_s = w.checkpoint_interval_min * 60.0
         self.u0_s = w.restart_overhead_min * 60.0
@@ -389,6 +392,13 @@ class ClusterSim:
         f = cfg.failures
         self.check_s = f.health_check_interval_s
         self.slurmd_timeout_s = f.slurmd_timeout_s
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        ends = state.pop("_ends", None)
+        if ends is not None:  # a checkpoint from before the two lists of running jobs
+            state["_end_t"] = [t for t, _ in ends]
+            state["_end_job"] = [j for _, j in ends]
+        self.__dict__.update(state)
 
     # -- node capacity ---------------------------------------------------------------------
     def _mark(self, node: int) -> None:
@@ -533,7 +543,12 @@ class ClusterSim:
         life = first + self.lifetime_s - now
         bound = now + min(limit, life)
         self.bound_s[job] = bound
-        bisect.insort(self._ends, (bound, job))
+        end_t, end_job = self._end_t, self._end_job
+        i = bisect.bisect_left(end_t, bound)
+        while i < len(end_t) and end_t[i] == bound and end_job[i] < job:  # a tie: by job
+            i += 1
+        end_t.insert(i, bound)
+        end_job.insert(i, job)
         # the planned end
         outcome = self.outcome[job]
         work = self.work[job]
@@ -587,8 +602,12 @@ class ClusterSim:
         now = k.now
         start = self.start_s.pop(job)
         del self.running_by_prio[self.prio[job]][job]
-        ends = self._ends
-        del ends[bisect.bisect_left(ends, (self.bound_s.pop(job), job))]
+        end_t, end_job = self._end_t, self._end_job
+        i = bisect.bisect_left(end_t, self.bound_s.pop(job))
+        while end_job[i] != job:  # a tie
+            i += 1
+        del end_t[i]
+        del end_job[i]
         elapsed = now - start
         attempt = self.attempt[job]
         training = self.training[job]
@@ -884,7 +903,7 @@ class ClusterSim:
         free: dict[int, int] = {}
         whole = self.n_whole
         up, now_free, alloc, G = self.up, self.free, self.alloc, self.G
-        for t, j in self._ends:
+        for t, j in zip(self._end_t, self._end_job, strict=True):
             for node, g in alloc[j]:  # _would_free
                 if not up[node]:
                     continue

@@ -479,7 +479,14 @@ class ClusterSim:
         job = self._next_submit
         nxt = self._next_submit = job + 1
         if nxt < self._n_drawn:
-            self.k.post_at(self.submit[nxt], self._arrive, priority=-2)
+            k = self.k
+            t = float(self.submit[nxt])
+            if not (k.now <= t < math.inf):  # pragma: no cover - submissions are in order
+                k.post_at(t, self._arrive, priority=-2)  # raises
+            # Kernel.post_at, inline
+            heapq.heappush(
+                k._soon if t == k.now else k._heap, (t, -2, next(k._seq), self._arrive, (), None)
+            )
         self.submit_job(job)
 
     def submit_job(self, job: int) -> None:

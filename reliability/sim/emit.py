@@ -88,12 +88,16 @@ def _dhms(seconds: pl.Expr) -> pl.Expr:
     return pl.when(d > 0).then(pl.format("{}-{}", d, hms)).otherwise(hms)
 
 
-def _slices(a: pl.DataFrame, rows: int = 250_000) -> Iterator[pl.DataFrame]:
-    """Yield the attempts in slices of about ``rows`` jobs (by raw job id), each slice complete."""
+def _slices(a: pl.DataFrame, rows: int = 250_000) -> Iterator[tuple[pl.Expr, pl.DataFrame]]:
+    """Yield the attempts in slices of about ``rows`` jobs (by raw job id), each slice complete.
+
+    Each with the filter on ``raw_id`` that selects it (and its jobs).
+    """
     ids = a.get_column("raw_id").unique().sort()
     bounds = [*ids.gather_every(max(rows, 1)).to_list(), (ids.max() or 0) + 1]
     for lo, hi in pairwise(bounds):
-        yield a.filter((pl.col("raw_id") >= lo) & (pl.col("raw_id") < hi))
+        within = (pl.col("raw_id") >= lo) & (pl.col("raw_id") < hi)
+        yield within, a.filter(within)
 
 
 def _utc(seconds: pl.Expr, start_us: int) -> pl.Expr:
@@ -271,12 +275,15 @@ def _write_sacct(
 ) -> None:
     """Write ``sacct.psv`` in slices of jobs, so the text of only one slice is in memory."""
     job_fields = jobs.select(
-        "job", "job_id", "name", "user", "qos", "time_limit_s", "gpus", "n_nodes", "priority"
-    )
+        "job", "raw_id", "job_id", "name", "user", "qos", "time_limit_s", "gpus", "n_nodes",
+        "priority",
+    )  # fmt: skip
     with open(path, "wb") as fh:
         fh.write(("|".join(SACCT_FIELDS) + "\n").encode())
-        for part in _slices(attempts):
-            part = part.join(job_fields, on="job", how="left", maintain_order="left")
+        for within, part in _slices(attempts):
+            # the slice's jobs only (a job's attempts carry its raw id)
+            fields = job_fields.filter(within).drop("raw_id")
+            part = part.join(fields, on="job", how="left", maintain_order="left")
             _sacct_records(part, cfg, start_us).write_csv(
                 fh, quote_style="never", include_header=False
             )
@@ -298,14 +305,20 @@ def _sacct_records(part: pl.DataFrame, cfg: ClusterConfig, start_us: int) -> pl.
     )
     started = pl.col("time").is_not_null()
     ended = pl.col("end_s").is_not_null()
-    tres = pl.format(
-        "billing={},cpu={},gres/gpu={},mem={}G,node={}",
-        pl.col("gpus") * 12,
-        pl.col("gpus") * 12,
-        pl.col("gpus"),
-        pl.col("gpus") * 120,
-        pl.col("n_nodes"),
+    # the TRES text of each job size, formatted once per size
+    sizes = part.select("gpus", "n_nodes").unique()
+    sizes = sizes.with_columns(
+        __tres=pl.format(
+            "billing={},cpu={},gres/gpu={},mem={}G,node={}",
+            pl.col("gpus") * 12,
+            pl.col("gpus") * 12,
+            pl.col("gpus"),
+            pl.col("gpus") * 120,
+            pl.col("n_nodes"),
+        )
     )
+    part = part.join(sizes, on=["gpus", "n_nodes"], how="left", maintain_order="left")
+    tres = pl.col("__tres")
     alloc = part.select(
         "raw_id",
         "attempt",

@@ -97,9 +97,10 @@ class _Queue:
     Among jobs younger than ``max_age`` the order never changes (every age grows alike), and
     among older ones it is by QOS priority then submit time; so two sorted lists hold the two
     groups (keys that do not depend on the time) and a third, sorted by submit time, moves
-    jobs from the young list to the old one as they reach ``max_age``. :meth:`scan` walks the merged order without taking
-    anything out (a scheduling pass looks at the first few dozen jobs and starts a few);
-    :meth:`remove` takes out a job that started. :meth:`age` runs at the start of a pass.
+    jobs from the young list to the old one as they reach ``max_age``. :meth:`scan` walks the
+    merged order without taking anything out (a scheduling pass looks at the first few dozen
+    jobs and starts a few); :meth:`remove` takes out a job that started. :meth:`age` runs at
+    the start of a pass.
     """
 
     __slots__ = ("aging", "entry", "max_age", "old", "prio", "submit", "weight", "young")
@@ -503,7 +504,12 @@ class ClusterSim:
         # that instead of a whole scheduling pass (most submissions on a busy cluster).
         if head is not None and not self._sched and self.state[head[0]] == QUEUED:
             h = head[0]
-            if self.queue.rank(job, now) > self.queue.rank(h, now):
+            # the two jobs' order (_Queue.rank, inline)
+            q, prio, elig = self.queue, self.prio, self.eligible
+            w, m, s1, s2 = q.weight, q.max_age, elig[job], elig[h]
+            a1 = min(max(now - s1, 0.0) / m, 1.0) if w else 0.0
+            a2 = min(max(now - s2, 0.0) / m, 1.0) if w else 0.0
+            if (-(prio[job] + w * a1), s1, job) > (-(prio[h] + w * a2), s2, h):
                 if self._fits(job) and self._backfill_ok(job, head[2]):
                     self._start(job)
                 else:

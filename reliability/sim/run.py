@@ -450,11 +450,12 @@ def _all_jobs(
             orient="row",
         ).filter(pl.col("submit_s") < horizon)
         # a continuation's parent may itself be a continuation: follow the chain to the root
-        root = dict(zip(jobs["job"].to_list(), jobs["run"].to_list(), strict=True))
+        # (a drawn job is its own run's root)
+        root: dict[int, int] = {}
         runs = []
         for job, parent in cont.select("job", "parent").iter_rows():
-            root[job] = root[parent]
-            runs.append(root[parent])
+            root[job] = root.get(parent, parent)
+            runs.append(root[job])
         inherited = [
             c for c in jobs.columns if c not in ("job", "submit_s", "work_s", "outcome_at", "run")
         ]

@@ -24,7 +24,7 @@ import polars as pl
 
 from reliability.hostlist import compress
 from reliability.sim.config import CAUSES, ClusterConfig
-from reliability.sim.engine import EventLog
+from reliability.sim.engine import EventLog, paused_gc
 from reliability.sim.failures import rate_schedule
 from reliability.taxonomy import classify_xid
 
@@ -205,11 +205,16 @@ def write_cluster(
     names = cfg.node_names()
     node_name = pl.Series("n", names)
     start_us = int(cfg.start.timestamp() * 1_000_000)
-    _write_sacct(out / "sacct.psv", cfg, jobs, _with_node_lists(cfg, jobs, log, names), start_us)
-    _write_events(out / "sacctmgr_events.psv", cfg, log, node_name, start_us)
-    _write_kernel(out / "kernel", log, node_name, start_us)
-    _write_health(out / "health_checks.csv", cfg, log, node_name, start_us)
-    _write_truth(out / "truth", cfg, seed, jobs, log, lemon, names, start_us)
+    # the writers make many short-lived Python objects and no reference cycles: a collection
+    # would only walk the run's event log again and again
+    with paused_gc():
+        attempts = _with_node_lists(cfg, jobs, log, names)
+        _write_sacct(out / "sacct.psv", cfg, jobs, attempts, start_us)
+        del attempts
+        _write_events(out / "sacctmgr_events.psv", cfg, log, node_name, start_us)
+        _write_kernel(out / "kernel", log, node_name, start_us)
+        _write_health(out / "health_checks.csv", cfg, log, node_name, start_us)
+        _write_truth(out / "truth", cfg, seed, jobs, log, lemon, names, start_us)
     manifest = {
         "generator": "reliability.sim.simulate_cluster",
         "cluster": cfg.name,
@@ -247,13 +252,16 @@ def _with_node_lists(
         ),
     )
     multi = a.filter(n_nodes > 1)
+    # the node lists as Python lists: slices of the flat values (converting the list column
+    # itself cost as much as compressing the lists)
+    flat = multi.get_column("nodes").explode().to_list()
+    ends = multi.get_column("nodes").list.len().cum_sum().to_list()
+    lists = [flat[lo:hi] for lo, hi in zip([0, *ends][:-1], ends, strict=True)]
     if _plain_prefix(cfg.node_prefix):
         width = len(names[0]) - len(cfg.node_prefix)
-        hostlists = [
-            node_hostlist(x, cfg.node_prefix, width) for x in multi.get_column("nodes").to_list()
-        ]
+        hostlists = [node_hostlist(x, cfg.node_prefix, width) for x in lists]
     else:
-        hostlists = [compress([names[i] for i in x]) for x in multi.get_column("nodes").to_list()]
+        hostlists = [compress([names[i] for i in x]) for x in lists]
     lookup = pl.DataFrame(
         {"__row": multi.get_column("__row"), "__hl": pl.Series(hostlists, dtype=pl.String)}
     )

@@ -6,7 +6,6 @@ from __future__ import annotations
 import itertools
 from dataclasses import replace
 
-import numpy as np
 import polars as pl
 import pytest
 from hypothesis import given, settings
@@ -384,23 +383,38 @@ def test_node_hostlist_is_compress_of_the_names(width, picks, run):
         assert node_hostlist(nodes, "gpu", width) == compress([names[i] for i in nodes])
 
 
-@settings(max_examples=200, deadline=None)
-@given(
-    keys=st.lists(st.tuples(st.integers(1000, 1020), st.integers(0, 5)), max_size=60, unique=True),
-    ran=st.lists(st.booleans(), min_size=60, max_size=60),
-)
-def test_record_order_is_the_sort_by_job_attempt_step(keys, ran):
-    """The writer orders a slice's records with a gather; it equals sorting the allocations,
-    batch steps and extern steps by (raw id, attempt, step order)."""
-    from reliability.sim.emit import _record_order
+def test_sacct_lists_attempts_in_order_each_with_its_steps(small_run):
+    """Read straight from sacct.psv: allocations by job id, a job's attempts in order (their
+    states as the truth's attempts 0, 1, ...), each that ran followed by its .batch and .extern
+    steps, as ``sacct --duplicates`` prints them."""
+    import csv
+    import re
 
-    frame = pl.DataFrame(keys, schema={"raw_id": pl.Int64, "attempt": pl.Int64}, orient="row")
-    mask = np.array(ran[: frame.height], dtype=bool)
-    ran_rows = frame.filter(pl.Series(mask))
-    records = pl.concat([frame.with_columns(order=pl.lit(k)) for k in (0,)]
-                        + [ran_rows.with_columns(order=pl.lit(k)) for k in (1, 2)]).with_row_index("row")  # fmt: skip
-    want = records.sort("raw_id", "attempt", "order").get_column("row").to_list()
-    assert _record_order(frame, mask).tolist() == want
+    _, out, _ = small_run
+    with open(out / "raw" / "sacct.psv", newline="") as fh:
+        rows = list(csv.DictReader(fh, delimiter="|"))
+    allocs = []
+    i = 0
+    while i < len(rows):
+        alloc = rows[i]
+        assert "." not in alloc["JobID"], alloc
+        allocs.append(alloc)
+        i += 1
+        if alloc["Start"] != "Unknown":
+            steps = [r["JobID"] for r in rows[i : i + 2]]
+            assert steps == [alloc["JobID"] + ".batch", alloc["JobID"] + ".extern"]
+            i += 2
+    raw = [int(a["JobIDRaw"]) for a in allocs]
+    assert raw == sorted(raw)
+    printed: dict[str, list[str]] = {}
+    for alloc in allocs:
+        printed.setdefault(alloc["JobID"], []).append(re.sub(r" by \d+$", "", alloc["State"]))
+    truth = pl.read_parquet(out / "raw" / "truth" / "attempts.parquet")
+    want = dict(
+        truth.sort("job_id", "attempt").group_by("job_id", maintain_order=True).agg("state").rows()
+    )
+    assert printed == want
+    assert max(map(len, want.values())) > 1  # requeued jobs: several attempts each
 
 
 @pytest.mark.parametrize(

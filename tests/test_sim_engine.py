@@ -1,6 +1,7 @@
 """The event kernel: exact event sequences on tiny scenarios (as SimPy's tests do)."""
 
 import math
+import random
 
 import polars as pl
 import pytest
@@ -96,6 +97,66 @@ def test_posted_events_interleave_with_handled_ones():
     assert k.peek() == 1
     assert k.run() == 4
     assert seen == ["t1", "t5-urgent", "t5-handled", "t5-posted"]
+
+
+def test_events_at_the_current_time_run_in_the_order_of_one_queue():
+    # the kernel keeps zero-delay events apart (a second heap); the order must be that of a
+    # single queue by (time, priority, scheduling order): checked against a naive reference
+    # that takes the minimum of a plain list, on a random cascade of follow-up events
+    rng = random.Random(3)
+    plans: dict[int, list[tuple[float, int, str]]] = {}
+    for label in range(3000):
+        plans[label] = [
+            (rng.choice((0.0, 0.0, 0.0, 0.5, 1.0, 2.5)), rng.choice((-5, -1, 0, 10, 11)),
+             rng.choice(("post_after", "post_at", "after", "at")))
+            for _ in range(rng.choice((0, 1, 2, 2)))
+        ]  # fmt: skip
+    starts = [(0.0, 0), (0.0, 10), (1.0, 0), (1.0, -1), (2.0, 5)]
+
+    k = Kernel()
+    seen: list[int] = []
+    count = iter(range(len(starts), 3000))
+
+    def act(label: int) -> None:
+        seen.append(label)
+        for delay, prio, how in plans[label]:
+            nxt = next(count, None)
+            if nxt is None:
+                return
+            if how == "post_after":
+                k.post_after(delay, act, nxt, priority=prio)
+            elif how == "post_at":
+                k.post_at(k.now + delay, act, nxt, priority=prio)
+            elif how == "after":
+                k.after(delay, act, nxt, priority=prio)
+            else:
+                k.at(k.now + delay, act, nxt, priority=prio)
+
+    for label, (t, prio) in enumerate(starts):
+        k.post_at(t, act, label, priority=prio)
+    for until in (0.5, 1.0, 3.0, 3.0, 40.0):
+        k.run(until=until)
+        assert k.now == until
+    k.run()
+
+    # the reference: every event in one list, the smallest (time, priority, order) first
+    want: list[int] = []
+    queue = [(t, prio, i, i) for i, (t, prio) in enumerate(starts)]
+    order, count = len(starts), iter(range(len(starts), 3000))
+    while queue:
+        item = min(queue)
+        queue.remove(item)
+        now, _, _, label = item
+        want.append(label)
+        for delay, prio, _ in plans[label]:
+            nxt = next(count, None)
+            if nxt is None:
+                break
+            queue.append((now + delay, prio, order, nxt))
+            order += 1
+    assert len(want) == 3000
+    assert seen == want
+    assert k.processed == len(want)
 
 
 def test_posted_events_are_checked_like_handled_ones():

@@ -124,3 +124,31 @@ def test_age_priority_prevents_starvation():
     t = _starvation_run(25000.0)
     assert t is not None
     assert 0.8 * 2 * 86400 <= t <= 2 * 86400 + 3600
+
+
+def test_aging_entries_stay_sorted_and_a_heap_from_an_older_checkpoint_loads():
+    # jobs are queued about in submit order; a requeued one (eligible from its end, queued two
+    # minutes later) goes in its place; an older checkpoint held the entries as a heap
+    import heapq
+    import pickle
+    import random
+
+    from reliability.sim.cluster import _Queue
+
+    rng = random.Random(5)
+    n = 300
+    submit = [rng.uniform(0.0, 5000.0) for _ in range(n)]
+    q = _Queue([0] * n, submit, 1.0, 1e6)
+    for job in sorted(range(n), key=lambda j: submit[j] + rng.uniform(0.0, 120.0)):
+        q.push(job, 6000.0)
+    want = sorted((submit[j], j) for j in range(n))
+    assert list(q.aging) == want
+    heap = list(want)
+    rng.shuffle(heap)
+    heapq.heapify(heap)
+    q.aging = heap
+    restored = pickle.loads(pickle.dumps(q))
+    assert list(restored.aging) == want
+    restored.age(5000.0 + 1e6)  # every job reached the maximum age: all move to the old list
+    assert not restored.young
+    assert len(restored.old) == n

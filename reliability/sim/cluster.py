@@ -28,8 +28,11 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from operator import itemgetter
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -39,6 +42,8 @@ from reliability.sim.engine import EventLog, Kernel, paused_gc
 from reliability.sim.workload import PRIORITY
 
 __all__ = ["ClusterSim"]
+
+_JOB = itemgetter(2)  # the job of a queue entry
 
 QUEUED, RUNNING, DONE = 0, 1, 2
 _NO_JOB = -(2**62)  # the top QOS of a node without jobs (below every QOS priority)
@@ -91,10 +96,11 @@ class _Queue:
 
     Among jobs younger than ``max_age`` the order never changes (every age grows alike), and
     among older ones it is by QOS priority then submit time; so two sorted lists hold the two
-    groups (keys that do not depend on the time) and a heap moves jobs from the young list to
-    the old one as they reach ``max_age``. :meth:`scan` walks the merged order without taking
-    anything out (a scheduling pass looks at the first few dozen jobs and starts a few);
-    :meth:`remove` takes out a job that started. :meth:`age` runs at the start of a pass.
+    groups (keys that do not depend on the time) and a third, sorted by submit time, moves
+    jobs from the young list to the old one as they reach ``max_age``. :meth:`scan` walks the
+    merged order without taking anything out (a scheduling pass looks at the first few dozen
+    jobs and starts a few); :meth:`remove` takes out a job that started. :meth:`age` runs at
+    the start of a pass.
     """
 
     __slots__ = ("aging", "entry", "max_age", "old", "prio", "submit", "weight", "young")
@@ -107,9 +113,17 @@ class _Queue:
         self.max_age = float(max_age_s)
         self.young: list[tuple[float, float, int]] = []  # (static key, submit, job), sorted
         self.old: list[tuple[float, float, int]] = []  # (key, submit, job), sorted
-        self.aging: list[tuple[float, int]] = []  # heap of (submit, job) of young entries
+        #: (submit, job) of the young entries, sorted: jobs are queued about in the order of
+        #: their submit times, so an entry goes at (or near) the end and leaves from the front
+        self.aging: deque[tuple[float, int]] = deque()
         #: job -> its entry and whether it is in the old list
         self.entry: dict[int, tuple[tuple[float, float, int], bool]] = {}
+
+    def __setstate__(self, state: tuple[None, dict[str, Any]]) -> None:
+        for name, value in state[1].items():
+            setattr(self, name, value)
+        if not isinstance(self.aging, deque):  # a checkpoint from before: a heap
+            self.aging = deque(sorted(self.aging))
 
     def __bool__(self) -> bool:
         return bool(self.entry)
@@ -139,7 +153,14 @@ class _Queue:
             e = (-(p - self.weight * s / self.max_age), s, job)
             bisect.insort(self.young, e)
             self.entry[job] = (e, False)
-            heapq.heappush(self.aging, (s, job))
+            aging, item = self.aging, (s, job)
+            if not aging or aging[-1] <= item:
+                aging.append(item)
+            else:  # a requeued job: eligible from its end, queued 2 minutes later
+                i = len(aging) - 1
+                while i > 0 and aging[i - 1] > item:
+                    i -= 1
+                aging.insert(i, item)
 
     def remove(self, job: int) -> None:
         """Take ``job`` out of the queue.
@@ -164,7 +185,7 @@ class _Queue:
         limit = now - self.max_age
         aging, entry = self.aging, self.entry
         while aging and aging[0][0] <= limit:
-            s, job = heapq.heappop(aging)
+            s, job = aging.popleft()
             cur = entry.get(job)
             if cur is not None and not cur[1] and cur[0][1] == s:
                 self.remove(job)
@@ -314,7 +335,10 @@ class ClusterSim:
         self.start_s: dict[int, float] = {}
         self.bound_s: dict[int, float] = {}  # latest end of a running attempt (limit, lifetime)
         self.alloc: dict[int, list[tuple[int, int]]] = {}  # job -> [(node, gpus)]
-        self._ends: list[tuple[float, int]] = []  # (latest end, job) of running jobs, sorted
+        # the running jobs by (latest end [s], job), as two lists (a search among floats is
+        # cheaper than among tuples)
+        self._end_t: list[float] = []
+        self._end_job: list[int] = []
         w = cfg.workload
         self.ckpt_s = w.checkpoint_interval_min * 60.0
         self.u0_s = w.restart_overhead_min * 60.0
@@ -370,6 +394,13 @@ class ClusterSim:
         self.check_s = f.health_check_interval_s
         self.slurmd_timeout_s = f.slurmd_timeout_s
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        ends = state.pop("_ends", None)
+        if ends is not None:  # a checkpoint from before the two lists of running jobs
+            state["_end_t"] = [t for t, _ in ends]
+            state["_end_job"] = [j for _, j in ends]
+        self.__dict__.update(state)
+
     # -- node capacity ---------------------------------------------------------------------
     def _mark(self, node: int) -> None:
         """Re-index a node after its free count or state changed (lazy heaps)."""
@@ -396,17 +427,19 @@ class ClusterSim:
         return out
 
     def _take_part(self, g: int) -> int | None:
+        up, free, draining, part = self.up, self.free, self.draining, self.part
+        pop = heapq.heappop
         for f in range(g, self.G):
-            heap = self.part[f]
+            heap = part[f]
             while heap:
-                node = heap[0]
-                if not self.up[node] or self.free[node] != f or node in self.draining:
-                    heapq.heappop(heap)
-                    continue
-                heapq.heappop(heap)
-                self.free[node] -= g
+                node = pop(heap)
+                if not up[node] or free[node] != f or node in draining:
+                    continue  # a stale entry
+                left = f - g
+                free[node] = left
                 self.free_total -= g
-                self._mark(node)
+                if left > 0:  # _mark (the node is in service, not draining, and not whole)
+                    heapq.heappush(part[left], node)
                 return node
         return None
 
@@ -438,28 +471,23 @@ class ClusterSim:
             self._mark(node)
         return [(node, g)]
 
-    def _release(self, job: int) -> None:
-        touched = self._touched
-        for node, g in self.alloc.pop(job):
-            self.on_node[node].discard(job)
-            touched.add(node)
-            self.free[node] += g
-            if node in self.draining:  # capacity stays out; the node leaves once idle
-                if not self.on_node[node]:
-                    self.k.post_after(0.0, self._finish_drain, node, priority=-5)
-                continue
-            if self.up[node]:
-                self.free_total += g
-                if self.free[node] == self.G:
-                    self.n_whole += 1
-                self._mark(node)
-
     # -- jobs ------------------------------------------------------------------------------
+    # The hot paths below (an arrival, a start, an end, a scheduling pass: millions per run)
+    # inline their small helpers and post their scheduling pass straight onto the kernel's heap
+    # of events at the current time (an entry as Kernel.post_after(0.0, ...) makes it: time,
+    # priority, FIFO number, action, args, no handle).
     def _arrive(self) -> None:
         job = self._next_submit
-        self._next_submit += 1
-        if self._next_submit < self._n_drawn:
-            self.k.post_at(self.submit[self._next_submit], self._arrive, priority=-2)
+        nxt = self._next_submit = job + 1
+        if nxt < self._n_drawn:
+            k = self.k
+            t = float(self.submit[nxt])
+            if not (k.now <= t < math.inf):  # pragma: no cover - submissions are in order
+                k.post_at(t, self._arrive, priority=-2)  # raises
+            # Kernel.post_at, inline
+            heapq.heappush(
+                k._soon if t == k.now else k._heap, (t, -2, next(k._seq), self._arrive, (), None)
+            )
         self.submit_job(job)
 
     def submit_job(self, job: int) -> None:
@@ -474,16 +502,24 @@ class ClusterSim:
         head = self._res_cache
         # Behind a blocked head job, a new job of lower precedence can only backfill: try just
         # that instead of a whole scheduling pass (most submissions on a busy cluster).
-        if head is not None and self.state[head[0]] == QUEUED and not self._sched:
+        if head is not None and not self._sched and self.state[head[0]] == QUEUED:
             h = head[0]
-            if self.queue.rank(job, now) > self.queue.rank(h, now):
+            # the two jobs' order (_Queue.rank, inline)
+            q, prio, elig = self.queue, self.prio, self.eligible
+            w, m, s1, s2 = q.weight, q.max_age, elig[job], elig[h]
+            a1 = min(max(now - s1, 0.0) / m, 1.0) if w else 0.0
+            a2 = min(max(now - s2, 0.0) / m, 1.0) if w else 0.0
+            if (-(prio[job] + w * a1), s1, job) > (-(prio[h] + w * a2), s2, h):
                 if self._fits(job) and self._backfill_ok(job, head[2]):
                     self._start(job)
                 else:
                     self.queue.push(job, now)
                 return
         self.queue.push(job, now)
-        self.request_schedule()
+        if not self._sched:  # request_schedule
+            self._sched = True
+            k = self.k
+            heapq.heappush(k._soon, (now, 10, next(k._seq), self._schedule, (), None))
 
     def request_schedule(self) -> None:
         """Ask for a scheduling pass at the current time (once, however often it is asked)."""
@@ -491,61 +527,74 @@ class ClusterSim:
             self._sched = True
             self.k.post_after(0.0, self._schedule, priority=10)
 
-    def _overhead(self, job: int) -> float:
-        """Restart overhead u0 of the attempt: a training run reloading its checkpoint."""
-        restarted = self.attempt[job] > 0 or self.resumed[job]
-        return self.u0_s if restarted and self.training[job] else 0.0
-
-    def _planned_end(self, job: int, now: float) -> tuple[float, str, str]:
-        """Plan the attempt starting now: its duration, how it ends and why.
+    def _start(self, job: int) -> None:
+        """Start the next attempt of ``job`` now and plan its end.
 
         If nothing interrupts it, it ends at its planned outcome, its time limit, the job's
         lifetime, or a planned requeue.
         """
+        k = self.k
+        now = k.now
+        self._preempt_failed.pop(job, None)
+        self.alloc[job] = alloc = self._allocate(job)
+        on_node, touched = self.on_node, self._touched
+        for node, _ in alloc:
+            on_node[node].add(job)
+            touched.add(node)
+        self.state[job] = RUNNING
+        self.start_s[job] = now
+        prio = self.prio[job]
+        by_prio = self.running_by_prio.get(prio)
+        if by_prio is None:
+            by_prio = self.running_by_prio[prio] = {}
+        by_prio[job] = now
+        attempt = self.attempt[job]
+        first = self.first_start[job]
+        if attempt == 0 and math.isnan(first):
+            first = self.first_start[job] = now
+        limit = self.limit[job]
+        life = first + self.lifetime_s - now
+        bound = now + min(limit, life)
+        self.bound_s[job] = bound
+        end_t, end_job = self._end_t, self._end_job
+        i = bisect.bisect_left(end_t, bound)
+        while i < len(end_t) and end_t[i] == bound and end_job[i] < job:  # a tie: by job
+            i += 1
+        end_t.insert(i, bound)
+        end_job.insert(i, job)
+        # the planned end
         outcome = self.outcome[job]
-        target = (
-            self.work[job]
-            if outcome in ("COMPLETED", "TIMEOUT")
-            else self.work[job] * self.outcome_at[job]
-        )
-        done = self.progress[job] if self.training[job] else 0.0
-        need = self._overhead(job) + max(target - done, 0.0)
-        life = self.first_start[job] + self.lifetime_s - now
-        cap = min(self.limit[job], life)
+        work = self.work[job]
+        target = work if outcome in ("COMPLETED", "TIMEOUT") else work * self.outcome_at[job]
+        training = self.training[job]
+        done = self.progress[job] if training else 0.0
+        # restart overhead u0: a training run reloading its checkpoint
+        overhead = self.u0_s if (attempt > 0 or self.resumed[job]) and training else 0.0
+        need = overhead + max(target - done, 0.0)
+        cap = min(limit, life)
         if outcome == "TIMEOUT":
-            dur, how, why = self.limit[job], "TIMEOUT", "user"
+            dur, how, why = limit, "TIMEOUT", "user"
             if life < dur:
                 dur, why = life, "lifetime"
         elif need > cap:
-            dur, how, why = cap, "TIMEOUT", "lifetime" if life <= self.limit[job] else "user"
+            dur, how, why = cap, "TIMEOUT", "lifetime" if life <= limit else "user"
         else:
             dur, how, why = need, outcome, "user" if outcome != "COMPLETED" else "none"
         kind = self.requeue_kind[job]
         if kind:
             self.requeue_kind[job] = 0  # once: the next attempt runs as planned
             dur, how, why = dur * self.requeue_at[job], "REQUEUED", REQUEUE_CAUSE[kind]
-        return max(dur, 0.0), how, why
-
-    def _start(self, job: int) -> None:
-        now = self.k.now
-        self._preempt_failed.pop(job, None)
-        self.alloc[job] = alloc = self._allocate(job)
-        touched = self._touched
-        for node, _ in alloc:
-            self.on_node[node].add(job)
-            touched.add(node)
-        self.state[job] = RUNNING
-        self.start_s[job] = now
-        self.running_by_prio.setdefault(self.prio[job], {})[job] = now
-        if self.attempt[job] == 0 and math.isnan(self.first_start[job]):
-            self.first_start[job] = now
-        bound = now + min(self.limit[job], self.first_start[job] + self.lifetime_s - now)
-        self.bound_s[job] = bound
-        bisect.insort(self._ends, (bound, job))
-        dur, how, why = self._planned_end(job, now)
         # the planned end carries the attempt's number: if the attempt ends earlier (failure,
         # preemption, drain), the event finds the job done or in a later attempt and does nothing
-        self.k.post_after(dur, self._end_planned, job, self.attempt[job], how, why)
+        dur = max(dur, 0.0)
+        t = now + dur
+        if not t < math.inf:  # pragma: no cover - a planned end is finite
+            k.post_after(dur, self._end_planned, job, attempt, how, why)  # raises
+        # Kernel.post_after, inline
+        heapq.heappush(
+            k._soon if t == now else k._heap,
+            (t, 0, next(k._seq), self._end_planned, (job, attempt, how, why), None),
+        )
 
     def _end_planned(self, job: int, attempt: int, how: str, why: str) -> None:
         """End attempt ``attempt`` of ``job`` as planned, if it still runs."""
@@ -559,21 +608,30 @@ class ClusterSim:
 
     def _end(self, job: int, how: str, cause: str, culprit: int) -> None:
         """Finish the current attempt of ``job`` now with state ``how``."""
-        if self.state[job] != RUNNING:
+        state = self.state
+        if state[job] != RUNNING:
             return
-        now = self.k.now
+        k = self.k
+        now = k.now
         start = self.start_s.pop(job)
         del self.running_by_prio[self.prio[job]][job]
-        key = (self.bound_s.pop(job), job)
-        i = bisect.bisect_left(self._ends, key)
-        del self._ends[i]
+        end_t, end_job = self._end_t, self._end_job
+        i = bisect.bisect_left(end_t, self.bound_s.pop(job))
+        while end_job[i] != job:  # a tie
+            i += 1
+        del end_t[i]
+        del end_job[i]
         elapsed = now - start
-        overhead = min(self._overhead(job), elapsed)
+        attempt = self.attempt[job]
+        training = self.training[job]
+        # restart overhead u0: a training run reloading its checkpoint
+        u0 = self.u0_s if (attempt > 0 or self.resumed[job]) and training else 0.0
+        overhead = min(u0, elapsed)
         run = elapsed - overhead
         interrupted = how in ("NODE_FAIL", "PREEMPTED") or (
             how in ("FAILED", "REQUEUED") and cause not in ("user", "none", "app_requeue")
         )
-        if self.training[job]:
+        if training:
             committed = run if not interrupted else math.floor(run / self.ckpt_s) * self.ckpt_s
             lost = run - committed
             self.progress[job] += committed
@@ -581,14 +639,39 @@ class ClusterSim:
         else:
             productive = 0.0 if interrupted or how == "REQUEUED" else run
             lost = run if interrupted or how == "REQUEUED" else 0.0
-        nodes = [node for node, _ in self.alloc[job]]
         code, signal = (self.app_exit, 0) if cause == "app_requeue" else EXIT[how]
+        # release the nodes
+        nodes: list[int] = []
+        on_node, touched, free, up, draining = (
+            self.on_node,
+            self._touched,
+            self.free,
+            self.up,
+            self.draining,
+        )
+        G = self.G
+        for node, g in self.alloc.pop(job):
+            nodes.append(node)
+            on_node[node].discard(job)
+            touched.add(node)
+            f = free[node] = free[node] + g
+            if node in draining:  # capacity stays out; the node leaves once idle
+                if not on_node[node]:
+                    k.post_after(0.0, self._finish_drain, node, priority=-5)
+                continue
+            if up[node]:
+                self.free_total += g
+                if f == G:
+                    self.n_whole += 1
+                    heapq.heappush(self.whole, node)  # _mark
+                elif f > 0:
+                    heapq.heappush(self.part[f], node)
         self.log.add_row(
             "attempt",
             (
                 start,
                 job,
-                self.attempt[job],
+                attempt,
                 self.eligible[job],
                 now,
                 how,
@@ -602,10 +685,7 @@ class ClusterSim:
                 overhead,
             ),
         )
-        self._release(job)
-        requeue = how in ("NODE_FAIL", "PREEMPTED", "REQUEUED") or (
-            interrupted and self.training[job]
-        )
+        requeue = how in ("NODE_FAIL", "PREEMPTED", "REQUEUED") or (interrupted and training)
         if requeue and (
             self.requeues[job] >= self.max_requeues
             or now >= self.first_start[job] + self.lifetime_s
@@ -613,14 +693,14 @@ class ClusterSim:
             requeue = False  # Slurm holds the job (MaxBatchRequeue) or its lifetime is over
             cause = "lifetime"
         if requeue:
-            self.state[job] = QUEUED
+            state[job] = QUEUED
             self.attempt[job] += 1
             self.requeues[job] += 1
             self.eligible[job] = now
-            self.k.post_after(REQUEUE_DELAY_S, self._requeue, job)
+            k.post_after(REQUEUE_DELAY_S, self._requeue, job)
             # the lifetime runs on while the job waits: if it is still pending when its
             # lifetime ends, it must not start (it would get nodes and end at once, TIMEOUT)
-            self.k.post_at(
+            k.post_at(
                 self.first_start[job] + self.lifetime_s,
                 self._expire,
                 job,
@@ -628,10 +708,12 @@ class ClusterSim:
                 priority=-4,
             )
         else:
-            self.state[job] = DONE
-            if cause == "lifetime" and self.training[job]:
+            state[job] = DONE
+            if cause == "lifetime" and training:
                 self._continue(job)
-        self.request_schedule()
+        if not self._sched:  # request_schedule
+            self._sched = True
+            heapq.heappush(k._soon, (now, 10, next(k._seq), self._schedule, (), None))
 
     def _continue(self, job: int) -> None:
         """Resubmit a training run whose job hit its lifetime or requeue limit.
@@ -699,51 +781,85 @@ class ClusterSim:
 
     def _schedule(self) -> None:
         self._sched = False
-        now = self.k.now
+        k = self.k
+        now = k.now
         deep = self._force_deep or now - self._last_bf >= BACKFILL_INTERVAL_S
         if deep:
             self._last_bf = now
             self._force_deep = False
         elif not self._bf_timer:  # make sure the next backfill pass happens even if all is quiet
             self._bf_timer = True
-            self.k.post_at(self._last_bf + BACKFILL_INTERVAL_S, self._backfill_timer, priority=11)
-        depth = BACKFILL_DEPTH if deep else QUICK_DEPTH
+            k.post_at(self._last_bf + BACKFILL_INTERVAL_S, self._backfill_timer, priority=11)
         queue = self.queue
-        queue.age(now)
+        aging = queue.aging
+        if aging and aging[0][0] <= now - queue.max_age:
+            queue.age(now)
+        if not queue.entry:
+            return  # nothing is pending
+        depth = BACKFILL_DEPTH if deep else QUICK_DEPTH
+        young, old = queue.young, queue.old
+        # the queue in order (it does not change during the pass); one list needs no merge
+        jobs = queue.scan(now) if young and old else map(_JOB, young or old)
         started: list[int] = []
         res: _Reservation | None = None
         head_prio = math.inf
         scanned = 0
-        state, gpus, start = self.state, self.gpus, started.append
+        state, gpus, nn, G, start = self.state, self.gpus, self.nn, self.G, started.append
+        prio, limits, attempts, first_start = self.prio, self.limit, self.attempt, self.first_start
+        lifetime, preempt_failed = self.lifetime_s, self._preempt_failed
+        shadow = need_whole = 0.0
         # the head job is always considered (it may preempt); backfill needs free GPUs
-        for job in queue.scan(now):
+        for job in jobs:
             if scanned >= depth or (self.free_total <= 0 and res is not None):
                 break
             if state[job] != QUEUED:  # pragma: no cover - a queued job is QUEUED
                 raise AssertionError(f"job {job} is queued but not pending")
             scanned += 1
-            if res is not None and gpus[job] > self.free_total:
+            g = gpus[job]
+            if res is not None and g > self.free_total:
                 continue  # cannot fit anywhere now: skip the detailed checks
+            if res is None and self.free_total == 0 and g < G:
+                break
+            # whether the job fits now (_fits, its common cases inline)
+            fits = self.n_whole >= nn[job] if g >= G else (self.n_whole > 0 or self._fits(job))
             if res is None:
-                if self.free_total == 0 and gpus[job] < self.G:
-                    break
-                if self._fits(job) or self._preempt_for(job):
+                if not fits and g >= G:  # _preempt_for's own first tests, inline
+                    failed = preempt_failed.get(job)
+                    if failed is None or now - failed >= REPLAN_S:
+                        fits = self._preempt_for(job)
+                if fits:
                     self._start(job)
                     start(job)
                     continue
-                head_prio = self.prio[job]
+                head_prio = prio[job]
                 cached = self._res_cache
-                if cached is not None and cached[0] == job and self.k.now - cached[1] < REPLAN_S:
+                if cached is not None and cached[0] == job and now - cached[1] < REPLAN_S:
                     res = cached[2]
                 else:
                     res = self._shadow(job)
-                    self._res_cache = (job, self.k.now, res)
-            elif self._fits(job) and self._backfill_ok(job, res):
+                    self._res_cache = (job, now, res)
+                shadow, need_whole = res.shadow_s, res.need_whole
+                continue
+            ok = False
+            if fits:  # _backfill_ok, inline
+                limit = limits[job]
+                if attempts[job] != 0:  # a job that never started has its whole lifetime ahead
+                    first = first_start[job]
+                    limit = min(limit, lifetime if first != first else first + lifetime - now)
+                if now + limit <= shadow:
+                    ok = True
+                elif g >= G:
+                    ok = self.n_whole - nn[job] >= need_whole
+                elif self.n_whole - 1 >= need_whole:
+                    ok = True
+                else:
+                    ok = self.n_whole >= need_whole and self._has_part(g)
+            if ok:
                 self._start(job)
                 start(job)
             elif (
-                self.prio[job] > head_prio
-                and (now + self.limit[job] <= res.shadow_s or head_prio in self.preemptible)
+                prio[job] > head_prio
+                and (now + limits[job] <= shadow or head_prio in self.preemptible)
                 and self._preempt_for(job)
             ):
                 # preemption follows QOS (Slurm preempt/qos): a job of a higher QOS than the
@@ -799,25 +915,48 @@ class ClusterSim:
             return _Reservation(self.k.now, need)
         free: dict[int, int] = {}
         whole = self.n_whole
-        for t, j in self._ends:
-            whole += self._would_free(j, free)
+        up, now_free, alloc, G = self.up, self.free, self.alloc, self.G
+        for t, j in zip(self._end_t, self._end_job, strict=True):
+            for node, g in alloc[j]:  # _would_free
+                if not up[node]:
+                    continue
+                before = free.get(node, now_free[node])
+                after = free[node] = before + g
+                if after == G and before < G:
+                    whole += 1
             if whole >= need:
                 return _Reservation(t, need)
         return _Reservation(math.inf, need)
 
     def _update_nodes(self) -> None:
         """Bring the per-node job summaries up to date for the nodes whose jobs changed."""
-        prio, start, preemptible = self.prio, self.start_s, self.preemptible
-        for node in self._touched:
-            jobs = self.on_node[node]
-            if jobs:
-                self.node_unpreemptible[node] = sum(prio[j] not in preemptible for j in jobs)
-                self.node_top_prio[node] = max(map(prio.__getitem__, jobs))
-                self.node_last_start[node] = max(map(start.__getitem__, jobs))
+        touched = list(self._touched)
+        if not touched:
+            return
+        prio, start, preemptible, on_node = self.prio, self.start_s, self.preemptible, self.on_node
+        unpreemptible: list[int] = []
+        top: list[int] = []
+        last: list[float] = []
+        for node in touched:
+            jobs = on_node[node]
+            if len(jobs) == 1:  # most nodes: one whole-node job
+                (j,) = jobs
+                p = prio[j]
+                unpreemptible.append(0 if p in preemptible else 1)
+                top.append(p)
+                last.append(start[j])
+            elif jobs:
+                job_prio = [prio[j] for j in jobs]
+                unpreemptible.append(len(job_prio) - sum(map(preemptible.__contains__, job_prio)))
+                top.append(max(job_prio))
+                last.append(max(map(start.__getitem__, jobs)))
             else:
-                self.node_unpreemptible[node] = 0
-                self.node_top_prio[node] = _NO_JOB
-                self.node_last_start[node] = -math.inf
+                unpreemptible.append(0)
+                top.append(_NO_JOB)
+                last.append(-math.inf)
+        self.node_unpreemptible[touched] = unpreemptible
+        self.node_top_prio[touched] = top
+        self.node_last_start[touched] = last
         self._touched.clear()
 
     def _preempt_for(self, job: int) -> bool:

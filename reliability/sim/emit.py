@@ -24,7 +24,7 @@ import polars as pl
 
 from reliability.hostlist import compress
 from reliability.sim.config import CAUSES, ClusterConfig
-from reliability.sim.engine import EventLog
+from reliability.sim.engine import EventLog, paused_gc
 from reliability.sim.failures import rate_schedule
 from reliability.taxonomy import classify_xid
 
@@ -88,37 +88,16 @@ def _dhms(seconds: pl.Expr) -> pl.Expr:
     return pl.when(d > 0).then(pl.format("{}-{}", d, hms)).otherwise(hms)
 
 
-def _slices(a: pl.DataFrame, rows: int = 250_000) -> Iterator[pl.DataFrame]:
-    """Yield the attempts in slices of about ``rows`` jobs (by raw job id), each slice complete."""
+def _slices(a: pl.DataFrame, rows: int = 250_000) -> Iterator[tuple[pl.Expr, pl.DataFrame]]:
+    """Yield the attempts in slices of about ``rows`` jobs (by raw job id), each slice complete.
+
+    Each with the filter on ``raw_id`` that selects it (and its jobs).
+    """
     ids = a.get_column("raw_id").unique().sort()
     bounds = [*ids.gather_every(max(rows, 1)).to_list(), (ids.max() or 0) + 1]
     for lo, hi in pairwise(bounds):
-        yield a.filter((pl.col("raw_id") >= lo) & (pl.col("raw_id") < hi))
-
-
-def _record_order(keys: pl.DataFrame, ran: np.ndarray) -> np.ndarray:
-    """Order the records of a slice as sacct prints them: by job, attempt, then step.
-
-    The records are the allocations (``keys``: their ``raw_id`` and ``attempt``, unique), then
-    the ``.batch`` steps of those that ran (``ran``), then their ``.extern`` steps, each in the
-    allocations' order. Returns the row of those records to print at each position: every
-    allocation by (raw_id, attempt), each followed by its batch and extern steps. (A gather
-    where a sort by three keys of every text column cost twice as much.)
-    """
-    n = keys.height
-    m = int(np.count_nonzero(ran))
-    perm = keys.select(pl.arg_sort_by("raw_id", "attempt")).to_series().to_numpy()
-    ran_sorted = ran[perm]
-    # each allocation's position: its rank plus two step records for every allocation before
-    # it that ran
-    pos = np.arange(n, dtype=np.int64) + 2 * (np.cumsum(ran_sorted) - ran_sorted)
-    idx = np.empty(n + 2 * m, dtype=np.int64)
-    idx[pos] = perm
-    k = np.flatnonzero(ran_sorted)
-    step = (np.cumsum(ran) - 1)[perm[k]]  # the steps' row among the steps (allocation order)
-    idx[pos[k] + 1] = n + step
-    idx[pos[k] + 2] = n + m + step
-    return idx
+        within = (pl.col("raw_id") >= lo) & (pl.col("raw_id") < hi)
+        yield within, a.filter(within)
 
 
 def _utc(seconds: pl.Expr, start_us: int) -> pl.Expr:
@@ -226,11 +205,16 @@ def write_cluster(
     names = cfg.node_names()
     node_name = pl.Series("n", names)
     start_us = int(cfg.start.timestamp() * 1_000_000)
-    _write_sacct(out / "sacct.psv", cfg, jobs, _with_node_lists(cfg, jobs, log, names), start_us)
-    _write_events(out / "sacctmgr_events.psv", cfg, log, node_name, start_us)
-    _write_kernel(out / "kernel", log, node_name, start_us)
-    _write_health(out / "health_checks.csv", cfg, log, node_name, start_us)
-    _write_truth(out / "truth", cfg, seed, jobs, log, lemon, names, start_us)
+    # the writers make many short-lived Python objects and no reference cycles: a collection
+    # would only walk the run's event log again and again
+    with paused_gc():
+        attempts = _with_node_lists(cfg, jobs, log, names)
+        _write_sacct(out / "sacct.psv", cfg, jobs, attempts, start_us)
+        del attempts
+        _write_events(out / "sacctmgr_events.psv", cfg, log, node_name, start_us)
+        _write_kernel(out / "kernel", log, node_name, start_us)
+        _write_health(out / "health_checks.csv", cfg, log, node_name, start_us)
+        _write_truth(out / "truth", cfg, seed, jobs, log, lemon, names, start_us)
     manifest = {
         "generator": "reliability.sim.simulate_cluster",
         "cluster": cfg.name,
@@ -268,13 +252,16 @@ def _with_node_lists(
         ),
     )
     multi = a.filter(n_nodes > 1)
+    # the node lists as Python lists: slices of the flat values (converting the list column
+    # itself cost as much as compressing the lists)
+    flat = multi.get_column("nodes").explode().to_list()
+    ends = multi.get_column("nodes").list.len().cum_sum().to_list()
+    lists = [flat[lo:hi] for lo, hi in zip([0, *ends][:-1], ends, strict=True)]
     if _plain_prefix(cfg.node_prefix):
         width = len(names[0]) - len(cfg.node_prefix)
-        hostlists = [
-            node_hostlist(x, cfg.node_prefix, width) for x in multi.get_column("nodes").to_list()
-        ]
+        hostlists = [node_hostlist(x, cfg.node_prefix, width) for x in lists]
     else:
-        hostlists = [compress([names[i] for i in x]) for x in multi.get_column("nodes").to_list()]
+        hostlists = [compress([names[i] for i in x]) for x in lists]
     lookup = pl.DataFrame(
         {"__row": multi.get_column("__row"), "__hl": pl.Series(hostlists, dtype=pl.String)}
     )
@@ -296,19 +283,28 @@ def _write_sacct(
 ) -> None:
     """Write ``sacct.psv`` in slices of jobs, so the text of only one slice is in memory."""
     job_fields = jobs.select(
-        "job", "job_id", "name", "user", "qos", "time_limit_s", "gpus", "n_nodes", "priority"
-    )
+        "job", "raw_id", "job_id", "name", "user", "qos", "time_limit_s", "gpus", "n_nodes",
+        "priority",
+    )  # fmt: skip
     with open(path, "wb") as fh:
         fh.write(("|".join(SACCT_FIELDS) + "\n").encode())
-        for part in _slices(attempts):
-            part = part.join(job_fields, on="job", how="left", maintain_order="left")
+        for within, part in _slices(attempts):
+            # the slice's jobs only (a job's attempts carry its raw id)
+            fields = job_fields.filter(within).drop("raw_id")
+            part = part.join(fields, on="job", how="left", maintain_order="left")
             _sacct_records(part, cfg, start_us).write_csv(
-                fh, separator="|", quote_style="never", include_header=False
+                fh, quote_style="never", include_header=False
             )
 
 
 def _sacct_records(part: pl.DataFrame, cfg: ClusterConfig, start_us: int) -> pl.DataFrame:
-    """Build the sacct records (allocation + .batch + .extern) of a slice of attempts."""
+    """Build the sacct records (allocation + .batch + .extern) of a slice of attempts.
+
+    Returns one column, ``line``: each allocation's record (its fields joined by ``|``) and,
+    if it ran, those of its ``.batch`` and ``.extern`` steps on the next lines; in the file's
+    order (by job, then attempt).
+    """
+    part = part.sort("raw_id", "attempt", maintain_order=True)
     tz = cfg.tz
     state_txt = (
         pl.when(pl.col("state") == "CANCELLED")
@@ -317,14 +313,20 @@ def _sacct_records(part: pl.DataFrame, cfg: ClusterConfig, start_us: int) -> pl.
     )
     started = pl.col("time").is_not_null()
     ended = pl.col("end_s").is_not_null()
-    tres = pl.format(
-        "billing={},cpu={},gres/gpu={},mem={}G,node={}",
-        pl.col("gpus") * 12,
-        pl.col("gpus") * 12,
-        pl.col("gpus"),
-        pl.col("gpus") * 120,
-        pl.col("n_nodes"),
+    # the TRES text of each job size, formatted once per size
+    sizes = part.select("gpus", "n_nodes").unique()
+    sizes = sizes.with_columns(
+        __tres=pl.format(
+            "billing={},cpu={},gres/gpu={},mem={}G,node={}",
+            pl.col("gpus") * 12,
+            pl.col("gpus") * 12,
+            pl.col("gpus"),
+            pl.col("gpus") * 120,
+            pl.col("n_nodes"),
+        )
     )
+    part = part.join(sizes, on=["gpus", "n_nodes"], how="left", maintain_order="left")
+    tres = pl.col("__tres")
     alloc = part.select(
         "raw_id",
         "attempt",
@@ -376,10 +378,31 @@ def _sacct_records(part: pl.DataFrame, cfg: ClusterConfig, start_us: int) -> pl.
         .otherwise(pl.col("State").str.replace(r" by \d+$", ""))
     )
     extern_exit = pl.when(requeued).then(pl.lit("0:0")).otherwise(pl.col("ExitCode"))
-    ran_mask = alloc.get_column("Start").ne("Unknown").to_numpy()
-    ran = alloc.filter(ran_mask)
+    ran = pl.col("Start") != "Unknown"
+
+    # a null field prints empty; a step's field is null only where the allocation's is (and
+    # filling a column without nulls copies it: most of the time of building the lines)
+    nullable = {c for c in SACCT_FIELDS if alloc.get_column(c).has_nulls()}
+
+    def fields(**replace: pl.Expr) -> list[pl.Expr]:
+        """Give a record's fields: the allocation's, ``replace`` replacing some of them."""
+        cols = [(c, replace.get(c, pl.col(c))) for c in SACCT_FIELDS]
+        return [e.fill_null("") if c in nullable else e for c, e in cols]
+
+    def text(*records: list[pl.Expr]) -> pl.Expr:
+        """Give the records' lines, one after another: one concatenation, no text copied twice."""
+        parts: list[pl.Expr] = []
+        for record in records:
+            if parts:
+                parts.append(pl.lit("\n"))
+            for j, e in enumerate(record):
+                if j:
+                    parts.append(pl.lit("|"))
+                parts.append(e)
+        return pl.concat_str(parts)
+
     steps = [
-        ran.with_columns(
+        fields(
             JobID=pl.col("JobID") + f".{step}",
             JobIDRaw=pl.col("JobIDRaw") + f".{step}",
             JobName=pl.lit(step),
@@ -397,8 +420,10 @@ def _sacct_records(part: pl.DataFrame, cfg: ClusterConfig, start_us: int) -> pl.
             ("extern", extern_state, extern_exit),
         )
     ]
-    rows = pl.concat([alloc, *steps]).select(list(SACCT_FIELDS))
-    return rows[_record_order(alloc.select("raw_id", "attempt"), ran_mask)]
+    # each allocation's line, followed by the lines of its two steps if it ran: with the slice
+    # sorted first, the records need no reordering (a gather of every record's text, after
+    # they were built, cost a fifth of the write)
+    return alloc.select(line=pl.when(ran).then(text(fields(), *steps)).otherwise(text(fields())))
 
 
 def _write_events(

@@ -91,6 +91,11 @@ class Kernel:
 
     Ordering: earlier time first; at equal times, lower ``priority`` first; at equal
     priority, the order of scheduling (FIFO).
+
+    Events scheduled at the current time (a zero delay: most of a simulator's follow-up
+    events, such as the cluster's scheduling passes) wait in a second heap, ``_soon``, that
+    holds only a few: the loop runs the smaller of the two heads, so the order is the one a
+    single heap gives, without sifting those events through the big heap of future ones.
     """
 
     def __init__(self, start: float = 0.0) -> None:
@@ -98,6 +103,11 @@ class Kernel:
         # entries are (time, priority, seq, action, args, handle or None): tuples compare in C
         # and the unique seq breaks ties FIFO (so the action is never compared)
         self._heap: list[
+            tuple[float, int, int, Callable[..., Any], tuple[Any, ...], Handle | None]
+        ] = []
+        #: entries scheduled at the time that was current then (not after any in ``_heap``
+        #: of a later time): the same entries, kept apart because there are few of them
+        self._soon: list[
             tuple[float, int, int, Callable[..., Any], tuple[Any, ...], Handle | None]
         ] = []
         self._seq = itertools.count()
@@ -112,6 +122,7 @@ class Kernel:
     def __setstate__(self, state: dict[str, Any]) -> None:
         state = dict(state)
         state["_seq"] = itertools.count(state["_seq"])
+        state.setdefault("_soon", [])  # a checkpoint from before the second heap
         self.__dict__.update(state)
 
     def at(self, time: float, action: Callable[..., Any], *args: Any, priority: int = 0) -> Handle:
@@ -141,7 +152,8 @@ class Kernel:
         if not (self.now <= time < math.inf):  # also rejects nan
             raise self._refusal(time)
         h = Handle(float(time), priority, action, args)
-        heapq.heappush(self._heap, (h.time, priority, next(self._seq), action, args, h))
+        heap = self._soon if h.time == self.now else self._heap
+        heapq.heappush(heap, (h.time, priority, next(self._seq), action, args, h))
         return h
 
     def post_at(
@@ -169,7 +181,9 @@ class Kernel:
         """
         if not (self.now <= time < math.inf):
             raise self._refusal(time)
-        heapq.heappush(self._heap, (float(time), priority, next(self._seq), action, args, None))
+        time = float(time)
+        heap = self._soon if time == self.now else self._heap
+        heapq.heappush(heap, (time, priority, next(self._seq), action, args, None))
 
     def post_after(
         self, delay: float, action: Callable[..., Any], *args: Any, priority: int = 0
@@ -197,7 +211,8 @@ class Kernel:
         time = self.now + float(delay)
         if not time < math.inf:  # also rejects nan
             raise self._refusal(time)
-        heapq.heappush(self._heap, (time, priority, next(self._seq), action, args, None))
+        heap = self._soon if time == self.now else self._heap
+        heapq.heappush(heap, (time, priority, next(self._seq), action, args, None))
 
     def _refusal(self, time: float) -> SchedulingError:
         """Give the error for an event time that is not finite or is in the past."""
@@ -239,6 +254,7 @@ class Kernel:
         freed as soon as it is no longer referenced.
         """
         self._heap.clear()
+        self._soon.clear()
 
     @staticmethod
     def cancel(handle: Handle) -> None:
@@ -254,7 +270,7 @@ class Kernel:
     @property
     def pending(self) -> int:
         """Events still scheduled (cancelled ones included until they are popped)."""
-        return len(self._heap)
+        return len(self._heap) + len(self._soon)
 
     def peek(self) -> float:
         """Give the time of the next live event.
@@ -268,10 +284,22 @@ class Kernel:
         float
             Its time [simulated s], or ``inf`` if none is scheduled.
         """
-        heap = self._heap
-        while heap and heap[0][5] is not None and heap[0][5].cancelled:
+        while True:
+            heap = self._next_heap()
+            if heap is None:
+                return math.inf
+            if heap[0][5] is None or not heap[0][5].cancelled:
+                return heap[0][0]
             heapq.heappop(heap)
-        return self._heap[0][0] if self._heap else math.inf
+
+    def _next_heap(
+        self,
+    ) -> list[tuple[float, int, int, Callable[..., Any], tuple[Any, ...], Handle | None]] | None:
+        """Give the heap whose head is the next event (None if both are empty)."""
+        heap, soon = self._heap, self._soon
+        if soon and (not heap or soon[0] < heap[0]):
+            return soon
+        return heap or None
 
     def step(self) -> bool:
         """Run the next live event.
@@ -281,8 +309,8 @@ class Kernel:
         bool
             False if there was none.
         """
-        while self._heap:
-            time, _, _, action, args, h = heapq.heappop(self._heap)
+        while (heap := self._next_heap()) is not None:
+            time, _, _, action, args, h = heapq.heappop(heap)
             if h is not None and h.cancelled:
                 continue
             self.now = time
@@ -312,14 +340,26 @@ class Kernel:
                 while self.step():
                     pass
                 return self.processed - before
-            heap, pop = self._heap, heapq.heappop
-            while heap and heap[0][0] < until:
-                time, _, _, action, args, h = pop(heap)
-                if h is not None and h.cancelled:
-                    continue
-                self.now = time
-                self.processed += 1
-                action(*args)
+            heap, soon, pop = self._heap, self._soon, heapq.heappop
+            n = 0  # events run (added to processed at the end: actions may decrement it)
+            try:
+                while True:
+                    # the next event is the smaller head of the two heaps (see the class)
+                    if soon and (not heap or soon[0] < heap[0]):
+                        if soon[0][0] >= until:
+                            break
+                        time, _, _, action, args, h = pop(soon)
+                    elif heap and heap[0][0] < until:
+                        time, _, _, action, args, h = pop(heap)
+                    else:
+                        break
+                    if h is not None and h.cancelled:
+                        continue
+                    self.now = time
+                    n += 1
+                    action(*args)
+            finally:
+                self.processed += n
             self.now = float(until)
             return self.processed - before
 
@@ -396,7 +436,7 @@ class EventLog:
         if not buf:
             return
         order = self._order[kind]
-        if any(len(r) != len(order) + 1 for r in buf):
+        if set(map(len, buf)) != {len(order) + 1}:
             raise ValueError(f"event {kind!r}: a row does not have time and {len(order)} fields")
         cols, lists = self._cols[kind], self._lists[kind]
         columns = list(zip(*buf, strict=True))

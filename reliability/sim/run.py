@@ -17,7 +17,7 @@ from reliability._result import Result
 from reliability.sim.cluster import ClusterSim
 from reliability.sim.config import ClusterConfig, load_preset
 from reliability.sim.emit import write_cluster
-from reliability.sim.engine import EventLog
+from reliability.sim.engine import EventLog, paused_gc
 from reliability.sim.failures import draw_failures, rate_schedule
 from reliability.sim.workload import assign_ids, generate_workload
 
@@ -415,12 +415,14 @@ def _result(
     lemon: np.ndarray,
     sim: ClusterSim,
 ) -> ClusterResult:
-    log = sim.finish()
+    with paused_gc():  # (see Kernel.run: no garbage cycles, a big log to walk)
+        log = sim.finish()
+        all_jobs = _all_jobs(jobs, sim.continuations, cfg.horizon_s)
     sim.k.clear()  # the run is over: the simulator is freed once this returns
     return ClusterResult(
         cfg,
         seed,
-        _all_jobs(jobs, sim.continuations, cfg.horizon_s),
+        all_jobs,
         failures,
         lemon,
         log,
@@ -450,11 +452,12 @@ def _all_jobs(
             orient="row",
         ).filter(pl.col("submit_s") < horizon)
         # a continuation's parent may itself be a continuation: follow the chain to the root
-        root = dict(zip(jobs["job"].to_list(), jobs["run"].to_list(), strict=True))
+        # (a drawn job is its own run's root)
+        root: dict[int, int] = {}
         runs = []
         for job, parent in cont.select("job", "parent").iter_rows():
-            root[job] = root[parent]
-            runs.append(root[parent])
+            root[job] = root.get(parent, parent)
+            runs.append(root[job])
         inherited = [
             c for c in jobs.columns if c not in ("job", "submit_s", "work_s", "outcome_at", "run")
         ]

@@ -589,16 +589,16 @@ def node_health(
     iv = iv.join(cls, on="reason", how="left", nulls_equal=True)
     # nodes that only appear in node states are in the fleet already (inventory includes them)
     merged = _merged(iv)
+    # (sums of whole microseconds, then hours: the same to the bit whatever order polars'
+    # parallel group-by adds a node's intervals in; a float sum varied in its last digits)
     down = merged.group_by("cluster", "node").agg(
-        downtime_h=((pl.col("e") - pl.col("s")).dt.total_microseconds() / 3.6e9).sum()
+        downtime_h=(pl.col("e") - pl.col("s")).dt.total_microseconds().sum() / 3.6e9
     )
+    us = (pl.col("e") - pl.col("s")).dt.total_microseconds()
     per_state = iv.group_by("cluster", "node").agg(
         intervals=pl.len().cast(pl.Int64),
         out_now=pl.col("open").any(),
-        **{
-            f"{s.lower()}_h": pl.col("hours").filter(pl.col("state") == s).sum()
-            for s in OUT_OF_SERVICE
-        },
+        **{f"{s.lower()}_h": us.filter(pl.col("state") == s).sum() / 3.6e9 for s in OUT_OF_SERVICE},
     )
     off, unattributed = _offenders(attributed)
     if unattributed:

@@ -255,7 +255,7 @@ def _as_match(frame: pl.LazyFrame, kind: int) -> pl.LazyFrame:
         "__unk",
         "__reason",
         "__rclass",
-        __node=pl.col("node"),
+        __node=pl.col("node").cast(pl.String),
         __dist=(pl.col("__t") - pl.col("end_time")).dt.total_microseconds().abs(),
         __kind=pl.lit(kind, pl.Int8),
     )
@@ -275,6 +275,10 @@ _EVIDENCE_SCHEMA = {
 }
 
 
+#: the as-of joins' keys, categorical on both sides (:func:`_ended_attempts`)
+_KEYS = [pl.col("cluster").cast(pl.Categorical), pl.col("node").cast(pl.Categorical)]
+
+
 def _ended_attempts(jobs: pl.LazyFrame, start: pl.Expr) -> pl.LazyFrame:
     """One row per (ended attempt in a state evidence can explain, node), sorted by end."""
     return (
@@ -292,6 +296,9 @@ def _ended_attempts(jobs: pl.LazyFrame, start: pl.Expr) -> pl.LazyFrame:
         )
         .explode("node")
         .drop_nulls("node")
+        # categorical keys: every as-of join of the evidence hashes these (tens of millions of
+        # rows at millions of attempts) by cluster and node, once per kind of evidence
+        .with_columns(_KEYS)
         .sort("end_time")
     )
 
@@ -299,7 +306,7 @@ def _ended_attempts(jobs: pl.LazyFrame, start: pl.Expr) -> pl.LazyFrame:
 def _one_per_node_time(events: pl.LazyFrame) -> pl.LazyFrame:
     """One event per node and time: a known cause before "unknown", then by name."""
     return (
-        events.with_columns(__unk=pl.col("__cause") == "unknown")
+        events.with_columns(_KEYS, __unk=pl.col("__cause") == "unknown")
         .sort("__t", "__unk", "__cause")
         .unique(subset=["cluster", "node", "__t"], keep="first", maintain_order=True)
     )
@@ -394,6 +401,7 @@ def _latest_before(
         .select("cluster", "__s", node=pl.col("__nodes"))
         .explode("node")
         .drop_nulls("node")
+        .with_columns(_KEYS)
         .sort("__s")
     )
     first = (
@@ -607,7 +615,11 @@ def attribute_failures(
     ended = ended.cache() if lazy else ended.collect().lazy()
     # attempt starts, for the records made after the fact (their node lists are joined to the
     # few starts near such a record: sorting every attempt's list held 4 GB at 5M attempts)
-    starts = jobs.select("cluster", "__rid", __s=start).drop_nulls("__s").sort("__s")
+    starts = (
+        jobs.select(pl.col("cluster").cast(pl.Categorical), "__rid", __s=start)
+        .drop_nulls("__s")
+        .sort("__s")
+    )
     node_lists = jobs.select("__rid", __nodes=pl.col("nodes"))
 
     def lists_of(few: pl.LazyFrame) -> pl.LazyFrame:

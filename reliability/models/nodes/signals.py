@@ -498,11 +498,25 @@ def _union_us(iv: pl.DataFrame) -> pl.DataFrame:
     )  # fmt: skip
     names = frame.select("_k", "cluster", "node").unique("_k")
     frame = frame.drop("cluster", "node")
-    t0 = int(frame.get_column("s").min())
-    span_bits = max(int(frame.get_column("s").max()) - t0, 1).bit_length()
+    lims = frame.select(
+        s0=pl.col("s").min(), s1=pl.col("s").max(), e0=pl.col("e").min(), e1=pl.col("e").max()
+    ).row(0, named=True)
+    t0 = int(lims["s0"])
+    span_bits = max(max(int(lims["s1"]), int(lims["e1"])) - t0, 1).bit_length()
     key_bits = max(int(frame.get_column("_k").max()), 1).bit_length()
-    packed = span_bits + key_bits <= 62
-    prev = pl.col("e").cum_max().shift(1).over("_k")
+    packed = span_bits + key_bits <= 62 and int(lims["e0"]) >= t0
+    if packed:
+        # the latest end before each row on its node without a window over the nodes: with
+        # node and time packed into one integer, the nodes' blocks are increasing, so a running
+        # maximum over all rows is, within a block, that block's (null at a block's first row)
+        base = pl.col("_k") * (1 << span_bits)
+        prev = (
+            pl.when(pl.col("_k") == pl.col("_k").shift(1))
+            .then((base + (pl.col("e") - t0)).cum_max().shift(1) - base + t0)
+            .otherwise(None)
+        )
+    else:
+        prev = pl.col("e").cum_max().shift(1).over("_k")
     # the nodes in groups of about _RUNS_PER_SLICE rows (each node's union is its own): the
     # sort and its copies hold one group at a time
     n_groups = max(1, -(-frame.height // _RUNS_PER_SLICE))

@@ -141,6 +141,11 @@ def test_kernel_options(tmp_path, capsys):
     assert main(["ingest", "kernel", "x.log", "--into", str(tmp_path / "d"), "--cluster", "c",
                  "--boot-time", "2025-01-01T00:00:00"]) == 2  # fmt: skip
     assert "needs a UTC offset" in capsys.readouterr().err
+    # without --boot-time nothing in this capture can be placed in time: refused, naming the flag
+    # (it used to exit 0 with every line quarantined)
+    assert main(["ingest", "kernel", str(path), "--into", str(tmp_path / "e"), "--cluster", "c",
+                 "--node", "n1"]) == 2  # fmt: skip
+    assert "seconds since boot: pass --boot-time" in capsys.readouterr().err
 
 
 def test_sample_dataset_is_idempotent(tmp_path):

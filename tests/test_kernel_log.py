@@ -55,12 +55,30 @@ def test_seconds_since_boot_and_sxid():
     assert he.item(1, "component") == "nvlink"
     assert he.item(0, "time").timestamp() == pytest.approx(BOOT.timestamp() + 6781741.548779)
     assert any("repeat an Xid 79" in n for n in r.notes)
-    # without a boot time the same events are quarantined, with the reason
-    r2 = read_kernel_log(path, cluster="c", node="n2")
-    assert r2.rows_read == r2.rows_quarantined == _xid_lines(path) == 5
-    assert set(r2.quarantine.get_column("reason")) == {
+    # without a boot time nothing in this log can be placed in time: refused, naming the
+    # option and the first such line (it used to read with every row quarantined, exit 0)
+    first = next(
+        i for i, ln in enumerate(path.read_text().splitlines(), 1) if "NVRM" in ln or "SXid" in ln
+    )
+    with pytest.raises(IngestError, match="seconds since boot: pass boot_time=") as err:
+        read_kernel_log(path, cluster="c", node="n2")
+    assert err.value.line == first
+
+
+def test_a_line_stamped_since_boot_among_dated_lines_is_quarantined(tmp_path):
+    """One dmesg line in a syslog file (year given): that line is quarantined with the reason,
+    the dated Xid is kept (the refusal is for a log nothing of which can be placed in time)."""
+    log = tmp_path / "mixed.log"
+    log.write_text(
+        "Mar  3 10:00:00 gpu7 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.\n"
+        "[ 1843.308145] NVRM: Xid (PCI:0000:3b:00): 48, pid=2, An uncorrectable double bit error\n"
+    )
+    r = read_kernel_log(log, cluster="c", tz="UTC", year=2025)
+    assert (r.rows_read, r.rows_kept, r.rows_quarantined) == (2, 1, 1)
+    assert r.frames["health_events"].item(0, "code") == "79"
+    assert r.quarantine.item(0, "reason") == (
         "dmesg timestamp is seconds since boot: pass boot_time= to place it in time"
-    }
+    )
 
 
 def test_fallen_off_bus_without_xid(shared):

@@ -184,6 +184,7 @@ class _Clock:
         self.next_month: int | None = None  # month of the next syslog line (set by the caller)
         self.last_rel: timedelta | None = None  # seconds-since-boot of the last line, if any
         self.ambiguous = 0  # local times in the hour repeated when daylight saving ends
+        self.no_boot: int | None = None  # first line stamped since boot, without boot_time
 
     def local(self, naive: datetime, line: int) -> datetime:
         if self.zone is None:
@@ -270,6 +271,8 @@ class _Clock:
             except OverflowError:
                 return None, None, m.group("rest"), f"seconds since boot [{secs[:30]}] overflow"
             if self.boot is None:
+                if self.no_boot is None:
+                    self.no_boot = line_no
                 return (
                     None,
                     None,
@@ -417,6 +420,14 @@ def read_kernel_log(
         )
     qf = quarantine_frame(src, *q)
     n_read = len(records)
+    if clock.no_boot is not None and n_read == qf.height:
+        # nothing placed in time and the stamps need the boot time: refused, as a missing
+        # zone or year is (a log with some such lines among others quarantines just those)
+        raise IngestError(
+            src,
+            Hinted("dmesg timestamps are seconds since boot: ", Hint("boot_time")),
+            line=clock.no_boot,
+        )
     return ReadResult(src, {"health_events": frame}, qf, n_read, n_read - qf.height, notes)
 
 

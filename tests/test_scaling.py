@@ -176,3 +176,19 @@ def test_a_p_value_that_underflowed_is_not_printed_as_zero():
     assert r.largest_p_faster_ == 0.0  # underflows: 4000 of 4006 failures in 2% of the exposure
     assert "p(faster) = < 1e-300" in str(r)
     assert "= 0)" not in str(r)
+
+
+def test_untestable_text_agrees_in_number():
+    """One failure in one bucket reads "1 hardware failure over 1 size bucket" (stop 47's
+    new-user trial read "1 size buckets"); three over two, in the plural."""
+    import numpy as np
+
+    from reliability.models.failures import check_scaling
+
+    one = check_scaling(np.array([1]), np.array([100.0]), np.array([8]), ["8"], None)
+    assert "1 hardware failure over 1 size bucket (" in str(one)
+    assert one.notes[0].startswith("1/N not testable: 1 failure over 1 size bucket with")
+    two = check_scaling(
+        np.array([1, 2]), np.array([100.0, 80.0]), np.array([8, 16]), ["8", "16"], None
+    )
+    assert "3 hardware failures over 2 size buckets (" in str(two)

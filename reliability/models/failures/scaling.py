@@ -35,7 +35,7 @@ import numpy as np
 import polars as pl
 from scipy import special, stats
 
-from reliability._result import Result, fmt_duration_h, fmt_num, fmt_p
+from reliability._result import Result, fmt_count, fmt_duration_h, fmt_num, fmt_p
 
 __all__ = ["MIN_FAILURES_FOR_SCALING", "ScalingCheck", "check_scaling"]
 
@@ -199,6 +199,11 @@ class ScalingCheck(Result):
         )
 
 
+def _failures(total: float, kind: str = "") -> str:
+    """``"1 failure"``, ``"3 hardware failures"`` (a count that may be weighted: shown rounded)."""
+    return f"{fmt_num(total, 0)} {kind}failure{'' if round(total) == 1 else 's'}"
+
+
 def _rng(point: float | None, low: float | None, high: float | None) -> str:
     if point is None:
         return "not estimable"
@@ -348,7 +353,7 @@ def check_scaling(
         big_ci = (lo, hi)
     else:
         notes.append(
-            f"1/N not testable: {fmt_num(total, 0)} failures over {len(k)} size buckets with exposure "
+            f"1/N not testable: {_failures(total)} over {fmt_count(len(k), 'size bucket')} with exposure "
             f"(the goodness of fit needs {MIN_FAILURES_FOR_SCALING} over 2 buckets)"
         )
     slope = slope_ci = None
@@ -443,8 +448,8 @@ def _verdict(
 ) -> str:
     if not testable:
         return (
-            f"Whether MTTF ∝ 1/N holds cannot be tested here: {fmt_num(total, 0)} hardware failures over "
-            f"{n_points} size buckets (the goodness of fit needs {MIN_FAILURES_FOR_SCALING} over 2 buckets; "
+            f"Whether MTTF ∝ 1/N holds cannot be tested here: {_failures(total, 'hardware ')} over "
+            f"{fmt_count(n_points, 'size bucket')} (the goodness of fit needs {MIN_FAILURES_FOR_SCALING} over 2 buckets; "
             "the GLM slope, 3)."
         )
     lo, hi = ci

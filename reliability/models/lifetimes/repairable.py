@@ -44,7 +44,7 @@ import numpy as np
 import polars as pl
 from scipy import optimize, special, stats
 
-from reliability._result import Result, fmt_num, fmt_p
+from reliability._result import Result, fmt_count, fmt_num, fmt_p
 from reliability.models.failures.counts import as_utc
 from reliability.models.lifetimes.weibull import fit_weibull, hazard_verdict
 
@@ -360,7 +360,7 @@ class InterFailureResult(Result):
                 else "system-wide not estimable"
             )
             lines.append(
-                f"  {r['system']}: {r['failures']:,} failures on {r['nodes_failed']:,} nodes; {node}; {system}"
+                f"  {r['system']}: {fmt_count(r['failures'], 'failure')} on {fmt_count(r['nodes_failed'], 'node')}; {node}; {system}"
             )
         lines.append("Crow-AMSAA trend of each system's failure intensity:")
         lines += [f"  {c._lines()[0]}" for c in self.crow_amsaa.values()]

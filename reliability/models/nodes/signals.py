@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 from scipy import stats
 
-from reliability._result import Result, fmt_num, fmt_p
+from reliability._result import Result, fmt_count, fmt_num, fmt_p
 from reliability.models.failures.incidents import node_incidents
 
 if TYPE_CHECKING:
@@ -110,7 +110,9 @@ class SignalCalibration(Result):
         ]
         for r in s.head(15).iter_rows(named=True):
             if r["exposed"] == 0:
-                lines.append(f"  {r['signal']}: {r['events']} events, none with a job running")
+                lines.append(
+                    f"  {r['signal']}: {fmt_count(r['events'], 'event')}, none with a job running"
+                )
                 continue
             lead = (
                 ""

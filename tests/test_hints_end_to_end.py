@@ -66,6 +66,24 @@ def test_a_syslog_without_a_year(tmp_path, capsys):
     assert "year=" not in str(perr.value)
 
 
+def test_a_syslog_without_a_year_or_a_zone_names_both(tmp_path, capsys):
+    """Both options missing: one refusal names both (stop 47's trial met them one run at a time)."""
+    log = tmp_path / "kern.log"
+    log.write_text(SYSLOG)
+    with pytest.raises(IngestError) as err:
+        Dataset(tmp_path / "lib").ingest("kernel", log, cluster="c")
+    assert {Hint("year"), Hint("tz")} <= set(message_of(err.value).hints)
+    code, _, stderr = _cli(
+        capsys, "ingest", "kernel", str(log), "--into", str(tmp_path / "cli"), "--cluster", "c"
+    )
+    assert code == 2
+    assert "no year: pass --year, and no zone: pass --tz" in stderr
+    spec = load_pipeline(_pipeline(tmp_path, "kernel", log, 'cluster = "c"')).inputs[0]
+    with pytest.raises(PipelineError) as perr:
+        _ingest([spec], tmp_path / "work", "cluster")
+    assert "set inputs[0].options.year, and no zone: set inputs[0].tz" in str(perr.value)
+
+
 def test_sacct_local_times_without_a_zone(tmp_path, capsys):
     psv = tmp_path / "a.psv"
     psv.write_text(f"{HEADER}\n{DONE}\n")

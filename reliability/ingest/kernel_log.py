@@ -215,9 +215,15 @@ class _Clock:
         m = _SYSLOG.match(line)
         if m and m.group("ts")[:3] in _MONTHS:
             if self.year is None:
+                # (both options named at once when both are missing, not one run at a time)
+                zone: tuple[str | Hint, ...] = (
+                    (", and no zone: ", Hint("tz"), " (the zone of the host that wrote it)")
+                    if self.zone is None
+                    else ()
+                )
                 raise IngestError(
                     self.src,
-                    Hinted("syslog timestamps have no year: ", Hint("year")),
+                    Hinted("syslog timestamps have no year: ", Hint("year"), *zone),
                     line=line_no,
                 )
             year = self._year_for(_MONTHS[m.group("ts")[:3]])

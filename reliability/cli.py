@@ -1387,7 +1387,8 @@ def _cli_terms(message: str, args: argparse.Namespace) -> str:
 
     A :class:`~reliability.errors.Hinted` message's hints are spelled as this command's flags
     (``pass tz=`` -> ``pass --tz``, ``tz='UTC'`` -> ``--tz UTC``); an option the command has no
-    flag for keeps the library's spelling. Plain text is shown as it is.
+    flag for keeps the library's spelling (a mention of one, as in a list of what an input
+    takes, adds "(no flag here)"). Plain text is shown as it is.
     """
     flags = _flags(args)
     known = set(flags.values())
@@ -1398,8 +1399,8 @@ def _cli_terms(message: str, args: argparse.Namespace) -> str:
             flag = _FLAG_OF[hint.option]
             if hint.value is not None:  # (its flag's value is in other units)
                 return hint.library()
-        if flag is None:
-            return hint.library()  # no flag of this command: the library's words
+        if flag is None:  # no flag of this command: the library's words, and a mention says so
+            return hint.library() if hint.action else f"{hint.library()} (no flag here)"
         shown = "" if hint.value is None or isinstance(hint.value, bool) else hint.value
         text = flag if shown == "" else f"{flag} {value_text(shown, 'shell')}"  # a switch: no value
         return f"pass {text}" if hint.action else text

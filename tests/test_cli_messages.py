@@ -71,6 +71,8 @@ def test_missing_options_are_named_as_flags(tmp_path, capsys):
     )
     assert code == 2
     assert "--year does not apply to 'slurm' inputs" in err
+    # what they take: the flags, and the options this command has no flag for said as such
+    assert "(they take --cluster, --tz, --fields, window_start= (no flag here)" in err
     code, _, err = _run(
         capsys,
         "ingest",

@@ -521,7 +521,7 @@ def attributed_jobs(
     return jobs, end, [note] if note else []
 
 
-#: the attempts' columns :func:`fit_mttf` and :func:`~reliability.models.failures.failure_rate_series` read
+#: the attempts' columns the rates read (:func:`fit_mttf`; :func:`exposure_frame` keeps them)
 EXPOSURE_COLUMNS = (
     "cluster",
     "start_time",

@@ -32,12 +32,7 @@ from reliability.models.failures.counts import (
     poisson_ci,
     trend_of,
 )
-from reliability.models.failures.mttf import (
-    EXPOSURE_COLUMNS,
-    attributed_jobs,
-    exposure_frame,
-    recent_rate,
-)
+from reliability.models.failures.mttf import attributed_jobs, exposure_frame, recent_rate
 
 if TYPE_CHECKING:
     from reliability.models.failures.counts import TrendTest
@@ -168,8 +163,6 @@ def failure_rate_series(
         The weekly series of r_f, the whole window's and the recent rate, and the trend test.
     """
     jobs, obs_end, notes = attributed_jobs(attributed, observation_end)
-    # only the columns read below (the host lists alone are GiBs at millions of attempts)
-    jobs = jobs.select(c for c in EXPOSURE_COLUMNS if c in jobs.columns)
     exp, n_open = exposure_frame(jobs, obs_end)
     big = exp.filter(pl.col("n_accelerators") >= max(min_gpus, 1))  # GPU jobs: CPU-only apart
     if n_open:

@@ -591,10 +591,8 @@ def node_health(
     merged = _merged(iv)
     # (sums of whole microseconds, then hours: the same to the bit whatever order polars'
     # parallel group-by adds a node's intervals in; a float sum varied in its last digits)
-    down = merged.group_by("cluster", "node").agg(
-        downtime_h=(pl.col("e") - pl.col("s")).dt.total_microseconds().sum() / 3.6e9
-    )
     us = (pl.col("e") - pl.col("s")).dt.total_microseconds()
+    down = merged.group_by("cluster", "node").agg(downtime_h=us.sum() / 3.6e9)
     per_state = iv.group_by("cluster", "node").agg(
         intervals=pl.len().cast(pl.Int64),
         out_now=pl.col("open").any(),

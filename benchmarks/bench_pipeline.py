@@ -213,6 +213,12 @@ def main() -> None:
             f"{r['total']:.1f} s, sacct floor {r['floor']:.2f} s, peak RSS {r['rss_mib']:,.0f} MiB "
             f"(background stages {r['children_rss_mib']:,.0f} MiB)"
         )
+        if r["floor"] > 0 and "cluster_data" in r["stages"]:
+            # (cluster_data reads every input, sacct events and kernel logs too, into the Dataset)
+            print(
+                f"{'':>10} ingest of every input x{r['stages']['cluster_data'] / r['floor']:.1f} "
+                "the bare polars parse of the sacct file"
+            )
     names = list(dict.fromkeys(s for r in runs.values() for s in r["stages"]))
     big = runs[sizes[-1]]
     print(f"\npeak RSS after each stage at {sizes[-1]:,} attempts [MiB]:")

@@ -488,6 +488,16 @@ def _names(seg: pl.DataFrame, items: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def repeat_error(expr: str, names: Iterable[str]) -> str:
+    """Word the error of a hostlist that names a host twice (the first host repeated)."""
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            return f"'{expr}' names host '{name}' twice (a Slurm node set never repeats a host)"
+        seen.add(name)
+    raise ValueError(f"{expr!r} names no host twice")
+
+
 def _expand_keys(
     keys: pl.Series, *, budget: int | None, distinct: bool, rows: np.ndarray | None = None
 ) -> tuple[pl.Series, dict[str, str]]:
@@ -556,14 +566,7 @@ def _expand_keys(
         # a list repeats a host if it has fewer distinct names than names (one hash pass)
         twice = (out.list.n_unique() < out.list.len()).fill_null(False)
         for key, names in zip(keys.filter(twice), out.filter(twice), strict=True):
-            seen: set[str] = set()
-            for name in names:
-                if name in seen:
-                    break
-                seen.add(name)
-            errors[key] = (
-                f"'{key}' names host '{name}' twice (a Slurm node set never repeats a host)"
-            )
+            errors[key] = repeat_error(key, names)
     if errors:
         out = out.set(keys.is_in(list(errors)), None)
     return out, errors

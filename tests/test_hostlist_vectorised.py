@@ -1,6 +1,9 @@
 """The vectorised hostlist path (node_lists, expand_table, sizes) against the per-expression
 reference :func:`expand` / :func:`count`, on random fragmented lists with padding edge cases,
-repeated hosts, malformed and oversized expressions (issue 39)."""
+repeated hosts, malformed and oversized expressions (issue 39). The node-list tests run twice:
+on :func:`node_lists` (names built as strings) and on
+:func:`reliability.hostlist_codes.compact_node_lists` (names read as tokens, compact), each
+against the same reference."""
 
 from __future__ import annotations
 
@@ -18,9 +21,43 @@ from reliability.hostlist import (
     count,
     expand,
     expand_table,
-    node_lists,
     sizes,
 )
+from reliability.hostlist import node_lists as _string_lists
+from reliability.hostlist_codes import NODES_COMPACT, compact_node_lists
+
+
+def _tokens(column: pl.Series, *, per_distinct: bool = False, **kw):
+    """compact_node_lists, cut into slices of a row or more (3 threads), as strings;
+    ``per_distinct``: each distinct hostlist expanded once and gathered to its rows."""
+    import reliability.hostlist_codes as hc
+
+    saved = hc._MIN_ROWS_PER_THREAD, hc._SAMPLE_ROWS, hc._DISTINCT_SHARE
+    hc._MIN_ROWS_PER_THREAD = 1
+    if per_distinct:
+        hc._SAMPLE_ROWS, hc._DISTINCT_SHARE = 0, 2.0
+    try:
+        nodes, errors, total = compact_node_lists(column, threads=3, **kw)
+    finally:
+        hc._MIN_ROWS_PER_THREAD, hc._SAMPLE_ROWS, hc._DISTINCT_SHARE = saved
+    assert nodes.dtype == NODES_COMPACT
+    return nodes.cast(pl.List(pl.String)), errors, total
+
+
+def _token_lists(column: pl.Series, **kw):
+    return _tokens(column, **kw)
+
+
+def _distinct_token_lists(column: pl.Series, **kw):
+    return _tokens(column, per_distinct=True, **kw)
+
+
+_IMPLS = pytest.mark.parametrize(
+    "node_lists",
+    [_string_lists, _token_lists, _distinct_token_lists],
+    ids=["strings", "tokens", "tokens-per-distinct"],
+)
+
 
 # prefixes that end in a letter, a dash, a dot, an underscore, a digit (``n1[0-5]`` names
 # n10..n15, which ``n[10-15]`` names too), and a plain-name-like prefix
@@ -109,9 +146,10 @@ def _first_repeat(names: list[str]) -> str:
     raise AssertionError("no repeat")
 
 
+@_IMPLS
 @settings(deadline=None, max_examples=100)
 @given(st.lists(st.one_of(_expr, _expr, _expr, _ODD), min_size=1, max_size=12), st.booleans())
-def test_node_lists_match_expand(exprs, distinct):
+def test_node_lists_match_expand(node_lists, exprs, distinct):
     """Every row's list, error and the total agree with expand() applied expression by
     expression (rows repeat expressions, and nulls are mixed in)."""
     rows = [*exprs, *exprs[::2], None]
@@ -160,6 +198,7 @@ def test_sizes_and_expand_table_match_the_reference(exprs):
             assert got[e] == names, e
 
 
+@_IMPLS
 @pytest.mark.parametrize(
     ("expr", "hosts"),
     [
@@ -175,12 +214,13 @@ def test_sizes_and_expand_table_match_the_reference(exprs):
         ("n1[0-1],n[2-3]", ["n10", "n11", "n2", "n3"]),
     ],
 )
-def test_padding_and_order(expr, hosts):
+def test_padding_and_order(node_lists, expr, hosts):
     nodes, errors, _ = node_lists(pl.Series([expr]), distinct=True)
     assert nodes.to_list() == [hosts] == [expand(expr)]
     assert errors == {}
 
 
+@_IMPLS
 @pytest.mark.parametrize(
     ("expr", "dup"),
     [
@@ -191,7 +231,7 @@ def test_padding_and_order(expr, hosts):
         ("x,y,x", "x"),
     ],
 )
-def test_repeated_hosts_are_found(expr, dup):
+def test_repeated_hosts_are_found(node_lists, expr, dup):
     nodes, errors, total = node_lists(pl.Series([expr, "ok[1-2]"]), distinct=True)
     assert errors == {
         expr: f"'{expr}' names host '{dup}' twice (a Slurm node set never repeats a host)"
@@ -200,14 +240,16 @@ def test_repeated_hosts_are_found(expr, dup):
     assert total == 2
 
 
+@_IMPLS
 @pytest.mark.parametrize("expr", ["n[5-9],n[05-09]", "n[1-3],n01", "n[9-10],n[010-011]"])
-def test_same_numbers_other_names_are_not_repeats(expr):
+def test_same_numbers_other_names_are_not_repeats(node_lists, expr):
     nodes, errors, _ = node_lists(pl.Series([expr]), distinct=True)
     assert errors == {}
     assert nodes.to_list() == [expand(expr)]
 
 
-def test_budget_and_cap_on_fragmented_rows():
+@_IMPLS
+def test_budget_and_cap_on_fragmented_rows(node_lists):
     """The budget counts names per row (repeats included) before expanding; an expression over
     the per-job cap is an error that costs nothing."""
     frag = ",".join(
@@ -246,9 +288,10 @@ _plain = st.lists(
 ).map(",".join)
 
 
+@_IMPLS
 @settings(deadline=None, max_examples=150)
 @given(st.lists(st.one_of(_frag, _frag, _plain), min_size=1, max_size=10), st.booleans())
-def test_fragmented_lists_match_expand(exprs, distinct):
+def test_fragmented_lists_match_expand(node_lists, exprs, distinct):
     """Fragmented and bracket-free lists (each through its own vectorised path) give what
     expand() gives expression by expression, in Slurm's order, errors and repeats included."""
     nodes, errors, total = node_lists(pl.Series([*exprs, *exprs[::-1]]), distinct=distinct)
@@ -264,6 +307,7 @@ def test_fragmented_lists_match_expand(exprs, distinct):
     ]
 
 
+@_IMPLS
 @pytest.mark.parametrize(
     ("expr", "hosts"),
     [
@@ -275,7 +319,7 @@ def test_fragmented_lists_match_expand(exprs, distinct):
         ("n1[0,2],n[3]", ["n10", "n12", "n3"]),
     ],
 )
-def test_groups_of_several_items_take_their_prefix(expr, hosts):
+def test_groups_of_several_items_take_their_prefix(node_lists, expr, hosts):
     nodes, errors, _ = node_lists(pl.Series([expr, expr]), distinct=True)
     assert nodes.to_list() == [hosts, hosts] == [expand(expr)] * 2
     assert errors == {}

@@ -17,6 +17,7 @@ import numpy as np
 import polars as pl
 
 from reliability import hostlist, schema
+from reliability.hostlist_codes import NODES_COMPACT, compact_node_lists
 from reliability.ingest._bounds import (
     MAX_ACCELERATORS_PER_JOB,
     MAX_NODES_PER_JOB,
@@ -797,21 +798,19 @@ def finish(
 _NO_REASONS = pl.DataFrame(schema={"line_no": pl.Int64, "reason": pl.String})
 
 
-#: records whose node lists :func:`complete` expands at a time: one batch's names are held as
-#: strings, then kept as a ``List(Categorical)`` (4 bytes a name, each distinct name stored once)
+#: records whose node lists :func:`complete` expands at a time, straight into the compact
+#: :data:`NODES_COMPACT` (``List(Categorical)``: 4 bytes a name, each distinct name stored once)
 NODE_BATCH_ROWS = 100_000
-#: the compact dtype of the node lists (``List(String)`` once cast, frame-equal)
-NODES_COMPACT = pl.List(pl.Categorical)
 
 
 def _compact_node_lists(
     both: pl.Series, *, node_budget: int | None, batch_rows: int
 ) -> tuple[pl.Series, dict[str, str], int]:
-    """:func:`hostlist.node_lists` a batch of ``batch_rows`` rows at a time, kept compact.
+    """:func:`compact_node_lists` a batch of ``batch_rows`` rows at a time.
 
-    Peak memory is one batch's names as strings plus the compact lists of every batch, not
-    every name as a string at once. The budget counts the names of every batch; when it is
-    passed, the whole column is counted (without expanding) for the message.
+    Peak memory is one batch's working arrays plus the compact lists of every batch, not every
+    name as a string at once. The budget counts the names of every batch; when it is passed,
+    the whole column is counted (without expanding) for the message.
     """
     parts: list[pl.Series] = []
     errors: dict[str, str] = {}
@@ -819,9 +818,7 @@ def _compact_node_lists(
     for a in range(0, both.len(), batch_rows):
         left = None if node_budget is None else node_budget - used
         try:
-            got, errs, n = hostlist.node_lists(
-                both.slice(a, batch_rows), budget=left, distinct=True
-            )
+            got, errs, n = compact_node_lists(both.slice(a, batch_rows), budget=left, distinct=True)
         except hostlist.NodeBudgetError:
             total = int(hostlist.sizes(both).clip(0).sum() or 0)
             raise hostlist.NodeBudgetError(
@@ -829,7 +826,7 @@ def _compact_node_lists(
             ) from None
         used += n
         errors.update(errs)
-        parts.append(got.cast(NODES_COMPACT))
+        parts.append(got)
     if not parts:
         return pl.Series("nodes", [], dtype=NODES_COMPACT), errors, 0
     return pl.concat(parts, rechunk=False).rename("nodes"), errors, used

@@ -1,0 +1,69 @@
+"""compact_node_lists' own paths (issue 39): the fallbacks it takes, against :func:`expand`.
+
+The general agreement with :func:`expand` on random and fragmented hostlists is in
+``test_hostlist_vectorised.py`` (both readers run there); these are the cases a random draw
+rarely reaches.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+import reliability.hostlist_codes as hc
+from reliability.hostlist import expand
+
+
+def _as_strings(column: list[str | None], **kw) -> tuple[list[list[str]], dict[str, str], int]:
+    nodes, errors, total = hc.compact_node_lists(pl.Series(column, dtype=pl.String), **kw)
+    assert nodes.dtype == hc.NODES_COMPACT
+    return nodes.cast(pl.List(pl.String)).to_list(), errors, total
+
+
+def test_sparse_numbering_is_expanded_otherwise(monkeypatch):
+    """A family whose numbers span more than the name table may hold goes through
+    node_lists: the same names (and node00001..node5000000 would be 5 M strings otherwise)."""
+    col = ["node[1,5000000]", "gpu[01-03],node7", None]
+    got, errors, total = _as_strings(col)
+    assert got == [expand(e) if e else [] for e in col]
+    assert (errors, total) == ({}, 6)
+    monkeypatch.setattr(hc, "MAX_TABLE", 2)  # the dense path refused for small spans too
+    assert _as_strings(col)[0] == got
+
+
+def test_a_row_that_does_not_balance_leaves_the_next_rows_alone():
+    """Bracket depth is counted from each row's start: an unclosed group is an error of its
+    own row only; the rows after it read as expand() reads them."""
+    col = ["a[1-2", "b[1-2]", "c]", "d[3],e", "f[1,", "07", "g[08-10]", "h[5", "1-2"]
+    got, errors, total = _as_strings(col, distinct=True)
+    good = {"b[1-2]": ["b1", "b2"], "d[3],e": ["d3", "e"], "g[08-10]": ["g08", "g09", "g10"]}
+    good |= {"07": ["07"], "1-2": ["1-2"]}  # host names, not items of the group left open
+    assert got == [good.get(e, []) for e in col]
+    assert set(errors) == {"a[1-2", "c]", "f[1,", "h[5"}
+    assert total == 9
+    assert _as_strings(["x[1", "07"])[0] == [[], ["07"]]  # not x07
+
+
+@pytest.mark.parametrize("threads", [1, 2, 5])
+def test_slices_read_in_threads_give_the_same_lists(monkeypatch, threads):
+    """Rows cut into slices (one per thread) keep their order and their own names."""
+    monkeypatch.setattr(hc, "_MIN_ROWS_PER_THREAD", 1)
+    col = [
+        f"r{i % 7}n[{i % 5:02d}-{i % 5 + 2:02d}],x{i}" if i % 4 else "None assigned"
+        for i in range(23)
+    ]
+    got, errors, total = _as_strings(col, threads=threads, distinct=True)
+    want = [expand(e) for e in col]
+    assert got == want
+    assert errors == {}
+    assert total == sum(map(len, want))
+
+
+def test_only_host_names_join_the_categories():
+    """The tokens a hostlist is cut into (``r1n[05``, ``07]``) are not host names: the
+    compact lists' categories hold names only."""
+    nodes, _, _ = hc.compact_node_lists(pl.Series(["zq9n[05,07-08],zq9x"]))
+    assert nodes.cast(pl.List(pl.String)).to_list() == [["zq9n05", "zq9n07", "zq9n08", "zq9x"]]
+    cats = nodes.dtype.inner.categories.to_series()  # every string of the numbering
+    assert "zq9n05" in cats.to_list()
+    assert not cats.is_in(["zq9n[05", "07-08]", "07-08"]).any()

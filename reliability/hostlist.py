@@ -489,7 +489,25 @@ def _names(seg: pl.DataFrame, items: pl.DataFrame) -> pl.DataFrame:
 
 
 def repeat_error(expr: str, names: Iterable[str]) -> str:
-    """Word the error of a hostlist that names a host twice (the first host repeated)."""
+    """Word the error of a hostlist that names a host twice (the first host repeated).
+
+    Parameters
+    ----------
+    expr : str
+        The hostlist expression, as written.
+    names : iterable of str
+        Its host names, in Slurm's order.
+
+    Returns
+    -------
+    str
+        The error, naming the first host that comes twice.
+
+    Raises
+    ------
+    ValueError
+        If no host comes twice (a caller's bug).
+    """
     seen: set[str] = set()
     for name in names:
         if name in seen:

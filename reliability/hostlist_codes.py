@@ -240,7 +240,7 @@ def _by_distinct(
     """
     keys, idx = hostlist._index(exprs)
     if budget is not None:
-        n_keys = hostlist.sizes(keys).to_numpy()
+        n_keys = hostlist.sizes(keys).to_numpy().copy()  # (a view may be read-only)
         n_keys[(n_keys < 0) | (n_keys > hostlist.MAX_HOSTLIST_NODES)] = 0
         rows = np.bincount(idx.drop_nulls().to_numpy(), minlength=keys.len())
         n = int(n_keys @ rows)

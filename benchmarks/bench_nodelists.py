@@ -36,6 +36,29 @@ compact 200k (665k records)                    2.65x    2.67x / 2.64x          2
 compact 1M (3.3M records)                      1.6-2.4x 2.5-2.6x               --         --
 =============================================  =======  =====================  =========  ============
 
+Measured 2026-12-06 (2 cores, idle; ``--attempts 1000000 --repeat 3 --baseline <48b1413
+checkout>``, read_sacct / floor, median of the rounds; the floor itself varies 1.5x from round
+to round on the 3M-record file): a batch is expanded per distinct hostlist when its distinct
+lists hold under 3/4 of its text, measured on the whole batch (before: when the first 20,000
+rows held under half as many distinct lists; a batch's allocations come before its steps, so
+a fragmented export's steps, which repeat their allocation's list, were never seen):
+
+============================================  ===============  ===============  ===========
+export                                        48b1413          this             after /
+                                                                                before
+============================================  ===============  ===============  ===========
+fragmented 1M with ``--steps`` (3M records)   11.92 s, 6.07x   8.57 s, 4.34x    0.72x
+fragmented 1M (no steps, 460k distinct)       4.82 s, 9.23x    4.74 s, 9.17x    0.98x
+fragmented 1M, ``--tile 10``                  4.81 s, 8.93x    5.06 s, 9.37x    1.05x
+compact 1M (3.3M records)                     2.90 s, 2.32x    3.00 s, 2.18x    1.03x
+============================================  ===============  ===============  ===========
+
+(Times: fastest of the rounds. The last two rows differ by noise: the node lists alone on the
+tiled column, in one process, 48b1413 / this alternating 4 times: 2.83-3.57 s / 2.67-3.59 s.)
+The tiled export repeats each list 100,000 records later, in another batch:
+a cache of lists across batches would read it ten times faster, but a real export repeats a
+long fragmented list only beside its allocation (its steps), which this reads once.
+
 node_lists alone, in one process on the same column (fastest of 3-5): untiled fragmented 1.43 ->
 1.03 s wall (1.48 -> 1.11 s of CPU on one thread); tiled 0.244 -> 0.230 s wall (0.30 -> 0.21 s
 of CPU on one thread: the two cores hid most of the gain); compact 0.064 -> 0.056 s of CPU.
@@ -92,7 +115,7 @@ elif method == "profile":
     names = 0
     cum = {}
     for (file, line, fn), (cc, nc, tt, ct, callers) in pstats.Stats(prof).stats.items():
-        if file.endswith("hostlist.py") or fn == "read_sacct":
+        if file.endswith(("hostlist.py", "hostlist_codes.py")) or fn == "read_sacct":
             cum[fn] = max(cum.get(fn, 0.0), ct)
 secs = time.perf_counter() - t
 out = {"secs": secs, "rows": rows, "names": names}
@@ -109,14 +132,30 @@ def run_once(method: str, path: Path, code: str) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def export(kind: str, attempts: int, seed: int, tile: int = 1) -> Path:
+def export(kind: str, attempts: int, seed: int, tile: int = 1, steps: bool = False) -> Path:
     """The cached export of ``kind`` (written the first time).
 
     ``tile`` > 1 (fragmented only): a fragmented export of ``attempts / tile`` attempts (on a
     smaller fleet: shorter lists), repeated ``tile`` times with new job ids (as issue 39's
-    measurement: each node list stands for ``tile`` jobs).
+    measurement: each node list stands for ``tile`` jobs). ``steps`` (fragmented only): each
+    allocation record is followed by its ``.extern`` and ``.0`` steps on the same nodes, as
+    ``sacct`` prints them (three records per attempt, each NodeList three times in a row).
     """
     WORK.mkdir(exist_ok=True)
+    if steps:
+        path = WORK / f"frag_{attempts}_{seed}_tiled{tile}_steps.psv"
+        if not path.exists():
+            head, *lines = export(kind, attempts, seed, tile).read_text().splitlines(True)
+            out = [head]
+            for line in lines:
+                f = line.rstrip("\n").split("|")
+                out.append(line)
+                for step in ("extern", "0"):
+                    g = [f"{f[0]}.{step}", step, f"{f[2]}.{step}", f[3], "", f[5], "", "", ""]
+                    g += [f[9], f[10], f[11], f[12], f[13], "", f[15], f[16], "", f[18]]
+                    out.append("|".join(g) + "\n")
+            path.write_text("".join(out))
+        return path
     if tile > 1:
         path = WORK / f"frag_{attempts}_{seed}_tiled{tile}.psv"
         if not path.exists():
@@ -156,6 +195,8 @@ def main() -> None:
                     default=["fragmented", "compact"])  # fmt: skip
     ap.add_argument("--tile", type=int, default=1,
                     help="fragmented: attempts/TILE attempts repeated TILE times (issue 39's form)")  # fmt: skip
+    ap.add_argument("--steps", action="store_true",
+                    help="fragmented: each allocation followed by its .extern and .0 steps")  # fmt: skip
     ap.add_argument("--profile", action="store_true", help="node_lists' share (cProfile)")
     ap.add_argument("--code", default=str(HERE.parent), help="read the package from this tree")
     ap.add_argument("--baseline", default="",
@@ -166,7 +207,8 @@ def main() -> None:
     print(f"code from {args.code}")
     for kind in args.kinds:
         t = time.perf_counter()
-        path = export(kind, args.attempts, args.seed, args.tile if kind == "fragmented" else 1)
+        frag = kind == "fragmented"
+        path = export(kind, args.attempts, args.seed, args.tile if frag else 1, args.steps and frag)
         made = time.perf_counter() - t
         nl = pl.read_csv(path, separator="|", columns=["NodeList"], infer_schema=False)
         ln = nl["NodeList"].str.len_chars()

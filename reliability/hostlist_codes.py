@@ -198,12 +198,11 @@ def _fast(exprs: pl.Series, budget: int | None) -> _Batch | None:
     del family, lo, numeric
     if total == n_tok:
         entry = first
-    else:  # ranges: one entry per number, in order (a running sum of steps of one)
+    else:  # ranges: one entry per number, in order (the k-th name of a token: first + k)
         starts = np.cumsum(count) - count
-        d = np.ones(total, dtype=np.int64)
-        d[starts[0]] = first[0]
-        d[starts[1:]] = first[1:] - (first[:-1] + count[:-1] - 1)
-        entry, row = np.cumsum(d), np.repeat(row, count)
+        entry = np.repeat(first - starts, count)
+        entry += np.arange(total, dtype=entry.dtype)
+        row = np.repeat(row, count)
     # the name table: the distinct tokens (bare ones are names) and each family's numbers
     fams = np.flatnonzero(used)
     fam_rep = np.repeat(fams, span[fams])
@@ -224,10 +223,26 @@ def _fast(exprs: pl.Series, budget: int | None) -> _Batch | None:
 
 #: rows below which :func:`compact_node_lists` uses one thread
 _MIN_ROWS_PER_THREAD = 10_000
-#: a column is expanded per distinct hostlist (then gathered to the rows) when its first
-#: ``_SAMPLE_ROWS`` rows hold fewer distinct hostlists than ``_DISTINCT_SHARE`` of them
-_SAMPLE_ROWS = 20_000
-_DISTINCT_SHARE = 0.5
+#: a column of more than ``_MIN_DISTINCT_ROWS`` rows is expanded per distinct hostlist (then
+#: gathered to the rows) when its distinct hostlists hold less than ``_DISTINCT_SHARE`` of its
+#: text (a compact export; a fragmented one with its steps, which repeat the allocation's
+#: list). Text, not rows: random placement repeats its one-node lists, not its long ones
+#: (half the rows of a batch distinct, 98% of the text). Measured on the whole column: a
+#: step's list may be far from its allocation's.
+_MIN_DISTINCT_ROWS = 20_000
+_DISTINCT_SHARE = 0.75  # (the index and the gather cost far less than an expansion)
+
+
+def _sizes(exprs: pl.Series) -> np.ndarray:
+    """Names of each hostlist (0 for an invalid one or one over the per-job cap), int64."""
+    n = hostlist.sizes(exprs).to_numpy().astype(np.int64)  # (a copy: a view is read-only)
+    n[(n < 0) | (n > hostlist.MAX_HOSTLIST_NODES)] = 0
+    return n
+
+
+def _count(exprs: pl.Series) -> int:
+    """Names the node lists of ``exprs`` hold in all (as :func:`compact_node_lists` counts)."""
+    return int(_sizes(exprs).sum())
 
 
 def _by_distinct(
@@ -235,18 +250,21 @@ def _by_distinct(
 ) -> tuple[pl.Series, dict[str, str], int]:
     """Expand each distinct hostlist once and gather the lists to the rows.
 
-    For compact exports: a few thousand distinct lists for millions of records. The budget
-    counts every row's names, from the sizes of the distinct lists, before any is expanded.
+    For compact exports (a few thousand distinct lists for millions of records) and
+    fragmented ones with their steps. The distinct lists hold no more names than the rows, so
+    they are expanded within the budget, then every row's names are counted against it before
+    any is gathered.
     """
     keys, idx = hostlist._index(exprs)
-    if budget is not None:
-        n_keys = hostlist.sizes(keys).to_numpy().copy()  # (a view may be read-only)
-        n_keys[(n_keys < 0) | (n_keys > hostlist.MAX_HOSTLIST_NODES)] = 0
-        rows = np.bincount(idx.drop_nulls().to_numpy(), minlength=keys.len())
-        n = int(n_keys @ rows)
-        if n > budget:
-            raise hostlist.NodeBudgetError(f"the node lists would hold {n:,} host names", n)
-    lists, errors, _ = compact_node_lists(keys, distinct=distinct, threads=threads)
+    rows = np.bincount(idx.drop_nulls().to_numpy(), minlength=keys.len())
+    try:
+        lists, errors, _ = _by_rows(keys, budget=budget, distinct=distinct, threads=threads)
+        n_keys = lists.list.len().to_numpy().astype(np.int64)
+    except hostlist.NodeBudgetError:  # the rows' count, for the message
+        n_keys, lists = _sizes(keys), None
+    n = int(n_keys @ rows)
+    if (budget is not None and n > budget) or lists is None:
+        raise hostlist.NodeBudgetError(f"the node lists would hold {n:,} host names", n)
     values = pl.concat([lists, pl.Series([[]], dtype=NODES_COMPACT)], rechunk=True)
     nodes = values.gather(idx.fill_null(values.len() - 1)).rename("nodes")
     return nodes, errors, int(nodes.list.len().sum() or 0)
@@ -288,17 +306,37 @@ def compact_node_lists(
     """
     n_rows = nodelist.len()
     exprs = nodelist.cast(pl.String)
-    head = exprs.slice(0, _SAMPLE_ROWS)
-    if n_rows > _SAMPLE_ROWS and head.n_unique() < _DISTINCT_SHARE * head.len():
-        return _by_distinct(exprs, budget=budget, distinct=distinct, threads=threads)
+    if n_rows > _MIN_DISTINCT_ROWS:
+        e = pl.col("e")
+        distinct_bytes, all_bytes = (
+            pl.DataFrame({"e": exprs})
+            .select(
+                d=e.filter(e.is_first_distinct()).str.len_bytes().sum(), a=e.str.len_bytes().sum()
+            )
+            .row(0)
+        )
+        if distinct_bytes < _DISTINCT_SHARE * all_bytes:
+            return _by_distinct(exprs, budget=budget, distinct=distinct, threads=threads)
+    return _by_rows(exprs, budget=budget, distinct=distinct, threads=threads)
+
+
+def _by_rows(
+    nodelist: pl.Series, *, budget: int | None, distinct: bool, threads: int
+) -> tuple[pl.Series, dict[str, str], int]:
+    """:func:`compact_node_lists` of each row's hostlist (``String``), ``threads`` slices at a time."""
+    n_rows = nodelist.len()
     k = max(1, min(threads, n_rows // _MIN_ROWS_PER_THREAD))
     cuts = [n_rows * i // k for i in range(k + 1)]
-    slices = [exprs.slice(a, b - a) for a, b in itertools.pairwise(cuts)]
-    if k > 1:
-        with ThreadPoolExecutor(max_workers=k) as pool:
-            got = list(pool.map(lambda s: _fast(s, budget), slices))
-    else:
-        got = [_fast(s, budget) if s.len() else None for s in slices]
+    slices = [nodelist.slice(a, b - a) for a, b in itertools.pairwise(cuts)]
+    try:
+        if k > 1:
+            with ThreadPoolExecutor(max_workers=k) as pool:
+                got = list(pool.map(lambda s: _fast(s, budget), slices))
+        else:
+            got = [_fast(s, budget) if s.len() else None for s in slices]
+    except hostlist.NodeBudgetError:  # a slice passed it: the message counts every row
+        n = _count(nodelist)
+        raise hostlist.NodeBudgetError(f"the node lists would hold {n:,} host names", n) from None
     if any(g is None for g in got):
         lists, errors, n = hostlist.node_lists(nodelist, budget=budget, distinct=distinct)
         return lists.cast(NODES_COMPACT), errors, n
@@ -307,9 +345,7 @@ def compact_node_lists(
     n = sum(g.names for g in got)
     if budget is not None:
         if rest.size:
-            # (an expression of too many names is an error: it holds none)
-            left = hostlist.sizes(nodelist.gather(rest))
-            n += int(left.set(left > hostlist.MAX_HOSTLIST_NODES, 0).clip(0).sum() or 0)
+            n += _count(nodelist.gather(rest))  # (too many names is an error: none held)
         if n > budget:
             raise hostlist.NodeBudgetError(f"the node lists would hold {n:,} host names", n)
     name_row = np.concatenate([g.row.astype(np.int64) + a for g, a in zip(got, cuts, strict=False)])

@@ -70,3 +70,25 @@ def test_only_host_names_join_the_categories():
     cats = nodes.dtype.inner.categories.to_series()  # every string of the numbering
     assert "zq9n0577" in cats.to_list()
     assert not cats.is_in(["zq9n[0577", "0779-0781]", "0779-0781"]).any()
+
+
+def test_lists_repeated_far_apart_are_expanded_once_each(monkeypatch):
+    """A batch of allocations then their steps (each list twice, 25,000 rows apart: a sample of
+    the first rows sees no repeat) is expanded per distinct list: the same lists, errors and
+    count as the string reader gives row by row."""
+    from reliability.hostlist import node_lists
+
+    calls = []
+    by_distinct = hc._by_distinct
+    monkeypatch.setattr(
+        hc, "_by_distinct", lambda *a, **kw: calls.append(1) or by_distinct(*a, **kw)
+    )
+    allocs = [f"q{i % 97}n[{i % 50:02d},{i % 7 + 60}-{i % 7 + 62}],z{i}" for i in range(25_000)]
+    allocs[3] = "q1n[5-2]"  # an error, in both halves
+    col = pl.Series([*allocs, *allocs, None], dtype=pl.String)
+    nodes, errors, total = hc.compact_node_lists(col, distinct=True)
+    assert calls == [1]
+    want, want_errors, want_total = node_lists(col, distinct=True)
+    assert nodes.cast(pl.List(pl.String)).to_list() == want.to_list()
+    assert (errors, total) == (want_errors, want_total)
+    assert list(errors) == ["q1n[5-2]"]

@@ -32,14 +32,14 @@ def _tokens(column: pl.Series, *, per_distinct: bool = False, **kw):
     ``per_distinct``: each distinct hostlist expanded once and gathered to its rows."""
     import reliability.hostlist_codes as hc
 
-    saved = hc._MIN_ROWS_PER_THREAD, hc._SAMPLE_ROWS, hc._DISTINCT_SHARE
+    saved = hc._MIN_ROWS_PER_THREAD, hc._MIN_DISTINCT_ROWS, hc._DISTINCT_SHARE
     hc._MIN_ROWS_PER_THREAD = 1
     if per_distinct:
-        hc._SAMPLE_ROWS, hc._DISTINCT_SHARE = 0, 2.0
+        hc._MIN_DISTINCT_ROWS, hc._DISTINCT_SHARE = 0, 2.0
     try:
         nodes, errors, total = compact_node_lists(column, threads=3, **kw)
     finally:
-        hc._MIN_ROWS_PER_THREAD, hc._SAMPLE_ROWS, hc._DISTINCT_SHARE = saved
+        hc._MIN_ROWS_PER_THREAD, hc._MIN_DISTINCT_ROWS, hc._DISTINCT_SHARE = saved
     assert nodes.dtype == NODES_COMPACT
     return nodes.cast(pl.List(pl.String)), errors, total
 
@@ -262,6 +262,9 @@ def test_budget_and_cap_on_fragmented_rows(node_lists, tail):
     col = pl.Series([frag] * 5 + [over, *tail])
     with pytest.raises(NodeBudgetError, match=f"{5 * n:,} host names"):
         node_lists(col, budget=5 * n - 1)
+    # a budget one row passes: the message still counts every row's names
+    with pytest.raises(NodeBudgetError, match=f"the node lists would hold {5 * n:,} host names"):
+        node_lists(col, budget=n - 1)
     nodes, errors, total = node_lists(col, budget=5 * n, distinct=True)
     assert total == 5 * n
     assert nodes.to_list()[:5] == [expand(frag)] * 5

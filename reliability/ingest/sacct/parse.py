@@ -841,8 +841,9 @@ def complete(
 ) -> tuple[pl.DataFrame, pl.DataFrame, list[tuple[int, str]], int]:
     """Finish the parse of the whole input: expand the node lists of every record kept.
 
-    The node lists are expanded a batch of records at a time (each distinct hostlist of a
-    batch once, sizes checked first) into the compact :data:`NODES_COMPACT` form.
+    The node lists are expanded a batch of records at a time into the compact
+    :data:`NODES_COMPACT` form; a batch whose hostlists repeat (a compact export, or steps
+    beside their allocation) expands each distinct one once.
 
     Parameters
     ----------
@@ -864,8 +865,8 @@ def complete(
     Raises
     ------
     NodeBudgetError
-        Before expanding the batch that would pass it, if the node lists would hold more than
-        ``node_budget`` names (its ``names``: how many they hold in all).
+        Before building the lists of the batch that would pass it, if the node lists would
+        hold more than ``node_budget`` names (its ``names``: how many they hold in all).
     """
     both = pl.concat([allocs.get_column("nodelist"), steps.get_column("nodelist")], rechunk=False)
     nodes, hl_errors, node_names = _compact_node_lists(

@@ -418,10 +418,14 @@ def missing_duplicates_note(
         flagged += _resubmitted(part)
     if not flagged:
         return None
-    requeued = pl.DataFrame({"job_id": sorted(flagged, key=lambda j: (len(j), j))})
-    ids = ", ".join(requeued.get_column("job_id").head(example_count).to_list())
+    # the lowest ids first (shorter first: numbers); a bounded sort (a tiled or re-numbered
+    # export may flag every job)
+    requeued = pl.Series("job_id", flagged, dtype=pl.String)
+    order = pl.DataFrame({"n": requeued.str.len_chars(), "job_id": requeued})
+    lowest = order.top_k(example_count, by=["n", "job_id"], reverse=True).sort("n", "job_id")
+    ids = ", ".join(lowest.get_column("job_id"))
     return (
-        f"no job id appears twice, yet {requeued.height} job(s) (e.g. {ids}) were submitted "
+        f"no job id appears twice, yet {requeued.len()} job(s) (e.g. {ids}) were submitted "
         "later than jobs with higher ids: Slurm resets Submit when it requeues a job, so this "
         "export was likely made without --duplicates and holds only the last attempt of each "
         "requeued job (their NODE_FAIL, PREEMPTED or REQUEUED attempts are missing, and with "

@@ -257,13 +257,29 @@ def compress(hosts: Iterable[str]) -> str:
     return ",".join(out)
 
 
+def categories(numbered: pl.Series, numbering: pl.Categories) -> pl.Series:
+    """Give the strings of ``numbering`` by physical code, as ``numbering.to_series()`` does.
+
+    ``numbered`` is the only Categorical cast with ``numbering`` (a fresh one), so it uses
+    every code. ``Categories.to_series`` reads the strings one Python call each (0.5 s for the
+    700 k distinct hostlists of a 3 M-record export); here each code's first row is gathered
+    and cast, in order of code.
+    """
+    first = numbered.gather(numbered.to_physical().arg_unique()).drop_nulls()
+    codes = first.to_physical()
+    order = codes.arg_sort()
+    if not codes.gather(order).equals(pl.arange(0, first.len(), dtype=codes.dtype, eager=True)):
+        return numbering.to_series()  # (codes not dense: not expected, read one by one)
+    return first.gather(order).cast(pl.String).rename(numbered.name)
+
+
 def _index(values: pl.Series) -> tuple[pl.Series, pl.Series]:
     """(distinct non-null values, index of each row's value in them; null for null rows)."""
     # numbered by a Categorical of its own: one hash per row (2x faster than unique + join,
     # 4x faster than replace_strict, on 3.3 M rows of 17 k distinct lists)
     numbering = pl.Categories.random(namespace="reliability")
     numbered = values.cast(pl.Categorical(numbering))
-    keys = numbering.to_series()  # (while `numbered` keeps the numbering alive)
+    keys = categories(numbered, numbering)
     idx = numbered.to_physical()
     del numbered
     return keys.rename(values.name), idx

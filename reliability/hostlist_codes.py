@@ -119,7 +119,7 @@ def _fast(exprs: pl.Series, budget: int | None) -> _Batch | None:
     tok = pieces.explode().drop_nulls().cast(pl.Categorical(numbering))
     del pieces
     code = tok.to_physical().to_numpy()
-    tokens = numbering.to_series()  # (while `tok` keeps the numbering alive)
+    tokens = hostlist.categories(tok, numbering)
     del tok
     if not code.size:  # every row blank
         return _Batch(blank, 0, pl.Series([], dtype=pl.Categorical), code.astype(np.int32))
@@ -169,7 +169,7 @@ def _fast(exprs: pl.Series, budget: int | None) -> _Batch | None:
     # the family (prefix, padding) of each numeric token: its group's prefix, opened last
     prefix_numbering = pl.Categories.random(namespace="reliability")
     prefix_no = table.get_column("prefix").cast(pl.Categorical(prefix_numbering))
-    prefix_names = prefix_numbering.to_series()  # (while `prefix_no` keeps it alive)
+    prefix_names = hostlist.categories(prefix_no, prefix_numbering)
     prefix_at = prefix_no.to_physical().fill_null(0).to_numpy().astype(np.int64)
     opened = np.flatnonzero((kind == _OPEN) | (kind == _ONE))
     del kind

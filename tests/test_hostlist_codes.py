@@ -92,3 +92,26 @@ def test_lists_repeated_far_apart_are_expanded_once_each(monkeypatch):
     assert nodes.cast(pl.List(pl.String)).to_list() == want.to_list()
     assert (errors, total) == (want_errors, want_total)
     assert list(errors) == ["q1n[5-2]"]
+
+
+def test_categories_in_code_order_match_polars():
+    """hostlist.categories gives what ``Categories.to_series`` gives (polars' own reader,
+    one string at a time), on columns with nulls, repeats and threads' interleaving."""
+    import random
+
+    from reliability.hostlist import categories
+
+    rng = random.Random(7)
+    for n in (0, 1, 5, 3_000, 200_000):
+        values = [
+            None if rng.random() < 0.05 else f"h{rng.randrange(n // 3 + 1)}" for _ in range(n)
+        ]
+        numbering = pl.Categories.random(namespace="reliability")
+        numbered = pl.Series(values, dtype=pl.String).cast(pl.Categorical(numbering))
+        want = numbering.to_series()
+        got = categories(numbered, numbering)
+        assert got.dtype == pl.String
+        assert got.to_list() == want.to_list()
+        # each row's string is its code's entry
+        codes = numbered.to_physical().drop_nulls().to_list()
+        assert [got[c] for c in codes[:1000]] == [v for v in values if v is not None][:1000]

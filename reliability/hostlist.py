@@ -264,6 +264,18 @@ def categories(numbered: pl.Series, numbering: pl.Categories) -> pl.Series:
     every code. ``Categories.to_series`` reads the strings one Python call each (0.5 s for the
     700 k distinct hostlists of a 3 M-record export); here each code's first row is gathered
     and cast, in order of code.
+
+    Parameters
+    ----------
+    numbered : polars.Series
+        A column cast to ``pl.Categorical(numbering)``, the only one cast with it.
+    numbering : polars.Categories
+        Its (fresh) categories.
+
+    Returns
+    -------
+    polars.Series
+        ``String``: entry ``i`` is the string of physical code ``i``.
     """
     first = numbered.gather(numbered.to_physical().arg_unique()).drop_nulls()
     codes = first.to_physical()

@@ -81,6 +81,24 @@ attempts (nodes)     pipeline    peak RSS     sacct floor   slowest stages
                                                             attribution 39.1, workload 10.2
 ===================  ==========  ===========  ============  ====================
 
+After the node-list changes of the next session (2026-12-06, dc17a90 and later; machine
+otherwise idle, one run each; ``--sizes 100000 1000000``, then the 5M command above):
+
+===================  ==========  ===========  ============  ====================
+attempts (nodes)     pipeline    peak RSS     sacct floor   slowest stages
+===================  ==========  ===========  ============  ====================
+100,000 (10,000)     11.7 s      987 MiB      0.07 s        report 6.3, ingest 2.1
+1,000,000 (10,240)   40.0 s      2,791 MiB    0.57 s        ingest 13.7, signals 7.1,
+                                                            attribution 6.7, report 6.6
+5,000,000 (20,480)   180.9 s     7,368 MiB    5.08 s        ingest 60.3, signals 39.3,
+                                                            attribution 38.8, workload 10.5
+===================  ==========  ===========  ============  ====================
+
+Growth per 10x from 100k to 1M: every stage within x9.0 (ettr x9.0, workload x6.8, ingest x6.5,
+signals x7.6, attribution x5.6). At 5M the peak is the signal stage's (after attribution 5,970
+MiB, workload 7,066). These exports have no job steps, so the node lists are read row by row
+as before.
+
 At 5M (``--nodes 20480 --start 2023-01-02T00:00:00+00:00``) the same day's code before: 327 s,
 peak 14,418 MiB (attribution +6 GiB, rates +0.8, signals +2.5). Growth per 10x from 100k to 1M:
 every stage within x10.8 (ettr x10.8, workload x9.2, signals x8.3, ingest x7.1, attribution x6.5).

@@ -234,9 +234,14 @@ _DISTINCT_SHARE = 0.75  # (the index and the gather cost far less than an expans
 
 
 def _sizes(exprs: pl.Series) -> np.ndarray:
-    """Names of each hostlist (0 for an invalid one or one over the per-job cap), int64."""
+    """Names each hostlist counts for in the budget, int64, as :func:`hostlist.node_lists` counts.
+
+    0 for an invalid expression or one over the per-job cap; a list that names a host twice
+    counts its names (the budget is checked before the lists are).
+    """
     n = hostlist.sizes(exprs).to_numpy().astype(np.int64)  # (a copy: a view is read-only)
-    n[(n < 0) | (n > hostlist.MAX_HOSTLIST_NODES)] = 0
+    odd = (hostlist._kinds(exprs) == hostlist._ODD).fill_null(False).to_numpy()
+    n[(n < 0) | (n > hostlist.MAX_HOSTLIST_NODES) | odd] = 0
     return n
 
 
@@ -260,6 +265,9 @@ def _by_distinct(
     try:
         lists, errors, _ = _by_rows(keys, budget=budget, distinct=distinct, threads=threads)
         n_keys = lists.list.len().to_numpy().astype(np.int64)
+        if errors:  # a list that names a host twice is [] but counts its names, as in _sizes
+            bad = keys.is_in(list(errors)).to_numpy()
+            n_keys[bad] = _sizes(keys.filter(pl.Series(bad)))
     except hostlist.NodeBudgetError:  # the rows' count, for the message
         n_keys, lists = _sizes(keys), None
     n = int(n_keys @ rows)

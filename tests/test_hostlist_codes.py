@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 import reliability.hostlist_codes as hc
-from reliability.hostlist import expand
+from reliability.hostlist import NodeBudgetError, expand
 
 
 def _as_strings(column: list[str | None], **kw) -> tuple[list[list[str]], dict[str, str], int]:
@@ -96,7 +96,8 @@ def test_lists_repeated_far_apart_are_expanded_once_each(monkeypatch):
 
 def test_categories_in_code_order_match_polars():
     """hostlist.categories gives what ``Categories.to_series`` gives (polars' own reader,
-    one string at a time), on columns with nulls, repeats and threads' interleaving."""
+    one string at a time), on columns with nulls and repeats, and on a numbering another
+    column shares (codes not dense from 0: read one by one)."""
     import random
 
     from reliability.hostlist import categories
@@ -115,3 +116,41 @@ def test_categories_in_code_order_match_polars():
         # each row's string is its code's entry
         codes = numbered.to_physical().drop_nulls().to_list()
         assert [got[c] for c in codes[:1000]] == [v for v in values if v is not None][:1000]
+
+    shared = pl.Categories.random(namespace="reliability")
+    first = pl.Series(["zq9-a", "zq9-b"]).cast(pl.Categorical(shared))
+    second = pl.Series(["zq9-c", None, "zq9-c"]).cast(pl.Categorical(shared))
+    assert categories(second, shared).to_list() == shared.to_series().to_list()
+    assert first.len() == 2
+
+
+def _outcome(f, col, **kw):
+    try:
+        lists, errors, total = f(col, **kw)
+    except NodeBudgetError as exc:
+        return "refused", str(exc)
+    return lists.cast(pl.List(pl.String)).to_list(), errors, total
+
+
+@pytest.mark.parametrize(
+    ("column", "budgets"),
+    [
+        # a list naming a host twice counts its names in the budget, on both paths
+        (["n1,n1"] * 30_000 + ["a[1-3]"] * 10, [100, 60_029, 60_030]),
+        (["n1,n1"] * 27_000 + ["a[1-10]"] * 3_000, [11, 100, 84_000]),
+        # not a hostlist: an error holding no names, counted as none
+        (["a b"] * 5, [0, 4]),
+        (["a b", "n1"] * 15_000, [14_999, 15_000]),
+    ],
+    ids=["repeats-per-distinct", "repeats-message", "odd-rows", "odd-per-distinct"],
+)
+def test_budget_counts_as_the_string_reader(column, budgets):
+    """The budget counts what hostlist.node_lists counts (the reference): repeated-host lists
+    by their names, invalid expressions as none; a refusal names every row's count, whatever
+    the budget and whichever path (per row or per distinct list) the column takes."""
+    from reliability.hostlist import node_lists
+
+    col = pl.Series(column, dtype=pl.String)
+    for budget in budgets:
+        want = _outcome(node_lists, col, budget=budget, distinct=True)
+        assert _outcome(hc.compact_node_lists, col, budget=budget, distinct=True) == want

@@ -1,0 +1,142 @@
+"""A fleet of clusters: attribution serial against one cluster per Dask task, time and memory.
+
+    python benchmarks/bench_fleet.py [--clusters 10] [--attempts 1000000] [--workers 1 2]
+                                     [--work DIR]
+
+Writes one fragmented export (:func:`bench_stages.write_fragmented`: sacct, sacctmgr events,
+kernel Xid logs; nothing from ``reliability.sim``) of ``--attempts`` attempts, copies it under
+``--clusters`` cluster names (``c0``, ``c1``, ...: the same history on each, so each cluster's
+work is the same) and ingests them into one Dataset. Then, each in a fresh process so its peak
+resident memory is its own (``getrusage``: the process and, for Dask, its largest worker):
+
+- ``serial``: ``attribute_failures(ds)`` over the whole fleet;
+- ``dask-N``: :func:`reliability.analyses.attribute_by_cluster` on a ``LocalCluster`` of N
+  worker processes (one cluster per task; with one worker, one cluster's rows at a time).
+
+Each run writes its frame; the Dask frames are checked equal to the serial one. Prints each
+run's wall time and peak RSS. The machine may be shared: compare within one run.
+
+Measured: see the CHANGELOG entry of issue 39 (2026-12-06).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+CHILD = r"""
+import json, resource, sys, time
+sys.path[:0] = [sys.argv[1]]
+from reliability import Dataset
+mode, ds_path, out = sys.argv[2], sys.argv[3], sys.argv[4]
+ds = Dataset(ds_path)
+t = time.perf_counter()
+if mode == "serial":
+    from reliability.attribution import attribute_failures
+    frame = attribute_failures(ds)
+else:
+    from reliability.analyses import attribute_by_cluster
+    from reliability.parallel import Executor
+    with Executor("dask", workers=int(mode.split("-")[1])) as ex:
+        t = time.perf_counter()  # (workers started)
+        frame = attribute_by_cluster(ds, ex)
+secs = time.perf_counter() - t
+frame.write_parquet(out)
+own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+print(json.dumps({"secs": secs, "rows": frame.height, "self_mib": own / 1024,
+                  "child_mib": kids / 1024}))
+"""
+
+
+def _relabel(src: Path, dst: Path, cluster: str, column: int) -> None:
+    """Copy a ``|``-separated file with field ``column`` of every data line set to ``cluster``."""
+    pat = re.compile(rf"^((?:[^|\n]*\|){{{column}}})[^|\n]*", re.M)
+    head, _, body = src.read_text().partition("\n")
+    dst.write_text(head + "\n" + pat.sub(lambda m: m.group(1) + cluster, body))
+
+
+def build(work: Path, clusters: int, attempts: int, seed: int) -> Path:
+    """The fleet Dataset (built the first time)."""
+    sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(HERE)]
+    from bench_stages import write_fragmented
+
+    from reliability import Dataset
+
+    ds_path = work / f"fleet_{clusters}x{attempts}_{seed}"
+    if (ds_path / ".built").exists():
+        return ds_path
+    raw = work / f"raw_{attempts}_{seed}"
+    info_path = raw / "export.json"
+    if not info_path.exists():
+        info = write_fragmented(raw, attempts, seed)
+        info_path.write_text(json.dumps({"kernel": [[str(p), y] for p, y in info["kernel"]]}))
+    kernel = json.loads(info_path.read_text())["kernel"]
+    ds = Dataset(ds_path)
+    for i in range(clusters):
+        name = f"c{i}"
+        folder = work / "fleet_raw" / name
+        folder.mkdir(parents=True, exist_ok=True)
+        _relabel(raw / "sacct.psv", folder / "sacct.psv", name, 3)  # JobID|JobName|JobIDRaw|Cluster
+        _relabel(raw / "sacctmgr_events.psv", folder / "events.psv", name, 0)
+        t = time.perf_counter()
+        ds.ingest("slurm", folder / "sacct.psv", tz="UTC")
+        ds.ingest("events", folder / "events.psv", tz="UTC")
+        for path, year in kernel:  # (a copy of its own: the Dataset reads the same bytes once)
+            own = folder / Path(path).name
+            text = Path(path).read_text()
+            stamp = text[:15]  # the first line's time, on a line of this cluster's own
+            own.write_text(f"{stamp} {name}-head kernel: [0.0] fleet copy {name}\n{text}")
+            ds.ingest("kernel", own, cluster=name, tz="UTC", year=year)
+        (folder / "sacct.psv").unlink()  # (the Dataset holds it now)
+        print(f"  {name} ingested in {time.perf_counter() - t:.1f} s", flush=True)
+    (ds_path / ".built").write_text("")
+    return ds_path
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--clusters", type=int, default=10)
+    ap.add_argument("--attempts", type=int, default=1_000_000, help="attempts per cluster")
+    ap.add_argument("--seed", type=int, default=3)
+    ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--work", type=Path, default=None)
+    args = ap.parse_args()
+    work = args.work or Path(tempfile.mkdtemp(prefix="bench_fleet_"))
+    work.mkdir(parents=True, exist_ok=True)
+    print(f"work folder {work}")
+    ds_path = build(work, args.clusters, args.attempts, args.seed)
+    runs: dict[str, dict] = {}
+    for mode in ["serial", *(f"dask-{w}" for w in args.workers)]:
+        out = work / f"attributed_{mode}.parquet"
+        res = subprocess.run([sys.executable, "-c", CHILD, str(ROOT), mode, str(ds_path), str(out)],
+                             check=True, capture_output=True, text=True)  # fmt: skip
+        runs[mode] = json.loads(res.stdout.strip().splitlines()[-1])
+        r = runs[mode]
+        peak = max(r["self_mib"], r["child_mib"])
+        print(f"  {mode:8s} {r['secs']:7.1f} s  {r['rows']:,} attempts  peak RSS {peak:,.0f} MiB "
+              f"(process {r['self_mib']:,.0f}, largest child {r['child_mib']:,.0f})", flush=True)  # fmt: skip
+    import polars as pl
+    from polars.testing import assert_frame_equal
+
+    ref = pl.read_parquet(work / "attributed_serial.parquet")
+    for mode in runs:
+        if mode != "serial":
+            assert_frame_equal(pl.read_parquet(work / f"attributed_{mode}.parquet"), ref)
+    s = runs["serial"]["secs"]
+    print(f"{args.clusters} clusters x {args.attempts:,} attempts: Dask frames equal to the serial "
+          "one; speed-up " + ", ".join(f"{m} x{s / r['secs']:.2f}" for m, r in runs.items()
+                                        if m != "serial"))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -275,6 +275,11 @@ _EVIDENCE_SCHEMA = {
 }
 
 
+#: the order evidence is ranked in (every column of :data:`_EVIDENCE_SCHEMA`: no ties left)
+_EVIDENCE_ORDER = [
+    "__rid", "__kind", "__dist", "__node", "__unk", "__cause", "__domain", "__reason", "__rclass"
+]  # fmt: skip
+
 #: the as-of joins' keys, categorical on both sides (:func:`_ended_attempts`)
 _KEYS = [pl.col("cluster").cast(pl.Categorical), pl.col("node").cast(pl.Categorical)]
 
@@ -304,10 +309,14 @@ def _ended_attempts(jobs: pl.LazyFrame, start: pl.Expr) -> pl.LazyFrame:
 
 
 def _one_per_node_time(events: pl.LazyFrame) -> pl.LazyFrame:
-    """One event per node and time: a known cause before "unknown", then by name."""
+    """One event per node and time: a known cause before "unknown", then by name and reason.
+
+    Every column an event carries is a sort key, so which of two events at the same time is
+    kept does not depend on the order they were read in.
+    """
     return (
         events.with_columns(_KEYS, __unk=pl.col("__cause") == "unknown")
-        .sort("__t", "__unk", "__cause")
+        .sort("__t", "__unk", "__cause", "__domain", "__reason", "__rclass")
         .unique(subset=["cluster", "node", "__t"], keep="first", maintain_order=True)
     )
 
@@ -665,10 +674,11 @@ def attribute_failures(
             ended.filter(pl.col("__drain")),
         )
     # the best evidence per attempt: strongest kind first, then nearest the end, then by
-    # node name, then a known cause before "unknown" (deterministic on ties)
+    # node name, then a known cause before "unknown", then by what it says (deterministic on
+    # ties: every column is a key)
     best = (
         pl.concat(evidence, how="vertical_relaxed")
-        .sort("__rid", "__kind", "__dist", "__node", "__unk", "__cause")
+        .sort(*_EVIDENCE_ORDER)
         .group_by("__rid", maintain_order=True)
         .first()
     )

@@ -248,9 +248,13 @@ class Executor:
                     )
                 ] = name
             for fut in dask_completed(list(futs)):
+                name = futs.pop(fut)
                 try:
-                    record(futs[fut], *fut.result())
+                    record(name, *fut.result())
                 except Exception as exc:
-                    record(futs[fut], False, f"worker lost: {exc!r}", 1)
+                    record(name, False, f"worker lost: {exc!r}", 1)
+                # let the worker drop its copy: a result held by a future stays in the worker's
+                # memory (a fleet's attribution: every cluster's frame on one worker at the end)
+                fut.release()
         failures.sort(key=lambda f: f.name)
         return results, failures

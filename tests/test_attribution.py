@@ -700,3 +700,21 @@ def test_operators_extend_the_reason_rules():
         ReasonRules().extended(admin=["(unclosed"])
     with pytest.raises(Exception, match="unknown component 'psuu'"):
         ReasonRules().extended(components={"psuu": ["x"]})
+
+
+@pytest.mark.parametrize("gap", [0, 30], ids=["same-time", "either-side"])
+def test_tied_evidence_does_not_depend_on_row_order(gap):
+    """Two drains of the failing node tie (the same time, or as far before the end as after
+    it) and name different reasons: the reason kept does not depend on the order the rows
+    come in (two clusters with the same history got different reasons in one run, and a Dask
+    run one cluster per task another)."""
+    end = T0 + 60 * M
+    jobs = _jobs([{"state": "NODE_FAIL", "start": T0, "end": end, "nodes": ["n1", "n2"]}])
+    first = ("n1", "DOWN", end - gap * S, end + 9 * M, "NHC: check_gpu failed")
+    second = ("n1", "DOWN", end + gap * S, end + 9 * M, "Kernel health check failed")
+    kept = set()
+    for rows in ([first, second], [second, first]):
+        out = attribute_failures(jobs, node_states=_states(rows))
+        kept.add(out.select("evidence_reason", "failure_cause", "culprit_node").row(0))
+    assert len(kept) == 1
+    assert next(iter(kept))[2] == "n1"

@@ -57,7 +57,8 @@ compact 1M (3.3M records)                     2.90 s, 2.32x    3.00 s, 2.18x    
 tiled column, in one process, 48b1413 / this alternating 4 times: 2.83-3.57 s / 2.67-3.59 s.)
 The tiled export repeats each list 100,000 records later, in another batch:
 a cache of lists across batches would read it ten times faster, but a real export repeats a
-long fragmented list only beside its allocation (its steps), which this reads once.
+long fragmented list mainly beside its allocation (its steps), which this reads once, or on a
+reserved node set (consecutive jobs on the same nodes): not measured here.
 
 node_lists alone, in one process on the same column (fastest of 3-5): untiled fragmented 1.43 ->
 1.03 s wall (1.48 -> 1.11 s of CPU on one thread); tiled 0.244 -> 0.230 s wall (0.30 -> 0.21 s

@@ -29,7 +29,7 @@ import polars as pl
 
 from reliability import hostlist
 
-__all__ = ["compact_node_lists"]
+__all__ = ["budget_count", "compact_node_lists"]
 
 #: the compact dtype of node lists (``List(String)`` once cast, frame-equal)
 NODES_COMPACT = pl.List(pl.Categorical)
@@ -245,8 +245,12 @@ def _sizes(exprs: pl.Series) -> np.ndarray:
     return n
 
 
-def _count(exprs: pl.Series) -> int:
-    """Names the node lists of ``exprs`` hold in all (as :func:`compact_node_lists` counts)."""
+def budget_count(exprs: pl.Series) -> int:
+    """Host names the node lists of ``exprs`` count for in the budget, in all.
+
+    As :func:`compact_node_lists` and :func:`hostlist.node_lists` count them, without expanding:
+    an expression that is not a hostlist, or one over the per-job cap, counts none.
+    """
     return int(_sizes(exprs).sum())
 
 
@@ -343,7 +347,7 @@ def _by_rows(
         else:
             got = [_fast(s, budget) if s.len() else None for s in slices]
     except hostlist.NodeBudgetError:  # a slice passed it: the message counts every row
-        n = _count(nodelist)
+        n = budget_count(nodelist)
         raise hostlist.NodeBudgetError(f"the node lists would hold {n:,} host names", n) from None
     if any(g is None for g in got):
         lists, errors, n = hostlist.node_lists(nodelist, budget=budget, distinct=distinct)
@@ -353,7 +357,7 @@ def _by_rows(
     n = sum(g.names for g in got)
     if budget is not None:
         if rest.size:
-            n += _count(nodelist.gather(rest))  # (too many names is an error: none held)
+            n += budget_count(nodelist.gather(rest))  # (too many names is an error: none held)
         if n > budget:
             raise hostlist.NodeBudgetError(f"the node lists would hold {n:,} host names", n)
     name_row = np.concatenate([g.row.astype(np.int64) + a for g, a in zip(got, cuts, strict=False)])

@@ -192,6 +192,28 @@ def test_the_node_budget_refuses_in_the_users_terms(fragmented, monkeypatch, bat
         assert read_sacct(fragmented, tz="UTC").rows_kept > 0
 
 
+@pytest.mark.parametrize("batch", [7, 10**9])
+def test_the_refusal_counts_names_as_the_budget_does(fragmented, monkeypatch, tmp_path, batch):
+    """A node list over the per-job cap, or not a hostlist, is quarantined and holds no names:
+    the refusal's count leaves it out (it once printed 100,000,003 more names)."""
+    lines = fragmented.read_text().splitlines(keepends=True)
+    head = lines[0].rstrip("\n").split("|")
+    at, nn = head.index("NodeList"), head.index("NNodes")
+    for row, bad in ((20, "r001n[1-99999999]"), (400, "r001n01 r001n02,r001n03")):
+        f = lines[row].rstrip("\n").split("|")
+        f[at], f[nn] = bad, "2"
+        lines[row] = "|".join(f) + "\n"
+    odd = tmp_path / "odd.psv"
+    odd.write_text("".join(lines))
+    # hostlist.expand refuses the first; it reads the second as 2 names (one with a space),
+    # which read_sacct quarantines as "not a hostlist": neither holds a name
+    total = _names_in(odd) - len(hostlist.expand("r001n01 r001n02,r001n03"))
+    monkeypatch.setattr(parse, "NODE_BATCH_ROWS", batch)
+    with node_budget(total // 3, "read_sacct"), pytest.raises(IngestError) as err:
+        read_sacct(odd, tz="UTC")
+    assert f"NodeList fields name {total:,} host names up to line {len(lines):,}" in str(err.value)
+
+
 def test_the_budget_is_passed_in_a_later_batch_of_records(fragmented, monkeypatch):
     """Read 100 records at a time: refused at the batch that passes the budget, naming the
     names of the records up to its last line (the rest of the input is not read)."""

@@ -17,7 +17,7 @@ import numpy as np
 import polars as pl
 
 from reliability import hostlist, schema
-from reliability.hostlist_codes import NODES_COMPACT, compact_node_lists
+from reliability.hostlist_codes import NODES_COMPACT, budget_count, compact_node_lists
 from reliability.ingest._bounds import (
     MAX_ACCELERATORS_PER_JOB,
     MAX_NODES_PER_JOB,
@@ -820,7 +820,7 @@ def _compact_node_lists(
         try:
             got, errs, n = compact_node_lists(both.slice(a, batch_rows), budget=left, distinct=True)
         except hostlist.NodeBudgetError:
-            total = int(hostlist.sizes(both).clip(0).sum() or 0)
+            total = budget_count(both)  # (as the budget counts: a list it refuses holds none)
             raise hostlist.NodeBudgetError(
                 f"the node lists would hold {total:,} host names", names=total
             ) from None

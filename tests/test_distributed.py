@@ -9,7 +9,7 @@ from generators import generate_b
 from polars.testing import assert_frame_equal
 
 from reliability import Dataset
-from reliability.analyses import attribute, attribute_by_cluster
+from reliability.analyses import attribute, attribute_by_cluster, write_attributed_by_cluster
 from reliability.attribution import attribute_failures
 from reliability.parallel import Executor
 
@@ -144,6 +144,50 @@ def test_one_jobs_part_of_two_clusters_keeps_the_file_order(tmp_path):
     assert set(order) == {"alder", "birch"}  # interleaved in the file
     with Executor("serial") as ex:
         assert_frame_equal(attribute_by_cluster(ds, ex), attribute_failures(ds))
+        written = write_attributed_by_cluster(ds, ex, tmp_path / "parts")
+    assert_frame_equal(written.collect(), attribute_failures(ds))
+
+
+def test_written_parts_equal_the_serial_run(three_clusters, tmp_path):
+    """Each task writes its cluster's part and sends back its path: the scan of the parts is
+    the serial frame; a rerun with fewer clusters leaves no part of the earlier run behind;
+    the rate models read the scan as they read the frame."""
+    from reliability.models.failures import failure_rate_series, fit_mttf
+
+    ds = three_clusters
+    serial = attribute_failures(ds, before_min=10, after_min=5)
+    folder = tmp_path / "parts"
+    with Executor("dask", workers=2, processes=False, retries=0) as ex:
+        got = write_attributed_by_cluster(ds, ex, folder, before_min=10, after_min=5)
+        assert_frame_equal(got.collect(), serial)
+        parts = sorted(p.name for p in folder.iterdir())
+        assert parts == [f"attributed-{i:05d}.parquet" for i in range(3)]
+        for name, cluster in zip(parts, ("gull", "skua", "tern"), strict=True):  # (sorted)
+            assert pl.read_parquet(folder / name).get_column("cluster").unique().to_list() == [
+                cluster
+            ]
+        # a rerun over the same folder: the same frame (parts overwritten, not added; a scan
+        # taken before it reads the files it replaced: not used again)
+        again = write_attributed_by_cluster(ds, ex, folder, before_min=10, after_min=5)
+        assert_frame_equal(again.collect(), serial)
+    end = ds.observation_end
+    m_frame, m_scan = fit_mttf(serial, min_gpus=8), fit_mttf(again, min_gpus=8)
+    assert m_frame.rate_.failures > 0
+    assert_frame_equal(m_scan.summary, m_frame.summary)
+    assert_frame_equal(m_scan.by_size, m_frame.by_size)
+    assert m_scan.notes == m_frame.notes
+    r_frame = failure_rate_series(serial, min_gpus=8, observation_end=end)
+    r_scan = failure_rate_series(again, min_gpus=8, observation_end=end)
+    assert_frame_equal(r_scan.series, r_frame.series)
+    assert_frame_equal(r_scan.summary, r_frame.summary)
+
+    (folder / "attributed-00007.parquet").write_bytes(b"an earlier run's part")
+    one = Dataset(tmp_path / "one")
+    generate_b(tmp_path / "raw", seed=5, n_nodes=8, days=3).ingest(one)
+    with Executor("serial") as ex:
+        alone = write_attributed_by_cluster(one, ex, folder)
+    assert [p.name for p in folder.iterdir()] == ["attributed-00000.parquet"]
+    assert_frame_equal(alone.collect(), attribute_failures(one))
 
 
 def _payload(i: int) -> bytes:

@@ -6,7 +6,9 @@ same numbers as the report: :func:`attribute` (how every attempt ended, the GPUs
 :func:`analyze_node_health` (out-of-service time, availability, repeat offenders),
 :func:`lemon_report` (lemon nodes: the test or a trained detector) and :func:`analyze_pods`
 (TPU pods: rates, availability, recovery paths);
-:func:`attribute_by_cluster` attributes one cluster per task on Dask (equal to the serial run).
+:func:`attribute_by_cluster` attributes one cluster per task on Dask (equal to the serial run);
+:func:`write_attributed_by_cluster` does so with each task writing its part to disk (a fleet
+larger than memory: the models read the parts as a ``LazyFrame``).
 """
 
 from reliability.analyses.attribution import (
@@ -16,7 +18,7 @@ from reliability.analyses.attribution import (
     gpus_per_node_of,
 )
 from reliability.analyses.cluster import ClusterAnalysis, analyze_cluster
-from reliability.analyses.distributed import attribute_by_cluster
+from reliability.analyses.distributed import attribute_by_cluster, write_attributed_by_cluster
 from reliability.analyses.health import analyze_node_health
 from reliability.analyses.lemons import (
     BUNDLED_WINDOW_DAYS,
@@ -45,4 +47,5 @@ __all__ = [
     "lemon_report",
     "load_detector",
     "uncalibrated_note",
+    "write_attributed_by_cluster",
 ]

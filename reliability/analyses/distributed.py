@@ -9,34 +9,52 @@ pieces put back in the Dataset's row order: the result is equal to the serial ru
 Each task opens the Dataset by its path and reads only its cluster's rows of each part, so the
 workers must see the Dataset's folder at the same path (a shared file system on a real Dask
 cluster).
+
+A fleet too large for one process's memory is attributed with
+:func:`write_attributed_by_cluster`: each task writes its cluster's attempts to a parquet part
+and only the part's path travels back; the caller gets a ``LazyFrame`` over the parts, which
+the models read column by column (:func:`reliability.models.failures.fit_mttf` takes it).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from reliability._atomic import write_parquet_atomic
 from reliability.attribution import _SNAPSHOT_KINDS, attribute_failures
 
 if TYPE_CHECKING:
     from reliability.parallel import Executor
     from reliability.store import Dataset
 
-__all__ = ["attribute_by_cluster"]
+__all__ = ["attribute_by_cluster", "write_attributed_by_cluster"]
 
 _ORDER = "__order"
 
+#: the name of cluster ``i``'s part in :func:`write_attributed_by_cluster`'s folder
+_PART = "attributed-{:05d}.parquet"
+
 
 def _attribute_cluster(
-    path: str, cluster: str, history: bool, merged: bool, options: dict[str, Any]
-) -> pl.DataFrame:
+    path: str,
+    cluster: str,
+    history: bool,
+    merged: bool,
+    options: dict[str, Any],
+    out: str | None = None,
+) -> pl.DataFrame | tuple[str, int]:
     """Run one task: attribute the attempts of ``cluster`` in the Dataset at ``path``.
 
     The task reads only its cluster's rows of each part (:meth:`Dataset.scan` ``clusters=``).
     A jobs table of several parts is merged, hence sorted by cluster: the tasks' pieces in
     cluster order are the serial row order. A single part keeps its file order, so the task
     numbers the rows of the whole part first (``__order``) to put them back.
+
+    With ``out`` (a part's path), the frame is written there (atomically) and ``(out, rows)``
+    returned instead.
     """
     from reliability.store import Dataset
 
@@ -47,12 +65,16 @@ def _attribute_cluster(
     else:
         jobs = ds.scan("jobs").with_row_index(_ORDER).filter(pl.col("cluster") == cluster)
     states = ds.scan("node_states", clusters=mine) if history else None
-    return attribute_failures(
+    frame = attribute_failures(
         jobs,
         health_events=ds.scan("health_events", clusters=mine),
         node_states=states,
         **options,
     )
+    if out is None:
+        return frame
+    write_parquet_atomic(frame, Path(out))
+    return out, frame.height
 
 
 def attribute_by_cluster(dataset: Dataset, executor: Executor, **options: Any) -> pl.DataFrame:
@@ -82,18 +104,97 @@ def attribute_by_cluster(dataset: Dataset, executor: Executor, **options: Any) -
     RuntimeError
         If a cluster's task still failed after the executor's retries (naming it).
     """
+    plan = _plan(dataset)
+    if plan is None:  # one cluster: nothing to share out
+        return attribute_failures(dataset, **options)
+    clusters, history, merged = plan
+    done = _run(
+        executor, clusters, [(str(dataset.path), c, history, merged, options) for c in clusters]
+    )
+    out = pl.concat(done)  # (clusters sorted as the merge sorts them)
+    return out if merged else out.sort(_ORDER).drop(_ORDER)
+
+
+def write_attributed_by_cluster(
+    dataset: Dataset, executor: Executor, folder: str | Path, **options: Any
+) -> pl.LazyFrame:
+    """Attribute every attempt of a Dataset one cluster per task, each task writing its part.
+
+    For a fleet whose attributed attempts do not fit in memory: each task writes its cluster's
+    frame to ``folder/attributed-NNNNN.parquet`` (atomically) and sends back only the path, so
+    neither the caller nor the scheduler ever holds more than a path per cluster. Collected,
+    the result equals ``attribute_failures(dataset, **options)`` (Kokolis et al. HPCA'25 §III):
+    same rows, same order, same values. Reruns overwrite the parts (a scan taken before a rerun
+    is not to be read after it); parts of an earlier run left in the folder beyond this run's
+    clusters are removed.
+
+    Parameters
+    ----------
+    dataset : Dataset
+        The Dataset; its folder must be readable by the workers at the same path.
+    executor : Executor
+        Where the tasks run (:class:`reliability.parallel.Executor`).
+    folder : str or Path
+        Where the parts go (created if missing); the workers must be able to write it at the
+        same path (a shared file system on a real Dask cluster).
+    **options : object
+        Keyword arguments of :func:`reliability.attribution.attribute_failures`.
+
+    Returns
+    -------
+    polars.LazyFrame
+        A scan of the parts, in the Dataset's row order (read it column by column: a model
+        that reads five columns never loads the host lists).
+
+    Raises
+    ------
+    RuntimeError
+        If a cluster's task still failed after the executor's retries (naming it).
+    """
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    plan = _plan(dataset)
+    if plan is None:
+        clusters, history, merged = [None], False, True
+        write_parquet_atomic(attribute_failures(dataset, **options), folder / _PART.format(0))
+    else:
+        clusters, history, merged = plan
+        args = [
+            (str(dataset.path), c, history, merged, options, str(folder / _PART.format(i)))
+            for i, c in enumerate(clusters)
+        ]
+        _run(executor, clusters, args)
+    parts = [folder / _PART.format(i) for i in range(len(clusters))]
+    keep = {p.name for p in parts}
+    for stale in folder.glob("attributed-*.parquet"):  # an earlier run's (more clusters)
+        if stale.name not in keep:
+            stale.unlink()
+    scan = pl.scan_parquet(parts)
+    return scan if merged else scan.sort(_ORDER).drop(_ORDER)
+
+
+def _plan(dataset: Dataset) -> tuple[list[str], bool, bool] | None:
+    """Tell how the Dataset is shared out: one task per cluster, or None for fewer than two.
+
+    Returns the clusters (sorted), whether the Dataset holds a node-state history, and whether
+    its jobs table is merged from several parts.
+    """
     clusters = (
         dataset.scan("jobs").select(pl.col("cluster").unique()).collect().to_series().sort()
     ).to_list()
-    if len(clusters) < 2:  # nothing to share out
-        return attribute_failures(dataset, **options)
+    if len(clusters) < 2:
+        return None
     history = any(
         "node_states" in (i.get("rows_out") or {}) and i.get("kind") not in _SNAPSHOT_KINDS
         for i in dataset.inputs
     )
     merged = sum("jobs" in (i.get("parts") or {}) for i in dataset.inputs) > 1
+    return clusters, history, merged
+
+
+def _run(executor: Executor, clusters: list[str], args: list[tuple]) -> list[Any]:
+    """Map :func:`_attribute_cluster` over the clusters' arguments; the results in order."""
     names = [f"attribute-{i:04d}" for i in range(len(clusters))]
-    args = [(str(dataset.path), c, history, merged, options) for c in clusters]
     done, failures = executor.map(_attribute_cluster, args, names)
     if failures:
         first = failures[0]
@@ -102,5 +203,4 @@ def attribute_by_cluster(dataset: Dataset, executor: Executor, **options: Any) -
             f"attribution of cluster {who!r} failed on the executor: {first.error}"
             + (f" (and {len(failures) - 1} other cluster(s))" if len(failures) > 1 else "")
         )
-    out = pl.concat([done[n] for n in names])  # (clusters sorted as the merge sorts them)
-    return out if merged else out.sort(_ORDER).drop(_ORDER)
+    return [done[n] for n in names]

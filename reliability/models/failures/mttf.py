@@ -42,6 +42,8 @@ from reliability.models.failures.counts import (
 from reliability.models.failures.scaling import ScalingCheck, check_scaling
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from reliability.store import Dataset
 
 __all__ = [
@@ -497,28 +499,42 @@ def _size_line(row: dict[str, Any], label: str | None = None) -> str:
 
 
 def attributed_jobs(
-    source: Any, observation_end: datetime | None
+    source: Any, observation_end: datetime | None, columns: Sequence[str] | None = None
 ) -> tuple[pl.DataFrame, datetime | None, list[str]]:
     """Attribute a source's jobs and work out their observation end.
 
     Parameters
     ----------
-    source : Dataset or polars.DataFrame
-        A Dataset, or a jobs frame (attributed or not).
+    source : Dataset, polars.DataFrame or polars.LazyFrame
+        A Dataset, or a jobs frame (attributed or not). An attributed LazyFrame (e.g. the parts
+        of :func:`reliability.analyses.write_attributed_by_cluster`) is read for ``columns``
+        only (and the times the observation end is taken from), with polars' streaming engine.
     observation_end : datetime or None
         The caller's observation end [UTC]; None: see
         :func:`~reliability.models.failures.counts.resolve_observation_end`.
+    columns : sequence of str or None
+        The columns the caller reads (None: all).
 
     Returns
     -------
     (polars.DataFrame, datetime or None, list of str)
         Attributed jobs, their observation end, and notes.
     """
+    if isinstance(source, pl.LazyFrame):
+        names = source.collect_schema().names()
+        if "failure_domain" in names:
+            want = None if columns is None else {*columns, *_TIMES}
+            keep = [c for c in names if want is None or c in want]
+            source = source.select(keep).collect(engine="streaming")
     jobs = source if isinstance(source, pl.DataFrame) else attribute_failures(source)
     if "failure_domain" not in jobs.columns:
         jobs = attribute_failures(jobs, health_events=None, node_states=None)
     end, note = resolve_observation_end(source, jobs, observation_end)
     return jobs, end, [note] if note else []
+
+
+#: the attempts' times :func:`attributed_jobs` takes the observation end from
+_TIMES = ("submit_time", "start_time", "end_time")
 
 
 #: the attempts' columns the rates read (:func:`fit_mttf`; :func:`exposure_frame` keeps them)
@@ -530,6 +546,11 @@ EXPOSURE_COLUMNS = (
     "n_nodes",
     "n_accelerators",
 )
+
+
+#: the columns of an attributed frame the rates read (:func:`fit_mttf`,
+#: :func:`~reliability.models.failures.failure_rate_series`)
+RATE_COLUMNS = (*EXPOSURE_COLUMNS, "failure_cause")
 
 
 def exposure_frame(
@@ -553,7 +574,7 @@ def exposure_frame(
     """
     # only the columns the rates read (the filters copy every column they carry: the host
     # lists alone are GiBs at millions of attempts)
-    jobs = jobs.select(c for c in (*EXPOSURE_COLUMNS, "failure_cause") if c in jobs.columns)
+    jobs = jobs.select(c for c in RATE_COLUMNS if c in jobs.columns)
     a, n_open = clip_attempts(jobs, observation_end)
     a = a.with_columns(
         hours=(pl.col("stop") - pl.col("start_time")).dt.total_microseconds() / 1e6 / 3600.0,
@@ -564,7 +585,7 @@ def exposure_frame(
 
 
 def fit_mttf(
-    source: Dataset | pl.DataFrame,
+    source: Dataset | pl.DataFrame | pl.LazyFrame,
     *,
     min_gpus: int = 129,
     gpus_per_node: int = 8,
@@ -578,8 +599,10 @@ def fit_mttf(
 
     Parameters
     ----------
-    source : Dataset or polars.DataFrame
-        A Dataset, or the output of :func:`reliability.attribute_failures`.
+    source : Dataset, polars.DataFrame or polars.LazyFrame
+        A Dataset, or the output of :func:`reliability.attribute_failures`; a LazyFrame of
+        attributed attempts (:func:`reliability.analyses.write_attributed_by_cluster`) is read
+        for the columns the rates need only.
     min_gpus : int
         Only attempts of jobs with at least this many GPUs enter r_f (paper: > 128; CPU-only jobs
         never do, whatever min_gpus: they are reported apart).
@@ -601,7 +624,7 @@ def fit_mttf(
         MTTFResult (says what it cannot estimate and why when data are thin; never raises for lack
         of failures or exposure).
     """
-    jobs, obs_end, notes = attributed_jobs(source, observation_end)
+    jobs, obs_end, notes = attributed_jobs(source, observation_end, EXPOSURE_COLUMNS)
     # only the columns read below: the filters copy every column they carry (the host lists
     # alone are hundreds of MiB at a million attempts)
     jobs = jobs.select(c for c in EXPOSURE_COLUMNS if c in jobs.columns)

@@ -32,7 +32,12 @@ from reliability.models.failures.counts import (
     poisson_ci,
     trend_of,
 )
-from reliability.models.failures.mttf import attributed_jobs, exposure_frame, recent_rate
+from reliability.models.failures.mttf import (
+    RATE_COLUMNS,
+    attributed_jobs,
+    exposure_frame,
+    recent_rate,
+)
 
 if TYPE_CHECKING:
     from reliability.models.failures.counts import TrendTest
@@ -134,7 +139,7 @@ class RateSeries(Result):
 
 
 def failure_rate_series(
-    attributed: pl.DataFrame | Dataset,
+    attributed: pl.DataFrame | pl.LazyFrame | Dataset,
     *,
     min_gpus: int = 129,
     every: str = "1w",
@@ -145,8 +150,9 @@ def failure_rate_series(
 
     Parameters
     ----------
-    attributed : polars.DataFrame or Dataset
-        The output of :func:`reliability.attribute_failures`, or a Dataset.
+    attributed : polars.DataFrame, polars.LazyFrame or Dataset
+        The output of :func:`reliability.attribute_failures`, or a Dataset; a LazyFrame of
+        attributed attempts is read for the columns the rates need only.
     min_gpus : int
         Jobs smaller than this are left out (HPCA'25: > 128 GPUs); CPU-only jobs always are.
     every : str
@@ -162,7 +168,7 @@ def failure_rate_series(
     RateSeries
         The weekly series of r_f, the whole window's and the recent rate, and the trend test.
     """
-    jobs, obs_end, notes = attributed_jobs(attributed, observation_end)
+    jobs, obs_end, notes = attributed_jobs(attributed, observation_end, RATE_COLUMNS)
     exp, n_open = exposure_frame(jobs, obs_end)
     big = exp.filter(pl.col("n_accelerators") >= max(min_gpus, 1))  # GPU jobs: CPU-only apart
     if n_open:

@@ -1,7 +1,7 @@
 """A fleet of clusters: attribution serial against one cluster per Dask task, time and memory.
 
     python benchmarks/bench_fleet.py [--clusters 10] [--attempts 1000000] [--workers 1 2]
-                                     [--work DIR]
+                                     [--work DIR] [--parts 2] [--no-serial]
 
 Writes one fragmented export (:func:`bench_stages.write_fragmented`: sacct, sacctmgr events,
 kernel Xid logs; nothing from ``reliability.sim``) of ``--attempts`` attempts, copies it under
@@ -15,6 +15,14 @@ resident memory is its own (``getrusage``: the process and, for Dask, its larges
 
 Each run writes its frame; the Dask frames are checked equal to the serial one. Prints each
 run's wall time and peak RSS. The machine may be shared: compare within one run.
+
+With ``--parts N``, a fleet larger than memory: ``parts-N`` runs
+:func:`reliability.analyses.write_attributed_by_cluster` on N Dask workers (each task writes
+its cluster's part; the caller holds paths), then ``fit_mttf`` and ``failure_rate_series`` on
+the scan of the parts. It is checked against ``one``, a Dataset of cluster ``c0`` alone
+attributed serially: every part equals that frame (cluster relabelled, rows by the jobs key),
+and the fleet's failures and node-days are ``--clusters`` times the cluster's. ``--no-serial``
+skips the whole-fleet serial run (50M attempts do not fit in 24 GiB).
 
 Measured: see the CHANGELOG entry "A fleet of clusters on Dask (issue 39)" (2026-12-06).
 """
@@ -55,6 +63,43 @@ own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
 print(json.dumps({"secs": secs, "rows": frame.height, "self_mib": own / 1024,
                   "child_mib": kids / 1024}))
+"""
+
+PARTS = r"""
+import json, resource, sys, time
+sys.path[:0] = [sys.argv[1]]
+import polars as pl
+from reliability import Dataset
+from reliability.models.failures import failure_rate_series, fit_mttf
+mode, ds_path, out = sys.argv[2], sys.argv[3], sys.argv[4]
+ds = Dataset(ds_path)
+end = ds.observation_end
+def mib(who):
+    return resource.getrusage(who).ru_maxrss / 1024
+t = time.perf_counter()
+if mode == "one":
+    from reliability.attribution import attribute_failures
+    source = attribute_failures(ds)
+    source.write_parquet(out)
+    rows = source.height
+else:
+    from reliability.analyses import write_attributed_by_cluster
+    from reliability.parallel import Executor
+    with Executor("dask", workers=int(mode.split("-")[1])) as ex:
+        t = time.perf_counter()  # (workers started)
+        source = write_attributed_by_cluster(ds, ex, out)
+    rows = source.select(pl.len()).collect().item()
+secs = time.perf_counter() - t
+attr_mib = mib(resource.RUSAGE_SELF)
+t = time.perf_counter()
+m = fit_mttf(source, observation_end=end)
+r = failure_rate_series(source, observation_end=end)
+print(json.dumps({"secs": secs, "rows": rows, "model_secs": time.perf_counter() - t,
+                  "attr_mib": attr_mib, "self_mib": mib(resource.RUSAGE_SELF),
+                  "child_mib": mib(resource.RUSAGE_CHILDREN),
+                  "failures": m.rate_.failures, "node_days": m.rate_.exposure,
+                  "weeks_failures": int(r.series["failures"].sum()),
+                  "weeks_node_days": float(r.series["node_days"].sum())}))
 """
 
 
@@ -110,6 +155,9 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=3)
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--work", type=Path, default=None)
+    ap.add_argument("--parts", type=int, default=None,
+                    help="also write the parts on this many Dask workers and fit the rates")  # fmt: skip
+    ap.add_argument("--no-serial", action="store_true", help="skip the whole-fleet serial run")
     ap.add_argument("--reuse-serial", action="store_true",
                     help="take the serial frame and figures from the work folder's last run")  # fmt: skip
     args = ap.parse_args()
@@ -118,6 +166,10 @@ def main() -> None:
     print(f"work folder {work}")
     ds_path = build(work, args.clusters, args.attempts, args.seed)
     runs: dict[str, dict] = {}
+    if args.parts:
+        parts(work, ds_path, args)
+    if args.no_serial:
+        return
     for mode in ["serial", *(f"dask-{w}" for w in args.workers)]:
         out = work / f"attributed_{mode}.parquet"
         figures = work / f"attributed_{mode}.json"
@@ -143,6 +195,50 @@ def main() -> None:
     print(f"{args.clusters} clusters x {args.attempts:,} attempts: Dask frames equal to the serial "
           "one; speed-up " + ", ".join(f"{m} x{s / r['secs']:.2f}" for m, r in runs.items()
                                         if m != "serial"))  # fmt: skip
+
+
+def _child(script: str, mode: str, ds_path: Path, out: Path) -> dict:
+    res = subprocess.run([sys.executable, "-c", script, str(ROOT), mode, str(ds_path), str(out)],
+                         check=True, capture_output=True, text=True)  # fmt: skip
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def parts(work: Path, ds_path: Path, args: argparse.Namespace) -> None:
+    """``one`` (cluster c0 alone, serial) and ``parts-N`` (the fleet, parts on disk), checked."""
+    import polars as pl
+    from polars.testing import assert_frame_equal
+
+    from reliability.schema import TABLES
+
+    one_path = build(work, 1, args.attempts, args.seed)
+    ref_out, folder = work / "attributed_one.parquet", work / f"parts_{args.parts}"
+    runs = {"one": _child(PARTS, "one", one_path, ref_out)}
+    runs[f"parts-{args.parts}"] = _child(PARTS, f"parts-{args.parts}", ds_path, folder)
+    for mode, r in runs.items():
+        print(f"  {mode:8s} attribution {r['secs']:7.1f} s (caller peak {r['attr_mib']:,.0f} MiB), "
+              f"rates {r['model_secs']:6.1f} s; {r['rows']:,} attempts; peak RSS: caller "
+              f"{r['self_mib']:,.0f} MiB, largest child {r['child_mib']:,.0f} MiB; "
+              f"{r['failures']:,} failures over {r['node_days']:,.1f} node-days", flush=True)  # fmt: skip
+    one, fleet = runs["one"], runs[f"parts-{args.parts}"]
+    k = args.clusters
+    assert fleet["rows"] == k * one["rows"], (fleet["rows"], one["rows"])
+    assert fleet["failures"] == k * one["failures"] == fleet["weeks_failures"]
+    assert abs(fleet["node_days"] - k * one["node_days"]) <= 1e-9 * fleet["node_days"]
+    assert abs(fleet["weeks_node_days"] - fleet["node_days"]) <= 1e-9 * fleet["node_days"]
+    key = list(TABLES["jobs"].key)
+    ref = pl.read_parquet(ref_out)
+    ref = ref.sort(key)
+    t = time.perf_counter()
+    seen = []
+    for part in sorted(folder.glob("attributed-*.parquet")):
+        got = pl.read_parquet(part)
+        [name] = got.get_column("cluster").unique().to_list()
+        seen.append(name)
+        want = ref.with_columns(pl.lit(name).cast(ref.schema["cluster"]).alias("cluster"))
+        assert_frame_equal(got.sort(key), want)
+    assert sorted(seen) == sorted(f"c{i}" for i in range(k)), seen
+    print(f"{k} parts equal cluster c0 attributed alone (relabelled), checked in "
+          f"{time.perf_counter() - t:.0f} s; fleet failures and node-days = {k} x c0's")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -246,10 +246,21 @@ def _sizes(exprs: pl.Series) -> np.ndarray:
 
 
 def budget_count(exprs: pl.Series) -> int:
-    """Host names the node lists of ``exprs`` count for in the budget, in all.
+    """Count the host names the node lists of ``exprs`` hold for the budget, in all.
 
     As :func:`compact_node_lists` and :func:`hostlist.node_lists` count them, without expanding:
-    an expression that is not a hostlist, or one over the per-job cap, counts none.
+    an expression that is not a hostlist, or one over the per-job cap, counts none; a list that
+    names a host twice counts its names (the budget is checked before the lists are).
+
+    Parameters
+    ----------
+    exprs : polars.Series
+        Slurm hostlist expressions (String; nulls count none).
+
+    Returns
+    -------
+    int
+        Host names [count].
     """
     return int(_sizes(exprs).sum())
 

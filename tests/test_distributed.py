@@ -148,10 +148,10 @@ def test_one_jobs_part_of_two_clusters_keeps_the_file_order(tmp_path):
     assert_frame_equal(written.collect(), attribute_failures(ds))
 
 
-def test_written_parts_equal_the_serial_run(three_clusters, tmp_path):
+def test_written_parts_equal_the_serial_run(three_clusters, tmp_path, monkeypatch):
     """Each task writes its cluster's part and sends back its path: the scan of the parts is
-    the serial frame; a rerun with fewer clusters leaves no part of the earlier run behind;
-    the rate models read the scan as they read the frame."""
+    the serial frame; a rerun with fewer clusters leaves no part of the earlier run behind
+    and no other file is touched; the rate models read the scan as they read the frame."""
     from reliability.models.failures import failure_rate_series, fit_mttf
 
     ds = three_clusters
@@ -182,11 +182,16 @@ def test_written_parts_equal_the_serial_run(three_clusters, tmp_path):
     assert_frame_equal(r_scan.summary, r_frame.summary)
 
     (folder / "attributed-00007.parquet").write_bytes(b"an earlier run's part")
+    mine = ["attributed-serial.parquet", "attributed-2025-01.parquet", "notes.txt"]
+    for name in mine:  # the user's own files, whatever their names
+        (folder / name).write_bytes(b"kept")
     one = Dataset(tmp_path / "one")
     generate_b(tmp_path / "raw", seed=5, n_nodes=8, days=3).ingest(one)
+    monkeypatch.chdir(tmp_path)
     with Executor("serial") as ex:
-        alone = write_attributed_by_cluster(one, ex, folder)
-    assert [p.name for p in folder.iterdir()] == ["attributed-00000.parquet"]
+        alone = write_attributed_by_cluster(one, ex, "parts")  # (relative to this folder)
+    monkeypatch.chdir(tmp_path / "raw")
+    assert sorted(p.name for p in folder.iterdir()) == sorted(["attributed-00000.parquet", *mine])
     assert_frame_equal(alone.collect(), attribute_failures(one))
 
 

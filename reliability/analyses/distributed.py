@@ -18,6 +18,7 @@ the models read column by column (:func:`reliability.models.failures.fit_mttf` t
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +37,7 @@ _ORDER = "__order"
 
 #: the name of cluster ``i``'s part in :func:`write_attributed_by_cluster`'s folder
 _PART = "attributed-{:05d}.parquet"
+_PART_NAME = re.compile(r"attributed-[0-9]{5}\.parquet")
 
 
 def _attribute_cluster(
@@ -104,10 +106,9 @@ def attribute_by_cluster(dataset: Dataset, executor: Executor, **options: Any) -
     RuntimeError
         If a cluster's task still failed after the executor's retries (naming it).
     """
-    plan = _plan(dataset)
-    if plan is None:  # one cluster: nothing to share out
+    clusters, history, merged = _plan(dataset)
+    if len(clusters) < 2:  # nothing to share out
         return attribute_failures(dataset, **options)
-    clusters, history, merged = plan
     done = _run(
         executor, clusters, [(str(dataset.path), c, history, merged, options) for c in clusters]
     )
@@ -121,12 +122,14 @@ def write_attributed_by_cluster(
     """Attribute every attempt of a Dataset one cluster per task, each task writing its part.
 
     For a fleet whose attributed attempts do not fit in memory: each task writes its cluster's
-    frame to ``folder/attributed-NNNNN.parquet`` (atomically) and sends back only the path, so
-    neither the caller nor the scheduler ever holds more than a path per cluster. Collected,
+    frame to ``folder/attributed-NNNNN.parquet`` (atomically; ``NNNNN`` numbers the clusters in
+    sorted order) and sends back only the path, so neither the caller nor the scheduler ever
+    holds more than a path per cluster (a Dataset of one cluster is one task too). Collected,
     the result equals ``attribute_failures(dataset, **options)`` (Kokolis et al. HPCA'25 §III):
     same rows, same order, same values. Reruns overwrite the parts (a scan taken before a rerun
-    is not to be read after it); parts of an earlier run left in the folder beyond this run's
-    clusters are removed.
+    is not to be read after it); parts of an earlier run beyond this run's clusters are removed
+    (files of exactly that name pattern only). When the jobs table is a single part (one
+    export), the parts carry its row number, ``__order``, which the scan sorts by and drops.
 
     Parameters
     ----------
@@ -135,8 +138,9 @@ def write_attributed_by_cluster(
     executor : Executor
         Where the tasks run (:class:`reliability.parallel.Executor`).
     folder : str or Path
-        Where the parts go (created if missing); the workers must be able to write it at the
-        same path (a shared file system on a real Dask cluster).
+        Where the parts go (created if missing; a relative path is taken from the caller's
+        working directory); the workers must be able to write it at the same path (a shared
+        file system on a real Dask cluster).
     **options : object
         Keyword arguments of :func:`reliability.attribution.attribute_failures`.
 
@@ -151,30 +155,29 @@ def write_attributed_by_cluster(
     RuntimeError
         If a cluster's task still failed after the executor's retries (naming it).
     """
-    folder = Path(folder)
+    folder = Path(folder).resolve()  # (the workers write it: not relative to their own cwd)
     folder.mkdir(parents=True, exist_ok=True)
-    plan = _plan(dataset)
-    if plan is None:
-        clusters, history, merged = [None], False, True
-        write_parquet_atomic(attribute_failures(dataset, **options), folder / _PART.format(0))
-    else:
-        clusters, history, merged = plan
+    clusters, history, merged = _plan(dataset)
+    if clusters:
         args = [
             (str(dataset.path), c, history, merged, options, str(folder / _PART.format(i)))
             for i, c in enumerate(clusters)
         ]
         _run(executor, clusters, args)
-    parts = [folder / _PART.format(i) for i in range(len(clusters))]
-    keep = {p.name for p in parts}
-    for stale in folder.glob("attributed-*.parquet"):  # an earlier run's (more clusters)
-        if stale.name not in keep:
+        n = len(clusters)
+    else:  # no attempts: one empty part
+        write_parquet_atomic(attribute_failures(dataset, **options), folder / _PART.format(0))
+        n, merged = 1, True
+    keep = {_PART.format(i) for i in range(n)}
+    for stale in folder.iterdir():  # an earlier run's parts (it had more clusters)
+        if _PART_NAME.fullmatch(stale.name) and stale.name not in keep:
             stale.unlink()
-    scan = pl.scan_parquet(parts)
+    scan = pl.scan_parquet([folder / _PART.format(i) for i in range(n)])
     return scan if merged else scan.sort(_ORDER).drop(_ORDER)
 
 
-def _plan(dataset: Dataset) -> tuple[list[str], bool, bool] | None:
-    """Tell how the Dataset is shared out: one task per cluster, or None for fewer than two.
+def _plan(dataset: Dataset) -> tuple[list[str], bool, bool]:
+    """Tell how the Dataset is shared out: one task per cluster.
 
     Returns the clusters (sorted), whether the Dataset holds a node-state history, and whether
     its jobs table is merged from several parts.
@@ -182,8 +185,6 @@ def _plan(dataset: Dataset) -> tuple[list[str], bool, bool] | None:
     clusters = (
         dataset.scan("jobs").select(pl.col("cluster").unique()).collect().to_series().sort()
     ).to_list()
-    if len(clusters) < 2:
-        return None
     history = any(
         "node_states" in (i.get("rows_out") or {}) and i.get("kind") not in _SNAPSHOT_KINDS
         for i in dataset.inputs

@@ -50,6 +50,34 @@ def test_refused_in_a_partitioned_ingest_too(run1: Path, tmp_path: Path) -> None
     assert len(list((tmp_path / "ds" / "jobs").iterdir())) == 1
 
 
+def _relabelled(src: Path, dst: Path, cluster: str) -> Path:
+    lines = src.read_text().splitlines()
+    at = lines[0].split("|").index("Cluster")
+    out = [lines[0]]
+    for line in lines[1:]:
+        f = line.split("|")
+        if len(f) > at:  # (a record; not a blank line)
+            f[at] = cluster
+        out.append("|".join(f))
+    dst.write_text("\n".join(out) + "\n")
+    return dst
+
+
+def test_a_copy_is_found_among_other_clusters_inputs(run1: Path, tmp_path: Path) -> None:
+    """Only the new input's clusters' rows are compared (a fleet's other clusters overlap it
+    in time): the copy is still found, and named by its own cluster's input."""
+    ds = Dataset(tmp_path / "ds")
+    other = _relabelled(run1 / EPOCH, tmp_path / "other_epoch.psv", "other")
+    ds.ingest("slurm", [other])
+    ds.ingest("slurm", [run1 / EPOCH])
+    with pytest.raises(IngestError, match=rf"as {EPOCH!r}.*shifted by -5 h"):
+        ds.ingest("slurm", [run1 / NEW_YORK], tz="UTC")
+    ny_other = _relabelled(run1 / NEW_YORK, tmp_path / "other_ny.psv", "other")
+    with pytest.raises(IngestError, match=r"as 'other_epoch.psv'.*shifted by -5 h"):
+        ds.ingest("slurm", [ny_other], tz="UTC")
+    assert len(ds.inputs) == 2
+
+
 def _events(rows: list[tuple[str, datetime, datetime, str]], shift_h: float = 0.0) -> str:
     f = "%Y-%m-%dT%H:%M:%S"
     d = timedelta(hours=shift_h)

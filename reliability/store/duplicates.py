@@ -158,6 +158,10 @@ def _compare(
     # only inputs whose observation comes within the largest shift of this one's can hold a copy
     lo = new.get_column("_s").min() - timedelta(hours=MAX_SHIFT_H)
     hi = (new.get_column("_s") + new.get_column("_d")).max() + timedelta(hours=MAX_SHIFT_H)
+    # a copy shares its ids, cluster included: only the new input's clusters' rows are read
+    # (the parts' statistics skip the rest; a fleet's other clusters overlap it in time, and
+    # reading them made each ingest cost as much as every earlier input together)
+    mine = pl.col("cluster").is_in(frame.get_column("cluster").unique().drop_nulls().implode())
     scans = []
     for i, e in enumerate(others):
         part = (e.get("parts") or {}).get(table)
@@ -165,7 +169,7 @@ def _compare(
             continue
         scans.append(
             pl.scan_parquet(root / part["file"])
-            .filter(pl.col(start).is_not_null() & pl.col(end).is_not_null())
+            .filter(mine & pl.col(start).is_not_null() & pl.col(end).is_not_null())
             .select(
                 *[pl.col(c).cast(pl.String).alias(k) for c, k in zip(ids, key, strict=True)],
                 _i=pl.lit(i, pl.Int64),

@@ -54,7 +54,7 @@ def test_serial_executor_and_one_cluster(three_clusters, tmp_path):
 def test_failed_cluster_task_is_named(three_clusters, monkeypatch):
     import reliability.analyses.distributed as dist
 
-    def boom(path, cluster, history, merged, options):
+    def boom(path, cluster, history, merged, options, *rest):
         if cluster == "gull":
             raise ValueError("disk gone")
         return pl.DataFrame()
@@ -106,6 +106,45 @@ def test_pipeline_scheduler_key_and_stage(three_clusters, tmp_path, monkeypatch)
     here = cluster.attribution(Data(), _pipeline(tmp_path, ""))
     assert used == [("dask", None)]
     assert_frame_equal(on_dask.jobs, here.jobs)
+
+
+def test_tasks_do_not_hash_the_parts_the_caller_checked(three_clusters, tmp_path, monkeypatch):
+    """Each part is hashed once per run, by the caller, not once more by every cluster's task
+    (50 clusters of 1M attempts: each task hashed 3.5 GiB of jobs parts); a part changed
+    after the caller's check is checked again, and refused, in the task."""
+    import shutil
+
+    import reliability.store.dataset as store
+    from reliability.errors import DatasetDamagedError
+
+    copy = tmp_path / "ds"
+    shutil.copytree(three_clusters.path, copy)
+    ds = Dataset(copy)
+    parts = {
+        e["parts"][t]["file"]
+        for e in ds.inputs
+        for t in ("jobs", "health_events", "node_states")
+        if t in e["parts"]
+    }
+    real, seen = store.check_part, []
+
+    def counting(root, table, part):
+        seen.append(part["file"])
+        return real(root, table, part)
+
+    monkeypatch.setattr(store, "check_part", counting)
+    with Executor("serial") as ex:
+        got = attribute_by_cluster(ds, ex)
+    assert sorted(seen) == sorted(parts)  # each once (three tasks: each would hash them all)
+    assert_frame_equal(got, attribute_failures(Dataset(copy)))
+    # a part damaged in place after the caller's check: the task hashes it and refuses
+    victim = copy / next(e["parts"]["jobs"]["file"] for e in ds.inputs if "jobs" in e["parts"])
+    data = bytearray(victim.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    victim.write_bytes(bytes(data))
+    task = Dataset(copy, verified=ds.verified_parts)
+    with pytest.raises(DatasetDamagedError, match="sha256"):
+        task.scan("jobs")
 
 
 def test_cluster_scan_equals_the_merged_table_filtered(three_clusters):

@@ -198,6 +198,10 @@ class Dataset:
     ----------
     path : str or Path
         The folder; created on first ingest if missing.
+    verified : iterable of (str, int, int)
+        Part versions another instance has already checked (its :attr:`verified_parts`, e.g.
+        handed to a worker process): not hashed again while their size and modification time
+        are unchanged.
 
     Examples
     --------
@@ -206,12 +210,25 @@ class Dataset:
     >>> ds.jobs.filter(pl.col("state") == "NODE_FAIL")             # doctest: +SKIP
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, verified: Iterable[tuple[str, int, int]] = ()) -> None:
         self.path = Path(path)
         if self.path.exists() and not self.path.is_dir():
             raise ReliabilityError(f"{self.path}: not a directory")
         self._cache: tuple[Any, dict[str, Any] | None] | None = None
-        self._checked: set[tuple[str, int, int]] = set()
+        self._checked: set[tuple[str, int, int]] = {
+            (str(f), int(b), int(t)) for f, b, t in verified
+        }
+
+    @property
+    def verified_parts(self) -> frozenset[tuple[str, int, int]]:
+        """The part versions this instance has checked before reading them.
+
+        Each is (file relative to the folder, size [bytes], modification time [ns]): the size,
+        footer row count and sha256 matched the manifest. Pass them to ``Dataset(path,
+        verified=...)`` in another process that reads the same parts (one task per cluster:
+        otherwise each task hashes every part of the Dataset again).
+        """
+        return frozenset(self._checked)
 
     # -- manifest ------------------------------------------------------------------------
     def _load(self) -> dict[str, Any] | None:

@@ -162,6 +162,12 @@ def test_cluster_scan_equals_the_merged_table_filtered(three_clusters):
             assert_frame_equal(got, want)
     with pytest.raises(Exception, match="no cluster column"):
         ds.scan("quarantine", clusters=["gull"])
+    # the clusters, read from the parts unmerged, are the merged table's
+    for table in ("jobs", "health_events", "node_states"):
+        merged = ds.scan(table).select(pl.col("cluster").unique()).collect().to_series()
+        assert ds.clusters(table) == sorted(merged.to_list())
+    with pytest.raises(Exception, match="not a canonical table with a cluster column"):
+        ds.clusters("quarantine")
 
 
 def test_one_jobs_part_of_two_clusters_keeps_the_file_order(tmp_path):

@@ -192,9 +192,7 @@ def _plan(dataset: Dataset) -> tuple[list[str], bool, bool]:
     """
     for table in ("health_events", "node_states"):  # (checks their parts; jobs: below)
         dataset.scan(table)
-    clusters = (
-        dataset.scan("jobs").select(pl.col("cluster").unique()).collect().to_series().sort()
-    ).to_list()
+    clusters = dataset.clusters("jobs")  # (from the parts: not the merged table)
     history = any(
         "node_states" in (i.get("rows_out") or {}) and i.get("kind") not in _SNAPSHOT_KINDS
         for i in dataset.inputs

@@ -692,6 +692,45 @@ class Dataset:
             lf = merge.renumber_attempts(lf)
         return lf.select(list(spec.schema))
 
+    def clusters(self, table: str = "jobs") -> list[str]:
+        """List the clusters a table holds rows of, read from its parts without merging them.
+
+        Merging overlapping inputs never adds or removes a cluster (two rows merge only within
+        one cluster), so this is the merged table's set of clusters at the cost of reading one
+        column: :meth:`scan` would merge a fleet's whole table first (50M attempts: minutes and
+        GiBs).
+
+        Parameters
+        ----------
+        table : str
+            A canonical table with a ``cluster`` column.
+
+        Returns
+        -------
+        list of str
+            The clusters, sorted.
+
+        Raises
+        ------
+        ReliabilityError
+            For an unknown table or one without a cluster column.
+        DatasetDamagedError
+            Naming a part whose size, row count or sha256 differs from the manifest.
+        """
+        spec = schema.TABLES.get(table)
+        if spec is None or "cluster" not in spec.schema:
+            raise ReliabilityError(f"table {table!r}: not a canonical table with a cluster column")
+        files = []
+        for e in self.manifest["inputs"]:
+            part = e["parts"].get(table)
+            if part is not None:
+                self._check(table, part)
+                files.append(str(part_path(self.path, part["file"])))
+        if not files:
+            return []
+        got = pl.scan_parquet(files).select(pl.col("cluster").unique()).collect()
+        return sorted(got.get_column("cluster").drop_nulls().to_list())
+
     def observation_window(self) -> tuple[datetime | None, datetime | None]:
         """Return the window the Dataset's inputs observed [UTC]: earliest start, latest end.
 

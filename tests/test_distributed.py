@@ -170,6 +170,27 @@ def test_cluster_scan_equals_the_merged_table_filtered(three_clusters):
         ds.clusters("quarantine")
 
 
+def test_reading_a_fleet_prints_no_polars_deprecation(three_clusters):
+    """polars prints (from its engine, past Python's warning filters) a DeprecationWarning for
+    ``is_in`` with a Series of the column's own type: a merged jobs table and a scan by
+    cluster printed it in the user's notebook."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from reliability import Dataset; ds = Dataset(sys.argv[1]); "
+        "ds.jobs; ds.scan('jobs', clusters=['gull']).collect(); "
+        "ds.scan('node_states', clusters=['gull', 'skua']).collect()"
+    )
+    res = subprocess.run(
+        [sys.executable, "-c", code, str(three_clusters.path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "Warning" not in res.stderr, res.stderr
+
+
 def test_one_jobs_part_of_two_clusters_keeps_the_file_order(tmp_path):
     """A single sacct export holding two clusters' jobs is not merged (file order): the tasks'
     rows are put back in that order."""

@@ -662,7 +662,9 @@ class Dataset:
         merged = len(files) > 1 and table != "quarantine"
         lf = pl.scan_parquet(files, include_file_paths=_PATH if merged else None)
         if clusters is not None:
-            lf = lf.filter(pl.col("cluster").is_in(pl.Series(list(clusters), dtype=pl.String)))
+            lf = lf.filter(
+                pl.col("cluster").is_in(pl.Series(list(clusters), dtype=pl.String).implode())
+            )
         if not merged:
             return lf
         path = pl.col(_PATH)

@@ -80,7 +80,7 @@ def _finished(table: str) -> pl.Expr | None:
         return None
     done = pl.col(end).is_not_null()
     if table in ("jobs", "job_steps"):
-        done = done & ~pl.col("state").is_in(pl.Series(UNFINISHED, dtype=schema.JobState))
+        done = done & ~pl.col("state").is_in(pl.Series(UNFINISHED, dtype=schema.JobState).implode())
     return done
 
 

@@ -19,7 +19,8 @@ run's wall time and peak RSS. The machine may be shared: compare within one run.
 With ``--parts N``, a fleet larger than memory: ``parts-N`` runs
 :func:`reliability.analyses.write_attributed_by_cluster` on N Dask workers (each task writes
 its cluster's part; the caller holds paths), then ``fit_mttf`` and ``failure_rate_series`` on
-the scan of the parts. It is checked against ``one``, a Dataset of cluster ``c0`` alone
+the scan of the parts; ``--parts-serial`` adds ``parts-serial``, the same tasks one after the
+other in one process (the baseline of the speed-up). It is checked against ``one``, a Dataset of cluster ``c0`` alone
 attributed serially: every part equals that frame (cluster relabelled, rows by the jobs key),
 and the fleet's failures and node-days are ``--clusters`` times the cluster's. ``--no-serial``
 skips the whole-fleet serial run (50M attempts do not fit in 24 GiB).
@@ -85,7 +86,9 @@ if mode == "one":
 else:
     from reliability.analyses import write_attributed_by_cluster
     from reliability.parallel import Executor
-    with Executor("dask", workers=int(mode.split("-")[1])) as ex:
+    how = mode.split("-")[1]
+    ex = Executor("serial") if how == "serial" else Executor("dask", workers=int(how))
+    with ex:
         t = time.perf_counter()  # (workers started)
         source = write_attributed_by_cluster(ds, ex, out)
     rows = source.select(pl.len()).collect().item()
@@ -158,6 +161,8 @@ def main() -> None:
     ap.add_argument("--parts", type=int, default=None,
                     help="also write the parts on this many Dask workers and fit the rates")  # fmt: skip
     ap.add_argument("--no-serial", action="store_true", help="skip the whole-fleet serial run")
+    ap.add_argument("--parts-serial", action="store_true",
+                    help="with --parts: also write the parts one cluster after the other here")  # fmt: skip
     ap.add_argument("--reuse-serial", action="store_true",
                     help="take the serial frame and figures from the work folder's last run")  # fmt: skip
     args = ap.parse_args()
@@ -213,6 +218,8 @@ def parts(work: Path, ds_path: Path, args: argparse.Namespace) -> None:
     one_path = build(work, 1, args.attempts, args.seed)
     ref_out, folder = work / "attributed_one.parquet", work / f"parts_{args.parts}"
     runs = {"one": _child(PARTS, "one", one_path, ref_out)}
+    if args.parts_serial:  # the same tasks one after the other in this process: the baseline
+        runs["parts-serial"] = _child(PARTS, "parts-serial", ds_path, work / "parts_serial")
     runs[f"parts-{args.parts}"] = _child(PARTS, f"parts-{args.parts}", ds_path, folder)
     for mode, r in runs.items():
         print(f"  {mode:8s} attribution {r['secs']:7.1f} s (caller peak {r['attr_mib']:,.0f} MiB), "
@@ -223,6 +230,11 @@ def parts(work: Path, ds_path: Path, args: argparse.Namespace) -> None:
     k = args.clusters
     assert fleet["rows"] == k * one["rows"], (fleet["rows"], one["rows"])
     assert fleet["failures"] == k * one["failures"] == fleet["weeks_failures"]
+    if "parts-serial" in runs:
+        here = runs["parts-serial"]
+        assert (here["rows"], here["failures"], here["node_days"]) == (
+            fleet["rows"], fleet["failures"], fleet["node_days"])  # fmt: skip
+        print(f"  parts-{args.parts} against parts-serial: x{here['secs'] / fleet['secs']:.2f}")
     assert abs(fleet["node_days"] - k * one["node_days"]) <= 1e-9 * fleet["node_days"]
     assert abs(fleet["weeks_node_days"] - fleet["node_days"]) <= 1e-9 * fleet["node_days"]
     key = list(TABLES["jobs"].key)

@@ -180,7 +180,8 @@ def test_reading_a_fleet_prints_no_polars_deprecation(three_clusters):
     code = (
         "import sys; from reliability import Dataset; ds = Dataset(sys.argv[1]); "
         "ds.jobs; ds.scan('jobs', clusters=['gull']).collect(); "
-        "ds.scan('node_states', clusters=['gull', 'skua']).collect()"
+        "ds.scan('node_states', clusters=['gull', 'skua']).collect(); "
+        "ds.scan('health_events', clusters=['tern']).collect()"
     )
     res = subprocess.run(
         [sys.executable, "-c", code, str(three_clusters.path)],

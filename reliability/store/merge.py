@@ -187,7 +187,7 @@ def reconcile_reason_events(
     """
     cols = lf.collect_schema().names()
     is_reason = (pl.col("source") == "slurm") & pl.col(INPUT).is_in(
-        pl.Series(inputs, dtype=pl.UInt32)
+        pl.Series(inputs, dtype=pl.UInt32).implode()
     )
     ev = lf.filter(is_reason).with_row_index("__eid")
     rest = lf.filter(~is_reason)

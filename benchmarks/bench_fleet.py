@@ -25,7 +25,9 @@ attributed serially: every part equals that frame (cluster relabelled, rows by t
 and the fleet's failures and node-days are ``--clusters`` times the cluster's. ``--no-serial``
 skips the whole-fleet serial run (50M attempts do not fit in 24 GiB).
 
-Measured: see the CHANGELOG entry "A fleet of clusters on Dask (issue 39)" (2026-12-06).
+Measured: see the CHANGELOG entries "A fleet of clusters on Dask (issue 39)" and "A fleet
+larger than memory, part by part (issue 39)" (2026-12-06): 50 clusters of 1M attempts,
+``--parts 2 --parts-serial --no-serial``: 648 s serial, 684 s on two workers, caller 349 MiB.
 """
 
 from __future__ import annotations

@@ -193,8 +193,8 @@ def _plan(dataset: Dataset) -> tuple[list[str], bool, bool]:
     its jobs table is merged from several parts. The parts the tasks read are checked here,
     once (:attr:`Dataset.verified_parts`).
     """
-    for table in ("health_events", "node_states"):  # (checks their parts; jobs: below)
-        dataset.scan(table)
+    for table in ("health_events", "node_states"):  # (the jobs parts: by clusters below)
+        dataset.checked_parts(table)
     clusters = dataset.clusters("jobs")  # (from the parts: not the merged table)
     history = any(
         "node_states" in (i.get("rows_out") or {}) and i.get("kind") not in _SNAPSHOT_KINDS

@@ -611,6 +611,32 @@ class Dataset:
         assert st is not None
         self._checked.add((part["file"], st.st_size, st.st_mtime_ns))
 
+    def checked_parts(self, table: str) -> list[tuple[int, str, Path]]:
+        """Check a table's parts (:meth:`_check`: once per file version) and list them.
+
+        Parameters
+        ----------
+        table : str
+            A canonical table.
+
+        Returns
+        -------
+        list of (int, str, Path)
+            Per input holding the table, in manifest order: its position, its kind, its part.
+
+        Raises
+        ------
+        DatasetDamagedError
+            Naming a part whose size, row count or sha256 differs from the manifest.
+        """
+        found: list[tuple[int, str, Path]] = []
+        for i, e in enumerate(self.manifest["inputs"]):
+            part = e["parts"].get(table)
+            if part is not None:
+                self._check(table, part)
+                found.append((i, e["kind"], part_path(self.path, part["file"])))
+        return found
+
     def scan(self, table: str, *, clusters: Sequence[str] | None = None) -> pl.LazyFrame:
         """Scan one table lazily, overlapping inputs merged by data (see :mod:`reliability.store.merge`).
 
@@ -646,13 +672,7 @@ class Dataset:
             )
         if clusters is not None and "cluster" not in spec.schema:
             raise ReliabilityError(f"table {table!r} has no cluster column to select clusters by")
-        found: list[tuple[int, str, Path]] = []
-        for i, e in enumerate(self.manifest["inputs"]):
-            part = e["parts"].get(table)
-            if part is None:
-                continue
-            self._check(table, part)
-            found.append((i, e["kind"], part_path(self.path, part["file"])))
+        found = self.checked_parts(table)
         if not found:
             return spec.empty().lazy()
 
@@ -722,12 +742,7 @@ class Dataset:
         spec = schema.TABLES.get(table)
         if spec is None or "cluster" not in spec.schema:
             raise ReliabilityError(f"table {table!r}: not a canonical table with a cluster column")
-        files = []
-        for e in self.manifest["inputs"]:
-            part = e["parts"].get(table)
-            if part is not None:
-                self._check(table, part)
-                files.append(str(part_path(self.path, part["file"])))
+        files = [str(f) for _, _, f in self.checked_parts(table)]
         if not files:
             return []
         got = pl.scan_parquet(files).select(pl.col("cluster").unique()).collect()

@@ -327,7 +327,10 @@ def _reference(jobs, he, ns, before_min=10.0, after_min=5.0, slack_s=5.0, codes=
     )
     out = []
     failing_ends: dict[str, list] = {}
-    for o in jobs.iter_rows(named=True):
+    # (the rows read once, the rules built once: the loops below are the rules as written)
+    job_rows, he_rows, ns_rows = (list(f.iter_rows(named=True)) for f in (jobs, he, ns))
+    rules = ReasonRules()
+    for o in job_rows:
         if o["end_time"] is not None and o["state"] in (
             "FAILED",
             "NODE_FAIL",
@@ -337,7 +340,7 @@ def _reference(jobs, he, ns, before_min=10.0, after_min=5.0, slack_s=5.0, codes=
         ):
             for n in o["nodes"]:
                 failing_ends.setdefault(n, []).append(o["end_time"])
-    for j in jobs.iter_rows(named=True):
+    for j in job_rows:
         state, start, end = j["state"], j["start_time"], j["end_time"]
         cands = []
         if (
@@ -345,7 +348,7 @@ def _reference(jobs, he, ns, before_min=10.0, after_min=5.0, slack_s=5.0, codes=
             and end is not None
         ):
             lo = end - before if start is None else max(start, end - before)
-            for e in he.iter_rows(named=True):
+            for e in he_rows:
                 if (
                     e["node"] in j["nodes"]
                     and e["severity"] == "critical"
@@ -358,23 +361,20 @@ def _reference(jobs, he, ns, before_min=10.0, after_min=5.0, slack_s=5.0, codes=
                         "unknown": "unknown",
                     }.get(comp, "hardware")
                     cands.append((0, abs(e["time"] - end), e["node"], comp == "unknown", comp, dom))
-                # a hardware warning in the 5 minutes before the end (to the clock slack after)
-                warn_lo = (
-                    end - timedelta(minutes=3)
-                    if start is None
-                    else max(start, end - timedelta(minutes=3))
-                )
-                if (
-                    e_ok := [e for e in he.iter_rows(named=True)
-                             if e["node"] in j["nodes"] and e["severity"] == "warning"
-                             and e["component"] not in ("software", "filesystem", "unknown")
-                             and warn_lo <= e["time"] <= end + slack]
-                ):  # fmt: skip
-                    for e in e_ok:
-                        cands.append(
-                            (4, abs(e["time"] - end), e["node"], False, e["component"], "hardware")
-                        )
-            for s in ns.iter_rows(named=True):
+            # a hardware warning in the 5 minutes before the end (to the clock slack after)
+            warn_lo = (
+                end - timedelta(minutes=3)
+                if start is None
+                else max(start, end - timedelta(minutes=3))
+            )
+            for e in he_rows:
+                if (e["node"] in j["nodes"] and e["severity"] == "warning"
+                        and e["component"] not in ("software", "filesystem", "unknown")
+                        and warn_lo <= e["time"] <= end + slack):  # fmt: skip
+                    cands.append(
+                        (4, abs(e["time"] - end), e["node"], False, e["component"], "hardware")
+                    )
+            for s in ns_rows:
                 # a drain (recorded when the node became DRAINED) and a reboot (recorded when
                 # slurmd came back) also count up to 120 s after the end, for every failing
                 # attempt on the node in the 120 s before them, each by the first such record
@@ -391,7 +391,7 @@ def _reference(jobs, he, ns, before_min=10.0, after_min=5.0, slack_s=5.0, codes=
                         return None
                     # evidence first: the change is a fault unless its reason is an
                     # administrator's (then it explains only states an admin can cause)
-                    c = ReasonRules().classify(r["reason"], r.get("user"))
+                    c = rules.classify(r["reason"], r.get("user"))
                     if c["reason_class"] == "administrative":
                         if state not in ("NODE_FAIL", "REQUEUED", "BOOT_FAIL"):
                             return None
@@ -415,7 +415,7 @@ def _reference(jobs, he, ns, before_min=10.0, after_min=5.0, slack_s=5.0, codes=
                 if s["node"] not in j["nodes"] or k is None:
                     continue
                 first = min(
-                    (r["start"] for r in ns.iter_rows(named=True)
+                    (r["start"] for r in ns_rows
                      if r["node"] == s["node"] and is_late(r) and (kind_of(r) or (None,))[0] == k[0]
                      and end <= r["start"] <= end + timedelta(seconds=120)),
                     default=None,
@@ -425,7 +425,7 @@ def _reference(jobs, he, ns, before_min=10.0, after_min=5.0, slack_s=5.0, codes=
                 restarted = any(
                     o["start_time"] is not None and s["node"] in o["nodes"]
                     and end < o["start_time"] <= s["start"]
-                    for o in jobs.iter_rows(named=True)
+                    for o in job_rows
                 )  # fmt: skip
                 after_fact = is_late(s) and first == s["start"] and k[0] != 5 and not restarted
                 if in_window or after_fact:

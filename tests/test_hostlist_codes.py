@@ -31,6 +31,30 @@ def test_sparse_numbering_is_expanded_otherwise(monkeypatch):
     assert _as_strings(col)[0] == got
 
 
+# sparse numbers, padded ones up to 18 digits, in groups and plain, as a random draw writes them
+_SPARSE = [
+    "ip-10-0-1-[943412-0943427,12,0-0,00099-114,9,15776],r1n[08-10,680976],n[34]",
+    "x.y[31,704986-705010,09,000,010-012,00-01],r001n[29147,007,00029-00034]",
+    "gpu-a37259,r1n151,n[1999990-1999999],n7",
+    "a[000000000000000001-000000000000000003],a[1-2]",
+]
+
+
+def test_a_sparse_name_table_is_left_to_the_string_path(monkeypatch):
+    """A few rows over a sparse numbering (943,427 numbers of one family for 80 names) go
+    through node_lists, not through a name table of every number between; either way the
+    names are expand()'s, and with the sparse rule off the token path gives them too."""
+    col = pl.Series(_SPARSE, dtype=pl.String)
+    assert hc._fast(col, None) is None
+    assert hc._fast(pl.Series(["r1n[01-40],r2n[07,09-12]"]), None) is not None  # dense
+    want = [expand(e) for e in _SPARSE]
+    assert _as_strings(_SPARSE)[0] == want
+    monkeypatch.setattr(hc, "_TABLE_PER_NAME", 10**9)
+    monkeypatch.setattr(hc, "MAX_TABLE", 1 << 23)  # (a table of 3.4 M names)
+    assert hc._fast(col, None) is not None
+    assert _as_strings(_SPARSE)[0] == want
+
+
 def test_a_row_that_does_not_balance_leaves_the_next_rows_alone():
     """Bracket depth is counted from each row's start: an unclosed group is an error of its
     own row only; the rows after it read as expand() reads them."""

@@ -35,6 +35,11 @@ __all__ = [
 ]
 
 
+def _fsum(values: pl.Series) -> float:
+    """Sum floats in one order whatever the chunks (polars' threads split a filtered column)."""
+    return float(values.sort().sum())
+
+
 def _share(num: pl.Expr, den: pl.Expr) -> pl.Expr:
     """Num / den, null (not nan) where den is 0."""
     return pl.when(den > 0).then(num / den)
@@ -141,10 +146,10 @@ def hardware_share(
     hw_all = g.get_column("failure_domain").is_in(HARDWARE)
     gg = g.filter(gpu_job)
     hw = gg.get_column("failure_domain").is_in(HARDWARE)
-    total = float(gg.get_column("gpu_hours").sum())
+    total = _fsum(gg.get_column("gpu_hours"))
     return {
         "attempt_share": float(hw.mean()) if gg.height else None,  # type: ignore[arg-type]
-        "gpu_time_share": float(gg.filter(hw).get_column("gpu_hours").sum()) / total
+        "gpu_time_share": _fsum(gg.filter(hw).get_column("gpu_hours")) / total
         if total > 0
         else None,
         "gpu_attempts": float(gg.height),
@@ -196,9 +201,9 @@ def secondary_preemptions(
         if secondary is None
         else secondary
     )
-    secondary_h = float(hit.get_column("gpu_hours").sum())
+    secondary_h = _fsum(hit.get_column("gpu_hours"))
     g = gpu_hours(attributed.filter(pl.col("failure_domain").is_in(HARDWARE)), observation_end)
-    hw_h = float(g.get_column("gpu_hours").sum())
+    hw_h = _fsum(g.get_column("gpu_hours"))
     total = secondary_h + hw_h
     return {
         "count": float(hit.height),

@@ -247,6 +247,20 @@ def test_written_parts_equal_the_serial_run(three_clusters, tmp_path, monkeypatc
     r_scan = failure_rate_series(again, min_gpus=8, observation_end=end)
     assert_frame_equal(r_scan.series, r_frame.series)
     assert_frame_equal(r_scan.summary, r_frame.summary)
+    # one cluster of the scan (its names read as categoricals), no observation end given, and
+    # no rows at all: what the frame gives, notes included
+    for kw in ({"cluster": "skua"}, {"cluster": "none such"}):
+        a, b = fit_mttf(again, min_gpus=8, **kw), fit_mttf(serial, min_gpus=8, **kw)
+        assert_frame_equal(a.summary, b.summary)
+        assert_frame_equal(a.by_size, b.by_size)
+        assert a.notes == b.notes
+    a, b = failure_rate_series(again, min_gpus=8), failure_rate_series(serial, min_gpus=8)
+    assert_frame_equal(a.series, b.series)
+    assert (a.notes, a.observation_end) == (b.notes, b.observation_end)
+    none = pl.col("job_id") == "none such"
+    a, b = fit_mttf(again.filter(none)), fit_mttf(serial.filter(none))
+    assert_frame_equal(a.summary, b.summary)
+    assert (a.notes, a.observation_end) == (b.notes, None)
 
     (folder / "attributed-00007.parquet").write_bytes(b"an earlier run's part")
     mine = ["attributed-serial.parquet", "attributed-2025-01.parquet", "notes.txt"]

@@ -806,7 +806,7 @@ def as_utc(t: datetime, name: str = "time") -> datetime:
 
 
 def resolve_observation_end(
-    source: Any, frame: pl.DataFrame, observation_end: datetime | None
+    source: Any, frame: pl.DataFrame | pl.LazyFrame, observation_end: datetime | None
 ) -> tuple[datetime | None, str | None]:
     """Work out the observation end to censor at, and a note on where it came from.
 
@@ -814,8 +814,9 @@ def resolve_observation_end(
     ----------
     source : object
         A Dataset or a frame (what the caller was given).
-    frame : polars.DataFrame
-        The attempts (``submit_time``, ``start_time``, ``end_time``).
+    frame : polars.DataFrame or polars.LazyFrame
+        The attempts (``submit_time``, ``start_time``, ``end_time``); a LazyFrame is read for
+        the latest time only (streaming).
     observation_end : datetime or None
         The caller's observation end [UTC, aware].
 
@@ -833,10 +834,14 @@ def resolve_observation_end(
     )
     if isinstance(ds_end, datetime):
         return as_utc(ds_end, "the Dataset's observation end"), None
-    cols = [c for c in ("submit_time", "start_time", "end_time") if c in frame.columns]
-    if not cols or frame.height == 0:
+    names = frame.collect_schema().names() if isinstance(frame, pl.LazyFrame) else frame.columns
+    cols = [c for c in ("submit_time", "start_time", "end_time") if c in names]
+    if not cols:
         return None, None
-    latest = frame.select(pl.max_horizontal([pl.col(c).max() for c in cols])).item()
+    latest = frame.select(pl.max_horizontal([pl.col(c).max() for c in cols]))
+    if isinstance(latest, pl.LazyFrame):
+        latest = latest.collect(engine="streaming")
+    latest = latest.item()  # (None for no rows)
     if latest is None:
         return None, None
     return latest, Hinted(
@@ -868,19 +873,35 @@ def clip_attempts(
         ``open`` (no end, or an end after the observation end: censored, not failed); and the
         number of open attempts.
     """
+    f = clip_lazy(frame.lazy(), observation_end).collect()
+    return f, int(f.get_column("open").sum())
+
+
+def clip_lazy(frame: pl.LazyFrame, observation_end: datetime | None) -> pl.LazyFrame:
+    """:func:`clip_attempts`' rows and columns as a query (for a caller that adds to it).
+
+    Parameters
+    ----------
+    frame : polars.LazyFrame
+        Attempts with ``start_time`` and ``end_time``.
+    observation_end : datetime or None
+        The observation end [UTC]; None: only ended attempts are kept.
+
+    Returns
+    -------
+    polars.LazyFrame
+        The started attempts with ``stop`` and ``open`` (see :func:`clip_attempts`).
+    """
     f = frame.filter(pl.col("start_time").is_not_null())
     if observation_end is None:
-        out = f.filter(pl.col("end_time").is_not_null()).with_columns(
+        return f.filter(pl.col("end_time").is_not_null()).with_columns(
             stop=pl.col("end_time"), open=pl.lit(False)
         )
-        return out, 0
     end = pl.lit(observation_end).cast(pl.Datetime("us", "UTC"))
-    f = f.filter(pl.col("start_time") < end)
-    f = f.with_columns(
+    return f.filter(pl.col("start_time") < end).with_columns(
         open=pl.col("end_time").is_null() | (pl.col("end_time") > end),
         stop=pl.min_horizontal(pl.col("end_time").fill_null(end), end),
     )
-    return f, int(f.get_column("open").sum())
 
 
 def period_counts(

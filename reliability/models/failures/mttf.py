@@ -32,7 +32,7 @@ from reliability.attribution import attribute_failures
 from reliability.errors import Hint, Hinted
 from reliability.models.failures.counts import (
     RateEstimate,
-    clip_attempts,
+    clip_lazy,
     estimate_rate,
     period_counts,
     poisson_ci,
@@ -523,9 +523,18 @@ def attributed_jobs(
     if isinstance(source, pl.LazyFrame):
         names = source.collect_schema().names()
         if "failure_domain" in names:
-            want = None if columns is None else {*columns, *_TIMES}
-            keep = [c for c in names if want is None or c in want]
-            source = source.select(keep).collect(engine="streaming")
+            # the observation end by a streaming max over every attempt's times, then only the
+            # columns the caller reads, their few-valued strings as categoricals (a fleet's 50M
+            # attempts: 4 bytes a value, not a string each)
+            end, note = resolve_observation_end(source, source, observation_end)
+            keep = [c for c in names if columns is None or c in columns]
+            few = [c for c in _FEW_VALUES if c in keep and columns is not None]
+            jobs = (
+                source.select(keep)
+                .with_columns(pl.col(c).cast(pl.Categorical) for c in few)
+                .collect(engine="streaming")
+            )
+            return jobs, end, [note] if note else []
     jobs = source if isinstance(source, pl.DataFrame) else attribute_failures(source)
     if "failure_domain" not in jobs.columns:
         jobs = attribute_failures(jobs, health_events=None, node_states=None)
@@ -533,11 +542,16 @@ def attributed_jobs(
     return jobs, end, [note] if note else []
 
 
-#: the attempts' times :func:`attributed_jobs` takes the observation end from
-_TIMES = ("submit_time", "start_time", "end_time")
+#: the columns of :func:`exposure_frame` that :func:`fit_mttf` reads
+_FIT_COLUMNS = ("start_time", "stop", "n_nodes", "n_accelerators", "hours", "failed", "open", "bucket")
+
+#: string columns of few values, read as categoricals from an attributed LazyFrame when the
+#: caller names its columns (:func:`attributed_jobs`: the rates compare them, never show them)
+_FEW_VALUES = ("cluster", "failure_domain")
 
 
-#: the attempts' columns the rates read (:func:`fit_mttf`; :func:`exposure_frame` keeps them)
+#: the attempts' columns the rates read (:func:`fit_mttf`,
+#: :func:`~reliability.models.failures.failure_rate_series`; :func:`exposure_frame` keeps them)
 EXPOSURE_COLUMNS = (
     "cluster",
     "start_time",
@@ -548,8 +562,8 @@ EXPOSURE_COLUMNS = (
 )
 
 
-#: the columns of an attributed frame the rates read (:func:`fit_mttf`,
-#: :func:`~reliability.models.failures.failure_rate_series`)
+#: the columns :func:`exposure_frame` keeps: the rates' and the failures' cause (the fleet
+#: comparison counts failures by component)
 RATE_COLUMNS = (*EXPOSURE_COLUMNS, "failure_cause")
 
 
@@ -575,13 +589,19 @@ def exposure_frame(
     # only the columns the rates read (the filters copy every column they carry: the host
     # lists alone are GiBs at millions of attempts)
     jobs = jobs.select(c for c in RATE_COLUMNS if c in jobs.columns)
-    a, n_open = clip_attempts(jobs, observation_end)
-    a = a.with_columns(
-        hours=(pl.col("stop") - pl.col("start_time")).dt.total_microseconds() / 1e6 / 3600.0,
-        failed=pl.col("failure_domain").is_in(HARDWARE) & ~pl.col("open"),
-        n_nodes=pl.col("n_nodes").fill_null(1),
-    ).filter(pl.col("hours") >= 0)
-    return a.with_columns(bucket=size_bucket(pl.col("n_accelerators"))), n_open
+    # one query, one copy (a fleet's 50M attempts: each eager step copied every column)
+    a = (
+        clip_lazy(jobs.lazy(), observation_end)
+        .with_columns(
+            hours=(pl.col("stop") - pl.col("start_time")).dt.total_microseconds() / 1e6 / 3600.0,
+            failed=pl.col("failure_domain").is_in(HARDWARE) & ~pl.col("open"),
+            n_nodes=pl.col("n_nodes").fill_null(1),
+        )
+        .filter(pl.col("hours") >= 0)  # (an open attempt started before the end: never left out)
+        .with_columns(bucket=size_bucket(pl.col("n_accelerators")))
+        .collect()
+    )
+    return a, int(a.get_column("open").sum())
 
 
 def fit_mttf(
@@ -637,6 +657,8 @@ def fit_mttf(
         if end is not None:
             jobs = jobs.filter(stop < end)
     exp, n_open = exposure_frame(jobs, obs_end)
+    del jobs  # (only what the fits below read is kept: a fleet's 50M attempts are GiBs)
+    exp = exp.select(_FIT_COLUMNS)
     if n_open:
         notes.append(
             f"{n_open:,} attempts still running at the observation end are censored there (exposure counted, no failure)"
@@ -666,9 +688,9 @@ def fit_mttf(
     )
     recent = recent_rate(big, obs_end, alpha)
     notes += rate.notes
-    gpu = exp.filter(pl.col("bucket") != CPU_ONLY_BUCKET)
-    by = _by_size(gpu, rate, gpus_per_node, alpha)
-    cpu = _by_size(exp.filter(pl.col("bucket") == CPU_ONLY_BUCKET), None, gpus_per_node, alpha)
+    cpu_only = pl.col("bucket") == CPU_ONLY_BUCKET
+    by = _by_size(exp, ~cpu_only, rate, gpus_per_node, alpha)
+    cpu = _by_size(exp, cpu_only, None, gpus_per_node, alpha)
     if cpu.height:
         cpu = cpu.with_columns(bucket=pl.lit("CPU-only"))
         notes.append(
@@ -703,7 +725,7 @@ def fit_mttf(
         glm_slope_=slope,
         glm_slope_ci_=slope_ci,
         glm_p_slope_is_1_=p1,
-        survival=_survival(gpu, alpha),
+        survival=_survival(exp, alpha),  # (its size classes are of 1 GPU and more)
         observation_end=obs_end,
         min_gpus=min_gpus,
         gpus_per_node=gpus_per_node,
@@ -717,7 +739,7 @@ def fit_mttf(
         [_bucket_name(int(b)) for b in d.get_column("bucket")] if d.height else [],
         g,
         model_mttf=m.mttf_at if m.estimable_ else None,
-        largest_gpus=int(gpu.get_column("n_accelerators").max() or 0) if gpu.height else 0,
+        largest_gpus=int(exp.get_column("n_accelerators").max() or 0),
         gpus_per_node=gpus_per_node,
         dispersion=rate.dispersion,
         dispersion_periods=rate.periods,
@@ -763,10 +785,19 @@ def recent_rate(
 
 
 def _by_size(
-    exp: pl.DataFrame, rate: RateEstimate | None, gpus_per_node: int, alpha: float
+    exp: pl.DataFrame,
+    rows: pl.Expr,
+    rate: RateEstimate | None,
+    gpus_per_node: int,
+    alpha: float,
 ) -> pl.DataFrame:
+    """Failures, job and node hours and MTTF per size bucket of the attempts ``rows`` selects."""
     by = (
-        exp.group_by("bucket")
+        # (the four columns read copied out, not the attempts: most of a fleet's are GPU jobs;
+        # eager: a lazy filter and group-by add the hours in the order its threads end)
+        exp.select("bucket", "failed", "hours", "n_nodes")
+        .filter(rows)
+        .group_by("bucket")
         .agg(
             attempts=pl.len(),
             failures=pl.col("failed").sum().cast(pl.Int64),

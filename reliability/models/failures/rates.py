@@ -33,7 +33,7 @@ from reliability.models.failures.counts import (
     trend_of,
 )
 from reliability.models.failures.mttf import (
-    RATE_COLUMNS,
+    EXPOSURE_COLUMNS,
     attributed_jobs,
     exposure_frame,
     recent_rate,
@@ -168,9 +168,11 @@ def failure_rate_series(
     RateSeries
         The weekly series of r_f, the whole window's and the recent rate, and the trend test.
     """
-    jobs, obs_end, notes = attributed_jobs(attributed, observation_end, RATE_COLUMNS)
+    jobs, obs_end, notes = attributed_jobs(attributed, observation_end, EXPOSURE_COLUMNS)
     exp, n_open = exposure_frame(jobs, obs_end)
+    del jobs  # (a fleet's 50M attempts are GiBs: only the large jobs' are kept)
     big = exp.filter(pl.col("n_accelerators") >= max(min_gpus, 1))  # GPU jobs: CPU-only apart
+    del exp
     if n_open:
         notes.append(f"{n_open:,} attempts still running at the observation end are censored there")
     per = period_counts(big, every=every).rename({"period": "week", "exposure": "node_days"})

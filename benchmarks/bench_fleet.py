@@ -19,7 +19,8 @@ run's wall time and peak RSS. The machine may be shared: compare within one run.
 With ``--parts N``, a fleet larger than memory: ``parts-N`` runs
 :func:`reliability.analyses.write_attributed_by_cluster` on N Dask workers (each task writes
 its cluster's part; the caller holds paths), then ``fit_mttf`` and ``failure_rate_series`` on
-the scan of the parts; ``--parts-serial`` adds ``parts-serial``, the same tasks one after the
+the scan of the parts (``--reuse-parts``: only the rates, on the parts of the last run);
+``--parts-serial`` adds ``parts-serial``, the same tasks one after the
 other in one process (the baseline of the speed-up). It is checked against ``one``, a Dataset of cluster ``c0`` alone
 attributed serially: every part equals that frame (cluster relabelled, rows by the jobs key),
 and the fleet's failures and node-days are ``--clusters`` times the cluster's. ``--no-serial``
@@ -85,6 +86,10 @@ if mode == "one":
     source = attribute_failures(ds)
     source.write_parquet(out)
     rows = source.height
+elif mode == "rates":  # the parts an earlier run wrote (--reuse-parts)
+    from pathlib import Path
+    source = pl.scan_parquet(sorted(Path(out).glob("attributed-*.parquet")))
+    rows = source.select(pl.len()).collect().item()
 else:
     from reliability.analyses import write_attributed_by_cluster
     from reliability.parallel import Executor
@@ -165,6 +170,8 @@ def main() -> None:
     ap.add_argument("--no-serial", action="store_true", help="skip the whole-fleet serial run")
     ap.add_argument("--parts-serial", action="store_true",
                     help="with --parts: also write the parts one cluster after the other here")  # fmt: skip
+    ap.add_argument("--reuse-parts", action="store_true",
+                    help="with --parts: fit the rates on the parts of the work folder's last run")  # fmt: skip
     ap.add_argument("--reuse-serial", action="store_true",
                     help="take the serial frame and figures from the work folder's last run")  # fmt: skip
     args = ap.parse_args()
@@ -222,7 +229,8 @@ def parts(work: Path, ds_path: Path, args: argparse.Namespace) -> None:
     runs = {"one": _child(PARTS, "one", one_path, ref_out)}
     if args.parts_serial:  # the same tasks one after the other in this process: the baseline
         runs["parts-serial"] = _child(PARTS, "parts-serial", ds_path, work / "parts_serial")
-    runs[f"parts-{args.parts}"] = _child(PARTS, f"parts-{args.parts}", ds_path, folder)
+    mode = "rates" if args.reuse_parts and folder.is_dir() else f"parts-{args.parts}"
+    runs[f"parts-{args.parts}"] = _child(PARTS, mode, ds_path, folder)
     for mode, r in runs.items():
         print(f"  {mode:8s} attribution {r['secs']:7.1f} s (caller peak {r['attr_mib']:,.0f} MiB), "
               f"rates {r['model_secs']:6.1f} s; {r['rows']:,} attempts; peak RSS: caller "

@@ -3,12 +3,17 @@ against the serial run on the same Dataset: equal rows, order and values."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import polars as pl
 import pytest
 from generators import generate_b
 from polars.testing import assert_frame_equal
 
 from reliability import Dataset
+from reliability._atomic import HOST_TAG
 from reliability.analyses import attribute, attribute_by_cluster, write_attributed_by_cluster
 from reliability.attribution import attribute_failures
 from reliability.parallel import Executor
@@ -263,8 +268,15 @@ def test_written_parts_equal_the_serial_run(three_clusters, tmp_path, monkeypatc
     assert (a.notes, a.observation_end) == (b.notes, None)
 
     (folder / "attributed-00007.parquet").write_bytes(b"an earlier run's part")
-    mine = ["attributed-serial.parquet", "attributed-2025-01.parquet", "notes.txt"]
-    for name in mine:  # the user's own files, whatever their names
+    # a part's temporary file left by a writer that was killed (its pid gone), one of a live
+    # writer (this process), and the user's own files, whatever their names
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    (folder / f".attributed-00001.parquet.{HOST_TAG}-{dead}.x7k2q9.tmp").write_bytes(b"half")
+    live = f".attributed-00002.parquet.{HOST_TAG}-{os.getpid()}.a1b2c3.tmp"
+    mine = ["attributed-serial.parquet", "attributed-2025-01.parquet", "notes.txt", live]
+    mine += [f".attributed-serial.parquet.{HOST_TAG}-{dead}.x7k2q9.tmp"]
+    for name in mine:
         (folder / name).write_bytes(b"kept")
     one = Dataset(tmp_path / "one")
     generate_b(tmp_path / "raw", seed=5, n_nodes=8, days=3).ingest(one)

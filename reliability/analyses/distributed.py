@@ -19,6 +19,7 @@ the models read column by column (:func:`reliability.models.failures.fit_mttf` t
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,7 @@ import polars as pl
 
 from reliability._atomic import write_parquet_atomic
 from reliability.attribution import _SNAPSHOT_KINDS, attribute_failures
+from reliability.store.lock import crash_leftover
 
 if TYPE_CHECKING:
     from reliability.parallel import Executor
@@ -38,6 +40,8 @@ _ORDER = "__order"
 #: the name of cluster ``i``'s part in :func:`write_attributed_by_cluster`'s folder
 _PART = "attributed-{:05d}.parquet"
 _PART_NAME = re.compile(r"attributed-[0-9]{5}\.parquet")
+#: a part's temporary file (:mod:`reliability._atomic`: ``.<part>.<host>-<pid>.<random>.tmp``)
+_TEMP_NAME = re.compile(r"\.attributed-[0-9]{5}\.parquet\..+\.tmp")
 
 
 def _attribute_cluster(
@@ -179,9 +183,13 @@ def write_attributed_by_cluster(
         write_parquet_atomic(attribute_failures(dataset, **options), folder / _PART.format(0))
         n, merged = 1, True
     keep = {_PART.format(i) for i in range(n)}
-    for stale in folder.iterdir():  # an earlier run's parts (it had more clusters)
-        if _PART_NAME.fullmatch(stale.name) and stale.name not in keep:
-            stale.unlink()
+    now = time.time()
+    for stale in folder.iterdir():
+        if _PART_NAME.fullmatch(stale.name):  # an earlier run's parts (it had more clusters)
+            if stale.name not in keep:
+                stale.unlink()
+        elif _TEMP_NAME.fullmatch(stale.name) and crash_leftover(stale, now):
+            stale.unlink(missing_ok=True)  # (a part's temporary file: its writer was killed)
     scan = pl.scan_parquet([folder / _PART.format(i) for i in range(n)])
     return scan if merged else scan.sort(_ORDER).drop(_ORDER)
 

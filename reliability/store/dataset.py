@@ -34,7 +34,6 @@ from typing import Any
 import polars as pl
 
 from reliability import schema
-from reliability._atomic import HOST_TAG, temp_owner
 from reliability._result import Result
 from reliability.errors import (
     DatasetDamagedError,
@@ -55,7 +54,7 @@ from reliability.store.inputs import (
     sources,
 )
 from reliability.store.integrity import RepairReport, VerifyReport
-from reliability.store.lock import DatasetLock, pid_alive
+from reliability.store.lock import TEMP_MAX_AGE_S, DatasetLock, crash_leftover
 from reliability.store.manifest import (
     empty_manifest,
     load_manifest,
@@ -81,7 +80,7 @@ __all__ = ["STDIN", "Dataset", "IngestOutcome"]
 #: inputs per manifest write when many files are ingested in one call
 MANIFEST_BATCH = 200
 #: temp files older than this are crash leftovers whoever wrote them [s]
-_TEMP_MAX_AGE_S = 86400.0
+_TEMP_MAX_AGE_S = TEMP_MAX_AGE_S
 
 
 #: column naming the part file of a row, in a scan of several parts
@@ -298,13 +297,8 @@ class Dataset:
             if not d.is_dir():
                 continue
             for f in d.iterdir():
-                owner = temp_owner(f.name)
-                if owner is None:
-                    continue
-                with contextlib.suppress(FileNotFoundError):
-                    old = now - f.stat().st_mtime > _TEMP_MAX_AGE_S
-                    mine = owner[0] == HOST_TAG
-                    if old or (mine and owner[1] != os.getpid() and not pid_alive(owner[1])):
+                if crash_leftover(f, now, _TEMP_MAX_AGE_S):
+                    with contextlib.suppress(FileNotFoundError):
                         f.unlink()
         return integrity.remove_orphans(self.path, manifest, call)
 

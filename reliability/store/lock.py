@@ -39,9 +39,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from reliability._atomic import HOST_TAG, temp_owner
 from reliability.errors import DatasetLockedError, Hint, Hinted, Placeholder
 
-__all__ = ["DatasetLock", "LockInfo", "pid_alive"]
+__all__ = ["DatasetLock", "LockInfo", "crash_leftover", "pid_alive"]
+
+#: a temporary file older than this is a leftover whoever wrote it (a writer on another host)
+TEMP_MAX_AGE_S = 86400.0
 
 LOCK_NAME = ".lock"
 
@@ -68,6 +72,36 @@ def pid_alive(pid: int) -> bool:
     except PermissionError:  # exists, owned by someone else
         return True
     return True
+
+
+def crash_leftover(path: Path, now: float, max_age_s: float = TEMP_MAX_AGE_S) -> bool:
+    """Tell whether a temporary file of :mod:`reliability._atomic` was left by a dead writer.
+
+    Parameters
+    ----------
+    path : Path
+        A file; one not named as that module names its temporary files is never a leftover.
+    now : float
+        The current time [s since the epoch].
+    max_age_s : float
+        Older than this [s], a temporary file is a leftover whoever wrote it (its writer may be
+        on another host, where its pid cannot be checked).
+
+    Returns
+    -------
+    bool
+        True when the file is older than ``max_age_s``, or was written on this host by another
+        process that no longer exists.
+    """
+    owner = temp_owner(path.name)
+    if owner is None:
+        return False
+    try:
+        old = now - path.stat().st_mtime > max_age_s
+    except FileNotFoundError:
+        return False
+    mine = owner[0] == HOST_TAG
+    return old or (mine and owner[1] != os.getpid() and not pid_alive(owner[1]))
 
 
 @dataclass(frozen=True)

@@ -543,7 +543,16 @@ def attributed_jobs(
 
 
 #: the columns of :func:`exposure_frame` that :func:`fit_mttf` reads
-_FIT_COLUMNS = ("start_time", "stop", "n_nodes", "n_accelerators", "hours", "failed", "open", "bucket")
+_FIT_COLUMNS = (
+    "start_time",
+    "stop",
+    "n_nodes",
+    "n_accelerators",
+    "hours",
+    "failed",
+    "open",
+    "bucket",
+)
 
 #: string columns of few values, read as categoricals from an attributed LazyFrame when the
 #: caller names its columns (:func:`attributed_jobs`: the rates compare them, never show them)

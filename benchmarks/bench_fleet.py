@@ -86,7 +86,8 @@ if mode == "one":
     source = attribute_failures(ds)
     source.write_parquet(out)
     rows = source.height
-elif mode == "rates":  # the parts an earlier run wrote (--reuse-parts)
+elif mode == "rates":  # the parts an earlier run wrote (--reuse-parts; a fleet: merged,
+    # so the parts carry no __order to sort by); "attribution" is then the row count only
     from pathlib import Path
     source = pl.scan_parquet(sorted(Path(out).glob("attributed-*.parquet")))
     rows = source.select(pl.len()).collect().item()
@@ -175,6 +176,8 @@ def main() -> None:
     ap.add_argument("--reuse-serial", action="store_true",
                     help="take the serial frame and figures from the work folder's last run")  # fmt: skip
     args = ap.parse_args()
+    if args.reuse_parts and not args.parts:
+        ap.error("--reuse-parts needs --parts N (the folder parts_N of the last run)")
     work = args.work or Path(tempfile.mkdtemp(prefix="bench_fleet_"))
     work.mkdir(parents=True, exist_ok=True)
     print(f"work folder {work}")
@@ -229,7 +232,9 @@ def parts(work: Path, ds_path: Path, args: argparse.Namespace) -> None:
     runs = {"one": _child(PARTS, "one", one_path, ref_out)}
     if args.parts_serial:  # the same tasks one after the other in this process: the baseline
         runs["parts-serial"] = _child(PARTS, "parts-serial", ds_path, work / "parts_serial")
-    mode = "rates" if args.reuse_parts and folder.is_dir() else f"parts-{args.parts}"
+    if args.reuse_parts and not any(folder.glob("attributed-*.parquet")):
+        raise SystemExit(f"--reuse-parts: no parts in {folder} (run --parts {args.parts} first)")
+    mode = "rates" if args.reuse_parts else f"parts-{args.parts}"
     runs[f"parts-{args.parts}"] = _child(PARTS, mode, ds_path, folder)
     for mode, r in runs.items():
         print(f"  {mode:8s} attribution {r['secs']:7.1f} s (caller peak {r['attr_mib']:,.0f} MiB), "

@@ -361,7 +361,7 @@ def _reference(jobs, he, ns, before_min=10.0, after_min=5.0, slack_s=5.0, codes=
                         "unknown": "unknown",
                     }.get(comp, "hardware")
                     cands.append((0, abs(e["time"] - end), e["node"], comp == "unknown", comp, dom))
-            # a hardware warning in the 5 minutes before the end (to the clock slack after)
+            # a hardware warning in the 3 minutes before the end (to the clock slack after)
             warn_lo = (
                 end - timedelta(minutes=3)
                 if start is None

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import polars as pl
+import pytest
 from generators import generate_b
 from polars.testing import assert_frame_equal
 
@@ -41,11 +42,12 @@ ds.ingest("events", [spec["events"]], tz=spec["tz"], observed_at=end)
 ds.ingest("kernel", spec["kernel"], cluster=spec["cluster"], tz=spec["kernel_tz"],
           year=spec["year"], observed_at=end)
 jobs = attribute_failures(ds)
+mttf = fit_mttf(jobs, min_gpus=8)
 frames = {
     "threads": pl.DataFrame({"n": [pl.thread_pool_size()]}),
     "attributed": jobs,
-    "mttf": fit_mttf(jobs, min_gpus=8).summary,
-    "mttf_by_size": fit_mttf(jobs, min_gpus=8).by_size,
+    "mttf": mttf.summary,
+    "mttf_by_size": mttf.by_size,
     "rates": failure_rate_series(jobs, min_gpus=8).series,
     "ettr": job_run_ettr(jobs, 1.0).summary,
     "workload": workload_summary(jobs).summary,
@@ -71,6 +73,7 @@ def _run(spec: dict, out: Path, threads: int) -> dict[str, pl.DataFrame]:
     return {p.stem: pl.read_parquet(p) for p in sorted(out.glob("*.parquet"))}
 
 
+@pytest.mark.slow
 def test_results_are_the_same_on_one_thread_and_on_four(tmp_path):
     h = generate_b(tmp_path / "raw", seed=3, n_nodes=256, days=21)
     spec = {

@@ -140,8 +140,10 @@ def write_attributed_by_cluster(
     holds more than a path per cluster (a Dataset of one cluster is one task too). Collected,
     the result equals ``attribute_failures(dataset, **options)`` (Kokolis et al. HPCA'25 §III):
     same rows, same order, same values. Reruns overwrite the parts (a scan taken before a rerun
-    is not to be read after it); parts of an earlier run beyond this run's clusters are removed
-    (files of exactly that name pattern only). When the jobs table is a single part (one
+    is not to be read after it); parts of an earlier run beyond this run's clusters are removed,
+    and so are a part's temporary files left by a killed writer (older than a day, or whose
+    writer's pid is gone on this host): files of exactly those name patterns only, no other
+    file of the folder is touched. When the jobs table is a single part (one
     export), the parts carry its row number, ``__order``, which the scan sorts by and drops.
 
     Parameters

@@ -748,7 +748,7 @@ def fit_mttf(
         [_bucket_name(int(b)) for b in d.get_column("bucket")] if d.height else [],
         g,
         model_mttf=m.mttf_at if m.estimable_ else None,
-        largest_gpus=int(exp.get_column("n_accelerators").max() or 0),
+        largest_gpus=max(int(exp.get_column("n_accelerators").max() or 0), 0),
         gpus_per_node=gpus_per_node,
         dispersion=rate.dispersion,
         dispersion_periods=rate.periods,

@@ -475,3 +475,47 @@ def test_run1_final_and_inflight_in_one_file_read_as_the_final_export(shared, tm
         if first is texts[0]:  # the final records come first: the same line numbers
             resized = [n for n in r.notes if "RESIZING" in n]
             assert resized == [n for n in alone.notes if "RESIZING" in n] != []
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_merge_jobs_equals_merge_rows_then_renumber(seed):
+    """merge_jobs (the wide columns moved once) gives, row for row, what the two sorts of
+    merge_rows then renumber_attempts give (the reference), on overlapping inputs with
+    repeated keys, ties in every rank, running and pending rows and nulls."""
+    from reliability import schema
+    from reliability.store.merge import INPUT, merge_jobs, merge_rows, renumber_attempts
+
+    rng = np.random.default_rng(seed)
+    n = 400
+    t0 = datetime(2026, 3, 1, tzinfo=UTC)
+
+    def times(p_null: float) -> list[datetime | None]:
+        return [None if rng.random() < p_null else t0 + timedelta(minutes=int(m))
+                for m in rng.integers(0, 40, n)]  # fmt: skip
+
+    states = ["COMPLETED", "FAILED", "RUNNING", "PENDING", "REQUEUED", "NODE_FAIL"]
+    rows = {
+        "cluster": rng.choice(["a", "b"], n).tolist(),
+        "job_id": [str(j) for j in rng.integers(1, 12, n)],
+        "attempt": rng.integers(0, 3, n).tolist(),
+        "submit_time": times(0.05),
+        "start_time": times(0.3),
+        "end_time": times(0.4),
+        "state": rng.choice(states, n).tolist(),
+        "nodes": [[f"n{k}" for k in range(int(w))] for w in rng.integers(0, 4, n)],
+        "name": [f"row{i}" for i in range(n)],  # (tells every row apart)
+        INPUT: rng.integers(0, 4, n).tolist(),
+    }
+    spec = schema.TABLES["jobs"].schema
+    lf = (
+        pl.DataFrame(rows)
+        .with_columns(
+            pl.col("state").cast(spec["state"]),
+            pl.col("attempt").cast(spec["attempt"]),
+            pl.col(INPUT).cast(pl.UInt32),
+        )
+        .lazy()
+    )
+    want = renumber_attempts(merge_rows(lf, "jobs")).collect()
+    assert 0 < want.height < n  # (keys repeat: rows merged)
+    assert_frame_equal(merge_jobs(lf).collect(), want)

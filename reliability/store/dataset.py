@@ -694,6 +694,8 @@ class Dataset:
                 return_dtype=pl.Boolean,
             ).alias(merge.HISTORY),
         ).drop(_PATH)
+        if table == "jobs":  # (merged and renumbered, the host lists moved once)
+            return merge.merge_jobs(lf).select(list(spec.schema))
         lf = merge.merge_rows(lf, table)
         if table == "node_states":
             if sum(kind in merge.SNAPSHOT_KINDS for _, kind, _ in found) > 1:
@@ -704,8 +706,6 @@ class Dataset:
             views = [i for i, kind, _ in found if kind in merge.NODE_STATE_KINDS]
             if len(views) > 1:
                 lf = merge.reconcile_reason_events(lf, views)
-        elif table == "jobs":
-            lf = merge.renumber_attempts(lf)
         return lf.select(list(spec.schema))
 
     def clusters(self, table: str = "jobs") -> list[str]:

@@ -54,7 +54,7 @@ from reliability.store.inputs import (
     sources,
 )
 from reliability.store.integrity import RepairReport, VerifyReport
-from reliability.store.lock import TEMP_MAX_AGE_S, DatasetLock, crash_leftover
+from reliability.store.lock import DatasetLock, crash_leftover
 from reliability.store.manifest import (
     empty_manifest,
     load_manifest,
@@ -79,9 +79,6 @@ __all__ = ["STDIN", "Dataset", "IngestOutcome"]
 
 #: inputs per manifest write when many files are ingested in one call
 MANIFEST_BATCH = 200
-#: temp files older than this are crash leftovers whoever wrote them [s]
-_TEMP_MAX_AGE_S = TEMP_MAX_AGE_S
-
 
 #: column naming the part file of a row, in a scan of several parts
 _PATH = "__part_file"
@@ -297,7 +294,7 @@ class Dataset:
             if not d.is_dir():
                 continue
             for f in d.iterdir():
-                if crash_leftover(f, now, _TEMP_MAX_AGE_S):
+                if crash_leftover(f, now):  # (older than a day, or its writer gone)
                     with contextlib.suppress(FileNotFoundError):
                         f.unlink()
         return integrity.remove_orphans(self.path, manifest, call)

@@ -113,6 +113,43 @@ print(json.dumps({"secs": secs, "rows": rows, "model_secs": time.perf_counter() 
                   "weeks_node_days": float(r.series["node_days"].sum())}))
 """
 
+DOWN = r"""
+import json, resource, sys, time
+sys.path[:0] = [sys.argv[1]]
+import polars as pl
+from pathlib import Path
+from reliability import Dataset
+from reliability.analyses import ettr_by_cluster, features_by_cluster
+from reliability.models.nodes import node_health
+from reliability.parallel import Executor
+mode, ds_path, parts = sys.argv[2], sys.argv[3], Path(sys.argv[4])
+out = parts.parent / f"down_{mode}"
+ds = Dataset(ds_path)
+how = mode.split("-")[1]
+secs = {}
+with Executor("serial") if how == "serial" else Executor("dask", workers=int(how)) as ex:
+    t = time.perf_counter()
+    e = ettr_by_cluster(ds, ex, parts, out / "runs")
+    s = e.summary  # (aggregated over the runs' parts, here)
+    secs["ettr"] = time.perf_counter() - t
+    t = time.perf_counter()
+    f = features_by_cluster(ds, ex, parts, out / "features")
+    rows = f.select(pl.len()).collect().item()
+    secs["features"] = time.perf_counter() - t
+h = None
+if how == "serial":  # (on the streaming engine here, not on the executor: once)
+    t = time.perf_counter()
+    scan = pl.scan_parquet(sorted(parts.glob("attributed-*.parquet")))
+    h = node_health(ds, attributed=scan, jobs=scan)
+    secs["health"] = time.perf_counter() - t
+print(json.dumps({"secs": secs, "self_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "child_mib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+                  "runs": s["runs"].item(), "ettr_by_run": s["ettr_by_run"].item(),
+                  "feature_rows": rows, "notes": e.notes,
+                  **({} if h is None else {"nodes": h.n_nodes, "offenders": h.offenders.height,
+                                          "availability": h.fleet_availability})}))
+"""
+
 
 def _relabel(src: Path, dst: Path, cluster: str, column: int) -> None:
     """Copy a ``|``-separated file with field ``column`` of every data line set to ``cluster``."""
@@ -175,7 +212,13 @@ def main() -> None:
                     help="with --parts: fit the rates on the parts of the work folder's last run")  # fmt: skip
     ap.add_argument("--reuse-serial", action="store_true",
                     help="take the serial frame and figures from the work folder's last run")  # fmt: skip
+    ap.add_argument("--downstream", action="store_true",
+                    help="with --parts: then run ETTR, lemon features and node health on the parts")  # fmt: skip
+    ap.add_argument("--downstream-only", action="store_true",
+                    help="with --downstream: on the parts of the last run, nothing before")  # fmt: skip
     args = ap.parse_args()
+    if args.downstream and not args.parts:
+        ap.error("--downstream needs --parts N (the parts it reads, and its Dask workers)")
     if args.reuse_parts and not args.parts:
         ap.error("--reuse-parts needs --parts N (the folder parts_N of the last run)")
     work = args.work or Path(tempfile.mkdtemp(prefix="bench_fleet_"))
@@ -183,8 +226,10 @@ def main() -> None:
     print(f"work folder {work}")
     ds_path = build(work, args.clusters, args.attempts, args.seed)
     runs: dict[str, dict] = {}
-    if args.parts:
+    if args.parts and not args.downstream_only:
         parts(work, ds_path, args)
+    if args.downstream:
+        downstream(work, ds_path, args)
     if args.no_serial:
         return
     for mode in ["serial", *(f"dask-{w}" for w in args.workers)]:
@@ -266,6 +311,54 @@ def parts(work: Path, ds_path: Path, args: argparse.Namespace) -> None:
     assert sorted(seen) == sorted(f"c{i}" for i in range(k)), seen
     print(f"{k} parts equal cluster c0 attributed alone (relabelled), checked in "
           f"{time.perf_counter() - t:.0f} s; fleet failures and node-days = {k} x c0's")  # fmt: skip
+
+
+def downstream(work: Path, ds_path: Path, args: argparse.Namespace) -> None:
+    """ETTR and lemon features one cluster per task (serial, then on ``--parts`` Dask
+    workers) and node health on the streaming engine, from the parts; checked against each
+    other and against cluster c0 alone."""
+    import polars as pl
+    from polars.testing import assert_frame_equal
+
+    from reliability import Dataset
+    from reliability.models.nodes import node_features, node_health
+    from reliability.models.recovery import job_run_ettr
+
+    folder = work / f"parts_{args.parts}"
+    runs = {}
+    for mode in ("down-serial", f"down-{args.parts}"):
+        r = runs[mode] = _child(DOWN, mode, ds_path, folder)
+        took = ", ".join(f"{k} {v:.1f} s" for k, v in r["secs"].items())
+        print(f"  {mode:11s} {took}; peak RSS: caller {r['self_mib']:,.0f} MiB, largest child "
+              f"{r['child_mib']:,.0f} MiB; {r['runs']:,} runs, ETTR {r['ettr_by_run']:.4f} by "
+              f"run, {r['feature_rows']:,} feature rows", flush=True)  # fmt: skip
+    a, b = (work / f"down_{m}" for m in runs)
+    for kind in ("runs", "features"):
+        for x in sorted((a / kind).glob("*.parquet")):
+            assert_frame_equal(pl.read_parquet(b / kind / x.name), pl.read_parquet(x))
+    k = args.clusters
+    ser = runs["down-serial"]
+    one_ds = Dataset(build(work, 1, args.attempts, args.seed))
+    end = Dataset(ds_path).observation_end
+    one = pl.read_parquet(work / "attributed_one.parquet")
+    want_runs = job_run_ettr(one, observation_end=end).runs
+    want_f = node_features(
+        {"jobs": one, "health_events": one_ds.health_events, "node_states": one_ds.node_states},
+        observation_end=end,
+    )
+    h1 = node_health(one_ds, attributed=one, jobs=one)
+    assert ser["runs"] == k * want_runs.height
+    assert ser["feature_rows"] == k * want_f.height
+    assert (ser["nodes"], ser["offenders"]) == (k * h1.n_nodes, k * h1.offenders.height)
+    names = sorted(f"c{i}" for i in range(k))  # (the parts' order: the clusters sorted)
+    for i in (0, k - 1):
+        name = names[i]
+        for kind, want in (("runs", want_runs), ("features", want_f)):
+            got = pl.read_parquet(a / kind / f"{kind}-{i:05d}.parquet")
+            assert_frame_equal(got, want.with_columns(pl.lit(name).alias("cluster")))
+    print(f"runs and features parts equal on both executors and, for {names[0]} and {names[-1]}, equal "
+          f"cluster c0's alone (relabelled); {k} x its runs, feature rows, nodes and offenders; "
+          f"speed-up x{sum(ser['secs'][s] for s in ('ettr', 'features')) / sum(runs[f'down-{args.parts}']['secs'].values()):.2f}")  # fmt: skip
 
 
 if __name__ == "__main__":

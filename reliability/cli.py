@@ -90,6 +90,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_plan(sub)
     _add_lemon(sub)
     _add_sweep_and_run(sub)
+    _add_fleet(sub)
     _add_availability(sub)
     _add_collect(sub)
     _add_compare(sub, an)
@@ -399,6 +400,77 @@ def _add_sweep_and_run(sub: Any) -> None:
         help="Dask scheduler address (tcp://host:8786, or 'local'): attribute one cluster per "
         "task there (default: the pipeline's [pipeline].scheduler, else in this process)",
     )
+
+
+def _add_fleet(sub: Any) -> None:
+    """Add the ``fleet`` command: a Dataset larger than memory, part by part."""
+    fl = sub.add_parser(
+        "fleet",
+        help="analyse a fleet of clusters part by part (larger than memory) and write its report",
+    )
+    fl.add_argument("dataset", type=Path)
+    fl.add_argument("--out", type=Path, required=True, help="output folder (report and parts)")
+    fl.add_argument(
+        "--scheduler",
+        help="Dask scheduler address (tcp://host:8786, or 'local' for workers on this machine): "
+        "one cluster per task there (default: in this process); the workers must see the "
+        "Dataset and --out at the same paths",
+    )
+    fl.add_argument(
+        "--workers", type=int, help="with --scheduler local: worker processes (default: CPUs)"
+    )
+    fl.add_argument(
+        "--analysis",
+        type=Path,
+        metavar="FILE",
+        help="a pipeline TOML whose [analysis] and [attribution.reasons] tables to use "
+        "(default: the defaults)",
+    )
+    fl.add_argument("--title", default="Fleet reliability")
+
+
+def _fleet(args: argparse.Namespace) -> int:
+    """Run ``reliability fleet``."""
+    import tomllib
+
+    from reliability.parallel import Executor
+    from reliability.pipeline.analysis import AnalysisConfig
+    from reliability.pipeline.fleet import run_fleet
+    from reliability.reasons import ReasonRules
+
+    if args.workers is not None and args.scheduler != "local":
+        raise ReliabilityError("--workers: only with --scheduler local (workers on this machine)")
+    if args.workers is not None and args.workers < 1:
+        raise ReliabilityError(f"--workers: expected an integer >= 1, got {args.workers}")
+    analysis, reasons = None, None
+    if args.analysis is not None:
+        try:
+            table = tomllib.loads(args.analysis.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+            raise ReliabilityError(f"--analysis {args.analysis}: {e}") from None
+        where = str(args.analysis)
+        analysis = AnalysisConfig.from_table(table.get("analysis", {}), where, args.analysis.parent)
+        rules = (table.get("attribution") or {}).get("reasons") or {}
+        reasons = ReasonRules.from_mapping(rules, f"{where}: [attribution.reasons]")
+    ds = _dataset(args.dataset)
+    if args.scheduler is None:
+        ex = Executor("serial")
+    elif args.scheduler == "local":
+        ex = Executor("dask", workers=args.workers)
+    else:
+        ex = Executor("dask", scheduler=args.scheduler)
+    with ex:
+        run = run_fleet(
+            ds,
+            args.out,
+            executor=ex,
+            analysis=analysis,
+            reasons=reasons,
+            title=args.title,
+            progress=lambda line: print(line, file=sys.stderr),
+        )
+    print(run)
+    return 0
 
 
 def _add_availability(sub: Any) -> None:
@@ -1548,6 +1620,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.command == "availability":
             return _availability(args)
+        if args.command == "fleet":
+            return _fleet(args)
         if args.command == "collect":
             from reliability.collect import collect_slurm
 

@@ -232,7 +232,9 @@ def test_written_parts_equal_the_serial_run(three_clusters, tmp_path, monkeypatc
     with Executor("dask", workers=2, processes=False, retries=0) as ex:
         got = write_attributed_by_cluster(ds, ex, folder, before_min=10, after_min=5)
         assert_frame_equal(got.collect(), serial)
-        parts = sorted(p.name for p in folder.iterdir())
+        parts = sorted(p.name for p in folder.glob("*.parquet"))
+        # the parts, and what they are of (the Dataset's parts, the clusters in their order)
+        assert sorted(p.name for p in folder.iterdir()) == [*parts, "attributed.json"]
         assert parts == [f"attributed-{i:05d}.parquet" for i in range(3)]
         for name, cluster in zip(parts, ("gull", "skua", "tern"), strict=True):  # (sorted)
             assert pl.read_parquet(folder / name).get_column("cluster").unique().to_list() == [
@@ -284,7 +286,9 @@ def test_written_parts_equal_the_serial_run(three_clusters, tmp_path, monkeypatc
     with Executor("serial") as ex:
         alone = write_attributed_by_cluster(one, ex, "parts")  # (relative to this folder)
     monkeypatch.chdir(tmp_path / "raw")
-    assert sorted(p.name for p in folder.iterdir()) == sorted(["attributed-00000.parquet", *mine])
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        ["attributed-00000.parquet", "attributed.json", *mine]
+    )
     assert_frame_equal(alone.collect(), attribute_failures(one))
 
 

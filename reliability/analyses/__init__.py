@@ -8,7 +8,9 @@ same numbers as the report: :func:`attribute` (how every attempt ended, the GPUs
 (TPU pods: rates, availability, recovery paths);
 :func:`attribute_by_cluster` attributes one cluster per task on Dask (equal to the serial run);
 :func:`write_attributed_by_cluster` does so with each task writing its part to disk (a fleet
-larger than memory: the models read the parts as a ``LazyFrame``).
+larger than memory: the models read the parts as a ``LazyFrame``); :func:`ettr_by_cluster` and
+:func:`features_by_cluster` compute a fleet's run ETTR and lemon features from those parts, one
+cluster per task (equal to the serial calls).
 """
 
 from reliability.analyses.attribution import (
@@ -18,7 +20,12 @@ from reliability.analyses.attribution import (
     gpus_per_node_of,
 )
 from reliability.analyses.cluster import ClusterAnalysis, analyze_cluster
-from reliability.analyses.distributed import attribute_by_cluster, write_attributed_by_cluster
+from reliability.analyses.distributed import (
+    attribute_by_cluster,
+    attributed_parts,
+    write_attributed_by_cluster,
+)
+from reliability.analyses.fleet import ettr_by_cluster, features_by_cluster
 from reliability.analyses.health import analyze_node_health
 from reliability.analyses.lemons import (
     BUNDLED_WINDOW_DAYS,
@@ -43,6 +50,9 @@ __all__ = [
     "analyze_pods",
     "attribute",
     "attribute_by_cluster",
+    "attributed_parts",
+    "ettr_by_cluster",
+    "features_by_cluster",
     "gpus_per_node_of",
     "lemon_report",
     "load_detector",

@@ -107,13 +107,14 @@ class AttributionResult(Result):
         )
 
 
-def gpus_per_node_of(jobs: pl.DataFrame) -> tuple[int, str]:
+def gpus_per_node_of(jobs: pl.DataFrame | pl.LazyFrame) -> tuple[int, str]:
     """Infer the GPUs per node from the jobs: the most one node of one started attempt held.
 
     Parameters
     ----------
-    jobs : polars.DataFrame
-        Job attempts with ``n_accelerators`` and ``n_nodes``.
+    jobs : polars.DataFrame or polars.LazyFrame
+        Job attempts with ``n_accelerators`` and ``n_nodes`` (a LazyFrame, e.g. a fleet's
+        attributed parts, is read for those columns only).
 
     Returns
     -------
@@ -122,15 +123,20 @@ def gpus_per_node_of(jobs: pl.DataFrame) -> tuple[int, str]:
         held a GPU).
     """
     seen = 0
-    if jobs.height and {"n_accelerators", "n_nodes"} <= set(jobs.columns):
+    names = jobs.collect_schema().names()
+    if {"n_accelerators", "n_nodes"} <= set(names):
         started = (
-            jobs.filter(pl.col("start_time").is_not_null())
-            if "start_time" in jobs.columns
-            else jobs
+            jobs.lazy().filter(pl.col("start_time").is_not_null())
+            if "start_time" in names
+            else jobs.lazy()
         )
-        v = started.select(
-            (pl.col("n_accelerators") / pl.col("n_nodes").clip(lower_bound=1)).ceil().max()
-        ).item()
+        v = (
+            started.select(
+                (pl.col("n_accelerators") / pl.col("n_nodes").clip(lower_bound=1)).ceil().max()
+            )
+            .collect(engine="streaming")
+            .item()
+        )
         seen = int(v) if v is not None else 0
     if seen >= 1:
         return seen, "the most one node held in the data"

@@ -18,14 +18,17 @@ the models read column by column (:func:`reliability.models.failures.fit_mttf` t
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from reliability._atomic import write_parquet_atomic
+from reliability._atomic import write_json_atomic, write_parquet_atomic
 from reliability.attribution import _SNAPSHOT_KINDS, attribute_failures
 from reliability.store.lock import crash_leftover
 
@@ -33,15 +36,16 @@ if TYPE_CHECKING:
     from reliability.parallel import Executor
     from reliability.store import Dataset
 
-__all__ = ["attribute_by_cluster", "write_attributed_by_cluster"]
+__all__ = ["attribute_by_cluster", "attributed_parts", "write_attributed_by_cluster"]
 
 _ORDER = "__order"
 
 #: the name of cluster ``i``'s part in :func:`write_attributed_by_cluster`'s folder
 _PART = "attributed-{:05d}.parquet"
-_PART_NAME = re.compile(r"attributed-[0-9]{5}\.parquet")
-#: a part's temporary file (:mod:`reliability._atomic`: ``.<part>.<host>-<pid>.<random>.tmp``)
-_TEMP_NAME = re.compile(r"\.attributed-[0-9]{5}\.parquet\..+\.tmp")
+#: what :func:`write_attributed_by_cluster` wrote the parts from (:func:`attributed_parts`)
+_PARTS_OF = "attributed.json"
+#: the tables an attributed part is made from
+_SOURCES = ("jobs", "health_events", "node_states")
 
 
 def _attribute_cluster(
@@ -184,16 +188,95 @@ def write_attributed_by_cluster(
     else:  # no attempts: one empty part
         write_parquet_atomic(attribute_failures(dataset, **options), folder / _PART.format(0))
         n, merged = 1, True
-    keep = {_PART.format(i) for i in range(n)}
+    paths = tidy_parts(folder, "attributed", n)
+    what = {"dataset": fingerprint(dataset), "clusters": clusters, "merged": merged}
+    write_json_atomic(what, folder / _PARTS_OF)
+    scan = pl.scan_parquet(paths)
+    return scan if merged else scan.sort(_ORDER).drop(_ORDER)
+
+
+def fingerprint(dataset: Dataset) -> str:
+    """Name the Dataset's contents that attribution reads: its jobs, events and states parts.
+
+    The sha256 of every such part (the manifest's), sorted: equal for a Dataset whose inputs
+    are the same, whatever their order or folder; different once an input is added or
+    removed.
+    """
+    parts = sorted(
+        (table, str(part.get("sha256")))
+        for i in dataset.inputs
+        for table, part in (i.get("parts") or {}).items()
+        if table in _SOURCES and part
+    )
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+
+
+def attributed_parts(dataset: Dataset, folder: str | Path) -> tuple[list[str], list[Path]]:
+    """Check that a folder holds :func:`write_attributed_by_cluster`'s parts of this Dataset.
+
+    Parameters
+    ----------
+    dataset : Dataset
+        The Dataset the parts are to be of, as it is now.
+    folder : str or Path
+        The folder :func:`write_attributed_by_cluster` wrote.
+
+    Returns
+    -------
+    (list of str, list of Path)
+        The clusters (sorted) and their parts, one per cluster in that order.
+
+    Raises
+    ------
+    ValueError
+        If the folder holds no such parts, or parts of another Dataset, or of this Dataset
+        before an input was added or removed (naming the folder; rerun
+        :func:`write_attributed_by_cluster`).
+    """
+    folder = Path(folder).resolve()
+    redo = "run write_attributed_by_cluster for this Dataset into it first"
+    try:
+        what = json.loads((folder / _PARTS_OF).read_text())
+    except FileNotFoundError:
+        raise ValueError(
+            f"{folder}: no attributed parts ({_PARTS_OF} is missing): {redo}"
+        ) from None
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{folder / _PARTS_OF}: unreadable ({e}): {redo}") from None
+    if not isinstance(what, dict) or what.get("dataset") != fingerprint(dataset):
+        raise ValueError(
+            f"{folder}: its attributed parts are of another Dataset, or of this one before an "
+            f"input was added or removed: {redo}"
+        )
+    clusters = list(what.get("clusters") or [])
+    paths = [folder / _PART.format(i) for i in range(max(len(clusters), 1))]
+    missing = [p.name for p in paths if not p.is_file()]
+    if missing:
+        raise ValueError(f"{folder}: attributed part(s) missing ({', '.join(missing[:3])}): {redo}")
+    return clusters, paths
+
+
+def tidy_parts(folder: Path, prefix: str, n: int) -> list[Path]:
+    """Remove what an earlier run left in a folder of parts; return this run's ``n`` parts.
+
+    Parts ``<prefix>-NNNNN.parquet`` beyond ``n`` (an earlier run had more clusters) go, and
+    so do such parts' temporary files left by a killed writer (older than a day, or whose
+    writer's pid is gone on this host: :func:`reliability.store.lock.crash_leftover`). Files
+    of exactly those name patterns only: no other file of the folder is touched.
+    """
+    name = re.compile(rf"{re.escape(prefix)}-[0-9]{{5}}\.parquet")
+    # a part's temporary file (:mod:`reliability._atomic`: ``.<part>.<host>-<pid>.<random>.tmp``)
+    temp = re.compile(rf"\.{re.escape(prefix)}-[0-9]{{5}}\.parquet\..+\.tmp")
+    keep = [folder / f"{prefix}-{i:05d}.parquet" for i in range(n)]
+    names = {p.name for p in keep}
     now = time.time()
     for stale in folder.iterdir():
-        if _PART_NAME.fullmatch(stale.name):  # an earlier run's parts (it had more clusters)
-            if stale.name not in keep:
+        if name.fullmatch(stale.name):
+            if stale.name not in names:
                 stale.unlink()
-        elif _TEMP_NAME.fullmatch(stale.name) and crash_leftover(stale, now):
-            stale.unlink(missing_ok=True)  # (a part's temporary file: its writer was killed)
-    scan = pl.scan_parquet([folder / _PART.format(i) for i in range(n)])
-    return scan if merged else scan.sort(_ORDER).drop(_ORDER)
+        elif temp.fullmatch(stale.name) and crash_leftover(stale, now):
+            stale.unlink(missing_ok=True)
+    return keep
 
 
 def _plan(dataset: Dataset) -> tuple[list[str], bool, bool]:
@@ -216,13 +299,26 @@ def _plan(dataset: Dataset) -> tuple[list[str], bool, bool]:
 
 def _run(executor: Executor, clusters: list[str], args: list[tuple]) -> list[Any]:
     """Map :func:`_attribute_cluster` over the clusters' arguments; the results in order."""
-    names = [f"attribute-{i:04d}" for i in range(len(clusters))]
-    done, failures = executor.map(_attribute_cluster, args, names)
+    return map_clusters(executor, _attribute_cluster, clusters, args, "attribution")
+
+
+def map_clusters(
+    executor: Executor, task: Callable[..., Any], clusters: list[str], args: list[tuple], what: str
+) -> list[Any]:
+    """Run ``task`` once per cluster on ``executor``; the results in the clusters' order.
+
+    Raises
+    ------
+    RuntimeError
+        If a cluster's task still failed after the executor's retries (naming it and ``what``).
+    """
+    names = [f"{what.replace(' ', '-')}-{i:04d}" for i in range(len(clusters))]
+    done, failures = executor.map(task, args, names)
     if failures:
         first = failures[0]
         who = clusters[names.index(first.name)]
         raise RuntimeError(
-            f"attribution of cluster {who!r} failed on the executor: {first.error}"
+            f"{what} of cluster {who!r} failed on the executor: {first.error}"
             + (f" (and {len(failures) - 1} other cluster(s))" if len(failures) > 1 else "")
         )
     return [done[n] for n in names]

@@ -45,6 +45,7 @@ from reliability._result import Result, fmt_duration_h, fmt_num
 from reliability.errors import Hint, Hinted
 from reliability.models.failures.counts import as_utc
 from reliability.models.failures.incidents import failures_by_node, unattributed_failures
+from reliability.models.failures.mttf import HARDWARE
 
 if TYPE_CHECKING:
     from reliability.reasons import ReasonRules
@@ -293,17 +294,27 @@ def _every(window_h: float) -> str:
 
 
 _JOB_COLUMNS = ("cluster", "nodes", "start_time", "end_time")
+#: what the repeat-offender counts read of the attributed attempts
+#: (:func:`~reliability.models.failures.incidents.failures_by_node`)
+_OFFENDER_COLUMNS = (
+    *_JOB_COLUMNS,
+    "job_id",
+    "n_accelerators",
+    "failure_domain",
+    "failure_cause",
+    "culprit_node",
+)
 
 
 def _frames(
-    source: Any, jobs: pl.DataFrame | None = None
-) -> tuple[dict[str, pl.DataFrame], datetime | None, datetime | None, str]:
+    source: Any, jobs: pl.DataFrame | pl.LazyFrame | None = None
+) -> tuple[dict[str, Any], datetime | None, datetime | None, str]:
     if isinstance(source, dict):
         return source if jobs is None else {**source, "jobs": jobs}, None, None, ""
     start, end = source.observation_window()
     if jobs is None:
         jobs = source.scan("jobs").select(*_JOB_COLUMNS).collect()
-    else:  # (a selection of columns shares the frame's memory: no copy)
+    else:  # (a selection of columns shares the frame's memory: no copy; a LazyFrame stays lazy)
         jobs = jobs.select(*_JOB_COLUMNS)
     return (
         {
@@ -331,7 +342,7 @@ def _inventory(
         ), "given"
     parts = []
     jobs = frames.get("jobs")
-    if jobs is not None and jobs.height and "nodes" in jobs.columns:
+    if jobs is not None and "nodes" in jobs.collect_schema().names():
         # on the streaming engine: the (attempt, node) rows (29 M at a million attempts) are
         # made and made unique a batch at a time, never held whole
         parts.append(
@@ -371,10 +382,15 @@ def _window(
         ("health_events", ("time",)),
     ):
         f = frames.get(name)
-        if f is not None and f.height:
-            for c in cols:
-                if c in f.columns:
-                    times += [f.get_column(c).min(), f.get_column(c).max()]
+        if f is None:
+            continue
+        have = [c for c in cols if c in f.collect_schema().names()]
+        # (one pass over the columns; a LazyFrame of a fleet's parts reads only them)
+        ends = f.lazy().select(
+            *(pl.col(c).min().alias(f"{c}_lo") for c in have),
+            *(pl.col(c).max().alias(f"{c}_hi") for c in have),
+        )
+        times += list(ends.collect().row(0)) if have else []
     times = [t for t in times if t is not None]
     if start is None and times:
         start = min(times)
@@ -461,8 +477,22 @@ def _fleet(
     return fleet, by
 
 
-def _offenders(attributed: pl.DataFrame | None) -> tuple[pl.DataFrame, int]:
-    """Distinct failures per node and the attempts charged to no node."""
+def _offenders(attributed: pl.DataFrame | pl.LazyFrame | None) -> tuple[pl.DataFrame, int]:
+    """Distinct failures per node and the attempts charged to no node.
+
+    A LazyFrame (a fleet's attributed parts) is read for its hardware-attributed attempts only,
+    the columns the counts read, on the streaming engine: the counts see the same rows in the
+    same order as on the whole frame.
+    """
+    if isinstance(attributed, pl.LazyFrame):
+        names = attributed.collect_schema().names()
+        attributed = (
+            attributed.filter(pl.col("failure_domain").is_in(HARDWARE))
+            .select(c for c in _OFFENDER_COLUMNS if c in names)
+            .collect(engine="streaming")
+            if "failure_domain" in names
+            else pl.DataFrame()
+        )
     off = failures_by_node(attributed if attributed is not None else pl.DataFrame())
     lost = unattributed_failures(attributed) if attributed is not None else 0
     return off, lost
@@ -471,8 +501,8 @@ def _offenders(attributed: pl.DataFrame | None) -> tuple[pl.DataFrame, int]:
 def node_health(
     source: Dataset | dict[str, pl.DataFrame],
     *,
-    attributed: pl.DataFrame | None = None,
-    jobs: pl.DataFrame | None = None,
+    attributed: pl.DataFrame | pl.LazyFrame | None = None,
+    jobs: pl.DataFrame | pl.LazyFrame | None = None,
     start: datetime | None = None,
     end: datetime | None = None,
     nodes: list[str] | None = None,
@@ -484,13 +514,17 @@ def node_health(
     ----------
     source : Dataset or dict of str to polars.DataFrame
         A Dataset, or its ``node_states`` (and optionally ``jobs``, ``health_events``) frames.
-    attributed : polars.DataFrame or None
+    attributed : polars.DataFrame, polars.LazyFrame or None
         The attributed jobs (:func:`reliability.attribute_failures`) for the repeat offenders; None
-        leaves them out.
-    jobs : polars.DataFrame or None
+        leaves them out. A LazyFrame (a fleet's parts,
+        :func:`reliability.analyses.write_attributed_by_cluster`) is read for its
+        hardware-attributed attempts only.
+    jobs : polars.DataFrame, polars.LazyFrame or None
         The jobs already read (every attempt, with ``cluster, nodes, start_time, end_time``:
         the attributed attempts serve) for the fleet and the data's span, instead of reading the
-        Dataset's (or the dict's) jobs again.
+        Dataset's (or the dict's) jobs again. A LazyFrame is read on polars' streaming engine,
+        a batch of attempts at a time (the fleet's nodes, the span): a fleet's 50M attempts
+        are never held.
     start, end : datetime or None
         The observation window [UTC]; default: the Dataset's, else the span of the data (an interval
         open at ``end`` is out of service now).

@@ -72,6 +72,10 @@ OPEN_RUN_STATES = ("RUNNING", "SUSPENDED", "PENDING", "REQUEUED", "REQUEUE_HOLD"
 #: Slurm sets the rerun's BeginTime about 121 s after the requeue (and slurmdbd may lag)
 REQUEUE_LISTED_S = 600.0
 INTERRUPTING_DOMAINS = ("hardware", "infrastructure", "system_software")
+#: the quantiles of :class:`RunETTR`'s tables (computed apart on a fleet's parts)
+_QUANTILES = ("ettr_median", "ettr_p10", "ettr_p90")
+#: what :func:`run_frame` counts for the notes (:func:`run_notes`)
+_COUNTS = ("never", "open", "waiting", "held", "zero", "cpu")
 
 
 @dataclass
@@ -80,10 +84,12 @@ class RunETTR(Result):
 
     Attributes
     ----------
-    runs : polars.DataFrame
+    runs : polars.DataFrame or polars.LazyFrame
         One row per run: attempts, interruptions by cause (``hw_interruptions``, ``preemptions``,
         ``other_interruptions``), gpus, wall / scheduled / queue / overhead / lost / productive
-        hours, ``ettr``, ``ettr_hardware``, ``open``, bucket.
+        hours, ``ettr``, ``ettr_hardware``, ``open``, bucket. A fleet's runs
+        (:func:`reliability.analyses.ettr_by_cluster`) are a LazyFrame over their parts: the
+        tables read the columns they aggregate, on polars' streaming engine.
     ckpt_interval_h, restart_h, lost_work
         The assumptions (see the module doc).
     observation_end : datetime or None
@@ -105,7 +111,7 @@ class RunETTR(Result):
         ),
         1.0,
     )
-    runs: pl.DataFrame
+    runs: pl.DataFrame | pl.LazyFrame
     ckpt_interval_h: float | None
     restart_h: float
     lost_work: str
@@ -115,36 +121,46 @@ class RunETTR(Result):
     def _agg(self, by: str) -> pl.DataFrame:
         r = self.runs
         gpu_wall = (pl.col("gpus") * pl.col("wall_h")).sum()
-        return (
-            r.group_by(by)
-            .agg(
-                runs=pl.len(),
-                open_runs=pl.col("open").sum().cast(pl.Int64),
-                ettr_by_run=pl.col("ettr").mean(),
-                ettr_median=pl.col("ettr").median(),
-                ettr_p10=pl.col("ettr").quantile(0.10),
-                ettr_p90=pl.col("ettr").quantile(0.90),
-                ettr_by_gpu_time=pl.when(gpu_wall > 0).then(
-                    (pl.col("gpus") * pl.col("productive_h")).sum() / gpu_wall
-                ),
-                ettr_hardware_by_run=pl.col("ettr_hardware").mean(),
-                ettr_hardware_by_gpu_time=pl.when(
-                    (pl.col("gpus") * pl.col("wall_hw_h")).sum() > 0
-                ).then(
-                    (pl.col("gpus") * pl.col("productive_h")).sum()
-                    / (pl.col("gpus") * pl.col("wall_hw_h")).sum()
-                ),
-                interruptions=pl.col("interruptions").sum(),
-                hw_interruptions=pl.col("hw_interruptions").sum(),
-                preemptions=pl.col("preemptions").sum(),
-                other_interruptions=pl.col("other_interruptions").sum(),
-                gpu_hours_lost=(pl.col("gpus") * pl.col("lost_h")).sum(),
-                gpu_hours_lost_hw=(pl.col("gpus") * pl.col("lost_hw_h")).sum(),
-                gpu_hours_overhead=(pl.col("gpus") * pl.col("overhead_h")).sum(),
-                gpu_hours_queued=(pl.col("gpus") * pl.col("queue_h")).sum(),
+        measures = self._measures(gpu_wall)
+        if not isinstance(r, pl.LazyFrame):
+            return r.group_by(by).agg(measures).sort(by)
+        # a fleet's parts: the counts, sums and means on the streaming engine a batch at a
+        # time; the quantiles from the one column they read (not every column at once)
+        names = [m.meta.output_name() for m in measures]
+        ranked = [m for m, n in zip(measures, names, strict=True) if n in _QUANTILES]
+        summed = [m for m, n in zip(measures, names, strict=True) if n not in _QUANTILES]
+        sums = r.group_by(by).agg(summed).collect(engine="streaming")
+        ranks = r.select(by, "ettr").collect(engine="streaming").group_by(by).agg(ranked)
+        return sums.join(ranks, on=by, how="left", nulls_equal=True).select(by, *names).sort(by)
+
+    @staticmethod
+    def _measures(gpu_wall: pl.Expr) -> list[pl.Expr]:
+        return [
+            pl.len().alias("runs"),
+            pl.col("open").sum().cast(pl.Int64).alias("open_runs"),
+            pl.col("ettr").mean().alias("ettr_by_run"),
+            pl.col("ettr").median().alias("ettr_median"),
+            pl.col("ettr").quantile(0.10).alias("ettr_p10"),
+            pl.col("ettr").quantile(0.90).alias("ettr_p90"),
+            pl.when(gpu_wall > 0)
+            .then((pl.col("gpus") * pl.col("productive_h")).sum() / gpu_wall)
+            .alias("ettr_by_gpu_time"),
+            pl.col("ettr_hardware").mean().alias("ettr_hardware_by_run"),
+            pl.when((pl.col("gpus") * pl.col("wall_hw_h")).sum() > 0)
+            .then(
+                (pl.col("gpus") * pl.col("productive_h")).sum()
+                / (pl.col("gpus") * pl.col("wall_hw_h")).sum()
             )
-            .sort(by)
-        )
+            .alias("ettr_hardware_by_gpu_time"),
+            pl.col("interruptions").sum(),
+            pl.col("hw_interruptions").sum(),
+            pl.col("preemptions").sum(),
+            pl.col("other_interruptions").sum(),
+            (pl.col("gpus") * pl.col("lost_h")).sum().alias("gpu_hours_lost"),
+            (pl.col("gpus") * pl.col("lost_hw_h")).sum().alias("gpu_hours_lost_hw"),
+            (pl.col("gpus") * pl.col("overhead_h")).sum().alias("gpu_hours_overhead"),
+            (pl.col("gpus") * pl.col("queue_h")).sum().alias("gpu_hours_queued"),
+        ]
 
     @property
     def by_size(self) -> pl.DataFrame:
@@ -164,14 +180,22 @@ class RunETTR(Result):
     @property
     def sample_sizes(self) -> dict[str, int | float]:
         """Counts behind the result: runs, attempts, hardware interruptions, open (censored) runs."""
-        r = self.runs
+        n, attempts, hw, open_ = (
+            self.runs.lazy()
+            .select(
+                pl.len(),
+                pl.col("attempts").sum(),
+                pl.col("hw_interruptions").sum(),
+                pl.col("open").sum(),
+            )
+            .collect()
+            .row(0)
+        )
         return {
-            "runs": r.height,
-            "attempts": int(r.get_column("attempts").sum()) if r.height else 0,
-            "hardware interruptions": int(r.get_column("hw_interruptions").sum())
-            if r.height
-            else 0,
-            "open runs (censored)": int(r.get_column("open").sum()) if r.height else 0,
+            "runs": int(n),
+            "attempts": int(attempts or 0),
+            "hardware interruptions": int(hw or 0),
+            "open runs (censored)": int(open_ or 0),
         }
 
     def tables(self) -> dict[str, pl.DataFrame]:
@@ -190,7 +214,7 @@ class RunETTR(Result):
             f"ETTR over job runs (checkpoint interval {ck}, restart {60 * self.restart_h:.0f} min, "
             f"lost work {self.lost_work})"
         )
-        if self.runs.height == 0:
+        if self.summary.height == 0:  # (no runs: the summary's group-by has no group)
             return [head + ": no runs with wall time to measure"]
         s = self.summary.row(0, named=True)
         lines = [
@@ -310,6 +334,35 @@ def job_run_ettr(
         raise ValueError("ckpt_interval_h must be positive (or None for no checkpoints)")
     jobs, obs_end, notes = attributed_jobs(source, observation_end)
     key = run_key_columns(jobs, run_key)
+    runs, counts = run_frame(
+        jobs, key, obs_end, ckpt_interval_h, restart_h, lost_work, ckpt_min_gpus
+    )
+    return RunETTR(
+        runs=runs,
+        ckpt_interval_h=ckpt_interval_h,
+        restart_h=restart_h,
+        lost_work=lost_work,
+        observation_end=obs_end,
+        notes=notes + run_notes(counts),
+    )
+
+
+def run_frame(
+    jobs: pl.DataFrame,
+    key: list[str],
+    obs_end: datetime | None,
+    ckpt_interval_h: float | None,
+    restart_h: float,
+    lost_work: str,
+    ckpt_min_gpus: int,
+) -> tuple[pl.DataFrame, dict[str, int]]:
+    """Return :func:`job_run_ettr`'s runs and the counts behind its notes (:func:`run_notes`).
+
+    A run's row depends on its own attempts and the observation end only, and the runs come
+    in the order of their key: the runs of a fleet's clusters, each computed on its own
+    cluster's attempts (a key that holds ``cluster``), put end to end in cluster order are
+    the whole fleet's runs (:func:`reliability.analyses.ettr_by_cluster`), and their counts add.
+    """
     # only the columns read below: the filters and the sort copy every column they carry (the
     # host lists alone are hundreds of MiB at a million attempts)
     used = (*key, *_ATTEMPT_COLUMNS)
@@ -317,18 +370,16 @@ def job_run_ettr(
     started, n_open = clip_attempts(jobs, obs_end)
     waiting = _waiting_runs(jobs, key, obs_end)
     started = started.with_columns(end_time=pl.col("stop"))
-    never = jobs.select(key).unique().height - started.select(key).unique().height
-    if never:
-        notes.append(f"{never:,} runs never started (no ETTR) and are left out")
-    if n_open:
-        notes.append(
-            f"{n_open:,} attempts still running at the observation end: their runs are measured up to it (censored)"
-        )
+    counts = dict.fromkeys(_COUNTS, 0)
+    counts["never"] = jobs.select(key).unique().height - started.select(key).unique().height
+    counts["open"] = n_open
     dt = ckpt_interval_h
     state = pl.col("state").cast(pl.String)
     # one pass over attempts sorted by run and start: run boundaries, not window functions
     # over string keys (those are slow with millions of runs)
-    a = started.sort([*key, "start_time"])
+    # (stable: a run's attempts that start together keep their input order, so its last
+    # attempt, hence ``final_state``, does not depend on how polars split the sort)
+    a = started.sort([*key, "start_time"], maintain_order=True)
     new_run = pl.any_horizontal([pl.col(c).ne_missing(pl.col(c).shift(1)) for c in key])
     row = pl.int_range(pl.len(), dtype=pl.Int64)
     a = a.with_columns(_first=new_run.fill_null(True)).with_columns(
@@ -445,24 +496,10 @@ def job_run_ettr(
         ).clip(0.0),
     )
     runs = runs.drop("last_cause")
-    n_waiting = int(runs.get_column("waiting").sum()) if runs.height else 0
-    n_held = int(runs.get_column("censored_at_requeue").sum()) if runs.height else 0
+    counts["waiting"] = int(runs.get_column("waiting").sum()) if runs.height else 0
+    counts["held"] = int(runs.get_column("censored_at_requeue").sum()) if runs.height else 0
     runs = runs.drop("waiting", "censored_at_requeue")
-    if n_waiting:
-        notes.append(
-            f"{n_waiting:,} runs wait to run again at the observation end (a pending or held rerun, "
-            "or a requeue just before the end): open, measured up to it (censored), not finished"
-        )
-    if n_held:
-        notes.append(
-            f"{n_held:,} runs end in a requeue more than {REQUEUE_LISTED_S / 60:.0f} min before the "
-            "observation end with no later record: a rerun held, or cancelled while held (a "
-            "time-windowed sacct lists neither); open, censored at the requeue. `sacct -j` with "
-            "their job ids (what `reliability collect` runs) says which"
-        )
-    zero = runs.filter(pl.col("wall_h") <= 0).height
-    if zero:
-        notes.append(f"{zero:,} runs with zero wall time (no ETTR) are left out")
+    counts["zero"] = runs.filter(pl.col("wall_h") <= 0).height
     runs = (
         runs.filter(pl.col("wall_h") > 0)
         .with_columns(
@@ -475,19 +512,50 @@ def job_run_ettr(
         )
         .drop("_rid")
     )
-    cpu = runs.filter(pl.col("bucket") == 0).height
-    if cpu:
+    counts["cpu"] = runs.filter(pl.col("bucket") == 0).height
+    return runs, counts
+
+
+def run_notes(counts: dict[str, int]) -> list[str]:
+    """Say what :func:`run_frame`'s counts mean for the ETTR (the runs left out or censored).
+
+    Parameters
+    ----------
+    counts : dict of str to int
+        Runs never started, attempts open at the end, runs waiting or held at the end, runs
+        of zero wall time and runs of CPU-only jobs (:func:`run_frame`; a fleet's: summed).
+
+    Returns
+    -------
+    list of str
+        One note per count above 0.
+    """
+    notes = []
+    if counts["never"]:
+        notes.append(f"{counts['never']:,} runs never started (no ETTR) and are left out")
+    if counts["open"]:
         notes.append(
-            f"{cpu:,} runs of CPU-only jobs are their own size class (0 GPUs: no GPU-time weight)"
+            f"{counts['open']:,} attempts still running at the observation end: their runs are measured up to it (censored)"
         )
-    return RunETTR(
-        runs=runs,
-        ckpt_interval_h=dt,
-        restart_h=restart_h,
-        lost_work=lost_work,
-        observation_end=obs_end,
-        notes=notes,
-    )
+    if counts["waiting"]:
+        notes.append(
+            f"{counts['waiting']:,} runs wait to run again at the observation end (a pending or held rerun, "
+            "or a requeue just before the end): open, measured up to it (censored), not finished"
+        )
+    if counts["held"]:
+        notes.append(
+            f"{counts['held']:,} runs end in a requeue more than {REQUEUE_LISTED_S / 60:.0f} min before the "
+            "observation end with no later record: a rerun held, or cancelled while held (a "
+            "time-windowed sacct lists neither); open, censored at the requeue. `sacct -j` with "
+            "their job ids (what `reliability collect` runs) says which"
+        )
+    if counts["zero"]:
+        notes.append(f"{counts['zero']:,} runs with zero wall time (no ETTR) are left out")
+    if counts["cpu"]:
+        notes.append(
+            f"{counts['cpu']:,} runs of CPU-only jobs are their own size class (0 GPUs: no GPU-time weight)"
+        )
+    return notes
 
 
 def _waiting_runs(jobs: pl.DataFrame, key: list[str], obs_end: datetime | None) -> pl.DataFrame:

@@ -1,0 +1,207 @@
+"""A fleet's stages after attribution from its attributed parts (reliability.analyses.fleet)
+against the serial calls on the whole Dataset: run ETTR and lemon features one cluster per
+task, node health on the streaming engine over the parts."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import polars as pl
+import pytest
+from generators import generate_b
+from polars.testing import assert_frame_equal
+
+from reliability import Dataset
+from reliability.analyses import (
+    ettr_by_cluster,
+    features_by_cluster,
+    write_attributed_by_cluster,
+)
+from reliability.attribution import attribute_failures
+from reliability.models.nodes import node_features, node_health
+from reliability.models.recovery import job_run_ettr
+from reliability.parallel import Executor
+
+#: float aggregates over the parts may add in another order than over the whole frame
+_SUM_RTOL = 1e-12
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory):
+    """Three clusters of generator B that start on different days (so the fleet's first day,
+    not a cluster's own, anchors the feature windows), attributed part by part."""
+    root = tmp_path_factory.mktemp("fleet")
+    ds = Dataset(root / "ds")
+    t0 = datetime(2025, 3, 3, tzinfo=UTC)
+    for i, (name, nodes, late_h) in enumerate(
+        [("tern", 40, 0), ("gull", 32, 61), ("skua", 24, 133)]
+    ):
+        h = generate_b(
+            root / name,
+            seed=21 + i,
+            n_nodes=nodes,
+            days=22 - late_h / 24,
+            cluster=name,
+            start=t0 + timedelta(hours=late_h),
+        )
+        h.ingest(ds)
+    with Executor("serial") as ex:
+        write_attributed_by_cluster(ds, ex, root / "attributed")
+    return ds, root / "attributed"
+
+
+def test_fleet_fixture_spans_clusters_of_different_starts(fleet):
+    ds, _ = fleet
+    firsts = (
+        ds.scan("jobs")
+        .group_by("cluster")
+        .agg(pl.col("start_time").min())
+        .collect()
+        .get_column("start_time")
+    )
+    assert firsts.n_unique() == 3  # (else the fleet-wide window start is not exercised)
+
+
+@pytest.mark.parametrize("run_key", [None, ["cluster", "user", "name"]])
+def test_ettr_by_cluster_equals_the_serial_run(fleet, tmp_path, run_key):
+    ds, parts = fleet
+    serial = job_run_ettr(ds, run_key=run_key, ckpt_min_gpus=8)
+    assert serial.runs.get_column("cluster").n_unique() == 3
+    assert serial.runs.get_column("hw_interruptions").sum() > 0
+    with Executor("dask", workers=2, processes=False, retries=0) as ex:
+        got = ettr_by_cluster(ds, ex, parts, tmp_path / "runs", run_key=run_key, ckpt_min_gpus=8)
+    assert isinstance(got.runs, pl.LazyFrame)
+    assert_frame_equal(got.runs.collect(), serial.runs)  # row for row, in key order
+    assert got.notes == serial.notes
+    assert got.notes
+    assert got.observation_end == serial.observation_end
+    assert got.sample_sizes == serial.sample_sizes
+    for name in ("summary", "by_size", "by_priority"):
+        assert_frame_equal(getattr(got, name), getattr(serial, name), rel_tol=_SUM_RTOL, abs_tol=0)
+    assert str(got) == str(serial)
+
+
+def test_ettr_by_cluster_takes_the_fleet_observation_end(fleet, tmp_path):
+    """An end before the last cluster's data: the censoring is the serial call's."""
+    ds, parts = fleet
+    end = datetime(2025, 3, 20, 6, tzinfo=UTC)
+    serial = job_run_ettr(ds, observation_end=end)
+    with Executor("serial") as ex:
+        got = ettr_by_cluster(ds, ex, parts, tmp_path / "runs", observation_end=end)
+    assert serial.runs.get_column("open").sum() > 0
+    assert_frame_equal(got.runs.collect(), serial.runs)
+    assert got.notes == serial.notes
+
+
+def test_features_by_cluster_equal_the_serial_run(fleet, tmp_path):
+    ds, parts = fleet
+    serial = node_features(ds, 14, 7)
+    assert serial.get_column("cluster").n_unique() == 3
+    with Executor("dask", workers=2, processes=False, retries=0) as ex:
+        got = features_by_cluster(ds, ex, parts, tmp_path / "features", 14, 7)
+    assert_frame_equal(got.collect(), serial)
+    # a rerun writes the same parts over the old ones
+    with Executor("serial") as ex:
+        again = features_by_cluster(ds, ex, parts, tmp_path / "features", 14, 7)
+    assert_frame_equal(again.collect(), serial)
+    assert len(list((tmp_path / "features").glob("features-*.parquet"))) == 3
+
+
+def test_node_health_on_the_parts_equals_the_frame(fleet):
+    ds, parts = fleet
+    frame = attribute_failures(ds)
+    scan = pl.scan_parquet(sorted(parts.glob("attributed-*.parquet")))
+    eager = node_health(ds, attributed=frame, jobs=frame)
+    lazy = node_health(ds, attributed=scan, jobs=scan)
+    assert eager.offenders.height
+    assert eager.open_now.height
+    for name in ("intervals", "by_node", "open_now", "offenders", "fleet", "by_period"):
+        assert_frame_equal(getattr(lazy, name), getattr(eager, name))
+    assert (lazy.start, lazy.end, lazy.n_nodes, lazy.notes) == (
+        eager.start,
+        eager.end,
+        eager.n_nodes,
+        eager.notes,
+    )
+
+
+def test_parts_of_another_dataset_are_refused(fleet, tmp_path):
+    ds, parts = fleet
+    other = Dataset(tmp_path / "other")
+    generate_b(tmp_path / "raw", seed=3, n_nodes=8, days=3, cluster="tern").ingest(other)
+    with Executor("serial") as ex:
+        with pytest.raises(ValueError, match="another Dataset"):
+            ettr_by_cluster(other, ex, parts, tmp_path / "runs")
+        with pytest.raises(ValueError, match=r"attributed\.json is missing"):
+            features_by_cluster(ds, ex, tmp_path / "nothing", tmp_path / "f", 14, 7)
+        with pytest.raises(ValueError, match="must hold 'cluster'"):
+            ettr_by_cluster(ds, ex, parts, tmp_path / "runs", run_key=["user", "name"])
+
+
+def test_a_part_swapped_for_another_clusters_is_refused(fleet, tmp_path):
+    """The parts' manifest names the clusters in order; a part holding another cluster's rows
+    (copied over by hand) is refused by its task, not read as the wrong cluster."""
+    import shutil
+
+    ds, parts = fleet
+    copy = tmp_path / "attributed"
+    shutil.copytree(parts, copy)
+    shutil.copyfile(copy / "attributed-00000.parquet", copy / "attributed-00001.parquet")
+    with Executor("serial", retries=0) as ex, pytest.raises(RuntimeError, match="not 'skua'"):
+        ettr_by_cluster(ds, ex, copy, tmp_path / "runs")
+
+
+def test_run_fleet_report_equals_the_serial_analyses(fleet, tmp_path):
+    """The fleet run's numbers are the serial calls' on the whole Dataset; its per-cluster
+    table is counted here from the Dataset independently; the report is written."""
+    from reliability.models.failures import failure_rate_series, fit_mttf
+    from reliability.pipeline.analysis import AnalysisConfig
+    from reliability.pipeline.fleet import run_fleet
+
+    ds, _ = fleet
+    a = AnalysisConfig(min_gpus=8)
+    with Executor("dask", workers=2, processes=False, retries=0) as ex:
+        run = run_fleet(ds, tmp_path / "out", executor=ex, analysis=a, formats=("html",))
+    frame = attribute_failures(ds)
+    end = ds.observation_end
+    gpn = int(
+        frame.filter(pl.col("start_time").is_not_null())
+        .select((pl.col("n_accelerators") / pl.col("n_nodes")).ceil().max())
+        .item()
+    )
+    m = fit_mttf(frame, min_gpus=8, gpus_per_node=gpn, observation_end=end)
+    assert_frame_equal(run.mttf.summary, m.summary)
+    assert_frame_equal(run.mttf.by_size, m.by_size)
+    r = failure_rate_series(frame, min_gpus=8, observation_end=end)
+    assert_frame_equal(run.rates.series, r.series)
+    e = job_run_ettr(frame, observation_end=end)
+    assert_frame_equal(run.ettr.runs.collect(), e.runs)
+    h = node_health(ds, attributed=frame, jobs=frame)
+    assert_frame_equal(run.node_health.by_node, h.by_node)
+    # the history (22 days) is shorter than the features' 28-day window: said, not faked
+    assert run.features is None
+    assert any("less than one 28-day window" in n for n in run.notes)
+    want = (
+        frame.group_by("cluster")
+        .agg(
+            attempts=pl.len(),
+            hardware_failures=pl.col("failure_domain").is_in(["hardware", "infrastructure"]).sum(),
+            nodes=pl.col("nodes").explode().n_unique(),
+        )
+        .sort("cluster")
+    )
+    got = run.by_cluster.select(want.columns)
+    assert_frame_equal(got, want, check_dtypes=False)
+    html = (tmp_path / "out" / "report.html").read_text()
+    for title in ("Clusters of the fleet", "MTTF vs job size", "ETTR of job runs", "Node health"):
+        assert title in html
+    assert "skua" in (tmp_path / "out" / "data" / "fleet_by_cluster.csv").read_text()
+
+
+def test_fleet_cli_refuses_workers_without_a_local_scheduler(fleet, tmp_path, capsys):
+    from reliability.cli import main
+
+    ds, _ = fleet
+    code = main(["fleet", str(ds.path), "--out", str(tmp_path / "o"), "--workers", "2"])
+    assert code != 0
+    assert "--workers: only with --scheduler local" in capsys.readouterr().err

@@ -27,6 +27,7 @@ __all__ = [
     "Placeholder",
     "ReliabilityError",
     "SchemaError",
+    "TaskError",
     "join_messages",
     "message_of",
     "render_message",
@@ -134,6 +135,10 @@ class PipelineError(ReliabilityError):
 
 class DatasetError(ReliabilityError):
     """A Dataset folder cannot be read or written as asked (damaged, busy, inconsistent)."""
+
+
+class TaskError(ReliabilityError, RuntimeError):
+    """A per-cluster task still failed on the executor after its retries (naming the cluster)."""
 
 
 class DatasetLockedError(DatasetError):

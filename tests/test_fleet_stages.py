@@ -134,21 +134,27 @@ def test_parts_of_another_dataset_are_refused(fleet, tmp_path):
             ettr_by_cluster(other, ex, parts, tmp_path / "runs")
         with pytest.raises(ValueError, match=r"attributed\.json is missing"):
             features_by_cluster(ds, ex, tmp_path / "nothing", tmp_path / "f", 14, 7)
-        with pytest.raises(ValueError, match="must hold 'cluster'"):
-            ettr_by_cluster(ds, ex, parts, tmp_path / "runs", run_key=["user", "name"])
+        # a key led by another column would put the runs out of the serial order
+        with pytest.raises(ValueError, match="must start with 'cluster'"):
+            ettr_by_cluster(ds, ex, parts, tmp_path / "runs", run_key=["user", "cluster"])
 
 
 def test_a_part_swapped_for_another_clusters_is_refused(fleet, tmp_path):
-    """The parts' manifest names the clusters in order; a part holding another cluster's rows
-    (copied over by hand) is refused by its task, not read as the wrong cluster."""
+    """A part holding another cluster's rows (copied over by hand) is refused before any task
+    runs (its size and time are not the written part's), and a task refuses to read a part
+    as a cluster it does not hold, not read as the wrong cluster."""
     import shutil
+
+    from reliability.analyses.fleet import _part
 
     ds, parts = fleet
     copy = tmp_path / "attributed"
     shutil.copytree(parts, copy)
     shutil.copyfile(copy / "attributed-00000.parquet", copy / "attributed-00001.parquet")
-    with Executor("serial", retries=0) as ex, pytest.raises(RuntimeError, match="not 'skua'"):
+    with Executor("serial", retries=0) as ex, pytest.raises(ValueError, match="00001"):
         ettr_by_cluster(ds, ex, copy, tmp_path / "runs")
+    with pytest.raises(ValueError, match=r"holds cluster\(s\) \['gull'\], not 'skua'"):
+        _part(str(parts / "attributed-00000.parquet"), "skua")
 
 
 def test_run_fleet_report_equals_the_serial_analyses(fleet, tmp_path):
@@ -178,9 +184,11 @@ def test_run_fleet_report_equals_the_serial_analyses(fleet, tmp_path):
     assert_frame_equal(run.ettr.runs.collect(), e.runs)
     h = node_health(ds, attributed=frame, jobs=frame)
     assert_frame_equal(run.node_health.by_node, h.by_node)
-    # the history (22 days) is shorter than the features' 28-day window: said, not faked
+    # the history (22 days) is shorter than the features' window ([analysis] default 56
+    # days): said, in the pipeline's key, not faked
     assert run.features is None
-    assert any("less than one 28-day window" in n for n in run.notes)
+    assert any("less than one 56-day window" in n for n in run.notes)
+    assert "[analysis].lemon_window_days sets the window" in str(run)
     want = (
         frame.group_by("cluster")
         .agg(
@@ -205,3 +213,67 @@ def test_fleet_cli_refuses_workers_without_a_local_scheduler(fleet, tmp_path, ca
     code = main(["fleet", str(ds.path), "--out", str(tmp_path / "o"), "--workers", "2"])
     assert code != 0
     assert "--workers: only with --scheduler local" in capsys.readouterr().err
+
+
+def test_parts_are_refused_once_an_input_is_added(fleet, tmp_path):
+    """A copy of the Dataset (same parts, another folder) reads the parts; once an input is
+    added to it, the parts are of the Dataset as it was and are refused."""
+    import shutil
+
+    ds, parts = fleet
+    shutil.copytree(ds.path, tmp_path / "copy")
+    copy = Dataset(tmp_path / "copy")
+    with Executor("serial") as ex:
+        got = ettr_by_cluster(copy, ex, parts, tmp_path / "runs")
+        assert_frame_equal(got.runs.collect(), job_run_ettr(ds).runs)
+        generate_b(tmp_path / "raw", seed=9, n_nodes=8, days=3, cluster="wren").ingest(copy)
+        with pytest.raises(ValueError, match="before an input was added"):
+            ettr_by_cluster(copy, ex, parts, tmp_path / "runs")
+
+
+def test_parts_of_a_rerun_that_failed_or_changed_by_hand_are_refused(fleet, tmp_path, monkeypatch):
+    """A rerun that stops half-way (one cluster's task fails) leaves parts of two runs: they
+    are refused, not read as one attribution; so is a part rewritten after it was written."""
+    import shutil
+
+    import reliability.analyses.distributed as dist
+    from reliability.errors import TaskError
+
+    ds, parts = fleet
+    copy = tmp_path / "attributed"
+    shutil.copytree(parts, copy)
+    real = dist._attribute_cluster
+
+    def fails_on_skua(path, cluster, *rest):
+        if cluster == "skua":
+            raise OSError("disk full")
+        return real(path, cluster, *rest)
+
+    monkeypatch.setattr(dist, "_attribute_cluster", fails_on_skua)
+    with Executor("serial", retries=0) as ex:
+        with pytest.raises(TaskError, match="attribution of cluster 'skua'"):
+            write_attributed_by_cluster(ds, ex, copy, before_min=600, after_min=600)
+        with pytest.raises(ValueError, match=r"attributed\.json is missing"):
+            ettr_by_cluster(ds, ex, copy, tmp_path / "runs")
+    monkeypatch.setattr(dist, "_attribute_cluster", real)
+    shutil.rmtree(copy)
+    shutil.copytree(parts, copy)
+    # (an attributed part of the same cluster, written again: another size or time)
+    pl.read_parquet(copy / "attributed-00002.parquet").head(10).write_parquet(
+        copy / "attributed-00002.parquet"
+    )
+    with Executor("serial") as ex, pytest.raises(ValueError, match="changed since"):
+        features_by_cluster(ds, ex, copy, tmp_path / "f", 14, 7)
+
+
+def test_features_of_a_cluster_that_starts_after_the_end(fleet, tmp_path):
+    """An observation end before the last cluster's first attempt: its nodes' events and
+    states still make their rows, as in the serial call (its task does not refuse)."""
+    ds, parts = fleet
+    end = datetime(2025, 3, 8, 6, tzinfo=UTC)
+    late = ds.scan("jobs").filter(pl.col("cluster") == "skua").select(pl.col("start_time").min())
+    assert late.collect().item() > end  # (skua's first attempt starts after the end)
+    serial = node_features(ds, 1, 1, observation_end=end)
+    with Executor("serial") as ex:
+        got = features_by_cluster(ds, ex, parts, tmp_path / "f", 1, 1, observation_end=end)
+    assert_frame_equal(got.collect(), serial)

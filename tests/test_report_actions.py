@@ -190,3 +190,27 @@ def test_attribution_caption_uses_the_configured_window():
     text = attribution_caption(a, 10.0, 5.0)
     assert "from 20 min before its end to 2.5 min after" in text
     assert "the paper uses 10 and 5" in text
+
+
+def test_node_actions_of_a_fleet_name_each_node_with_its_cluster():
+    """Two clusters with a node of the same name: each action names its cluster, and one
+    cluster's repeat-offender count is not charged to the other's node."""
+    health = _health(
+        [
+            {"cluster": "east", "node": "n1", "state": "DRAIN", "reason": "Xid 79",
+             "since": T, "hours": 2.0, "hardware": True, "signal": "Xid 79"},
+        ],
+        [
+            {"cluster": "west", "node": "n1", "failures": 7, "attempts_hit": 9, "jobs_hit": 9,
+             "gpu_hours_failed": 120.0},
+        ],
+    )  # fmt: skip
+    acts = node_actions(health, None)
+    texts = [a.text for a in acts]
+    assert texts[0].startswith("Inspect and repair n1 (east): DRAIN")
+    assert "failed" not in acts[0].evidence  # (west's failures are not east's)
+    assert texts[1] == "Inspect n1 (west): a repeat offender"
+    assert acts[1].evidence.startswith("Failed 7 time(s)")
+    # one cluster: names as before
+    one = _health(health.open_now.to_dicts(), [])
+    assert node_actions(one, None)[0].text.startswith("Inspect and repair n1: DRAIN")

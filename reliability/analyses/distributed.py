@@ -30,6 +30,7 @@ import polars as pl
 
 from reliability._atomic import write_json_atomic, write_parquet_atomic
 from reliability.attribution import _SNAPSHOT_KINDS, attribute_failures
+from reliability.errors import TaskError
 from reliability.store.lock import crash_leftover
 
 if TYPE_CHECKING:
@@ -117,18 +118,16 @@ def attribute_by_cluster(dataset: Dataset, executor: Executor, **options: Any) -
 
     Raises
     ------
-    RuntimeError
-        If a cluster's task still failed after the executor's retries (naming it).
+    TaskError
+        If a cluster's task still failed after the executor's retries (naming it; a
+        ``RuntimeError``).
     """
     clusters, history, merged = _plan(dataset)
     if len(clusters) < 2:  # nothing to share out
         return attribute_failures(dataset, **options)
     ok = dataset.verified_parts
-    done = _run(
-        executor,
-        clusters,
-        [(str(dataset.path), c, history, merged, options, ok) for c in clusters],
-    )
+    args = [(str(dataset.path), c, history, merged, options, ok) for c in clusters]
+    done = map_clusters(executor, _attribute_cluster, clusters, args, "attribution")
     out = pl.concat(done)  # (clusters sorted as the merge sorts them)
     return out if merged else out.sort(_ORDER).drop(_ORDER)
 
@@ -143,7 +142,10 @@ def write_attributed_by_cluster(
     sorted order) and sends back only the path, so neither the caller nor the scheduler ever
     holds more than a path per cluster (a Dataset of one cluster is one task too). Collected,
     the result equals ``attribute_failures(dataset, **options)`` (Kokolis et al. HPCA'25 §III):
-    same rows, same order, same values. Reruns overwrite the parts (a scan taken before a rerun
+    same rows, same order, same values. Beside the parts, ``attributed.json`` says what they
+    are of (the Dataset's parts, the clusters in order, each part's size and time, the
+    options): :func:`attributed_parts` checks it before the parts are read again. Reruns
+    overwrite the parts (a scan taken before a rerun
     is not to be read after it); parts of an earlier run beyond this run's clusters are removed,
     and so are a part's temporary files left by a killed writer (older than a day, or whose
     writer's pid is gone on this host): files of exactly those name patterns only, no other
@@ -171,11 +173,15 @@ def write_attributed_by_cluster(
 
     Raises
     ------
-    RuntimeError
-        If a cluster's task still failed after the executor's retries (naming it).
+    TaskError
+        If a cluster's task still failed after the executor's retries (naming it; a
+        ``RuntimeError``).
     """
     folder = Path(folder).resolve()  # (the workers write it: not relative to their own cwd)
     folder.mkdir(parents=True, exist_ok=True)
+    # what the parts are of goes first: a run that stops half-way leaves parts of two runs,
+    # which no reader takes for this Dataset's (:func:`attributed_parts`)
+    (folder / _PARTS_OF).unlink(missing_ok=True)
     clusters, history, merged = _plan(dataset)
     if clusters:
         ok = dataset.verified_parts
@@ -183,13 +189,18 @@ def write_attributed_by_cluster(
             (str(dataset.path), c, history, merged, options, ok, str(folder / _PART.format(i)))
             for i, c in enumerate(clusters)
         ]
-        _run(executor, clusters, args)
+        map_clusters(executor, _attribute_cluster, clusters, args, "attribution")
         n = len(clusters)
     else:  # no attempts: one empty part
         write_parquet_atomic(attribute_failures(dataset, **options), folder / _PART.format(0))
         n, merged = 1, True
     paths = tidy_parts(folder, "attributed", n)
-    what = {"dataset": fingerprint(dataset), "clusters": clusters, "merged": merged}
+    what = {
+        "dataset": fingerprint(dataset),
+        "clusters": clusters,
+        "parts": [_stamp(p) for p in paths],
+        "options": options,  # (for the reader's information: the readers do not redo them)
+    }
     write_json_atomic(what, folder / _PARTS_OF)
     scan = pl.scan_parquet(paths)
     return scan if merged else scan.sort(_ORDER).drop(_ORDER)
@@ -198,17 +209,23 @@ def write_attributed_by_cluster(
 def fingerprint(dataset: Dataset) -> str:
     """Name the Dataset's contents that attribution reads: its jobs, events and states parts.
 
-    The sha256 of every such part (the manifest's), sorted: equal for a Dataset whose inputs
-    are the same, whatever their order or folder; different once an input is added or
-    removed.
+    Every such part as the manifest records it (file, rows, sha256), in the manifest's order
+    (which decides merges of overlapping inputs): equal for a copy of the Dataset in another
+    folder; different once an input is added or removed.
     """
-    parts = sorted(
-        (table, str(part.get("sha256")))
+    parts = [
+        (table, part.get("file"), part.get("rows"), part.get("sha256"))
         for i in dataset.inputs
         for table, part in (i.get("parts") or {}).items()
         if table in _SOURCES and part
-    )
-    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+    ]
+    return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()
+
+
+def _stamp(path: Path) -> dict[str, Any]:
+    """Return a part's name, size [bytes] and modification time [ns], as written."""
+    st = path.stat()
+    return {"file": path.name, "bytes": st.st_size, "mtime_ns": st.st_mtime_ns}
 
 
 def attributed_parts(dataset: Dataset, folder: str | Path) -> tuple[list[str], list[Path]]:
@@ -253,6 +270,14 @@ def attributed_parts(dataset: Dataset, folder: str | Path) -> tuple[list[str], l
     missing = [p.name for p in paths if not p.is_file()]
     if missing:
         raise ValueError(f"{folder}: attributed part(s) missing ({', '.join(missing[:3])}): {redo}")
+    changed = [
+        p.name for p, was in zip(paths, what.get("parts") or [], strict=False) if _stamp(p) != was
+    ]
+    if changed or len(what.get("parts") or []) != len(paths):
+        raise ValueError(
+            f"{folder}: attributed part(s) changed since they were written "
+            f"({', '.join(changed[:3]) or 'their list'}): {redo}"
+        )
     return clusters, paths
 
 
@@ -297,11 +322,6 @@ def _plan(dataset: Dataset) -> tuple[list[str], bool, bool]:
     return clusters, history, merged
 
 
-def _run(executor: Executor, clusters: list[str], args: list[tuple]) -> list[Any]:
-    """Map :func:`_attribute_cluster` over the clusters' arguments; the results in order."""
-    return map_clusters(executor, _attribute_cluster, clusters, args, "attribution")
-
-
 def map_clusters(
     executor: Executor, task: Callable[..., Any], clusters: list[str], args: list[tuple], what: str
 ) -> list[Any]:
@@ -309,15 +329,16 @@ def map_clusters(
 
     Raises
     ------
-    RuntimeError
-        If a cluster's task still failed after the executor's retries (naming it and ``what``).
+    TaskError
+        If a cluster's task still failed after the executor's retries (naming it and
+        ``what``; a ``RuntimeError``).
     """
     names = [f"{what.replace(' ', '-')}-{i:04d}" for i in range(len(clusters))]
     done, failures = executor.map(task, args, names)
     if failures:
         first = failures[0]
         who = clusters[names.index(first.name)]
-        raise RuntimeError(
+        raise TaskError(
             f"{what} of cluster {who!r} failed on the executor: {first.error}"
             + (f" (and {len(failures) - 1} other cluster(s))" if len(failures) > 1 else "")
         )

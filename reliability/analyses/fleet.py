@@ -32,12 +32,12 @@ import polars as pl
 
 from reliability._atomic import write_parquet_atomic
 from reliability._result import fmt_duration_h
-from reliability.analyses.distributed import attributed_parts, map_clusters, tidy_parts
+from reliability.analyses.distributed import _ORDER, attributed_parts, map_clusters, tidy_parts
 from reliability.models.failures.counts import as_utc, clip_lazy, resolve_observation_end
-from reliability.models.nodes.lemon_features import ShortHistoryError, node_features
+from reliability.models.nodes.lemon_features import ShortHistoryError, features_of, node_features
 from reliability.models.recovery.ettr_logs import (
-    _ATTEMPT_COLUMNS,
-    _COUNTS,
+    ATTEMPT_COLUMNS,
+    RUN_COUNTS,
     RunETTR,
     run_frame,
     run_key_columns,
@@ -49,9 +49,6 @@ if TYPE_CHECKING:
     from reliability.store import Dataset
 
 __all__ = ["ettr_by_cluster", "features_by_cluster"]
-
-#: the row number a single-part jobs table's attributed parts carry (the Dataset's order)
-_ORDER = "__order"
 
 
 def _part(path: str, cluster: str, columns: list[str] | None = None) -> pl.DataFrame:
@@ -76,7 +73,7 @@ def _ettr_cluster(
     out: str,
 ) -> dict[str, int]:
     """Run one task: the runs of ``cluster`` written to ``out``; the notes' counts returned."""
-    jobs = _part(part, cluster, [*key, *_ATTEMPT_COLUMNS])
+    jobs = _part(part, cluster, [*key, *ATTEMPT_COLUMNS])
     runs, counts = run_frame(jobs, key, obs_end, *params)
     write_parquet_atomic(runs, Path(out))
     return counts
@@ -97,11 +94,14 @@ def ettr_by_cluster(
 ) -> RunETTR:
     """ETTR per job run of a fleet, one cluster per task, each task writing its runs' part.
 
-    Equal to ``job_run_ettr(dataset, ...)`` (Kokolis et al. HPCA'25 §V): the same runs in the
-    same order (the parts ``folder/runs-NNNNN.parquet``, one per cluster in sorted order; the
-    result's ``runs`` is a LazyFrame over them), the same notes. Its tables are aggregated
-    over the parts on the streaming engine: counts and quantiles are the serial ones; sums
-    and means may differ from them in the last digits (the additions come in another order).
+    Equal to :func:`~reliability.models.recovery.job_run_ettr` on the attempts as the parts
+    attributed them (``job_run_ettr(dataset, ...)`` for parts written with the default
+    options; Kokolis et al. HPCA'25 §V): the same runs in the same order (the parts
+    ``folder/runs-NNNNN.parquet``, one per cluster in sorted order; the result's ``runs`` is a
+    LazyFrame over them, which ``to_disk`` does not save), the same notes. Its tables are
+    aggregated over the parts on the streaming engine: counts and quantiles are the serial
+    ones; sums and means may differ from them in the last digits (the additions come in
+    another order).
 
     Parameters
     ----------
@@ -118,8 +118,9 @@ def ettr_by_cluster(
     ckpt_interval_h, restart_h, lost_work, ckpt_min_gpus, observation_end
         As :func:`reliability.models.recovery.job_run_ettr` [h, h, -, GPUs, UTC].
     run_key : str or list of str or None
-        Column(s) that identify a run; default (cluster, job_id). It must hold ``cluster``:
-        a run keyed across clusters is not one cluster's.
+        Column(s) that identify a run; default (cluster, job_id). It must start with
+        ``cluster``: a run keyed across clusters is not one cluster's, and the runs come in
+        key order.
 
     Returns
     -------
@@ -129,10 +130,11 @@ def ettr_by_cluster(
     Raises
     ------
     ValueError
-        If ``attributed`` holds no parts of this Dataset as it is now, or the run key leaves
-        out the cluster.
-    RuntimeError
-        If a cluster's task still failed after the executor's retries (naming it).
+        If ``attributed`` holds no parts of this Dataset as it is now, or the run key does
+        not start with the cluster.
+    TaskError
+        If a cluster's task still failed after the executor's retries (naming it; a
+        ``RuntimeError``).
     """
     if lost_work not in ("aligned", "expected"):
         raise ValueError(f"lost_work must be 'aligned' or 'expected', got {lost_work!r}")
@@ -141,10 +143,11 @@ def ettr_by_cluster(
     clusters, parts = attributed_parts(dataset, attributed)
     scan = pl.scan_parquet(parts)
     key = run_key_columns(scan.head(0).collect(), run_key)
-    if "cluster" not in key:
+    if key[0] != "cluster":
         raise ValueError(
-            f"run_key {key}: a fleet's runs are computed one cluster at a time, so the key must "
-            "hold 'cluster' (e.g. ['cluster', 'user', 'name'])"
+            f"run_key {key}: a fleet's runs are computed one cluster at a time and put end to end "
+            "in cluster order, so the key must start with 'cluster' (e.g. ['cluster', 'user', "
+            "'name'])"
         )
     obs_end, note = resolve_observation_end(dataset, scan, observation_end)
     folder = Path(folder).resolve()
@@ -159,7 +162,7 @@ def ettr_by_cluster(
         counts = map_clusters(executor, _ettr_cluster, clusters, args, "ETTR")
     else:  # no attempts: one empty part
         counts = [_ettr_cluster(str(parts[0]), "", key, obs_end, params, str(outs[0]))]
-    total = {c: sum(n[c] for n in counts) for c in _COUNTS}
+    total = {c: sum(n[c] for n in counts) for c in RUN_COUNTS}
     return RunETTR(
         runs=pl.scan_parquet(outs),
         ckpt_interval_h=ckpt_interval_h,
@@ -178,26 +181,25 @@ def _features_cluster(
     bounds: tuple[datetime, datetime | None, datetime | None],
     verified: frozenset[tuple[str, int, int]],
     out: str,
-) -> int:
-    """Run one task: the features of ``cluster``'s nodes written to ``out``; their rows returned."""
+) -> None:
+    """Run one task: the features of ``cluster``'s nodes written to ``out``."""
     from reliability.store import Dataset
 
     ds = Dataset(path, verified=verified)
     mine = [cluster]
     start, end, obs = bounds
-    frame = node_features(
-        {
-            "jobs": _part(part, cluster),
-            "health_events": ds.scan("health_events", clusters=mine).collect(),
-            "node_states": ds.scan("node_states", clusters=mine).collect(),
-        },
+    frame = features_of(
+        _part(part, cluster),
+        ds.scan("health_events", clusters=mine).collect(),
+        ds.scan("node_states", clusters=mine).collect(),
+        obs,
         *window,
-        start=start,
-        end=end,
-        observation_end=obs,
+        start,
+        end,
+        some_attempts=False,  # (a cluster whose attempts all start after the end: its nodes'
+        # events and states still make their rows, as in the whole fleet's call)
     )
     write_parquet_atomic(frame, Path(out))
-    return frame.height
 
 
 def features_by_cluster(
@@ -215,9 +217,11 @@ def features_by_cluster(
     """Compute a fleet's rolling per-node lemon features, one cluster per task, each writing its part.
 
     Collected, equal to ``node_features(dataset, window_days, step_days, ...)`` on the
-    attributed attempts of ``attributed`` (Kokolis et al. HPCA'25 §VI): one row per (cluster,
-    node, window end), the same windows (the fleet's observation end and first start are
-    worked out here, as the serial call does on the whole Dataset), the same values.
+    attempts as the parts attributed them (Kokolis et al. HPCA'25 §VI), for the clusters with
+    attempts (see the notes): one row per (cluster, node, window end), the same windows (the
+    fleet's observation end and first start are worked out here as
+    :func:`~reliability.models.nodes.node_features` works them out on the whole Dataset, and
+    given to every task), the same values.
 
     Parameters
     ----------
@@ -245,15 +249,15 @@ def features_by_cluster(
     ValueError
         As :func:`~reliability.models.nodes.node_features` (no attempts; a window longer
         than the fleet's history), or when ``attributed`` holds no parts of this Dataset.
-    RuntimeError
-        If a cluster's task still failed after the executor's retries (naming it); e.g. a
-        cluster none of whose attempts started before the observation end (its nodes' events
-        alone make no features, where the serial call would give them rows).
+    TaskError
+        If a cluster's task still failed after the executor's retries (naming it; a
+        ``RuntimeError``).
 
     Notes
     -----
-    The nodes of a cluster with no job attempt at all (events or states only) have no rows
-    here; the serial call gives them rows of zero attempts.
+    The tasks are the clusters of the jobs table: the nodes of a cluster with no job attempt
+    at all (events or states only) have no rows here, where the serial call gives them rows
+    of zero attempts.
     """
     if window_days <= 0 or step_days <= 0 or window_days % step_days:
         raise ValueError("window_days must be a positive multiple of step_days")

@@ -44,6 +44,8 @@ from reliability.analyses import (
     gpus_per_node_of,
     write_attributed_by_cluster,
 )
+from reliability.analyses.distributed import fingerprint
+from reliability.errors import DatasetError, Hint, Hinted
 from reliability.models.failures import (
     MTTFResult,
     RateSeries,
@@ -70,8 +72,9 @@ if TYPE_CHECKING:
 
 __all__ = ["FleetRun", "run_fleet"]
 
-#: the lemon features' window and step [days] (the bundled detector's)
-_WINDOW_DAYS, _STEP_DAYS = 28, 7
+#: the step between the lemon features' windows [days] (their length: ``[analysis]
+#: lemon_window_days``, a multiple of it)
+_STEP_DAYS = 7
 
 
 @dataclass
@@ -214,12 +217,13 @@ class FleetRun:
             .collect(engine="streaming")
         )
         rows = self.features.select(pl.len()).collect(engine="streaming").item()
+        window = self.config.analysis.lemon_window_days
         sec.blocks.append(
             Text(
-                f"{rows:,} rows of per-node features ({_WINDOW_DAYS}-day windows every "
-                f"{_STEP_DAYS} days; Kokolis et al. HPCA'25 §VI), the input of a lemon detector "
-                "(`reliability lemon score` on a cluster's Dataset); the nodes with the most "
-                "hardware failures charged to them in the last window are below."
+                f"{rows:,} rows of per-node features ({window}-day windows every {_STEP_DAYS} "
+                "days, [analysis].lemon_window_days; Kokolis et al. HPCA'25 §VI), the input of a "
+                "lemon detector (`reliability lemon score` on a cluster's Dataset); the nodes with "
+                "the most hardware failures charged to them in the last window are below."
             )
         )
         sec.blocks.append(
@@ -303,6 +307,7 @@ def run_fleet(
     notes: list[str] = []
     own = executor is None
     ex = Executor("serial") if own else executor
+    was = fingerprint(dataset)
     try:
         t = time.perf_counter()
         scan = write_attributed_by_cluster(
@@ -344,15 +349,28 @@ def run_fleet(
                 ex,
                 parts / "attributed",
                 parts / "features",
-                _WINDOW_DAYS,
+                a.lemon_window_days,
                 _STEP_DAYS,
                 observation_end=end,
             )
         except ShortHistoryError as e:
             features = None
-            notes.append(f"lemon features not computed: {e}")
+            notes.append(
+                Hinted(
+                    f"lemon features not computed: {e}; ",
+                    Hint("lemon_window_days", action=False),
+                    " sets the window",
+                )
+            )
         seconds["lemon features"] = time.perf_counter() - t
         say(f"lemon features in {seconds['lemon features']:.0f} s")
+    except ValueError:
+        if fingerprint(dataset) != was:  # (the parts' check refused them: say why, here)
+            raise DatasetError(
+                f"{dataset.path}: the Dataset changed while the fleet ran (an input was added or "
+                "removed): run it again"
+            ) from None
+        raise
     finally:
         if own:
             ex.close()

@@ -13,6 +13,7 @@ these attribute names are the whole of what it knows of the stages.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import polars as pl
@@ -45,6 +46,20 @@ def _when(t: Any) -> str:
     return f"{t:%Y-%m-%d %H:%M} UTC"
 
 
+def _node_namer(health: Any | None) -> Callable[[Any, str], str]:
+    """Name a node as the report does: with its cluster when the data hold several."""
+    clusters: set[Any] = set()
+    for f in (getattr(health, n, None) for n in ("by_node", "open_now", "offenders")):
+        if f is not None and f.height and "cluster" in f.columns:
+            clusters |= set(f.get_column("cluster").unique().to_list())
+    many = len(clusters) > 1
+
+    def name(cluster: Any, node: str) -> str:
+        return f"{node} ({cluster})" if many and cluster is not None else node
+
+    return name
+
+
 def node_actions(health: Any | None, lemon: Any | None) -> list[Action]:
     """List the nodes to inspect or drain.
 
@@ -65,15 +80,17 @@ def node_actions(health: Any | None, lemon: Any | None) -> list[Action]:
         One action per node (a node is named once), with the evidence and the jobs it cost.
     """
     actions: list[Action] = []
-    seen: set[str] = set()
+    # a node is its cluster's: two clusters of a fleet may both have an ``r1n1``
+    seen: set[tuple[Any, str]] = set()
     offenders = health.offenders if health is not None and health.offenders.height else None
     off = (
-        {n: r for n, r in zip(offenders["node"], offenders.iter_rows(named=True), strict=True)}
+        {(r.get("cluster"), r["node"]): r for r in offenders.iter_rows(named=True)}
         if offenders is not None
         else {}
     )
+    name = _node_namer(health)
 
-    def cost(node: str) -> str:
+    def cost(node: tuple[Any, str]) -> str:
         r = off.get(node)
         if not r:
             return ""
@@ -87,9 +104,10 @@ def node_actions(health: Any | None, lemon: Any | None) -> list[Action]:
         now = health.open_now
         urgent = now.filter(pl.col("hardware") | pl.col("state").is_in(["DOWN", "FAIL", "REPAIR"]))
         for r in urgent.iter_rows(named=True):
-            if r["node"] in seen:
+            key = (r.get("cluster"), r["node"])
+            if key in seen:
                 continue
-            seen.add(r["node"])
+            seen.add(key)
             why = (
                 f"the reason names {r['signal']}"
                 if r["hardware"] and r["signal"]
@@ -98,51 +116,52 @@ def node_actions(health: Any | None, lemon: Any | None) -> list[Action]:
             actions.append(
                 Action(
                     "node",
-                    f"Inspect and repair {r['node']}: {r['state']} since {_when(r['since'])} ({r['reason'] or 'no reason given'})",
-                    f"out of service for {fmt_duration_h(r['hours'])} at the observation end; {why}{cost(r['node'])}",
+                    f"Inspect and repair {name(*key)}: {r['state']} since {_when(r['since'])} ({r['reason'] or 'no reason given'})",
+                    f"out of service for {fmt_duration_h(r['hours'])} at the observation end; {why}{cost(key)}",
                     "Node health",
                 )
             )
     test = getattr(lemon, "test", None) if lemon is not None else None
     if lemon is not None and (lemon.scores.height or test is not None):
         out_now = (
-            set(health.open_now["node"].to_list())
+            {(r.get("cluster"), r["node"]) for r in health.open_now.iter_rows(named=True)}
             if health is not None and health.open_now.height
             else set()
         )
         for r in lemon.flagged.iter_rows(named=True):
-            if r["node"] in seen:
+            key = (r.get("cluster"), r["node"])
+            if key in seen:
                 continue
-            seen.add(r["node"])
-            state = " (already out of service)" if r["node"] in out_now else ""
+            seen.add(key)
+            state = " (already out of service)" if key in out_now else ""
             if test is not None:
                 why = (
                     f"{r['incidents']} distinct failures where {fmt_num(r['expected'])} were expected at the "
                     f"fleet's rate (x{fmt_num(r['excess'])}), q = {r['q']:.2g} at FDR {test.fdr:g}; "
-                    f"{r['evidence']}{cost(r['node'])}"
+                    f"{r['evidence']}{cost(key)}"
                 )
             else:
                 why = (
                     f"P(lemon) = {r['probability']:.2f} >= threshold {lemon.threshold:.2f} on the {lemon.window_days}-day "
-                    f"window ending {r['window_end']:%Y-%m-%d}; drivers: {r['drivers'] or 'none'}{cost(r['node'])}"
+                    f"window ending {r['window_end']:%Y-%m-%d}; drivers: {r['drivers'] or 'none'}{cost(key)}"
                 )
             actions.append(
                 Action(
                     "node",
-                    f"Drain and inspect {r['node']}: flagged as a likely lemon{state}",
+                    f"Drain and inspect {name(*key)}: flagged as a likely lemon{state}",
                     why,
                     "Lemon nodes",
                 )
             )
-    for node, r in off.items():
-        if node in seen or r["failures"] < REPEAT_OFFENDER_MIN_FAILURES:
+    for key, r in off.items():
+        if key in seen or r["failures"] < REPEAT_OFFENDER_MIN_FAILURES:
             continue
-        seen.add(node)
-        evidence = cost(node).removeprefix("; ")
+        seen.add(key)
+        evidence = cost(key).removeprefix("; ")
         actions.append(
             Action(
                 "node",
-                f"Inspect {node}: a repeat offender",
+                f"Inspect {name(*key)}: a repeat offender",
                 evidence[:1].upper() + evidence[1:],  # (str.capitalize would lower "GPU")
                 "Node health",
             )
@@ -422,7 +441,19 @@ def headline_cards(results: Any) -> list[Card]:
     if health is not None and health.window_h > 0:
         fa = health.fleet_availability
         out = health.open_now.select("cluster", "node").n_unique() if health.open_now.height else 0
-        hw = health.open_now.filter(pl.col("hardware"))["node"].to_list() if out else []
+        name = _node_namer(health)
+        hw = (
+            list(
+                dict.fromkeys(  # (a node open twice, e.g. DOWN and DRAINED, is named once)
+                    name(c, n)
+                    for c, n in health.open_now.filter(pl.col("hardware"))
+                    .select("cluster", "node")
+                    .iter_rows()
+                )
+            )
+            if out
+            else []
+        )
         cards.append(
             Card(
                 "Fleet availability",

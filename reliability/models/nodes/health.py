@@ -390,7 +390,7 @@ def _window(
             *(pl.col(c).min().alias(f"{c}_lo") for c in have),
             *(pl.col(c).max().alias(f"{c}_hi") for c in have),
         )
-        times += list(ends.collect().row(0)) if have else []
+        times += list(ends.collect(engine="streaming").row(0)) if have else []
     times = [t for t in times if t is not None]
     if start is None and times:
         start = min(times)
@@ -481,8 +481,8 @@ def _offenders(attributed: pl.DataFrame | pl.LazyFrame | None) -> tuple[pl.DataF
     """Distinct failures per node and the attempts charged to no node.
 
     A LazyFrame (a fleet's attributed parts) is read for its hardware-attributed attempts only,
-    the columns the counts read, on the streaming engine: the counts see the same rows in the
-    same order as on the whole frame.
+    the columns the counts read, on the streaming engine: the counts see the same rows (in
+    whatever order: they sort them by node and time, and equal keys are equal rows).
     """
     if isinstance(attributed, pl.LazyFrame):
         names = attributed.collect_schema().names()

@@ -142,10 +142,31 @@ def node_features(
     if window_days <= 0 or step_days <= 0 or window_days % step_days:
         raise ValueError("window_days must be a positive multiple of step_days")
     jobs, he, ns, obs = _inputs(source, observation_end)
+    return features_of(jobs, he, ns, obs, window_days, step_days, start, end)
+
+
+def features_of(
+    jobs: pl.DataFrame,
+    he: pl.DataFrame,
+    ns: pl.DataFrame,
+    obs: datetime | None,
+    window_days: int,
+    step_days: int,
+    start: datetime | None,
+    end: datetime | None,
+    *,
+    some_attempts: bool = True,
+) -> pl.DataFrame:
+    """:func:`node_features` on its inputs read (attributed jobs, events, states, the end).
+
+    ``some_attempts=False``: one cluster of a fleet (:func:`reliability.analyses.features_by_cluster`,
+    which gives ``start``): none of its attempts may have started before the end, and its
+    nodes' events and states still make their rows, as they do in the whole fleet's call.
+    """
     step = timedelta(days=step_days)
     n_back = window_days // step_days
     ended, he, ns = _censored(jobs, he, ns, obs)
-    if ended.height == 0:
+    if ended.height == 0 and some_attempts:
         raise ValueError(
             "no job attempts: the lemon features count each node's attempts and failures "
             "(ingest the cluster's job accounting, a sacct export)"

@@ -75,7 +75,7 @@ INTERRUPTING_DOMAINS = ("hardware", "infrastructure", "system_software")
 #: the quantiles of :class:`RunETTR`'s tables (computed apart on a fleet's parts)
 _QUANTILES = ("ettr_median", "ettr_p10", "ettr_p90")
 #: what :func:`run_frame` counts for the notes (:func:`run_notes`)
-_COUNTS = ("never", "open", "waiting", "held", "zero", "cpu")
+RUN_COUNTS = ("never", "open", "waiting", "held", "zero", "cpu")
 
 
 @dataclass
@@ -124,8 +124,15 @@ class RunETTR(Result):
         measures = self._measures(gpu_wall)
         if not isinstance(r, pl.LazyFrame):
             return r.group_by(by).agg(measures).sort(by)
+        done = self.__dict__.setdefault("_tables", {})  # (each a pass over the parts: once)
+        if by not in done:
+            done[by] = self._lazy_agg(r, by, measures)
+        return done[by]
+
+    @staticmethod
+    def _lazy_agg(r: pl.LazyFrame, by: str, measures: list[pl.Expr]) -> pl.DataFrame:
         # a fleet's parts: the counts, sums and means on the streaming engine a batch at a
-        # time; the quantiles from the one column they read (not every column at once)
+        # time; the quantiles from the two columns they read (not every column at once)
         names = [m.meta.output_name() for m in measures]
         ranked = [m for m, n in zip(measures, names, strict=True) if n in _QUANTILES]
         summed = [m for m, n in zip(measures, names, strict=True) if n not in _QUANTILES]
@@ -280,7 +287,7 @@ def run_key_columns(jobs: pl.DataFrame, run_key: str | list[str] | None) -> list
 
 
 #: the attempts' columns :func:`job_run_ettr` reads (besides the run key)
-_ATTEMPT_COLUMNS = (
+ATTEMPT_COLUMNS = (
     "start_time",
     "end_time",
     "submit_time",
@@ -365,12 +372,12 @@ def run_frame(
     """
     # only the columns read below: the filters and the sort copy every column they carry (the
     # host lists alone are hundreds of MiB at a million attempts)
-    used = (*key, *_ATTEMPT_COLUMNS)
+    used = (*key, *ATTEMPT_COLUMNS)
     jobs = jobs.select(c for c in dict.fromkeys(used) if c in jobs.columns)
     started, n_open = clip_attempts(jobs, obs_end)
     waiting = _waiting_runs(jobs, key, obs_end)
     started = started.with_columns(end_time=pl.col("stop"))
-    counts = dict.fromkeys(_COUNTS, 0)
+    counts = dict.fromkeys(RUN_COUNTS, 0)
     counts["never"] = jobs.select(key).unique().height - started.select(key).unique().height
     counts["open"] = n_open
     dt = ckpt_interval_h
@@ -572,7 +579,7 @@ def _waiting_runs(jobs: pl.DataFrame, key: list[str], obs_end: datetime | None) 
     end = pl.lit(obs_end).cast(pl.Datetime("us", "UTC"))
     last = (
         jobs.select(*key, "start_time", "submit_time", "end_time", "state")
-        .sort([*key, "start_time", "submit_time"], nulls_last=True)
+        .sort([*key, "start_time", "submit_time"], nulls_last=True, maintain_order=True)
         .group_by(key, maintain_order=True)
         .agg(pl.col("state").last().cast(pl.String), pl.col("submit_time", "end_time").last())
     )

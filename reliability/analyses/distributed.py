@@ -212,6 +212,16 @@ def fingerprint(dataset: Dataset) -> str:
     Every such part as the manifest records it (file, rows, sha256), in the manifest's order
     (which decides merges of overlapping inputs): equal for a copy of the Dataset in another
     folder; different once an input is added or removed.
+
+    Parameters
+    ----------
+    dataset : Dataset
+        The Dataset.
+
+    Returns
+    -------
+    str
+        A sha256 hex digest.
     """
     parts = [
         (table, part.get("file"), part.get("rows"), part.get("sha256"))
@@ -288,6 +298,20 @@ def tidy_parts(folder: Path, prefix: str, n: int) -> list[Path]:
     so do such parts' temporary files left by a killed writer (older than a day, or whose
     writer's pid is gone on this host: :func:`reliability.store.lock.crash_leftover`). Files
     of exactly those name patterns only: no other file of the folder is touched.
+
+    Parameters
+    ----------
+    folder : Path
+        The folder of parts (it exists).
+    prefix : str
+        The parts' name before ``-NNNNN.parquet`` (``"attributed"``, ``"runs"``...).
+    n : int
+        This run's parts.
+
+    Returns
+    -------
+    list of Path
+        ``folder/<prefix>-00000.parquet`` ... for the ``n`` parts, in order.
     """
     name = re.compile(rf"{re.escape(prefix)}-[0-9]{{5}}\.parquet")
     # a part's temporary file (:mod:`reliability._atomic`: ``.<part>.<host>-<pid>.<random>.tmp``)
@@ -326,6 +350,24 @@ def map_clusters(
     executor: Executor, task: Callable[..., Any], clusters: list[str], args: list[tuple], what: str
 ) -> list[Any]:
     """Run ``task`` once per cluster on ``executor``; the results in the clusters' order.
+
+    Parameters
+    ----------
+    executor : Executor
+        Where the tasks run.
+    task : callable
+        A module-level function (spawned workers import it).
+    clusters : list of str
+        The clusters, one task each.
+    args : list of tuple
+        Each cluster's arguments of ``task``, in the order of ``clusters``.
+    what : str
+        What the tasks compute, for the task names and the error (``"attribution"``).
+
+    Returns
+    -------
+    list
+        The tasks' results, in the order of ``clusters``.
 
     Raises
     ------

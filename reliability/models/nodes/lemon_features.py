@@ -159,9 +159,26 @@ def features_of(
 ) -> pl.DataFrame:
     """:func:`node_features` on its inputs read (attributed jobs, events, states, the end).
 
-    ``some_attempts=False``: one cluster of a fleet (:func:`reliability.analyses.features_by_cluster`,
-    which gives ``start``): none of its attempts may have started before the end, and its
-    nodes' events and states still make their rows, as they do in the whole fleet's call.
+    Parameters
+    ----------
+    jobs, he, ns : polars.DataFrame
+        Attributed attempts, health events and node states.
+    obs : datetime or None
+        The observation end [UTC].
+    window_days, step_days : int
+        As :func:`node_features` [days].
+    start, end : datetime or None
+        As :func:`node_features` [UTC].
+    some_attempts : bool
+        Refuse inputs with no attempt started before the end (:func:`node_features`). False
+        for one cluster of a fleet (:func:`reliability.analyses.features_by_cluster`, which
+        gives ``start``): its nodes' events and states still make their rows, as they do in
+        the whole fleet's call.
+
+    Returns
+    -------
+    polars.DataFrame
+        As :func:`node_features`.
     """
     step = timedelta(days=step_days)
     n_back = window_days // step_days

@@ -369,6 +369,22 @@ def run_frame(
     in the order of their key: the runs of a fleet's clusters, each computed on its own
     cluster's attempts (a key that holds ``cluster``), put end to end in cluster order are
     the whole fleet's runs (:func:`reliability.analyses.ettr_by_cluster`), and their counts add.
+
+    Parameters
+    ----------
+    jobs : polars.DataFrame
+        Attributed attempts.
+    key : list of str
+        The run key's columns.
+    obs_end : datetime or None
+        The observation end [UTC].
+    ckpt_interval_h, restart_h, lost_work, ckpt_min_gpus
+        As :func:`job_run_ettr` [h, h, -, GPUs].
+
+    Returns
+    -------
+    (polars.DataFrame, dict of str to int)
+        The runs (:attr:`RunETTR.runs`) and :data:`RUN_COUNTS` by name.
     """
     # only the columns read below: the filters and the sort copy every column they carry (the
     # host lists alone are hundreds of MiB at a million attempts)

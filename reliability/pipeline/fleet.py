@@ -123,7 +123,7 @@ class FleetRun:
     def __str__(self) -> str:
         b = self.by_cluster
         lines = [
-            f"Fleet {self.dataset.name}: {len(self.clusters)} clusters, "
+            f"Fleet {self.dataset.name}: {_n(len(self.clusters), 'cluster')}, "
             f"{int(b['attempts'].sum()):,} attempts, {int(b['nodes'].sum()):,} nodes",
             *self.mttf._lines()[:1],
             *self.ettr._lines()[:1],
@@ -165,7 +165,7 @@ class FleetRun:
         sections += health_section(self.node_health, ctx)
         sections.append(self._features_section())
         subtitle = (
-            f"Fleet {self.dataset.name}: {len(self.clusters)} clusters - generated "
+            f"Fleet {self.dataset.name}: {_n(len(self.clusters), 'cluster')} - generated "
             f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC by reliability {__version__}"
         )
         return Report(
@@ -181,7 +181,7 @@ class FleetRun:
         b = self.by_cluster
         sec.blocks.append(
             Text(
-                f"{len(self.clusters)} clusters, {int(b['attempts'].sum()):,} attempts and "
+                f"{_n(len(self.clusters), 'cluster')}, {int(b['attempts'].sum()):,} attempts and "
                 f"{int(b['nodes'].sum()):,} nodes, analysed from their attributed parts (one "
                 "cluster per task for attribution, run ETTR and the lemon features; the rates and "
                 "node health over the parts on polars' streaming engine). Took "
@@ -320,7 +320,7 @@ def run_fleet(
             reasons=reasons,
         )
         seconds["attribution"] = time.perf_counter() - t
-        say(f"attribution: {len(clusters)} clusters in {seconds['attribution']:.0f} s")
+        say(f"attribution: {_n(len(clusters), 'cluster')} in {seconds['attribution']:.0f} s")
         end, note = resolve_observation_end(dataset, scan, None)
         notes += [note] if note else []
         gpn = a.gpus_per_node or gpus_per_node_of(scan)[0]
@@ -430,3 +430,8 @@ def _by_cluster(scan: pl.LazyFrame, ettr: RunETTR, health: NodeHealth) -> pl.Dat
         .with_columns(pl.col("runs", "nodes", "out_now").fill_null(0))
         .sort("cluster")
     )
+
+
+def _n(k: int, what: str) -> str:
+    """``1 cluster``, ``50 clusters``."""
+    return f"{k:,} {what}{'' if k == 1 else 's'}"

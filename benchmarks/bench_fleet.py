@@ -2,6 +2,7 @@
 
     python benchmarks/bench_fleet.py [--clusters 10] [--attempts 1000000] [--workers 1 2]
                                      [--work DIR] [--parts 2] [--no-serial]
+                                     [--downstream [--downstream-only]]
 
 Writes one fragmented export (:func:`bench_stages.write_fragmented`: sacct, sacctmgr events,
 kernel Xid logs; nothing from ``reliability.sim``) of ``--attempts`` attempts, copies it under
@@ -25,6 +26,13 @@ other in one process (the baseline of the speed-up). It is checked against ``one
 attributed serially: every part equals that frame (cluster relabelled, rows by the jobs key),
 and the fleet's failures and node-days are ``--clusters`` times the cluster's. ``--no-serial``
 skips the whole-fleet serial run (50M attempts do not fit in 24 GiB).
+
+With ``--downstream`` (and ``--parts N``; ``--downstream-only``: on the parts of the last run),
+the stages after attribution from the parts: ``ettr_by_cluster`` and ``features_by_cluster``
+one cluster after the other, then on N Dask workers, and ``node_health`` on the streaming
+engine; every runs and features part equal on both, the first and last equal to cluster c0's
+computed alone (relabelled), the counts ``--clusters`` times c0's. Measured (2026-12-07): see
+the CHANGELOG entry "A fleet's whole analysis and report from its parts".
 
 Measured: see the CHANGELOG entries "A fleet of clusters on Dask (issue 39)" and "A fleet
 larger than memory, part by part (issue 39)" (2026-12-06): 50 clusters of 1M attempts,

@@ -24,21 +24,26 @@ with the scan as ``attributed`` and ``jobs``).
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from reliability._atomic import write_parquet_atomic
-from reliability._result import fmt_duration_h
 from reliability.analyses.distributed import _ORDER, attributed_parts, map_clusters, tidy_parts
 from reliability.models.failures.counts import as_utc, clip_lazy, resolve_observation_end
-from reliability.models.nodes.lemon_features import ShortHistoryError, features_of, node_features
+from reliability.models.nodes.lemon_features import (
+    check_grid,
+    check_history,
+    features_of,
+    node_features,
+)
 from reliability.models.recovery.ettr_logs import (
     ATTEMPT_COLUMNS,
     RUN_COUNTS,
     RunETTR,
+    check_assumptions,
     run_frame,
     run_key_columns,
     run_notes,
@@ -136,10 +141,7 @@ def ettr_by_cluster(
         If a cluster's task still failed after the executor's retries (naming it; a
         ``RuntimeError``).
     """
-    if lost_work not in ("aligned", "expected"):
-        raise ValueError(f"lost_work must be 'aligned' or 'expected', got {lost_work!r}")
-    if ckpt_interval_h is not None and ckpt_interval_h <= 0:
-        raise ValueError("ckpt_interval_h must be positive (or None for no checkpoints)")
+    check_assumptions(ckpt_interval_h, lost_work)
     clusters, parts = attributed_parts(dataset, attributed)
     scan = pl.scan_parquet(parts)
     key = run_key_columns(scan.head(0).collect(), run_key)
@@ -259,8 +261,7 @@ def features_by_cluster(
     at all (events or states only) have no rows here, where the serial call gives them rows
     of zero attempts.
     """
-    if window_days <= 0 or step_days <= 0 or window_days % step_days:
-        raise ValueError("window_days must be a positive multiple of step_days")
+    check_grid(window_days, step_days)
     clusters, parts = attributed_parts(dataset, attributed)
     if not clusters:  # (the serial call's refusal, in its words)
         return node_features(
@@ -293,10 +294,8 @@ def features_by_cluster(
             (ns if lit is None else ns.filter(pl.col("start") < lit)).select(pl.col("start").min()),
         )
     last = end or obs
-    if start is not None and last is not None and (last - start) < timedelta(days=window_days):
-        # (every task's grid is the fleet's: refused here, once, as node_features refuses)
-        span = fmt_duration_h((last - start).total_seconds() / 3600)
-        raise ShortHistoryError(f"the data span {span}, less than one {window_days}-day window")
+    if start is not None and last is not None:  # (every task's grid is the fleet's: once, here)
+        check_history(start, last, window_days)
     folder = Path(folder).resolve()
     folder.mkdir(parents=True, exist_ok=True)
     outs = tidy_parts(folder, "features", len(clusters))

@@ -139,10 +139,47 @@ def node_features(
     polars.DataFrame
         One row per (cluster, node, window_end) with :data:`FEATURES`.
     """
-    if window_days <= 0 or step_days <= 0 or window_days % step_days:
-        raise ValueError("window_days must be a positive multiple of step_days")
+    check_grid(window_days, step_days)
     jobs, he, ns, obs = _inputs(source, observation_end)
     return features_of(jobs, he, ns, obs, window_days, step_days, start, end)
+
+
+def check_grid(window_days: int, step_days: int) -> None:
+    """Refuse a window that is not a positive multiple of the step.
+
+    Parameters
+    ----------
+    window_days, step_days : int
+        Window length and the step between window ends [days].
+
+    Raises
+    ------
+    ValueError
+        Otherwise.
+    """
+    if window_days <= 0 or step_days <= 0 or window_days % step_days:
+        raise ValueError("window_days must be a positive multiple of step_days")
+
+
+def check_history(t0: datetime, t1: datetime, window_days: int) -> None:
+    """Refuse a span from ``t0`` to ``t1`` shorter than one window (no window ends in it).
+
+    Parameters
+    ----------
+    t0, t1 : datetime
+        The first window's start and the last window's end [UTC].
+    window_days : int
+        Window length [days] (a multiple of the step: a whole window fits iff a step count
+        of windows does).
+
+    Raises
+    ------
+    ShortHistoryError
+        Saying the span.
+    """
+    if t1 - t0 < timedelta(days=window_days):
+        span = fmt_duration_h((t1 - t0).total_seconds() / 3600)
+        raise ShortHistoryError(f"the data span {span}, less than one {window_days}-day window")
 
 
 def features_of(
@@ -200,11 +237,8 @@ def features_of(
             if x is not None
         )
     )
-    n_windows = int((t1 - t0) / step)
-    if n_windows < n_back:
-        span = fmt_duration_h((t1 - t0).total_seconds() / 3600)
-        raise ShortHistoryError(f"the data span {span}, less than one {window_days}-day window")
-    w = _Windows(t0, step, n_back, n_windows)
+    check_history(t0, t1, window_days)
+    w = _Windows(t0, step, n_back, int((t1 - t0) / step))
     a, attempt_nodes = _attempt_counts(ended, w)
     e, event_nodes = _event_counts(he, w)
     s, state_nodes = _state_counts(ns, w)

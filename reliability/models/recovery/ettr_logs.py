@@ -335,10 +335,7 @@ def job_run_ettr(
         One row per job run (attempts, interruptions by cause, wall and productive time, ETTR),
         ETTR by job size and the summary (Kokolis et al., HPCA '25, §V).
     """
-    if lost_work not in ("aligned", "expected"):
-        raise ValueError(f"lost_work must be 'aligned' or 'expected', got {lost_work!r}")
-    if ckpt_interval_h is not None and ckpt_interval_h <= 0:
-        raise ValueError("ckpt_interval_h must be positive (or None for no checkpoints)")
+    check_assumptions(ckpt_interval_h, lost_work)
     jobs, obs_end, notes = attributed_jobs(source, observation_end)
     key = run_key_columns(jobs, run_key)
     runs, counts = run_frame(
@@ -352,6 +349,27 @@ def job_run_ettr(
         observation_end=obs_end,
         notes=notes + run_notes(counts),
     )
+
+
+def check_assumptions(ckpt_interval_h: float | None, lost_work: str) -> None:
+    """Refuse a checkpoint interval or lost-work rule :func:`run_frame` cannot use.
+
+    Parameters
+    ----------
+    ckpt_interval_h : float or None
+        Assumed Δt [h] (None: no checkpoints).
+    lost_work : str
+        ``"aligned"`` or ``"expected"``.
+
+    Raises
+    ------
+    ValueError
+        Naming the argument.
+    """
+    if lost_work not in ("aligned", "expected"):
+        raise ValueError(f"lost_work must be 'aligned' or 'expected', got {lost_work!r}")
+    if ckpt_interval_h is not None and ckpt_interval_h <= 0:
+        raise ValueError("ckpt_interval_h must be positive (or None for no checkpoints)")
 
 
 def run_frame(

@@ -427,6 +427,13 @@ def _add_fleet(sub: Any) -> None:
         "(default: the defaults)",
     )
     fl.add_argument("--title", default="Fleet reliability")
+    fl.add_argument(
+        "--reuse-attribution",
+        action="store_true",
+        help="keep the attributed parts of the last run into --out when they are of this "
+        "Dataset as it is now, with the same attribution settings and package version "
+        "(default: attribute again)",
+    )
 
 
 def _fleet(args: argparse.Namespace) -> int:
@@ -467,6 +474,7 @@ def _fleet(args: argparse.Namespace) -> int:
             analysis=analysis,
             reasons=reasons,
             title=args.title,
+            reuse_attribution=args.reuse_attribution,
             progress=lambda line: print(line, file=sys.stderr),
         )
     print(run)

@@ -277,3 +277,100 @@ def test_features_of_a_cluster_that_starts_after_the_end(fleet, tmp_path):
     with Executor("serial") as ex:
         got = features_by_cluster(ds, ex, parts, tmp_path / "f", 1, 1, observation_end=end)
     assert_frame_equal(got.collect(), serial)
+
+
+def test_options_key_names_options_by_their_values():
+    """Equal values give equal keys (a tuple is its list; a ReasonRules' source, which it does
+    not compare on, does not count); another value, another key; a value that cannot be
+    compared gives no key at all."""
+    from reliability.analyses.distributed import options_key
+    from reliability.reasons import ReasonRules
+
+    base = {"before_min": 10.0, "requeue_exit_codes": (75,), "reasons": ReasonRules()}
+    same = {"reasons": ReasonRules(source="elsewhere"), "requeue_exit_codes": [75]}
+    assert options_key(base) == options_key({**same, "before_min": 10.0})
+    assert options_key(base) != options_key({**base, "before_min": 20.0})
+    other = ReasonRules().extended(fault=[r"\bfrobnicated\b"])
+    assert options_key(base) != options_key({**base, "reasons": other})
+    assert options_key(base) != options_key({**base, "reasons": None})
+    assert options_key({"x": object()}) is None
+
+
+def test_reused_parts_are_those_of_the_same_dataset_options_and_version(
+    fleet, tmp_path, monkeypatch
+):
+    """With ``reuse``, parts written for the same Dataset, options and package version are
+    read without attributing again (and equal attribute_failures on the whole Dataset);
+    other options, another version or a part touched since make it attribute again."""
+    import reliability.analyses.distributed as dist
+    from reliability.analyses import reusable_parts
+    from reliability.analyses.distributed import reuse_refusal
+    from reliability.errors import TaskError
+
+    ds, _ = fleet
+    folder = tmp_path / "attributed"
+    assert not reusable_parts(ds, folder)  # (no parts yet)
+    with Executor("serial") as ex:
+        write_attributed_by_cluster(ds, ex, folder, before_min=15.0)
+        assert reusable_parts(ds, folder, before_min=15.0)
+        assert "other settings" in reuse_refusal(ds, folder)  # (another before_min)
+        stamps = {p.name: p.stat().st_mtime_ns for p in folder.glob("attributed-*.parquet")}
+
+        def no_attribution(*args, **kwargs):
+            raise AssertionError("attributed again")
+
+        with monkeypatch.context() as m:
+            m.setattr(dist, "_attribute_cluster", no_attribution)
+            kept = write_attributed_by_cluster(ds, ex, folder, reuse=True, before_min=15.0)
+        assert_frame_equal(kept.collect(), attribute_failures(ds, before_min=15.0))
+        assert stamps == {p.name: p.stat().st_mtime_ns for p in folder.glob("attributed-*.parquet")}
+        # another version of the package wrote them: not kept
+        with monkeypatch.context() as m:
+            m.setattr(dist, "__version__", "0.0.0-other")
+            assert "written by version 0.1" in reuse_refusal(ds, folder, before_min=15.0)
+        # other options attribute again; a rerun that fails half-way withdraws the parts
+        with monkeypatch.context() as m:
+            m.setattr(dist, "_attribute_cluster", no_attribution)
+            with pytest.raises(TaskError, match="attributed again"):
+                write_attributed_by_cluster(ds, ex, folder, reuse=True, before_min=20.0)
+        assert "holds no attributed parts" in reuse_refusal(ds, folder, before_min=15.0)
+        again = write_attributed_by_cluster(ds, ex, folder, reuse=True, before_min=15.0)
+        assert_frame_equal(again.collect(), attribute_failures(ds, before_min=15.0))
+        assert reusable_parts(ds, folder, before_min=15.0)
+        # a part touched since: not kept
+        part = sorted(folder.glob("attributed-*.parquet"))[1]
+        part.write_bytes(part.read_bytes())
+        assert "changed since they were written" in reuse_refusal(ds, folder, before_min=15.0)
+
+
+def test_run_fleet_keeps_the_last_runs_attribution_only_when_asked(fleet, tmp_path):
+    """reuse_attribution: the first run attributes (nothing to keep, and says so), the second
+    keeps its parts and gives the same numbers; without it the parts are written again."""
+    from reliability.pipeline.analysis import AnalysisConfig
+    from reliability.pipeline.fleet import run_fleet
+
+    ds, _ = fleet
+    a = AnalysisConfig(min_gpus=8)
+    lines: list[list[str]] = [[], [], []]
+    runs = []
+    for i, reuse in enumerate([True, True, False]):
+        runs.append(
+            run_fleet(
+                ds,
+                tmp_path / "out",
+                analysis=a,
+                report=False,
+                reuse_attribution=reuse,
+                progress=lines[i].append,
+            )
+        )
+        if i == 0:
+            parts = sorted((tmp_path / "out" / "parts" / "attributed").glob("*.parquet"))
+            stamps = [p.stat().st_mtime_ns for p in parts]
+    assert any("not kept" in line and "holds no attributed parts" in line for line in lines[0])
+    assert any("parts of the last run kept" in line for line in lines[1])
+    assert not any("kept" in line for line in lines[2])
+    assert [p.stat().st_mtime_ns for p in parts] != stamps  # (the third run wrote them again)
+    for run in runs[1:]:
+        assert_frame_equal(run.mttf.summary, runs[0].mttf.summary)
+        assert_frame_equal(run.ettr.runs.collect(), runs[0].ettr.runs.collect())

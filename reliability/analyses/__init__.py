@@ -23,6 +23,7 @@ from reliability.analyses.cluster import ClusterAnalysis, analyze_cluster
 from reliability.analyses.distributed import (
     attribute_by_cluster,
     attributed_parts,
+    reusable_parts,
     write_attributed_by_cluster,
 )
 from reliability.analyses.fleet import ettr_by_cluster, features_by_cluster
@@ -56,6 +57,7 @@ __all__ = [
     "gpus_per_node_of",
     "lemon_report",
     "load_detector",
+    "reusable_parts",
     "uncalibrated_note",
     "write_attributed_by_cluster",
 ]

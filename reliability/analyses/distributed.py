@@ -18,6 +18,7 @@ the models read column by column (:func:`reliability.models.failures.fit_mttf` t
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from reliability._atomic import write_json_atomic, write_parquet_atomic
+from reliability._version import __version__
 from reliability.attribution import _SNAPSHOT_KINDS, attribute_failures
 from reliability.errors import TaskError
 from reliability.store.lock import crash_leftover
@@ -37,7 +39,14 @@ if TYPE_CHECKING:
     from reliability.parallel import Executor
     from reliability.store import Dataset
 
-__all__ = ["attribute_by_cluster", "attributed_parts", "write_attributed_by_cluster"]
+__all__ = [
+    "attribute_by_cluster",
+    "attributed_parts",
+    "options_key",
+    "reusable_parts",
+    "reuse_refusal",
+    "write_attributed_by_cluster",
+]
 
 _ORDER = "__order"
 
@@ -133,7 +142,7 @@ def attribute_by_cluster(dataset: Dataset, executor: Executor, **options: Any) -
 
 
 def write_attributed_by_cluster(
-    dataset: Dataset, executor: Executor, folder: str | Path, **options: Any
+    dataset: Dataset, executor: Executor, folder: str | Path, *, reuse: bool = False, **options: Any
 ) -> pl.LazyFrame:
     """Attribute every attempt of a Dataset one cluster per task, each task writing its part.
 
@@ -162,6 +171,10 @@ def write_attributed_by_cluster(
         Where the parts go (created if missing; a relative path is taken from the caller's
         working directory); the workers must be able to write it at the same path (a shared
         file system on a real Dask cluster).
+    reuse : bool
+        Keep the folder's parts when they were written by this version of the package from
+        this Dataset as it is now, with the same options, and are unchanged since
+        (:func:`reusable_parts`); otherwise (and by default) attribute again.
     **options : object
         Keyword arguments of :func:`reliability.attribution.attribute_failures`.
 
@@ -178,11 +191,14 @@ def write_attributed_by_cluster(
         ``RuntimeError``).
     """
     folder = Path(folder).resolve()  # (the workers write it: not relative to their own cwd)
+    clusters, history, merged = _plan(dataset)
+    if reuse and reusable_parts(dataset, folder, **options):
+        scan = pl.scan_parquet(attributed_parts(dataset, folder)[1])
+        return scan if merged else scan.sort(_ORDER).drop(_ORDER)
     folder.mkdir(parents=True, exist_ok=True)
     # what the parts are of goes first: a run that stops half-way leaves parts of two runs,
     # which no reader takes for this Dataset's (:func:`attributed_parts`)
     (folder / _PARTS_OF).unlink(missing_ok=True)
-    clusters, history, merged = _plan(dataset)
     if clusters:
         ok = dataset.verified_parts
         args = [
@@ -200,10 +216,110 @@ def write_attributed_by_cluster(
         "clusters": clusters,
         "parts": [_stamp(p) for p in paths],
         "options": options,  # (for the reader's information: the readers do not redo them)
+        "options_key": options_key(options),
+        "version": __version__,
     }
     write_json_atomic(what, folder / _PARTS_OF)
     scan = pl.scan_parquet(paths)
     return scan if merged else scan.sort(_ORDER).drop(_ORDER)
+
+
+def options_key(options: dict[str, Any]) -> str | None:
+    """Name attribution options by their values: equal options, equal keys.
+
+    Numbers, strings, None, lists and tuples (as lists), dicts (by sorted key) and dataclasses
+    such as :class:`reliability.reasons.ReasonRules` (their compared fields) are named by value.
+
+    Parameters
+    ----------
+    options : dict of str to object
+        Keyword arguments of :func:`reliability.attribution.attribute_failures`.
+
+    Returns
+    -------
+    str or None
+        A sha256 hex digest; None if a value is of another kind (parts attributed with it are
+        never reused: its value cannot be compared).
+    """
+
+    def plain(v: Any) -> Any:
+        if v is None or isinstance(v, bool | int | float | str):
+            return v
+        if isinstance(v, list | tuple):
+            return [plain(x) for x in v]
+        if isinstance(v, dict) and all(isinstance(k, str) for k in v):
+            return {k: plain(v[k]) for k in sorted(v)}
+        if dataclasses.is_dataclass(v) and not isinstance(v, type):
+            fields = [f.name for f in dataclasses.fields(v) if f.compare]
+            return {"__type": type(v).__qualname__} | {f: plain(getattr(v, f)) for f in fields}
+        raise TypeError(type(v).__name__)
+
+    try:
+        text = json.dumps(plain(options), sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError):
+        return None
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def reusable_parts(dataset: Dataset, folder: str | Path, **options: Any) -> bool:
+    """Tell whether a folder's attributed parts stand for this Dataset with these options.
+
+    True when :func:`write_attributed_by_cluster` wrote them with this version of the package,
+    from the Dataset as it is now (:func:`fingerprint`), with options of the same values
+    (:func:`options_key`), and no part changed since (:func:`attributed_parts`);
+    :func:`reuse_refusal` says why not.
+
+    Parameters
+    ----------
+    dataset : Dataset
+        The Dataset.
+    folder : str or Path
+        The parts' folder.
+    **options : object
+        Keyword arguments of :func:`reliability.attribution.attribute_failures`.
+
+    Returns
+    -------
+    bool
+        Whether the parts may be read instead of attributing again.
+    """
+    return reuse_refusal(dataset, folder, **options) is None
+
+
+def reuse_refusal(dataset: Dataset, folder: str | Path, **options: Any) -> str | None:
+    """Say why a folder's attributed parts may not stand for this Dataset with these options.
+
+    Parameters
+    ----------
+    dataset : Dataset
+        The Dataset.
+    folder : str or Path
+        The parts' folder.
+    **options : object
+        Keyword arguments of :func:`reliability.attribution.attribute_failures`.
+
+    Returns
+    -------
+    str or None
+        Why not (no parts; another Dataset, or a part changed; other options; another version
+        of the package); None when they may (:func:`reusable_parts`).
+    """
+    folder = Path(folder).resolve()
+    if not (folder / _PARTS_OF).is_file():
+        return f"{folder} holds no attributed parts of an earlier run"
+    try:
+        attributed_parts(dataset, folder)
+        what = json.loads((folder / _PARTS_OF).read_text())
+    except (OSError, ValueError) as e:
+        return str(e).split(": run write_attributed_by_cluster")[0]
+    key = options_key(options)
+    if key is None:
+        return "the attribution options cannot be compared by value"
+    if what.get("version") != __version__:
+        return f"they were written by version {what.get('version') or 'unknown'} of the package"
+    if what.get("options_key") != key:
+        return "they were attributed with other settings (before_min, after_min, requeue_exit_codes or the reason rules)"
+    return None
 
 
 def fingerprint(dataset: Dataset) -> str:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -44,7 +44,7 @@ from reliability.analyses import (
     gpus_per_node_of,
     write_attributed_by_cluster,
 )
-from reliability.analyses.distributed import fingerprint
+from reliability.analyses.distributed import fingerprint, reuse_refusal
 from reliability.errors import DatasetError, Hint, Hinted
 from reliability.models.failures import (
     MTTFResult,
@@ -247,6 +247,7 @@ def run_fleet(
     title: str = "Fleet reliability",
     formats: tuple[str, ...] = ("html", "pdf"),
     report: bool = True,
+    reuse_attribution: bool = False,
     progress: Callable[[str], None] | None = None,
 ) -> FleetRun:
     """Analyse a fleet part by part and write its report.
@@ -270,6 +271,12 @@ def run_fleet(
         ``"html"`` and/or ``"pdf"``.
     report : bool
         Write the report; False: only the analyses.
+    reuse_attribution : bool
+        Keep the attributed parts of an earlier run into the same ``out`` when they stand for
+        this Dataset as it is now, with the same attribution settings (``before_min``,
+        ``after_min``, ``requeue_exit_codes``, ``reasons``) and this version of the package
+        (:func:`reliability.analyses.reusable_parts`); otherwise attribute again, which is the
+        default.
     progress : callable or None
         Receives one line per step.
 
@@ -308,19 +315,27 @@ def run_fleet(
     own = executor is None
     ex = Executor("serial") if own else executor
     was = fingerprint(dataset)
+    options: dict[str, Any] = {
+        "before_min": a.before_min,
+        "after_min": a.after_min,
+        "requeue_exit_codes": a.requeue_exit_codes,
+        "reasons": reasons,
+    }
     try:
         t = time.perf_counter()
-        scan = write_attributed_by_cluster(
-            dataset,
-            ex,
-            parts / "attributed",
-            before_min=a.before_min,
-            after_min=a.after_min,
-            requeue_exit_codes=a.requeue_exit_codes,
-            reasons=reasons,
-        )
+        why = reuse_refusal(dataset, parts / "attributed", **options) if reuse_attribution else ""
+        kept = why is None
+        scan = write_attributed_by_cluster(dataset, ex, parts / "attributed", reuse=kept, **options)
         seconds["attribution"] = time.perf_counter() - t
-        say(f"attribution: {_n(len(clusters), 'cluster')} in {seconds['attribution']:.0f} s")
+        if kept:
+            say(
+                f"attribution: the parts of the last run kept ({_n(len(clusters), 'cluster')}: "
+                "the same Dataset, settings and package version)"
+            )
+        else:
+            if why:
+                say(f"attribution: the last run's parts are not kept: {why}")
+            say(f"attribution: {_n(len(clusters), 'cluster')} in {seconds['attribution']:.0f} s")
         end, note = resolve_observation_end(dataset, scan, None)
         notes += [note] if note else []
         gpn = a.gpus_per_node or gpus_per_node_of(scan)[0]

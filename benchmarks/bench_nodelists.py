@@ -78,17 +78,21 @@ lists are one ``str.split``, the others' segments are rewritten in place and eac
 names split once, with list aggregations + ``list.join`` instead of ``str.join`` aggregations.
 
 Lower bound (``--bounds``; measured 2026-12-07, 2 cores, idle; ``--attempts 1000000 --kinds
-fragmented --repeat 3 --bounds``, two runs; ratios to the fastest floor of the run): the
+fragmented --repeat 3 --bounds``, three runs, the first without the repeat pass; ratios to the
+fastest floor of each run): the
 untiled fragmented export (435 MiB, 29.0M host names, 214 characters of NodeList a record)
 reads at 10.1-10.5x the floor. Read with no name built at all, read_sacct is already
-3.09-3.13x. One vectorised pass over the NodeList column costs 0.44-0.47x (checking the
+3.09-3.22x. One vectorised pass over every row's NodeList costs 0.44-0.57x (checking the
 hostlist grammar), 0.81-0.89x (splitting at commas into ``List(String)``, no range expanded),
-0.26x (``list.n_unique``: a list naming a host twice) and 1.58x (numbering the names into
-``List(Categorical)``, the compact form the 5M-attempt memory target relies on). So a reader
-that expands the lists and keeps its guarantees is at least 4.4-4.7x the floor (6.3x in the
-compact form) on this export, whatever its algorithm, without a compiled reader; 3x needs the
-jobs table to keep the ranges and the read-time check of repeated hosts to move out of the
-reader (issue 39's closing note).
+0.26-0.27x (``list.n_unique``: a list naming a host twice) and 1.58-1.65x (numbering the names
+into ``List(Categorical)``, the compact form the 5M-attempt memory target relies on). Over each
+distinct list once the passes cost 10-15% less, but finding the distinct lists costs 0.86x:
+the 460k distinct lists hold nearly all the text (random placement repeats one-node lists,
+not long ones). So a reader built of polars' string passes that expands the lists and keeps
+its guarantees is at least 4.7-5.0x the floor on this export (6.3-6.6x in the compact form);
+only a compiled reader could fuse the passes, and none is wanted. 3x needs the jobs table to
+keep the ranges (the data contract's ``nodes`` is the expanded list) and the read-time check
+of repeated hosts to move out of the reader (issue 39's closing note).
 """
 
 from __future__ import annotations
@@ -148,18 +152,26 @@ elif method == "passes":  # single vectorised passes over the NodeList column al
     grammar = (r"^{n}(\[{i}(,{i})*\])?(,{n}(\[{i}(,{i})*\])?)*$"
                .format(n=r"[\w\-.]+", i=r"[0-9]{1,18}(-[0-9]{1,18})?"))
     passes = {}
-    t = time.perf_counter()
-    col.str.contains(grammar)
-    passes["grammar"] = time.perf_counter() - t
-    t = time.perf_counter()
-    split = col.str.split(",")
-    passes["split"] = time.perf_counter() - t
-    t = time.perf_counter()
-    (split.list.n_unique() < split.list.len()).sum()
-    passes["repeats"] = time.perf_counter() - t
-    t = time.perf_counter()
-    split.cast(pl.List(pl.Categorical))
-    passes["numbered"] = time.perf_counter() - t
+
+    def _passes(c, tag):
+        t = time.perf_counter()
+        c.str.contains(grammar)
+        passes[f"grammar{tag}"] = time.perf_counter() - t
+        t = time.perf_counter()
+        split = c.str.split(",")
+        passes[f"split{tag}"] = time.perf_counter() - t
+        t = time.perf_counter()
+        (split.list.n_unique() < split.list.len()).sum()
+        passes[f"repeats{tag}"] = time.perf_counter() - t
+        t = time.perf_counter()
+        split.cast(pl.List(pl.Categorical))
+        passes[f"numbered{tag}"] = time.perf_counter() - t
+
+    _passes(col, "")
+    t = time.perf_counter()  # each distinct list once (then gathered back to the rows)
+    keys = col.unique()
+    passes["unique"] = time.perf_counter() - t
+    _passes(keys, "_distinct")
     t = time.perf_counter()
     rows, names = col.len(), 0
 secs = time.perf_counter() - t
@@ -237,22 +249,27 @@ def bounds(rounds: dict[str, list[dict]], floor: float) -> None:
     """Print the lower bound of a reader that expands the node lists, as a ratio to the floor.
 
     ``rest``: read_sacct with no name built (every other check and column kept). Passes: the
-    fastest of the rounds of one vectorised polars pass over the NodeList column each, the
-    least an expanding reader does per name: check the hostlist grammar (``str.contains``),
-    split at commas (``List(String)``: no range expanded), find a list that names a host twice
+    fastest of the rounds of one vectorised polars pass each, over every row's NodeList and
+    over the distinct lists (plus finding them), what an expanding reader built of polars'
+    string passes does per name at least: check the hostlist grammar (``str.contains``), split
+    at commas (``List(String)``: no range expanded), find a list that names a host twice
     (``list.n_unique``), number the names (``List(Categorical)``, the compact form the 5M
-    memory target needs).
+    memory target needs). Separate passes: a compiled reader could fuse them.
     """
     rest = min(r["secs"] for r in rounds["rest"])
     p = {k: min(r["passes"][k] for r in rounds["passes"]) for k in rounds["passes"][0]["passes"]}
     print(f"  read_sacct without node lists: {rest:6.2f} s, {rest / floor:.2f}x the floor")
-    print(
-        "  one pass over NodeList: "
-        + ", ".join(f"{k} {v:.2f} s ({v / floor:.2f}x)" for k, v in p.items())
-    )
-    least = rest + p["grammar"] + p["split"] + p["repeats"]
-    print(f"  least expanding reader (rest + grammar + split + repeats, strings): {least / floor:.2f}x;"
-          f" numbered (+ numbering): {(least + p['numbered']) / floor:.2f}x")  # fmt: skip
+    for tag, what in (("", "every row's list"), ("_distinct", "each distinct list once")):
+        print(f"  one pass over {what}: " + ", ".join(
+            f"{k} {p[k + tag]:.2f} s ({p[k + tag] / floor:.2f}x)"
+            for k in ("grammar", "split", "repeats", "numbered")))  # fmt: skip
+    print(f"  (the distinct lists themselves: {p['unique']:.2f} s, {p['unique'] / floor:.2f}x)")
+    rows = p["grammar"] + p["split"] + p["repeats"]
+    keys = p["unique"] + p["grammar_distinct"] + p["split_distinct"] + p["repeats_distinct"]
+    least = rest + min(rows, keys)
+    numbered = least + (p["numbered"] if rows <= keys else p["numbered_distinct"])
+    print(f"  least reader of these passes (rest + grammar + split + repeats, strings; the cheaper "
+          f"of rows and distinct lists): {least / floor:.2f}x; numbered: {numbered / floor:.2f}x")  # fmt: skip
 
 
 def main() -> None:

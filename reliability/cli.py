@@ -431,8 +431,8 @@ def _add_fleet(sub: Any) -> None:
         "--reuse-attribution",
         action="store_true",
         help="keep the attributed parts of the last run into --out when they are of this "
-        "Dataset as it is now, with the same attribution settings and package version "
-        "(default: attribute again)",
+        "Dataset as it is now, with the same attribution settings, by this build of the "
+        "package (default: attribute again)",
     )
 
 

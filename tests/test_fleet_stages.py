@@ -313,7 +313,7 @@ def test_reused_parts_are_those_of_the_same_dataset_options_and_version(
     with Executor("serial") as ex:
         write_attributed_by_cluster(ds, ex, folder, before_min=15.0)
         assert reusable_parts(ds, folder, before_min=15.0)
-        assert "other settings" in reuse_refusal(ds, folder)  # (another before_min)
+        assert "other options" in reuse_refusal(ds, folder)  # (another before_min)
         stamps = {p.name: p.stat().st_mtime_ns for p in folder.glob("attributed-*.parquet")}
 
         def no_attribution(*args, **kwargs):
@@ -324,16 +324,16 @@ def test_reused_parts_are_those_of_the_same_dataset_options_and_version(
             kept = write_attributed_by_cluster(ds, ex, folder, reuse=True, before_min=15.0)
         assert_frame_equal(kept.collect(), attribute_failures(ds, before_min=15.0))
         assert stamps == {p.name: p.stat().st_mtime_ns for p in folder.glob("attributed-*.parquet")}
-        # another version of the package wrote them: not kept
+        # another build of the package wrote them (here: on another polars): not kept
         with monkeypatch.context() as m:
-            m.setattr(dist, "__version__", "0.0.0-other")
-            assert "written by version 0.1" in reuse_refusal(ds, folder, before_min=15.0)
+            m.setattr(dist.pl, "__version__", "0.0.0-other")
+            assert "another build" in reuse_refusal(ds, folder, before_min=15.0)
         # other options attribute again; a rerun that fails half-way withdraws the parts
         with monkeypatch.context() as m:
             m.setattr(dist, "_attribute_cluster", no_attribution)
             with pytest.raises(TaskError, match="attributed again"):
                 write_attributed_by_cluster(ds, ex, folder, reuse=True, before_min=20.0)
-        assert "holds no attributed parts" in reuse_refusal(ds, folder, before_min=15.0)
+        assert "holds no finished run's" in reuse_refusal(ds, folder, before_min=15.0)
         again = write_attributed_by_cluster(ds, ex, folder, reuse=True, before_min=15.0)
         assert_frame_equal(again.collect(), attribute_failures(ds, before_min=15.0))
         assert reusable_parts(ds, folder, before_min=15.0)
@@ -367,10 +367,38 @@ def test_run_fleet_keeps_the_last_runs_attribution_only_when_asked(fleet, tmp_pa
         if i == 0:
             parts = sorted((tmp_path / "out" / "parts" / "attributed").glob("*.parquet"))
             stamps = [p.stat().st_mtime_ns for p in parts]
-    assert any("not kept" in line and "holds no attributed parts" in line for line in lines[0])
+        if i == 1:
+            after_second = [p.stat().st_mtime_ns for p in parts]
+    assert any("not kept" in line and "holds no finished run's" in line for line in lines[0])
     assert any("parts of the last run kept" in line for line in lines[1])
     assert not any("kept" in line for line in lines[2])
+    assert after_second == stamps  # (the second run read them)
     assert [p.stat().st_mtime_ns for p in parts] != stamps  # (the third run wrote them again)
     for run in runs[1:]:
         assert_frame_equal(run.mttf.summary, runs[0].mttf.summary)
         assert_frame_equal(run.ettr.runs.collect(), runs[0].ettr.runs.collect())
+
+
+def test_reused_parts_of_one_export_keep_its_row_order(tmp_path, monkeypatch):
+    """A Dataset whose jobs are one export (the parts carry its row numbers) and a Dataset
+    with no attempts: the kept parts read back as attribute_failures gives them, in order."""
+    import reliability.analyses.distributed as dist
+    from reliability.analyses.distributed import attributed_scan
+
+    ds = Dataset(tmp_path / "ds")
+    generate_b(tmp_path / "raw", seed=5, n_nodes=12, days=4, cluster="wren").ingest(ds)
+    assert sum("jobs" in (i.get("parts") or {}) for i in ds.inputs) == 1
+    empty = Dataset(tmp_path / "empty")
+
+    def no_attribution(*args, **kwargs):
+        raise AssertionError("attributed again")
+
+    with Executor("serial") as ex:
+        for d, folder in ((ds, tmp_path / "one"), (empty, tmp_path / "none")):
+            write_attributed_by_cluster(d, ex, folder)
+            with monkeypatch.context() as m:
+                m.setattr(dist, "_attribute_cluster", no_attribution)
+                m.setattr(dist, "attribute_failures", no_attribution)
+                kept = write_attributed_by_cluster(d, ex, folder, reuse=True)
+            assert_frame_equal(kept.collect(), attribute_failures(d))
+            assert_frame_equal(attributed_scan(d, folder).collect(), attribute_failures(d))

@@ -23,6 +23,7 @@ from reliability.analyses.cluster import ClusterAnalysis, analyze_cluster
 from reliability.analyses.distributed import (
     attribute_by_cluster,
     attributed_parts,
+    attributed_scan,
     reusable_parts,
     write_attributed_by_cluster,
 )
@@ -52,6 +53,7 @@ __all__ = [
     "attribute",
     "attribute_by_cluster",
     "attributed_parts",
+    "attributed_scan",
     "ettr_by_cluster",
     "features_by_cluster",
     "gpus_per_node_of",

@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from reliability._atomic import write_json_atomic, write_parquet_atomic
-from reliability._version import __version__
 from reliability.attribution import _SNAPSHOT_KINDS, attribute_failures
 from reliability.errors import TaskError
 from reliability.store.lock import crash_leftover
@@ -42,6 +41,8 @@ if TYPE_CHECKING:
 __all__ = [
     "attribute_by_cluster",
     "attributed_parts",
+    "attributed_scan",
+    "code_key",
     "options_key",
     "reusable_parts",
     "reuse_refusal",
@@ -193,8 +194,7 @@ def write_attributed_by_cluster(
     folder = Path(folder).resolve()  # (the workers write it: not relative to their own cwd)
     clusters, history, merged = _plan(dataset)
     if reuse and reusable_parts(dataset, folder, **options):
-        scan = pl.scan_parquet(attributed_parts(dataset, folder)[1])
-        return scan if merged else scan.sort(_ORDER).drop(_ORDER)
+        return attributed_scan(dataset, folder)
     folder.mkdir(parents=True, exist_ok=True)
     # what the parts are of goes first: a run that stops half-way leaves parts of two runs,
     # which no reader takes for this Dataset's (:func:`attributed_parts`)
@@ -217,18 +217,71 @@ def write_attributed_by_cluster(
         "parts": [_stamp(p) for p in paths],
         "options": options,  # (for the reader's information: the readers do not redo them)
         "options_key": options_key(options),
-        "version": __version__,
+        "code": code_key(),
     }
     write_json_atomic(what, folder / _PARTS_OF)
     scan = pl.scan_parquet(paths)
     return scan if merged else scan.sort(_ORDER).drop(_ORDER)
 
 
+def attributed_scan(dataset: Dataset, folder: str | Path) -> pl.LazyFrame:
+    """Scan a folder's attributed parts of this Dataset, in the Dataset's row order.
+
+    The parts are checked first (:func:`attributed_parts`); the scan is the one
+    :func:`write_attributed_by_cluster` returned when it wrote them.
+
+    Parameters
+    ----------
+    dataset : Dataset
+        The Dataset the parts are to be of, as it is now.
+    folder : str or Path
+        The folder :func:`write_attributed_by_cluster` wrote.
+
+    Returns
+    -------
+    polars.LazyFrame
+        The attributed attempts.
+
+    Raises
+    ------
+    ValueError
+        As :func:`attributed_parts`.
+    """
+    clusters, paths = attributed_parts(dataset, folder)
+    # a jobs table of one part: its row numbers put the clusters' rows back in its order
+    merged = not clusters or sum("jobs" in (i.get("parts") or {}) for i in dataset.inputs) > 1
+    scan = pl.scan_parquet(paths)
+    return scan if merged else scan.sort(_ORDER).drop(_ORDER)
+
+
+def code_key() -> str:
+    """Name the build of the package that attributes: its files, and the polars it runs on.
+
+    A hash of every file of the installed ``reliability`` package (its modules and data, by
+    path and content) and of polars' version: any change to the code, a release or an edit
+    of a development tree alike, gives another key.
+
+    Returns
+    -------
+    str
+        A sha256 hex digest.
+    """
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256(f"polars {pl.__version__}\0".encode())
+    for f in sorted(root.rglob("*")):
+        if f.is_file() and "__pycache__" not in f.parts and f.suffix != ".pyc":
+            h.update(f.relative_to(root).as_posix().encode() + b"\0")
+            h.update(hashlib.sha256(f.read_bytes()).digest())
+    return h.hexdigest()
+
+
 def options_key(options: dict[str, Any]) -> str | None:
-    """Name attribution options by their values: equal options, equal keys.
+    """Name attribution options by their values and types: equal ones, equal keys.
 
     Numbers, strings, None, lists and tuples (as lists), dicts (by sorted key) and dataclasses
-    such as :class:`reliability.reasons.ReasonRules` (their compared fields) are named by value.
+    such as :class:`reliability.reasons.ReasonRules` (their class and compared fields) are
+    named by value; ``10`` and ``10.0`` are different keys (so parts are attributed again,
+    never wrongly kept).
 
     Parameters
     ----------
@@ -238,8 +291,8 @@ def options_key(options: dict[str, Any]) -> str | None:
     Returns
     -------
     str or None
-        A sha256 hex digest; None if a value is of another kind (parts attributed with it are
-        never reused: its value cannot be compared).
+        A sha256 hex digest; None if a value is of another kind, or a float is not finite
+        (parts attributed with it are never reused: its value cannot be compared).
     """
 
     def plain(v: Any) -> Any:
@@ -251,7 +304,8 @@ def options_key(options: dict[str, Any]) -> str | None:
             return {k: plain(v[k]) for k in sorted(v)}
         if dataclasses.is_dataclass(v) and not isinstance(v, type):
             fields = [f.name for f in dataclasses.fields(v) if f.compare]
-            return {"__type": type(v).__qualname__} | {f: plain(getattr(v, f)) for f in fields}
+            kind = f"{type(v).__module__}.{type(v).__qualname__}"
+            return {"__type": kind} | {f: plain(getattr(v, f)) for f in fields}
         raise TypeError(type(v).__name__)
 
     try:
@@ -264,10 +318,10 @@ def options_key(options: dict[str, Any]) -> str | None:
 def reusable_parts(dataset: Dataset, folder: str | Path, **options: Any) -> bool:
     """Tell whether a folder's attributed parts stand for this Dataset with these options.
 
-    True when :func:`write_attributed_by_cluster` wrote them with this version of the package,
-    from the Dataset as it is now (:func:`fingerprint`), with options of the same values
-    (:func:`options_key`), and no part changed since (:func:`attributed_parts`);
-    :func:`reuse_refusal` says why not.
+    True when :func:`write_attributed_by_cluster` wrote them with this build of the package
+    (:func:`code_key`: the same code on the same polars), from the Dataset as it is now
+    (:func:`fingerprint`), with options of the same values (:func:`options_key`), and no part
+    changed since (:func:`attributed_parts`); :func:`reuse_refusal` says why not.
 
     Parameters
     ----------
@@ -301,24 +355,26 @@ def reuse_refusal(dataset: Dataset, folder: str | Path, **options: Any) -> str |
     Returns
     -------
     str or None
-        Why not (no parts; another Dataset, or a part changed; other options; another version
-        of the package); None when they may (:func:`reusable_parts`).
+        Why not (no finished run's parts; another Dataset, or a part changed; other options;
+        another build of the package); None when they may (:func:`reusable_parts`).
     """
     folder = Path(folder).resolve()
     if not (folder / _PARTS_OF).is_file():
-        return f"{folder} holds no attributed parts of an earlier run"
+        return f"{folder} holds no finished run's attributed parts ({_PARTS_OF} is missing)"
     try:
-        attributed_parts(dataset, folder)
-        what = json.loads((folder / _PARTS_OF).read_text())
-    except (OSError, ValueError) as e:
+        what, _, _ = _checked(dataset, folder)
+    except ValueError as e:
         return str(e).split(": run write_attributed_by_cluster")[0]
     key = options_key(options)
     if key is None:
         return "the attribution options cannot be compared by value"
-    if what.get("version") != __version__:
-        return f"they were written by version {what.get('version') or 'unknown'} of the package"
+    if what.get("code") != code_key():
+        return "they were attributed by another build of the package (its code or polars' version)"
     if what.get("options_key") != key:
-        return "they were attributed with other settings (before_min, after_min, requeue_exit_codes or the reason rules)"
+        return (
+            "they were attributed with other options (such as before_min, after_min, "
+            "requeue_exit_codes or the reason rules)"
+        )
     return None
 
 
@@ -376,6 +432,12 @@ def attributed_parts(dataset: Dataset, folder: str | Path) -> tuple[list[str], l
         before an input was added or removed (naming the folder; rerun
         :func:`write_attributed_by_cluster`).
     """
+    _, clusters, paths = _checked(dataset, folder)
+    return clusters, paths
+
+
+def _checked(dataset: Dataset, folder: str | Path) -> tuple[dict[str, Any], list[str], list[Path]]:
+    """:func:`attributed_parts`, with what ``attributed.json`` says (read once)."""
     folder = Path(folder).resolve()
     redo = "run write_attributed_by_cluster for this Dataset into it first"
     try:
@@ -404,7 +466,7 @@ def attributed_parts(dataset: Dataset, folder: str | Path) -> tuple[list[str], l
             f"{folder}: attributed part(s) changed since they were written "
             f"({', '.join(changed[:3]) or 'their list'}): {redo}"
         )
-    return clusters, paths
+    return what, clusters, paths
 
 
 def tidy_parts(folder: Path, prefix: str, n: int) -> list[Path]:

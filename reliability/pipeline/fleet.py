@@ -44,7 +44,7 @@ from reliability.analyses import (
     gpus_per_node_of,
     write_attributed_by_cluster,
 )
-from reliability.analyses.distributed import fingerprint, reuse_refusal
+from reliability.analyses.distributed import attributed_scan, fingerprint, reuse_refusal
 from reliability.errors import DatasetError, Hint, Hinted
 from reliability.models.failures import (
     MTTFResult,
@@ -274,7 +274,8 @@ def run_fleet(
     reuse_attribution : bool
         Keep the attributed parts of an earlier run into the same ``out`` when they stand for
         this Dataset as it is now, with the same attribution settings (``before_min``,
-        ``after_min``, ``requeue_exit_codes``, ``reasons``) and this version of the package
+        ``after_min``, ``requeue_exit_codes``, ``reasons``), by this build of the package (its
+        code and polars' version), untouched since
         (:func:`reliability.analyses.reusable_parts`); otherwise attribute again, which is the
         default.
     progress : callable or None
@@ -319,18 +320,20 @@ def run_fleet(
         "before_min": a.before_min,
         "after_min": a.after_min,
         "requeue_exit_codes": a.requeue_exit_codes,
-        "reasons": reasons,
+        "reasons": reasons or ReasonRules(),  # (None is the built-in rules: one key)
     }
     try:
         t = time.perf_counter()
         why = reuse_refusal(dataset, parts / "attributed", **options) if reuse_attribution else ""
-        kept = why is None
-        scan = write_attributed_by_cluster(dataset, ex, parts / "attributed", reuse=kept, **options)
+        if why is None:  # (checked again as it is read: a part changed since is refused)
+            scan = attributed_scan(dataset, parts / "attributed")
+        else:
+            scan = write_attributed_by_cluster(dataset, ex, parts / "attributed", **options)
         seconds["attribution"] = time.perf_counter() - t
-        if kept:
+        if why is None:
             say(
                 f"attribution: the parts of the last run kept ({_n(len(clusters), 'cluster')}: "
-                "the same Dataset, settings and package version)"
+                "the same Dataset, options and build of the package)"
             )
         else:
             if why:

@@ -341,6 +341,7 @@ def _attempt_counts(ended: pl.DataFrame, w: _Windows) -> tuple[pl.DataFrame, pl.
     # every node of a long host list (the culprit's node and cause only for the few attempts
     # charged to hardware).
     hw = pl.col("failure_domain").is_in(_HW) & ~pl.col("open")
+    k = (pl.col("end_time") - pl.lit(t0)).dt.total_microseconds() // step_us + 1
     exploded = (
         ended.lazy()
         .select(
@@ -349,20 +350,28 @@ def _attempt_counts(ended: pl.DataFrame, w: _Windows) -> tuple[pl.DataFrame, pl.
             failed=pl.col("state").cast(pl.String).is_in(_FAILED) & ~pl.col("open"),
             node_fail=(pl.col("state").cast(pl.String) == "NODE_FAIL") & ~pl.col("open"),
             single=pl.col("nodes").list.len() == 1,
-            _k=(pl.col("end_time") - pl.lit(t0)).dt.total_microseconds() // step_us + 1,
-            _hw_node=pl.when(hw).then(pl.col("culprit_node")),
-            failure_cause=pl.when(hw).then(pl.col("failure_cause")),
+            _k=k,
             node=pl.col("nodes"),
         )
         .explode("node")
         .drop_nulls("node")
     ).collect()
     in_range = pl.col("_k").is_between(1, n_windows)
-    att = (
-        exploded.lazy()
-        .filter(in_range)
-        .with_columns(culprit=pl.col("_hw_node") == pl.col("node"))
-        .drop("_hw_node")
+    att = exploded.lazy().filter(in_range)
+    # the attempts charged to a node's hardware (few) on that node: its culprit rows
+    culprit_rows = (
+        ended.lazy()
+        .filter(hw & pl.col("culprit_node").is_not_null())
+        .select(
+            "cluster",
+            "end_time",
+            "failure_cause",
+            _k=k,
+            node=pl.col("culprit_node"),
+            _in=pl.col("nodes").list.contains(pl.col("culprit_node")),
+        )
+        .filter(pl.col("_in") & in_range)
+        .drop("_in")
     )
     # several attempts on the node failing in the same minute: a crash that took them all
     # (minutes counted from the epoch: the times are UTC)
@@ -383,10 +392,15 @@ def _attempt_counts(ended: pl.DataFrame, w: _Windows) -> tuple[pl.DataFrame, pl.
                 single_node_failed=(pl.col("failed") & pl.col("single")).sum(),
                 multi_node_failed=(pl.col("failed") & ~pl.col("single")).sum(),
                 single_attempts=pl.col("single").sum(),
-                hw_culprit=pl.col("culprit").sum(),
             )
-            .join(co, on=["cluster", "node", "_k"], how="left"),
-            att.filter(pl.col("culprit")).select("cluster", "node", "end_time", "failure_cause"),
+            .join(co, on=["cluster", "node", "_k"], how="left")
+            .join(
+                culprit_rows.group_by("cluster", "node", "_k").agg(hw_culprit=pl.len()),
+                on=["cluster", "node", "_k"],
+                how="left",
+            )
+            .with_columns(pl.col("hw_culprit").fill_null(0)),
+            culprit_rows.select("cluster", "node", "end_time", "failure_cause"),
         ]
     )
     counts = [c for c in steps.columns if c not in ("cluster", "node", "_k")]

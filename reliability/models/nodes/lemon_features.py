@@ -359,6 +359,8 @@ def _attempt_counts(ended: pl.DataFrame, w: _Windows) -> tuple[pl.DataFrame, pl.
     in_range = pl.col("_k").is_between(1, n_windows)
     att = exploded.lazy().filter(in_range)
     # the attempts charged to a node's hardware (few) on that node: its culprit rows
+    # (as the host lists' names: a column of nulls, or categorical lists, join all the same)
+    culprit = pl.col("culprit_node").cast(ended.schema["nodes"].inner)
     culprit_rows = (
         ended.lazy()
         .filter(hw & pl.col("culprit_node").is_not_null())
@@ -367,8 +369,8 @@ def _attempt_counts(ended: pl.DataFrame, w: _Windows) -> tuple[pl.DataFrame, pl.
             "end_time",
             "failure_cause",
             _k=k,
-            node=pl.col("culprit_node"),
-            _in=pl.col("nodes").list.contains(pl.col("culprit_node")),
+            node=culprit,
+            _in=pl.col("nodes").list.contains(culprit),
         )
         .filter(pl.col("_in") & in_range)
         .drop("_in")

@@ -192,9 +192,9 @@ def write_attributed_by_cluster(
         ``RuntimeError``).
     """
     folder = Path(folder).resolve()  # (the workers write it: not relative to their own cwd)
-    clusters, history, merged = _plan(dataset)
     if reuse and reusable_parts(dataset, folder, **options):
         return attributed_scan(dataset, folder)
+    clusters, history, merged = _plan(dataset)
     folder.mkdir(parents=True, exist_ok=True)
     # what the parts are of goes first: a run that stops half-way leaves parts of two runs,
     # which no reader takes for this Dataset's (:func:`attributed_parts`)
@@ -220,8 +220,7 @@ def write_attributed_by_cluster(
         "code": code_key(),
     }
     write_json_atomic(what, folder / _PARTS_OF)
-    scan = pl.scan_parquet(paths)
-    return scan if merged else scan.sort(_ORDER).drop(_ORDER)
+    return _scan(paths, merged)
 
 
 def attributed_scan(dataset: Dataset, folder: str | Path) -> pl.LazyFrame:
@@ -248,10 +247,18 @@ def attributed_scan(dataset: Dataset, folder: str | Path) -> pl.LazyFrame:
         As :func:`attributed_parts`.
     """
     clusters, paths = attributed_parts(dataset, folder)
-    # a jobs table of one part: its row numbers put the clusters' rows back in its order
-    merged = not clusters or sum("jobs" in (i.get("parts") or {}) for i in dataset.inputs) > 1
+    return _scan(paths, not clusters or _merged(dataset))  # (no attempts: one empty part)
+
+
+def _scan(paths: list[Path], merged: bool) -> pl.LazyFrame:
+    """Scan parts in the Dataset's row order (one jobs part, not ``merged``: by its row numbers)."""
     scan = pl.scan_parquet(paths)
     return scan if merged else scan.sort(_ORDER).drop(_ORDER)
+
+
+def _merged(dataset: Dataset) -> bool:
+    """Tell whether the Dataset's jobs table is merged from several parts (sorted by cluster)."""
+    return sum("jobs" in (i.get("parts") or {}) for i in dataset.inputs) > 1
 
 
 def code_key() -> str:
@@ -520,8 +527,7 @@ def _plan(dataset: Dataset) -> tuple[list[str], bool, bool]:
         "node_states" in (i.get("rows_out") or {}) and i.get("kind") not in _SNAPSHOT_KINDS
         for i in dataset.inputs
     )
-    merged = sum("jobs" in (i.get("parts") or {}) for i in dataset.inputs) > 1
-    return clusters, history, merged
+    return clusters, history, _merged(dataset)
 
 
 def map_clusters(
